@@ -1,0 +1,96 @@
+#include "core/allocator/caching_allocator.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/plugin/backend.h"
+
+namespace mixrt {
+
+CachingAllocator::~CachingAllocator() {
+  absl::MutexLock lock(&mu_);
+  ReleaseCacheLocked();
+}
+
+uint64_t CachingAllocator::RoundSize(uint64_t bytes) {
+  if (bytes <= kRoundBytes) return kRoundBytes;
+  if (bytes > UINT64_MAX - kRoundBytes) return 0;  // Overflows: refused.
+  return (bytes + kRoundBytes - 1) / kRoundBytes * kRoundBytes;
+}
+
+absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
+  const uint64_t size = RoundSize(bytes);
+  const std::string where =
+      absl::StrCat(backend_->name(), ":", device_);
+  if (size == 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes on ", where, ": size overflows"));
+  }
+  absl::MutexLock lock(&mu_);
+  void* ptr = nullptr;
+  auto cached = free_blocks_.find(size);
+  if (cached != free_blocks_.end()) {
+    ptr = cached->second;
+    free_blocks_.erase(cached);
+    stats_.bytes_cached -= size;
+  } else {
+    absl::StatusOr<void*> fresh = backend_->Allocate(device_, size);
+    if (!fresh.ok() && absl::IsResourceExhausted(fresh.status()) &&
+        !free_blocks_.empty()) {
+      ReleaseCacheLocked();
+      fresh = backend_->Allocate(device_, size);
+    }
+    if (!fresh.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", bytes, " bytes on ", where, " (",
+          stats_.bytes_in_use, " bytes in use): ", fresh.status().message()));
+    }
+    ptr = *fresh;
+    ++stats_.num_plugin_allocations;
+  }
+  live_blocks_[ptr] = size;
+  ++stats_.num_allocations;
+  stats_.bytes_in_use += size;
+  stats_.peak_bytes_in_use =
+      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+  return ptr;
+}
+
+void CachingAllocator::Free(void* ptr) {
+  absl::MutexLock lock(&mu_);
+  auto it = live_blocks_.find(ptr);
+  if (it == live_blocks_.end()) return;  // Not ours: ignore, never corrupt.
+  const uint64_t size = it->second;
+  live_blocks_.erase(it);
+  stats_.bytes_in_use -= size;
+  stats_.bytes_cached += size;
+  free_blocks_.emplace(size, ptr);
+}
+
+void CachingAllocator::EmptyCache() {
+  absl::MutexLock lock(&mu_);
+  ReleaseCacheLocked();
+}
+
+void CachingAllocator::ReleaseCacheLocked() {
+  for (const auto& [size, ptr] : free_blocks_) {
+    // A failing free cannot be reported from a destructor path; the block is
+    // forgotten either way so it is never handed out twice.
+    backend_->Free(device_, ptr).IgnoreError();
+    ++stats_.num_plugin_frees;
+  }
+  free_blocks_.clear();
+  stats_.bytes_cached = 0;
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void CachingAllocator::ResetPeak() {
+  absl::MutexLock lock(&mu_);
+  stats_.peak_bytes_in_use = stats_.bytes_in_use;
+}
+
+}  // namespace mixrt

@@ -1,0 +1,108 @@
+// A loaded, initialized backend plugin, seen through the C ABI. Every call
+// turns the plugin's error object into an absl::Status naming the backend.
+// Backends live until process exit (plugins are never unloaded: tensors and
+// cached allocations may still point into them).
+#ifndef MIXRT_CORE_PLUGIN_BACKEND_H_
+#define MIXRT_CORE_PLUGIN_BACKEND_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/dtype.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt {
+
+class CachingAllocator;
+
+absl::string_view OpClassName(MixrtOpClass op_class);  // "matmul", ...
+absl::string_view SupportLevelName(MixrtSupportLevel level);  // "native"...
+
+struct CapabilityEntry {
+  MixrtSupportLevel level = MIXRT_SUPPORT_UNSUPPORTED;
+  std::string reason;
+  double speed_vs_f32 = 0.0;
+};
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  uint64_t total_memory = 0;
+  uint32_t flags = 0;
+  uint32_t alignment = 0;
+  // capabilities[op_class][dtype]
+  std::array<std::array<CapabilityEntry, kNumDTypes>, MIXRT_OP_CLASS_COUNT>
+      capabilities;
+
+  const CapabilityEntry& capability(MixrtOpClass op_class, DType dtype) const {
+    return capabilities[op_class][static_cast<int>(dtype)];
+  }
+};
+
+struct BackendIdentity {
+  std::string name;
+  std::string version;
+  std::string build_info;
+  std::string device_type;
+  std::string path;
+  uint32_t abi_major = 0;
+  uint32_t abi_minor = 0;
+  int32_t score = 1;
+};
+
+class Backend {
+ public:
+  // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
+  Backend(void* handle, const MixrtPluginApi* api, BackendIdentity identity,
+          std::vector<DeviceInfo> devices, std::string no_device_reason);
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  const BackendIdentity& identity() const { return identity_; }
+  const std::string& name() const { return identity_.name; }
+  const std::vector<DeviceInfo>& devices() const { return devices_; }
+  const std::string& no_device_reason() const { return no_device_reason_; }
+  const MixrtPluginApi* api() const { return api_; }
+
+  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) const;
+  absl::Status Free(int device, void* ptr) const;
+  absl::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
+                    uint64_t bytes) const;
+  absl::Status Memset(int device, void* dst, uint8_t value,
+                      uint64_t bytes) const;
+  absl::Status Synchronize(int device) const;
+  absl::Status Launch(int device, MixrtOp op,
+                      absl::Span<const MixrtTensorDesc> inputs,
+                      absl::Span<const MixrtTensorDesc> outputs,
+                      const void* attrs) const;
+
+  // The caching allocator of one device (created with the backend).
+  CachingAllocator& allocator(int device) const;
+
+ private:
+  absl::Status CheckDevice(int device) const;
+
+  void* handle_;
+  const MixrtPluginApi* api_;
+  BackendIdentity identity_;
+  std::vector<DeviceInfo> devices_;
+  std::string no_device_reason_;
+  std::vector<std::unique_ptr<CachingAllocator>> allocators_;
+};
+
+// Converts a plugin error (or NULL) to a Status, destroying the error.
+// `what` names the call, e.g. "memory_allocate".
+absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
+                                 absl::string_view backend,
+                                 absl::string_view what);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_PLUGIN_BACKEND_H_

@@ -1,0 +1,154 @@
+#include "core/plugin/registry.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/plugin/plugin_search_path.h"
+
+namespace mixrt {
+namespace {
+
+std::string CanonicalPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved)
+                                                     : path;
+}
+
+}  // namespace
+
+Registry& Registry::Global() {
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+absl::StatusOr<const Backend*> Registry::Load(const std::string& path) {
+  const std::string canonical = CanonicalPath(path);
+  // Loading runs plugin code; holding the lock keeps loading serialized and
+  // idempotent (plugin_initialize is called once per file).
+  absl::MutexLock lock(&mu_);
+  for (const PluginReport& report : reports_) {
+    if (report.path != canonical) continue;
+    if (report.backend != nullptr) return report.backend;
+    return absl::FailedPreconditionError(report.reason);
+  }
+  PluginReport report;
+  report.path = canonical;
+  absl::StatusOr<std::unique_ptr<Backend>> loaded = LoadPlugin(canonical);
+  if (!loaded.ok()) {
+    report.reason = std::string(loaded.status().message());
+    reports_.push_back(report);
+    return loaded.status();
+  }
+  std::unique_ptr<Backend> backend = std::move(loaded).value();
+  report.name = backend->name();
+  for (const std::unique_ptr<Backend>& other : backends_) {
+    if (other->name() == backend->name()) {
+      report.reason = absl::StrCat("a backend named '", backend->name(),
+                                   "' is already loaded from ",
+                                   other->identity().path);
+      reports_.push_back(report);
+      return absl::AlreadyExistsError(report.reason);
+    }
+  }
+  report.backend = backend.get();
+  report.usable = !backend->devices().empty();
+  if (!report.usable) {
+    report.reason = absl::StrCat("no device: ", backend->no_device_reason());
+  }
+  reports_.push_back(report);
+  backends_.push_back(std::move(backend));
+  return report.backend;
+}
+
+void Registry::LoadAll(const std::vector<std::string>& explicit_paths) {
+  std::vector<std::string> locations = explicit_paths;
+  if (const char* env = std::getenv(kPluginPathEnv)) {
+    for (const std::string& entry : SplitPluginPath(env)) {
+      locations.push_back(entry);
+    }
+  }
+  const std::string core_dir = CoreObjectDirectory();
+  if (!core_dir.empty()) locations.push_back(core_dir);
+  for (const std::string& location : locations) {
+    for (const std::string& file : ExpandPluginLocation(location)) {
+      Load(file).IgnoreError();  // Recorded in reports_.
+    }
+  }
+}
+
+std::vector<PluginReport> Registry::Reports() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return reports_;
+}
+
+std::vector<const Backend*> Registry::UsableBackends() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<const Backend*> usable;
+  for (const std::unique_ptr<Backend>& backend : backends_) {
+    if (!backend->devices().empty() && backend->identity().score > 0) {
+      usable.push_back(backend.get());
+    }
+  }
+  std::stable_sort(usable.begin(), usable.end(),
+                   [](const Backend* a, const Backend* b) {
+                     return a->identity().score > b->identity().score;
+                   });
+  return usable;
+}
+
+absl::StatusOr<const Backend*> Registry::FindBackend(
+    const std::string& name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  for (const std::unique_ptr<Backend>& backend : backends_) {
+    if (backend->name() != name) continue;
+    if (backend->devices().empty()) {
+      return absl::NotFoundError(absl::StrCat("backend '", name,
+                                              "' has no device: ",
+                                              backend->no_device_reason()));
+    }
+    return backend.get();
+  }
+  std::vector<std::string> names;
+  for (const std::unique_ptr<Backend>& backend : backends_) {
+    names.push_back(backend->name());
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no backend named '", name, "' is loaded (loaded: ",
+      names.empty() ? "none" : absl::StrJoin(names, ", "), ")",
+      SkippedSummary()));
+}
+
+std::string Registry::SkippedSummary() const {
+  std::vector<std::string> skipped;
+  for (const PluginReport& report : reports_) {
+    if (!report.usable) skipped.push_back(report.reason);
+  }
+  if (skipped.empty()) return "";
+  return absl::StrCat("; skipped: ", absl::StrJoin(skipped, "; "));
+}
+
+absl::StatusOr<Device> Registry::SelectDevice(const std::string& name) const {
+  std::string wanted = name;
+  if (wanted.empty()) {
+    if (const char* env = std::getenv(kBackendEnv)) wanted = env;
+  }
+  if (!wanted.empty()) {
+    absl::StatusOr<const Backend*> backend = FindBackend(wanted);
+    if (!backend.ok()) return backend.status();
+    return Device(*backend, 0);
+  }
+  const std::vector<const Backend*> usable = UsableBackends();
+  if (usable.empty()) {
+    absl::ReaderMutexLock lock(&mu_);
+    return absl::NotFoundError(
+        absl::StrCat("no usable mixrt backend found (set ", kPluginPathEnv,
+                     " or name a plugin explicitly)", SkippedSummary()));
+  }
+  return Device(usable.front(), 0);
+}
+
+}  // namespace mixrt

@@ -1,0 +1,72 @@
+// The process-wide registry of backend plugins: loads them (idempotently),
+// keeps why each one was skipped, and selects a device.
+//
+//   mixrt::Registry& registry = mixrt::Registry::Global();
+//   registry.LoadAll();  // search path: see plugin_search_path.h
+//   absl::StatusOr<mixrt::Device> device = registry.SelectDevice();
+//
+// All methods are thread-safe.
+#ifndef MIXRT_CORE_PLUGIN_REGISTRY_H_
+#define MIXRT_CORE_PLUGIN_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/device.h"
+#include "core/plugin/backend.h"
+
+namespace mixrt {
+
+inline constexpr char kBackendEnv[] = "MIXRT_BACKEND";
+
+// What happened to one plugin file.
+struct PluginReport {
+  std::string path;
+  std::string name;  // Empty when the file never identified itself.
+  bool usable = false;
+  std::string reason;  // Why it is not usable (load error or no device).
+  const Backend* backend = nullptr;  // Set when it loaded (even deviceless).
+};
+
+class Registry {
+ public:
+  static Registry& Global();
+
+  Registry() = default;
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Loads one plugin file. Loading the same file again returns the same
+  // backend. A second file with an already-registered backend name is
+  // refused. Failures are also recorded in Reports().
+  absl::StatusOr<const Backend*> Load(const std::string& path);
+
+  // Loads everything on the search path (explicit paths first). Problems with
+  // individual plugins are recorded, never fatal.
+  void LoadAll(const std::vector<std::string>& explicit_paths = {});
+
+  std::vector<PluginReport> Reports() const;
+  // Backends with at least one device, best score first.
+  std::vector<const Backend*> UsableBackends() const;
+  absl::StatusOr<const Backend*> FindBackend(const std::string& name) const;
+
+  // By `name`, else $MIXRT_BACKEND, else the usable backend with the best
+  // score. The error lists what is available and why others were skipped.
+  absl::StatusOr<Device> SelectDevice(const std::string& name = "") const;
+
+ private:
+  std::string SkippedSummary() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<Backend>> backends_ ABSL_GUARDED_BY(mu_);
+  std::vector<PluginReport> reports_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_PLUGIN_REGISTRY_H_

@@ -1,0 +1,27 @@
+// Early-return helpers for absl::Status / absl::StatusOr, as Abseil users
+// write everywhere (Abseil 20220623 does not ship them).
+#ifndef MIXRT_CORE_STATUS_MACROS_H_
+#define MIXRT_CORE_STATUS_MACROS_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define MIXRT_STATUS_CONCAT_INNER(a, b) a##b
+#define MIXRT_STATUS_CONCAT(a, b) MIXRT_STATUS_CONCAT_INNER(a, b)
+
+#define MIXRT_RETURN_IF_ERROR(expr)                  \
+  do {                                               \
+    const ::absl::Status mixrt_status_ = (expr);     \
+    if (!mixrt_status_.ok()) return mixrt_status_;   \
+  } while (0)
+
+#define MIXRT_ASSIGN_OR_RETURN(lhs, expr)                                  \
+  MIXRT_ASSIGN_OR_RETURN_IMPL(                                             \
+      MIXRT_STATUS_CONCAT(mixrt_statusor_, __LINE__), lhs, expr)
+
+#define MIXRT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = std::move(tmp).value()
+
+#endif  // MIXRT_CORE_STATUS_MACROS_H_

@@ -1,0 +1,110 @@
+// A tensor: a view (dtype, shape, strides, offset) on refcounted device
+// storage. Copying a Tensor copies the handle, not the data. Operations that
+// can fail on user input return absl::Status / absl::StatusOr.
+//
+//   mixrt::Device dev = *mixrt::Registry::Global().SelectDevice();
+//   mixrt::Tensor a = *mixrt::arange(0, 6, 1, mixrt::DType::kF32, dev);
+//   mixrt::Tensor m = *a.reshape({2, 3});
+//   mixrt::Tensor t = *m.transpose(0, 1);       // a view, no copy
+//   mixrt::Tensor h = *t.to(mixrt::DType::kF16); // a new tensor
+//   std::cout << t.ToString();
+#ifndef MIXRT_CORE_TENSOR_TENSOR_H_
+#define MIXRT_CORE_TENSOR_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/tensor/shape.h"
+#include "core/tensor/storage.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt {
+
+class Tensor {
+ public:
+  Tensor() = default;  // Undefined: defined() is false.
+
+  // A view on `storage`; the caller guarantees the view fits.
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
+         Strides strides, int64_t offset);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }  // In elements.
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t numel() const;
+  const Device& device() const { return storage_->device(); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // Device address of the view's first element.
+  void* data_ptr() const;
+  bool is_contiguous() const;
+  // True when both views use the same storage.
+  bool shares_storage_with(const Tensor& other) const {
+    return storage_ == other.storage_;
+  }
+
+  // ---- Views (no copy) ----
+  // Same elements in a new shape; one size may be -1. Fails when the strides
+  // do not allow a view (use reshape, which copies then).
+  absl::StatusOr<Tensor> view(absl::Span<const int64_t> shape) const;
+  // view() when possible, else a contiguous copy reshaped.
+  absl::StatusOr<Tensor> reshape(absl::Span<const int64_t> shape) const;
+  absl::StatusOr<Tensor> transpose(int64_t dim0, int64_t dim1) const;
+  absl::StatusOr<Tensor> permute(absl::Span<const int64_t> dims) const;
+  // Elements start, start+step, ... < end along dim (Python slice rules for
+  // negative and out-of-range bounds); step >= 1.
+  absl::StatusOr<Tensor> slice(int64_t dim, int64_t start, int64_t end,
+                               int64_t step = 1) const;
+  // Broadcasts size-1 dims (stride 0) and prepends dims; -1 keeps a size.
+  absl::StatusOr<Tensor> expand(absl::Span<const int64_t> shape) const;
+
+  // ---- Copies ----
+  // This tensor if already contiguous, else a dense copy.
+  absl::StatusOr<Tensor> contiguous() const;
+  // A converted copy (round to nearest even), or this tensor if same dtype.
+  absl::StatusOr<Tensor> to(DType dtype) const;
+  // A copy on `device`, or this tensor if already there.
+  absl::StatusOr<Tensor> to(const Device& device) const;
+  // An independent dense copy.
+  absl::StatusOr<Tensor> clone() const;
+
+  // ---- Host access ----
+  // The single element of a one-element tensor.
+  absl::StatusOr<double> item() const;
+  // All elements in row-major order, converted exactly to float/double.
+  absl::StatusOr<std::vector<float>> to_float_vector() const;
+  absl::StatusOr<std::vector<double>> to_double_vector() const;
+  absl::StatusOr<std::vector<int64_t>> to_int_vector() const;
+  // Raw bytes of the contiguous data in this tensor's dtype.
+  absl::StatusOr<std::vector<uint8_t>> to_bytes() const;
+
+  // "tensor([[1, 2], [3, 4]], dtype=f32, device=cpu:0)"; large tensors are
+  // summarized.
+  std::string ToString() const;
+
+  // The ABI descriptor; valid while this Tensor is alive and unmodified.
+  MixrtTensorDesc desc() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+// A new uninitialized contiguous tensor.
+absl::StatusOr<Tensor> empty(absl::Span<const int64_t> shape, DType dtype,
+                             const Device& device);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_TENSOR_TENSOR_H_

@@ -1,0 +1,437 @@
+/* mixrt plugin ABI, version 1.0.
+ *
+ * The one stable interface between the mixrt core (the "host") and a backend
+ * plugin (a shared object loaded with dlopen). Pure C, self-contained: a plugin
+ * needs nothing but this header. C++ authors may prefer plugins/sdk/.
+ *
+ * Versioning (see plugins/CHANGELOG.md):
+ *   - MIXRT_PLUGIN_API_MAJOR changes on an incompatible change. The host refuses
+ *     a plugin whose major differs, naming both versions.
+ *   - MIXRT_PLUGIN_API_MINOR changes when fields or functions are appended.
+ *     Every struct starts with `struct_size`; a reader only touches a field if
+ *     `MIXRT_STRUCT_HAS(ptr, Type, field)` holds, so old and new sides mix.
+ *   - Every struct also carries `ext`, the head of an extension chain
+ *     (MixrtExtensionBase) for optional features, NULL when unused.
+ *
+ * Entry points a plugin exports (nothing else should be exported):
+ *   const MixrtPluginApi* mixrt_plugin_entry(uint32_t host_major,
+ *                                            uint32_t host_minor);   required
+ *   int32_t mixrt_plugin_score(void);                                optional
+ * `mixrt_plugin_entry` returns a pointer to a table with static storage
+ * duration (never freed) or NULL if the plugin cannot serve that host.
+ * `mixrt_plugin_score` returns 0 if the plugin cannot run on this machine
+ * (e.g. the CPU lacks the ISA it was built for); higher means preferred.
+ * Absent, the host assumes 1.
+ *
+ * Calling conventions:
+ *   - Every function takes one `*_Args` struct. The caller sets `struct_size`
+ *     to sizeof of the struct it was compiled with. Fields marked "out" are
+ *     written by the callee.
+ *   - Every function returns NULL on success or a MixrtError* on failure. The
+ *     error is owned by the plugin; the host reads it with error_message /
+ *     error_code and must release it with error_destroy. No C++ exception may
+ *     cross this boundary.
+ *   - Strings returned by the plugin ("out" const char*) stay valid until
+ *     plugin_shutdown unless stated otherwise. Strings passed in by the host
+ *     are valid only during the call.
+ *   - Thread safety: plugin_initialize and plugin_shutdown are called once,
+ *     from one thread, with no other call in flight. Every other function may
+ *     be called concurrently from any thread after plugin_initialize returned
+ *     success; the plugin synchronizes its own state.
+ *   - Ordering: kernels and copies issued for one device execute in issue
+ *     order. memcpy to host returns when the data are on the host; other calls
+ *     may be asynchronous until device_synchronize.
+ */
+#ifndef MIXRT_PLUGIN_API_H_
+#define MIXRT_PLUGIN_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MIXRT_PLUGIN_API_MAJOR 1
+#define MIXRT_PLUGIN_API_MINOR 0
+
+#define MIXRT_PLUGIN_ENTRY_SYMBOL "mixrt_plugin_entry"
+#define MIXRT_PLUGIN_SCORE_SYMBOL "mixrt_plugin_score"
+
+/* Size of a struct up to and including `field`: the minimum struct_size a
+ * struct must have for `field` to be present. */
+#define MIXRT_STRUCT_SIZE_THROUGH(Type, field) \
+  (offsetof(Type, field) + sizeof(((Type*)0)->field))
+/* True when `ptr` (a struct with struct_size) contains `field`. */
+#define MIXRT_STRUCT_HAS(ptr, Type, field) \
+  ((ptr)->struct_size >= MIXRT_STRUCT_SIZE_THROUGH(Type, field))
+
+/* ------------------------------------------------------------------------ */
+/* Extensions                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Every extension struct starts with this header. Unknown types are skipped. */
+typedef struct MixrtExtensionBase {
+  size_t struct_size;
+  uint32_t type; /* A MixrtExtensionType value. */
+  struct MixrtExtensionBase* next;
+} MixrtExtensionBase;
+
+typedef enum MixrtExtensionType {
+  MIXRT_EXTENSION_TYPE_NONE = 0
+  /* Fusion and compiler extensions arrive in later minor versions. */
+} MixrtExtensionType;
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations shared by host and plugin. Values are stable: new values are   */
+/* appended in minor versions, existing ones never change.                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum MixrtDtype {
+  MIXRT_DTYPE_F32 = 0,
+  MIXRT_DTYPE_F16 = 1,
+  MIXRT_DTYPE_BF16 = 2,
+  MIXRT_DTYPE_I32 = 3,
+  MIXRT_DTYPE_I64 = 4,
+  MIXRT_DTYPE_BOOL = 5, /* One byte, 0 or 1. */
+  MIXRT_DTYPE_COUNT = 6
+} MixrtDtype;
+
+typedef enum MixrtErrorCode {
+  MIXRT_ERROR_CODE_OK = 0, /* Never carried by an error object. */
+  MIXRT_ERROR_CODE_INVALID_ARGUMENT = 1,
+  MIXRT_ERROR_CODE_UNIMPLEMENTED = 2,
+  MIXRT_ERROR_CODE_OUT_OF_MEMORY = 3,
+  MIXRT_ERROR_CODE_NO_DEVICE = 4,
+  MIXRT_ERROR_CODE_FAILED_PRECONDITION = 5,
+  MIXRT_ERROR_CODE_INTERNAL = 6,
+  MIXRT_ERROR_CODE_UNAVAILABLE = 7
+} MixrtErrorCode;
+
+/* Classes of ops for which a device reports a precision capability. */
+typedef enum MixrtOpClass {
+  MIXRT_OP_CLASS_MATMUL = 0,        /* matmul, linear, bmm */
+  MIXRT_OP_CLASS_CONV = 1,          /* convolutions */
+  MIXRT_OP_CLASS_POOL = 2,          /* max/avg pooling */
+  MIXRT_OP_CLASS_ELEMENTWISE = 3,   /* unary and binary pointwise */
+  MIXRT_OP_CLASS_REDUCTION = 4,     /* sum, mean, max, var */
+  MIXRT_OP_CLASS_SOFTMAX = 5,       /* softmax, log_softmax */
+  MIXRT_OP_CLASS_NORMALIZATION = 6, /* layer_norm, batch_norm */
+  MIXRT_OP_CLASS_LOSS = 7,          /* mse, cross_entropy, ... */
+  MIXRT_OP_CLASS_EMBEDDING = 8,     /* embedding gather/scatter */
+  MIXRT_OP_CLASS_CAST = 9,          /* dtype conversion, copy, fill */
+  MIXRT_OP_CLASS_OPTIMIZER = 10,    /* fused optimizer and grad-scaler steps */
+  MIXRT_OP_CLASS_COUNT = 11
+} MixrtOpClass;
+
+typedef enum MixrtSupportLevel {
+  MIXRT_SUPPORT_UNSUPPORTED = 0, /* Never launched by the host. */
+  MIXRT_SUPPORT_SLOW = 1,        /* Works, emulated or measured slower. */
+  MIXRT_SUPPORT_NATIVE = 2       /* Runs on hardware made for it. */
+} MixrtSupportLevel;
+
+/* The core-defined op table. Each op documents its tensors and attributes.
+ * Unless stated otherwise: all inputs and the output have the output's shape
+ * (the host expands broadcast inputs with stride 0 before launching), and
+ * floating ops on f16/bf16 compute in at least f32 and round to nearest even
+ * on store. */
+typedef enum MixrtOp {
+  /* out[i] = value.  inputs: none.  attrs: MixrtScalarAttrs. */
+  MIXRT_OP_FILL = 0,
+  /* out[i] = convert(in0[i]); any dtype pair, float->int truncates toward
+   * zero, ->bool is (x != 0). Strided in0, any out strides. attrs: none. */
+  MIXRT_OP_COPY = 1,
+  /* out[i] = start + i * step over the flattened (row-major) out.
+   * attrs: MixrtArangeAttrs. */
+  MIXRT_OP_ARANGE = 2,
+  /* Counter-based random numbers, identical on every plugin: see
+   * MixrtRandomAttrs. out is float. */
+  MIXRT_OP_RANDOM_UNIFORM = 3,
+  MIXRT_OP_RANDOM_NORMAL = 4,
+  /* Binary pointwise: out = in0 (op) in1. Same dtype for in0, in1 and out. */
+  MIXRT_OP_ADD = 5,
+  MIXRT_OP_SUB = 6,
+  MIXRT_OP_MUL = 7,
+  MIXRT_OP_DIV = 8, /* Integer division truncates; division by 0 is an error. */
+  /* Unary pointwise: out = -in0. Same dtype. */
+  MIXRT_OP_NEG = 9,
+  MIXRT_OP_COUNT = 10
+} MixrtOp;
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct MixrtError MixrtError; /* Opaque, owned by the plugin. */
+
+typedef struct MixrtError_Destroy_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtError* error; /* Freed by this call. */
+} MixrtError_Destroy_Args;
+typedef void MixrtError_Destroy(MixrtError_Destroy_Args* args);
+
+typedef struct MixrtError_Message_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  const MixrtError* error;
+  const char* message; /* out: NUL-terminated; valid until error_destroy. */
+  size_t message_size; /* out: strlen(message). */
+} MixrtError_Message_Args;
+typedef void MixrtError_Message(MixrtError_Message_Args* args);
+
+typedef struct MixrtError_GetCode_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  const MixrtError* error;
+  uint32_t code; /* out: a MixrtErrorCode. */
+} MixrtError_GetCode_Args;
+typedef void MixrtError_GetCode(MixrtError_GetCode_Args* args);
+
+/* ------------------------------------------------------------------------ */
+/* Plugin lifetime and identity                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct MixrtPlugin_GetInfo_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  const char* name;        /* out: short backend name, e.g. "cpu". */
+  const char* version;     /* out: the plugin's own version. */
+  const char* build_info;  /* out: e.g. "oneDNN 2.6.3, built for avx512". */
+  const char* device_type; /* out: autocast policy family: "cpu", "cuda". */
+} MixrtPlugin_GetInfo_Args;
+/* May be called before plugin_initialize. */
+typedef MixrtError* MixrtPlugin_GetInfo(MixrtPlugin_GetInfo_Args* args);
+
+typedef struct MixrtPlugin_Initialize_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+} MixrtPlugin_Initialize_Args;
+/* Called once before any call other than get_info. A failure makes the host
+ * skip the plugin and keep the error message as the reason. */
+typedef MixrtError* MixrtPlugin_Initialize(MixrtPlugin_Initialize_Args* args);
+
+typedef struct MixrtPlugin_Shutdown_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+} MixrtPlugin_Shutdown_Args;
+/* Optional. Releases everything; no call may follow. */
+typedef MixrtError* MixrtPlugin_Shutdown(MixrtPlugin_Shutdown_Args* args);
+
+/* ------------------------------------------------------------------------ */
+/* Devices and capabilities                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct MixrtDevice_Count_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t count; /* out */
+  /* out: when count is 0, why (e.g. the driver's error text); else NULL. */
+  const char* no_device_reason;
+} MixrtDevice_Count_Args;
+typedef MixrtError* MixrtDevice_Count(MixrtDevice_Count_Args* args);
+
+/* Device property flags. */
+#define MIXRT_DEVICE_FLAG_HOST_MEMORY (1u << 0)  /* Pointers are host memory. */
+#define MIXRT_DEVICE_FLAG_TENSOR_CORES (1u << 1) /* Matrix units present. */
+/* Kernels accept only contiguous (row-major, dense) tensors: the host makes
+ * every input contiguous and passes contiguous outputs. MIXRT_OP_COPY is the
+ * exception: it is how the host makes tensors contiguous, so it always
+ * accepts strided input. */
+#define MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS (1u << 2)
+
+typedef struct MixrtDevice_GetProperties_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;        /* in: 0 <= device < count. */
+  const char* name;      /* out: e.g. "Intel Xeon ... (2 threads)". */
+  uint64_t total_memory; /* out: bytes; 0 if unknown. */
+  uint32_t flags;        /* out: MIXRT_DEVICE_FLAG_* */
+  uint32_t alignment;    /* out: allocation alignment in bytes (power of 2). */
+} MixrtDevice_GetProperties_Args;
+typedef MixrtError* MixrtDevice_GetProperties(
+    MixrtDevice_GetProperties_Args* args);
+
+typedef struct MixrtDevice_GetCapability_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;    /* in */
+  uint32_t op_class; /* in: MixrtOpClass */
+  uint32_t dtype;    /* in: MixrtDtype */
+  uint32_t level;    /* out: MixrtSupportLevel */
+  /* out: why, in words; required unless level is NATIVE with nothing to say.
+   * e.g. "oneDNN 2.6.3 has no f16 matmul for avx512_core_bf16". */
+  const char* reason;
+  /* out: measured throughput relative to f32 for this op class (1.0 = same);
+   * 0 if not measured. */
+  double speed_vs_f32;
+} MixrtDevice_GetCapability_Args;
+typedef MixrtError* MixrtDevice_GetCapability(
+    MixrtDevice_GetCapability_Args* args);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct MixrtMemory_Allocate_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device; /* in */
+  uint64_t bytes; /* in: may be 0 (then ptr may be NULL). */
+  void* ptr;      /* out: device pointer, aligned to the device alignment. */
+} MixrtMemory_Allocate_Args;
+/* Failure to allocate returns MIXRT_ERROR_CODE_OUT_OF_MEMORY. */
+typedef MixrtError* MixrtMemory_Allocate(MixrtMemory_Allocate_Args* args);
+
+typedef struct MixrtMemory_Free_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device; /* in */
+  void* ptr;      /* in: from memory_allocate on that device, or NULL. */
+} MixrtMemory_Free_Args;
+typedef MixrtError* MixrtMemory_Free(MixrtMemory_Free_Args* args);
+
+typedef enum MixrtCopyKind {
+  MIXRT_COPY_HOST_TO_DEVICE = 0,
+  MIXRT_COPY_DEVICE_TO_HOST = 1,
+  MIXRT_COPY_DEVICE_TO_DEVICE = 2 /* Within one device. */
+} MixrtCopyKind;
+
+typedef struct MixrtMemory_Copy_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device; /* in */
+  uint32_t kind;  /* in: MixrtCopyKind */
+  void* dst;      /* in */
+  const void* src;
+  uint64_t bytes;
+} MixrtMemory_Copy_Args;
+typedef MixrtError* MixrtMemory_Copy(MixrtMemory_Copy_Args* args);
+
+typedef struct MixrtMemory_Set_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;
+  void* dst;
+  uint8_t value; /* Byte value, as memset. */
+  uint64_t bytes;
+} MixrtMemory_Set_Args;
+typedef MixrtError* MixrtMemory_Set(MixrtMemory_Set_Args* args);
+
+typedef struct MixrtDevice_Synchronize_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;
+} MixrtDevice_Synchronize_Args;
+/* Returns when every call issued for the device has finished. */
+typedef MixrtError* MixrtDevice_Synchronize(MixrtDevice_Synchronize_Args* args);
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define MIXRT_MAX_DIMS 8
+
+/* A view of device memory. `data` already includes the element offset.
+ * strides are in elements, >= 0; 0 repeats an element (broadcast). */
+typedef struct MixrtTensorDesc {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  void* data;
+  uint32_t dtype; /* MixrtDtype */
+  int32_t ndim;   /* 0 <= ndim <= MIXRT_MAX_DIMS; 0 is a scalar. */
+  const int64_t* shape;
+  const int64_t* strides;
+} MixrtTensorDesc;
+
+/* Attributes: each op documents which struct `attrs` points to. */
+typedef struct MixrtScalarAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double value;
+} MixrtScalarAttrs;
+
+typedef struct MixrtArangeAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double start;
+  double step;
+} MixrtArangeAttrs;
+
+/* Element i (flattened, row-major) of a random tensor uses the Philox4x32-10
+ * block with key = (seed lo, seed hi) and counter = (i / 4 + offset lo,
+ * (i / 4 + offset) hi, 0, 0); its word (i % 4) gives u = (word >> 8) * 2^-24
+ * in [0, 1). Uniform: low + (high - low) * u. Normal: Box-Muller on the pair
+ * (words 0,1 or 2,3 of the block holding i): with u1 = 1 - u(first) in (0, 1]
+ * and u2 = u(second), r = sqrt(-2 ln u1); even i -> r cos(2 pi u2), odd i ->
+ * r sin(2 pi u2); computed in double, then mean + std * z. */
+typedef struct MixrtRandomAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint64_t seed;
+  uint64_t offset; /* In Philox blocks; the host advances it per call. */
+  double a;        /* uniform: low;  normal: mean. */
+  double b;        /* uniform: high; normal: std.  */
+} MixrtRandomAttrs;
+
+typedef struct MixrtKernel_Launch_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;  /* in */
+  uint32_t op;     /* in: MixrtOp */
+  int32_t num_inputs;
+  const MixrtTensorDesc* inputs; /* in: num_inputs descriptors. */
+  int32_t num_outputs;
+  const MixrtTensorDesc* outputs; /* in: written by the kernel. */
+  const void* attrs; /* in: op-specific struct (starts with struct_size). */
+} MixrtKernel_Launch_Args;
+/* Launches one op. An op or dtype the plugin does not implement returns
+ * MIXRT_ERROR_CODE_UNIMPLEMENTED. Outputs never alias inputs unless the op
+ * says so. */
+typedef MixrtError* MixrtKernel_Launch(MixrtKernel_Launch_Args* args);
+
+/* ------------------------------------------------------------------------ */
+/* The table                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct MixrtPluginApi {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t abi_major; /* MIXRT_PLUGIN_API_MAJOR the plugin was built with. */
+  uint32_t abi_minor;
+
+  MixrtError_Destroy* error_destroy;
+  MixrtError_Message* error_message;
+  MixrtError_GetCode* error_get_code;
+
+  MixrtPlugin_GetInfo* plugin_get_info;
+  MixrtPlugin_Initialize* plugin_initialize;
+  MixrtPlugin_Shutdown* plugin_shutdown; /* optional (NULL) */
+
+  MixrtDevice_Count* device_count;
+  MixrtDevice_GetProperties* device_get_properties;
+  MixrtDevice_GetCapability* device_get_capability;
+  MixrtDevice_Synchronize* device_synchronize;
+
+  MixrtMemory_Allocate* memory_allocate;
+  MixrtMemory_Free* memory_free;
+  MixrtMemory_Copy* memory_copy;
+  MixrtMemory_Set* memory_set; /* optional (NULL): host fills via copies. */
+
+  MixrtKernel_Launch* kernel_launch;
+  /* Version 1.0 ends here. Append only. */
+} MixrtPluginApi;
+
+/* The smallest table a 1.x host accepts. */
+#define MIXRT_PLUGIN_API_STRUCT_SIZE_1_0 \
+  MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, kernel_launch)
+
+typedef const MixrtPluginApi* MixrtPluginEntryFn(uint32_t host_major,
+                                                 uint32_t host_minor);
+typedef int32_t MixrtPluginScoreFn(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MIXRT_PLUGIN_API_H_ */

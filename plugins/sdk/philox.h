@@ -1,0 +1,66 @@
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3", SC'11): a counter-based generator, so element i of a random tensor is a
+// pure function of (seed, offset, i) and every plugin produces the same bits.
+// The mapping to uniform and normal values is specified in plugin_api.h
+// (MixrtRandomAttrs); this header implements it.
+#ifndef MIXRT_PLUGINS_SDK_PHILOX_H_
+#define MIXRT_PLUGINS_SDK_PHILOX_H_
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace mixrt::sdk {
+
+using PhiloxBlock = std::array<uint32_t, 4>;
+
+inline PhiloxBlock Philox4x32(uint64_t counter, uint64_t seed) {
+  constexpr uint32_t kMul0 = 0xD2511F53u;
+  constexpr uint32_t kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u;
+  constexpr uint32_t kWeyl1 = 0xBB67AE85u;
+  PhiloxBlock c = {static_cast<uint32_t>(counter),
+                   static_cast<uint32_t>(counter >> 32), 0u, 0u};
+  uint32_t k0 = static_cast<uint32_t>(seed);
+  uint32_t k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c[2];
+    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1,
+         static_cast<uint32_t>(p0)};
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return c;
+}
+
+// 24 random bits scaled into [0, 1): exactly representable in f32.
+inline double PhiloxUnit(uint32_t word) {
+  return static_cast<double>(word >> 8) * (1.0 / 16777216.0);
+}
+
+// Element `index` of a U[low, high) tensor.
+inline double PhiloxUniform(uint64_t seed, uint64_t offset, uint64_t index,
+                            double low, double high) {
+  const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
+  return low + (high - low) * PhiloxUnit(block[index % 4]);
+}
+
+// Element `index` of a N(mean, std^2) tensor (Box-Muller on word pairs).
+inline double PhiloxNormal(uint64_t seed, uint64_t offset, uint64_t index,
+                           double mean, double std) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
+  const uint32_t pair = static_cast<uint32_t>(index % 4) & ~1u;
+  const double u1 = 1.0 - PhiloxUnit(block[pair]);
+  const double u2 = PhiloxUnit(block[pair + 1]);
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double z = (index % 2 == 0) ? r * std::cos(kTwoPi * u2)
+                                    : r * std::sin(kTwoPi * u2);
+  return mean + std * z;
+}
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_PHILOX_H_

@@ -1,0 +1,401 @@
+#include "plugins/sdk/plugin.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include "absl/container/node_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+// The ABI's opaque error object, as every SDK plugin defines it.
+struct MixrtError {
+  uint32_t code;
+  std::string message;
+};
+
+namespace mixrt::sdk {
+namespace {
+
+MixrtErrorCode ToErrorCode(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+      return MIXRT_ERROR_CODE_INVALID_ARGUMENT;
+    case absl::StatusCode::kUnimplemented:
+      return MIXRT_ERROR_CODE_UNIMPLEMENTED;
+    case absl::StatusCode::kResourceExhausted:
+      return MIXRT_ERROR_CODE_OUT_OF_MEMORY;
+    case absl::StatusCode::kNotFound:
+      return MIXRT_ERROR_CODE_NO_DEVICE;
+    case absl::StatusCode::kFailedPrecondition:
+      return MIXRT_ERROR_CODE_FAILED_PRECONDITION;
+    case absl::StatusCode::kUnavailable:
+      return MIXRT_ERROR_CODE_UNAVAILABLE;
+    default:
+      return MIXRT_ERROR_CODE_INTERNAL;
+  }
+}
+
+MixrtError* MakeError(const absl::Status& status) {
+  if (status.ok()) return nullptr;
+  return new MixrtError{ToErrorCode(status.code()),
+                        std::string(status.message())};
+}
+
+// Process-wide state of the one plugin this shared object holds.
+struct PluginState {
+  std::unique_ptr<Plugin> plugin;
+  std::mutex strings_mu;
+  absl::node_hash_set<std::string> strings;  // Stable addresses.
+  PluginInfo info;
+
+  const char* Intern(const std::string& s) {
+    std::lock_guard<std::mutex> lock(strings_mu);
+    return strings.insert(s).first->c_str();
+  }
+};
+
+PluginState& State() {
+  static PluginState* state = new PluginState();
+  return *state;
+}
+
+// Runs `body` (returning absl::Status), converting exceptions to errors.
+template <typename Body>
+MixrtError* Guard(const char* function, Body&& body) {
+  try {
+    return MakeError(body());
+  } catch (const std::exception& e) {
+    return MakeError(absl::InternalError(
+        absl::StrCat(function, ": plugin threw an exception: ", e.what())));
+  } catch (...) {
+    return MakeError(absl::InternalError(
+        absl::StrCat(function, ": plugin threw a non-standard exception")));
+  }
+}
+
+template <typename Args>
+absl::Status CheckArgs(const Args* args, size_t needed, const char* function) {
+  if (args == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(function, ": args is NULL"));
+  }
+  if (args->struct_size < needed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(function, ": args struct_size ", args->struct_size,
+                     " is smaller than the ", needed, " bytes required"));
+  }
+  return absl::OkStatus();
+}
+
+#define MIXRT_SDK_CHECK_ARGS(Type, last_field, function)                    \
+  do {                                                                      \
+    absl::Status check = CheckArgs(                                         \
+        args, MIXRT_STRUCT_SIZE_THROUGH(Type, last_field), function);       \
+    if (!check.ok()) return check;                                          \
+  } while (0)
+
+absl::Status CheckDevice(int device) {
+  const DeviceCount count = State().plugin->CountDevices();
+  if (device < 0 || device >= count.count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device index ", device, " out of range; the plugin has ",
+        count.count, " device(s)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
+                          const char* what) {
+  if (n < 0 || (n > 0 && descs == nullptr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel_launch: bad ", what, " list (count ", n, ")"));
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    const MixrtTensorDesc& d = descs[i];
+    if (d.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtTensorDesc, strides)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_launch: ", what, " ", i, " has struct_size ", d.struct_size));
+    }
+    if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 ||
+        d.ndim > MIXRT_MAX_DIMS ||
+        (d.ndim > 0 && (d.shape == nullptr || d.strides == nullptr))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_launch: ", what, " ", i, " has dtype ", d.dtype, ", ndim ",
+          d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
+    }
+    for (int k = 0; k < d.ndim; ++k) {
+      if (d.shape[k] < 0 || d.strides[k] < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel_launch: ", what, " ", i,
+                         " has a negative size or stride in dim ", k));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- The C entry points --------------------------------------------------
+
+void ErrorDestroy(MixrtError_Destroy_Args* args) {
+  if (args != nullptr) delete args->error;
+}
+
+void ErrorMessage(MixrtError_Message_Args* args) {
+  if (args == nullptr || args->error == nullptr) return;
+  args->message = args->error->message.c_str();
+  args->message_size = args->error->message.size();
+}
+
+void ErrorGetCode(MixrtError_GetCode_Args* args) {
+  if (args == nullptr || args->error == nullptr) return;
+  args->code = args->error->code;
+}
+
+MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
+  return Guard("plugin_get_info", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_GetInfo_Args, device_type,
+                         "plugin_get_info");
+    const PluginInfo& info = State().info;
+    args->name = info.name.c_str();
+    args->version = info.version.c_str();
+    args->build_info = info.build_info.c_str();
+    args->device_type = info.device_type.c_str();
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
+  return Guard("plugin_initialize", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, ext,
+                         "plugin_initialize");
+    return State().plugin->Initialize();
+  });
+}
+
+MixrtError* Shutdown(MixrtPlugin_Shutdown_Args* args) {
+  return Guard("plugin_shutdown", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Shutdown_Args, ext, "plugin_shutdown");
+    return State().plugin->Shutdown();
+  });
+}
+
+MixrtError* CountDevices(MixrtDevice_Count_Args* args) {
+  return Guard("device_count", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Count_Args, no_device_reason,
+                         "device_count");
+    const DeviceCount count = State().plugin->CountDevices();
+    args->count = count.count;
+    args->no_device_reason =
+        count.count == 0 ? State().Intern(count.no_device_reason) : nullptr;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* GetProperties(MixrtDevice_GetProperties_Args* args) {
+  return Guard("device_get_properties", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetProperties_Args, alignment,
+                         "device_get_properties");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    absl::StatusOr<DeviceProperties> props =
+        State().plugin->GetDeviceProperties(args->device);
+    if (!props.ok()) return props.status();
+    args->name = State().Intern(props->name);
+    args->total_memory = props->total_memory;
+    args->flags = props->flags;
+    args->alignment = props->alignment;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
+  return Guard("device_get_capability", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetCapability_Args, speed_vs_f32,
+                         "device_get_capability");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    if (args->op_class >= MIXRT_OP_CLASS_COUNT ||
+        args->dtype >= MIXRT_DTYPE_COUNT) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_get_capability: unknown op class ",
+                       args->op_class, " or dtype ", args->dtype));
+    }
+    const Capability cap = State().plugin->GetCapability(
+        args->device, static_cast<MixrtOpClass>(args->op_class),
+        static_cast<MixrtDtype>(args->dtype));
+    args->level = cap.level;
+    args->reason = State().Intern(cap.reason);
+    args->speed_vs_f32 = cap.speed_vs_f32;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* Synchronize(MixrtDevice_Synchronize_Args* args) {
+  return Guard("device_synchronize", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Synchronize_Args, device,
+                         "device_synchronize");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    return State().plugin->Synchronize(args->device);
+  });
+}
+
+MixrtError* Allocate(MixrtMemory_Allocate_Args* args) {
+  return Guard("memory_allocate", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Allocate_Args, ptr, "memory_allocate");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    absl::StatusOr<void*> ptr =
+        State().plugin->Allocate(args->device, args->bytes);
+    if (!ptr.ok()) return ptr.status();
+    args->ptr = *ptr;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* Free(MixrtMemory_Free_Args* args) {
+  return Guard("memory_free", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Free_Args, ptr, "memory_free");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    return State().plugin->Free(args->device, args->ptr);
+  });
+}
+
+MixrtError* Copy(MixrtMemory_Copy_Args* args) {
+  return Guard("memory_copy", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Copy_Args, bytes, "memory_copy");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    if (args->kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory_copy: unknown copy kind ", args->kind));
+    }
+    if (args->bytes > 0 && (args->dst == nullptr || args->src == nullptr)) {
+      return absl::InvalidArgumentError("memory_copy: NULL pointer");
+    }
+    return State().plugin->Copy(args->device,
+                                static_cast<MixrtCopyKind>(args->kind),
+                                args->dst, args->src, args->bytes);
+  });
+}
+
+MixrtError* Set(MixrtMemory_Set_Args* args) {
+  return Guard("memory_set", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Set_Args, bytes, "memory_set");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    if (args->bytes > 0 && args->dst == nullptr) {
+      return absl::InvalidArgumentError("memory_set: NULL pointer");
+    }
+    return State().plugin->Memset(args->device, args->dst, args->value,
+                                  args->bytes);
+  });
+}
+
+MixrtError* Launch(MixrtKernel_Launch_Args* args) {
+  return Guard("kernel_launch", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtKernel_Launch_Args, attrs, "kernel_launch");
+    absl::Status ok = CheckDevice(args->device);
+    if (ok.ok()) ok = CheckTensors(args->inputs, args->num_inputs, "input");
+    if (ok.ok()) ok = CheckTensors(args->outputs, args->num_outputs, "output");
+    if (!ok.ok()) return ok;
+    if (args->op >= MIXRT_OP_COUNT) {
+      return absl::UnimplementedError(
+          absl::StrCat("kernel_launch: op ", args->op,
+                       " is newer than this plugin (ABI ",
+                       MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR,
+                       ")"));
+    }
+    KernelCall call;
+    call.device = args->device;
+    call.op = static_cast<MixrtOp>(args->op);
+    call.attrs = args->attrs;
+    for (int32_t i = 0; i < args->num_inputs; ++i) {
+      call.inputs.emplace_back(args->inputs[i]);
+    }
+    for (int32_t i = 0; i < args->num_outputs; ++i) {
+      call.outputs.emplace_back(args->outputs[i]);
+    }
+    return State().plugin->Launch(call);
+  });
+}
+
+}  // namespace
+
+// ---- HostMemoryPlugin ------------------------------------------------------
+
+absl::StatusOr<void*> HostMemoryPlugin::Allocate(int device, uint64_t bytes) {
+  if (bytes == 0) return nullptr;
+  const uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded < bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes on host device ",
+                     device, ": size overflows"));
+  }
+  void* ptr = std::aligned_alloc(kAlignment, rounded);
+  if (ptr == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of host memory allocating ", bytes, " bytes on device ", device));
+  }
+  return ptr;
+}
+
+absl::Status HostMemoryPlugin::Free(int /*device*/, void* ptr) {
+  std::free(ptr);
+  return absl::OkStatus();
+}
+
+absl::Status HostMemoryPlugin::Copy(int /*device*/, MixrtCopyKind /*kind*/,
+                                    void* dst, const void* src,
+                                    uint64_t bytes) {
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status HostMemoryPlugin::Memset(int /*device*/, void* dst, uint8_t value,
+                                      uint64_t bytes) {
+  if (bytes > 0) std::memset(dst, value, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status HostMemoryPlugin::Synchronize(int /*device*/) {
+  return absl::OkStatus();
+}
+
+namespace internal {
+
+const MixrtPluginApi* GetApi(PluginFactory factory) {
+  static const MixrtPluginApi* api = [factory]() {
+    PluginState& state = State();
+    state.plugin.reset(factory());
+    state.info = state.plugin->Info();
+    auto* table = new MixrtPluginApi();
+    std::memset(table, 0, sizeof(*table));
+    table->struct_size = sizeof(MixrtPluginApi);
+    table->abi_major = MIXRT_PLUGIN_API_MAJOR;
+    table->abi_minor = MIXRT_PLUGIN_API_MINOR;
+    table->error_destroy = &ErrorDestroy;
+    table->error_message = &ErrorMessage;
+    table->error_get_code = &ErrorGetCode;
+    table->plugin_get_info = &GetInfo;
+    table->plugin_initialize = &Initialize;
+    table->plugin_shutdown = &Shutdown;
+    table->device_count = &CountDevices;
+    table->device_get_properties = &GetProperties;
+    table->device_get_capability = &GetCapability;
+    table->device_synchronize = &Synchronize;
+    table->memory_allocate = &Allocate;
+    table->memory_free = &Free;
+    table->memory_copy = &Copy;
+    table->memory_set = &Set;
+    table->kernel_launch = &Launch;
+    return table;
+  }();
+  return api;
+}
+
+}  // namespace internal
+}  // namespace mixrt::sdk
