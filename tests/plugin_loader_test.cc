@@ -1,0 +1,120 @@
+// The loader refuses every broken plugin with a message naming what was
+// wrong, and never crashes the host.
+#include "core/plugin/plugin_loader.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string Fixture(const std::string& variant) {
+  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
+                              ".so");
+}
+
+TEST(PluginLoader, LoadsTheReferencePlugin) {
+  auto backend = LoadPlugin(
+      testing::RunfilePath("plugins/reference/libmixrt_reference.so"));
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  const BackendIdentity& id = (*backend)->identity();
+  EXPECT_EQ(id.name, "reference");
+  EXPECT_EQ(id.device_type, "cpu");
+  EXPECT_EQ(id.abi_major, MIXRT_PLUGIN_API_MAJOR);
+  EXPECT_EQ(id.score, 1);
+  ASSERT_EQ((*backend)->devices().size(), 1u);
+  const DeviceInfo& device = (*backend)->devices()[0];
+  EXPECT_TRUE(device.flags & MIXRT_DEVICE_FLAG_HOST_MEMORY);
+  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_ELEMENTWISE, DType::kF32).level,
+            MIXRT_SUPPORT_NATIVE);
+  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).level,
+            MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_FALSE(
+      device.capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).reason.empty());
+}
+
+TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
+  auto backend = LoadPlugin(Fixture("ok"));
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_EQ((*backend)->name(), "fixture_ok");
+  EXPECT_EQ((*backend)->identity().score, 1);  // No score symbol: default 1.
+}
+
+TEST(PluginLoader, RefusesAnotherMajorVersionNamingBoth) {
+  auto backend = LoadPlugin(Fixture("wrong_major"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("libmixrt_fixture_wrong_major.so"),
+                    HasSubstr("ABI 2.0"), HasSubstr("ABI 1.0"),
+                    HasSubstr("major versions must match")));
+}
+
+TEST(PluginLoader, RefusesAPluginWithoutTheEntrySymbol) {
+  auto backend = LoadPlugin(Fixture("no_entry"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("does not export the entry symbol"),
+                    HasSubstr("mixrt_plugin_entry")));
+}
+
+TEST(PluginLoader, RefusesAPluginWhoseInitFails) {
+  auto backend = LoadPlugin(Fixture("init_fails"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("failed to initialize"),
+                    HasSubstr("fixture driver 9.9 not found")));
+}
+
+TEST(PluginLoader, RefusesAFileThatIsNotASharedObject) {
+  auto backend =
+      LoadPlugin(testing::RunfilePath("tests/fixtures/libmixrt_garbage.so"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              HasSubstr("could not be loaded as a shared object"));
+}
+
+TEST(PluginLoader, ReportsAMissingFile) {
+  auto backend = LoadPlugin("/nonexistent/libmixrt_nothing.so");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_TRUE(absl::IsNotFound(backend.status()));
+  EXPECT_THAT(backend.status().message(), HasSubstr("/nonexistent/"));
+}
+
+TEST(PluginLoader, KeepsTheDriverReasonWhenThereIsNoDevice) {
+  auto backend = LoadPlugin(Fixture("no_device"));
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  EXPECT_TRUE((*backend)->devices().empty());
+  EXPECT_THAT((*backend)->no_device_reason(),
+              HasSubstr("CUDA driver version is insufficient"));
+}
+
+TEST(PluginLoader, RefusesACapabilityLevelThatDoesNotExist) {
+  auto backend = LoadPlugin(Fixture("bad_capability"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("capability level 7"),
+                    HasSubstr("expected 0 (unsupported), 1 (slow) or 2")));
+}
+
+TEST(PluginLoader, RefusesATableSmallerThanAbi10) {
+  auto backend = LoadPlugin(Fixture("short_table"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("struct_size"), HasSubstr("ABI 1.0 requires")));
+}
+
+TEST(PluginLoader, RefusesATableMissingARequiredFunction) {
+  auto backend = LoadPlugin(Fixture("missing_fn"));
+  ASSERT_FALSE(backend.ok());
+  EXPECT_THAT(backend.status().message(),
+              HasSubstr("required function kernel_launch is NULL"));
+}
+
+}  // namespace
+}  // namespace mixrt

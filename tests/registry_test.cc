@@ -1,0 +1,146 @@
+#include "core/plugin/registry.h"
+#include "core/plugin/plugin_search_path.h"
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Fixture(const std::string& variant) {
+  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
+                              ".so");
+}
+
+std::string Reference() {
+  return testing::RunfilePath("plugins/reference/libmixrt_reference.so");
+}
+
+TEST(Registry, LoadingTwiceIsIdempotent) {
+  Registry registry;
+  auto first = registry.Load(Reference());
+  auto second = registry.Load(Reference());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*first, *second);
+  EXPECT_EQ(registry.Reports().size(), 1u);
+}
+
+TEST(Registry, RefusesASecondBackendWithTheSameName) {
+  Registry registry;
+  ASSERT_TRUE(registry.Load(Fixture("ok")).ok());
+  auto duplicate = registry.Load(Fixture("duplicate_name"));
+  ASSERT_FALSE(duplicate.ok());
+  EXPECT_THAT(duplicate.status().message(),
+              HasSubstr("a backend named 'fixture_ok' is already loaded"));
+}
+
+TEST(Registry, SkipsBrokenPluginsAndKeepsTheirReasons) {
+  Registry registry;
+  registry.LoadAll({Fixture("wrong_major"), Fixture("init_fails"),
+                    Fixture("no_device"), Reference()});
+  const std::vector<PluginReport> reports = registry.Reports();
+  int usable = 0;
+  for (const PluginReport& r : reports) {
+    if (r.usable) {
+      ++usable;
+      EXPECT_EQ(r.name, "reference");
+    } else {
+      EXPECT_FALSE(r.reason.empty()) << r.path;
+    }
+  }
+  EXPECT_EQ(usable, 1);
+  auto device = registry.SelectDevice();
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(device->ToString(), "reference:0");
+}
+
+TEST(Registry, SelectsByNameAndExplainsAMissingName) {
+  Registry registry;
+  registry.LoadAll({Reference(), Fixture("ok"), Fixture("no_device")});
+  auto by_name = registry.SelectDevice("fixture_ok");
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  EXPECT_EQ(by_name->backend()->name(), "fixture_ok");
+
+  auto missing = registry.SelectDevice("tpu");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr("no backend named 'tpu' is loaded"));
+
+  auto deviceless = registry.SelectDevice("fixture_no_device");
+  ASSERT_FALSE(deviceless.ok());
+  EXPECT_THAT(deviceless.status().message(),
+              HasSubstr("driver version is insufficient"));
+}
+
+TEST(Registry, SelectsFromTheEnvironmentVariable) {
+  Registry registry;
+  registry.LoadAll({Reference(), Fixture("ok")});
+  ASSERT_EQ(setenv(kBackendEnv, "fixture_ok", 1), 0);
+  auto device = registry.SelectDevice();
+  unsetenv(kBackendEnv);
+  ASSERT_TRUE(device.ok()) << device.status();
+  EXPECT_EQ(device->backend()->name(), "fixture_ok");
+}
+
+TEST(Registry, SearchesMixrtPluginPathDirectories) {
+  const std::string path = Fixture("ok");
+  const std::string dir = path.substr(0, path.rfind('/'));
+  Registry registry;
+  // A leading and a doubled colon must not add the current directory.
+  ASSERT_EQ(setenv(kPluginPathEnv, (":" + dir + "::").c_str(), 1), 0);
+  registry.LoadAll();
+  unsetenv(kPluginPathEnv);
+  bool saw_ok = false;
+  bool saw_garbage = false;
+  for (const PluginReport& r : registry.Reports()) {
+    saw_ok |= r.name == "fixture_ok" && r.usable;
+    if (r.path.find("libmixrt_garbage.so") != std::string::npos) {
+      saw_garbage = true;
+      EXPECT_FALSE(r.usable);
+    }
+  }
+  EXPECT_TRUE(saw_ok);
+  EXPECT_TRUE(saw_garbage);
+}
+
+TEST(Registry, BestScoreWinsWhenNothingIsNamed) {
+  Registry registry;
+  registry.LoadAll({Fixture("ok"), Reference()});
+  // Both score 1: the first loaded stays first (stable order).
+  auto device = registry.SelectDevice();
+  ASSERT_TRUE(device.ok());
+  EXPECT_EQ(device->backend()->name(), "fixture_ok");
+}
+
+TEST(Registry, ConcurrentLoadsAndQueriesAgree) {
+  Registry registry;
+  std::vector<std::thread> threads;
+  std::vector<const Backend*> seen(8, nullptr);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto backend = registry.Load(Reference());
+      if (backend.ok()) seen[i] = *backend;
+      for (int k = 0; k < 50; ++k) {
+        registry.Reports();
+        registry.UsableBackends();
+        registry.SelectDevice().IgnoreError();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Backend* b : seen) EXPECT_EQ(b, seen[0]);
+  EXPECT_NE(seen[0], nullptr);
+  EXPECT_EQ(registry.Reports().size(), 1u);
+}
+
+}  // namespace
+}  // namespace mixrt

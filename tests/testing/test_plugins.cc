@@ -1,0 +1,39 @@
+#include "tests/testing/test_plugins.h"
+
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "core/plugin/registry.h"
+#include "gtest/gtest.h"
+#include "tools/cpp/runfiles/runfiles.h"
+
+namespace mixrt::testing {
+
+std::string RunfilePath(const std::string& workspace_relative) {
+  using bazel::tools::cpp::runfiles::Runfiles;
+  std::string error;
+  std::unique_ptr<Runfiles> runfiles(Runfiles::CreateForTest(&error));
+  if (runfiles == nullptr) {
+    ADD_FAILURE() << "runfiles unavailable: " << error;
+    return "";
+  }
+  const std::string path = runfiles->Rlocation("mixrt/" + workspace_relative);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    ADD_FAILURE() << "missing runfile " << workspace_relative << " at " << path;
+  }
+  return path;
+}
+
+Device ReferenceDevice() {
+  absl::StatusOr<const Backend*> backend = Registry::Global().Load(
+      RunfilePath("plugins/reference/libmixrt_reference.so"));
+  if (!backend.ok()) {
+    ADD_FAILURE() << backend.status();
+    return Device();
+  }
+  return Device(*backend, 0);
+}
+
+}  // namespace mixrt::testing

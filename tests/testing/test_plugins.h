@@ -1,0 +1,21 @@
+// Locating the plugins and fixtures built in this workspace from a test.
+#ifndef MIXRT_TESTS_TESTING_TEST_PLUGINS_H_
+#define MIXRT_TESTS_TESTING_TEST_PLUGINS_H_
+
+#include <string>
+
+#include "core/device.h"
+
+namespace mixrt::testing {
+
+// Runfiles path of a file in this workspace, e.g.
+// RunfilePath("tests/fixtures/libmixrt_fixture_ok.so"); fails the test if
+// missing.
+std::string RunfilePath(const std::string& workspace_relative);
+
+// The reference plugin's device, loaded into Registry::Global().
+Device ReferenceDevice();
+
+}  // namespace mixrt::testing
+
+#endif  // MIXRT_TESTS_TESTING_TEST_PLUGINS_H_

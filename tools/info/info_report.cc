@@ -1,0 +1,157 @@
+#include "tools/info/info_report.h"
+
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace mixrt::tools {
+namespace {
+
+constexpr DType kFloatDTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
+
+std::vector<std::string> FlagNames(uint32_t flags) {
+  std::vector<std::string> names;
+  if (flags & MIXRT_DEVICE_FLAG_HOST_MEMORY) names.push_back("host-memory");
+  if (flags & MIXRT_DEVICE_FLAG_TENSOR_CORES) names.push_back("tensor-cores");
+  if (flags & MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS) {
+    names.push_back("needs-contiguous");
+  }
+  return names;
+}
+
+nlohmann::json DeviceJson(const DeviceInfo& device) {
+  nlohmann::json caps = nlohmann::json::object();
+  for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
+    nlohmann::json by_dtype = nlohmann::json::object();
+    for (int d = 0; d < kNumDTypes; ++d) {
+      const CapabilityEntry& e = device.capabilities[c][d];
+      nlohmann::json entry = {{"level", SupportLevelName(e.level)},
+                              {"reason", e.reason}};
+      if (e.speed_vs_f32 > 0) entry["speed_vs_f32"] = e.speed_vs_f32;
+      by_dtype[std::string(DTypeName(static_cast<DType>(d)))] = entry;
+    }
+    caps[std::string(OpClassName(static_cast<MixrtOpClass>(c)))] = by_dtype;
+  }
+  return {{"index", device.index},
+          {"name", device.name},
+          {"total_memory", device.total_memory},
+          {"alignment", device.alignment},
+          {"flags", FlagNames(device.flags)},
+          {"capabilities", caps}};
+}
+
+std::string CapabilityCell(const CapabilityEntry& e) {
+  std::string cell(SupportLevelName(e.level));
+  if (e.speed_vs_f32 > 0) absl::StrAppendFormat(&cell, " %.2fx", e.speed_vs_f32);
+  return cell;
+}
+
+void AppendDeviceText(const DeviceInfo& device, std::string* out) {
+  absl::StrAppendFormat(out, "    device %d: %s\n", device.index, device.name);
+  if (device.total_memory > 0) {
+    absl::StrAppendFormat(out, "      memory: %.1f GiB\n",
+                          device.total_memory / 1073741824.0);
+  }
+  const std::vector<std::string> flags = FlagNames(device.flags);
+  if (!flags.empty()) {
+    absl::StrAppend(out, "      flags: ", absl::StrJoin(flags, ", "), "\n");
+  }
+  absl::StrAppendFormat(out, "      %-14s", "op class");
+  for (DType d : kFloatDTypes) absl::StrAppendFormat(out, " %-18s", DTypeName(d));
+  absl::StrAppend(out, "\n");
+  // Reason -> the op/dtype cells it explains, so a shared reason prints once.
+  std::map<std::string, std::vector<std::string>> notes;
+  for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
+    const auto op_class = static_cast<MixrtOpClass>(c);
+    absl::StrAppendFormat(out, "      %-14s", OpClassName(op_class));
+    for (DType d : kFloatDTypes) {
+      const CapabilityEntry& e = device.capability(op_class, d);
+      absl::StrAppendFormat(out, " %-18s", CapabilityCell(e));
+      if (!e.reason.empty()) {
+        notes[absl::StrCat(SupportLevelName(e.level), ": ", e.reason)]
+            .push_back(absl::StrCat(OpClassName(op_class), "/", DTypeName(d)));
+      }
+    }
+    absl::StrAppend(out, "\n");
+  }
+  if (!notes.empty()) {
+    absl::StrAppend(out, "      why:\n");
+    for (const auto& [reason, cells] : notes) {
+      absl::StrAppend(out, "        ", reason, "\n          (",
+                      absl::StrJoin(cells, ", "), ")\n");
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json InfoJson(const Registry& registry) {
+  nlohmann::json plugins = nlohmann::json::array();
+  for (const PluginReport& report : registry.Reports()) {
+    nlohmann::json p = {{"path", report.path},
+                        {"name", report.name},
+                        {"usable", report.usable},
+                        {"reason", report.reason}};
+    if (report.backend != nullptr) {
+      const BackendIdentity& id = report.backend->identity();
+      p["version"] = id.version;
+      p["build_info"] = id.build_info;
+      p["device_type"] = id.device_type;
+      p["score"] = id.score;
+      p["abi"] = absl::StrCat(id.abi_major, ".", id.abi_minor);
+      nlohmann::json devices = nlohmann::json::array();
+      for (const DeviceInfo& device : report.backend->devices()) {
+        devices.push_back(DeviceJson(device));
+      }
+      p["devices"] = devices;
+    }
+    plugins.push_back(p);
+  }
+  absl::StatusOr<Device> selected = registry.SelectDevice();
+  return {{"host_abi", absl::StrCat(MIXRT_PLUGIN_API_MAJOR, ".",
+                                    MIXRT_PLUGIN_API_MINOR)},
+          {"plugins", plugins},
+          {"selected", selected.ok() ? nlohmann::json(selected->ToString())
+                                     : nlohmann::json(nullptr)},
+          {"selection_error", selected.ok()
+                                  ? ""
+                                  : std::string(selected.status().message())}};
+}
+
+std::string InfoText(const Registry& registry) {
+  std::string out = absl::StrCat("mixrt (plugin ABI ", MIXRT_PLUGIN_API_MAJOR,
+                                 ".", MIXRT_PLUGIN_API_MINOR, ")\n");
+  const std::vector<PluginReport> reports = registry.Reports();
+  if (reports.empty()) {
+    absl::StrAppend(&out, "no plugins found (set MIXRT_PLUGIN_PATH)\n");
+  }
+  for (const PluginReport& report : reports) {
+    const std::string status =
+        report.usable ? "usable"
+                      : (report.backend != nullptr ? "no device" : "skipped");
+    absl::StrAppend(&out, "\n",
+                    report.name.empty() ? "(unnamed)" : report.name, " [",
+                    status, "] ", report.path, "\n");
+    if (!report.usable) absl::StrAppend(&out, "    reason: ", report.reason, "\n");
+    if (report.backend == nullptr) continue;
+    const BackendIdentity& id = report.backend->identity();
+    absl::StrAppend(&out, "    version ", id.version, ", ABI ", id.abi_major,
+                    ".", id.abi_minor, ", score ", id.score,
+                    ", autocast device type '", id.device_type, "'\n",
+                    "    build: ", id.build_info, "\n");
+    for (const DeviceInfo& device : report.backend->devices()) {
+      AppendDeviceText(device, &out);
+    }
+  }
+  absl::StatusOr<Device> selected = registry.SelectDevice();
+  absl::StrAppend(&out, "\nselected: ",
+                  selected.ok() ? selected->ToString()
+                                : std::string(selected.status().message()),
+                  "\n");
+  return out;
+}
+
+}  // namespace mixrt::tools
