@@ -125,12 +125,18 @@ absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
           "kernel_launch: ", what, " ", i, " has dtype ", d.dtype, ", ndim ",
           d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
     }
+    bool empty = false;
     for (int k = 0; k < d.ndim; ++k) {
       if (d.shape[k] < 0 || d.strides[k] < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("kernel_launch: ", what, " ", i,
                          " has a negative size or stride in dim ", k));
       }
+      empty |= d.shape[k] == 0;
+    }
+    if (!empty && d.data == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_launch: ", what, " ", i, " has elements but a NULL data"));
     }
   }
   return absl::OkStatus();

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package mixrt's build and tests need. Idempotent:
+# packages already present are not fetched again, and `apt-get update` runs
+# at most once (only when something is missing).
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap      # Bazel 4.2.3 (with a JDK); the build runs offline
+  g++ clang            # C++17 compilers (clang for fuzzing and sanitizers)
+  clang-format
+  libabsl-dev          # Abseil: status, strings, flags, containers
+  libgtest-dev libgmock-dev
+  libbenchmark-dev     # Google Benchmark
+  libdnnl-dev          # oneDNN 2.6.3, the CPU backend
+  nlohmann-json3-dev   # JSON for `mixrt info --json`
+  hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi
+
+# The CUDA toolkit is not a Debian package here; the CUDA backend is built
+# only where /usr/local/cuda exists (see backends/cuda/).
+if [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: note: /usr/local/cuda not found; the CUDA plugin will not be built"
+fi

@@ -1,0 +1,98 @@
+// Plugins written with the SDK: the guide's example plugin works through the
+// host (including the contiguity contract), and exceptions never cross the
+// ABI.
+#include <vector>
+
+#include "core/plugin/registry.h"
+#include "core/tensor/elementwise.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Device Load(const std::string& path) {
+  auto backend = Registry::Global().Load(testing::RunfilePath(path));
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return backend.ok() ? Device(*backend, 0) : Device();
+}
+
+TEST(ExamplePlugin, AddsStridedTensorsThroughContiguousCopies) {
+  const Device dev = Load("plugins/example/libmixrt_example.so");
+  ASSERT_TRUE(dev.valid());
+  EXPECT_TRUE(dev.has_flag(MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS));
+  auto a = from_floats({1, 2, 3, 4, 5, 6}, {2, 3}, DType::kF32, dev);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto t = a->transpose(0, 1);  // Not contiguous: the host copies it first.
+  auto b = full({3, 2}, 10, DType::kF32, dev);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto sum = add(*t, *b);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_THAT(*sum->to_float_vector(), ElementsAre(11, 14, 12, 15, 13, 16));
+}
+
+TEST(ExamplePlugin, UnsupportedWorkIsAStatus) {
+  const Device dev = Load("plugins/example/libmixrt_example.so");
+  ASSERT_TRUE(dev.valid());
+  EXPECT_EQ(dev.info().capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).level,
+            MIXRT_SUPPORT_UNSUPPORTED);
+  auto h = full({4}, 1, DType::kF16, dev);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(h.status())) << h.status();
+  EXPECT_THAT(h.status().message(),
+              HasSubstr("the example plugin does not run op 0"));
+  auto x = full({4}, 1, DType::kF32, dev);
+  ASSERT_TRUE(x.ok());
+  EXPECT_THAT(mul(*x, *x).status().message(), HasSubstr("does not run op 7"));
+}
+
+TEST(Sdk, ExceptionsBecomeErrorsAtTheBoundary) {
+  const Device dev = Load("tests/fixtures/libmixrt_throwing.so");
+  ASSERT_TRUE(dev.valid());
+  auto x = full({4}, 1, DType::kF32, dev);
+  ASSERT_FALSE(x.ok());
+  EXPECT_TRUE(absl::IsInternal(x.status()));
+  EXPECT_THAT(x.status().message(),
+              HasSubstr("plugin threw an exception: kernel exploded"));
+}
+
+TEST(Sdk, RejectsMalformedLaunchesFromAHost) {
+  // A host that passes garbage descriptors gets an error, not a crash.
+  const Device dev = Load("plugins/reference/libmixrt_reference.so");
+  ASSERT_TRUE(dev.valid());
+  const int64_t shape[] = {4};
+  const int64_t negative_stride[] = {-1};
+  MixrtTensorDesc bad{};
+  bad.struct_size = sizeof(bad);
+  bad.dtype = 99;
+  bad.ndim = 1;
+  bad.shape = shape;
+  bad.strides = negative_stride;
+  auto status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&bad, 1}, nullptr);
+  EXPECT_THAT(status.message(), HasSubstr("dtype 99"));
+  bad.dtype = MIXRT_DTYPE_F32;
+  status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&bad, 1}, nullptr);
+  EXPECT_THAT(status.message(), HasSubstr("negative size or stride"));
+  bad.ndim = MIXRT_MAX_DIMS + 1;
+  status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&bad, 1}, nullptr);
+  EXPECT_THAT(status.message(), HasSubstr("ndim 9"));
+  status = dev.backend()->Launch(0, static_cast<MixrtOp>(1000), {}, {}, nullptr);
+  EXPECT_TRUE(absl::IsUnimplemented(status)) << status;
+  MixrtTensorDesc ok_desc = bad;
+  ok_desc.ndim = 1;
+  ok_desc.strides = shape;  // Positive strides, but NULL data.
+  status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&ok_desc, 1}, nullptr);
+  EXPECT_THAT(status.message(), HasSubstr("NULL data"));
+  float buffer[4];
+  ok_desc.data = buffer;  // Valid now, but FILL without its attributes.
+  status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&ok_desc, 1}, nullptr);
+  EXPECT_THAT(status.message(), HasSubstr("attributes missing"));
+}
+
+}  // namespace
+}  // namespace mixrt
