@@ -12,7 +12,8 @@ namespace mixrt {
 class Device {
  public:
   Device() = default;
-  Device(const Backend* backend, int index) : backend_(backend), index_(index) {}
+  Device(const Backend* backend, int index)
+      : backend_(backend), index_(index) {}
 
   const Backend* backend() const { return backend_; }
   int index() const { return index_; }

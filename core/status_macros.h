@@ -9,15 +9,15 @@
 #define MIXRT_STATUS_CONCAT_INNER(a, b) a##b
 #define MIXRT_STATUS_CONCAT(a, b) MIXRT_STATUS_CONCAT_INNER(a, b)
 
-#define MIXRT_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    const ::absl::Status mixrt_status_ = (expr);     \
-    if (!mixrt_status_.ok()) return mixrt_status_;   \
+#define MIXRT_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    const ::absl::Status mixrt_status_ = (expr);   \
+    if (!mixrt_status_.ok()) return mixrt_status_; \
   } while (0)
 
-#define MIXRT_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  MIXRT_ASSIGN_OR_RETURN_IMPL(                                             \
-      MIXRT_STATUS_CONCAT(mixrt_statusor_, __LINE__), lhs, expr)
+#define MIXRT_ASSIGN_OR_RETURN(lhs, expr)                                     \
+  MIXRT_ASSIGN_OR_RETURN_IMPL(MIXRT_STATUS_CONCAT(mixrt_statusor_, __LINE__), \
+                              lhs, expr)
 
 #define MIXRT_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \

@@ -19,8 +19,9 @@
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 
-ABSL_FLAG(std::string, backend, "", "Backend name; default: $MIXRT_BACKEND, "
-                                    "else the best available.");
+ABSL_FLAG(std::string, backend, "",
+          "Backend name; default: $MIXRT_BACKEND, "
+          "else the best available.");
 ABSL_FLAG(int64_t, n, 1 << 20, "Number of samples.");
 ABSL_FLAG(uint64_t, seed, 0, "Random seed.");
 
@@ -29,12 +30,14 @@ int main(int argc, char** argv) {
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv[0]));
   for (const mixrt::PluginReport& r : registry.Reports()) {
-    if (!r.usable) std::printf("skipped %s: %s\n", r.path.c_str(), r.reason.c_str());
+    if (!r.usable)
+      std::printf("skipped %s: %s\n", r.path.c_str(), r.reason.c_str());
   }
   absl::StatusOr<mixrt::Device> device =
       registry.SelectDevice(absl::GetFlag(FLAGS_backend));
   if (!device.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(device.status().message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 std::string(device.status().message()).c_str());
     return 1;
   }
   std::printf("device: %s (%s)\n", device->ToString().c_str(),
@@ -60,8 +63,8 @@ int main(int argc, char** argv) {
     // Below the smallest normal number precision degrades gradually
     // (subnormals): counted apart so the bound for normal values is visible.
     const bool f16 = dtype == mixrt::DType::kF16;
-    const double smallest_normal = f16 ? std::ldexp(1.0, -14)
-                                       : std::ldexp(1.0, -126);
+    const double smallest_normal =
+        f16 ? std::ldexp(1.0, -14) : std::ldexp(1.0, -126);
     double max_rel = 0, sum_rel = 0;
     int64_t normal = 0;
     for (int64_t i = 0; i < n; ++i) {

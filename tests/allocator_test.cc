@@ -1,5 +1,4 @@
 #include "core/allocator/caching_allocator.h"
-
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -61,15 +60,15 @@ TEST_F(AllocatorTest, TracksInUsePeakAndReuse) {
   }
   EXPECT_EQ(allocator().stats().num_plugin_allocations,
             after_free.num_plugin_allocations);
-  EXPECT_EQ(allocator().stats().num_allocations, after_free.num_allocations + 2);
+  EXPECT_EQ(allocator().stats().num_allocations,
+            after_free.num_allocations + 2);
 
   allocator().ResetPeak();
   EXPECT_EQ(allocator().stats().peak_bytes_in_use,
             allocator().stats().bytes_in_use);
   allocator().EmptyCache();
   EXPECT_EQ(allocator().stats().bytes_cached, 0u);
-  EXPECT_EQ(allocator().stats().num_plugin_frees,
-            before.num_plugin_frees + 2);
+  EXPECT_EQ(allocator().stats().num_plugin_frees, before.num_plugin_frees + 2);
 }
 
 TEST_F(AllocatorTest, ViewsShareOneBlock) {

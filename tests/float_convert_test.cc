@@ -3,13 +3,14 @@
 // reference here is a separate algorithm: round in double arithmetic
 // (frexp/ldexp/nearbyint under the default round-to-nearest-even mode) and
 // decode 16-bit patterns from their IEEE definition.
+#include "plugins/sdk/float_convert.h"
+
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 #include "gtest/gtest.h"
-#include "plugins/sdk/float_convert.h"
 
 namespace mixrt::sdk {
 namespace {
@@ -55,7 +56,8 @@ double DecodeReference(uint16_t bits, const Format& f) {
   } else if (e == 0) {
     magnitude = std::ldexp(m, 1 - bias - f.mantissa_bits);
   } else {
-    magnitude = std::ldexp(m + (1 << f.mantissa_bits), e - bias - f.mantissa_bits);
+    magnitude =
+        std::ldexp(m + (1 << f.mantissa_bits), e - bias - f.mantissa_bits);
   }
   return negative ? -magnitude : magnitude;
 }
@@ -148,9 +150,9 @@ TEST(RoundTrip, EveryF16AndBF16SurvivesF32) {
 
 // Named corner cases, so a failure reads as what broke.
 TEST(Corners, KnownValues) {
-  EXPECT_EQ(F32ToF16Bits(65504.0f), 0x7bffu);       // Largest f16.
-  EXPECT_EQ(F32ToF16Bits(65519.996f), 0x7bffu);     // Below the midpoint.
-  EXPECT_EQ(F32ToF16Bits(65520.0f), 0x7c00u);       // Midpoint: to inf.
+  EXPECT_EQ(F32ToF16Bits(65504.0f), 0x7bffu);    // Largest f16.
+  EXPECT_EQ(F32ToF16Bits(65519.996f), 0x7bffu);  // Below the midpoint.
+  EXPECT_EQ(F32ToF16Bits(65520.0f), 0x7c00u);    // Midpoint: to inf.
   EXPECT_EQ(F32ToF16Bits(std::ldexp(1.0f, -24)), 0x0001u);  // Min subnormal.
   EXPECT_EQ(F32ToF16Bits(std::ldexp(1.0f, -25)), 0x0000u);  // Tie to even 0.
   EXPECT_EQ(F32ToF16Bits(std::ldexp(1.5f, -25)), 0x0001u);

@@ -49,10 +49,10 @@ TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
 TEST(PluginLoader, RefusesAnotherMajorVersionNamingBoth) {
   auto backend = LoadPlugin(Fixture("wrong_major"));
   ASSERT_FALSE(backend.ok());
-  EXPECT_THAT(backend.status().message(),
-              AllOf(HasSubstr("libmixrt_fixture_wrong_major.so"),
-                    HasSubstr("ABI 2.0"), HasSubstr("ABI 1.0"),
-                    HasSubstr("major versions must match")));
+  EXPECT_THAT(
+      backend.status().message(),
+      AllOf(HasSubstr("libmixrt_fixture_wrong_major.so"), HasSubstr("ABI 2.0"),
+            HasSubstr("ABI 1.0"), HasSubstr("major versions must match")));
 }
 
 TEST(PluginLoader, RefusesAPluginWithoutTheEntrySymbol) {

@@ -1,11 +1,11 @@
 #include "core/plugin/registry.h"
-#include "core/plugin/plugin_search_path.h"
 
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/plugin/plugin_search_path.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_plugins.h"

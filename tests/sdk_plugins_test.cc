@@ -81,7 +81,8 @@ TEST(Sdk, RejectsMalformedLaunchesFromAHost) {
   bad.ndim = MIXRT_MAX_DIMS + 1;
   status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&bad, 1}, nullptr);
   EXPECT_THAT(status.message(), HasSubstr("ndim 9"));
-  status = dev.backend()->Launch(0, static_cast<MixrtOp>(1000), {}, {}, nullptr);
+  status =
+      dev.backend()->Launch(0, static_cast<MixrtOp>(1000), {}, {}, nullptr);
   EXPECT_TRUE(absl::IsUnimplemented(status)) << status;
   MixrtTensorDesc ok_desc = bad;
   ok_desc.ndim = 1;

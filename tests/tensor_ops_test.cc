@@ -42,8 +42,8 @@ class TensorOpsTest : public ::testing::Test {
 TEST_F(TensorOpsTest, CastsRoundToNearestEven) {
   // IEEE encodings: 1/3 -> f16 0x3555, bf16 0x3eab; 0.1 -> 0x2e66, 0x3dcd;
   // 65520 overflows f16 to inf; 1 + 2^-11 is an f16 tie that stays at 1.
-  Tensor x = Floats({1.0f / 3, 0.1f, 65520.0f, 1.0f + std::ldexp(1.0f, -11)},
-                    {4});
+  Tensor x =
+      Floats({1.0f / 3, 0.1f, 65520.0f, 1.0f + std::ldexp(1.0f, -11)}, {4});
   auto h = x.to(DType::kF16);
   auto b = x.to(DType::kBF16);
   ASSERT_TRUE(h.ok() && b.ok());
@@ -83,10 +83,9 @@ TEST_F(TensorOpsTest, FactoriesFillAndRange) {
   EXPECT_THAT(*down->to_int_vector(), ElementsAre(5, 3, 1));
   EXPECT_THAT(arange(0, 1, 0, DType::kF32, device_).status().message(),
               HasSubstr("non-zero step"));
-  EXPECT_THAT(from_floats({1, 2, 3}, {2, 2}, DType::kF32, device_)
-                  .status()
-                  .message(),
-              HasSubstr("got 3 values for shape [2, 2]"));
+  EXPECT_THAT(
+      from_floats({1, 2, 3}, {2, 2}, DType::kF32, device_).status().message(),
+      HasSubstr("got 3 values for shape [2, 2]"));
 }
 
 TEST_F(TensorOpsTest, RandomIsPhiloxAndReproducible) {
@@ -204,7 +203,7 @@ TEST_F(TensorOpsTest, NanAndInfPropagate) {
   const std::vector<float> sv = *s->to_float_vector();
   EXPECT_TRUE(std::isnan(sv[0]));
   EXPECT_EQ(sv[1], INFINITY);
-  EXPECT_TRUE(std::isnan(sv[2]));  // -inf + inf
+  EXPECT_TRUE(std::isnan(sv[2]));                    // -inf + inf
   EXPECT_EQ(q->to_float_vector()->at(3), INFINITY);  // 1 / 0
 }
 

@@ -153,8 +153,9 @@ TEST_F(TensorViewTest, ZeroAndOneElementTensors) {
 
 TEST_F(TensorViewTest, DimensionErrorsNameTheRange) {
   Tensor t = Iota({2, 3});
-  EXPECT_THAT(t.transpose(0, 2).status().message(),
-              HasSubstr("dimension 2 out of range: expected a value in [-2, 1]"));
+  EXPECT_THAT(
+      t.transpose(0, 2).status().message(),
+      HasSubstr("dimension 2 out of range: expected a value in [-2, 1]"));
   EXPECT_TRUE(t.transpose(-1, -2).ok());
 }
 
@@ -174,7 +175,8 @@ TEST(Shape, BroadcastRulesAndErrors) {
 
 TEST_F(TensorViewTest, PrintsLikePyTorch) {
   Tensor t = Iota({2, 2});
-  EXPECT_EQ(t.ToString(), "tensor([[0, 1], [2, 3]], dtype=f32, device=reference:0)");
+  EXPECT_EQ(t.ToString(),
+            "tensor([[0, 1], [2, 3]], dtype=f32, device=reference:0)");
   auto big = zeros({2000}, DType::kI32, device_);
   ASSERT_TRUE(big.ok());
   EXPECT_EQ(big->ToString(),

@@ -20,8 +20,7 @@ uint64_t CachingAllocator::RoundSize(uint64_t bytes) {
 
 absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
   const uint64_t size = RoundSize(bytes);
-  const std::string where =
-      absl::StrCat(backend_->name(), ":", device_);
+  const std::string where = absl::StrCat(backend_->name(), ":", device_);
   if (size == 0) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate ", bytes, " bytes on ", where, ": size overflows"));

@@ -23,9 +23,9 @@ class Backend;
 
 struct AllocatorStats {
   uint64_t bytes_in_use = 0;  // Held by live tensors (rounded block sizes).
-  uint64_t peak_bytes_in_use = 0;  // Since creation or ResetPeak().
-  uint64_t bytes_cached = 0;       // Free blocks kept for reuse.
-  uint64_t num_allocations = 0;    // Requests served.
+  uint64_t peak_bytes_in_use = 0;       // Since creation or ResetPeak().
+  uint64_t bytes_cached = 0;            // Free blocks kept for reuse.
+  uint64_t num_allocations = 0;         // Requests served.
   uint64_t num_plugin_allocations = 0;  // Requests that reached the plugin.
   uint64_t num_plugin_frees = 0;
 };

@@ -9,8 +9,9 @@ namespace mixrt {
 
 absl::string_view OpClassName(MixrtOpClass op_class) {
   static constexpr absl::string_view kNames[MIXRT_OP_CLASS_COUNT] = {
-      "matmul",        "conv", "pool",      "elementwise", "reduction",
-      "softmax", "normalization", "loss", "embedding", "cast", "optimizer"};
+      "matmul",    "conv",    "pool",          "elementwise",
+      "reduction", "softmax", "normalization", "loss",
+      "embedding", "cast",    "optimizer"};
   return op_class < MIXRT_OP_CLASS_COUNT ? kNames[op_class] : "?";
 }
 
@@ -85,8 +86,8 @@ Backend::~Backend() = default;
 absl::Status Backend::CheckDevice(int device) const {
   if (device < 0 || device >= static_cast<int>(devices_.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("backend '", name(), "' has no device ", device, " (it has ",
-                     devices_.size(), ")"));
+        absl::StrCat("backend '", name(), "' has no device ", device,
+                     " (it has ", devices_.size(), ")"));
   }
   return absl::OkStatus();
 }

@@ -39,11 +39,12 @@ absl::Status CheckTable(const std::string& path, const MixrtPluginApi* api) {
   }
   if (api->abi_major != MIXRT_PLUGIN_API_MAJOR) {
     return Refuse(
-        path, absl::StrCat("it was built for mixrt plugin ABI ", api->abi_major,
-                           ".", api->abi_minor, " but this host implements ABI ",
-                           MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR,
-                           "; the major versions must match (rebuild the "
-                           "plugin against this mixrt)"));
+        path,
+        absl::StrCat("it was built for mixrt plugin ABI ", api->abi_major, ".",
+                     api->abi_minor, " but this host implements ABI ",
+                     MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR,
+                     "; the major versions must match (rebuild the "
+                     "plugin against this mixrt)"));
   }
   if (api->struct_size < MIXRT_PLUGIN_API_STRUCT_SIZE_1_0) {
     return Refuse(path, absl::StrCat("API table struct_size ", api->struct_size,
@@ -97,7 +98,8 @@ absl::StatusOr<BackendIdentity> ReadIdentity(const std::string& path,
     return Refuse(path, "plugin_get_info returned an empty or overlong name");
   }
   for (char c : id.name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+          c == '-')) {
       return Refuse(path, absl::StrCat("plugin name '", id.name,
                                        "' has characters other than "
                                        "[A-Za-z0-9_-]"));
@@ -114,9 +116,9 @@ absl::StatusOr<DeviceInfo> ReadDevice(const std::string& name,
   MixrtDevice_GetProperties_Args props{};
   props.struct_size = sizeof(props);
   props.device = index;
-  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(
-      api, api->device_get_properties(&props), name,
-      absl::StrCat("device_get_properties(", index, ")")));
+  MIXRT_RETURN_IF_ERROR(
+      PluginErrorToStatus(api, api->device_get_properties(&props), name,
+                          absl::StrCat("device_get_properties(", index, ")")));
   device.name = CopyPluginString(props.name);
   device.total_memory = props.total_memory;
   device.flags = props.flags;
@@ -133,13 +135,13 @@ absl::StatusOr<DeviceInfo> ReadDevice(const std::string& name,
       cap.device = index;
       cap.op_class = static_cast<uint32_t>(c);
       cap.dtype = static_cast<uint32_t>(d);
-      MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(
-          api, api->device_get_capability(&cap), name,
-          "device_get_capability"));
+      MIXRT_RETURN_IF_ERROR(
+          PluginErrorToStatus(api, api->device_get_capability(&cap), name,
+                              "device_get_capability"));
       if (cap.level > MIXRT_SUPPORT_NATIVE) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "plugin '", name, "' reports capability level ", cap.level,
-            " for ", OpClassName(static_cast<MixrtOpClass>(c)), "/",
+            "plugin '", name, "' reports capability level ", cap.level, " for ",
+            OpClassName(static_cast<MixrtOpClass>(c)), "/",
             DTypeName(static_cast<DType>(d)),
             "; expected 0 (unsupported), 1 (slow) or 2 (native)"));
       }
@@ -195,13 +197,11 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadPlugin(const std::string& path) {
 
   MixrtPlugin_Initialize_Args init{};
   init.struct_size = sizeof(init);
-  absl::Status init_status =
-      PluginErrorToStatus(api, api->plugin_initialize(&init), identity.name,
-                          "plugin_initialize");
+  absl::Status init_status = PluginErrorToStatus(
+      api, api->plugin_initialize(&init), identity.name, "plugin_initialize");
   if (!init_status.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("plugin ", path, " failed to initialize: ",
-                     init_status.message()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plugin ", path, " failed to initialize: ", init_status.message()));
   }
 
   MixrtDevice_Count_Args count{};
@@ -215,7 +215,8 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadPlugin(const std::string& path) {
   std::string no_device_reason;
   if (count.count == 0) {
     no_device_reason = CopyPluginString(count.no_device_reason);
-    if (no_device_reason.empty()) no_device_reason = "no device (no reason given)";
+    if (no_device_reason.empty())
+      no_device_reason = "no device (no reason given)";
   }
   std::vector<DeviceInfo> devices;
   for (int i = 0; i < count.count; ++i) {

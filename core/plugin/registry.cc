@@ -47,9 +47,9 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path) {
   report.name = backend->name();
   for (const std::unique_ptr<Backend>& other : backends_) {
     if (other->name() == backend->name()) {
-      report.reason = absl::StrCat("a backend named '", backend->name(),
-                                   "' is already loaded from ",
-                                   other->identity().path);
+      report.reason =
+          absl::StrCat("a backend named '", backend->name(),
+                       "' is already loaded from ", other->identity().path);
       reports_.push_back(report);
       return absl::AlreadyExistsError(report.reason);
     }
@@ -106,9 +106,8 @@ absl::StatusOr<const Backend*> Registry::FindBackend(
   for (const std::unique_ptr<Backend>& backend : backends_) {
     if (backend->name() != name) continue;
     if (backend->devices().empty()) {
-      return absl::NotFoundError(absl::StrCat("backend '", name,
-                                              "' has no device: ",
-                                              backend->no_device_reason()));
+      return absl::NotFoundError(absl::StrCat(
+          "backend '", name, "' has no device: ", backend->no_device_reason()));
     }
     return backend.get();
   }
@@ -116,10 +115,10 @@ absl::StatusOr<const Backend*> Registry::FindBackend(
   for (const std::unique_ptr<Backend>& backend : backends_) {
     names.push_back(backend->name());
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no backend named '", name, "' is loaded (loaded: ",
-      names.empty() ? "none" : absl::StrJoin(names, ", "), ")",
-      SkippedSummary()));
+  return absl::NotFoundError(
+      absl::StrCat("no backend named '", name, "' is loaded (loaded: ",
+                   names.empty() ? "none" : absl::StrJoin(names, ", "), ")",
+                   SkippedSummary()));
 }
 
 std::string Registry::SkippedSummary() const {

@@ -70,9 +70,9 @@ absl::StatusOr<Tensor> arange(double start, double end, double step,
                               DType dtype, const Device& device) {
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) ||
       !std::isfinite(end)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("arange: need finite start, end and a non-zero step; got (",
-                     start, ", ", end, ", ", step, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "arange: need finite start, end and a non-zero step; got (", start,
+        ", ", end, ", ", step, ")"));
   }
   const double count = std::ceil((end - start) / step);
   if (count > 9.0e15) {
@@ -112,9 +112,9 @@ absl::StatusOr<Tensor> from_bytes(absl::Span<const uint8_t> bytes,
         "from_bytes: got ", bytes.size(), " bytes but shape ",
         ShapeToString(shape), " of ", DTypeName(dtype), " needs ", expected));
   }
-  MIXRT_RETURN_IF_ERROR(device.backend()->Copy(
-      device.index(), MIXRT_COPY_HOST_TO_DEVICE, out.data_ptr(), bytes.data(),
-      bytes.size()));
+  MIXRT_RETURN_IF_ERROR(
+      device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
+                             out.data_ptr(), bytes.data(), bytes.size()));
   return out;
 }
 
@@ -166,12 +166,12 @@ absl::StatusOr<std::vector<uint8_t>> Encode(absl::Span<const Value> values,
 }  // namespace
 
 absl::StatusOr<Tensor> from_floats(absl::Span<const float> values,
-                                   absl::Span<const int64_t> shape,
-                                   DType dtype, const Device& device) {
+                                   absl::Span<const int64_t> shape, DType dtype,
+                                   const Device& device) {
   if (!IsFloating(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "from_floats: expected a floating dtype, got ", DTypeName(dtype),
-        "; use from_ints"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("from_floats: expected a floating dtype, got ",
+                     DTypeName(dtype), "; use from_ints"));
   }
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
                          Encode(values, shape, dtype, "from_floats"));

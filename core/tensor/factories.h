@@ -30,8 +30,8 @@ absl::StatusOr<Tensor> randn(absl::Span<const int64_t> shape, DType dtype,
 // Values converted to `dtype` on the host (round to nearest even), then
 // copied. values.size() must equal the shape's element count.
 absl::StatusOr<Tensor> from_floats(absl::Span<const float> values,
-                                   absl::Span<const int64_t> shape,
-                                   DType dtype, const Device& device);
+                                   absl::Span<const int64_t> shape, DType dtype,
+                                   const Device& device);
 absl::StatusOr<Tensor> from_ints(absl::Span<const int64_t> values,
                                  absl::Span<const int64_t> shape, DType dtype,
                                  const Device& device);

@@ -8,8 +8,7 @@
 namespace mixrt {
 
 absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
-                          absl::Span<const Tensor> outputs,
-                          const void* attrs) {
+                          absl::Span<const Tensor> outputs, const void* attrs) {
   if (outputs.empty() || !outputs[0].defined()) {
     return absl::InvalidArgumentError(
         absl::StrCat("op ", op, ": launched without an output tensor"));
@@ -21,10 +20,10 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
           absl::StrCat("op ", op, ": an input tensor is undefined"));
     }
     if (t.device() != device) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op ", op, ": expected all tensors on ", device.ToString(),
-          " but an input is on ", t.device().ToString(),
-          " (move it with .to(device))"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", op, ": expected all tensors on ",
+                       device.ToString(), " but an input is on ",
+                       t.device().ToString(), " (move it with .to(device))"));
     }
   }
   const bool dense_only = op != MIXRT_OP_COPY &&
@@ -45,8 +44,8 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
   std::vector<MixrtTensorDesc> out_descs;
   for (const Tensor& t : ins) in_descs.push_back(t.desc());
   for (const Tensor& t : outs) out_descs.push_back(t.desc());
-  MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op, in_descs,
-                                                 out_descs, attrs));
+  MIXRT_RETURN_IF_ERROR(
+      device.backend()->Launch(device.index(), op, in_descs, out_descs, attrs));
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].shares_storage_with(outputs[i])) {
       const Tensor src[] = {outs[i]};

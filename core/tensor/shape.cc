@@ -14,9 +14,9 @@ std::string ShapeToString(absl::Span<const int64_t> shape) {
 
 absl::StatusOr<int64_t> CheckedNumElements(absl::Span<const int64_t> shape) {
   if (shape.size() > MIXRT_MAX_DIMS) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shape ", ShapeToString(shape), " has ", shape.size(),
-                     " dimensions; at most ", MIXRT_MAX_DIMS, " are supported"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape ", ShapeToString(shape), " has ", shape.size(),
+        " dimensions; at most ", MIXRT_MAX_DIMS, " are supported"));
   }
   int64_t n = 1;
   for (int64_t size : shape) {
@@ -52,11 +52,11 @@ absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a,
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": shapes ", ShapeToString(a), " and ", ShapeToString(b),
-          " cannot be broadcast (dimension ",
-          static_cast<int64_t>(i) - static_cast<int64_t>(n), ": ", da, " vs ",
-          db, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": shapes ", ShapeToString(a), " and ",
+                       ShapeToString(b), " cannot be broadcast (dimension ",
+                       static_cast<int64_t>(i) - static_cast<int64_t>(n), ": ",
+                       da, " vs ", db, ")"));
     }
     out[i] = da == 1 ? db : da;
   }

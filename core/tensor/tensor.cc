@@ -68,8 +68,8 @@ MixrtTensorDesc Tensor::desc() const {
 namespace {
 
 // Resolves one -1 in `shape` against `numel`.
-absl::StatusOr<Shape> InferShape(absl::Span<const int64_t> shape,
-                                 int64_t numel, absl::string_view op,
+absl::StatusOr<Shape> InferShape(absl::Span<const int64_t> shape, int64_t numel,
+                                 absl::string_view op,
                                  absl::Span<const int64_t> from) {
   Shape out(shape.begin(), shape.end());
   int infer = -1;
@@ -77,9 +77,8 @@ absl::StatusOr<Shape> InferShape(absl::Span<const int64_t> shape,
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       if (infer >= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(op, ": only one dimension can be -1, got ",
-                         ShapeToString(shape)));
+        return absl::InvalidArgumentError(absl::StrCat(
+            op, ": only one dimension can be -1, got ", ShapeToString(shape)));
       }
       infer = static_cast<int>(i);
     } else if (out[i] < 0) {
@@ -91,19 +90,19 @@ absl::StatusOr<Shape> InferShape(absl::Span<const int64_t> shape,
   }
   if (infer >= 0) {
     if (known == 0 || numel % known != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          op, ": shape ", ShapeToString(shape), " is invalid for ", numel,
-          " elements (from ", ShapeToString(from), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": shape ", ShapeToString(shape), " is invalid for ",
+                       numel, " elements (from ", ShapeToString(from), ")"));
     }
     out[infer] = numel / known;
     known *= out[infer];
   }
   MIXRT_ASSIGN_OR_RETURN(const int64_t total, CheckedNumElements(out));
   if (total != numel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": shape ", ShapeToString(out), " has ", total,
-        " elements but the tensor of shape ", ShapeToString(from), " has ",
-        numel));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": shape ", ShapeToString(out), " has ", total,
+                     " elements but the tensor of shape ", ShapeToString(from),
+                     " has ", numel));
   }
   return out;
 }
@@ -127,8 +126,8 @@ bool ViewStrides(absl::Span<const int64_t> shape,
   int64_t view_numel = 1;
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= shape[d];
-    if (d == 0 ||
-        (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 || (shape[d - 1] != 1 &&
+                   strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 &&
              (view_numel < tensor_numel || new_shape[view_d] == 1)) {
         (*out)[view_d] = view_numel * chunk_base_stride;
@@ -236,9 +235,9 @@ absl::StatusOr<Tensor> Tensor::slice(int64_t dim, int64_t start, int64_t end,
 
 absl::StatusOr<Tensor> Tensor::expand(absl::Span<const int64_t> shape) const {
   if (shape.size() < shape_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expand: target ", ShapeToString(shape), " has fewer dimensions than ",
-        ShapeToString(shape_)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expand: target ", ShapeToString(shape),
+                     " has fewer dimensions than ", ShapeToString(shape_)));
   }
   const size_t lead = shape.size() - shape_.size();
   Shape out_shape(shape.size());
@@ -262,10 +261,10 @@ absl::StatusOr<Tensor> Tensor::expand(absl::Span<const int64_t> shape) const {
       out_shape[i] = want;
       out_strides[i] = 0;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "expand: cannot expand ", ShapeToString(shape_), " to ",
-          ShapeToString(shape), " (dimension ", i, ": size ", have,
-          " is not 1)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("expand: cannot expand ", ShapeToString(shape_), " to ",
+                       ShapeToString(shape), " (dimension ", i, ": size ", have,
+                       " is not 1)"));
     }
   }
   MIXRT_RETURN_IF_ERROR(CheckedNumElements(out_shape).status());

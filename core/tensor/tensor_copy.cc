@@ -84,9 +84,9 @@ absl::StatusOr<Tensor> Tensor::to(const Device& target) const {
   if (target == device()) return *this;
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, to_bytes());
   MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape_, dtype_, target));
-  MIXRT_RETURN_IF_ERROR(target.backend()->Copy(
-      target.index(), MIXRT_COPY_HOST_TO_DEVICE, out.data_ptr(), bytes.data(),
-      bytes.size()));
+  MIXRT_RETURN_IF_ERROR(
+      target.backend()->Copy(target.index(), MIXRT_COPY_HOST_TO_DEVICE,
+                             out.data_ptr(), bytes.data(), bytes.size()));
   return out;
 }
 

@@ -43,8 +43,8 @@ void Render(const std::vector<double>& values, const Shape& shape,
 
 std::string Tensor::ToString() const {
   if (!defined()) return "tensor(undefined)";
-  const std::string suffix = absl::StrCat(", dtype=", DTypeName(dtype_),
-                                          ", device=", device().ToString(), ")");
+  const std::string suffix = absl::StrCat(
+      ", dtype=", DTypeName(dtype_), ", device=", device().ToString(), ")");
   absl::StatusOr<std::vector<double>> values = to_double_vector();
   if (!values.ok()) {
     return absl::StrCat("tensor(<unreadable: ", values.status().message(), ">",

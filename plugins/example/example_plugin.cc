@@ -23,8 +23,8 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
       int) override {
     mixrt::sdk::DeviceProperties props;
     props.name = "example host device";
-    props.flags = MIXRT_DEVICE_FLAG_HOST_MEMORY |
-                  MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
+    props.flags =
+        MIXRT_DEVICE_FLAG_HOST_MEMORY | MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
     return props;
   }
 
@@ -33,8 +33,10 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
     const bool ours = op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
                       op_class == MIXRT_OP_CLASS_CAST;
     if (ours && dtype == MIXRT_DTYPE_F32) return {MIXRT_SUPPORT_NATIVE, "", 0};
-    return {MIXRT_SUPPORT_UNSUPPORTED, "the example plugin only runs f32 "
-                                       "fill, copy and add", 0};
+    return {MIXRT_SUPPORT_UNSUPPORTED,
+            "the example plugin only runs f32 "
+            "fill, copy and add",
+            0};
   }
 
   absl::Status Launch(const mixrt::sdk::KernelCall& call) override {
@@ -78,9 +80,8 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
 
  private:
   static absl::Status Unsupported(const mixrt::sdk::KernelCall& call) {
-    return absl::UnimplementedError(
-        absl::StrCat("the example plugin does not run op ", call.op,
-                     " with these dtypes"));
+    return absl::UnimplementedError(absl::StrCat(
+        "the example plugin does not run op ", call.op, " with these dtypes"));
   }
 };
 

@@ -32,10 +32,9 @@ absl::Status ExpectArity(const sdk::KernelCall& call, size_t inputs,
 template <typename Fn>
 void Generate(const TensorRef& out, Fn&& f) {
   int64_t i = 0;
-  sdk::ForEachElement<1>(out.ndim(), out.shape(), {out.strides()},
-                         [&](const std::array<int64_t, 1>& o) {
-                           out.StoreFloat(o[0], f(i++));
-                         });
+  sdk::ForEachElement<1>(
+      out.ndim(), out.shape(), {out.strides()},
+      [&](const std::array<int64_t, 1>& o) { out.StoreFloat(o[0], f(i++)); });
 }
 
 absl::Status Fill(const sdk::KernelCall& call) {
@@ -83,16 +82,16 @@ absl::Status Arange(const sdk::KernelCall& call) {
   const double start = (*attrs)->start;
   const double step = (*attrs)->step;
   int64_t i = 0;
-  sdk::ForEachElement<1>(
-      out.ndim(), out.shape(), {out.strides()},
-      [&](const std::array<int64_t, 1>& o) {
-        const double v = start + static_cast<double>(i++) * step;
-        if (sdk::IsFloatingDtype(out.dtype())) {
-          out.StoreFloat(o[0], static_cast<float>(v));
-        } else {
-          out.StoreInt(o[0], static_cast<int64_t>(v));
-        }
-      });
+  sdk::ForEachElement<1>(out.ndim(), out.shape(), {out.strides()},
+                         [&](const std::array<int64_t, 1>& o) {
+                           const double v =
+                               start + static_cast<double>(i++) * step;
+                           if (sdk::IsFloatingDtype(out.dtype())) {
+                             out.StoreFloat(o[0], static_cast<float>(v));
+                           } else {
+                             out.StoreInt(o[0], static_cast<int64_t>(v));
+                           }
+                         });
   return absl::OkStatus();
 }
 
@@ -169,19 +168,19 @@ absl::Status Pointwise(const sdk::KernelCall& call) {
                                                  out.strides()};
   if (!is_float && call.op == MIXRT_OP_DIV) {
     bool zero = false;
-    sdk::ForEachElement<3>(out.ndim(), out.shape(), strides,
-                           [&](const std::array<int64_t, 3>& o) {
-                             zero |= y.LoadInt(o[1]) == 0;
-                           });
+    sdk::ForEachElement<3>(
+        out.ndim(), out.shape(), strides,
+        [&](const std::array<int64_t, 3>& o) { zero |= y.LoadInt(o[1]) == 0; });
     if (zero) return absl::InvalidArgumentError("integer division by zero");
   }
   sdk::ForEachElement<3>(
       out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
         if (is_float) {
-          out.StoreFloat(o[2],
-                         ApplyFloat(call.op, x.LoadFloat(o[0]), y.LoadFloat(o[1])));
+          out.StoreFloat(
+              o[2], ApplyFloat(call.op, x.LoadFloat(o[0]), y.LoadFloat(o[1])));
         } else {
-          out.StoreInt(o[2], ApplyInt(call.op, x.LoadInt(o[0]), y.LoadInt(o[1])));
+          out.StoreInt(o[2],
+                       ApplyInt(call.op, x.LoadInt(o[0]), y.LoadInt(o[1])));
         }
       });
   return absl::OkStatus();

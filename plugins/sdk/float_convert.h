@@ -59,8 +59,8 @@ inline uint16_t F32ToF16Bits(float f) {
   }
   // Normal: re-bias the exponent (127 - 15 = 112) and drop 13 mantissa bits.
   // A mantissa carry correctly bumps the exponent.
-  return static_cast<uint16_t>(
-      sign | ShiftRightRoundEven(abs - (112u << 23), 13));
+  return static_cast<uint16_t>(sign |
+                               ShiftRightRoundEven(abs - (112u << 23), 13));
 }
 
 inline float F16BitsToF32(uint16_t h) {

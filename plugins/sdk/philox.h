@@ -56,8 +56,8 @@ inline double PhiloxNormal(uint64_t seed, uint64_t offset, uint64_t index,
   const double u1 = 1.0 - PhiloxUnit(block[pair]);
   const double u2 = PhiloxUnit(block[pair + 1]);
   const double r = std::sqrt(-2.0 * std::log(u1));
-  const double z = (index % 2 == 0) ? r * std::cos(kTwoPi * u2)
-                                    : r * std::sin(kTwoPi * u2);
+  const double z =
+      (index % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
   return mean + std * z;
 }
 

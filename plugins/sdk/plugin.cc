@@ -89,19 +89,19 @@ absl::Status CheckArgs(const Args* args, size_t needed, const char* function) {
   return absl::OkStatus();
 }
 
-#define MIXRT_SDK_CHECK_ARGS(Type, last_field, function)                    \
-  do {                                                                      \
-    absl::Status check = CheckArgs(                                         \
-        args, MIXRT_STRUCT_SIZE_THROUGH(Type, last_field), function);       \
-    if (!check.ok()) return check;                                          \
+#define MIXRT_SDK_CHECK_ARGS(Type, last_field, function)              \
+  do {                                                                \
+    absl::Status check = CheckArgs(                                   \
+        args, MIXRT_STRUCT_SIZE_THROUGH(Type, last_field), function); \
+    if (!check.ok()) return check;                                    \
   } while (0)
 
 absl::Status CheckDevice(int device) {
   const DeviceCount count = State().plugin->CountDevices();
   if (device < 0 || device >= count.count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device index ", device, " out of range; the plugin has ",
-        count.count, " device(s)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("device index ", device, " out of range; the plugin has ",
+                     count.count, " device(s)"));
   }
   return absl::OkStatus();
 }
@@ -118,8 +118,7 @@ absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel_launch: ", what, " ", i, " has struct_size ", d.struct_size));
     }
-    if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 ||
-        d.ndim > MIXRT_MAX_DIMS ||
+    if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 || d.ndim > MIXRT_MAX_DIMS ||
         (d.ndim > 0 && (d.shape == nullptr || d.strides == nullptr))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel_launch: ", what, " ", i, " has dtype ", d.dtype, ", ndim ",
@@ -174,8 +173,7 @@ MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
 
 MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
   return Guard("plugin_initialize", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, ext,
-                         "plugin_initialize");
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, ext, "plugin_initialize");
     return State().plugin->Initialize();
   });
 }
@@ -309,11 +307,9 @@ MixrtError* Launch(MixrtKernel_Launch_Args* args) {
     if (ok.ok()) ok = CheckTensors(args->outputs, args->num_outputs, "output");
     if (!ok.ok()) return ok;
     if (args->op >= MIXRT_OP_COUNT) {
-      return absl::UnimplementedError(
-          absl::StrCat("kernel_launch: op ", args->op,
-                       " is newer than this plugin (ABI ",
-                       MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR,
-                       ")"));
+      return absl::UnimplementedError(absl::StrCat(
+          "kernel_launch: op ", args->op, " is newer than this plugin (ABI ",
+          MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR, ")"));
     }
     KernelCall call;
     call.device = args->device;

@@ -128,11 +128,11 @@ const MixrtPluginApi* GetApi(PluginFactory factory);
 #define MIXRT_SDK_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Defines the plugin's entry symbol for PluginClass (default-constructible).
-#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                               \
-  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(               \
-      uint32_t /*host_major*/, uint32_t /*host_minor*/) {                  \
-    return ::mixrt::sdk::internal::GetApi(                                 \
-        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); });      \
+#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                          \
+  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(          \
+      uint32_t /*host_major*/, uint32_t /*host_minor*/) {             \
+    return ::mixrt::sdk::internal::GetApi(                            \
+        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); }); \
   }
 
 // Defines the optional score symbol from an `int32_t fn()`.

@@ -45,7 +45,8 @@ nlohmann::json DeviceJson(const DeviceInfo& device) {
 
 std::string CapabilityCell(const CapabilityEntry& e) {
   std::string cell(SupportLevelName(e.level));
-  if (e.speed_vs_f32 > 0) absl::StrAppendFormat(&cell, " %.2fx", e.speed_vs_f32);
+  if (e.speed_vs_f32 > 0)
+    absl::StrAppendFormat(&cell, " %.2fx", e.speed_vs_f32);
   return cell;
 }
 
@@ -60,7 +61,8 @@ void AppendDeviceText(const DeviceInfo& device, std::string* out) {
     absl::StrAppend(out, "      flags: ", absl::StrJoin(flags, ", "), "\n");
   }
   absl::StrAppendFormat(out, "      %-14s", "op class");
-  for (DType d : kFloatDTypes) absl::StrAppendFormat(out, " %-18s", DTypeName(d));
+  for (DType d : kFloatDTypes)
+    absl::StrAppendFormat(out, " %-18s", DTypeName(d));
   absl::StrAppend(out, "\n");
   // Reason -> the op/dtype cells it explains, so a shared reason prints once.
   std::map<std::string, std::vector<std::string>> notes;
@@ -111,14 +113,13 @@ nlohmann::json InfoJson(const Registry& registry) {
     plugins.push_back(p);
   }
   absl::StatusOr<Device> selected = registry.SelectDevice();
-  return {{"host_abi", absl::StrCat(MIXRT_PLUGIN_API_MAJOR, ".",
-                                    MIXRT_PLUGIN_API_MINOR)},
+  return {{"host_abi",
+           absl::StrCat(MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR)},
           {"plugins", plugins},
           {"selected", selected.ok() ? nlohmann::json(selected->ToString())
                                      : nlohmann::json(nullptr)},
-          {"selection_error", selected.ok()
-                                  ? ""
-                                  : std::string(selected.status().message())}};
+          {"selection_error",
+           selected.ok() ? "" : std::string(selected.status().message())}};
 }
 
 std::string InfoText(const Registry& registry) {
@@ -132,10 +133,10 @@ std::string InfoText(const Registry& registry) {
     const std::string status =
         report.usable ? "usable"
                       : (report.backend != nullptr ? "no device" : "skipped");
-    absl::StrAppend(&out, "\n",
-                    report.name.empty() ? "(unnamed)" : report.name, " [",
-                    status, "] ", report.path, "\n");
-    if (!report.usable) absl::StrAppend(&out, "    reason: ", report.reason, "\n");
+    absl::StrAppend(&out, "\n", report.name.empty() ? "(unnamed)" : report.name,
+                    " [", status, "] ", report.path, "\n");
+    if (!report.usable)
+      absl::StrAppend(&out, "    reason: ", report.reason, "\n");
     if (report.backend == nullptr) continue;
     const BackendIdentity& id = report.backend->identity();
     absl::StrAppend(&out, "    version ", id.version, ", ABI ", id.abi_major,

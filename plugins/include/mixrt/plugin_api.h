@@ -5,8 +5,8 @@
  * needs nothing but this header. C++ authors may prefer plugins/sdk/.
  *
  * Versioning (see plugins/CHANGELOG.md):
- *   - MIXRT_PLUGIN_API_MAJOR changes on an incompatible change. The host refuses
- *     a plugin whose major differs, naming both versions.
+ *   - MIXRT_PLUGIN_API_MAJOR changes on an incompatible change. The host
+ * refuses a plugin whose major differs, naming both versions.
  *   - MIXRT_PLUGIN_API_MINOR changes when fields or functions are appended.
  *     Every struct starts with `struct_size`; a reader only touches a field if
  *     `MIXRT_STRUCT_HAS(ptr, Type, field)` holds, so old and new sides mix.
@@ -83,8 +83,8 @@ typedef enum MixrtExtensionType {
 } MixrtExtensionType;
 
 /* ------------------------------------------------------------------------ */
-/* Enumerations shared by host and plugin. Values are stable: new values are   */
-/* appended in minor versions, existing ones never change.                     */
+/* Enumerations shared by host and plugin. Values are stable: new values are */
+/* appended in minor versions, existing ones never change. */
 /* ------------------------------------------------------------------------ */
 
 typedef enum MixrtDtype {
@@ -232,7 +232,8 @@ typedef struct MixrtDevice_Count_Args {
 typedef MixrtError* MixrtDevice_Count(MixrtDevice_Count_Args* args);
 
 /* Device property flags. */
-#define MIXRT_DEVICE_FLAG_HOST_MEMORY (1u << 0)  /* Pointers are host memory. */
+#define MIXRT_DEVICE_FLAG_HOST_MEMORY (1u << 0)  /* Pointers are host memory. \
+                                                  */
 #define MIXRT_DEVICE_FLAG_TENSOR_CORES (1u << 1) /* Matrix units present. */
 /* Kernels accept only contiguous (row-major, dense) tensors: the host makes
  * every input contiguous and passes contiguous outputs. MIXRT_OP_COPY is the
@@ -377,8 +378,8 @@ typedef struct MixrtRandomAttrs {
 typedef struct MixrtKernel_Launch_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
-  int32_t device;  /* in */
-  uint32_t op;     /* in: MixrtOp */
+  int32_t device; /* in */
+  uint32_t op;    /* in: MixrtOp */
   int32_t num_inputs;
   const MixrtTensorDesc* inputs; /* in: num_inputs descriptors. */
   int32_t num_outputs;
