@@ -29,7 +29,7 @@ if ((${#missing[@]} > 0)); then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -q
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  $SUDO apt-get install -y -q "${missing[@]}"
 else
   echo "setup: all packages present"
 fi

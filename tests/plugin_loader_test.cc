@@ -33,10 +33,12 @@ TEST(PluginLoader, LoadsTheReferencePlugin) {
   EXPECT_TRUE(device.flags & MIXRT_DEVICE_FLAG_HOST_MEMORY);
   EXPECT_EQ(device.capability(MIXRT_OP_CLASS_ELEMENTWISE, DType::kF32).level,
             MIXRT_SUPPORT_NATIVE);
-  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).level,
+  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_MATMUL, DType::kBF16).level,
+            MIXRT_SUPPORT_SLOW);
+  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_CONV, DType::kF32).level,
             MIXRT_SUPPORT_UNSUPPORTED);
   EXPECT_FALSE(
-      device.capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).reason.empty());
+      device.capability(MIXRT_OP_CLASS_CONV, DType::kF32).reason.empty());
 }
 
 TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {

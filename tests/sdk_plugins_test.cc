@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/plugin/registry.h"
-#include "core/tensor/elementwise.h"
+#include "core/ops/pointwise.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -48,7 +48,7 @@ TEST(ExamplePlugin, UnsupportedWorkIsAStatus) {
               HasSubstr("the example plugin does not run op 0"));
   auto x = full({4}, 1, DType::kF32, dev);
   ASSERT_TRUE(x.ok());
-  EXPECT_THAT(mul(*x, *x).status().message(), HasSubstr("does not run op 7"));
+  EXPECT_THAT(mul(*x, *x).status().message(), HasSubstr("does not run op 5"));
 }
 
 TEST(Sdk, ExceptionsBecomeErrorsAtTheBoundary) {

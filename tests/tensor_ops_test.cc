@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/plugin/registry.h"
-#include "core/tensor/elementwise.h"
+#include "core/ops/pointwise.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -64,7 +64,10 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
             });
         return absl::OkStatus();
       }
-      case MIXRT_OP_ADD: {  // Contiguous: we set NEEDS_CONTIGUOUS.
+      case MIXRT_OP_BINARY: {  // Contiguous: we set NEEDS_CONTIGUOUS.
+        auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
+        if (!attrs.ok()) return attrs.status();
+        if ((*attrs)->kind != MIXRT_BINARY_ADD) return Unsupported(call);
         const float* x = static_cast<const float*>(call.inputs[0].data());
         const float* y = static_cast<const float*>(call.inputs[1].data());
         float* out = static_cast<float*>(call.outputs[0].data());

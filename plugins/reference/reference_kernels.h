@@ -1,6 +1,7 @@
 // Naive, portable kernels of the reference plugin: the numerical oracle.
-// Floating math runs in f32 (f16/bf16 load exactly, store rounded to nearest
-// even); integer math runs in int64 with two's-complement wrap.
+// Floating math runs in double and is rounded once on store (through f32 for
+// f16/bf16); integer math runs in int64 with two's-complement wrap;
+// reductions accumulate in double.
 #ifndef MIXRT_PLUGINS_REFERENCE_REFERENCE_KERNELS_H_
 #define MIXRT_PLUGINS_REFERENCE_REFERENCE_KERNELS_H_
 
@@ -10,6 +11,21 @@
 namespace mixrt::reference {
 
 absl::Status RunKernel(const sdk::KernelCall& call);
+
+// One group per file.
+absl::Status RunCreation(const sdk::KernelCall& call);    // fill, copy, ...
+absl::Status RunPointwise(const sdk::KernelCall& call);   // binary, unary, ...
+absl::Status RunReduce(const sdk::KernelCall& call);
+absl::Status RunMatmul(const sdk::KernelCall& call);
+absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // softmax, norms
+absl::Status RunLoss(const sdk::KernelCall& call);
+absl::Status RunOptimizer(const sdk::KernelCall& call);   // scaler, optims
+
+// Checks the number of inputs and outputs of `call`.
+absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
+                         size_t max_inputs, size_t outputs);
+// Checks that every input has the first output's shape.
+absl::Status ExpectSameShapes(const sdk::KernelCall& call);
 
 }  // namespace mixrt::reference
 

@@ -6,14 +6,21 @@
 #include "absl/strings/str_cat.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::reference {
 namespace {
 
 // Op classes whose ops this plugin implements at this ABI version.
 bool Implemented(MixrtOpClass op_class) {
-  return op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
-         op_class == MIXRT_OP_CLASS_CAST;
+  switch (op_class) {
+    case MIXRT_OP_CLASS_CONV:
+    case MIXRT_OP_CLASS_POOL:
+    case MIXRT_OP_CLASS_EMBEDDING:
+      return false;
+    default:
+      return true;
+  }
 }
 
 class ReferencePlugin : public sdk::HostMemoryPlugin {
@@ -41,9 +48,14 @@ class ReferencePlugin : public sdk::HostMemoryPlugin {
       return {MIXRT_SUPPORT_UNSUPPORTED,
               "not implemented in the reference plugin yet", 0.0};
     }
+    if (!sdk::IsFloatingDtype(dtype) && op_class != MIXRT_OP_CLASS_ELEMENTWISE &&
+        op_class != MIXRT_OP_CLASS_CAST) {
+      return {MIXRT_SUPPORT_UNSUPPORTED,
+              "this op class takes floating tensors only", 0.0};
+    }
     if (dtype == MIXRT_DTYPE_F16 || dtype == MIXRT_DTYPE_BF16) {
       return {MIXRT_SUPPORT_SLOW,
-              "emulated: computed in f32 and rounded to nearest even", 0.0};
+              "emulated: computed in double, rounded once to nearest even", 0.0};
     }
     return {MIXRT_SUPPORT_NATIVE, "", 0.0};
   }

@@ -131,32 +131,164 @@ typedef enum MixrtSupportLevel {
 } MixrtSupportLevel;
 
 /* The core-defined op table. Each op documents its tensors and attributes.
- * Unless stated otherwise: all inputs and the output have the output's shape
- * (the host expands broadcast inputs with stride 0 before launching), and
- * floating ops on f16/bf16 compute in at least f32 and round to nearest even
- * on store. */
+ * Unless stated otherwise: all inputs and outputs have the first output's
+ * shape (the host expands broadcast inputs with stride 0 before launching);
+ * inputs and outputs share one floating dtype; f16/bf16 compute in at least
+ * f32 and round to nearest even on store; reductions accumulate in at least
+ * f32. "(in place)" marks outputs that are also read. */
 typedef enum MixrtOp {
-  /* out[i] = value.  inputs: none.  attrs: MixrtScalarAttrs. */
+  /* ---- Creation and conversion ---- */
+  /* out[i] = value. attrs: MixrtScalarAttrs. Any dtype. */
   MIXRT_OP_FILL = 0,
   /* out[i] = convert(in0[i]); any dtype pair, float->int truncates toward
-   * zero, ->bool is (x != 0). Strided in0, any out strides. attrs: none. */
+   * zero (NaN -> 0, saturating), ->bool is (x != 0). in0 may be strided
+   * even on a NEEDS_CONTIGUOUS device. attrs: none. */
   MIXRT_OP_COPY = 1,
   /* out[i] = start + i * step over the flattened (row-major) out.
-   * attrs: MixrtArangeAttrs. */
+   * attrs: MixrtArangeAttrs. Any dtype. */
   MIXRT_OP_ARANGE = 2,
   /* Counter-based random numbers, identical on every plugin: see
-   * MixrtRandomAttrs. out is float. */
+   * MixrtRandomAttrs. out is floating. */
   MIXRT_OP_RANDOM_UNIFORM = 3,
   MIXRT_OP_RANDOM_NORMAL = 4,
-  /* Binary pointwise: out = in0 (op) in1. Same dtype for in0, in1 and out. */
-  MIXRT_OP_ADD = 5,
-  MIXRT_OP_SUB = 6,
-  MIXRT_OP_MUL = 7,
-  MIXRT_OP_DIV = 8, /* Integer division truncates; division by 0 is an error. */
-  /* Unary pointwise: out = -in0. Same dtype. */
-  MIXRT_OP_NEG = 9,
-  MIXRT_OP_COUNT = 10
+
+  /* ---- Pointwise ---- */
+  /* out = in0 (kind) in1. attrs: MixrtPointwiseAttrs, kind a
+   * MixrtBinaryKind. Also i32/i64 (integer division truncates; division by
+   * zero is an error). */
+  MIXRT_OP_BINARY = 5,
+  /* out = f(in0). attrs: MixrtPointwiseAttrs, kind a MixrtUnaryKind. NEG and
+   * ABS also take i32/i64. */
+  MIXRT_OP_UNARY = 6,
+  /* Gradient of MIXRT_OP_UNARY: inputs (grad_out, x) where x is the forward
+   * input; out = grad_out * f'(x). attrs as for the forward op. */
+  MIXRT_OP_UNARY_BACKWARD = 7,
+  /* out (bool) = in0 (kind) in1. attrs: MixrtPointwiseAttrs, kind a
+   * MixrtCompareKind. Inputs share any dtype. */
+  MIXRT_OP_COMPARE = 8,
+  /* out = in0 ? in1 : in2, in0 bool. attrs: none. */
+  MIXRT_OP_WHERE = 9,
+
+  /* ---- Reductions ---- */
+  /* in0 any shape; out has in0's rank with reduced axes of size 1 (the host
+   * drops them when keepdim is false). attrs: MixrtReduceAttrs. */
+  MIXRT_OP_REDUCE = 10,
+
+  /* ---- Linear algebra ---- */
+  /* out[b] = act(in0[b] @ in1[b] + bias) + beta * out[b].
+   * in0 [..., M, K], in1 [..., K, N], optional in2 bias [N]; out [..., M, N]
+   * with the same leading (batch) dims. in0 and in1 share a floating dtype;
+   * out has that dtype or f32. attrs: MixrtMatmulAttrs. */
+  MIXRT_OP_MATMUL = 11,
+
+  /* ---- Softmax and normalization ---- */
+  /* out = softmax / log_softmax of in0 along attrs axis (MixrtAxisAttrs). */
+  MIXRT_OP_SOFTMAX = 12,
+  MIXRT_OP_LOG_SOFTMAX = 13,
+  /* inputs (grad_out, out) of the forward op; out = grad_in. MixrtAxisAttrs. */
+  MIXRT_OP_SOFTMAX_BACKWARD = 14,
+  MIXRT_OP_LOG_SOFTMAX_BACKWARD = 15,
+  /* Normalizes each row of in0 [R, N]; optional in1 weight [N], in2 bias [N]
+   * (both or neither). outputs: y [R, N], mean [R] (f32), rstd [R] (f32).
+   * attrs: MixrtNormAttrs. */
+  MIXRT_OP_LAYER_NORM = 16,
+  /* inputs (grad_y [R, N], x [R, N], mean [R], rstd [R], weight [N] or
+   * absent); outputs grad_x [R, N] and, when weight is given, grad_weight
+   * [N] and grad_bias [N] (f32 or x's dtype). attrs: MixrtNormAttrs. */
+  MIXRT_OP_LAYER_NORM_BACKWARD = 17,
+
+  /* ---- Losses ---- */
+  /* inputs logits [N, C] (floating), target [N] (i64 class indices);
+   * out: per-sample loss [N] (f32, 0 where target == ignore_index).
+   * attrs: MixrtCrossEntropyAttrs. */
+  MIXRT_OP_CROSS_ENTROPY = 18,
+  /* inputs (grad_loss [N] f32, logits [N, C], target [N]); out grad_logits
+   * [N, C] in logits' dtype. attrs: MixrtCrossEntropyAttrs. */
+  MIXRT_OP_CROSS_ENTROPY_BACKWARD = 19,
+
+  /* ---- Mixed precision and optimizers (PyTorch's fused semantics) ---- */
+  /* inputs (inv_scale f32 [1]); outputs (found_inf f32 [1] (in place), then
+   * any number of floating gradients (in place)). Every gradient is
+   * multiplied by inv_scale; found_inf is set to 1 if any element of any
+   * gradient is inf or NaN (and never reset to 0). */
+  MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE = 20,
+  /* inputs (found_inf f32 [1]); outputs (scale f32 [1], growth_tracker i32
+   * [1]), both in place. torch._amp_update_scale_: if found_inf, scale *=
+   * backoff and the tracker resets to 0; else the tracker increments and,
+   * when it reaches growth_interval, scale *= growth (only if the result is
+   * finite) and the tracker resets. attrs: MixrtUpdateScaleAttrs. */
+  MIXRT_OP_UPDATE_SCALE = 21,
+  /* One parameter's SGD step. inputs (grad [, grad_scale f32 [1]]
+   * [, found_inf f32 [1]]) as flagged in the attrs; outputs (param
+   * [, momentum_buffer]) in place, f32. Skipped entirely when found_inf is
+   * nonzero; grad is divided by grad_scale first. attrs: MixrtSgdAttrs. */
+  MIXRT_OP_SGD_STEP = 22,
+  /* One parameter's AdamW step (decoupled weight decay). inputs as for SGD;
+   * outputs (param, exp_avg, exp_avg_sq, step f32 [1]) in place, f32. step
+   * is incremented unless found_inf. attrs: MixrtAdamWAttrs. */
+  MIXRT_OP_ADAMW_STEP = 23,
+
+  MIXRT_OP_COUNT = 24
 } MixrtOp;
+
+typedef enum MixrtBinaryKind {
+  MIXRT_BINARY_ADD = 0,
+  MIXRT_BINARY_SUB = 1,
+  MIXRT_BINARY_MUL = 2,
+  MIXRT_BINARY_DIV = 3,
+  MIXRT_BINARY_POW = 4,
+  MIXRT_BINARY_MAXIMUM = 5, /* NaN if either is NaN. */
+  MIXRT_BINARY_MINIMUM = 6,
+  MIXRT_BINARY_COUNT = 7
+} MixrtBinaryKind;
+
+typedef enum MixrtUnaryKind {
+  MIXRT_UNARY_NEG = 0,
+  MIXRT_UNARY_ABS = 1,
+  MIXRT_UNARY_RELU = 2,
+  MIXRT_UNARY_LEAKY_RELU = 3, /* alpha: negative slope. */
+  MIXRT_UNARY_GELU = 4,       /* x * Phi(x), with erf. */
+  MIXRT_UNARY_GELU_TANH = 5,  /* tanh approximation. */
+  MIXRT_UNARY_SILU = 6,
+  MIXRT_UNARY_SIGMOID = 7,
+  MIXRT_UNARY_TANH = 8,
+  MIXRT_UNARY_EXP = 9,
+  MIXRT_UNARY_LOG = 10,
+  MIXRT_UNARY_LOG1P = 11,
+  MIXRT_UNARY_SQRT = 12,
+  MIXRT_UNARY_RSQRT = 13,
+  MIXRT_UNARY_CLAMP = 14, /* alpha: min, beta: max (NaN bound = none). */
+  MIXRT_UNARY_POW_SCALAR = 15, /* alpha: exponent. */
+  MIXRT_UNARY_SCALE = 16, /* alpha * x + beta. */
+  MIXRT_UNARY_COUNT = 17
+} MixrtUnaryKind;
+
+typedef enum MixrtCompareKind {
+  MIXRT_COMPARE_EQ = 0,
+  MIXRT_COMPARE_NE = 1,
+  MIXRT_COMPARE_LT = 2,
+  MIXRT_COMPARE_LE = 3,
+  MIXRT_COMPARE_GT = 4,
+  MIXRT_COMPARE_GE = 5,
+  MIXRT_COMPARE_COUNT = 6
+} MixrtCompareKind;
+
+typedef enum MixrtReduceKind {
+  MIXRT_REDUCE_SUM = 0,
+  MIXRT_REDUCE_MEAN = 1,
+  MIXRT_REDUCE_MAX = 2,  /* NaN propagates. */
+  MIXRT_REDUCE_MIN = 3,
+  MIXRT_REDUCE_AMAX = 4, /* max of |x|. */
+  MIXRT_REDUCE_VAR = 5,  /* sum((x - mean)^2) / (n - correction). */
+  MIXRT_REDUCE_COUNT = 6
+} MixrtReduceKind;
+
+typedef enum MixrtActivation {
+  MIXRT_ACTIVATION_NONE = 0,
+  MIXRT_ACTIVATION_RELU = 1,
+  MIXRT_ACTIVATION_GELU = 2,
+  MIXRT_ACTIVATION_GELU_TANH = 3
+} MixrtActivation;
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -374,6 +506,83 @@ typedef struct MixrtRandomAttrs {
   double a;        /* uniform: low;  normal: mean. */
   double b;        /* uniform: high; normal: std.  */
 } MixrtRandomAttrs;
+
+typedef struct MixrtPointwiseAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t kind; /* MixrtBinaryKind, MixrtUnaryKind or MixrtCompareKind. */
+  double alpha;
+  double beta;
+} MixrtPointwiseAttrs;
+
+typedef struct MixrtReduceAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t kind;      /* MixrtReduceKind */
+  uint32_t axes_mask; /* Bit d set: axis d is reduced. */
+  double correction;  /* VAR only: 1 for the unbiased estimate. */
+} MixrtReduceAttrs;
+
+typedef struct MixrtMatmulAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t activation; /* MixrtActivation, applied after the bias. */
+  float beta;          /* 0: overwrite out; 1: accumulate into out. */
+} MixrtMatmulAttrs;
+
+typedef struct MixrtAxisAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t axis; /* 0 <= axis < ndim. */
+} MixrtAxisAttrs;
+
+typedef struct MixrtNormAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double eps;
+} MixrtNormAttrs;
+
+typedef struct MixrtCrossEntropyAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int64_t ignore_index;
+  double label_smoothing; /* In [0, 1]. */
+} MixrtCrossEntropyAttrs;
+
+typedef struct MixrtUpdateScaleAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double growth_factor;
+  double backoff_factor;
+  int32_t growth_interval;
+} MixrtUpdateScaleAttrs;
+
+/* Which optional inputs follow grad in an optimizer step. */
+#define MIXRT_OPTIM_HAS_GRAD_SCALE (1u << 0)
+#define MIXRT_OPTIM_HAS_FOUND_INF (1u << 1)
+
+typedef struct MixrtSgdAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t flags; /* MIXRT_OPTIM_HAS_* */
+  double lr;
+  double momentum; /* 0: no momentum buffer output. */
+  double dampening;
+  double weight_decay;
+  uint32_t nesterov;
+  uint32_t first_step; /* The momentum buffer is initialized to the grad. */
+} MixrtSgdAttrs;
+
+typedef struct MixrtAdamWAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t flags; /* MIXRT_OPTIM_HAS_* */
+  double lr;
+  double beta1;
+  double beta2;
+  double eps;
+  double weight_decay;
+} MixrtAdamWAttrs;
 
 typedef struct MixrtKernel_Launch_Args {
   size_t struct_size;

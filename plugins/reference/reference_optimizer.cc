@@ -1,0 +1,143 @@
+// Grad-scaler kernels and fused SGD / AdamW steps.
+#include <array>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "plugins/reference/reference_kernels.h"
+#include "plugins/sdk/optimizer_math.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::reference {
+namespace {
+
+using sdk::TensorRef;
+
+absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.empty()) {
+    return absl::InvalidArgumentError(
+        "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
+        "grads...)");
+  }
+  const double inv_scale = call.inputs[0].LoadFloat(0);
+  const TensorRef& found_inf = call.outputs[0];
+  bool found = false;
+  for (size_t t = 1; t < call.outputs.size(); ++t) {
+    const TensorRef& g = call.outputs[t];
+    sdk::ForEachElement<1>(g.ndim(), g.shape(), {g.strides()},
+                           [&](const std::array<int64_t, 1>& o) {
+                             const float v = g.LoadFloat(o[0]);
+                             found |= !std::isfinite(v);
+                             g.StoreFloat(o[0], static_cast<float>(v * inv_scale));
+                           });
+  }
+  if (found) found_inf.StoreFloat(0, 1.0f);
+  return absl::OkStatus();
+}
+
+absl::Status UpdateScale(const sdk::KernelCall& call) {
+  if (absl::Status s = ExpectArity(call, 1, 1, 2); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if (call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
+    return absl::InvalidArgumentError("update_scale: growth tracker is i32");
+  }
+  float scale = call.outputs[0].LoadFloat(0);
+  int32_t tracker = static_cast<int32_t>(call.outputs[1].LoadInt(0));
+  sdk::UpdateScale(**attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
+  call.outputs[0].StoreFloat(0, scale);
+  call.outputs[1].StoreInt(0, tracker);
+  return absl::OkStatus();
+}
+
+// Reads the optional grad_scale and found_inf inputs; returns false when the
+// step must be skipped.
+bool Prepare(const sdk::KernelCall& call, uint32_t flags, double* inv_scale) {
+  size_t next = 1;
+  *inv_scale = 1.0;
+  if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
+    *inv_scale = 1.0 / call.inputs[next++].LoadFloat(0);
+  }
+  if (flags & MIXRT_OPTIM_HAS_FOUND_INF) {
+    return call.inputs[next].LoadFloat(0) == 0.0f;
+  }
+  return true;
+}
+
+size_t OptionalInputs(uint32_t flags) {
+  return ((flags & MIXRT_OPTIM_HAS_GRAD_SCALE) ? 1 : 0) +
+         ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
+}
+
+absl::Status Sgd(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtSgdAttrs a = **attrs;
+  const size_t inputs = 1 + OptionalInputs(a.flags);
+  if (absl::Status s = ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1);
+      !s.ok()) {
+    return s;
+  }
+  double inv_scale;
+  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  const TensorRef& p = call.outputs[0];
+  const TensorRef& g = call.inputs[0];
+  const TensorRef& buf = call.outputs[a.momentum ? 1 : 0];
+  sdk::ForEachElement<3>(
+      p.ndim(), p.shape(), {p.strides(), g.strides(), buf.strides()},
+      [&](const std::array<int64_t, 3>& o) {
+        double b = a.momentum ? buf.LoadFloat(o[2]) : 0.0;
+        const double np =
+            sdk::SgdElement<double>(a, p.LoadFloat(o[0]),
+                                    g.LoadFloat(o[1]) * inv_scale, &b);
+        p.StoreFloat(o[0], static_cast<float>(np));
+        if (a.momentum) buf.StoreFloat(o[2], static_cast<float>(b));
+      });
+  return absl::OkStatus();
+}
+
+absl::Status AdamW(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtAdamWAttrs a = **attrs;
+  const size_t inputs = 1 + OptionalInputs(a.flags);
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 4); !s.ok()) return s;
+  double inv_scale;
+  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  const TensorRef& p = call.outputs[0];
+  const TensorRef& m = call.outputs[1];
+  const TensorRef& v = call.outputs[2];
+  const TensorRef& step_t = call.outputs[3];
+  const double step = step_t.LoadFloat(0) + 1.0;
+  step_t.StoreFloat(0, static_cast<float>(step));
+  const TensorRef& g = call.inputs[0];
+  sdk::ForEachElement<4>(
+      p.ndim(), p.shape(), {p.strides(), g.strides(), m.strides(), v.strides()},
+      [&](const std::array<int64_t, 4>& o) {
+        double mm = m.LoadFloat(o[2]);
+        double vv = v.LoadFloat(o[3]);
+        const double np = sdk::AdamWElement<double>(
+            a, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &mm, &vv,
+            step);
+        p.StoreFloat(o[0], static_cast<float>(np));
+        m.StoreFloat(o[2], static_cast<float>(mm));
+        v.StoreFloat(o[3], static_cast<float>(vv));
+      });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunOptimizer(const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
+      return NonFiniteCheckAndUnscale(call);
+    case MIXRT_OP_UPDATE_SCALE:
+      return UpdateScale(call);
+    case MIXRT_OP_SGD_STEP:
+      return Sgd(call);
+    default:
+      return AdamW(call);
+  }
+}
+
+}  // namespace mixrt::reference

@@ -1,0 +1,209 @@
+// binary, unary, unary backward, compare, where.
+#include <array>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "plugins/reference/reference_kernels.h"
+#include "plugins/sdk/pointwise_math.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::reference {
+namespace {
+
+using sdk::TensorRef;
+
+absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
+                                          uint32_t kind_count) {
+  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if ((*attrs)->kind >= kind_count) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op ", call.op, ": kind ", (*attrs)->kind, " is unknown here"));
+  }
+  return **attrs;
+}
+
+int64_t IntBinary(MixrtBinaryKind kind, int64_t x, int64_t y) {
+  // Unsigned arithmetic wraps without undefined behaviour.
+  const uint64_t ux = static_cast<uint64_t>(x);
+  const uint64_t uy = static_cast<uint64_t>(y);
+  switch (kind) {
+    case MIXRT_BINARY_ADD:
+      return static_cast<int64_t>(ux + uy);
+    case MIXRT_BINARY_SUB:
+      return static_cast<int64_t>(ux - uy);
+    case MIXRT_BINARY_MUL:
+      return static_cast<int64_t>(ux * uy);
+    case MIXRT_BINARY_DIV:
+      return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case MIXRT_BINARY_MAXIMUM:
+      return x > y ? x : y;
+    case MIXRT_BINARY_MINIMUM:
+      return x < y ? x : y;
+    default: {  // POW with a non-negative integer exponent.
+      int64_t r = 1;
+      for (int64_t i = 0; i < y; ++i) r = static_cast<int64_t>(
+          static_cast<uint64_t>(r) * static_cast<uint64_t>(x));
+      return r;
+    }
+  }
+}
+
+absl::Status Binary(const sdk::KernelCall& call) {
+  auto attrs = Attrs(call, MIXRT_BINARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtBinaryKind>(attrs->kind);
+  const TensorRef& x = call.inputs[0];
+  const TensorRef& y = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  if (x.dtype() != out.dtype() || y.dtype() != out.dtype() ||
+      out.dtype() == MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "binary op needs one non-bool dtype for inputs and output");
+  }
+  const std::array<const int64_t*, 3> strides = {x.strides(), y.strides(),
+                                                 out.strides()};
+  if (sdk::IsFloatingDtype(out.dtype())) {
+    sdk::ForEachElement<3>(
+        out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
+          out.StoreFloat(o[2], static_cast<float>(sdk::ApplyBinary<double>(
+                                   kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))));
+        });
+    return absl::OkStatus();
+  }
+  bool bad_divisor = false;
+  sdk::ForEachElement<3>(out.ndim(), out.shape(), strides,
+                         [&](const std::array<int64_t, 3>& o) {
+                           const int64_t d = y.LoadInt(o[1]);
+                           bad_divisor |= (kind == MIXRT_BINARY_DIV && d == 0) ||
+                                          (kind == MIXRT_BINARY_POW && d < 0);
+                         });
+  if (bad_divisor) {
+    return absl::InvalidArgumentError(
+        kind == MIXRT_BINARY_DIV
+            ? "integer division by zero"
+            : "integers cannot be raised to negative integer powers");
+  }
+  sdk::ForEachElement<3>(
+      out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
+        out.StoreInt(o[2], IntBinary(kind, x.LoadInt(o[0]), y.LoadInt(o[1])));
+      });
+  return absl::OkStatus();
+}
+
+absl::Status Unary(const sdk::KernelCall& call, bool backward) {
+  auto attrs = Attrs(call, MIXRT_UNARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtUnaryKind>(attrs->kind);
+  const TensorRef& out = call.outputs[0];
+  const TensorRef& x = call.inputs[backward ? 1 : 0];
+  const TensorRef& g = call.inputs[0];
+  for (const TensorRef& in : call.inputs) {
+    if (in.dtype() != out.dtype()) {
+      return absl::InvalidArgumentError("unary op needs one dtype throughout");
+    }
+  }
+  if (!sdk::IsFloatingDtype(out.dtype())) {
+    const bool int_ok = !backward && out.dtype() != MIXRT_DTYPE_BOOL &&
+                        (kind == MIXRT_UNARY_NEG || kind == MIXRT_UNARY_ABS);
+    if (!int_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unary kind ", kind, " needs a floating tensor"));
+    }
+    sdk::ForEachElement<2>(
+        out.ndim(), out.shape(), {x.strides(), out.strides()},
+        [&](const std::array<int64_t, 2>& o) {
+          const uint64_t v = static_cast<uint64_t>(x.LoadInt(o[0]));
+          const bool negate =
+              kind == MIXRT_UNARY_NEG || static_cast<int64_t>(v) < 0;
+          out.StoreInt(o[1], static_cast<int64_t>(negate ? 0 - v : v));
+        });
+    return absl::OkStatus();
+  }
+  const double alpha = attrs->alpha;
+  const double beta = attrs->beta;
+  sdk::ForEachElement<3>(
+      out.ndim(), out.shape(), {x.strides(), g.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& o) {
+        const double v = x.LoadFloat(o[0]);
+        const double r =
+            backward ? g.LoadFloat(o[1]) *
+                           sdk::UnaryDerivative<double>(kind, v, alpha, beta)
+                     : sdk::ApplyUnary<double>(kind, v, alpha, beta);
+        out.StoreFloat(o[2], static_cast<float>(r));
+      });
+  return absl::OkStatus();
+}
+
+absl::Status Compare(const sdk::KernelCall& call) {
+  auto attrs = Attrs(call, MIXRT_COMPARE_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtCompareKind>(attrs->kind);
+  const TensorRef& x = call.inputs[0];
+  const TensorRef& y = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  if (x.dtype() != y.dtype() || out.dtype() != MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "compare needs inputs of one dtype and a bool output");
+  }
+  const bool floating = sdk::IsFloatingDtype(x.dtype());
+  sdk::ForEachElement<3>(
+      out.ndim(), out.shape(), {x.strides(), y.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& o) {
+        const bool r = floating ? sdk::ApplyCompare<double>(
+                                      kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))
+                                : sdk::ApplyCompare<int64_t>(
+                                      kind, x.LoadInt(o[0]), y.LoadInt(o[1]));
+        out.StoreInt(o[2], r ? 1 : 0);
+      });
+  return absl::OkStatus();
+}
+
+absl::Status Where(const sdk::KernelCall& call) {
+  const TensorRef& c = call.inputs[0];
+  const TensorRef& x = call.inputs[1];
+  const TensorRef& y = call.inputs[2];
+  const TensorRef& out = call.outputs[0];
+  if (c.dtype() != MIXRT_DTYPE_BOOL || x.dtype() != out.dtype() ||
+      y.dtype() != out.dtype()) {
+    return absl::InvalidArgumentError(
+        "where needs a bool condition and one dtype for values and output");
+  }
+  const bool floating = sdk::IsFloatingDtype(out.dtype());
+  sdk::ForEachElement<4>(
+      out.ndim(), out.shape(),
+      {c.strides(), x.strides(), y.strides(), out.strides()},
+      [&](const std::array<int64_t, 4>& o) {
+        const bool pick_x = c.LoadInt(o[0]) != 0;
+        if (floating) {
+          out.StoreFloat(o[3], pick_x ? x.LoadFloat(o[1]) : y.LoadFloat(o[2]));
+        } else {
+          out.StoreInt(o[3], pick_x ? x.LoadInt(o[1]) : y.LoadInt(o[2]));
+        }
+      });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunPointwise(const sdk::KernelCall& call) {
+  size_t inputs = 2;
+  if (call.op == MIXRT_OP_UNARY) inputs = 1;
+  if (call.op == MIXRT_OP_WHERE) inputs = 3;
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
+  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  switch (call.op) {
+    case MIXRT_OP_BINARY:
+      return Binary(call);
+    case MIXRT_OP_UNARY:
+      return Unary(call, /*backward=*/false);
+    case MIXRT_OP_UNARY_BACKWARD:
+      return Unary(call, /*backward=*/true);
+    case MIXRT_OP_COMPARE:
+      return Compare(call);
+    default:
+      return Where(call);
+  }
+}
+
+}  // namespace mixrt::reference

@@ -1,0 +1,65 @@
+// Per-element math of the fused optimizer and grad-scaler ops in
+// plugin_api.h, following torch.optim.SGD / AdamW and torch's
+// _amp_update_scale_, shared by every backend.
+#ifndef MIXRT_PLUGINS_SDK_OPTIMIZER_MATH_H_
+#define MIXRT_PLUGINS_SDK_OPTIMIZER_MATH_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "mixrt/plugin_api.h"
+#include "plugins/sdk/pointwise_math.h"
+
+namespace mixrt::sdk {
+
+// One SGD element. `grad` is already unscaled. Returns the new parameter;
+// updates `buf` when momentum is used.
+template <typename T>
+MIXRT_HOST_DEVICE inline T SgdElement(const MixrtSgdAttrs& a, T param, T grad,
+                                      T* buf) {
+  T d = grad;
+  if (a.weight_decay != 0) d += T(a.weight_decay) * param;
+  if (a.momentum != 0) {
+    *buf = a.first_step ? d : T(a.momentum) * *buf + T(1 - a.dampening) * d;
+    d = a.nesterov ? d + T(a.momentum) * *buf : *buf;
+  }
+  return param - T(a.lr) * d;
+}
+
+// One AdamW element at step `step` (already incremented, >= 1).
+template <typename T>
+MIXRT_HOST_DEVICE inline T AdamWElement(const MixrtAdamWAttrs& a, T param,
+                                        T grad, T* exp_avg, T* exp_avg_sq,
+                                        T step) {
+  param *= T(1 - a.lr * a.weight_decay);
+  *exp_avg = T(a.beta1) * *exp_avg + T(1 - a.beta1) * grad;
+  *exp_avg_sq = T(a.beta2) * *exp_avg_sq + T(1 - a.beta2) * grad * grad;
+  const T bias1 = T(1) - std::pow(T(a.beta1), step);
+  const T bias2 = T(1) - std::pow(T(a.beta2), step);
+  const T denom = std::sqrt(*exp_avg_sq) / std::sqrt(bias2) + T(a.eps);
+  return param - T(a.lr) / bias1 * (*exp_avg / denom);
+}
+
+// torch._amp_update_scale_ on one scale and growth tracker.
+MIXRT_HOST_DEVICE inline void UpdateScale(const MixrtUpdateScaleAttrs& a,
+                                          float found_inf, float* scale,
+                                          int32_t* growth_tracker) {
+  if (found_inf != 0.0f) {
+    *scale *= static_cast<float>(a.backoff_factor);
+    *growth_tracker = 0;
+    return;
+  }
+  const int32_t successful = *growth_tracker + 1;
+  if (successful == a.growth_interval) {
+    const float grown = *scale * static_cast<float>(a.growth_factor);
+    // Never grow into inf: keep the scale and start counting again.
+    if (std::isfinite(grown)) *scale = grown;
+    *growth_tracker = 0;
+  } else {
+    *growth_tracker = successful;
+  }
+}
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_OPTIMIZER_MATH_H_

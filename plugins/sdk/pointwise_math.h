@@ -1,0 +1,183 @@
+// Per-element math of the pointwise ops in plugin_api.h, written once as
+// templates over the compute type (float in fast kernels, double in the
+// reference plugin) so every backend implements the same definitions. Marked
+// for host and device so CUDA/HIP kernels can use them unchanged.
+#ifndef MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
+#define MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
+
+#include <cmath>
+
+#include "mixrt/plugin_api.h"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MIXRT_HOST_DEVICE __host__ __device__
+#else
+#define MIXRT_HOST_DEVICE
+#endif
+
+namespace mixrt::sdk {
+
+template <typename T>
+MIXRT_HOST_DEVICE inline T Sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// sqrt(2 / pi) and the tanh-GELU cubic coefficient.
+template <typename T>
+MIXRT_HOST_DEVICE inline T GeluTanhInner(T x) {
+  return T(0.7978845608028654) * (x + T(0.044715) * x * x * x);
+}
+
+template <typename T>
+MIXRT_HOST_DEVICE inline T ApplyBinary(MixrtBinaryKind kind, T x, T y) {
+  switch (kind) {
+    case MIXRT_BINARY_ADD:
+      return x + y;
+    case MIXRT_BINARY_SUB:
+      return x - y;
+    case MIXRT_BINARY_MUL:
+      return x * y;
+    case MIXRT_BINARY_DIV:
+      return x / y;
+    case MIXRT_BINARY_POW:
+      return std::pow(x, y);
+    case MIXRT_BINARY_MAXIMUM:
+      return (x != x || y != y) ? x + y : (x > y ? x : y);
+    case MIXRT_BINARY_MINIMUM:
+      return (x != x || y != y) ? x + y : (x < y ? x : y);
+    default:
+      return T(0);
+  }
+}
+
+template <typename T>
+MIXRT_HOST_DEVICE inline T ApplyUnary(MixrtUnaryKind kind, T x, T alpha,
+                                      T beta) {
+  switch (kind) {
+    case MIXRT_UNARY_NEG:
+      return -x;
+    case MIXRT_UNARY_ABS:
+      return std::fabs(x);
+    case MIXRT_UNARY_RELU:
+      return x > T(0) ? x : (x != x ? x : T(0));
+    case MIXRT_UNARY_LEAKY_RELU:
+      return x > T(0) ? x : x * alpha;
+    case MIXRT_UNARY_GELU:
+      return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+    case MIXRT_UNARY_GELU_TANH:
+      return T(0.5) * x * (T(1) + std::tanh(GeluTanhInner(x)));
+    case MIXRT_UNARY_SILU:
+      return x * Sigmoid(x);
+    case MIXRT_UNARY_SIGMOID:
+      return Sigmoid(x);
+    case MIXRT_UNARY_TANH:
+      return std::tanh(x);
+    case MIXRT_UNARY_EXP:
+      return std::exp(x);
+    case MIXRT_UNARY_LOG:
+      return std::log(x);
+    case MIXRT_UNARY_LOG1P:
+      return std::log1p(x);
+    case MIXRT_UNARY_SQRT:
+      return std::sqrt(x);
+    case MIXRT_UNARY_RSQRT:
+      return T(1) / std::sqrt(x);
+    case MIXRT_UNARY_CLAMP: {
+      T r = x;
+      if (alpha == alpha && r < alpha) r = alpha;
+      if (beta == beta && r > beta) r = beta;
+      return r;
+    }
+    case MIXRT_UNARY_POW_SCALAR:
+      return std::pow(x, alpha);
+    case MIXRT_UNARY_SCALE:
+      return alpha * x + beta;
+    default:
+      return T(0);
+  }
+}
+
+// d f(x) / dx for ApplyUnary. At kinks (relu and clamp at their thresholds,
+// abs at 0) the gradient follows PyTorch: relu'(0) = 0, abs'(0) = 0, clamp
+// passes the gradient at the bounds.
+template <typename T>
+MIXRT_HOST_DEVICE inline T UnaryDerivative(MixrtUnaryKind kind, T x, T alpha,
+                                           T beta) {
+  switch (kind) {
+    case MIXRT_UNARY_NEG:
+      return T(-1);
+    case MIXRT_UNARY_ABS:
+      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    case MIXRT_UNARY_RELU:
+      return x > T(0) ? T(1) : T(0);
+    case MIXRT_UNARY_LEAKY_RELU:
+      return x > T(0) ? T(1) : alpha;
+    case MIXRT_UNARY_GELU: {
+      const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+      const T pdf = std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
+      return cdf + x * pdf;
+    }
+    case MIXRT_UNARY_GELU_TANH: {
+      const T t = std::tanh(GeluTanhInner(x));
+      const T dinner =
+          T(0.7978845608028654) * (T(1) + T(3) * T(0.044715) * x * x);
+      return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner;
+    }
+    case MIXRT_UNARY_SILU: {
+      const T s = Sigmoid(x);
+      return s * (T(1) + x * (T(1) - s));
+    }
+    case MIXRT_UNARY_SIGMOID: {
+      const T s = Sigmoid(x);
+      return s * (T(1) - s);
+    }
+    case MIXRT_UNARY_TANH: {
+      const T t = std::tanh(x);
+      return T(1) - t * t;
+    }
+    case MIXRT_UNARY_EXP:
+      return std::exp(x);
+    case MIXRT_UNARY_LOG:
+      return T(1) / x;
+    case MIXRT_UNARY_LOG1P:
+      return T(1) / (T(1) + x);
+    case MIXRT_UNARY_SQRT:
+      return T(0.5) / std::sqrt(x);
+    case MIXRT_UNARY_RSQRT:
+      return T(-0.5) / (x * std::sqrt(x));
+    case MIXRT_UNARY_CLAMP:
+      return ((alpha == alpha && x < alpha) || (beta == beta && x > beta))
+                 ? T(0)
+                 : T(1);
+    case MIXRT_UNARY_POW_SCALAR:
+      return alpha == T(0) ? T(0) : alpha * std::pow(x, alpha - T(1));
+    case MIXRT_UNARY_SCALE:
+      return alpha;
+    default:
+      return T(0);
+  }
+}
+
+template <typename T>
+MIXRT_HOST_DEVICE inline bool ApplyCompare(MixrtCompareKind kind, T x, T y) {
+  switch (kind) {
+    case MIXRT_COMPARE_EQ:
+      return x == y;
+    case MIXRT_COMPARE_NE:
+      return x != y;
+    case MIXRT_COMPARE_LT:
+      return x < y;
+    case MIXRT_COMPARE_LE:
+      return x <= y;
+    case MIXRT_COMPARE_GT:
+      return x > y;
+    case MIXRT_COMPARE_GE:
+      return x >= y;
+    default:
+      return false;
+  }
+}
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
