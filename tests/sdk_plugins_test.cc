@@ -3,8 +3,8 @@
 // ABI.
 #include <vector>
 
-#include "core/plugin/registry.h"
 #include "core/ops/pointwise.h"
+#include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -16,8 +16,9 @@ absl::Status CheckFloating(const Tensor& t, absl::string_view op) {
   if (absl::Status s = CheckDefined(t, op); !s.ok()) return s;
   if (!IsFloating(t.dtype())) {
     return absl::InvalidArgumentError(
-        absl::StrCat(op, ": expected a floating tensor (f32, f16 or bf16), "
-                         "got ",
+        absl::StrCat(op,
+                     ": expected a floating tensor (f32, f16 or bf16), "
+                     "got ",
                      DTypeName(t.dtype())));
   }
   return absl::OkStatus();

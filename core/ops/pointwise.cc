@@ -13,9 +13,9 @@ namespace {
 constexpr const char* kBinaryNames[MIXRT_BINARY_COUNT] = {
     "add", "sub", "mul", "div", "pow", "maximum", "minimum"};
 constexpr const char* kUnaryNames[MIXRT_UNARY_COUNT] = {
-    "neg",  "abs",     "relu", "leaky_relu", "gelu",  "gelu_tanh",
-    "silu", "sigmoid", "tanh", "exp",        "log",   "log1p",
-    "sqrt", "rsqrt",   "clamp", "pow",       "scale"};
+    "neg",  "abs",     "relu",  "leaky_relu", "gelu", "gelu_tanh",
+    "silu", "sigmoid", "tanh",  "exp",        "log",  "log1p",
+    "sqrt", "rsqrt",   "clamp", "pow",        "scale"};
 constexpr const char* kCompareNames[MIXRT_COMPARE_COUNT] = {"eq", "ne", "lt",
                                                             "le", "gt", "ge"};
 
@@ -98,8 +98,8 @@ absl::StatusOr<Tensor> minimum(const Tensor& a, const Tensor& b) {
   return binary(MIXRT_BINARY_MINIMUM, a, b);
 }
 
-absl::StatusOr<Tensor> unary(MixrtUnaryKind kind, const Tensor& x,
-                             double alpha, double beta) {
+absl::StatusOr<Tensor> unary(MixrtUnaryKind kind, const Tensor& x, double alpha,
+                             double beta) {
   const char* name = kUnaryNames[kind];
   MIXRT_RETURN_IF_ERROR(CheckNotBool(x, name));
   const bool integer_ok = kind == MIXRT_UNARY_NEG || kind == MIXRT_UNARY_ABS;
@@ -125,8 +125,12 @@ absl::StatusOr<Tensor> unary_backward(MixrtUnaryKind kind,
                          x.dtype(), x.dtype(), &attrs);
 }
 
-absl::StatusOr<Tensor> neg(const Tensor& x) { return unary(MIXRT_UNARY_NEG, x); }
-absl::StatusOr<Tensor> abs(const Tensor& x) { return unary(MIXRT_UNARY_ABS, x); }
+absl::StatusOr<Tensor> neg(const Tensor& x) {
+  return unary(MIXRT_UNARY_NEG, x);
+}
+absl::StatusOr<Tensor> abs(const Tensor& x) {
+  return unary(MIXRT_UNARY_ABS, x);
+}
 absl::StatusOr<Tensor> relu(const Tensor& x) {
   return unary(MIXRT_UNARY_RELU, x);
 }
@@ -146,8 +150,12 @@ absl::StatusOr<Tensor> sigmoid(const Tensor& x) {
 absl::StatusOr<Tensor> tanh(const Tensor& x) {
   return unary(MIXRT_UNARY_TANH, x);
 }
-absl::StatusOr<Tensor> exp(const Tensor& x) { return unary(MIXRT_UNARY_EXP, x); }
-absl::StatusOr<Tensor> log(const Tensor& x) { return unary(MIXRT_UNARY_LOG, x); }
+absl::StatusOr<Tensor> exp(const Tensor& x) {
+  return unary(MIXRT_UNARY_EXP, x);
+}
+absl::StatusOr<Tensor> log(const Tensor& x) {
+  return unary(MIXRT_UNARY_LOG, x);
+}
 absl::StatusOr<Tensor> log1p(const Tensor& x) {
   return unary(MIXRT_UNARY_LOG1P, x);
 }

@@ -34,10 +34,10 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
     for (Tensor& t : ins) {
       MIXRT_ASSIGN_OR_RETURN(t, t.contiguous());
     }
+    // Outputs may also be read (in-place ops), so the temporaries start as
+    // copies.
     for (Tensor& t : outs) {
-      if (!t.is_contiguous()) {
-        MIXRT_ASSIGN_OR_RETURN(t, empty(t.shape(), t.dtype(), device));
-      }
+      MIXRT_ASSIGN_OR_RETURN(t, t.contiguous());
     }
   }
   std::vector<MixrtTensorDesc> in_descs;

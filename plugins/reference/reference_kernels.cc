@@ -8,10 +8,10 @@ absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
                          size_t max_inputs, size_t outputs) {
   if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs ||
       call.outputs.size() != outputs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "op ", call.op, " takes ", min_inputs, "-", max_inputs,
-        " input(s) and ", outputs, " output(s); got ", call.inputs.size(),
-        " and ", call.outputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("op ", call.op, " takes ", min_inputs, "-", max_inputs,
+                     " input(s) and ", outputs, " output(s); got ",
+                     call.inputs.size(), " and ", call.outputs.size()));
   }
   return absl::OkStatus();
 }

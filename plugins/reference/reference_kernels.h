@@ -13,13 +13,13 @@ namespace mixrt::reference {
 absl::Status RunKernel(const sdk::KernelCall& call);
 
 // One group per file.
-absl::Status RunCreation(const sdk::KernelCall& call);    // fill, copy, ...
-absl::Status RunPointwise(const sdk::KernelCall& call);   // binary, unary, ...
+absl::Status RunCreation(const sdk::KernelCall& call);   // fill, copy, ...
+absl::Status RunPointwise(const sdk::KernelCall& call);  // binary, unary, ...
 absl::Status RunReduce(const sdk::KernelCall& call);
 absl::Status RunMatmul(const sdk::KernelCall& call);
 absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // softmax, norms
 absl::Status RunLoss(const sdk::KernelCall& call);
-absl::Status RunOptimizer(const sdk::KernelCall& call);   // scaler, optims
+absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
 
 // Checks the number of inputs and outputs of `call`.
 absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,

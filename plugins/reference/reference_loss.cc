@@ -32,9 +32,9 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     const int64_t t = target.LoadInt(r * target.stride(0));
     const bool ignored = t == ignore;
     if (!ignored && (t < 0 || t >= classes)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cross_entropy: target ", t, " at row ", r, " is out of range [0, ",
-          classes, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cross_entropy: target ", t, " at row ", r,
+                       " is out of range [0, ", classes, ")"));
     }
     double max = -INFINITY;
     for (int64_t c = 0; c < classes; ++c) {
@@ -55,8 +55,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
       out.StoreFloat(r * out.stride(0), static_cast<float>(loss));
       continue;
     }
-    const double g = ignored ? 0.0 : call.inputs[0].LoadFloat(
-                                         r * call.inputs[0].stride(0));
+    const double g =
+        ignored ? 0.0 : call.inputs[0].LoadFloat(r * call.inputs[0].stride(0));
     for (int64_t c = 0; c < classes; ++c) {
       const double q = (c == t ? 1 - eps : 0.0) + eps / classes;
       out.StoreFloat(r * out.stride(0) + c * out.stride(1),

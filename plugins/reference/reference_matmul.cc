@@ -73,11 +73,11 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
           for (int64_t j = 0; j < n; ++j) {
             double sum = 0;
             for (int64_t p = 0; p < k; ++p) {
-              sum += static_cast<double>(
-                         a.LoadFloat(base[0] + i * a.stride(nd - 2) +
-                                     p * a.stride(nd - 1))) *
-                     b.LoadFloat(base[1] + p * b.stride(nd - 2) +
-                                 j * b.stride(nd - 1));
+              sum +=
+                  static_cast<double>(a.LoadFloat(
+                      base[0] + i * a.stride(nd - 2) + p * a.stride(nd - 1))) *
+                  b.LoadFloat(base[1] + p * b.stride(nd - 2) +
+                              j * b.stride(nd - 1));
             }
             if (has_bias) {
               sum += call.inputs[2].LoadFloat(j * call.inputs[2].stride(0));

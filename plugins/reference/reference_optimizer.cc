@@ -27,7 +27,8 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
                            [&](const std::array<int64_t, 1>& o) {
                              const float v = g.LoadFloat(o[0]);
                              found |= !std::isfinite(v);
-                             g.StoreFloat(o[0], static_cast<float>(v * inv_scale));
+                             g.StoreFloat(o[0],
+                                          static_cast<float>(v * inv_scale));
                            });
   }
   if (found) found_inf.StoreFloat(0, 1.0f);
@@ -86,9 +87,8 @@ absl::Status Sgd(const sdk::KernelCall& call) {
       p.ndim(), p.shape(), {p.strides(), g.strides(), buf.strides()},
       [&](const std::array<int64_t, 3>& o) {
         double b = a.momentum ? buf.LoadFloat(o[2]) : 0.0;
-        const double np =
-            sdk::SgdElement<double>(a, p.LoadFloat(o[0]),
-                                    g.LoadFloat(o[1]) * inv_scale, &b);
+        const double np = sdk::SgdElement<double>(
+            a, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &b);
         p.StoreFloat(o[0], static_cast<float>(np));
         if (a.momentum) buf.StoreFloat(o[2], static_cast<float>(b));
       });
@@ -110,18 +110,18 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   const double step = step_t.LoadFloat(0) + 1.0;
   step_t.StoreFloat(0, static_cast<float>(step));
   const TensorRef& g = call.inputs[0];
-  sdk::ForEachElement<4>(
-      p.ndim(), p.shape(), {p.strides(), g.strides(), m.strides(), v.strides()},
-      [&](const std::array<int64_t, 4>& o) {
-        double mm = m.LoadFloat(o[2]);
-        double vv = v.LoadFloat(o[3]);
-        const double np = sdk::AdamWElement<double>(
-            a, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &mm, &vv,
-            step);
-        p.StoreFloat(o[0], static_cast<float>(np));
-        m.StoreFloat(o[2], static_cast<float>(mm));
-        v.StoreFloat(o[3], static_cast<float>(vv));
-      });
+  sdk::ForEachElement<4>(p.ndim(), p.shape(),
+                         {p.strides(), g.strides(), m.strides(), v.strides()},
+                         [&](const std::array<int64_t, 4>& o) {
+                           double mm = m.LoadFloat(o[2]);
+                           double vv = v.LoadFloat(o[3]);
+                           const double np = sdk::AdamWElement<double>(
+                               a, p.LoadFloat(o[0]),
+                               g.LoadFloat(o[1]) * inv_scale, &mm, &vv, step);
+                           p.StoreFloat(o[0], static_cast<float>(np));
+                           m.StoreFloat(o[2], static_cast<float>(mm));
+                           v.StoreFloat(o[3], static_cast<float>(vv));
+                         });
   return absl::OkStatus();
 }
 

@@ -48,14 +48,16 @@ class ReferencePlugin : public sdk::HostMemoryPlugin {
       return {MIXRT_SUPPORT_UNSUPPORTED,
               "not implemented in the reference plugin yet", 0.0};
     }
-    if (!sdk::IsFloatingDtype(dtype) && op_class != MIXRT_OP_CLASS_ELEMENTWISE &&
+    if (!sdk::IsFloatingDtype(dtype) &&
+        op_class != MIXRT_OP_CLASS_ELEMENTWISE &&
         op_class != MIXRT_OP_CLASS_CAST) {
       return {MIXRT_SUPPORT_UNSUPPORTED,
               "this op class takes floating tensors only", 0.0};
     }
     if (dtype == MIXRT_DTYPE_F16 || dtype == MIXRT_DTYPE_BF16) {
       return {MIXRT_SUPPORT_SLOW,
-              "emulated: computed in double, rounded once to nearest even", 0.0};
+              "emulated: computed in double, rounded once to nearest even",
+              0.0};
     }
     return {MIXRT_SUPPORT_NATIVE, "", 0.0};
   }

@@ -42,8 +42,9 @@ int64_t IntBinary(MixrtBinaryKind kind, int64_t x, int64_t y) {
       return x < y ? x : y;
     default: {  // POW with a non-negative integer exponent.
       int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r = static_cast<int64_t>(
-          static_cast<uint64_t>(r) * static_cast<uint64_t>(x));
+      for (int64_t i = 0; i < y; ++i)
+        r = static_cast<int64_t>(static_cast<uint64_t>(r) *
+                                 static_cast<uint64_t>(x));
       return r;
     }
   }
@@ -66,18 +67,19 @@ absl::Status Binary(const sdk::KernelCall& call) {
   if (sdk::IsFloatingDtype(out.dtype())) {
     sdk::ForEachElement<3>(
         out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
-          out.StoreFloat(o[2], static_cast<float>(sdk::ApplyBinary<double>(
-                                   kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))));
+          out.StoreFloat(o[2],
+                         static_cast<float>(sdk::ApplyBinary<double>(
+                             kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))));
         });
     return absl::OkStatus();
   }
   bool bad_divisor = false;
-  sdk::ForEachElement<3>(out.ndim(), out.shape(), strides,
-                         [&](const std::array<int64_t, 3>& o) {
-                           const int64_t d = y.LoadInt(o[1]);
-                           bad_divisor |= (kind == MIXRT_BINARY_DIV && d == 0) ||
-                                          (kind == MIXRT_BINARY_POW && d < 0);
-                         });
+  sdk::ForEachElement<3>(
+      out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
+        const int64_t d = y.LoadInt(o[1]);
+        bad_divisor |= (kind == MIXRT_BINARY_DIV && d == 0) ||
+                       (kind == MIXRT_BINARY_POW && d < 0);
+      });
   if (bad_divisor) {
     return absl::InvalidArgumentError(
         kind == MIXRT_BINARY_DIV
@@ -107,8 +109,8 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
     const bool int_ok = !backward && out.dtype() != MIXRT_DTYPE_BOOL &&
                         (kind == MIXRT_UNARY_NEG || kind == MIXRT_UNARY_ABS);
     if (!int_ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unary kind ", kind, " needs a floating tensor"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unary kind ", kind, " needs a floating tensor"));
     }
     sdk::ForEachElement<2>(
         out.ndim(), out.shape(), {x.strides(), out.strides()},
@@ -126,10 +128,10 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
       out.ndim(), out.shape(), {x.strides(), g.strides(), out.strides()},
       [&](const std::array<int64_t, 3>& o) {
         const double v = x.LoadFloat(o[0]);
-        const double r =
-            backward ? g.LoadFloat(o[1]) *
-                           sdk::UnaryDerivative<double>(kind, v, alpha, beta)
-                     : sdk::ApplyUnary<double>(kind, v, alpha, beta);
+        const double r = backward
+                             ? g.LoadFloat(o[1]) * sdk::UnaryDerivative<double>(
+                                                       kind, v, alpha, beta)
+                             : sdk::ApplyUnary<double>(kind, v, alpha, beta);
         out.StoreFloat(o[2], static_cast<float>(r));
       });
   return absl::OkStatus();
@@ -150,10 +152,11 @@ absl::Status Compare(const sdk::KernelCall& call) {
   sdk::ForEachElement<3>(
       out.ndim(), out.shape(), {x.strides(), y.strides(), out.strides()},
       [&](const std::array<int64_t, 3>& o) {
-        const bool r = floating ? sdk::ApplyCompare<double>(
-                                      kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))
-                                : sdk::ApplyCompare<int64_t>(
-                                      kind, x.LoadInt(o[0]), y.LoadInt(o[1]));
+        const bool r = floating
+                           ? sdk::ApplyCompare<double>(kind, x.LoadFloat(o[0]),
+                                                       y.LoadFloat(o[1]))
+                           : sdk::ApplyCompare<int64_t>(kind, x.LoadInt(o[0]),
+                                                        y.LoadInt(o[1]));
         out.StoreInt(o[2], r ? 1 : 0);
       });
   return absl::OkStatus();

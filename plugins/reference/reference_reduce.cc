@@ -54,16 +54,16 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
   for (int d = 0; d < in.ndim(); ++d) {
     const bool reduced = (a.axes_mask >> d) & 1u;
     if (out.dim(d) != (reduced ? 1 : in.dim(d))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "reduce: output dim ", d, " is ", out.dim(d), ", expected ",
-          reduced ? 1 : in.dim(d)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("reduce: output dim ", d, " is ", out.dim(d),
+                       ", expected ", reduced ? 1 : in.dim(d)));
     }
     if (reduced) group *= in.dim(d);
   }
   const int64_t n_out = out.numel();
   const auto kind = static_cast<MixrtReduceKind>(a.kind);
   const bool extremum = kind == MIXRT_REDUCE_MAX || kind == MIXRT_REDUCE_MIN ||
-                        kind == MIXRT_REDUCE_AMAX;
+                        kind == MIXRT_REDUCE_ABS_MAX;
   if (extremum && group == 0) {
     return absl::InvalidArgumentError(
         "max/min/amax of an empty set of elements is undefined");
@@ -91,7 +91,7 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
       case MIXRT_REDUCE_MIN:
         r = (v != v || r != r) ? v + r : (v < r ? v : r);
         break;
-      case MIXRT_REDUCE_AMAX:
+      case MIXRT_REDUCE_ABS_MAX:
         r = (v != v || r != r) ? v + r : std::max(r, std::fabs(v));
         break;
       default:  // VAR

@@ -29,8 +29,8 @@ absl::Status Softmax(const sdk::KernelCall& call) {
   const int axis = (*attrs)->axis;
   const TensorRef& out = call.outputs[0];
   if (axis < 0 || axis >= out.ndim()) {
-    return absl::InvalidArgumentError(absl::StrCat("softmax axis ", axis,
-                                                   " out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("softmax axis ", axis, " out of range"));
   }
   const int64_t n = out.dim(axis);
   const bool log = call.op == MIXRT_OP_LOG_SOFTMAX ||
@@ -48,7 +48,8 @@ absl::Status Softmax(const sdk::KernelCall& call) {
                       max = std::max(max, row[i]);
                     }
                     double sum = 0;
-                    for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - max);
+                    for (int64_t i = 0; i < n; ++i)
+                      sum += std::exp(row[i] - max);
                     for (int64_t i = 0; i < n; ++i) {
                       const double v = log ? row[i] - max - std::log(sum)
                                            : std::exp(row[i] - max) / sum;
@@ -61,22 +62,21 @@ absl::Status Softmax(const sdk::KernelCall& call) {
   // grad_in = y * (g - sum(g * y)) for softmax; g - exp(y) * sum(g) for log.
   const TensorRef& g = call.inputs[0];
   const TensorRef& y = call.inputs[1];
-  ForEachRow<3>(out, axis, {g.strides(), y.strides(), out.strides()},
-                [&](const std::array<int64_t, 3>& o) {
-                  double dot = 0;
-                  for (int64_t i = 0; i < n; ++i) {
-                    const double gi = g.LoadFloat(o[0] + i * g.stride(axis));
-                    dot += log ? gi : gi * y.LoadFloat(o[1] + i * y.stride(axis));
-                  }
-                  for (int64_t i = 0; i < n; ++i) {
-                    const double gi = g.LoadFloat(o[0] + i * g.stride(axis));
-                    const double yi = y.LoadFloat(o[1] + i * y.stride(axis));
-                    const double v = log ? gi - std::exp(yi) * dot
-                                         : yi * (gi - dot);
-                    out.StoreFloat(o[2] + i * out.stride(axis),
-                                   static_cast<float>(v));
-                  }
-                });
+  ForEachRow<3>(
+      out, axis, {g.strides(), y.strides(), out.strides()},
+      [&](const std::array<int64_t, 3>& o) {
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = g.LoadFloat(o[0] + i * g.stride(axis));
+          dot += log ? gi : gi * y.LoadFloat(o[1] + i * y.stride(axis));
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = g.LoadFloat(o[0] + i * g.stride(axis));
+          const double yi = y.LoadFloat(o[1] + i * y.stride(axis));
+          const double v = log ? gi - std::exp(yi) * dot : yi * (gi - dot);
+          out.StoreFloat(o[2] + i * out.stride(axis), static_cast<float>(v));
+        }
+      });
   return absl::OkStatus();
 }
 
@@ -96,7 +96,8 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
   const bool affine = call.inputs.size() == 3;
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += x.LoadFloat(r * x.stride(0) + i * x.stride(1));
+    for (int64_t i = 0; i < n; ++i)
+      sum += x.LoadFloat(r * x.stride(0) + i * x.stride(1));
     const double mean = sum / n;
     double sq = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -137,8 +138,9 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
     for (int64_t i = 0; i < n; ++i) {
       const double g = gy.LoadFloat(r * gy.stride(0) + i * gy.stride(1));
       xhat[i] = (x.LoadFloat(r * x.stride(0) + i * x.stride(1)) - mu) * rs;
-      dyw[i] = affine ? g * call.inputs[4].LoadFloat(i * call.inputs[4].stride(0))
-                      : g;
+      dyw[i] = affine
+                   ? g * call.inputs[4].LoadFloat(i * call.inputs[4].stride(0))
+                   : g;
       mean_dyw += dyw[i];
       mean_dyw_xhat += dyw[i] * xhat[i];
       gw[i] += g * xhat[i];
@@ -148,8 +150,8 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
     mean_dyw_xhat /= n;
     for (int64_t i = 0; i < n; ++i) {
       gx.StoreFloat(r * gx.stride(0) + i * gx.stride(1),
-                    static_cast<float>(rs * (dyw[i] - mean_dyw -
-                                             xhat[i] * mean_dyw_xhat)));
+                    static_cast<float>(
+                        rs * (dyw[i] - mean_dyw - xhat[i] * mean_dyw_xhat)));
     }
   }
   if (affine) {

@@ -257,9 +257,9 @@ typedef enum MixrtUnaryKind {
   MIXRT_UNARY_LOG1P = 11,
   MIXRT_UNARY_SQRT = 12,
   MIXRT_UNARY_RSQRT = 13,
-  MIXRT_UNARY_CLAMP = 14, /* alpha: min, beta: max (NaN bound = none). */
+  MIXRT_UNARY_CLAMP = 14,      /* alpha: min, beta: max (NaN bound = none). */
   MIXRT_UNARY_POW_SCALAR = 15, /* alpha: exponent. */
-  MIXRT_UNARY_SCALE = 16, /* alpha * x + beta. */
+  MIXRT_UNARY_SCALE = 16,      /* alpha * x + beta. */
   MIXRT_UNARY_COUNT = 17
 } MixrtUnaryKind;
 
@@ -276,10 +276,10 @@ typedef enum MixrtCompareKind {
 typedef enum MixrtReduceKind {
   MIXRT_REDUCE_SUM = 0,
   MIXRT_REDUCE_MEAN = 1,
-  MIXRT_REDUCE_MAX = 2,  /* NaN propagates. */
+  MIXRT_REDUCE_MAX = 2, /* NaN propagates. */
   MIXRT_REDUCE_MIN = 3,
-  MIXRT_REDUCE_AMAX = 4, /* max of |x|. */
-  MIXRT_REDUCE_VAR = 5,  /* sum((x - mean)^2) / (n - correction). */
+  MIXRT_REDUCE_ABS_MAX = 4, /* max of |x| (infinity norms). */
+  MIXRT_REDUCE_VAR = 5,     /* sum((x - mean)^2) / (n - correction). */
   MIXRT_REDUCE_COUNT = 6
 } MixrtReduceKind;
 
@@ -364,7 +364,8 @@ typedef struct MixrtDevice_Count_Args {
 typedef MixrtError* MixrtDevice_Count(MixrtDevice_Count_Args* args);
 
 /* Device property flags. */
-#define MIXRT_DEVICE_FLAG_HOST_MEMORY (1u << 0)  /* Pointers are host memory. \
+#define MIXRT_DEVICE_FLAG_HOST_MEMORY                                         \
+  (1u << 0)                                      /* Pointers are host memory. \
                                                   */
 #define MIXRT_DEVICE_FLAG_TENSOR_CORES (1u << 1) /* Matrix units present. */
 /* Kernels accept only contiguous (row-major, dense) tensors: the host makes

@@ -1,0 +1,134 @@
+// Reductions on the reference plugin against host loops.
+#include "core/ops/reduce.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::ExpectClose;
+using ::testing::HasSubstr;
+using testing::MakeTensor;
+using testing::Values;
+
+class ReduceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device_ = testing::ReferenceDevice();
+    data_ = testing::RandomValues(2 * 3 * 5, 11);
+    x_ = MakeTensor(device_, data_, {2, 3, 5});
+  }
+  double At(int i, int j, int k) const { return data_[i * 15 + j * 5 + k]; }
+
+  Device device_;
+  std::vector<float> data_;
+  Tensor x_;
+};
+
+TEST_F(ReduceTest, SumAndMeanOverEverySubsetOfAxes) {
+  const double tol = 1e-6;
+  for (uint32_t mask = 0; mask < 8; ++mask) {
+    std::vector<int64_t> dims;
+    for (int d = 0; d < 3; ++d) {
+      if (mask & (1u << d)) dims.push_back(d);
+    }
+    if (dims.empty()) continue;  // Empty dims means "all": tested below.
+    const int n0 = (mask & 1) ? 1 : 2, n1 = (mask & 2) ? 1 : 3,
+              n2 = (mask & 4) ? 1 : 5;
+    std::vector<double> sums(n0 * n1 * n2, 0.0);
+    int count = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 5; ++k) {
+          const int o = ((mask & 1) ? 0 : i) * n1 * n2 +
+                        ((mask & 2) ? 0 : j) * n2 + ((mask & 4) ? 0 : k);
+          sums[o] += At(i, j, k);
+        }
+    count = (mask & 1 ? 2 : 1) * (mask & 2 ? 3 : 1) * (mask & 4 ? 5 : 1);
+    std::vector<double> means = sums;
+    for (double& m : means) m /= count;
+    auto s = sum(x_, dims, /*keepdim=*/true);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(s->shape(), ElementsAre(n0, n1, n2));
+    ExpectClose(Values(s), sums, tol, tol, absl::StrCat("sum mask ", mask));
+    ExpectClose(Values(mean(x_, dims)), means, tol, tol,
+                absl::StrCat("mean mask ", mask));
+  }
+  auto all = sum(x_);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->ndim(), 0);
+  double total = 0;
+  for (float v : data_) total += v;
+  EXPECT_NEAR(*all->item(), total, 1e-5);
+}
+
+TEST_F(ReduceTest, ExtremaVarianceAndStd) {
+  auto mx = amax(x_, {-1});
+  auto mn = amin(x_, {-1});
+  auto am = abs_max(x_, {0, 1, 2});
+  auto v = var(x_, {1});
+  auto v0 = var(x_, {1}, /*correction=*/0);
+  auto sd = std(x_, {1});
+  std::vector<double> want_max, want_min, want_var, want_var0, want_std;
+  double want_abs = 0;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double hi = -INFINITY, lo = INFINITY;
+      for (int k = 0; k < 5; ++k) {
+        hi = std::max(hi, At(i, j, k));
+        lo = std::min(lo, At(i, j, k));
+        want_abs = std::max(want_abs, std::fabs(At(i, j, k)));
+      }
+      want_max.push_back(hi);
+      want_min.push_back(lo);
+    }
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 5; ++k) {
+      double m = 0, ss = 0;
+      for (int j = 0; j < 3; ++j) m += At(i, j, k) / 3;
+      for (int j = 0; j < 3; ++j) ss += (At(i, j, k) - m) * (At(i, j, k) - m);
+      want_var.push_back(ss / 2);
+      want_var0.push_back(ss / 3);
+      want_std.push_back(std::sqrt(ss / 2));
+    }
+  ExpectClose(Values(mx), want_max, 0, 0, "amax");
+  ExpectClose(Values(mn), want_min, 0, 0, "amin");
+  EXPECT_EQ(Values(am)[0], want_abs);
+  ExpectClose(Values(v), want_var, 1e-6, 1e-7, "var");
+  ExpectClose(Values(v0), want_var0, 1e-6, 1e-7, "var correction 0");
+  ExpectClose(Values(sd), want_std, 1e-6, 1e-7, "std");
+}
+
+TEST_F(ReduceTest, HalfPrecisionAccumulatesInWideFloat) {
+  // 4096 ones in f16: an f16 accumulator would stall at 2048.
+  auto ones_h = full({4096}, 1.0, DType::kF16, device_);
+  ASSERT_TRUE(ones_h.ok());
+  EXPECT_EQ(*sum(*ones_h)->item(), 4096.0);
+  auto ones_b = full({1000}, 0.1, DType::kBF16, device_);
+  ASSERT_TRUE(ones_b.ok());
+  // bf16(0.1) = 0.10009765625; 1000 of them, rounded once to bf16.
+  EXPECT_NEAR(*sum(*ones_b)->item(), 100.09765625, 0.5);
+}
+
+TEST_F(ReduceTest, NanPropagatesAndEmptyInputs) {
+  Tensor t = MakeTensor(device_, {1, NAN, 3}, {3});
+  EXPECT_TRUE(std::isnan(*amax(t)->item()));
+  EXPECT_TRUE(std::isnan(*sum(t)->item()));
+  auto e = zeros({0, 4}, DType::kF32, device_);
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(Values(sum(*e, {0})), ElementsAre(0, 0, 0, 0));
+  EXPECT_THAT(amax(*e, {0}).status().message(), HasSubstr("of size 0"));
+  EXPECT_THAT(sum(x_, {0, 0}).status().message(),
+              HasSubstr("appears more than once"));
+  EXPECT_THAT(sum(x_, {3}).status().message(), HasSubstr("out of range"));
+}
+
+}  // namespace
+}  // namespace mixrt
