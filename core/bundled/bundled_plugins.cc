@@ -14,6 +14,7 @@ using bazel::tools::cpp::runfiles::Runfiles;
 // Workspace-relative locations of the plugins this build produces, best
 // first (the registry still orders by score).
 constexpr const char* kBundled[][2] = {
+    {"cpu", "mixrt/backends/cpu/libmixrt_cpu.so"},
     {"reference", "mixrt/plugins/reference/libmixrt_reference.so"},
 };
 

@@ -1,0 +1,78 @@
+#include "backends/cpu/cpu_info.h"
+
+#include <omp.h>
+
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace mixrt::cpu {
+namespace {
+
+std::string ReadModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+      }
+    }
+  }
+  return "unknown x86-64 CPU";
+}
+
+std::string IsaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return absl::StrCat("isa ", static_cast<int>(isa));
+  }
+}
+
+}  // namespace
+
+const CpuInfo& GetCpuInfo() {
+  static const CpuInfo info = [] {
+    CpuInfo i;
+    i.model = ReadModelName();
+    i.threads = omp_get_max_threads();
+    __builtin_cpu_init();
+    i.has_build_isa = __builtin_cpu_supports("avx2") &&
+                      __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    i.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
+    i.avx512_fp16 = __builtin_cpu_supports("avx512fp16");
+    i.amx = __builtin_cpu_supports("amx-bf16");
+    const dnnl_version_t* v = dnnl_version();
+    i.onednn_version = absl::StrCat(v->major, ".", v->minor, ".", v->patch);
+    i.onednn_isa = IsaName(dnnl::get_effective_cpu_isa());
+    return i;
+  }();
+  return info;
+}
+
+}  // namespace mixrt::cpu

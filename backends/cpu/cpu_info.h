@@ -1,0 +1,25 @@
+// What this CPU and this oneDNN build can do, read at run time.
+#ifndef MIXRT_BACKENDS_CPU_CPU_INFO_H_
+#define MIXRT_BACKENDS_CPU_CPU_INFO_H_
+
+#include <string>
+
+namespace mixrt::cpu {
+
+struct CpuInfo {
+  std::string model;  // /proc/cpuinfo "model name".
+  int threads = 1;    // Threads kernels use (OpenMP max threads).
+  bool has_build_isa =
+      false;  // AVX2 + FMA + F16C, what the plugin is built for.
+  bool avx512_bf16 = false;
+  bool avx512_fp16 = false;
+  bool amx = false;
+  std::string onednn_version;  // "2.6.3"
+  std::string onednn_isa;      // Effective ISA: "avx512_core_bf16", ...
+};
+
+const CpuInfo& GetCpuInfo();
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_CPU_INFO_H_

@@ -1,0 +1,69 @@
+#include "backends/cpu/cpu_kernels.h"
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/dense_call.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace mixrt::cpu {
+namespace {
+
+absl::Status RunDense(const sdk::KernelCall& call,
+                      absl::Status (*kernel)(const sdk::KernelCall&)) {
+  DenseCall dense(call);
+  absl::Status status = kernel(dense.call());
+  if (status.ok()) dense.Finish();
+  return status;
+}
+
+absl::Status Dispatch(const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_FILL:
+    case MIXRT_OP_COPY:
+    case MIXRT_OP_ARANGE:
+    case MIXRT_OP_RANDOM_UNIFORM:
+    case MIXRT_OP_RANDOM_NORMAL:
+      return RunCreation(call);
+    case MIXRT_OP_MATMUL:
+      return RunMatmul(call);
+    case MIXRT_OP_BINARY:
+    case MIXRT_OP_UNARY:
+    case MIXRT_OP_UNARY_BACKWARD:
+    case MIXRT_OP_COMPARE:
+    case MIXRT_OP_WHERE:
+      return RunDense(call, RunPointwise);
+    case MIXRT_OP_REDUCE:
+      return RunDense(call, RunReduce);
+    case MIXRT_OP_SOFTMAX:
+    case MIXRT_OP_LOG_SOFTMAX:
+    case MIXRT_OP_SOFTMAX_BACKWARD:
+    case MIXRT_OP_LOG_SOFTMAX_BACKWARD:
+    case MIXRT_OP_LAYER_NORM:
+    case MIXRT_OP_LAYER_NORM_BACKWARD:
+      return RunDense(call, RunSoftmaxNorm);
+    case MIXRT_OP_CROSS_ENTROPY:
+    case MIXRT_OP_CROSS_ENTROPY_BACKWARD:
+      return RunDense(call, RunLoss);
+    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
+    case MIXRT_OP_UPDATE_SCALE:
+    case MIXRT_OP_SGD_STEP:
+    case MIXRT_OP_ADAMW_STEP:
+      return RunDense(call, RunOptimizer);
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("the cpu plugin does not implement op ", call.op));
+  }
+}
+
+}  // namespace
+
+absl::Status RunKernel(const sdk::KernelCall& call) {
+  try {
+    return Dispatch(call);
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("oneDNN failed on op ", call.op,
+                                            ": ", e.what(), " (status ",
+                                            static_cast<int>(e.status), ")"));
+  }
+}
+
+}  // namespace mixrt::cpu

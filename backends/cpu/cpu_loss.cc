@@ -1,0 +1,76 @@
+// cross_entropy forward and backward: one row per sample, in parallel.
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+
+absl::Status RunLoss(const sdk::KernelCall& call) {
+  const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
+  if (call.inputs.size() != (backward ? 3u : 2u) || call.outputs.size() != 1) {
+    return absl::InvalidArgumentError("cross_entropy: wrong number of tensors");
+  }
+  auto attrs = call.GetAttrs<MixrtCrossEntropyAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const sdk::TensorRef& logits = call.inputs[backward ? 1 : 0];
+  const sdk::TensorRef& target = call.inputs[backward ? 2 : 1];
+  const sdk::TensorRef& out = call.outputs[0];
+  if (logits.ndim() != 2 || target.ndim() != 1 ||
+      target.dim(0) != logits.dim(0) || target.dtype() != MIXRT_DTYPE_I64) {
+    return absl::InvalidArgumentError(
+        "cross_entropy takes logits [N, C] and i64 targets [N]");
+  }
+  const int64_t rows = logits.dim(0), classes = logits.dim(1);
+  const auto* t = static_cast<const int64_t*>(target.data());
+  const int64_t ignore = (*attrs)->ignore_index;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[r] != ignore && (t[r] < 0 || t[r] >= classes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cross_entropy: target ", t[r], " at row ", r,
+                       " is out of range [0, ", classes, ")"));
+    }
+  }
+  const double eps = (*attrs)->label_smoothing;
+  std::vector<float> grad_loss;
+  if (backward) {
+    grad_loss.resize(rows);
+    LoadRow(call.inputs[0].data(), call.inputs[0].dtype(), 0, rows,
+            grad_loss.data());
+  }
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    std::vector<float> z(classes);
+    for (int64_t r = begin; r < end; ++r) {
+      LoadRow(logits.data(), logits.dtype(), r * classes, classes, z.data());
+      float max = -INFINITY;
+      for (float v : z) max = std::max(max, v);
+      double sum = 0, all = 0;
+      for (float v : z) {
+        sum += std::exp(v - max);
+        all += v;
+      }
+      const double lse = max + std::log(sum);
+      const bool ignored = t[r] == ignore;
+      if (!backward) {
+        const double loss = ignored ? 0.0
+                                    : -(1 - eps) * (z[t[r]] - lse) -
+                                          eps / classes * (all - classes * lse);
+        static_cast<float*>(out.data())[r] = static_cast<float>(loss);
+        continue;
+      }
+      const double g = ignored ? 0.0 : grad_loss[r];
+      for (int64_t c = 0; c < classes; ++c) {
+        const double q = (c == t[r] ? 1 - eps : 0.0) + eps / classes;
+        z[c] = static_cast<float>(g * (std::exp(z[c] - lse) - q));
+      }
+      StoreRow(z.data(), classes, out.data(), out.dtype(), r * classes);
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt::cpu

@@ -1,0 +1,252 @@
+// matmul on oneDNN: strided operands (transposed weights need no copy),
+// broadcast batch dims, and the epilogue (bias, activation, accumulation)
+// fused as oneDNN post-ops. f16 runs natively when this oneDNN build has an
+// f16 matmul, else through f32 (the capability table reports which).
+#include <array>
+#include <cmath>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/dense_call.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_context.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/pointwise_math.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+// Dims and strides for oneDNN: batch dims with stride 0 (broadcast by the
+// host) become size 1, which oneDNN broadcasts itself.
+void Layout(const TensorRef& t, dnnl::memory::dims* dims,
+            dnnl::memory::dims* strides) {
+  dims->assign(t.shape(), t.shape() + t.ndim());
+  strides->assign(t.strides(), t.strides() + t.ndim());
+  for (int i = 0; i < t.ndim(); ++i) {
+    if (i < t.ndim() - 2 && (*strides)[i] == 0) (*dims)[i] = 1;
+    if ((*dims)[i] == 1 || (*strides)[i] == 0) (*strides)[i] = 1;
+  }
+}
+
+dnnl::algorithm ActivationAlgorithm(MixrtActivation act) {
+  switch (act) {
+    case MIXRT_ACTIVATION_RELU:
+      return dnnl::algorithm::eltwise_relu;
+    case MIXRT_ACTIVATION_GELU:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    default:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+  }
+}
+
+// A dense f32 copy of an f16 operand, for oneDNN builds without f16 matmul.
+struct WidenedOperand {
+  std::unique_ptr<float[]> data;
+  std::vector<int64_t> strides;
+  MixrtTensorDesc desc{};
+};
+
+void Widen(const TensorRef& t, WidenedOperand* w) {
+  const int64_t n = t.numel();
+  w->data.reset(new float[n > 0 ? n : 1]);
+  w->strides.assign(t.ndim(), 1);
+  for (int i = t.ndim() - 2; i >= 0; --i) {
+    w->strides[i] = w->strides[i + 1] * t.dim(i + 1);
+  }
+  MixrtTensorDesc& d = w->desc;
+  d.struct_size = sizeof(d);
+  d.data = w->data.get();
+  d.dtype = MIXRT_DTYPE_F32;
+  d.ndim = t.ndim();
+  d.shape = t.shape();
+  d.strides = w->strides.data();
+  if (t.is_contiguous()) {
+    ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
+      LoadRow(t.data(), t.dtype(), b, e - b, w->data.get() + b);
+    });
+    return;
+  }
+  float* out = w->data.get();
+  sdk::ForEachElement<2>(
+      t.ndim(), t.shape(), {t.strides(), d.strides},
+      [&](const std::array<int64_t, 2>& o) { out[o[1]] = t.LoadFloat(o[0]); });
+}
+
+// out = act(bias) + beta * out when the inner dimension is empty (oneDNN
+// does not take K = 0).
+void EmptyInnerProduct(const sdk::KernelCall& call, MixrtActivation act,
+                       float beta) {
+  const TensorRef& out = call.outputs[0];
+  const int nd = out.ndim();
+  const bool has_bias = call.inputs.size() == 3;
+  std::vector<int64_t> index(nd, 0);
+  const int64_t total = out.numel();
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i, offset = 0;
+    for (int d = nd - 1; d >= 0; --d) {
+      index[d] = rem % out.dim(d);
+      rem /= out.dim(d);
+      offset += index[d] * out.stride(d);
+    }
+    float v =
+        has_bias
+            ? call.inputs[2].LoadFloat(index[nd - 1] * call.inputs[2].stride(0))
+            : 0.0f;
+    if (act == MIXRT_ACTIVATION_RELU) {
+      v = sdk::ApplyUnary<float>(MIXRT_UNARY_RELU, v, 0, 0);
+    } else if (act == MIXRT_ACTIVATION_GELU) {
+      v = sdk::ApplyUnary<float>(MIXRT_UNARY_GELU, v, 0, 0);
+    } else if (act == MIXRT_ACTIVATION_GELU_TANH) {
+      v = sdk::ApplyUnary<float>(MIXRT_UNARY_GELU_TANH, v, 0, 0);
+    }
+    if (beta != 0) v += beta * out.LoadFloat(offset);
+    out.StoreFloat(offset, v);
+  }
+}
+
+absl::Status CheckShapes(const sdk::KernelCall& call) {
+  if (call.inputs.size() < 2 || call.inputs.size() > 3 ||
+      call.outputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        "matmul takes (a, b[, bias]) and one output");
+  }
+  const TensorRef& a = call.inputs[0];
+  const TensorRef& b = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  const int nd = out.ndim();
+  if (nd < 2 || a.ndim() != nd || b.ndim() != nd ||
+      a.dim(nd - 1) != b.dim(nd - 2) || out.dim(nd - 2) != a.dim(nd - 2) ||
+      out.dim(nd - 1) != b.dim(nd - 1)) {
+    return absl::InvalidArgumentError("matmul shapes do not chain");
+  }
+  for (int d = 0; d < nd - 2; ++d) {
+    if (a.dim(d) != out.dim(d) || b.dim(d) != out.dim(d)) {
+      return absl::InvalidArgumentError("matmul batch dims differ");
+    }
+  }
+  if (a.dtype() != b.dtype() || !OneDnnType(a.dtype()) ||
+      (out.dtype() != a.dtype() && out.dtype() != MIXRT_DTYPE_F32)) {
+    return absl::InvalidArgumentError(
+        "matmul needs floating inputs of one dtype and an output of that "
+        "dtype or f32");
+  }
+  if (call.inputs.size() == 3 && (call.inputs[2].ndim() != 1 ||
+                                  call.inputs[2].dim(0) != out.dim(nd - 1))) {
+    return absl::InvalidArgumentError("matmul bias must be [N]");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string OneDnnMatmulImplementation(MixrtDtype dtype) {
+  try {
+    const dnnl::memory::desc md({64, 64}, *OneDnnType(dtype),
+                                dnnl::memory::dims{64, 1});
+    const dnnl::memory::desc out({64, 64}, dnnl::memory::data_type::f32,
+                                 dnnl::memory::dims{64, 1});
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, out),
+                                        Engine())
+        .impl_info_str();
+  } catch (const dnnl::error&) {
+    return "";
+  }
+}
+
+bool OneDnnHasMatmul(MixrtDtype dtype) {
+  static const bool has[3] = {
+      !OneDnnMatmulImplementation(MIXRT_DTYPE_F32).empty(),
+      !OneDnnMatmulImplementation(MIXRT_DTYPE_F16).empty(),
+      !OneDnnMatmulImplementation(MIXRT_DTYPE_BF16).empty()};
+  return dtype <= MIXRT_DTYPE_BF16 && has[dtype];
+}
+
+absl::Status RunMatmul(const sdk::KernelCall& call) {
+  if (absl::Status s = CheckShapes(call); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtMatmulAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const auto act = static_cast<MixrtActivation>((*attrs)->activation);
+  const float beta = (*attrs)->beta;
+  const TensorRef& out = call.outputs[0];
+  const int nd = out.ndim();
+  if (call.inputs[0].dim(nd - 1) == 0) {
+    EmptyInnerProduct(call, act, beta);
+    return absl::OkStatus();
+  }
+
+  // Operands in a dtype this oneDNN build cannot multiply (f16 in 2.6, bf16
+  // below avx512_core) are widened to f32 first.
+  TensorRef a = call.inputs[0];
+  TensorRef b = call.inputs[1];
+  WidenedOperand wa, wb;
+  if (!OneDnnHasMatmul(a.dtype())) {
+    Widen(a, &wa);
+    Widen(b, &wb);
+    a = TensorRef(wa.desc);
+    b = TensorRef(wb.desc);
+  }
+  const bool has_bias = call.inputs.size() == 3;
+  dnnl::memory::dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
+  Layout(a, &a_dims, &a_strides);
+  Layout(b, &b_dims, &b_strides);
+  Layout(out, &c_dims, &c_strides);
+  const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
+  const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
+  const dnnl::memory::desc c_md(c_dims, *OneDnnType(out.dtype()), c_strides);
+  dnnl::memory::desc bias_md;
+  void* bias_data = nullptr;
+  std::unique_ptr<float[]> wide_bias;
+  if (has_bias) {
+    const TensorRef& bias = call.inputs[2];
+    dnnl::memory::dims dims(nd, 1), strides(nd, 1);
+    dims[nd - 1] = bias.dim(0);
+    strides[nd - 1] = bias.stride(0) == 0 ? 1 : bias.stride(0);
+    MixrtDtype bias_type = bias.dtype();
+    bias_data = bias.data();
+    if (bias_type != MIXRT_DTYPE_F32 && a.dtype() == MIXRT_DTYPE_F32) {
+      // Widened operands: oneDNN wants an f32 (dense) bias with them.
+      wide_bias.reset(new float[bias.dim(0)]);
+      for (int64_t i = 0; i < bias.dim(0); ++i) {
+        wide_bias[i] = bias.LoadFloat(i * bias.stride(0));
+      }
+      bias_type = MIXRT_DTYPE_F32;
+      bias_data = wide_bias.get();
+      strides[nd - 1] = 1;
+    }
+    bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
+  }
+  const std::string key = absl::StrCat(
+      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(out), "|",
+      has_bias ? absl::StrCat(DescKey(call.inputs[2]), wide_bias != nullptr)
+               : "-",
+      "|", act, "|", beta != 0, "|", beta);
+  auto prim = GetPrimitive(key, [&] {
+    dnnl::post_ops ops;
+    if (act != MIXRT_ACTIVATION_NONE) {
+      ops.append_eltwise(1.0f, ActivationAlgorithm(act), 0.0f, 0.0f);
+    }
+    if (beta != 0) ops.append_sum(beta);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    const dnnl::matmul::desc desc =
+        has_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                 : dnnl::matmul::desc(a_md, b_md, c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, Engine());
+    return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
+  });
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, Memory(a_md, a.data())},
+      {DNNL_ARG_WEIGHTS, Memory(b_md, b.data())},
+      {DNNL_ARG_DST, Memory(c_md, out.data())}};
+  if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
+  prim->primitive.execute(ThreadStream(), args);
+  ThreadStream().wait();
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt::cpu

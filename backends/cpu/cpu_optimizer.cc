@@ -1,0 +1,179 @@
+// Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/optimizer_math.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+constexpr int64_t kChunk = 1024;
+constexpr int64_t kGrain = 1 << 15;
+
+absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.empty()) {
+    return absl::InvalidArgumentError(
+        "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
+        "grads...)");
+  }
+  const float inv_scale = call.inputs[0].LoadFloat(0);
+  bool found = false;
+  for (size_t k = 1; k < call.outputs.size(); ++k) {
+    const TensorRef& g = call.outputs[k];
+    if (!sdk::IsFloatingDtype(g.dtype())) {
+      return absl::InvalidArgumentError("gradients must be floating");
+    }
+    int found_here = 0;
+    ParallelFor(g.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      float buffer[kChunk];
+      int local = 0;
+      for (int64_t b = begin; b < end; b += kChunk) {
+        const int64_t n = std::min(kChunk, end - b);
+        LoadRow(g.data(), g.dtype(), b, n, buffer);
+        for (int64_t i = 0; i < n; ++i) {
+          local |= !std::isfinite(buffer[i]);
+          buffer[i] *= inv_scale;
+        }
+        StoreRow(buffer, n, g.data(), g.dtype(), b);
+      }
+      if (local) {
+#pragma omp atomic write
+        found_here = 1;
+      }
+    });
+    found |= found_here != 0;
+  }
+  if (found) call.outputs[0].StoreFloat(0, 1.0f);
+  return absl::OkStatus();
+}
+
+absl::Status UpdateScale(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.size() != 2 ||
+      call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
+    return absl::InvalidArgumentError(
+        "update_scale takes (found_inf) and (scale, growth_tracker i32)");
+  }
+  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  float scale = call.outputs[0].LoadFloat(0);
+  auto tracker = static_cast<int32_t>(call.outputs[1].LoadInt(0));
+  sdk::UpdateScale(**attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
+  call.outputs[0].StoreFloat(0, scale);
+  call.outputs[1].StoreInt(0, tracker);
+  return absl::OkStatus();
+}
+
+size_t OptionalInputs(uint32_t flags) {
+  return ((flags & MIXRT_OPTIM_HAS_GRAD_SCALE) ? 1 : 0) +
+         ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
+}
+
+// False when found_inf says to skip; sets the gradient's multiplier.
+bool Prepare(const sdk::KernelCall& call, uint32_t flags, float* inv_scale) {
+  size_t next = 1;
+  *inv_scale = 1.0f;
+  if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
+    *inv_scale = 1.0f / call.inputs[next++].LoadFloat(0);
+  }
+  return !(flags & MIXRT_OPTIM_HAS_FOUND_INF) ||
+         call.inputs[next].LoadFloat(0) == 0.0f;
+}
+
+absl::Status CheckState(const sdk::KernelCall& call, size_t inputs,
+                        size_t outputs) {
+  if (call.inputs.size() != inputs || call.outputs.size() != outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer op ", call.op, ": wrong number of tensors"));
+  }
+  for (size_t k = 0; k < outputs; ++k) {
+    if (call.outputs[k].dtype() != MIXRT_DTYPE_F32) {
+      return absl::InvalidArgumentError("optimizer state must be f32");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Sgd(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtSgdAttrs a = **attrs;
+  if (absl::Status s = CheckState(call, 1 + OptionalInputs(a.flags),
+                                  a.momentum != 0 ? 2 : 1);
+      !s.ok()) {
+    return s;
+  }
+  float inv_scale;
+  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  auto* p = static_cast<float*>(call.outputs[0].data());
+  float* buf =
+      a.momentum != 0 ? static_cast<float*>(call.outputs[1].data()) : nullptr;
+  const TensorRef& g = call.inputs[0];
+  ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
+    float grad[kChunk];
+    float unused = 0;
+    for (int64_t b = begin; b < end; b += kChunk) {
+      const int64_t n = std::min(kChunk, end - b);
+      LoadRow(g.data(), g.dtype(), b, n, grad);
+      for (int64_t i = 0; i < n; ++i) {
+        p[b + i] =
+            sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale,
+                                   buf != nullptr ? &buf[b + i] : &unused);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status AdamW(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtAdamWAttrs a = **attrs;
+  if (absl::Status s = CheckState(call, 1 + OptionalInputs(a.flags), 4);
+      !s.ok()) {
+    return s;
+  }
+  float inv_scale;
+  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  auto* step = static_cast<float*>(call.outputs[3].data());
+  *step += 1.0f;
+  const float t = *step;
+  auto* p = static_cast<float*>(call.outputs[0].data());
+  auto* m = static_cast<float*>(call.outputs[1].data());
+  auto* v = static_cast<float*>(call.outputs[2].data());
+  const TensorRef& g = call.inputs[0];
+  ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
+    float grad[kChunk];
+    for (int64_t b = begin; b < end; b += kChunk) {
+      const int64_t n = std::min(kChunk, end - b);
+      LoadRow(g.data(), g.dtype(), b, n, grad);
+      for (int64_t i = 0; i < n; ++i) {
+        p[b + i] = sdk::AdamWElement<float>(a, p[b + i], grad[i] * inv_scale,
+                                            &m[b + i], &v[b + i], t);
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunOptimizer(const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
+      return NonFiniteCheckAndUnscale(call);
+    case MIXRT_OP_UPDATE_SCALE:
+      return UpdateScale(call);
+    case MIXRT_OP_SGD_STEP:
+      return Sgd(call);
+    default:
+      return AdamW(call);
+  }
+}
+
+}  // namespace mixrt::cpu

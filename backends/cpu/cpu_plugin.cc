@@ -1,0 +1,86 @@
+// The CPU backend: oneDNN for matmul, softmax and reductions, the plugin's
+// own vectorized loops elsewhere, and a capability matrix detected (not
+// assumed) at load time.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_capability.h"
+#include "backends/cpu/cpu_info.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+namespace {
+
+constexpr char kNumThreadsEnv[] = "MIXRT_NUM_THREADS";
+
+class CpuPlugin : public sdk::HostMemoryPlugin {
+ public:
+  sdk::PluginInfo Info() const override {
+    const CpuInfo& info = GetCpuInfo();
+    return {"cpu", "0.1.0",
+            absl::StrCat("oneDNN ", info.onednn_version, " (effective ISA ",
+                         info.onednn_isa,
+                         "); own kernels built for x86-64-v3 (AVX2, FMA, "
+                         "F16C)"),
+            "cpu"};
+  }
+
+  absl::Status Initialize() override {
+    if (const char* env = std::getenv(kNumThreadsEnv)) {
+      int threads = 0;
+      if (!absl::SimpleAtoi(env, &threads) || threads < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kNumThreadsEnv, "='", env, "' is not a positive integer"));
+      }
+      omp_set_num_threads(threads);
+    }
+    speeds_ = GetMatmulSpeeds();
+    table_ = CapabilityTable::Detect(speeds_);
+    return absl::OkStatus();
+  }
+
+  sdk::DeviceCount CountDevices() override { return {1, ""}; }
+
+  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
+    const CpuInfo& info = GetCpuInfo();
+    sdk::DeviceProperties props;
+    props.name = absl::StrCat(info.model, " (", omp_get_max_threads(),
+                              " threads; matmul speeds ", speeds_.source, ")");
+    props.total_memory = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    props.flags = MIXRT_DEVICE_FLAG_HOST_MEMORY |
+                  (info.amx ? MIXRT_DEVICE_FLAG_TENSOR_CORES : 0u);
+    props.alignment = kAlignment;
+    return props;
+  }
+
+  sdk::Capability GetCapability(int, MixrtOpClass op_class,
+                                MixrtDtype dtype) override {
+    return table_.Get(op_class, dtype);
+  }
+
+  absl::Status Launch(const sdk::KernelCall& call) override {
+    return RunKernel(call);
+  }
+
+ private:
+  MatmulSpeeds speeds_;
+  CapabilityTable table_;
+};
+
+// 0 where this CPU lacks what the plugin was compiled for; otherwise above
+// the reference plugin's 1, so the CPU backend is the default.
+int32_t Score() { return GetCpuInfo().has_build_isa ? 100 : 0; }
+
+}  // namespace
+}  // namespace mixrt::cpu
+
+MIXRT_SDK_DEFINE_PLUGIN(mixrt::cpu::CpuPlugin)
+MIXRT_SDK_DEFINE_SCORE(mixrt::cpu::Score)

@@ -1,0 +1,281 @@
+// binary, unary, unary backward, compare and where on dense tensors. Float
+// dtypes run in f32 chunks (LoadRow -> math -> StoreRow); each op kind is a
+// separate instantiation so the per-element math inlines and vectorizes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/pointwise_math.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+constexpr int64_t kChunk = 1024;
+constexpr int64_t kGrain = 1 << 14;
+
+// out[i] = f(in_0[i], ..., in_k[i]) over floats, for up to three inputs.
+template <int kInputs, typename Fn>
+void FloatMap(const sdk::KernelCall& call, Fn&& f) {
+  const TensorRef& out = call.outputs[0];
+  ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    float in[kInputs][kChunk];
+    float result[kChunk];
+    for (int64_t b = begin; b < end; b += kChunk) {
+      const int64_t n = std::min(kChunk, end - b);
+      for (int k = 0; k < kInputs; ++k) {
+        LoadRow(call.inputs[k].data(), call.inputs[k].dtype(), b, n, in[k]);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (kInputs == 1) result[i] = f(in[0][i]);
+        if constexpr (kInputs == 2) result[i] = f(in[0][i], in[1][i]);
+        if constexpr (kInputs == 3) result[i] = f(in[0][i], in[1][i], in[2][i]);
+      }
+      StoreRow(result, n, out.data(), out.dtype(), b);
+    }
+  });
+}
+
+template <MixrtBinaryKind kKind>
+void BinaryFloat(const sdk::KernelCall& call) {
+  FloatMap<2>(call, [](float x, float y) {
+    return sdk::ApplyBinary<float>(kKind, x, y);
+  });
+}
+
+template <MixrtUnaryKind kKind>
+void UnaryFloat(const sdk::KernelCall& call, float alpha, float beta,
+                bool backward) {
+  if (backward) {
+    FloatMap<2>(call, [alpha, beta](float g, float x) {
+      return g * sdk::UnaryDerivative<float>(kKind, x, alpha, beta);
+    });
+  } else {
+    FloatMap<1>(call, [alpha, beta](float x) {
+      return sdk::ApplyUnary<float>(kKind, x, alpha, beta);
+    });
+  }
+}
+
+template <size_t... kKinds>
+void DispatchBinary(MixrtBinaryKind kind, const sdk::KernelCall& call,
+                    std::index_sequence<kKinds...>) {
+  ((kind == kKinds
+        ? (BinaryFloat<static_cast<MixrtBinaryKind>(kKinds)>(call), true)
+        : false) ||
+   ...);
+}
+
+template <size_t... kKinds>
+void DispatchUnary(MixrtUnaryKind kind, const sdk::KernelCall& call,
+                   float alpha, float beta, bool backward,
+                   std::index_sequence<kKinds...>) {
+  ((kind == kKinds ? (UnaryFloat<static_cast<MixrtUnaryKind>(kKinds)>(
+                          call, alpha, beta, backward),
+                      true)
+                   : false) ||
+   ...);
+}
+
+int64_t IntBinary(MixrtBinaryKind kind, int64_t x, int64_t y) {
+  const auto ux = static_cast<uint64_t>(x);
+  const auto uy = static_cast<uint64_t>(y);
+  switch (kind) {
+    case MIXRT_BINARY_ADD:
+      return static_cast<int64_t>(ux + uy);
+    case MIXRT_BINARY_SUB:
+      return static_cast<int64_t>(ux - uy);
+    case MIXRT_BINARY_MUL:
+      return static_cast<int64_t>(ux * uy);
+    case MIXRT_BINARY_DIV:
+      return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case MIXRT_BINARY_MAXIMUM:
+      return std::max(x, y);
+    case MIXRT_BINARY_MINIMUM:
+      return std::min(x, y);
+    default: {
+      uint64_t r = 1;
+      for (int64_t i = 0; i < y; ++i) r *= ux;
+      return static_cast<int64_t>(r);
+    }
+  }
+}
+
+absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
+                                          uint32_t count) {
+  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if ((*attrs)->kind >= count) {
+    return absl::UnimplementedError(
+        absl::StrCat("op ", call.op, ": unknown kind ", (*attrs)->kind));
+  }
+  return **attrs;
+}
+
+absl::Status CheckShapes(const sdk::KernelCall& call, size_t inputs) {
+  if (call.inputs.size() != inputs || call.outputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op ", call.op, " takes ", inputs, " input(s)"));
+  }
+  for (const TensorRef& t : call.inputs) {
+    if (!t.same_shape(call.outputs[0])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", call.op, ": shapes differ"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Binary(const sdk::KernelCall& call) {
+  auto attrs = Attrs(call, MIXRT_BINARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtBinaryKind>(attrs->kind);
+  const TensorRef& x = call.inputs[0];
+  const TensorRef& y = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  if (x.dtype() != out.dtype() || y.dtype() != out.dtype() ||
+      out.dtype() == MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "binary op needs one non-bool dtype for inputs and output");
+  }
+  if (sdk::IsFloatingDtype(out.dtype())) {
+    DispatchBinary(kind, call, std::make_index_sequence<MIXRT_BINARY_COUNT>());
+    return absl::OkStatus();
+  }
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = y.LoadInt(i);
+    if ((kind == MIXRT_BINARY_DIV && d == 0) ||
+        (kind == MIXRT_BINARY_POW && d < 0)) {
+      return absl::InvalidArgumentError(
+          kind == MIXRT_BINARY_DIV
+              ? "integer division by zero"
+              : "integers cannot be raised to negative integer powers");
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    out.StoreInt(i, IntBinary(kind, x.LoadInt(i), y.LoadInt(i)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Unary(const sdk::KernelCall& call, bool backward) {
+  auto attrs = Attrs(call, MIXRT_UNARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtUnaryKind>(attrs->kind);
+  const TensorRef& out = call.outputs[0];
+  for (const TensorRef& t : call.inputs) {
+    if (t.dtype() != out.dtype()) {
+      return absl::InvalidArgumentError("unary op needs one dtype throughout");
+    }
+  }
+  if (sdk::IsFloatingDtype(out.dtype())) {
+    DispatchUnary(kind, call, static_cast<float>(attrs->alpha),
+                  static_cast<float>(attrs->beta), backward,
+                  std::make_index_sequence<MIXRT_UNARY_COUNT>());
+    return absl::OkStatus();
+  }
+  if (backward || out.dtype() == MIXRT_DTYPE_BOOL ||
+      (kind != MIXRT_UNARY_NEG && kind != MIXRT_UNARY_ABS)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unary kind ", kind, " needs a floating tensor"));
+  }
+  const TensorRef& x = call.inputs[0];
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const auto v = static_cast<uint64_t>(x.LoadInt(i));
+    const bool negate = kind == MIXRT_UNARY_NEG || static_cast<int64_t>(v) < 0;
+    out.StoreInt(i, static_cast<int64_t>(negate ? 0 - v : v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Compare(const sdk::KernelCall& call) {
+  auto attrs = Attrs(call, MIXRT_COMPARE_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const auto kind = static_cast<MixrtCompareKind>(attrs->kind);
+  const TensorRef& x = call.inputs[0];
+  const TensorRef& y = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  if (x.dtype() != y.dtype() || out.dtype() != MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "compare needs inputs of one dtype and a bool output");
+  }
+  auto* result = static_cast<uint8_t*>(out.data());
+  if (sdk::IsFloatingDtype(x.dtype())) {
+    ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+      float a[kChunk], b[kChunk];
+      for (int64_t s = begin; s < end; s += kChunk) {
+        const int64_t n = std::min(kChunk, end - s);
+        LoadRow(x.data(), x.dtype(), s, n, a);
+        LoadRow(y.data(), y.dtype(), s, n, b);
+        for (int64_t i = 0; i < n; ++i) {
+          result[s + i] = sdk::ApplyCompare<float>(kind, a[i], b[i]) ? 1 : 0;
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    result[i] =
+        sdk::ApplyCompare<int64_t>(kind, x.LoadInt(i), y.LoadInt(i)) ? 1 : 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Where(const sdk::KernelCall& call) {
+  const TensorRef& c = call.inputs[0];
+  const TensorRef& x = call.inputs[1];
+  const TensorRef& y = call.inputs[2];
+  const TensorRef& out = call.outputs[0];
+  if (c.dtype() != MIXRT_DTYPE_BOOL || x.dtype() != out.dtype() ||
+      y.dtype() != out.dtype()) {
+    return absl::InvalidArgumentError(
+        "where needs a bool condition and one dtype for values and output");
+  }
+  const auto* cond = static_cast<const uint8_t*>(c.data());
+  const size_t bytes =
+      out.dtype() == MIXRT_DTYPE_I64                                       ? 8
+      : (out.dtype() == MIXRT_DTYPE_F32 || out.dtype() == MIXRT_DTYPE_I32) ? 4
+      : out.dtype() == MIXRT_DTYPE_BOOL                                    ? 1
+                                                                           : 2;
+  const auto* xs = static_cast<const uint8_t*>(x.data());
+  const auto* ys = static_cast<const uint8_t*>(y.data());
+  auto* os = static_cast<uint8_t*>(out.data());
+  ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      std::memcpy(os + i * bytes, (cond[i] ? xs : ys) + i * bytes, bytes);
+    }
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunPointwise(const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_BINARY:
+      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      return Binary(call);
+    case MIXRT_OP_UNARY:
+      if (absl::Status s = CheckShapes(call, 1); !s.ok()) return s;
+      return Unary(call, /*backward=*/false);
+    case MIXRT_OP_UNARY_BACKWARD:
+      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      return Unary(call, /*backward=*/true);
+    case MIXRT_OP_COMPARE:
+      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      return Compare(call);
+    default:
+      if (absl::Status s = CheckShapes(call, 3); !s.ok()) return s;
+      return Where(call);
+  }
+}
+
+}  // namespace mixrt::cpu

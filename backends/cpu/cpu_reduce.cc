@@ -1,0 +1,159 @@
+// reduce on dense tensors: oneDNN's reduction primitive for f32/bf16 sums,
+// means and extrema; a double-accumulating loop for var, abs_max and f16.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_context.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+bool OneDnnReduces(MixrtReduceKind kind, MixrtDtype dtype) {
+  return (dtype == MIXRT_DTYPE_F32 || dtype == MIXRT_DTYPE_BF16) &&
+         (kind == MIXRT_REDUCE_SUM || kind == MIXRT_REDUCE_MEAN ||
+          kind == MIXRT_REDUCE_MAX || kind == MIXRT_REDUCE_MIN);
+}
+
+void ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
+                  const TensorRef& out) {
+  const dnnl::algorithm algorithm =
+      kind == MIXRT_REDUCE_SUM    ? dnnl::algorithm::reduction_sum
+      : kind == MIXRT_REDUCE_MEAN ? dnnl::algorithm::reduction_mean
+      : kind == MIXRT_REDUCE_MAX  ? dnnl::algorithm::reduction_max
+                                  : dnnl::algorithm::reduction_min;
+  const dnnl::memory::desc src = MemoryDesc(in);
+  const dnnl::memory::desc dst = MemoryDesc(out);
+  auto prim = GetPrimitive(
+      absl::StrCat("reduce|", kind, "|", DescKey(in), "|", DescKey(out)), [&] {
+        const dnnl::reduction::primitive_desc pd(
+            dnnl::reduction::desc(algorithm, src, dst, 0.f, 0.f), Engine());
+        return CachedPrimitive{dnnl::reduction(pd), pd.impl_info_str()};
+      });
+  prim->primitive.execute(ThreadStream(),
+                          {{DNNL_ARG_SRC, Memory(src, in.data())},
+                           {DNNL_ARG_DST, Memory(dst, out.data())}});
+  ThreadStream().wait();
+}
+
+// Accumulates in double into one slot per output element.
+void ReduceLoop(const MixrtReduceAttrs& a, const TensorRef& in,
+                const TensorRef& out) {
+  const auto kind = static_cast<MixrtReduceKind>(a.kind);
+  std::array<int64_t, MIXRT_MAX_DIMS> acc_strides{};
+  int64_t stride = 1, group = 1;
+  for (int d = in.ndim() - 1; d >= 0; --d) {
+    const bool reduced = (a.axes_mask >> d) & 1u;
+    acc_strides[d] = reduced ? 0 : stride;
+    if (reduced) {
+      group *= in.dim(d);
+    } else {
+      stride *= in.dim(d);
+    }
+  }
+  const int64_t n_out = out.numel();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> acc(n_out, kind == MIXRT_REDUCE_MAX   ? -inf
+                                 : kind == MIXRT_REDUCE_MIN ? inf
+                                                            : 0.0);
+  std::vector<double> mean;
+  std::vector<float> values(in.numel());
+  LoadRow(in.data(), in.dtype(), 0, in.numel(), values.data());
+  auto for_each = [&](auto&& fn) {
+    sdk::ForEachElement<2>(in.ndim(), in.shape(),
+                           {in.strides(), acc_strides.data()},
+                           [&](const std::array<int64_t, 2>& o) {
+                             fn(o[1], static_cast<double>(values[o[0]]));
+                           });
+  };
+  if (kind == MIXRT_REDUCE_VAR) {
+    mean.assign(n_out, 0.0);
+    for_each([&](int64_t i, double v) { mean[i] += v; });
+    for (double& m : mean) m /= static_cast<double>(group);
+  }
+  for_each([&](int64_t i, double v) {
+    double& r = acc[i];
+    switch (kind) {
+      case MIXRT_REDUCE_SUM:
+      case MIXRT_REDUCE_MEAN:
+        r += v;
+        break;
+      case MIXRT_REDUCE_MAX:
+        r = (v != v || r != r) ? v + r : std::max(r, v);
+        break;
+      case MIXRT_REDUCE_MIN:
+        r = (v != v || r != r) ? v + r : std::min(r, v);
+        break;
+      case MIXRT_REDUCE_ABS_MAX:
+        r = (v != v || r != r) ? v + r : std::max(r, std::fabs(v));
+        break;
+      default:
+        r += (v - mean[i]) * (v - mean[i]);
+        break;
+    }
+  });
+  std::vector<float> result(n_out);
+  for (int64_t i = 0; i < n_out; ++i) {
+    double r = acc[i];
+    if (kind == MIXRT_REDUCE_MEAN) r /= static_cast<double>(group);
+    if (kind == MIXRT_REDUCE_VAR) {
+      const double dof = static_cast<double>(group) - a.correction;
+      r = dof > 0 ? r / dof : std::nan("");
+    }
+    result[i] = static_cast<float>(r);
+  }
+  StoreRow(result.data(), n_out, out.data(), out.dtype(), 0);
+}
+
+}  // namespace
+
+absl::Status RunReduce(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.size() != 1) {
+    return absl::InvalidArgumentError("reduce takes one input and one output");
+  }
+  auto attrs = call.GetAttrs<MixrtReduceAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtReduceAttrs a = **attrs;
+  const TensorRef& in = call.inputs[0];
+  const TensorRef& out = call.outputs[0];
+  if (a.kind >= MIXRT_REDUCE_COUNT) {
+    return absl::UnimplementedError(absl::StrCat("reduce kind ", a.kind));
+  }
+  if (!sdk::IsFloatingDtype(in.dtype()) || in.dtype() != out.dtype() ||
+      in.ndim() != out.ndim()) {
+    return absl::InvalidArgumentError(
+        "reduce needs floating input and output of one dtype and rank");
+  }
+  int64_t group = 1;
+  for (int d = 0; d < in.ndim(); ++d) {
+    const bool reduced = (a.axes_mask >> d) & 1u;
+    if (out.dim(d) != (reduced ? 1 : in.dim(d))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reduce: output dim ", d, " has the wrong size"));
+    }
+    if (reduced) group *= in.dim(d);
+  }
+  const auto kind = static_cast<MixrtReduceKind>(a.kind);
+  if (group == 0) {
+    if (kind != MIXRT_REDUCE_SUM && kind != MIXRT_REDUCE_MEAN &&
+        kind != MIXRT_REDUCE_VAR) {
+      return absl::InvalidArgumentError(
+          "max/min/abs_max of an empty set of elements is undefined");
+    }
+  } else if (group > 1 && OneDnnReduces(kind, in.dtype())) {
+    ReduceOneDnn(kind, in, out);
+    return absl::OkStatus();
+  }
+  ReduceLoop(a, in, out);
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt::cpu

@@ -1,0 +1,266 @@
+// softmax / log_softmax forward on oneDNN for f32 and bf16; f16, the
+// backward kernels and layer_norm run as parallel row loops in f32 with
+// double row sums.
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_context.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+bool OneDnnType32(MixrtDtype dtype) {
+  return dtype == MIXRT_DTYPE_F32 || dtype == MIXRT_DTYPE_BF16;
+}
+
+// A dense tensor seen as [outer, n, inner] around `axis`.
+struct RowGeometry {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+RowGeometry Geometry(const TensorRef& t, int axis) {
+  RowGeometry g;
+  for (int d = 0; d < t.ndim(); ++d) {
+    if (d < axis) g.outer *= t.dim(d);
+    if (d == axis) g.n = t.dim(d);
+    if (d > axis) g.inner *= t.dim(d);
+  }
+  return g;
+}
+
+// Calls fn(row_values...) for each row along the axis, in parallel: rows are
+// gathered into float buffers (stride `inner`) and written back.
+template <typename Fn>
+void ForEachRow(const sdk::KernelCall& call, const RowGeometry& g, Fn&& fn) {
+  const TensorRef& out = call.outputs[0];
+  ParallelFor(g.outer * g.inner, 64, [&](int64_t begin, int64_t end) {
+    std::vector<std::vector<float>> rows(call.inputs.size(),
+                                         std::vector<float>(g.n));
+    std::vector<float> result(g.n);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t base = (r / g.inner) * g.n * g.inner + r % g.inner;
+      for (size_t k = 0; k < call.inputs.size(); ++k) {
+        for (int64_t i = 0; i < g.n; ++i) {
+          rows[k][i] = call.inputs[k].LoadFloat(base + i * g.inner);
+        }
+      }
+      fn(rows, result);
+      for (int64_t i = 0; i < g.n; ++i) {
+        out.StoreFloat(base + i * g.inner, result[i]);
+      }
+    }
+  });
+}
+
+void SoftmaxOneDnn(bool log, int axis, const TensorRef& in,
+                   const TensorRef& out) {
+  const dnnl::memory::desc src = MemoryDesc(in);
+  const dnnl::memory::desc dst = MemoryDesc(out);
+  auto prim =
+      GetPrimitive(absl::StrCat("softmax|", log, "|", axis, "|", DescKey(in),
+                                "|", DescKey(out)),
+                   [&] {
+                     const dnnl::softmax_v2_forward::primitive_desc pd(
+                         dnnl::softmax_v2_forward::desc(
+                             dnnl::prop_kind::forward_training,
+                             log ? dnnl::algorithm::softmax_log
+                                 : dnnl::algorithm::softmax_accurate,
+                             src, dst, axis),
+                         Engine());
+                     return CachedPrimitive{dnnl::softmax_v2_forward(pd),
+                                            pd.impl_info_str()};
+                   });
+  prim->primitive.execute(ThreadStream(),
+                          {{DNNL_ARG_SRC, Memory(src, in.data())},
+                           {DNNL_ARG_DST, Memory(dst, out.data())}});
+  ThreadStream().wait();
+}
+
+absl::Status Softmax(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtAxisAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const int axis = (*attrs)->axis;
+  const TensorRef& out = call.outputs[0];
+  if (axis < 0 || axis >= out.ndim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("softmax axis ", axis, " out of range"));
+  }
+  for (const TensorRef& t : call.inputs) {
+    if (!t.same_shape(out) || t.dtype() != out.dtype()) {
+      return absl::InvalidArgumentError("softmax: shapes or dtypes differ");
+    }
+  }
+  const bool log = call.op == MIXRT_OP_LOG_SOFTMAX ||
+                   call.op == MIXRT_OP_LOG_SOFTMAX_BACKWARD;
+  const bool backward = call.inputs.size() == 2;
+  if (!backward && OneDnnType32(out.dtype())) {
+    SoftmaxOneDnn(log, axis, call.inputs[0], out);
+    return absl::OkStatus();
+  }
+  ForEachRow(
+      call, Geometry(out, axis),
+      [&](const std::vector<std::vector<float>>& rows,
+          std::vector<float>& result) {
+        const int64_t n = static_cast<int64_t>(result.size());
+        if (!backward) {
+          float max = -INFINITY;
+          for (float v : rows[0]) max = std::max(max, v);
+          double sum = 0;
+          for (float v : rows[0]) sum += std::exp(v - max);
+          const float lse = max + static_cast<float>(std::log(sum));
+          for (int64_t i = 0; i < n; ++i) {
+            result[i] = log ? rows[0][i] - lse : std::exp(rows[0][i] - lse);
+          }
+          return;
+        }
+        const std::vector<float>& g = rows[0];
+        const std::vector<float>& y = rows[1];
+        double dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += log ? g[i] : g[i] * y[i];
+        const auto d = static_cast<float>(dot);
+        for (int64_t i = 0; i < n; ++i) {
+          result[i] = log ? g[i] - std::exp(y[i]) * d : y[i] * (g[i] - d);
+        }
+      });
+  return absl::OkStatus();
+}
+
+absl::Status LayerNorm(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtNormAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const size_t nin = call.inputs.size();
+  if ((nin != 1 && nin != 3) || call.outputs.size() != 3) {
+    return absl::InvalidArgumentError(
+        "layer_norm takes x [R, N] and optionally both weight and bias");
+  }
+  const TensorRef& x = call.inputs[0];
+  const TensorRef& y = call.outputs[0];
+  if (x.ndim() != 2 || !x.same_shape(y) || x.dtype() != y.dtype() ||
+      call.outputs[1].dtype() != MIXRT_DTYPE_F32 ||
+      call.outputs[2].dtype() != MIXRT_DTYPE_F32) {
+    return absl::InvalidArgumentError(
+        "layer_norm: x and y must be [R, N], mean and rstd f32 [R]");
+  }
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  const bool affine = nin == 3;
+  const auto eps = static_cast<float>((*attrs)->eps);
+  std::vector<float> w(n, 1.0f), b(n, 0.0f);
+  if (affine) {
+    LoadRow(call.inputs[1].data(), call.inputs[1].dtype(), 0, n, w.data());
+    LoadRow(call.inputs[2].data(), call.inputs[2].dtype(), 0, n, b.data());
+  }
+  auto* mean_out = static_cast<float*>(call.outputs[1].data());
+  auto* rstd_out = static_cast<float*>(call.outputs[2].data());
+  ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(n);
+    for (int64_t r = begin; r < end; ++r) {
+      LoadRow(x.data(), x.dtype(), r * n, n, row.data());
+      double sum = 0;
+      for (float v : row) sum += v;
+      const double mean = sum / n;
+      double sq = 0;
+      for (float v : row) sq += (v - mean) * (v - mean);
+      const auto rstd = static_cast<float>(1.0 / std::sqrt(sq / n + eps));
+      const auto m = static_cast<float>(mean);
+      mean_out[r] = m;
+      rstd_out[r] = rstd;
+      for (int64_t i = 0; i < n; ++i)
+        row[i] = (row[i] - m) * rstd * w[i] + b[i];
+      StoreRow(row.data(), n, y.data(), y.dtype(), r * n);
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status LayerNormBackward(const sdk::KernelCall& call) {
+  const bool affine = call.inputs.size() == 5;
+  if ((call.inputs.size() != 4 && !affine) ||
+      call.outputs.size() != (affine ? 3u : 1u)) {
+    return absl::InvalidArgumentError("layer_norm_backward: wrong tensors");
+  }
+  const TensorRef& gy = call.inputs[0];
+  const TensorRef& x = call.inputs[1];
+  const auto* mean = static_cast<const float*>(call.inputs[2].data());
+  const auto* rstd = static_cast<const float*>(call.inputs[3].data());
+  const TensorRef& gx = call.outputs[0];
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  std::vector<float> w(n, 1.0f);
+  if (affine) {
+    LoadRow(call.inputs[4].data(), call.inputs[4].dtype(), 0, n, w.data());
+  }
+  const int threads = omp_get_max_threads();
+  // Per-thread partial sums for the parameter gradients, added at the end.
+  std::vector<std::vector<double>> gw(threads, std::vector<double>(n, 0.0));
+  std::vector<std::vector<double>> gb(threads, std::vector<double>(n, 0.0));
+  ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+    const int t = omp_get_thread_num();
+    std::vector<float> g(n), xr(n), out(n);
+    for (int64_t r = begin; r < end; ++r) {
+      LoadRow(gy.data(), gy.dtype(), r * n, n, g.data());
+      LoadRow(x.data(), x.dtype(), r * n, n, xr.data());
+      double mean_dyw = 0, mean_dyw_xhat = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float xhat = (xr[i] - mean[r]) * rstd[r];
+        const float dyw = g[i] * w[i];
+        mean_dyw += dyw;
+        mean_dyw_xhat += dyw * xhat;
+        gw[t][i] += g[i] * xhat;
+        gb[t][i] += g[i];
+        xr[i] = xhat;
+      }
+      const auto a = static_cast<float>(mean_dyw / n);
+      const auto c = static_cast<float>(mean_dyw_xhat / n);
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = rstd[r] * (g[i] * w[i] - a - xr[i] * c);
+      }
+      StoreRow(out.data(), n, gx.data(), gx.dtype(), r * n);
+    }
+  });
+  if (affine) {
+    std::vector<float> sw(n, 0.0f), sb(n, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      double a = 0, c = 0;
+      for (int t = 0; t < threads; ++t) {
+        a += gw[t][i];
+        c += gb[t][i];
+      }
+      sw[i] = static_cast<float>(a);
+      sb[i] = static_cast<float>(c);
+    }
+    StoreRow(sw.data(), n, call.outputs[1].data(), call.outputs[1].dtype(), 0);
+    StoreRow(sb.data(), n, call.outputs[2].data(), call.outputs[2].dtype(), 0);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunSoftmaxNorm(const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_SOFTMAX:
+    case MIXRT_OP_LOG_SOFTMAX:
+    case MIXRT_OP_SOFTMAX_BACKWARD:
+    case MIXRT_OP_LOG_SOFTMAX_BACKWARD: {
+      const size_t want =
+          (call.op == MIXRT_OP_SOFTMAX || call.op == MIXRT_OP_LOG_SOFTMAX) ? 1
+                                                                           : 2;
+      if (call.inputs.size() != want || call.outputs.size() != 1) {
+        return absl::InvalidArgumentError("softmax: wrong number of tensors");
+      }
+      return Softmax(call);
+    }
+    case MIXRT_OP_LAYER_NORM:
+      return LayerNorm(call);
+    default:
+      return LayerNormBackward(call);
+  }
+}
+
+}  // namespace mixrt::cpu

@@ -1,0 +1,25 @@
+// Converting rows of f32/f16/bf16 (and integers) to and from f32 buffers,
+// vectorized with F16C/AVX2 where the element type allows. Every kernel of
+// the CPU plugin computes in f32 on such buffers, so one implementation
+// serves all three float dtypes. Rounding is to nearest even, as the ABI
+// requires (vcvtps2ph with _MM_FROUND_TO_NEAREST_INT does that, subnormals
+// and NaN included).
+#ifndef MIXRT_BACKENDS_CPU_FLOAT_ROWS_H_
+#define MIXRT_BACKENDS_CPU_FLOAT_ROWS_H_
+
+#include <cstdint>
+
+#include "mixrt/plugin_api.h"
+
+namespace mixrt::cpu {
+
+// dst[i] = float(src[offset + i]) for i < n.
+void LoadRow(const void* src, MixrtDtype dtype, int64_t offset, int64_t n,
+             float* dst);
+// dst[offset + i] = round(src[i]) for i < n.
+void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
+              int64_t offset);
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_FLOAT_ROWS_H_

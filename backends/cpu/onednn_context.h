@@ -1,0 +1,49 @@
+// oneDNN engine, per-thread streams and a primitive cache keyed on shape,
+// strides, dtypes and attributes (creating a primitive costs far more than
+// running a small one).
+#ifndef MIXRT_BACKENDS_CPU_ONEDNN_CONTEXT_H_
+#define MIXRT_BACKENDS_CPU_ONEDNN_CONTEXT_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+
+dnnl::engine& Engine();
+dnnl::stream& ThreadStream();
+
+// The oneDNN data type of a float dtype; nullopt for others.
+std::optional<dnnl::memory::data_type> OneDnnType(MixrtDtype dtype);
+
+// A memory descriptor with the tensor's dims and strides (0-d as [1]).
+dnnl::memory::desc MemoryDesc(const sdk::TensorRef& t);
+dnnl::memory::desc MemoryDesc(const sdk::TensorRef& t,
+                              const dnnl::memory::dims& dims,
+                              const dnnl::memory::dims& strides);
+dnnl::memory Memory(const dnnl::memory::desc& desc, void* data);
+
+// "f32[2,3]{3,1}" — a cache key part.
+std::string DescKey(const sdk::TensorRef& t);
+
+struct CachedPrimitive {
+  dnnl::primitive primitive;
+  std::string implementation;  // e.g. "brg:avx512_core_bf16"
+};
+
+// The primitive for `key`, created by `make` on first use. `make` throws
+// dnnl::error when oneDNN cannot create it; that propagates. Shared so a
+// cache reset never frees a primitive another thread is running.
+std::shared_ptr<const CachedPrimitive> GetPrimitive(
+    const std::string& key, const std::function<CachedPrimitive()>& make);
+
+// Number of primitives created so far (for tests of the cache).
+int64_t PrimitivesCreated();
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_ONEDNN_CONTEXT_H_
