@@ -192,12 +192,20 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   }
   const bool has_bias = call.inputs.size() == 3;
   dnnl::memory::dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
+  // A widened product is computed into an f32 buffer and rounded into
+  // `out` afterwards (oneDNN has no f16 destination either).
+  WidenedOperand wc;
+  TensorRef c = out;
+  if (a.dtype() == MIXRT_DTYPE_F32 && out.dtype() != MIXRT_DTYPE_F32) {
+    Widen(out, &wc);  // Its old values matter when beta accumulates.
+    c = TensorRef(wc.desc);
+  }
   Layout(a, &a_dims, &a_strides);
   Layout(b, &b_dims, &b_strides);
-  Layout(out, &c_dims, &c_strides);
+  Layout(c, &c_dims, &c_strides);
   const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
   const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
-  const dnnl::memory::desc c_md(c_dims, *OneDnnType(out.dtype()), c_strides);
+  const dnnl::memory::desc c_md(c_dims, *OneDnnType(c.dtype()), c_strides);
   dnnl::memory::desc bias_md;
   void* bias_data = nullptr;
   std::unique_ptr<float[]> wide_bias;
@@ -221,7 +229,7 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
   }
   const std::string key = absl::StrCat(
-      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(out), "|",
+      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(c), "|",
       has_bias ? absl::StrCat(DescKey(call.inputs[2]), wide_bias != nullptr)
                : "-",
       "|", act, "|", beta != 0, "|", beta);
@@ -242,10 +250,18 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, Memory(a_md, a.data())},
       {DNNL_ARG_WEIGHTS, Memory(b_md, b.data())},
-      {DNNL_ARG_DST, Memory(c_md, out.data())}};
+      {DNNL_ARG_DST, Memory(c_md, c.data())}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
   prim->primitive.execute(ThreadStream(), args);
   ThreadStream().wait();
+  if (c.data() != out.data()) {
+    const float* src = static_cast<const float*>(c.data());
+    sdk::ForEachElement<2>(out.ndim(), out.shape(),
+                           {c.strides(), out.strides()},
+                           [&](const std::array<int64_t, 2>& o) {
+                             out.StoreFloat(o[1], src[o[0]]);
+                           });
+  }
   return absl::OkStatus();
 }
 

@@ -23,7 +23,8 @@ bool OneDnnReduces(MixrtReduceKind kind, MixrtDtype dtype) {
           kind == MIXRT_REDUCE_MAX || kind == MIXRT_REDUCE_MIN);
 }
 
-void ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
+// False when this oneDNN build and CPU have no such reduction.
+bool ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
                   const TensorRef& out) {
   const dnnl::algorithm algorithm =
       kind == MIXRT_REDUCE_SUM    ? dnnl::algorithm::reduction_sum
@@ -32,16 +33,18 @@ void ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
                                   : dnnl::algorithm::reduction_min;
   const dnnl::memory::desc src = MemoryDesc(in);
   const dnnl::memory::desc dst = MemoryDesc(out);
-  auto prim = GetPrimitive(
+  auto prim = TryGetPrimitive(
       absl::StrCat("reduce|", kind, "|", DescKey(in), "|", DescKey(out)), [&] {
         const dnnl::reduction::primitive_desc pd(
             dnnl::reduction::desc(algorithm, src, dst, 0.f, 0.f), Engine());
         return CachedPrimitive{dnnl::reduction(pd), pd.impl_info_str()};
       });
+  if (prim == nullptr) return false;
   prim->primitive.execute(ThreadStream(),
                           {{DNNL_ARG_SRC, Memory(src, in.data())},
                            {DNNL_ARG_DST, Memory(dst, out.data())}});
   ThreadStream().wait();
+  return true;
 }
 
 // Accumulates in double into one slot per output element.
@@ -148,8 +151,8 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
       return absl::InvalidArgumentError(
           "max/min/abs_max of an empty set of elements is undefined");
     }
-  } else if (group > 1 && OneDnnReduces(kind, in.dtype())) {
-    ReduceOneDnn(kind, in, out);
+  } else if (group > 1 && OneDnnReduces(kind, in.dtype()) &&
+             ReduceOneDnn(kind, in, out)) {
     return absl::OkStatus();
   }
   ReduceLoop(a, in, out);

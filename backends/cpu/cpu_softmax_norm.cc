@@ -59,28 +59,31 @@ void ForEachRow(const sdk::KernelCall& call, const RowGeometry& g, Fn&& fn) {
   });
 }
 
-void SoftmaxOneDnn(bool log, int axis, const TensorRef& in,
+// False when this oneDNN build and CPU have no such softmax.
+bool SoftmaxOneDnn(bool log, int axis, const TensorRef& in,
                    const TensorRef& out) {
   const dnnl::memory::desc src = MemoryDesc(in);
   const dnnl::memory::desc dst = MemoryDesc(out);
   auto prim =
-      GetPrimitive(absl::StrCat("softmax|", log, "|", axis, "|", DescKey(in),
-                                "|", DescKey(out)),
-                   [&] {
-                     const dnnl::softmax_v2_forward::primitive_desc pd(
-                         dnnl::softmax_v2_forward::desc(
-                             dnnl::prop_kind::forward_training,
-                             log ? dnnl::algorithm::softmax_log
-                                 : dnnl::algorithm::softmax_accurate,
-                             src, dst, axis),
-                         Engine());
-                     return CachedPrimitive{dnnl::softmax_v2_forward(pd),
-                                            pd.impl_info_str()};
-                   });
+      TryGetPrimitive(absl::StrCat("softmax|", log, "|", axis, "|", DescKey(in),
+                                   "|", DescKey(out)),
+                      [&] {
+                        const dnnl::softmax_v2_forward::primitive_desc pd(
+                            dnnl::softmax_v2_forward::desc(
+                                dnnl::prop_kind::forward_training,
+                                log ? dnnl::algorithm::softmax_log
+                                    : dnnl::algorithm::softmax_accurate,
+                                src, dst, axis),
+                            Engine());
+                        return CachedPrimitive{dnnl::softmax_v2_forward(pd),
+                                               pd.impl_info_str()};
+                      });
+  if (prim == nullptr) return false;
   prim->primitive.execute(ThreadStream(),
                           {{DNNL_ARG_SRC, Memory(src, in.data())},
                            {DNNL_ARG_DST, Memory(dst, out.data())}});
   ThreadStream().wait();
+  return true;
 }
 
 absl::Status Softmax(const sdk::KernelCall& call) {
@@ -100,8 +103,8 @@ absl::Status Softmax(const sdk::KernelCall& call) {
   const bool log = call.op == MIXRT_OP_LOG_SOFTMAX ||
                    call.op == MIXRT_OP_LOG_SOFTMAX_BACKWARD;
   const bool backward = call.inputs.size() == 2;
-  if (!backward && OneDnnType32(out.dtype())) {
-    SoftmaxOneDnn(log, axis, call.inputs[0], out);
+  if (!backward && OneDnnType32(out.dtype()) &&
+      SoftmaxOneDnn(log, axis, call.inputs[0], out)) {
     return absl::OkStatus();
   }
   ForEachRow(

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -85,6 +86,25 @@ std::shared_ptr<const CachedPrimitive> GetPrimitive(
   std::lock_guard<std::mutex> lock(mu);
   if (cache->size() >= kMaxCachedPrimitives) cache->clear();
   return cache->try_emplace(key, std::move(made)).first->second;
+}
+
+std::shared_ptr<const CachedPrimitive> TryGetPrimitive(
+    const std::string& key, const std::function<CachedPrimitive()>& make) {
+  static std::mutex mu;
+  static auto* unavailable = new absl::flat_hash_set<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (unavailable->contains(key)) return nullptr;
+  }
+  try {
+    return GetPrimitive(key, make);
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+    std::lock_guard<std::mutex> lock(mu);
+    if (unavailable->size() >= kMaxCachedPrimitives) unavailable->clear();
+    unavailable->insert(key);
+    return nullptr;
+  }
 }
 
 int64_t PrimitivesCreated() { return g_created.load(); }

@@ -41,6 +41,12 @@ struct CachedPrimitive {
 std::shared_ptr<const CachedPrimitive> GetPrimitive(
     const std::string& key, const std::function<CachedPrimitive()>& make);
 
+// Like GetPrimitive, but nullptr when oneDNN has no implementation (for
+// example bf16 below avx512_core); the failure is remembered, so callers
+// fall back to their own loops at no further cost.
+std::shared_ptr<const CachedPrimitive> TryGetPrimitive(
+    const std::string& key, const std::function<CachedPrimitive()>& make);
+
 // Number of primitives created so far (for tests of the cache).
 int64_t PrimitivesCreated();
 

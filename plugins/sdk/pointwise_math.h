@@ -62,10 +62,12 @@ MIXRT_HOST_DEVICE inline T ApplyUnary(MixrtUnaryKind kind, T x, T alpha,
       return x > T(0) ? x : (x != x ? x : T(0));
     case MIXRT_UNARY_LEAKY_RELU:
       return x > T(0) ? x : x * alpha;
+    // 1 + erf(z) = erfc(-z) and 1 + tanh(u) = 2 sigmoid(2u) avoid the
+    // cancellation that costs f32 most of its digits for x < -2.
     case MIXRT_UNARY_GELU:
-      return x * T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+      return T(0.5) * x * std::erfc(-x * T(0.7071067811865476));
     case MIXRT_UNARY_GELU_TANH:
-      return T(0.5) * x * (T(1) + std::tanh(GeluTanhInner(x)));
+      return x * Sigmoid(T(2) * GeluTanhInner(x));
     case MIXRT_UNARY_SILU:
       return x * Sigmoid(x);
     case MIXRT_UNARY_SIGMOID:
@@ -113,15 +115,16 @@ MIXRT_HOST_DEVICE inline T UnaryDerivative(MixrtUnaryKind kind, T x, T alpha,
     case MIXRT_UNARY_LEAKY_RELU:
       return x > T(0) ? T(1) : alpha;
     case MIXRT_UNARY_GELU: {
-      const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+      const T cdf = T(0.5) * std::erfc(-x * T(0.7071067811865476));
       const T pdf = std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
       return cdf + x * pdf;
     }
     case MIXRT_UNARY_GELU_TANH: {
-      const T t = std::tanh(GeluTanhInner(x));
+      // With s = sigmoid(2u): 0.5 (1 + tanh u) = s, 1 - tanh^2 u = 4 s (1-s).
+      const T s = Sigmoid(T(2) * GeluTanhInner(x));
       const T dinner =
           T(0.7978845608028654) * (T(1) + T(3) * T(0.044715) * x * x);
-      return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner;
+      return s + T(2) * x * s * (T(1) - s) * dinner;
     }
     case MIXRT_UNARY_SILU: {
       const T s = Sigmoid(x);

@@ -1,0 +1,141 @@
+#include "plugins/conformance/conformance_harness.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor/factories.h"
+#include "gtest/gtest.h"
+#include "plugins/sdk/philox.h"
+
+namespace mixrt::conformance {
+
+double UnitRoundoff(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return std::ldexp(1.0, -11);
+    case DType::kBF16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+Tolerance ExactTolerance(DType dtype) {
+  // One unit in the last place; the absolute floor covers subnormals.
+  const double floor = dtype == DType::kF16 ? std::ldexp(1.0, -24) : 1e-38;
+  return {2 * UnitRoundoff(dtype), floor, {}};
+}
+
+Tolerance TranscendentalTolerance(DType dtype) {
+  Tolerance t = ExactTolerance(dtype);
+  t.rtol += 32 * UnitRoundoff(DType::kF32);
+  t.atol = std::max(t.atol, 1e-30);
+  return t;
+}
+
+std::vector<float> DrawValues(const InputSpec& spec, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t s : spec.shape) n *= s;
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<uint64_t>(i);
+    const double z = sdk::PhiloxNormal(seed, 0, u, 0, 1);
+    switch (spec.values) {
+      case Values::kNormal:
+        v[i] = static_cast<float>(z);
+        break;
+      case Values::kPositive:
+        v[i] = static_cast<float>(std::fabs(z) + 0.05);
+        break;
+      case Values::kWide: {
+        const double e = sdk::PhiloxUniform(seed, 1u << 20, u, -30, 30);
+        v[i] = static_cast<float>((z < 0 ? -1 : 1) * std::pow(10.0, e));
+        break;
+      }
+      case Values::kSpecial: {
+        static constexpr float kSpecials[] = {NAN,   INFINITY, -INFINITY, 0.0f,
+                                              -0.0f, 1.0f,     -1.0f};
+        v[i] = i % 3 == 0 ? kSpecials[(i / 3) % 7] : static_cast<float>(z);
+        break;
+      }
+      case Values::kLabels:
+        v[i] = static_cast<float>(
+            static_cast<int64_t>(sdk::PhiloxUniform(seed, 0, u, 0, 1) *
+                                 spec.label_classes) %
+            spec.label_classes);
+        break;
+    }
+  }
+  return v;
+}
+
+namespace {
+
+absl::StatusOr<Tensor> Build(const InputSpec& spec,
+                             const std::vector<float>& values,
+                             const Device& device) {
+  std::vector<int64_t> shape = spec.shape;
+  if (spec.transposed && shape.size() >= 2) {
+    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  }
+  absl::StatusOr<Tensor> t =
+      spec.values == Values::kLabels
+          ? from_ints(std::vector<int64_t>(values.begin(), values.end()), shape,
+                      spec.dtype, device)
+          : from_floats(values, shape, spec.dtype, device);
+  if (!t.ok() || !spec.transposed || shape.size() < 2) return t;
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  return t->transpose(nd - 1, nd - 2);
+}
+
+}  // namespace
+
+void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
+               const OpFn& op, const ToleranceFn& tolerance, uint64_t seed) {
+  std::vector<Tensor> on_plugin, on_reference;
+  std::vector<std::vector<double>> host_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<float> values = DrawValues(inputs[i], seed + 101 * i);
+    auto ref = Build(inputs[i], values, devices.reference);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    // The plugin gets the reference's rounded bits, so inputs are identical.
+    auto plug = ref->to(devices.plugin);
+    ASSERT_TRUE(plug.ok()) << plug.status();
+    on_reference.push_back(*ref);
+    on_plugin.push_back(*plug);
+    auto host = ref->to_double_vector();
+    ASSERT_TRUE(host.ok());
+    host_inputs.push_back(*host);
+  }
+  auto want = op(on_reference);
+  ASSERT_TRUE(want.ok()) << "reference: " << want.status();
+  auto got = op(on_plugin);
+  ASSERT_TRUE(got.ok()) << "plugin: " << got.status();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t k = 0; k < want->size(); ++k) {
+    const Tensor& g = (*got)[k];
+    const Tensor& w = (*want)[k];
+    ASSERT_EQ(g.shape(), w.shape()) << "output " << k;
+    ASSERT_EQ(g.dtype(), w.dtype()) << "output " << k;
+    auto gv = g.to_double_vector();
+    auto wv = w.to_double_vector();
+    ASSERT_TRUE(gv.ok() && wv.ok());
+    const Tolerance tol = tolerance(static_cast<int>(k), host_inputs);
+    int reported = 0;
+    for (size_t i = 0; i < wv->size(); ++i) {
+      const double a = (*gv)[i], b = (*wv)[i];
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (a == b) continue;
+      const double allowed = tol.atol + tol.rtol * std::fabs(b) +
+                             (tol.extra.empty() ? 0.0 : tol.extra[i]);
+      if (!(std::fabs(a - b) <= allowed)) {
+        ADD_FAILURE() << "output " << k << " element " << i << ": plugin " << a
+                      << ", reference " << b << " (|diff| " << std::fabs(a - b)
+                      << " > allowed " << allowed << ")";
+        if (++reported == 5) break;
+      }
+    }
+  }
+}
+
+}  // namespace mixrt::conformance

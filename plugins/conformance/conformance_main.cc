@@ -1,0 +1,106 @@
+// mixrt plugin conformance suite: checks every op and dtype a plugin claims
+// against the reference plugin.
+//
+//   conformance --plugin=/path/libmixrt_x.so [--reference=...] [gtest flags]
+//
+// A case whose op class and dtype the plugin reports unsupported is skipped
+// (never called), and says so. A plugin with no device skips every case with
+// "skipped: no device" and the driver's reason: that is not a pass.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "core/bundled/bundled_plugins.h"
+#include "core/plugin/registry.h"
+#include "gtest/gtest.h"
+#include "plugins/conformance/conformance_cases.h"
+
+ABSL_FLAG(std::string, plugin, "", "The plugin .so under test (required).");
+ABSL_FLAG(std::string, reference, "",
+          "The reference plugin .so; default: the one built with this suite.");
+
+namespace mixrt::conformance {
+namespace {
+
+class ConformanceTest : public ::testing::Test {
+ public:
+  ConformanceTest(const Case* c, const Devices* devices,
+                  const std::string* no_device)
+      : case_(c), devices_(devices), no_device_(no_device) {}
+
+  void TestBody() override {
+    if (!no_device_->empty())
+      GTEST_SKIP() << "skipped: no device: " << *no_device_;
+    const CapabilityEntry& cap =
+        devices_->plugin.info().capability(case_->op_class, case_->dtype);
+    if (cap.level == MIXRT_SUPPORT_UNSUPPORTED) {
+      GTEST_SKIP() << "plugin reports " << OpClassName(case_->op_class) << "/"
+                   << DTypeName(case_->dtype) << " unsupported: " << cap.reason;
+    }
+    case_->run(*devices_);
+  }
+
+ private:
+  const Case* case_;
+  const Devices* devices_;
+  const std::string* no_device_;
+};
+
+int Main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  absl::ParseCommandLine(argc, argv);
+  const std::string plugin_path = absl::GetFlag(FLAGS_plugin);
+  if (plugin_path.empty()) {
+    std::fprintf(stderr,
+                 "conformance: --plugin=/path/libmixrt_x.so is required\n");
+    return 2;
+  }
+  std::string reference_path = absl::GetFlag(FLAGS_reference);
+  if (reference_path.empty()) {
+    reference_path = BundledPluginPath(argv[0], "reference");
+  }
+  static Registry registry;
+  auto reference = registry.Load(reference_path);
+  if (!reference.ok()) {
+    std::fprintf(stderr, "conformance: reference plugin: %s\n",
+                 std::string(reference.status().message()).c_str());
+    return 2;
+  }
+  // The plugin under test may be the reference itself (a self-check).
+  auto plugin = registry.Load(plugin_path);
+  if (!plugin.ok()) {
+    std::fprintf(stderr, "conformance: %s\n",
+                 std::string(plugin.status().message()).c_str());
+    return 1;
+  }
+  static Devices devices;
+  static std::string no_device;
+  devices.reference = Device(*reference, 0);
+  if ((*plugin)->devices().empty()) {
+    no_device = (*plugin)->no_device_reason();
+    std::printf("conformance: %s: skipped: no device (%s)\n",
+                (*plugin)->name().c_str(), no_device.c_str());
+  } else {
+    devices.plugin = Device(*plugin, 0);
+  }
+  static const std::vector<Case> cases = AllCases();
+  for (const Case& c : cases) {
+    const std::string name = c.name;
+    const size_t slash = name.find('/');
+    ::testing::RegisterTest(
+        name.substr(0, slash).c_str(), name.substr(slash + 1).c_str(), nullptr,
+        nullptr, __FILE__, __LINE__, [&c]() -> ::testing::Test* {
+          return new ConformanceTest(&c, &devices, &no_device);
+        });
+  }
+  std::printf("conformance: %zu cases for plugin '%s' against '%s'\n",
+              cases.size(), (*plugin)->name().c_str(),
+              (*reference)->name().c_str());
+  return RUN_ALL_TESTS();
+}
+
+}  // namespace
+}  // namespace mixrt::conformance
+
+int main(int argc, char** argv) { return mixrt::conformance::Main(argc, argv); }
