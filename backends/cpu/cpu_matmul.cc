@@ -2,6 +2,7 @@
 // broadcast batch dims, and the epilogue (bias, activation, accumulation)
 // fused as oneDNN post-ops. f16 runs natively when this oneDNN build has an
 // f16 matmul, else through f32 (the capability table reports which).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
@@ -51,9 +52,39 @@ struct WidenedOperand {
   MixrtTensorDesc desc{};
 };
 
+// True when the tensor's elements fill a dense block in some dimension
+// order (contiguous, or a transpose of a contiguous tensor).
+bool IsDensePermutation(const TensorRef& t) {
+  std::vector<int> order(t.ndim());
+  for (int i = 0; i < t.ndim(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int x, int y) { return t.stride(x) < t.stride(y); });
+  int64_t expected = 1;
+  for (int i : order) {
+    if (t.dim(i) != 1 && t.stride(i) != expected) return false;
+    expected *= t.dim(i);
+  }
+  return true;
+}
+
 void Widen(const TensorRef& t, WidenedOperand* w) {
   const int64_t n = t.numel();
   w->data.reset(new float[n > 0 ? n : 1]);
+  if (IsDensePermutation(t)) {
+    // Convert the block as it lies and keep its strides: a transposed
+    // weight stays a transposed view, with no gather.
+    w->strides.assign(t.strides(), t.strides() + t.ndim());
+    w->desc.struct_size = sizeof(w->desc);
+    w->desc.data = w->data.get();
+    w->desc.dtype = MIXRT_DTYPE_F32;
+    w->desc.ndim = t.ndim();
+    w->desc.shape = t.shape();
+    w->desc.strides = w->strides.data();
+    ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
+      LoadRow(t.data(), t.dtype(), b, e - b, w->data.get() + b);
+    });
+    return;
+  }
   w->strides.assign(t.ndim(), 1);
   for (int i = t.ndim() - 2; i >= 0; --i) {
     w->strides[i] = w->strides[i + 1] * t.dim(i + 1);
@@ -65,12 +96,6 @@ void Widen(const TensorRef& t, WidenedOperand* w) {
   d.ndim = t.ndim();
   d.shape = t.shape();
   d.strides = w->strides.data();
-  if (t.is_contiguous()) {
-    ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
-      LoadRow(t.data(), t.dtype(), b, e - b, w->data.get() + b);
-    });
-    return;
-  }
   float* out = w->data.get();
   sdk::ForEachElement<2>(
       t.ndim(), t.shape(), {t.strides(), d.strides},

@@ -1,0 +1,37 @@
+// Shared pieces of the benchmarks: the CPU device, a reporter that keeps a
+// rate counter per benchmark for ratio tables, and peak tensor memory.
+#ifndef MIXRT_BENCHMARKS_BENCHMARK_SUPPORT_H_
+#define MIXRT_BENCHMARKS_BENCHMARK_SUPPORT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "core/device.h"
+
+namespace mixrt::bench {
+
+// Loads the plugins bundled with the benchmark binary; call from main.
+void LoadPlugins(const char* argv0);
+// The CPU plugin's device.
+Device CpuDevice();
+
+// Adds the device's peak tensor memory (MiB) as a counter.
+void ReportPeakMemory(benchmark::State& state, const Device& device);
+
+// Prints like the console reporter and remembers one counter per run name.
+class RateCollector : public benchmark::ConsoleReporter {
+ public:
+  explicit RateCollector(std::string counter) : counter_(std::move(counter)) {}
+  void ReportRuns(const std::vector<Run>& runs) override;
+  double Get(const std::string& name) const;  // 0 when absent.
+
+ private:
+  std::string counter_;
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace mixrt::bench
+
+#endif  // MIXRT_BENCHMARKS_BENCHMARK_SUPPORT_H_

@@ -1,0 +1,152 @@
+// GEMM through mixrt (core -> ABI -> CPU plugin -> oneDNN) against a raw
+// oneDNN call of the same shape and dtype in the same run, f32 vs bf16 vs
+// f16. Prints GFLOP/s per case and, at the end, the ratios that matter:
+// plugin overhead over raw oneDNN (target < 3%), bf16 / f32 and f16 / f32.
+//
+//   bazel run -c opt //benchmarks:gemm_benchmark
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "benchmarks/benchmark_support.h"
+#include "core/ops/matmul.h"
+#include "core/tensor/factories.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace mixrt::bench {
+namespace {
+
+struct Shape {
+  const char* name;
+  int64_t m, k, n;
+};
+constexpr Shape kShapes[] = {
+    {"512x4096x4096", 512, 4096, 4096},
+    {"1024x1024x1024", 1024, 1024, 1024},
+    {"16x4096x4096", 16, 4096, 4096},  // Small M: memory-bound.
+};
+
+dnnl::memory::data_type OneDnnType(DType t) {
+  return t == DType::kF32    ? dnnl::memory::data_type::f32
+         : t == DType::kBF16 ? dnnl::memory::data_type::bf16
+                             : dnnl::memory::data_type::f16;
+}
+
+void SetFlops(benchmark::State& state, const Shape& s) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * s.m * s.n * s.k * state.iterations() / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+
+// y = x @ w^T with w stored [n, k] as a Linear layer's weight is.
+void MixrtLinear(benchmark::State& state, Shape s, DType dtype) {
+  const Device device = CpuDevice();
+  auto x = randn({s.m, s.k}, dtype, device);
+  auto w = randn({s.n, s.k}, dtype, device);
+  if (!x.ok() || !w.ok()) {
+    state.SkipWithError("allocation failed");
+    return;
+  }
+  MatmulOptions options;
+  options.out_dtype = DType::kF32;
+  for (auto _ : state) {
+    auto y = linear(*x, *w, Tensor(), options);
+    if (!y.ok()) {
+      state.SkipWithError(std::string(y.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(y->data_ptr());
+  }
+  SetFlops(state, s);
+  ReportPeakMemory(state, device);
+}
+
+void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::desc a({s.m, s.k}, OneDnnType(dtype), memory::dims{s.k, 1});
+  // The weight viewed transposed: [k, n] with strides (1, k).
+  const memory::desc b({s.k, s.n}, OneDnnType(dtype), memory::dims{1, s.k});
+  const memory::desc c({s.m, s.n}, memory::data_type::f32,
+                       memory::dims{s.n, 1});
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), engine);
+  } catch (const dnnl::error&) {
+    state.SkipWithError("oneDNN has no matmul for this dtype here");
+    return;
+  }
+  dnnl::matmul prim(pd);
+  memory am(a, engine), bm(b, engine), cm(c, engine);
+  for (auto _ : state) {
+    prim.execute(
+        stream,
+        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+  SetFlops(state, s);
+  state.SetLabel(pd.impl_info_str());
+}
+
+void Register() {
+  for (const Shape& s : kShapes) {
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+      const std::string suffix =
+          std::string(s.name) + "/" + std::string(DTypeName(dtype));
+      benchmark::RegisterBenchmark(("mixrt/" + suffix).c_str(), MixrtLinear, s,
+                                   dtype)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.5);
+      benchmark::RegisterBenchmark(("onednn/" + suffix).c_str(), RawOneDnn, s,
+                                   dtype)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.5);
+    }
+  }
+}
+
+void PrintRatios(const RateCollector& rates) {
+  std::printf("\nRatios (same run, GFLOP/s):\n");
+  for (const Shape& s : kShapes) {
+    const std::string n = s.name;
+    auto rate = [&](const std::string& who, const char* dtype) {
+      return rates.Get(who + "/" + n + "/" + dtype);
+    };
+    for (const char* dtype : {"f32", "bf16", "f16"}) {
+      const double mixrt = rate("mixrt", dtype), raw = rate("onednn", dtype);
+      if (mixrt > 0 && raw > 0) {
+        std::printf(
+            "  %-16s %-4s mixrt %7.1f  raw oneDNN %7.1f  overhead %+.1f%%\n",
+            s.name, dtype, mixrt, raw, 100.0 * (raw / mixrt - 1));
+      } else if (mixrt > 0) {
+        std::printf(
+            "  %-16s %-4s mixrt %7.1f  raw oneDNN: none for this dtype\n",
+            s.name, dtype, mixrt);
+      }
+    }
+    const double f32 = rate("mixrt", "f32");
+    if (f32 > 0) {
+      std::printf("  %-16s bf16/f32 %.2fx  f16/f32 %.2fx\n", s.name,
+                  rate("mixrt", "bf16") / f32, rate("mixrt", "f16") / f32);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mixrt::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  mixrt::bench::LoadPlugins(argv[0]);
+  mixrt::bench::Register();
+  mixrt::bench::RateCollector rates("GFLOP/s");
+  benchmark::RunSpecifiedBenchmarks(&rates);
+  mixrt::bench::PrintRatios(rates);
+  benchmark::Shutdown();
+  return 0;
+}
