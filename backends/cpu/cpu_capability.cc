@@ -53,11 +53,7 @@ CapabilityTable CapabilityTable::Detect(const MatmulSpeeds& speeds) {
       const bool floating = dtype == MIXRT_DTYPE_F32 ||
                             dtype == MIXRT_DTYPE_F16 ||
                             dtype == MIXRT_DTYPE_BF16;
-      if (op_class == MIXRT_OP_CLASS_CONV || op_class == MIXRT_OP_CLASS_POOL ||
-          op_class == MIXRT_OP_CLASS_EMBEDDING) {
-        cap = {MIXRT_SUPPORT_UNSUPPORTED,
-               "not implemented in the cpu plugin yet", 0};
-      } else if (!floating) {
+      if (!floating) {
         cap = (op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
                op_class == MIXRT_OP_CLASS_CAST)
                   ? sdk::Capability{MIXRT_SUPPORT_NATIVE, "", 0}
@@ -65,6 +61,13 @@ CapabilityTable CapabilityTable::Detect(const MatmulSpeeds& speeds) {
                                     "this op class takes floating tensors", 0};
       } else if (op_class == MIXRT_OP_CLASS_MATMUL) {
         cap = MatmulCapability(dtype, speeds);
+      } else if (op_class == MIXRT_OP_CLASS_CONV && dtype != MIXRT_DTYPE_F32 &&
+                 !OneDnnHasMatmul(dtype)) {
+        cap = {MIXRT_SUPPORT_SLOW,
+               absl::StrCat("emulated: oneDNN ", GetCpuInfo().onednn_version,
+                            " has no ", DtypeName(dtype), " convolution for ",
+                            GetCpuInfo().onednn_isa, "; converted to f32"),
+               0};
       } else if (dtype == MIXRT_DTYPE_F32) {
         cap = {MIXRT_SUPPORT_NATIVE, "", 0};
       } else {

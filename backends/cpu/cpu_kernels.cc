@@ -48,6 +48,18 @@ absl::Status Dispatch(const sdk::KernelCall& call) {
     case MIXRT_OP_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunDense(call, RunOptimizer);
+    case MIXRT_OP_CONV2D:
+    case MIXRT_OP_CONV2D_BACKWARD_DATA:
+    case MIXRT_OP_CONV2D_BACKWARD_WEIGHTS:
+      return RunConv(call);
+    case MIXRT_OP_POOL2D:
+    case MIXRT_OP_POOL2D_BACKWARD:
+      return RunDense(call, RunPool);
+    case MIXRT_OP_BATCH_NORM:
+    case MIXRT_OP_BATCH_NORM_BACKWARD:
+    case MIXRT_OP_EMBEDDING:
+    case MIXRT_OP_EMBEDDING_BACKWARD:
+      return RunDense(call, RunBatchNormEmbedding);
     default:
       return absl::UnimplementedError(
           absl::StrCat("the cpu plugin does not implement op ", call.op));

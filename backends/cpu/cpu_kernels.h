@@ -19,6 +19,9 @@ absl::Status RunMatmul(const sdk::KernelCall& call);       // strided ok
 absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // dense tensors
 absl::Status RunLoss(const sdk::KernelCall& call);         // dense tensors
 absl::Status RunOptimizer(const sdk::KernelCall& call);    // dense tensors
+absl::Status RunConv(const sdk::KernelCall& call);         // strided ok
+absl::Status RunPool(const sdk::KernelCall& call);         // dense tensors
+absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);  // dense
 
 // The oneDNN matmul implementation for `dtype` inputs (f32 output), e.g.
 // "brg:avx512_core_bf16", or "" when this build and CPU have none.

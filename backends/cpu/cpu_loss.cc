@@ -53,7 +53,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
         sum += std::exp(v - max);
         all += v;
       }
-      const double lse = max + std::log(sum);
+      // Log-probability input (nll_loss) is used as it is.
+      const double lse = (*attrs)->log_probs_input ? 0.0 : max + std::log(sum);
       const bool ignored = t[r] == ignore;
       if (!backward) {
         const double loss = ignored ? 0.0
@@ -65,7 +66,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
       const double g = ignored ? 0.0 : grad_loss[r];
       for (int64_t c = 0; c < classes; ++c) {
         const double q = (c == t[r] ? 1 - eps : 0.0) + eps / classes;
-        z[c] = static_cast<float>(g * (std::exp(z[c] - lse) - q));
+        const double p = (*attrs)->log_probs_input ? 0.0 : std::exp(z[c] - lse);
+        z[c] = static_cast<float>(g * (p - q));
       }
       StoreRow(z.data(), classes, out.data(), out.dtype(), r * classes);
     }

@@ -4,11 +4,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/ops/amp_kernels.h"
+#include "core/ops/batch_norm.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/dropout.h"
+#include "core/ops/embedding.h"
 #include "core/ops/layer_norm.h"
 #include "core/ops/loss.h"
 #include "core/ops/matmul.h"
 #include "core/ops/optimizer_kernels.h"
 #include "core/ops/pointwise.h"
+#include "core/ops/pool2d.h"
 #include "core/ops/reduce.h"
 #include "core/ops/softmax.h"
 #include "core/tensor/factories.h"
@@ -688,6 +693,266 @@ void AddOptimizerCases(std::vector<Case>* cases) {
        }});
 }
 
+void AddConvPoolCases(std::vector<Case>* cases) {
+  struct C {
+    const char* name;
+    std::vector<int64_t> x, w;
+    Conv2dOptions o;
+  };
+  Conv2dOptions strided;
+  strided.stride = {2, 2};
+  strided.padding = {1, 1};
+  Conv2dOptions dilated;
+  dilated.dilation = {2, 2};
+  dilated.padding = {2, 2};
+  Conv2dOptions grouped;
+  grouped.groups = 3;
+  grouped.padding = {1, 1};
+  grouped.activation = MIXRT_ACTIVATION_RELU;
+  const C convs[] = {
+      {"resnet_like", {2, 16, 14, 14}, {32, 16, 3, 3}, strided},
+      {"dilated", {3, 5, 11, 9}, {7, 5, 3, 3}, dilated},
+      {"grouped_relu", {2, 9, 8, 8}, {6, 3, 3, 3}, grouped},
+      {"pointwise_1x1", {4, 8, 5, 7}, {12, 8, 1, 1}, Conv2dOptions()},
+  };
+  for (DType dtype : kFloatTypes) {
+    for (const C& c : convs) {
+      const std::string base =
+          absl::StrCat("conv2d/", c.name, "/", DTypeName(dtype));
+      // Inner products of C/groups * kh * kw terms of size ~1.
+      const double k = static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
+      Tolerance tol = TranscendentalTolerance(dtype);
+      tol.atol = (k + 2) * 4 * std::ldexp(1.0, -23) * std::sqrt(k) +
+                 4 * UnitRoundoff(dtype) * std::sqrt(k);
+      const std::vector<InputSpec> fwd = {
+          {c.x, dtype}, {c.w, dtype}, {{c.w[0]}, dtype}};
+      cases->push_back(
+          {base, MIXRT_OP_CLASS_CONV, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, fwd,
+                 [=](const std::vector<Tensor>& in) {
+                   return One(conv2d(in[0], in[1], in[2], c.o));
+                 },
+                 Fixed(tol), kSeed);
+           }});
+      // grad_out has the forward output's shape.
+      std::vector<int64_t> y = {
+          c.x[0], c.w[0],
+          Conv2dOutputSize(c.x[2], c.w[2], c.o.stride[0], c.o.padding[0],
+                           c.o.dilation[0]),
+          Conv2dOutputSize(c.x[3], c.w[3], c.o.stride[1], c.o.padding[1],
+                           c.o.dilation[1])};
+      Conv2dOptions plain = c.o;
+      plain.activation = MIXRT_ACTIVATION_NONE;
+      Tolerance btol = tol;
+      btol.atol *= 4 * std::sqrt(static_cast<double>(y[0] * y[2] * y[3]));
+      cases->push_back(
+          {absl::StrCat(base, "/backward"), MIXRT_OP_CLASS_CONV, dtype,
+           [=](const Devices& d) {
+             CompareOp(
+                 d, {{y, dtype}, {c.w, dtype}, {c.x, dtype}},
+                 [=](const std::vector<Tensor>& in) -> Outputs {
+                   auto gx = conv2d_backward_data(in[0], in[1], c.x, plain);
+                   if (!gx.ok()) return gx.status();
+                   auto gw =
+                       conv2d_backward_weights(in[0], in[2], c.w, true, plain);
+                   if (!gw.ok()) return gw.status();
+                   return std::vector<Tensor>{*gx, gw->grad_weight,
+                                              gw->grad_bias};
+                 },
+                 Fixed(btol), kSeed);
+           }});
+    }
+    for (MixrtPoolKind kind : {MIXRT_POOL_MAX, MIXRT_POOL_AVG}) {
+      Pool2dOptions o;
+      o.kind = kind;
+      o.kernel = {3, 3};
+      o.stride = {2, 2};
+      o.padding = {1, 1};
+      const std::string base =
+          absl::StrCat("pool2d/", kind == MIXRT_POOL_MAX ? "max" : "avg", "/",
+                       DTypeName(dtype));
+      const InputSpec x{{2, 3, 13, 11}, dtype};
+      // Averages sum 9 terms of |x| < ~4 (and may cancel): f32 accumulation
+      // error on that scale.
+      Tolerance tol = TranscendentalTolerance(dtype);
+      tol.atol =
+          9 * 4 * 4 * UnitRoundoff(DType::kF32) + 2 * UnitRoundoff(dtype);
+      cases->push_back(
+          {base, MIXRT_OP_CLASS_POOL, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, {x},
+                 [=](const std::vector<Tensor>& in) {
+                   return One(pool2d(in[0], o));
+                 },
+                 Fixed(tol), kSeed);
+           }});
+      cases->push_back({absl::StrCat(base, "/backward"), MIXRT_OP_CLASS_POOL,
+                        dtype, [=](const Devices& d) {
+                          CompareOp(
+                              d, {x, {{2, 3, 7, 6}, dtype}},
+                              [=](const std::vector<Tensor>& in) {
+                                return One(pool2d_backward(in[1], in[0], o));
+                              },
+                              Fixed(tol), kSeed);
+                        }});
+    }
+  }
+}
+
+void AddBatchNormEmbeddingCases(std::vector<Case>* cases) {
+  for (DType dtype : kFloatTypes) {
+    for (bool training : {true, false}) {
+      const std::string base = absl::StrCat(
+          "batch_norm/", training ? "train" : "eval", "/", DTypeName(dtype));
+      const std::vector<InputSpec> specs = {
+          {{513, 6, 3}, dtype}, {{6}, dtype}, {{6}, dtype}};
+      auto run = [=](const std::vector<Tensor>& in, bool backward) -> Outputs {
+        const Device& dev = in[0].device();
+        auto rm = full({6}, 0.25, DType::kF32, dev);
+        auto rv = full({6}, 2.0, DType::kF32, dev);
+        if (!rm.ok() || !rv.ok()) return absl::InternalError("setup");
+        auto out = batch_norm(in[0], in[1], in[2], *rm, *rv, training);
+        if (!out.ok()) return out.status();
+        if (!backward) {
+          return std::vector<Tensor>{out->y, out->save_mean, out->save_invstd,
+                                     *rm, *rv};
+        }
+        auto g = batch_norm_backward(in[0], in[0], in[1], *out, training);
+        if (!g.ok()) return g.status();
+        return std::vector<Tensor>{g->grad_x, g->grad_weight, g->grad_bias};
+      };
+      Tolerance tol = TranscendentalTolerance(dtype);
+      tol.atol = 8 * UnitRoundoff(dtype) + 1e-5;
+      cases->push_back(
+          {base, MIXRT_OP_CLASS_NORMALIZATION, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, specs,
+                 [=](const std::vector<Tensor>& in) { return run(in, false); },
+                 Fixed(tol), kSeed);
+           }});
+      Tolerance btol = tol;
+      btol.atol = 64 * UnitRoundoff(dtype) + 1e-4;  // Sums over 1539 values.
+      cases->push_back(
+          {absl::StrCat(base, "/backward"), MIXRT_OP_CLASS_NORMALIZATION, dtype,
+           [=](const Devices& d) {
+             CompareOp(
+                 d, specs,
+                 [=](const std::vector<Tensor>& in) { return run(in, true); },
+                 Fixed(btol), kSeed);
+           }});
+    }
+    const std::vector<InputSpec> emb = {
+        {{50, 8}, dtype}, {{3, 7}, DType::kI64, Values::kLabels, false, 50}};
+    cases->push_back(
+        {absl::StrCat("embedding/forward_and_backward/", DTypeName(dtype)),
+         MIXRT_OP_CLASS_EMBEDDING, dtype, [=](const Devices& d) {
+           CompareOp(
+               d, emb,
+               [](const std::vector<Tensor>& in) -> Outputs {
+                 auto rows = embedding(in[0], in[1]);
+                 if (!rows.ok()) return rows.status();
+                 auto g = embedding_backward(*rows, in[1], 50, /*padding=*/7);
+                 if (!g.ok()) return g.status();
+                 return std::vector<Tensor>{*rows, *g};
+               },
+               Fixed(ExactTolerance(dtype)), kSeed);
+         }});
+    cases->push_back({absl::StrCat("dropout/mask/", DTypeName(dtype)),
+                      MIXRT_OP_CLASS_ELEMENTWISE, dtype, [=](const Devices& d) {
+                        CompareOp(
+                            d, {{{513, 9}, dtype}},
+                            [](const std::vector<Tensor>& in) -> Outputs {
+                              Generator g(5);
+                              auto out = dropout(in[0], 0.3, &g);
+                              if (!out.ok()) return out.status();
+                              return std::vector<Tensor>{out->y, out->scale};
+                            },
+                            Fixed(ExactTolerance(dtype)), kSeed);
+                      }});
+  }
+}
+
+void AddRegressionLossCases(std::vector<Case>* cases) {
+  using LossFn =
+      absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&, Reduction);
+  using GradFn = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&,
+                                            const Tensor&, Reduction);
+  struct L {
+    const char* name;
+    LossFn loss;
+    GradFn grad;
+  };
+  const L losses[] = {
+      {"mse", mse_loss, mse_loss_backward},
+      {"l1", l1_loss, l1_loss_backward},
+      {"smooth_l1",
+       [](const Tensor& a, const Tensor& b, Reduction r) {
+         return smooth_l1_loss(a, b, r);
+       },
+       [](const Tensor& g, const Tensor& a, const Tensor& b, Reduction r) {
+         return smooth_l1_loss_backward(g, a, b, r);
+       }},
+      {"bce_with_logits", binary_cross_entropy_with_logits,
+       binary_cross_entropy_with_logits_backward},
+  };
+  for (DType dtype : kFloatTypes) {
+    for (const L& l : losses) {
+      cases->push_back(
+          {absl::StrCat("loss/", l.name, "/", DTypeName(dtype)),
+           MIXRT_OP_CLASS_LOSS, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, {{{513, 5}, dtype}, {{513, 5}, dtype, Values::kPositive}},
+                 [=](const std::vector<Tensor>& in) -> Outputs {
+                   auto none = l.loss(in[0], in[1], Reduction::kNone);
+                   auto total = l.loss(in[0], in[1], Reduction::kSum);
+                   auto one = full({}, 1.0, in[0].dtype(), in[0].device());
+                   if (!none.ok() || !total.ok() || !one.ok()) {
+                     return absl::InternalError("loss failed");
+                   }
+                   auto g = l.grad(*one, in[0], in[1], Reduction::kMean);
+                   if (!g.ok()) return g.status();
+                   return std::vector<Tensor>{*none, *total, *g};
+                 },
+                 [=](int index, const std::vector<std::vector<double>>&) {
+                   // Terms of size up to ~16 (x y, log1p) may cancel: an
+                   // absolute error on that scale, then / 2565 for the mean
+                   // gradient; the sum adds 2565 rounded terms.
+                   Tolerance t = TranscendentalTolerance(dtype);
+                   const double term = 64 * UnitRoundoff(dtype);
+                   t.atol = index == 0   ? term
+                            : index == 1 ? 2565 * term
+                                         : term / 2565;
+                   return t;
+                 },
+                 kSeed);
+           }});
+    }
+    cases->push_back({absl::StrCat("loss/nll/", DTypeName(dtype)),
+                      MIXRT_OP_CLASS_LOSS, dtype, [=](const Devices& d) {
+                        CompareOp(
+                            d,
+                            {{{513, 10}, dtype},
+                             {{513}, DType::kI64, Values::kLabels, false, 10}},
+                            [](const std::vector<Tensor>& in) -> Outputs {
+                              CrossEntropyOptions o;
+                              o.reduction = Reduction::kNone;
+                              o.label_smoothing = 0.05;
+                              auto loss = nll_loss(in[0], in[1], o);
+                              auto g =
+                                  full({513}, 1.0, DType::kF32, in[0].device());
+                              if (!loss.ok() || !g.ok())
+                                return absl::InternalError("nll");
+                              auto grad =
+                                  nll_loss_backward(*g, in[0], in[1], o);
+                              if (!grad.ok()) return grad.status();
+                              return std::vector<Tensor>{*loss, *grad};
+                            },
+                            Fixed(TranscendentalTolerance(dtype)), kSeed);
+                      }});
+  }
+}
+
 }  // namespace
 
 std::vector<Case> AllCases() {
@@ -699,6 +964,9 @@ std::vector<Case> AllCases() {
   AddSoftmaxNormCases(&cases);
   AddLossCases(&cases);
   AddOptimizerCases(&cases);
+  AddConvPoolCases(&cases);
+  AddBatchNormEmbeddingCases(&cases);
+  AddRegressionLossCases(&cases);
   return cases;
 }
 

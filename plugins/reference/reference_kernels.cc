@@ -59,6 +59,17 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
     case MIXRT_OP_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunOptimizer(call);
+    case MIXRT_OP_CONV2D:
+    case MIXRT_OP_CONV2D_BACKWARD_DATA:
+    case MIXRT_OP_CONV2D_BACKWARD_WEIGHTS:
+    case MIXRT_OP_POOL2D:
+    case MIXRT_OP_POOL2D_BACKWARD:
+      return RunConvPool(call);
+    case MIXRT_OP_BATCH_NORM:
+    case MIXRT_OP_BATCH_NORM_BACKWARD:
+    case MIXRT_OP_EMBEDDING:
+    case MIXRT_OP_EMBEDDING_BACKWARD:
+      return RunBatchNormEmbedding(call);
     default:
       return absl::UnimplementedError(
           absl::StrCat("the reference plugin does not implement op ", call.op));

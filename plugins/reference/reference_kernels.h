@@ -20,6 +20,8 @@ absl::Status RunMatmul(const sdk::KernelCall& call);
 absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // softmax, norms
 absl::Status RunLoss(const sdk::KernelCall& call);
 absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
+absl::Status RunConvPool(const sdk::KernelCall& call);
+absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);
 
 // Checks the number of inputs and outputs of `call`.
 absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,

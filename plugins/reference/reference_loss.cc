@@ -43,7 +43,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     }
     double sum = 0;
     for (int64_t c = 0; c < classes; ++c) sum += std::exp(logp[c] - max);
-    const double lse = max + std::log(sum);
+    // With log-probability input (nll_loss) the row is used as it is.
+    const double lse = (*attrs)->log_probs_input ? 0.0 : max + std::log(sum);
     for (int64_t c = 0; c < classes; ++c) logp[c] -= lse;
     if (!backward) {
       double loss = 0;
@@ -59,8 +60,10 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
         ignored ? 0.0 : call.inputs[0].LoadFloat(r * call.inputs[0].stride(0));
     for (int64_t c = 0; c < classes; ++c) {
       const double q = (c == t ? 1 - eps : 0.0) + eps / classes;
+      // d/dz of -sum q log_softmax(z) is softmax(z) - q; of -sum q z it is -q.
+      const double p = (*attrs)->log_probs_input ? 0.0 : std::exp(logp[c]);
       out.StoreFloat(r * out.stride(0) + c * out.stride(1),
-                     static_cast<float>(g * (std::exp(logp[c]) - q)));
+                     static_cast<float>(g * (p - q)));
     }
   }
   return absl::OkStatus();

@@ -13,14 +13,7 @@ namespace {
 
 // Op classes whose ops this plugin implements at this ABI version.
 bool Implemented(MixrtOpClass op_class) {
-  switch (op_class) {
-    case MIXRT_OP_CLASS_CONV:
-    case MIXRT_OP_CLASS_POOL:
-    case MIXRT_OP_CLASS_EMBEDDING:
-      return false;
-    default:
-      return true;
-  }
+  return op_class < MIXRT_OP_CLASS_COUNT;
 }
 
 class ReferencePlugin : public sdk::HostMemoryPlugin {

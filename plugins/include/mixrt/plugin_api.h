@@ -228,7 +228,44 @@ typedef enum MixrtOp {
    * is incremented unless found_inf. attrs: MixrtAdamWAttrs. */
   MIXRT_OP_ADAMW_STEP = 23,
 
-  MIXRT_OP_COUNT = 24
+  /* ---- Convolution and pooling (NCHW) ---- */
+  /* out [N, O, Ho, Wo] = conv(in0 x [N, C, H, W], in1 w [O, C/groups, kh,
+   * kw]) + optional in2 bias [O], then the activation. Ho = (H + 2 pad_h -
+   * dil_h (kh - 1) - 1) / stride_h + 1. attrs: MixrtConvAttrs. */
+  MIXRT_OP_CONV2D = 24,
+  /* inputs (grad_out, w); out grad_x. attrs: MixrtConvAttrs. */
+  MIXRT_OP_CONV2D_BACKWARD_DATA = 25,
+  /* inputs (grad_out, x); outputs grad_w [, grad_bias [O]]. */
+  MIXRT_OP_CONV2D_BACKWARD_WEIGHTS = 26,
+  /* out = max or average pooling of in0 [N, C, H, W].
+   * attrs: MixrtPoolAttrs. */
+  MIXRT_OP_POOL2D = 27,
+  /* inputs (grad_out, x); out grad_x (max: to the first maximum). */
+  MIXRT_OP_POOL2D_BACKWARD = 28,
+
+  /* ---- Batch normalization (over all dims but 1) ---- */
+  /* inputs x [N, C, ...], weight [C], bias [C]; outputs y, save_mean [C],
+   * save_invstd [C] (f32), running_mean [C], running_var [C] (f32, in
+   * place). Training: batch statistics are used and the running ones
+   * updated with momentum (running_var with the unbiased variance); eval:
+   * the running statistics are used and save_* are set from them.
+   * attrs: MixrtBatchNormAttrs. */
+  MIXRT_OP_BATCH_NORM = 29,
+  /* inputs (grad_y, x, weight, save_mean, save_invstd); outputs grad_x,
+   * grad_weight [C], grad_bias [C]. Training-mode gradient (through the
+   * batch statistics) unless attrs say eval. */
+  MIXRT_OP_BATCH_NORM_BACKWARD = 30,
+
+  /* ---- Embedding ---- */
+  /* out [..., D] = in0 weight [V, D] rows at in1 indices (i64 [...]). An
+   * index outside [0, V) is an error. attrs: none. */
+  MIXRT_OP_EMBEDDING = 31,
+  /* inputs (grad_out [..., D], indices); out grad_weight [V, D] = the sum of
+   * the gradient rows per index (rows at padding_idx stay 0).
+   * attrs: MixrtEmbeddingAttrs. */
+  MIXRT_OP_EMBEDDING_BACKWARD = 32,
+
+  MIXRT_OP_COUNT = 33
 } MixrtOp;
 
 typedef enum MixrtBinaryKind {
@@ -548,7 +585,47 @@ typedef struct MixrtCrossEntropyAttrs {
   MixrtExtensionBase* ext;
   int64_t ignore_index;
   double label_smoothing; /* In [0, 1]. */
+  /* 1: in0 already holds log-probabilities (nll_loss); no log_softmax. */
+  uint32_t log_probs_input;
 } MixrtCrossEntropyAttrs;
+
+typedef struct MixrtConvAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t stride[2];   /* h, w; >= 1 */
+  int32_t padding[2];  /* Zero padding on both sides; >= 0 */
+  int32_t dilation[2]; /* >= 1 */
+  int32_t groups;      /* >= 1, divides C and O. */
+  uint32_t activation; /* MixrtActivation, forward only. */
+} MixrtConvAttrs;
+
+typedef enum MixrtPoolKind {
+  MIXRT_POOL_MAX = 0,
+  MIXRT_POOL_AVG = 1 /* Padding counts in the divisor (PyTorch default). */
+} MixrtPoolKind;
+
+typedef struct MixrtPoolAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t kind; /* MixrtPoolKind */
+  int32_t kernel[2];
+  int32_t stride[2];
+  int32_t padding[2]; /* Max pooling pads with -inf. */
+} MixrtPoolAttrs;
+
+typedef struct MixrtBatchNormAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t training; /* 1: batch statistics; 0: running statistics. */
+  double momentum;   /* running = (1 - momentum) running + momentum batch. */
+  double eps;
+} MixrtBatchNormAttrs;
+
+typedef struct MixrtEmbeddingAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int64_t padding_idx; /* -1: none. */
+} MixrtEmbeddingAttrs;
 
 typedef struct MixrtUpdateScaleAttrs {
   size_t struct_size;

@@ -1,0 +1,261 @@
+// conv2d forward, backward data and backward weights on oneDNN. Tensors are
+// passed in the caller's NCHW layout; f16 (which oneDNN 2.6 cannot convolve)
+// is widened to f32 and the result rounded back.
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_context.h"
+#include "backends/cpu/parallel.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::TensorRef;
+
+// A dense f32 (or pass-through) view of a tensor for oneDNN.
+struct Operand {
+  std::unique_ptr<float[]> buffer;
+  std::vector<int64_t> strides;
+  MixrtTensorDesc desc{};
+  TensorRef ref;
+
+  Operand(const TensorRef& t, bool widen, bool copy_in) : ref(t) {
+    if (!widen) return;
+    const int64_t n = t.numel();
+    buffer.reset(new float[n > 0 ? n : 1]);
+    strides.assign(t.ndim(), 1);
+    for (int i = t.ndim() - 2; i >= 0; --i) {
+      strides[i] = strides[i + 1] * t.dim(i + 1);
+    }
+    desc.struct_size = sizeof(desc);
+    desc.data = buffer.get();
+    desc.dtype = MIXRT_DTYPE_F32;
+    desc.ndim = t.ndim();
+    desc.shape = t.shape();
+    desc.strides = strides.data();
+    ref = TensorRef(desc);
+    if (copy_in) {
+      ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
+        LoadRow(t.data(), t.dtype(), b, e - b, buffer.get() + b);
+      });
+    }
+  }
+  // Rounds a widened result into `t`.
+  void StoreInto(const TensorRef& t) const {
+    if (buffer == nullptr) return;
+    ParallelFor(t.numel(), 1 << 16, [&](int64_t b, int64_t e) {
+      StoreRow(buffer.get() + b, e - b, t.data(), t.dtype(), b);
+    });
+  }
+};
+
+// oneDNN wants grouped weights as [G, O/G, I/G, kh, kw].
+dnnl::memory::desc WeightsDesc(const TensorRef& w, int groups) {
+  if (groups == 1) return MemoryDesc(w);
+  const int64_t o = w.dim(0), i = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  return MemoryDesc(w, {groups, o / groups, i, kh, kw},
+                    {w.stride(0) * (o / groups), w.stride(0), w.stride(1),
+                     w.stride(2), w.stride(3)});
+}
+
+struct ConvParams {
+  dnnl::memory::dims strides, dilates, padding;
+};
+
+ConvParams Params(const MixrtConvAttrs& a) {
+  // oneDNN counts dilation from 0 (PyTorch's dilation - 1).
+  return {{a.stride[0], a.stride[1]},
+          {a.dilation[0] - 1, a.dilation[1] - 1},
+          {a.padding[0], a.padding[1]}};
+}
+
+std::string AttrKey(const MixrtConvAttrs& a) {
+  return absl::StrCat(a.stride[0], ",", a.stride[1], ",", a.padding[0], ",",
+                      a.padding[1], ",", a.dilation[0], ",", a.dilation[1], ",",
+                      a.groups, ",", a.activation);
+}
+
+dnnl::convolution_forward::primitive_desc ForwardPd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& wei,
+    const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
+    const MixrtConvAttrs& a) {
+  const ConvParams p = Params(a);
+  dnnl::post_ops ops;
+  if (a.activation == MIXRT_ACTIVATION_RELU) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+  } else if (a.activation == MIXRT_ACTIVATION_GELU) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
+  } else if (a.activation == MIXRT_ACTIVATION_GELU_TANH) {
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  const auto desc =
+      bias != nullptr
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct,
+                                            src, wei, *bias, dst, p.strides,
+                                            p.dilates, p.padding, p.padding)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                            dnnl::algorithm::convolution_direct,
+                                            src, wei, dst, p.strides, p.dilates,
+                                            p.padding, p.padding);
+  return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
+}
+
+absl::StatusOr<MixrtConvAttrs> Attrs(const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtConvAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtConvAttrs a = **attrs;
+  if (a.groups < 1 || a.stride[0] < 1 || a.stride[1] < 1 || a.dilation[0] < 1 ||
+      a.dilation[1] < 1 || a.padding[0] < 0 || a.padding[1] < 0) {
+    return absl::InvalidArgumentError("conv2d: invalid stride/padding/groups");
+  }
+  for (const TensorRef& t : call.inputs) {
+    if (t.ndim() != 4 && t.ndim() != 1) {
+      return absl::InvalidArgumentError("conv2d takes 4-d NCHW tensors");
+    }
+  }
+  return a;
+}
+
+absl::Status Forward(const sdk::KernelCall& call, const MixrtConvAttrs& a) {
+  const bool widen = !OneDnnHasMatmul(call.inputs[0].dtype());
+  Operand x(call.inputs[0], widen, true), w(call.inputs[1], widen, true);
+  Operand y(call.outputs[0], widen, false);
+  const bool has_bias = call.inputs.size() == 3;
+  std::unique_ptr<Operand> bias;
+  if (has_bias) bias = std::make_unique<Operand>(call.inputs[2], widen, true);
+  const dnnl::memory::desc src = MemoryDesc(x.ref);
+  const dnnl::memory::desc wei = WeightsDesc(w.ref, a.groups);
+  const dnnl::memory::desc dst = MemoryDesc(y.ref);
+  dnnl::memory::desc bias_md;
+  if (has_bias) bias_md = MemoryDesc(bias->ref);
+  const std::string key =
+      absl::StrCat("conv_fwd|", DescKey(x.ref), "|", DescKey(w.ref), "|",
+                   has_bias ? DescKey(bias->ref) : "-", "|", DescKey(y.ref),
+                   "|", AttrKey(a));
+  auto prim = GetPrimitive(key, [&] {
+    const auto pd = ForwardPd(src, wei, has_bias ? &bias_md : nullptr, dst, a);
+    return CachedPrimitive{dnnl::convolution_forward(pd), pd.impl_info_str()};
+  });
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, Memory(src, x.ref.data())},
+      {DNNL_ARG_WEIGHTS, Memory(wei, w.ref.data())},
+      {DNNL_ARG_DST, Memory(dst, y.ref.data())}};
+  if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias->ref.data()));
+  prim->primitive.execute(ThreadStream(), args);
+  ThreadStream().wait();
+  y.StoreInto(call.outputs[0]);
+  return absl::OkStatus();
+}
+
+absl::Status BackwardData(const sdk::KernelCall& call,
+                          const MixrtConvAttrs& a) {
+  const bool widen = !OneDnnHasMatmul(call.inputs[0].dtype());
+  Operand gy(call.inputs[0], widen, true), w(call.inputs[1], widen, true);
+  Operand gx(call.outputs[0], widen, false);
+  const dnnl::memory::desc diff_dst = MemoryDesc(gy.ref);
+  const dnnl::memory::desc wei = WeightsDesc(w.ref, a.groups);
+  const dnnl::memory::desc diff_src = MemoryDesc(gx.ref);
+  const ConvParams p = Params(a);
+  const std::string key =
+      absl::StrCat("conv_bwd_data|", DescKey(gy.ref), "|", DescKey(w.ref), "|",
+                   DescKey(gx.ref), "|", AttrKey(a));
+  auto prim = GetPrimitive(key, [&] {
+    MixrtConvAttrs plain = a;
+    plain.activation = MIXRT_ACTIVATION_NONE;
+    const auto hint = ForwardPd(diff_src, wei, nullptr, diff_dst, plain);
+    const dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(
+            dnnl::algorithm::convolution_direct, diff_src, wei, diff_dst,
+            p.strides, p.dilates, p.padding, p.padding),
+        Engine(), hint);
+    return CachedPrimitive{dnnl::convolution_backward_data(pd),
+                           pd.impl_info_str()};
+  });
+  prim->primitive.execute(
+      ThreadStream(), {{DNNL_ARG_DIFF_DST, Memory(diff_dst, gy.ref.data())},
+                       {DNNL_ARG_WEIGHTS, Memory(wei, w.ref.data())},
+                       {DNNL_ARG_DIFF_SRC, Memory(diff_src, gx.ref.data())}});
+  ThreadStream().wait();
+  gx.StoreInto(call.outputs[0]);
+  return absl::OkStatus();
+}
+
+absl::Status BackwardWeights(const sdk::KernelCall& call,
+                             const MixrtConvAttrs& a) {
+  const bool widen = !OneDnnHasMatmul(call.inputs[0].dtype());
+  Operand gy(call.inputs[0], widen, true), x(call.inputs[1], widen, true);
+  Operand gw(call.outputs[0], widen, false);
+  const bool has_bias = call.outputs.size() == 2;
+  std::unique_ptr<Operand> gb;
+  if (has_bias) gb = std::make_unique<Operand>(call.outputs[1], widen, false);
+  const dnnl::memory::desc diff_dst = MemoryDesc(gy.ref);
+  const dnnl::memory::desc src = MemoryDesc(x.ref);
+  const dnnl::memory::desc diff_wei = WeightsDesc(gw.ref, a.groups);
+  dnnl::memory::desc diff_bias;
+  if (has_bias) diff_bias = MemoryDesc(gb->ref);
+  const ConvParams p = Params(a);
+  const std::string key = absl::StrCat(
+      "conv_bwd_wei|", DescKey(gy.ref), "|", DescKey(x.ref), "|",
+      DescKey(gw.ref), "|", has_bias ? DescKey(gb->ref) : "-", "|", AttrKey(a));
+  auto prim = GetPrimitive(key, [&] {
+    MixrtConvAttrs plain = a;
+    plain.activation = MIXRT_ACTIVATION_NONE;
+    const auto hint = ForwardPd(src, diff_wei, has_bias ? &diff_bias : nullptr,
+                                diff_dst, plain);
+    const auto desc =
+        has_bias
+            ? dnnl::convolution_backward_weights::desc(
+                  dnnl::algorithm::convolution_direct, src, diff_wei, diff_bias,
+                  diff_dst, p.strides, p.dilates, p.padding, p.padding)
+            : dnnl::convolution_backward_weights::desc(
+                  dnnl::algorithm::convolution_direct, src, diff_wei, diff_dst,
+                  p.strides, p.dilates, p.padding, p.padding);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, Engine(),
+                                                                hint);
+    return CachedPrimitive{dnnl::convolution_backward_weights(pd),
+                           pd.impl_info_str()};
+  });
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_DIFF_DST, Memory(diff_dst, gy.ref.data())},
+      {DNNL_ARG_SRC, Memory(src, x.ref.data())},
+      {DNNL_ARG_DIFF_WEIGHTS, Memory(diff_wei, gw.ref.data())}};
+  if (has_bias) {
+    args.emplace(DNNL_ARG_DIFF_BIAS, Memory(diff_bias, gb->ref.data()));
+  }
+  prim->primitive.execute(ThreadStream(), args);
+  ThreadStream().wait();
+  gw.StoreInto(call.outputs[0]);
+  if (has_bias) gb->StoreInto(call.outputs[1]);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunConv(const sdk::KernelCall& call) {
+  auto attrs = Attrs(call);
+  if (!attrs.ok()) return attrs.status();
+  const size_t nin = call.inputs.size(), nout = call.outputs.size();
+  switch (call.op) {
+    case MIXRT_OP_CONV2D:
+      if (nin < 2 || nin > 3 || nout != 1) break;
+      return Forward(call, *attrs);
+    case MIXRT_OP_CONV2D_BACKWARD_DATA:
+      if (nin != 2 || nout != 1) break;
+      return BackwardData(call, *attrs);
+    default:
+      if (nin != 2 || nout < 1 || nout > 2) break;
+      return BackwardWeights(call, *attrs);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("conv op ", call.op, ": wrong number of tensors"));
+}
+
+}  // namespace mixrt::cpu

@@ -1,0 +1,26 @@
+// Max and average 2-d pooling over NCHW tensors, with the backward kernel.
+#ifndef MIXRT_CORE_OPS_POOL2D_H_
+#define MIXRT_CORE_OPS_POOL2D_H_
+
+#include <array>
+
+#include "absl/status/statusor.h"
+#include "core/tensor/tensor.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt {
+
+struct Pool2dOptions {
+  MixrtPoolKind kind = MIXRT_POOL_MAX;
+  std::array<int32_t, 2> kernel = {2, 2};
+  std::array<int32_t, 2> stride = {2, 2};
+  std::array<int32_t, 2> padding = {0, 0};
+};
+
+absl::StatusOr<Tensor> pool2d(const Tensor& x, const Pool2dOptions& options);
+absl::StatusOr<Tensor> pool2d_backward(const Tensor& grad_out, const Tensor& x,
+                                       const Pool2dOptions& options);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_OPS_POOL2D_H_
