@@ -24,7 +24,7 @@ TEST(InfoReport, ListsLoadedAndSkippedPluginsWithReasons) {
   EXPECT_TRUE(ref["usable"].get<bool>());
   EXPECT_EQ(ref["devices"][0]["capabilities"]["elementwise"]["f32"]["level"],
             "native");
-  EXPECT_EQ(ref["devices"][0]["capabilities"]["conv"]["bf16"]["level"],
+  EXPECT_EQ(ref["devices"][0]["capabilities"]["conv"]["i64"]["level"],
             "unsupported");
   EXPECT_EQ(ref["devices"][0]["capabilities"]["cast"]["f16"]["level"], "slow");
   const nlohmann::json& no_device = json["plugins"][1];

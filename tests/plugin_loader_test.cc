@@ -35,10 +35,10 @@ TEST(PluginLoader, LoadsTheReferencePlugin) {
             MIXRT_SUPPORT_NATIVE);
   EXPECT_EQ(device.capability(MIXRT_OP_CLASS_MATMUL, DType::kBF16).level,
             MIXRT_SUPPORT_SLOW);
-  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_CONV, DType::kF32).level,
+  EXPECT_EQ(device.capability(MIXRT_OP_CLASS_CONV, DType::kI32).level,
             MIXRT_SUPPORT_UNSUPPORTED);
   EXPECT_FALSE(
-      device.capability(MIXRT_OP_CLASS_CONV, DType::kF32).reason.empty());
+      device.capability(MIXRT_OP_CLASS_CONV, DType::kI32).reason.empty());
 }
 
 TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
