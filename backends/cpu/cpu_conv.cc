@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -77,7 +78,7 @@ ConvParams Params(const MixrtConvAttrs& a) {
 std::string AttrKey(const MixrtConvAttrs& a) {
   return absl::StrCat(a.stride[0], ",", a.stride[1], ",", a.padding[0], ",",
                       a.padding[1], ",", a.dilation[0], ",", a.dilation[1], ",",
-                      a.groups, ",", a.activation);
+                      a.groups);
 }
 
 dnnl::convolution_forward::primitive_desc ForwardPd(
@@ -85,16 +86,7 @@ dnnl::convolution_forward::primitive_desc ForwardPd(
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
     const MixrtConvAttrs& a) {
   const ConvParams p = Params(a);
-  dnnl::post_ops ops;
-  if (a.activation == MIXRT_ACTIVATION_RELU) {
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-  } else if (a.activation == MIXRT_ACTIVATION_GELU) {
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
-  } else if (a.activation == MIXRT_ACTIVATION_GELU_TANH) {
-    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
-  }
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
+  const dnnl::primitive_attr attr;  // Activations: see epilogue.h.
   const auto desc =
       bias != nullptr
           ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
@@ -151,6 +143,7 @@ absl::Status Forward(const sdk::KernelCall& call, const MixrtConvAttrs& a) {
   if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias->ref.data()));
   prim->primitive.execute(ThreadStream(), args);
   ThreadStream().wait();
+  ActivateInPlace(y.ref, static_cast<MixrtActivation>(a.activation));
   y.StoreInto(call.outputs[0]);
   return absl::OkStatus();
 }
@@ -168,9 +161,7 @@ absl::Status BackwardData(const sdk::KernelCall& call,
       absl::StrCat("conv_bwd_data|", DescKey(gy.ref), "|", DescKey(w.ref), "|",
                    DescKey(gx.ref), "|", AttrKey(a));
   auto prim = GetPrimitive(key, [&] {
-    MixrtConvAttrs plain = a;
-    plain.activation = MIXRT_ACTIVATION_NONE;
-    const auto hint = ForwardPd(diff_src, wei, nullptr, diff_dst, plain);
+    const auto hint = ForwardPd(diff_src, wei, nullptr, diff_dst, a);
     const dnnl::convolution_backward_data::primitive_desc pd(
         dnnl::convolution_backward_data::desc(
             dnnl::algorithm::convolution_direct, diff_src, wei, diff_dst,
@@ -206,10 +197,8 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
       "conv_bwd_wei|", DescKey(gy.ref), "|", DescKey(x.ref), "|",
       DescKey(gw.ref), "|", has_bias ? DescKey(gb->ref) : "-", "|", AttrKey(a));
   auto prim = GetPrimitive(key, [&] {
-    MixrtConvAttrs plain = a;
-    plain.activation = MIXRT_ACTIVATION_NONE;
-    const auto hint = ForwardPd(src, diff_wei, has_bias ? &diff_bias : nullptr,
-                                diff_dst, plain);
+    const auto hint =
+        ForwardPd(src, diff_wei, has_bias ? &diff_bias : nullptr, diff_dst, a);
     const auto desc =
         has_bias
             ? dnnl::convolution_backward_weights::desc(

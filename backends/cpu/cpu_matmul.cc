@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/dense_call.h"
+#include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -34,15 +35,22 @@ void Layout(const TensorRef& t, dnnl::memory::dims* dims,
   }
 }
 
-dnnl::algorithm ActivationAlgorithm(MixrtActivation act) {
-  switch (act) {
-    case MIXRT_ACTIVATION_RELU:
-      return dnnl::algorithm::eltwise_relu;
-    case MIXRT_ACTIVATION_GELU:
-      return dnnl::algorithm::eltwise_gelu_erf;
-    default:
-      return dnnl::algorithm::eltwise_gelu_tanh;
+// out = act(c) + beta * out, where c holds the product (f32, or out itself).
+void FinishEpilogue(const TensorRef& c, const TensorRef& out,
+                    MixrtActivation act, float beta) {
+  const bool in_place = c.data() == out.data();
+  if (in_place && out.is_contiguous()) {
+    ActivateInPlace(out, act);
+    return;
   }
+  sdk::ForEachElement<2>(out.ndim(), out.shape(), {c.strides(), out.strides()},
+                         [&](const std::array<int64_t, 2>& o) {
+                           float v = Activate(act, c.LoadFloat(o[0]));
+                           if (!in_place && beta != 0) {
+                             v += beta * out.LoadFloat(o[1]);
+                           }
+                           out.StoreFloat(o[1], v);
+                         });
 }
 
 // A dense f32 copy of an f16 operand, for oneDNN builds without f16 matmul.
@@ -219,9 +227,14 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   dnnl::memory::dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
   // A widened product is computed into an f32 buffer and rounded into
   // `out` afterwards (oneDNN has no f16 destination either).
+  // The activation runs as a separate pass (see epilogue.h), so the
+  // accumulation (beta) cannot be a fused sum either when there is one.
+  const bool separate_activation = act != MIXRT_ACTIVATION_NONE;
+  const bool fused_sum = beta != 0 && !separate_activation;
   WidenedOperand wc;
   TensorRef c = out;
-  if (a.dtype() == MIXRT_DTYPE_F32 && out.dtype() != MIXRT_DTYPE_F32) {
+  if ((a.dtype() == MIXRT_DTYPE_F32 && out.dtype() != MIXRT_DTYPE_F32) ||
+      (separate_activation && beta != 0)) {
     Widen(out, &wc);  // Its old values matter when beta accumulates.
     c = TensorRef(wc.desc);
   }
@@ -257,13 +270,10 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
       "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(c), "|",
       has_bias ? absl::StrCat(DescKey(call.inputs[2]), wide_bias != nullptr)
                : "-",
-      "|", act, "|", beta != 0, "|", beta);
+      "|", fused_sum ? beta : 0.0f);
   auto prim = GetPrimitive(key, [&] {
     dnnl::post_ops ops;
-    if (act != MIXRT_ACTIVATION_NONE) {
-      ops.append_eltwise(1.0f, ActivationAlgorithm(act), 0.0f, 0.0f);
-    }
-    if (beta != 0) ops.append_sum(beta);
+    if (fused_sum) ops.append_sum(beta);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
     const dnnl::matmul::desc desc =
@@ -279,13 +289,8 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
   prim->primitive.execute(ThreadStream(), args);
   ThreadStream().wait();
-  if (c.data() != out.data()) {
-    const float* src = static_cast<const float*>(c.data());
-    sdk::ForEachElement<2>(out.ndim(), out.shape(),
-                           {c.strides(), out.strides()},
-                           [&](const std::array<int64_t, 2>& o) {
-                             out.StoreFloat(o[1], src[o[0]]);
-                           });
+  if (c.data() != out.data() || separate_activation) {
+    FinishEpilogue(c, out, act, fused_sum ? 0.0f : beta);
   }
   return absl::OkStatus();
 }

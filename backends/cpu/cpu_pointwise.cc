@@ -1,6 +1,8 @@
-// binary, unary, unary backward, compare and where on dense tensors. Float
-// dtypes run in f32 chunks (LoadRow -> math -> StoreRow); each op kind is a
-// separate instantiation so the per-element math inlines and vectorizes.
+// binary, unary, unary backward, compare and where on dense tensors. f32
+// and bf16 go to oneDNN's eltwise and binary primitives where oneDNN has the
+// op; the rest (f16, log1p, pow, maximum/minimum, compare, where) run in f32
+// chunks (LoadRow -> math -> StoreRow), each op kind a separate
+// instantiation so the per-element math inlines and vectorizes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_pointwise.h"
 #include "backends/cpu/parallel.h"
 #include "plugins/sdk/pointwise_math.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -146,7 +149,10 @@ absl::Status Binary(const sdk::KernelCall& call) {
         "binary op needs one non-bool dtype for inputs and output");
   }
   if (sdk::IsFloatingDtype(out.dtype())) {
-    DispatchBinary(kind, call, std::make_index_sequence<MIXRT_BINARY_COUNT>());
+    if (!OneDnnBinary(call, kind)) {
+      DispatchBinary(kind, call,
+                     std::make_index_sequence<MIXRT_BINARY_COUNT>());
+    }
     return absl::OkStatus();
   }
   const int64_t n = out.numel();
@@ -177,9 +183,11 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
     }
   }
   if (sdk::IsFloatingDtype(out.dtype())) {
-    DispatchUnary(kind, call, static_cast<float>(attrs->alpha),
-                  static_cast<float>(attrs->beta), backward,
-                  std::make_index_sequence<MIXRT_UNARY_COUNT>());
+    if (!OneDnnUnary(call, *attrs, backward)) {
+      DispatchUnary(kind, call, static_cast<float>(attrs->alpha),
+                    static_cast<float>(attrs->beta), backward,
+                    std::make_index_sequence<MIXRT_UNARY_COUNT>());
+    }
     return absl::OkStatus();
   }
   if (backward || out.dtype() == MIXRT_DTYPE_BOOL ||

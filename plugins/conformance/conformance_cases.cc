@@ -383,6 +383,14 @@ void AddMatmulCases(std::vector<Case>* cases) {
        false,
        MIXRT_ACTIVATION_NONE,
        false},
+      {"special_relu",
+       {21, 5},
+       {5, 7},
+       false,
+       false,
+       true,
+       MIXRT_ACTIVATION_RELU,
+       false},
       {"empty_inner",
        {5, 0},
        {0, 3},
@@ -394,7 +402,10 @@ void AddMatmulCases(std::vector<Case>* cases) {
   };
   for (DType dtype : kFloatTypes) {
     for (const M& m : shapes) {
-      std::vector<InputSpec> specs = {{m.a, dtype, Values::kNormal, m.a_t},
+      // NaN and infinities must survive the fused epilogue.
+      const Values va = std::string(m.name) == "special_relu" ? Values::kSpecial
+                                                              : Values::kNormal;
+      std::vector<InputSpec> specs = {{m.a, dtype, va, m.a_t},
                                       {m.b, dtype, Values::kNormal, m.b_t}};
       if (m.bias) specs.push_back({{m.b.back()}, dtype});
       cases->push_back(
@@ -709,11 +720,14 @@ void AddConvPoolCases(std::vector<Case>* cases) {
   grouped.groups = 3;
   grouped.padding = {1, 1};
   grouped.activation = MIXRT_ACTIVATION_RELU;
+  Conv2dOptions grouped_relu_single;
+  grouped_relu_single.activation = MIXRT_ACTIVATION_RELU;
   const C convs[] = {
       {"resnet_like", {2, 16, 14, 14}, {32, 16, 3, 3}, strided},
       {"dilated", {3, 5, 11, 9}, {7, 5, 3, 3}, dilated},
       {"grouped_relu", {2, 9, 8, 8}, {6, 3, 3, 3}, grouped},
       {"pointwise_1x1", {4, 8, 5, 7}, {12, 8, 1, 1}, Conv2dOptions()},
+      {"special_relu", {1, 2, 5, 5}, {3, 2, 3, 3}, grouped_relu_single},
   };
   for (DType dtype : kFloatTypes) {
     for (const C& c : convs) {
@@ -724,8 +738,11 @@ void AddConvPoolCases(std::vector<Case>* cases) {
       Tolerance tol = TranscendentalTolerance(dtype);
       tol.atol = (k + 2) * 4 * std::ldexp(1.0, -23) * std::sqrt(k) +
                  4 * UnitRoundoff(dtype) * std::sqrt(k);
+      // NaN and infinities in the input must survive the activation.
+      const Values xv = std::string(c.name) == "special_relu" ? Values::kSpecial
+                                                              : Values::kNormal;
       const std::vector<InputSpec> fwd = {
-          {c.x, dtype}, {c.w, dtype}, {{c.w[0]}, dtype}};
+          {c.x, dtype, xv}, {c.w, dtype}, {{c.w[0]}, dtype}};
       cases->push_back(
           {base, MIXRT_OP_CLASS_CONV, dtype, [=](const Devices& d) {
              CompareOp(

@@ -90,7 +90,7 @@ absl::Status ConvForward(const sdk::KernelCall& call) {
               }
             }
           if (g.a.activation == MIXRT_ACTIVATION_RELU) {
-            s = s > 0 ? s : 0;
+            s = sdk::ApplyUnary<double>(MIXRT_UNARY_RELU, s, 0, 0);
           } else if (g.a.activation == MIXRT_ACTIVATION_GELU) {
             s = sdk::ApplyUnary<double>(MIXRT_UNARY_GELU, s, 0, 0);
           } else if (g.a.activation == MIXRT_ACTIVATION_GELU_TANH) {
