@@ -109,4 +109,76 @@ std::shared_ptr<const CachedPrimitive> TryGetPrimitive(
 
 int64_t PrimitivesCreated() { return g_created.load(); }
 
+namespace {
+
+std::string DescBytes(const dnnl::memory::desc& md) {
+  return std::string(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
+}
+
+void Reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  auto prim = GetPrimitive(
+      absl::StrCat("reorder|", DescBytes(from.get_desc()), "|",
+                   DescBytes(to.get_desc())),
+      [&] {
+        const dnnl::reorder::primitive_desc pd(from, to);
+        return CachedPrimitive{dnnl::reorder(pd), pd.impl_info_str(), {}};
+      });
+  prim->primitive.execute(ThreadStream(),
+                          {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+// Per-thread scratch memory: blocked copies of activations are reused from
+// call to call instead of being allocated (and page-faulted) each time.
+void* Scratch(int slot, size_t bytes) {
+  thread_local std::vector<std::pair<size_t, std::unique_ptr<char[]>>> pool;
+  if (pool.size() <= static_cast<size_t>(slot)) pool.resize(slot + 1);
+  auto& [size, buffer] = pool[slot];
+  if (size < bytes) {
+    buffer.reset(new char[bytes + 64]);
+    size = bytes;
+  }
+  // 64-byte alignment for the vector loads of oneDNN's kernels.
+  const auto address = reinterpret_cast<uintptr_t>(buffer.get());
+  return reinterpret_cast<void*>((address + 63) & ~uintptr_t{63});
+}
+
+}  // namespace
+
+dnnl::memory LayoutBinder::Internal(const dnnl::memory::desc& want) {
+  return dnnl::memory(want, Engine(),
+                      Scratch(scratch_slot_++, want.get_size()));
+}
+
+void LayoutBinder::Input(int arg, const dnnl::memory::desc& user, void* data) {
+  const dnnl::memory mem = Memory(user, data);
+  auto it = primitive_.layouts.find(arg);
+  if (it == primitive_.layouts.end() || it->second == user) {
+    args_.emplace(arg, mem);
+    return;
+  }
+  dnnl::memory internal = Internal(it->second);
+  Reorder(mem, internal);
+  args_.emplace(arg, internal);
+}
+
+void LayoutBinder::Output(int arg, const dnnl::memory::desc& user, void* data,
+                          bool read) {
+  const dnnl::memory mem = Memory(user, data);
+  auto it = primitive_.layouts.find(arg);
+  if (it == primitive_.layouts.end() || it->second == user) {
+    args_.emplace(arg, mem);
+    return;
+  }
+  dnnl::memory internal = Internal(it->second);
+  if (read) Reorder(mem, internal);
+  args_.emplace(arg, internal);
+  copy_back_.emplace_back(internal, mem);
+}
+
+void LayoutBinder::Execute() {
+  primitive_.primitive.execute(ThreadStream(), args_);
+  for (const auto& [internal, user] : copy_back_) Reorder(internal, user);
+  ThreadStream().wait();
+}
+
 }  // namespace mixrt::cpu

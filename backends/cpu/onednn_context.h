@@ -8,6 +8,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
 #include "plugins/sdk/tensor_ref.h"
@@ -33,6 +36,32 @@ std::string DescKey(const sdk::TensorRef& t);
 struct CachedPrimitive {
   dnnl::primitive primitive;
   std::string implementation;  // e.g. "brg:avx512_core_bf16"
+  // Layouts the primitive chose for its arguments (DNNL_ARG_* -> desc) when
+  // created with format_tag::any; see LayoutBinder.
+  std::unordered_map<int, dnnl::memory::desc> layouts;
+};
+
+// Binds a primitive's arguments to caller memory, reordering into (inputs)
+// and out of (outputs) the layout the primitive chose where it differs, with
+// cached reorder primitives and per-thread scratch buffers.
+class LayoutBinder {
+ public:
+  explicit LayoutBinder(const CachedPrimitive& primitive)
+      : primitive_(primitive) {}
+  void Input(int arg, const dnnl::memory::desc& user, void* data);
+  // With `read` the output's old contents are reordered in too.
+  void Output(int arg, const dnnl::memory::desc& user, void* data,
+              bool read = false);
+  // Runs the primitive, copies outputs back, and waits.
+  void Execute();
+
+ private:
+  dnnl::memory Internal(const dnnl::memory::desc& want);
+
+  const CachedPrimitive& primitive_;
+  std::unordered_map<int, dnnl::memory> args_;
+  std::vector<std::pair<dnnl::memory, dnnl::memory>> copy_back_;
+  int scratch_slot_ = 0;
 };
 
 // The primitive for `key`, created by `make` on first use. `make` throws
