@@ -61,13 +61,20 @@ CapabilityTable CapabilityTable::Detect(const MatmulSpeeds& speeds) {
                                     "this op class takes floating tensors", 0};
       } else if (op_class == MIXRT_OP_CLASS_MATMUL) {
         cap = MatmulCapability(dtype, speeds);
-      } else if (op_class == MIXRT_OP_CLASS_CONV && dtype != MIXRT_DTYPE_F32 &&
-                 !OneDnnHasMatmul(dtype)) {
-        cap = {MIXRT_SUPPORT_SLOW,
-               absl::StrCat("emulated: oneDNN ", GetCpuInfo().onednn_version,
+      } else if (op_class == MIXRT_OP_CLASS_CONV) {
+        // Convolution follows matmul: oneDNN has both for a dtype or neither.
+        cap = OneDnnHasMatmul(dtype)
+                  ? sdk::Capability{MIXRT_SUPPORT_NATIVE,
+                                    absl::StrCat("oneDNN convolution (",
+                                                 GetCpuInfo().onednn_isa, ")"),
+                                    0}
+                  : sdk::Capability{
+                        MIXRT_SUPPORT_SLOW,
+                        absl::StrCat(
+                            "emulated: oneDNN ", GetCpuInfo().onednn_version,
                             " has no ", DtypeName(dtype), " convolution for ",
                             GetCpuInfo().onednn_isa, "; converted to f32"),
-               0};
+                        0};
       } else if (dtype == MIXRT_DTYPE_F32) {
         cap = {MIXRT_SUPPORT_NATIVE, "", 0};
       } else {

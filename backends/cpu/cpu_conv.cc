@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -68,15 +69,11 @@ dnnl::memory::desc WeightsDesc(const TensorRef& w, int groups) {
 // layouts run convolutions 1.5x (f32) to 3.5x (bf16) faster than plain NCHW
 // here, which pays for reordering activations in and out.
 dnnl::memory::desc Any(const dnnl::memory::desc& md) {
-  return dnnl::memory::desc(md.dims(), md.data_type(),
+  return dnnl::memory::desc(Dims(md), DataType(md),
                             dnnl::memory::format_tag::any);
 }
 
-struct ConvParams {
-  dnnl::memory::dims strides, dilates, padding;
-};
-
-ConvParams Params(const MixrtConvAttrs& a) {
+ConvGeometry Params(const MixrtConvAttrs& a) {
   // oneDNN counts dilation from 0 (PyTorch's dilation - 1).
   return {{a.stride[0], a.stride[1]},
           {a.dilation[0] - 1, a.dilation[1] - 1},
@@ -93,19 +90,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& wei,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
     const MixrtConvAttrs& a) {
-  const ConvParams p = Params(a);
-  const dnnl::primitive_attr attr;  // Activations: see epilogue.h.
-  const auto desc =
-      bias != nullptr
-          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                            dnnl::algorithm::convolution_direct,
-                                            src, wei, *bias, dst, p.strides,
-                                            p.dilates, p.padding, p.padding)
-          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                            dnnl::algorithm::convolution_direct,
-                                            src, wei, dst, p.strides, p.dilates,
-                                            p.padding, p.padding);
-  return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
+  // No post-ops: activations run after (see epilogue.h).
+  return ConvForwardPd(src, wei, bias, dst, Params(a));
 }
 
 absl::StatusOr<MixrtConvAttrs> Attrs(const sdk::KernelCall& call) {
@@ -168,18 +154,15 @@ absl::Status BackwardData(const sdk::KernelCall& call,
   const dnnl::memory::desc diff_dst = MemoryDesc(gy.ref);
   const dnnl::memory::desc wei = WeightsDesc(w.ref, a.groups);
   const dnnl::memory::desc diff_src = MemoryDesc(gx.ref);
-  const ConvParams p = Params(a);
+  const ConvGeometry p = Params(a);
   const std::string key =
       absl::StrCat("conv_bwd_data|", DescKey(gy.ref), "|", DescKey(w.ref), "|",
                    DescKey(gx.ref), "|", AttrKey(a));
   auto prim = GetPrimitive(key, [&] {
     const auto hint =
         ForwardPd(Any(diff_src), Any(wei), nullptr, Any(diff_dst), a);
-    const dnnl::convolution_backward_data::primitive_desc pd(
-        dnnl::convolution_backward_data::desc(
-            dnnl::algorithm::convolution_direct, Any(diff_src), Any(wei),
-            Any(diff_dst), p.strides, p.dilates, p.padding, p.padding),
-        Engine(), hint);
+    const dnnl::convolution_backward_data::primitive_desc pd =
+        ConvBackwardDataPd(Any(diff_src), Any(wei), Any(diff_dst), p, hint);
     return CachedPrimitive{dnnl::convolution_backward_data(pd),
                            pd.impl_info_str(),
                            {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
@@ -208,7 +191,7 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
   const dnnl::memory::desc diff_wei = WeightsDesc(gw.ref, a.groups);
   dnnl::memory::desc diff_bias;
   if (has_bias) diff_bias = MemoryDesc(gb->ref);
-  const ConvParams p = Params(a);
+  const ConvGeometry p = Params(a);
   const std::string key = absl::StrCat(
       "conv_bwd_wei|", DescKey(gy.ref), "|", DescKey(x.ref), "|",
       DescKey(gw.ref), "|", has_bias ? DescKey(gb->ref) : "-", "|", AttrKey(a));
@@ -216,17 +199,10 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
     const auto hint =
         ForwardPd(Any(src), Any(diff_wei), has_bias ? &diff_bias : nullptr,
                   Any(diff_dst), a);
-    const auto desc =
-        has_bias
-            ? dnnl::convolution_backward_weights::desc(
-                  dnnl::algorithm::convolution_direct, Any(src), Any(diff_wei),
-                  diff_bias, Any(diff_dst), p.strides, p.dilates, p.padding,
-                  p.padding)
-            : dnnl::convolution_backward_weights::desc(
-                  dnnl::algorithm::convolution_direct, Any(src), Any(diff_wei),
-                  Any(diff_dst), p.strides, p.dilates, p.padding, p.padding);
-    const dnnl::convolution_backward_weights::primitive_desc pd(desc, Engine(),
-                                                                hint);
+    const dnnl::convolution_backward_weights::primitive_desc pd =
+        ConvBackwardWeightsPd(Any(src), Any(diff_wei),
+                              has_bias ? &diff_bias : nullptr, Any(diff_dst), p,
+                              hint);
     return CachedPrimitive{dnnl::convolution_backward_weights(pd),
                            pd.impl_info_str(),
                            {{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},

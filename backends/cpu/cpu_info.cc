@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "backends/cpu/onednn_compat.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace mixrt::cpu {
@@ -24,33 +25,6 @@ std::string ReadModelName() {
     }
   }
   return "unknown x86-64 CPU";
-}
-
-std::string IsaName(dnnl::cpu_isa isa) {
-  switch (isa) {
-    case dnnl::cpu_isa::sse41:
-      return "sse41";
-    case dnnl::cpu_isa::avx:
-      return "avx";
-    case dnnl::cpu_isa::avx2:
-      return "avx2";
-    case dnnl::cpu_isa::avx2_vnni:
-      return "avx2_vnni";
-    case dnnl::cpu_isa::avx512_mic:
-      return "avx512_mic";
-    case dnnl::cpu_isa::avx512_mic_4ops:
-      return "avx512_mic_4ops";
-    case dnnl::cpu_isa::avx512_core:
-      return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni:
-      return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16:
-      return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx:
-      return "avx512_core_amx";
-    default:
-      return absl::StrCat("isa ", static_cast<int>(isa));
-  }
 }
 
 }  // namespace

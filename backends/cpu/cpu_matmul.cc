@@ -14,6 +14,7 @@
 #include "backends/cpu/dense_call.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "plugins/sdk/pointwise_math.h"
@@ -183,9 +184,7 @@ std::string OneDnnMatmulImplementation(MixrtDtype dtype) {
                                 dnnl::memory::dims{64, 1});
     const dnnl::memory::desc out({64, 64}, dnnl::memory::data_type::f32,
                                  dnnl::memory::dims{64, 1});
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, out),
-                                        Engine())
-        .impl_info_str();
+    return MatmulPd(md, md, nullptr, out).impl_info_str();
   } catch (const dnnl::error&) {
     return "";
   }
@@ -276,10 +275,8 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     if (fused_sum) ops.append_sum(beta);
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
-    const dnnl::matmul::desc desc =
-        has_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
-                 : dnnl::matmul::desc(a_md, b_md, c_md);
-    const dnnl::matmul::primitive_desc pd(desc, attr, Engine());
+    const dnnl::matmul::primitive_desc pd =
+        MatmulPd(a_md, b_md, has_bias ? &bias_md : nullptr, c_md, attr);
     return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
   });
   std::unordered_map<int, dnnl::memory> args = {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -35,8 +36,8 @@ bool ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
   const dnnl::memory::desc dst = MemoryDesc(out);
   auto prim = TryGetPrimitive(
       absl::StrCat("reduce|", kind, "|", DescKey(in), "|", DescKey(out)), [&] {
-        const dnnl::reduction::primitive_desc pd(
-            dnnl::reduction::desc(algorithm, src, dst, 0.f, 0.f), Engine());
+        const dnnl::reduction::primitive_desc pd =
+            ReductionPd(algorithm, src, dst);
         return CachedPrimitive{dnnl::reduction(pd), pd.impl_info_str()};
       });
   if (prim == nullptr) return false;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -64,20 +65,13 @@ bool SoftmaxOneDnn(bool log, int axis, const TensorRef& in,
                    const TensorRef& out) {
   const dnnl::memory::desc src = MemoryDesc(in);
   const dnnl::memory::desc dst = MemoryDesc(out);
-  auto prim =
-      TryGetPrimitive(absl::StrCat("softmax|", log, "|", axis, "|", DescKey(in),
-                                   "|", DescKey(out)),
-                      [&] {
-                        const dnnl::softmax_v2_forward::primitive_desc pd(
-                            dnnl::softmax_v2_forward::desc(
-                                dnnl::prop_kind::forward_training,
-                                log ? dnnl::algorithm::softmax_log
-                                    : dnnl::algorithm::softmax_accurate,
-                                src, dst, axis),
-                            Engine());
-                        return CachedPrimitive{dnnl::softmax_v2_forward(pd),
-                                               pd.impl_info_str()};
-                      });
+  auto prim = TryGetPrimitive(
+      absl::StrCat("softmax|", log, "|", axis, "|", DescKey(in), "|",
+                   DescKey(out)),
+      [&] {
+        SoftmaxPrimitive p = MakeSoftmax(log, src, dst, axis);
+        return CachedPrimitive{p.primitive, p.implementation, {}};
+      });
   if (prim == nullptr) return false;
   prim->primitive.execute(ThreadStream(),
                           {{DNNL_ARG_SRC, Memory(src, in.data())},

@@ -7,6 +7,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/onednn_compat.h"
 
 namespace mixrt::cpu {
 namespace {
@@ -111,14 +112,10 @@ int64_t PrimitivesCreated() { return g_created.load(); }
 
 namespace {
 
-std::string DescBytes(const dnnl::memory::desc& md) {
-  return std::string(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
-}
-
 void Reorder(const dnnl::memory& from, const dnnl::memory& to) {
   auto prim = GetPrimitive(
-      absl::StrCat("reorder|", DescBytes(from.get_desc()), "|",
-                   DescBytes(to.get_desc())),
+      absl::StrCat("reorder|", DescIdentity(from.get_desc()), "|",
+                   DescIdentity(to.get_desc())),
       [&] {
         const dnnl::reorder::primitive_desc pd(from, to);
         return CachedPrimitive{dnnl::reorder(pd), pd.impl_info_str(), {}};

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 
 namespace mixrt::cpu {
@@ -77,16 +78,13 @@ bool OneDnnUnary(const sdk::KernelCall& call, const MixrtPointwiseAttrs& attrs,
                    static_cast<int>(e->algorithm), "|", e->alpha, "|", e->beta,
                    "|", out.dtype(), "|", out.numel());
   auto prim = TryGetPrimitive(key, [&] {
-    const dnnl::eltwise_forward::primitive_desc fwd(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training,
-                                    e->algorithm, md, e->alpha, e->beta),
-        Engine());
+    const dnnl::eltwise_forward::primitive_desc fwd =
+        EltwiseForwardPd(e->algorithm, md, e->alpha, e->beta);
     if (!backward) {
       return CachedPrimitive{dnnl::eltwise_forward(fwd), fwd.impl_info_str()};
     }
-    const dnnl::eltwise_backward::primitive_desc bwd(
-        dnnl::eltwise_backward::desc(e->algorithm, md, md, e->alpha, e->beta),
-        Engine(), fwd);
+    const dnnl::eltwise_backward::primitive_desc bwd =
+        EltwiseBackwardPd(e->algorithm, md, e->alpha, e->beta, fwd);
     return CachedPrimitive{dnnl::eltwise_backward(bwd), bwd.impl_info_str()};
   });
   if (prim == nullptr) return false;
@@ -129,8 +127,7 @@ bool OneDnnBinary(const sdk::KernelCall& call, MixrtBinaryKind kind) {
   const dnnl::memory::desc md = Flat(out);
   auto prim = TryGetPrimitive(
       absl::StrCat("binary|", kind, "|", out.dtype(), "|", out.numel()), [&] {
-        const dnnl::binary::primitive_desc pd(
-            dnnl::binary::desc(algorithm, md, md, md), Engine());
+        const dnnl::binary::primitive_desc pd = BinaryPd(algorithm, md);
         return CachedPrimitive{dnnl::binary(pd), pd.impl_info_str()};
       });
   if (prim == nullptr) return false;
