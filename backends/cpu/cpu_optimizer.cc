@@ -69,11 +69,6 @@ absl::Status UpdateScale(const sdk::KernelCall& call) {
   return absl::OkStatus();
 }
 
-size_t OptionalInputs(uint32_t flags) {
-  return ((flags & MIXRT_OPTIM_HAS_GRAD_SCALE) ? 1 : 0) +
-         ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
-}
-
 // False when found_inf says to skip; sets the gradient's multiplier.
 bool Prepare(const sdk::KernelCall& call, uint32_t flags, float* inv_scale) {
   size_t next = 1;
@@ -103,8 +98,9 @@ absl::Status Sgd(const sdk::KernelCall& call) {
   auto attrs = call.GetAttrs<MixrtSgdAttrs>();
   if (!attrs.ok()) return attrs.status();
   const MixrtSgdAttrs a = **attrs;
-  if (absl::Status s = CheckState(call, 1 + OptionalInputs(a.flags),
-                                  a.momentum != 0 ? 2 : 1);
+  if (absl::Status s =
+          CheckState(call, 1 + sdk::OptimizerOptionalInputs(a.flags),
+                     a.momentum != 0 ? 2 : 1);
       !s.ok()) {
     return s;
   }
@@ -134,7 +130,8 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
   if (!attrs.ok()) return attrs.status();
   const MixrtAdamWAttrs a = **attrs;
-  if (absl::Status s = CheckState(call, 1 + OptionalInputs(a.flags), 4);
+  if (absl::Status s =
+          CheckState(call, 1 + sdk::OptimizerOptionalInputs(a.flags), 4);
       !s.ok()) {
     return s;
   }

@@ -87,30 +87,6 @@ void DispatchUnary(MixrtUnaryKind kind, const sdk::KernelCall& call,
    ...);
 }
 
-int64_t IntBinary(MixrtBinaryKind kind, int64_t x, int64_t y) {
-  const auto ux = static_cast<uint64_t>(x);
-  const auto uy = static_cast<uint64_t>(y);
-  switch (kind) {
-    case MIXRT_BINARY_ADD:
-      return static_cast<int64_t>(ux + uy);
-    case MIXRT_BINARY_SUB:
-      return static_cast<int64_t>(ux - uy);
-    case MIXRT_BINARY_MUL:
-      return static_cast<int64_t>(ux * uy);
-    case MIXRT_BINARY_DIV:
-      return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
-    case MIXRT_BINARY_MAXIMUM:
-      return std::max(x, y);
-    case MIXRT_BINARY_MINIMUM:
-      return std::min(x, y);
-    default: {
-      uint64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= ux;
-      return static_cast<int64_t>(r);
-    }
-  }
-}
-
 absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
                                           uint32_t count) {
   auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
@@ -167,7 +143,7 @@ absl::Status Binary(const sdk::KernelCall& call) {
     }
   }
   for (int64_t i = 0; i < n; ++i) {
-    out.StoreInt(i, IntBinary(kind, x.LoadInt(i), y.LoadInt(i)));
+    out.StoreInt(i, sdk::ApplyIntBinary(kind, x.LoadInt(i), y.LoadInt(i)));
   }
   return absl::OkStatus();
 }

@@ -64,16 +64,11 @@ bool Prepare(const sdk::KernelCall& call, uint32_t flags, double* inv_scale) {
   return true;
 }
 
-size_t OptionalInputs(uint32_t flags) {
-  return ((flags & MIXRT_OPTIM_HAS_GRAD_SCALE) ? 1 : 0) +
-         ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
-}
-
 absl::Status Sgd(const sdk::KernelCall& call) {
   auto attrs = call.GetAttrs<MixrtSgdAttrs>();
   if (!attrs.ok()) return attrs.status();
   const MixrtSgdAttrs a = **attrs;
-  const size_t inputs = 1 + OptionalInputs(a.flags);
+  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
   if (absl::Status s = ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1);
       !s.ok()) {
     return s;
@@ -99,7 +94,7 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
   if (!attrs.ok()) return attrs.status();
   const MixrtAdamWAttrs a = **attrs;
-  const size_t inputs = 1 + OptionalInputs(a.flags);
+  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
   if (absl::Status s = ExpectArity(call, inputs, inputs, 4); !s.ok()) return s;
   double inv_scale;
   if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();

@@ -23,33 +23,6 @@ absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
   return **attrs;
 }
 
-int64_t IntBinary(MixrtBinaryKind kind, int64_t x, int64_t y) {
-  // Unsigned arithmetic wraps without undefined behaviour.
-  const uint64_t ux = static_cast<uint64_t>(x);
-  const uint64_t uy = static_cast<uint64_t>(y);
-  switch (kind) {
-    case MIXRT_BINARY_ADD:
-      return static_cast<int64_t>(ux + uy);
-    case MIXRT_BINARY_SUB:
-      return static_cast<int64_t>(ux - uy);
-    case MIXRT_BINARY_MUL:
-      return static_cast<int64_t>(ux * uy);
-    case MIXRT_BINARY_DIV:
-      return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
-    case MIXRT_BINARY_MAXIMUM:
-      return x > y ? x : y;
-    case MIXRT_BINARY_MINIMUM:
-      return x < y ? x : y;
-    default: {  // POW with a non-negative integer exponent.
-      int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i)
-        r = static_cast<int64_t>(static_cast<uint64_t>(r) *
-                                 static_cast<uint64_t>(x));
-      return r;
-    }
-  }
-}
-
 absl::Status Binary(const sdk::KernelCall& call) {
   auto attrs = Attrs(call, MIXRT_BINARY_COUNT);
   if (!attrs.ok()) return attrs.status();
@@ -88,7 +61,8 @@ absl::Status Binary(const sdk::KernelCall& call) {
   }
   sdk::ForEachElement<3>(
       out.ndim(), out.shape(), strides, [&](const std::array<int64_t, 3>& o) {
-        out.StoreInt(o[2], IntBinary(kind, x.LoadInt(o[0]), y.LoadInt(o[1])));
+        out.StoreInt(
+            o[2], sdk::ApplyIntBinary(kind, x.LoadInt(o[0]), y.LoadInt(o[1])));
       });
   return absl::OkStatus();
 }

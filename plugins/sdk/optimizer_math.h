@@ -12,6 +12,12 @@
 
 namespace mixrt::sdk {
 
+// How many optional inputs (grad_scale, found_inf) follow the gradient.
+MIXRT_HOST_DEVICE inline int OptimizerOptionalInputs(uint32_t flags) {
+  return ((flags & MIXRT_OPTIM_HAS_GRAD_SCALE) ? 1 : 0) +
+         ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
+}
+
 // One SGD element. `grad` is already unscaled. Returns the new parameter;
 // updates `buf` when momentum is used.
 template <typename T>

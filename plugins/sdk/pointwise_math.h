@@ -6,6 +6,7 @@
 #define MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
 
 #include <cmath>
+#include <cstdint>
 
 #include "mixrt/plugin_api.h"
 
@@ -158,6 +159,35 @@ MIXRT_HOST_DEVICE inline T UnaryDerivative(MixrtUnaryKind kind, T x, T alpha,
       return alpha;
     default:
       return T(0);
+  }
+}
+
+// Integer binary ops: two's-complement wrap (computed unsigned, so without
+// undefined behaviour); division truncates, INT64_MIN / -1 wraps; pow takes
+// a non-negative exponent. Callers reject zero divisors and negative
+// exponents first.
+MIXRT_HOST_DEVICE inline int64_t ApplyIntBinary(MixrtBinaryKind kind, int64_t x,
+                                                int64_t y) {
+  const auto ux = static_cast<uint64_t>(x);
+  const auto uy = static_cast<uint64_t>(y);
+  switch (kind) {
+    case MIXRT_BINARY_ADD:
+      return static_cast<int64_t>(ux + uy);
+    case MIXRT_BINARY_SUB:
+      return static_cast<int64_t>(ux - uy);
+    case MIXRT_BINARY_MUL:
+      return static_cast<int64_t>(ux * uy);
+    case MIXRT_BINARY_DIV:
+      return (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case MIXRT_BINARY_MAXIMUM:
+      return x > y ? x : y;
+    case MIXRT_BINARY_MINIMUM:
+      return x < y ? x : y;
+    default: {
+      uint64_t r = 1;
+      for (int64_t i = 0; i < y; ++i) r *= ux;
+      return static_cast<int64_t>(r);
+    }
   }
 }
 
