@@ -1,5 +1,8 @@
 // batch_norm (parallel over channels, double sums) and embedding (parallel
-// over looked-up rows; the backward scatter-add runs per table row).
+// over looked-up rows; the backward scatter-add runs per table row). Batch
+// norm is not oneDNN's: the running statistics (with PyTorch's unbiased
+// variance) are the plugin's to update either way, and oneDNN 2.6.3 offers
+// only its simple implementation for the plain layouts used here.
 #include <cmath>
 #include <vector>
 

@@ -1,5 +1,7 @@
 // pool2d forward and backward: parallel loops over the N * C planes of
-// dense NCHW tensors, in f32.
+// dense NCHW tensors, in f32. Not oneDNN's pooling: 2.6.3's max pooling
+// drops NaN (the max of {1, NaN, 3, 2} comes out 3), where the ABI, like
+// PyTorch, propagates it.
 #include <cmath>
 #include <vector>
 
