@@ -15,6 +15,8 @@
 namespace mixrt::bench {
 namespace {
 
+using namespace ::mixrt::kernels;
+
 // ResNet-50 stage 1: 64 -> 64 channels, 3x3, 56x56, batch 8.
 constexpr int64_t kN = 8, kC = 64, kH = 56, kW = 56, kO = 64, kK = 3;
 

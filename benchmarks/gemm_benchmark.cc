@@ -18,6 +18,8 @@
 namespace mixrt::bench {
 namespace {
 
+using namespace ::mixrt::kernels;
+
 struct Shape {
   const char* name;
   int64_t m, k, n;

@@ -13,6 +13,8 @@
 namespace mixrt {
 namespace {
 
+using namespace ::mixrt::kernels;  // The ops under test.
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

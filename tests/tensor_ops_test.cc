@@ -14,6 +14,8 @@
 namespace mixrt {
 namespace {
 
+using namespace ::mixrt::kernels;  // The ops under test.
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

@@ -7,7 +7,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::Status CheckScalar(const Tensor& t, DType dtype, absl::string_view what,
@@ -65,4 +65,4 @@ absl::Status update_scale_(const Tensor& scale, const Tensor& growth_tracker,
   return LaunchKernel(MIXRT_OP_UPDATE_SCALE, ins, outs, &attrs);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -7,7 +7,7 @@
 #include "absl/types/span.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 // grads[i] *= inv_scale in place; found_inf (f32 [1]) is set to 1 if any
 // element of any gradient is inf or NaN. All on one device.
@@ -21,6 +21,6 @@ absl::Status update_scale_(const Tensor& scale, const Tensor& growth_tracker,
                            const Tensor& found_inf, double growth_factor,
                            double backoff_factor, int32_t growth_interval);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_AMP_KERNELS_H_

@@ -6,7 +6,7 @@
 #include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::Status CheckChannelTensor(const Tensor& x, const Tensor& t,
@@ -96,4 +96,4 @@ absl::StatusOr<BatchNormGrads> batch_norm_backward(
   return grads;
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -5,7 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct BatchNormOutput {
   Tensor y;
@@ -28,6 +28,6 @@ absl::StatusOr<BatchNormGrads> batch_norm_backward(
     const Tensor& grad_y, const Tensor& x, const Tensor& weight,
     const BatchNormOutput& forward, bool training, double eps = 1e-5);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_BATCH_NORM_H_

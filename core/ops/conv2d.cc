@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 MixrtConvAttrs Attrs(const Conv2dOptions& o) {
@@ -154,4 +154,4 @@ absl::StatusOr<Conv2dWeightGrads> conv2d_backward_weights(
   return grads;
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -8,7 +8,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct Conv2dOptions {
   std::array<int32_t, 2> stride = {1, 1};
@@ -41,6 +41,6 @@ absl::StatusOr<Conv2dWeightGrads> conv2d_backward_weights(
 int64_t Conv2dOutputSize(int64_t in, int64_t kernel, int32_t stride,
                          int32_t padding, int32_t dilation);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_CONV2D_H_

@@ -6,7 +6,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/factories.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::StatusOr<DropoutOutput> dropout(const Tensor& x, double p,
                                       Generator* generator) {
@@ -36,4 +36,4 @@ absl::StatusOr<Tensor> dropout_backward(const Tensor& grad_y,
   return mul(grad_y, scale);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -7,7 +7,7 @@
 #include "core/tensor/generator.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct DropoutOutput {
   Tensor y;
@@ -21,6 +21,6 @@ absl::StatusOr<DropoutOutput> dropout(const Tensor& x, double p,
 absl::StatusOr<Tensor> dropout_backward(const Tensor& grad_y,
                                         const Tensor& scale);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_DROPOUT_H_

@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::StatusOr<Tensor> Indices(const Tensor& indices, absl::string_view op) {
@@ -70,4 +70,4 @@ absl::StatusOr<Tensor> embedding_backward(const Tensor& grad_out,
   return gw;
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

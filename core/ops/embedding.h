@@ -5,7 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 // weight [V, D], indices i64/i32 [...] -> [..., D]. Out-of-range indices are
 // an error naming the index and V.
@@ -17,6 +17,6 @@ absl::StatusOr<Tensor> embedding_backward(const Tensor& grad_out,
                                           int64_t num_weights,
                                           int64_t padding_idx = -1);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_EMBEDDING_H_

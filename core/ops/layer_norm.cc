@@ -6,7 +6,7 @@
 #include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 // Rows and row length of x for `normalized_dims` trailing dims.
@@ -128,4 +128,4 @@ absl::StatusOr<LayerNormGrads> layer_norm_backward(
   return grads;
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

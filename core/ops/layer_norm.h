@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct LayerNormOutput {
   Tensor y;     // x's shape and dtype.
@@ -30,6 +30,6 @@ absl::StatusOr<LayerNormGrads> layer_norm_backward(
     const Tensor& grad_y, const Tensor& x, const LayerNormOutput& forward,
     int normalized_dims, const Tensor& weight, double eps = 1e-5);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_LAYER_NORM_H_

@@ -8,7 +8,7 @@
 #include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::StatusOr<Tensor> CheckTargets(const Tensor& logits, const Tensor& target,
@@ -303,4 +303,4 @@ absl::StatusOr<Tensor> binary_cross_entropy_with_logits_backward(
   return mul(d, g);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

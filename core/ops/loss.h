@@ -5,7 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 enum class Reduction { kNone, kMean, kSum };
 
@@ -63,6 +63,6 @@ absl::StatusOr<Tensor> binary_cross_entropy_with_logits_backward(
     const Tensor& grad_loss, const Tensor& logits, const Tensor& target,
     Reduction reduction = Reduction::kMean);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_LOSS_H_

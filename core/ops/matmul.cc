@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::StatusOr<Tensor> MatmulWithBias(const Tensor& a_in, const Tensor& b_in,
@@ -107,4 +107,4 @@ absl::StatusOr<Tensor> linear(const Tensor& x, const Tensor& weight,
   return MatmulWithBias(x, wt, &bias, options, "linear");
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

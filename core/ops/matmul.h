@@ -12,7 +12,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct MatmulOptions {
   MixrtActivation activation = MIXRT_ACTIVATION_NONE;
@@ -32,6 +32,6 @@ absl::StatusOr<Tensor> linear(const Tensor& x, const Tensor& weight,
                               const Tensor& bias,
                               const MatmulOptions& options = {});
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_MATMUL_H_

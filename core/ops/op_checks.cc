@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::Status CheckDefined(const Tensor& t, absl::string_view op) {
   if (!t.defined()) {
@@ -36,4 +36,4 @@ absl::Status CheckSameDevice(const Tensor& a, const Tensor& b,
   return absl::OkStatus();
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

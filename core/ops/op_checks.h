@@ -6,7 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::Status CheckDefined(const Tensor& t, absl::string_view op);
 // Defined and of a floating dtype.
@@ -15,6 +15,6 @@ absl::Status CheckFloating(const Tensor& t, absl::string_view op);
 absl::Status CheckSameDevice(const Tensor& a, const Tensor& b,
                              absl::string_view op);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_OP_CHECKS_H_

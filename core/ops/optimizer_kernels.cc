@@ -7,7 +7,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::Status CheckState(const Tensor& param, const Tensor& t,
@@ -104,4 +104,4 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
   return LaunchKernel(MIXRT_OP_ADAMW_STEP, ins, outs, &attrs);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -8,7 +8,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 // Optional device scalars; undefined tensors mean "none".
 struct StepScaling {
@@ -28,6 +28,6 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
                          const Tensor& step, MixrtAdamWAttrs attrs,
                          const StepScaling& scaling = {});
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_OPTIMIZER_KERNELS_H_

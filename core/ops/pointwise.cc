@@ -7,7 +7,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 constexpr const char* kBinaryNames[MIXRT_BINARY_COUNT] = {
@@ -224,4 +224,4 @@ absl::StatusOr<Tensor> where(const Tensor& condition, const Tensor& x,
                          dtype, nullptr, /*first_converted=*/1);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

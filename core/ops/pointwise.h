@@ -9,7 +9,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 // Binary arithmetic; integers are allowed (division truncates).
 absl::StatusOr<Tensor> add(const Tensor& a, const Tensor& b);
@@ -61,6 +61,6 @@ absl::StatusOr<Tensor> ge(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> where(const Tensor& condition, const Tensor& x,
                              const Tensor& y);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_POINTWISE_H_

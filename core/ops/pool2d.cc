@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::StatusOr<Shape> OutputShape(const Tensor& x, const Pool2dOptions& o) {
@@ -81,4 +81,4 @@ absl::StatusOr<Tensor> pool2d_backward(const Tensor& grad_out, const Tensor& x,
   return gx;
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

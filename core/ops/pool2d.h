@@ -8,7 +8,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 struct Pool2dOptions {
   MixrtPoolKind kind = MIXRT_POOL_MAX;
@@ -21,6 +21,6 @@ absl::StatusOr<Tensor> pool2d(const Tensor& x, const Pool2dOptions& options);
 absl::StatusOr<Tensor> pool2d_backward(const Tensor& grad_out, const Tensor& x,
                                        const Pool2dOptions& options);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_POOL2D_H_

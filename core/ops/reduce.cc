@@ -6,7 +6,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
                               absl::Span<const int64_t> dims, bool keepdim,
@@ -90,4 +90,4 @@ absl::StatusOr<Tensor> std(const Tensor& x, absl::Span<const int64_t> dims,
   return sqrt(v);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

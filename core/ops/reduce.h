@@ -8,7 +8,7 @@
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims = {},
                            bool keepdim = false);
@@ -34,6 +34,6 @@ absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
                               absl::Span<const int64_t> dims, bool keepdim,
                               double correction = 0);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_REDUCE_H_

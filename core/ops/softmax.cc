@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 absl::StatusOr<Tensor> Launch(MixrtOp op, absl::string_view name,
@@ -61,4 +61,4 @@ absl::StatusOr<Tensor> log_softmax_backward(const Tensor& grad_y,
                 {grad_y, y}, dim);
 }
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -5,7 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor/tensor.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 
 absl::StatusOr<Tensor> softmax(const Tensor& x, int64_t dim);
 absl::StatusOr<Tensor> log_softmax(const Tensor& x, int64_t dim);
@@ -15,6 +15,6 @@ absl::StatusOr<Tensor> softmax_backward(const Tensor& grad_y, const Tensor& y,
 absl::StatusOr<Tensor> log_softmax_backward(const Tensor& grad_y,
                                             const Tensor& y, int64_t dim);
 
-}  // namespace mixrt
+}  // namespace mixrt::kernels
 
 #endif  // MIXRT_CORE_OPS_SOFTMAX_H_

@@ -22,6 +22,8 @@
 namespace mixrt::conformance {
 namespace {
 
+using namespace ::mixrt::kernels;  // The ops the cases run.
+
 constexpr DType kFloatTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 constexpr uint64_t kSeed = 2024;
 

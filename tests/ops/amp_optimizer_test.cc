@@ -11,7 +11,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using ::testing::ElementsAre;
@@ -186,4 +186,4 @@ TEST_F(AmpOptimizerTest, ScaledStepsUnscaleAndSkipOnInfBitIdentically) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -12,7 +12,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using ::testing::ElementsAre;
@@ -189,4 +189,4 @@ TEST_F(MoreOpsTest, RegressionLossesAndGradientsMatchDefinitions) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels

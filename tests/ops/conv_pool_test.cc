@@ -10,7 +10,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using ::testing::ElementsAre;
@@ -141,4 +141,4 @@ TEST_F(ConvPoolTest, PoolingForwardAndBackward) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -10,7 +10,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using testing::ExpectClose;
@@ -130,4 +130,4 @@ TEST_F(LossTest, MseMatchesHost) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels

@@ -9,7 +9,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using ::testing::ElementsAre;
@@ -131,4 +131,4 @@ TEST_F(ReduceTest, NanPropagatesAndEmptyInputs) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels

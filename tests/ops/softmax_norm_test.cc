@@ -11,7 +11,7 @@
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
-namespace mixrt {
+namespace mixrt::kernels {
 namespace {
 
 using testing::ExpectClose;
@@ -164,4 +164,4 @@ TEST_F(SoftmaxNormTest, LayerNormBackwardMatchesFiniteDifferences) {
 }
 
 }  // namespace
-}  // namespace mixrt
+}  // namespace mixrt::kernels
