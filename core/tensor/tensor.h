@@ -26,6 +26,8 @@
 
 namespace mixrt {
 
+struct AutogradMeta;
+
 class Tensor {
  public:
   Tensor() = default;  // Undefined: defined() is false.
@@ -93,7 +95,29 @@ class Tensor {
   // The ABI descriptor; valid while this Tensor is alive and unmodified.
   MixrtTensorDesc desc() const;
 
+  // ---- Autograd (core/autograd/) ----
+  // Copies of a Tensor handle share their autograd state, like a PyTorch
+  // tensor object. View and copy methods above return tensors without
+  // history; the mixrt:: ops record it.
+  bool requires_grad() const;
+  // Marks a leaf as needing gradients; floating leaves only.
+  absl::Status set_requires_grad(bool requires_grad);
+  // The accumulated gradient, or an undefined tensor.
+  Tensor grad() const;
+  void set_grad(const Tensor& grad);
+  bool is_leaf() const;
+  // The same data with no autograd history.
+  Tensor detach() const;
+  // Back-propagates from this tensor: a scalar, unless `gradient` (same shape)
+  // is given. Gradients accumulate into the .grad of leaves.
+  absl::Status backward() const;
+  absl::Status backward(const Tensor& gradient, bool retain_graph) const;
+  // Internal: the autograd state, created on first use.
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return meta_; }
+  AutogradMeta& mutable_autograd_meta();
+
  private:
+  std::shared_ptr<AutogradMeta> meta_;
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::kF32;
   Shape shape_;

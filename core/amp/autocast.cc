@@ -1,0 +1,261 @@
+#include "core/amp/autocast.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "core/amp/autocast_policy.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/functional/ops.h"
+#include "core/status_macros.h"
+
+namespace mixrt {
+namespace {
+
+struct DeviceState {
+  bool enabled = false;
+  std::optional<DType> dtype;
+  bool auto_precision = false;
+  bool cache_enabled = true;
+};
+
+thread_local std::map<std::string, DeviceState> t_state;
+// Every guard counts, as torch.autocast's nesting counter does; the weight
+// cache is cleared when the outermost guard exits.
+thread_local int t_nesting = 0;
+thread_local absl::flat_hash_map<std::pair<const AutogradMeta*, int>, Tensor>
+    t_cache;
+thread_local bool t_logging = false;
+thread_local std::vector<AutocastDecision> t_log;
+
+std::atomic<bool>& GlobalDisable() {
+  static std::atomic<bool> disabled{[] {
+    const char* env = std::getenv("MIXRT_DISABLE_AMP");
+    return env != nullptr && std::string(env) == "1";
+  }()};
+  return disabled;
+}
+
+absl::Mutex g_warn_mu;
+std::vector<std::string>* g_warnings = new std::vector<std::string>();
+
+void WarnOnce(const std::string& text) {
+  absl::MutexLock lock(&g_warn_mu);
+  for (const std::string& w : *g_warnings) {
+    if (w == text) return;
+  }
+  g_warnings->push_back(text);
+  std::fprintf(stderr, "mixrt autocast: %s\n", text.c_str());
+}
+
+const char* Name(DType d) { return DTypeName(d).data(); }
+
+absl::StatusOr<Tensor> CastCached(const Tensor& t, DType target,
+                                  bool cache_enabled) {
+  const bool cacheable = cache_enabled && !InferenceModeEnabled() &&
+                         t.is_leaf() && t.requires_grad() &&
+                         t.dtype() == DType::kF32;
+  if (!cacheable) return cast(t, target);
+  const auto key =
+      std::make_pair(t.autograd_meta().get(), static_cast<int>(target));
+  auto it = t_cache.find(key);
+  if (it != t_cache.end()) return it->second;
+  MIXRT_ASSIGN_OR_RETURN(Tensor c, cast(t, target));
+  t_cache.emplace(key, c);
+  return c;
+}
+
+}  // namespace
+
+DType DefaultAutocastDType(absl::string_view device_type) {
+  return device_type == "cuda" ? DType::kF16 : DType::kBF16;
+}
+
+struct AutocastGuard::Saved {
+  bool had = false;
+  DeviceState state;
+};
+
+AutocastGuard::AutocastGuard(std::string device_type, AutocastOptions options)
+    : device_type_(std::move(device_type)), saved_(std::make_unique<Saved>()) {
+  auto it = t_state.find(device_type_);
+  if (it != t_state.end()) {
+    saved_->had = true;
+    saved_->state = it->second;
+  }
+  DeviceState& s = t_state[device_type_];
+  s.enabled = options.enabled;
+  s.dtype = options.dtype;
+  s.auto_precision = options.auto_precision;
+  s.cache_enabled = options.cache_enabled;
+  ++t_nesting;
+}
+
+AutocastGuard::AutocastGuard(std::string device_type, DType dtype, bool enabled,
+                             bool cache_enabled)
+    : AutocastGuard(std::move(device_type),
+                    AutocastOptions{dtype, false, enabled, cache_enabled}) {}
+
+AutocastGuard::~AutocastGuard() {
+  if (saved_->had) {
+    t_state[device_type_] = saved_->state;
+  } else {
+    t_state.erase(device_type_);
+  }
+  if (--t_nesting == 0) t_cache.clear();
+}
+
+bool AutocastEnabled(absl::string_view device_type) {
+  if (GlobalDisable().load()) return false;
+  auto it = t_state.find(std::string(device_type));
+  return it != t_state.end() && it->second.enabled;
+}
+
+void SetAmpGloballyDisabled(bool disabled) { GlobalDisable() = disabled; }
+bool AmpGloballyDisabled() { return GlobalDisable().load(); }
+
+PrecisionChoice NarrowPrecision(const Device& device, MixrtOpClass op_class,
+                                DType requested) {
+  std::vector<DType> order = {requested};
+  if (requested == DType::kF16)
+    order = {DType::kF16, DType::kBF16, DType::kF32};
+  if (requested == DType::kBF16) order = {DType::kBF16, DType::kF32};
+  for (DType d : order) {
+    const CapabilityEntry& cap = device.info().capability(op_class, d);
+    if (cap.level == MIXRT_SUPPORT_UNSUPPORTED && d != DType::kF32) continue;
+    if (d == requested) return {d, ""};
+    const CapabilityEntry& asked =
+        device.info().capability(op_class, requested);
+    std::string why = absl::StrCat(Name(requested), " ", OpClassName(op_class),
+                                   " is unsupported on ", device.ToString(),
+                                   " (", asked.reason, "); running ", Name(d));
+    WarnOnce(why);
+    return {d, why};
+  }
+  return {DType::kF32, "no lower precision available"};
+}
+
+PrecisionChoice AutoPrecision(const Device& device, MixrtOpClass op_class) {
+  DType best = DType::kF32;
+  double best_speed = 1.0;
+  std::string why =
+      absl::StrCat("f32: no lower precision is native and faster for ",
+                   OpClassName(op_class), " on ", device.ToString());
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    const CapabilityEntry& cap = device.info().capability(op_class, d);
+    if (cap.level != MIXRT_SUPPORT_NATIVE) continue;
+    // Native but never measured (GPU tensor cores): assume a small gain.
+    const double speed = cap.speed_vs_f32 > 0 ? cap.speed_vs_f32 : 1.01;
+    if (speed > best_speed) {
+      best = d;
+      best_speed = speed;
+      why = absl::StrFormat("%s: native, %s", Name(d),
+                            cap.speed_vs_f32 > 0
+                                ? absl::StrFormat("measured %.2fx f32", speed)
+                                : std::string("not measured"));
+    }
+  }
+  return {best, why};
+}
+
+absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
+                                                   MixrtOpClass op_class,
+                                                   std::vector<Tensor> inputs) {
+  if (GlobalDisable().load() || t_state.empty()) return inputs;
+  const Tensor* first = nullptr;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && IsFloating(t.dtype())) {
+      first = &t;
+      break;
+    }
+  }
+  if (first == nullptr) return inputs;
+  const Device device = first->device();
+  auto it = t_state.find(device.type());
+  if (it == t_state.end() || !it->second.enabled) return inputs;
+  const DeviceState& state = it->second;
+  const AutocastPolicyEntry entry = AutocastPolicyFor(device.type(), op);
+  DType target;
+  std::string requested;
+  std::string why;
+  switch (entry.category) {
+    case AutocastCategory::kUnlisted:
+      return inputs;
+    case AutocastCategory::kRefused:
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, " is refused under autocast: ", entry.note));
+    case AutocastCategory::kFloat32:
+      target = DType::kF32;
+      requested = "f32 (policy)";
+      break;
+    case AutocastCategory::kPromote: {
+      target = DType::kF16;
+      bool seen = false;
+      for (const Tensor& t : inputs) {
+        if (!t.defined() || !IsFloating(t.dtype())) continue;
+        target = seen ? PromoteTypes(target, t.dtype()) : t.dtype();
+        seen = true;
+      }
+      requested = "widest input (policy)";
+      break;
+    }
+    case AutocastCategory::kLowerPrecision: {
+      const DType asked =
+          state.dtype.value_or(DefaultAutocastDType(device.type()));
+      const PrecisionChoice choice =
+          state.auto_precision ? AutoPrecision(device, op_class)
+                               : NarrowPrecision(device, op_class, asked);
+      target = choice.dtype;
+      requested = state.auto_precision ? "auto" : Name(asked);
+      why = choice.reason;
+      break;
+    }
+  }
+  for (Tensor& t : inputs) {
+    if (!t.defined() || !IsFloating(t.dtype()) || t.device() != device ||
+        t.dtype() == target) {
+      continue;
+    }
+    MIXRT_ASSIGN_OR_RETURN(t, CastCached(t, target, state.cache_enabled));
+  }
+  if (t_logging) {
+    t_log.push_back({std::string(op), device.ToString(), requested, target,
+                     why.empty() ? "policy" : why});
+  }
+  return inputs;
+}
+
+void SetAutocastLogging(bool enabled) { t_logging = enabled; }
+
+std::vector<AutocastDecision> TakeAutocastLog() {
+  std::vector<AutocastDecision> log;
+  log.swap(t_log);
+  return log;
+}
+
+std::string FormatAutocastLog(const std::vector<AutocastDecision>& log) {
+  std::string out = absl::StrFormat("%-34s %-10s %-22s %-5s %s\n", "op",
+                                    "device", "requested", "ran", "why");
+  for (const AutocastDecision& d : log) {
+    absl::StrAppendFormat(&out, "%-34s %-10s %-22s %-5s %s\n", d.op, d.device,
+                          d.requested, Name(d.ran), d.why);
+  }
+  return out;
+}
+
+std::vector<std::string> AutocastWarnings() {
+  absl::MutexLock lock(&g_warn_mu);
+  return *g_warnings;
+}
+
+size_t AutocastCacheSize() { return t_cache.size(); }
+
+}  // namespace mixrt

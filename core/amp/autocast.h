@@ -1,0 +1,103 @@
+// Autocast: per-op precision chosen from a policy table, like torch.autocast.
+//
+//   {
+//     mixrt::AutocastGuard autocast("cpu", mixrt::DType::kBF16);
+//     y = *mixrt::linear(x, w, b);   // runs in bf16 (lower-precision list)
+//     loss = *mixrt::mse_loss(y, t); // runs in f32 (f32 list)
+//   }
+//
+// State is per thread and per device type; guards nest and restore the
+// previous state. The requested dtype is narrowed by what the device can do
+// (its plugin's capability matrix): an unsupported dtype falls back along
+// f16 -> bf16 -> f32 for that op, with one warning per (device, dtype,
+// reason) and a queryable record.
+#ifndef MIXRT_CORE_AMP_AUTOCAST_H_
+#define MIXRT_CORE_AMP_AUTOCAST_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/tensor/tensor.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt {
+
+// What autocast does when a guard asks for no particular dtype.
+DType DefaultAutocastDType(
+    absl::string_view device_type);  // cuda f16, cpu bf16
+
+struct AutocastOptions {
+  std::optional<DType> dtype;   // Unset: DefaultAutocastDType.
+  bool auto_precision = false;  // Per op class, the fastest native dtype.
+  bool enabled = true;
+  bool cache_enabled = true;
+};
+
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(std::string device_type, AutocastOptions options = {});
+  AutocastGuard(std::string device_type, DType dtype, bool enabled = true,
+                bool cache_enabled = true);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  struct Saved;
+  std::string device_type_;
+  std::unique_ptr<Saved> saved_;
+};
+
+bool AutocastEnabled(absl::string_view device_type);
+
+// Troubleshooting switch from the AMP guides: with it on (or with
+// MIXRT_DISABLE_AMP=1 in the environment) autocast and the grad scaler do
+// nothing anywhere, to check whether AMP causes a problem.
+void SetAmpGloballyDisabled(bool disabled);
+bool AmpGloballyDisabled();
+
+// The inputs of op `op` (of class `op_class`) as autocast wants them: cast
+// (with autograd history) when autocast is on for their device type and
+// the policy says so. Undefined and non-floating tensors pass through.
+absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
+                                                   MixrtOpClass op_class,
+                                                   std::vector<Tensor> inputs);
+
+// The dtype `device` runs `op_class` in when `requested` is asked for,
+// and why (empty when it is the request).
+struct PrecisionChoice {
+  DType dtype;
+  std::string reason;
+};
+PrecisionChoice NarrowPrecision(const Device& device, MixrtOpClass op_class,
+                                DType requested);
+// For precision=auto: the fastest dtype the device reports native for
+// `op_class`, f32 where lower precision is measured slower or unsupported.
+PrecisionChoice AutoPrecision(const Device& device, MixrtOpClass op_class);
+
+// ---- Explaining precision decisions ----
+struct AutocastDecision {
+  std::string op;
+  std::string device;
+  std::string requested;  // "bf16", "f32 (policy)", ...
+  DType ran;
+  std::string why;
+};
+// Opt-in, per thread: record every decision until disabled.
+void SetAutocastLogging(bool enabled);
+std::vector<AutocastDecision> TakeAutocastLog();
+std::string FormatAutocastLog(const std::vector<AutocastDecision>& log);
+// Every distinct narrowing warning issued so far in this process.
+std::vector<std::string> AutocastWarnings();
+
+// Number of entries in this thread's weight-cast cache (for tests).
+size_t AutocastCacheSize();
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_AMP_AUTOCAST_H_

@@ -1,0 +1,108 @@
+#include "core/autograd/engine.h"
+
+#include <deque>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/ops/pointwise.h"
+#include "core/status_macros.h"
+
+namespace mixrt {
+
+absl::Status RunBackward(const std::vector<Tensor>& roots,
+                         const std::vector<Tensor>& grads, bool retain_graph) {
+  // Backward itself is not recorded (no double backward).
+  NoGradGuard no_grad;
+  // Gradients waiting for each node, one slot per node output.
+  absl::flat_hash_map<Node*, std::vector<Tensor>> buffers;
+  absl::flat_hash_map<Node*, int> dependencies;
+  absl::flat_hash_map<Node*, std::shared_ptr<Node>> owners;
+
+  auto add_grad = [&](const Edge& edge, const Tensor& g) -> absl::Status {
+    std::vector<Tensor>& slots = buffers[edge.node.get()];
+    if (slots.empty()) slots.resize(edge.node->num_outputs());
+    Tensor& slot = slots[edge.input_nr];
+    if (!slot.defined()) {
+      slot = g;
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(slot, kernels::add(slot, g));
+    }
+    return absl::OkStatus();
+  };
+
+  // Count, for every reachable node, how many edges lead into it.
+  std::vector<Node*> stack;
+  std::vector<Edge> root_edges;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Edge edge = GradientEdge(roots[i]);
+    if (edge.node == nullptr) {
+      return absl::FailedPreconditionError(
+          "backward: the tensor does not require grad and has no grad_fn "
+          "(did you forget requires_grad, or run it under no_grad?)");
+    }
+    root_edges.push_back(edge);
+    if (owners.emplace(edge.node.get(), edge.node).second) {
+      stack.push_back(edge.node.get());
+    }
+  }
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge& next : node->next_edges()) {
+      if (next.node == nullptr) continue;
+      ++dependencies[next.node.get()];
+      if (owners.emplace(next.node.get(), next.node).second) {
+        stack.push_back(next.node.get());
+      }
+    }
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    MIXRT_RETURN_IF_ERROR(add_grad(root_edges[i], grads[i]));
+  }
+  std::deque<Node*> ready;
+  for (const Edge& e : root_edges) {
+    if (dependencies[e.node.get()] == 0 &&
+        std::find(ready.begin(), ready.end(), e.node.get()) == ready.end()) {
+      ready.push_back(e.node.get());
+    }
+  }
+  std::vector<Node*> executed;
+  while (!ready.empty()) {
+    Node* node = ready.front();
+    ready.pop_front();
+    if (node->released()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "backward: trying to backward through the graph a second time (",
+          node->name(),
+          "'s saved tensors were freed after the first backward); pass "
+          "retain_graph=true to the first backward if you need to"));
+    }
+    std::vector<Tensor> inputs = std::move(buffers[node]);
+    buffers.erase(node);
+    inputs.resize(node->num_outputs());
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, node->Apply(inputs));
+    executed.push_back(node);
+    const std::vector<Edge>& edges = node->next_edges();
+    for (size_t k = 0; k < edges.size(); ++k) {
+      const Edge& next = edges[k];
+      if (next.node == nullptr) continue;
+      if (k < out.size() && out[k].defined()) {
+        MIXRT_RETURN_IF_ERROR(add_grad(next, out[k]));
+      }
+      if (--dependencies[next.node.get()] == 0)
+        ready.push_back(next.node.get());
+    }
+  }
+  if (!retain_graph) {
+    for (Node* node : executed) {
+      if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
+      node->ReleaseSaved();
+      node->mark_released();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt

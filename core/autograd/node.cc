@@ -1,0 +1,72 @@
+#include "core/autograd/node.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/autograd/grad_mode.h"
+#include "core/ops/pointwise.h"
+#include "core/status_macros.h"
+
+namespace mixrt {
+
+absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
+    std::vector<Tensor> grad_outputs) {
+  std::shared_ptr<AutogradMeta> leaf = leaf_.lock();
+  if (leaf == nullptr || !grad_outputs[0].defined()) {
+    return std::vector<Tensor>{};
+  }
+  const Tensor& g = grad_outputs[0];
+  if (absl::Span<const int64_t>(g.shape()) !=
+      absl::Span<const int64_t>(shape_)) {
+    return absl::InternalError(
+        absl::StrCat("autograd: gradient of shape ", ShapeToString(g.shape()),
+                     " for a leaf of shape ", ShapeToString(shape_)));
+  }
+  // A new tensor in the leaf's dtype: the incoming gradient may be shared
+  // with other leaves, and optimizers and the scaler modify .grad in place.
+  MIXRT_ASSIGN_OR_RETURN(Tensor converted,
+                         g.dtype() == dtype_ ? g.clone() : g.to(dtype_));
+  if (!leaf->grad.defined()) {
+    leaf->grad = converted;
+  } else {
+    MIXRT_ASSIGN_OR_RETURN(leaf->grad, kernels::add(leaf->grad, converted));
+  }
+  return std::vector<Tensor>{};
+}
+
+Edge GradientEdge(const Tensor& t) {
+  const std::shared_ptr<AutogradMeta>& meta = t.autograd_meta();
+  if (meta == nullptr) return {};
+  if (meta->grad_fn != nullptr) return {meta->grad_fn, meta->output_nr};
+  if (!meta->requires_grad) return {};
+  std::shared_ptr<Node> accumulator = meta->grad_accumulator.lock();
+  if (accumulator == nullptr) {
+    accumulator = std::make_shared<AccumulateGrad>(meta, t.dtype(), t.shape());
+    meta->grad_accumulator = accumulator;
+  }
+  return {accumulator, 0};
+}
+
+bool AnyRequiresGrad(std::initializer_list<const Tensor*> inputs) {
+  if (!GradModeEnabled()) return false;
+  for (const Tensor* t : inputs) {
+    if (t != nullptr && t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
+bool AnyRequiresGrad(const std::vector<Tensor>& inputs) {
+  if (!GradModeEnabled()) return false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+void SetHistory(Tensor& output, const std::shared_ptr<Node>& node,
+                int output_nr) {
+  AutogradMeta& meta = output.mutable_autograd_meta();
+  meta.grad_fn = node;
+  meta.output_nr = output_nr;
+  meta.requires_grad = true;
+}
+
+}  // namespace mixrt

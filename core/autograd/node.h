@@ -1,0 +1,90 @@
+// The nodes of the autograd graph: each op that needs gradients records a
+// Node holding what its backward needs, with edges to the nodes that
+// produced its inputs (or to an AccumulateGrad for leaves).
+#ifndef MIXRT_CORE_AUTOGRAD_NODE_H_
+#define MIXRT_CORE_AUTOGRAD_NODE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+#include "core/tensor/tensor.h"
+
+namespace mixrt {
+
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> node;  // Null: this input needs no gradient.
+  int input_nr = 0;            // Which input slot of `node`.
+};
+
+class Node {
+ public:
+  explicit Node(std::string name) : name_(std::move(name)) {}
+  virtual ~Node() = default;
+
+  // Gradients for each input edge, given one gradient per output (an
+  // undefined tensor where an output got none).
+  virtual absl::StatusOr<std::vector<Tensor>> Apply(
+      std::vector<Tensor> grad_outputs) = 0;
+  // Drops saved tensors after a backward without retain_graph.
+  virtual void ReleaseSaved() {}
+
+  const std::string& name() const { return name_; }
+  std::vector<Edge>& next_edges() { return next_edges_; }
+  int num_outputs() const { return num_outputs_; }
+  void set_num_outputs(int n) { num_outputs_ = n; }
+  bool released() const { return released_; }
+  void mark_released() { released_ = true; }
+
+ private:
+  std::string name_;
+  std::vector<Edge> next_edges_;
+  int num_outputs_ = 1;
+  bool released_ = false;
+};
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;  // Null for leaves.
+  int output_nr = 0;
+  // The leaf's accumulator, shared by every use of the leaf in a graph.
+  std::weak_ptr<Node> grad_accumulator;
+};
+
+// Accumulates into a leaf's .grad, converting to the leaf's dtype (so an f32
+// parameter used in f16 under autocast gets an f32 gradient).
+class AccumulateGrad : public Node {
+ public:
+  AccumulateGrad(std::weak_ptr<AutogradMeta> leaf, DType dtype, Shape shape)
+      : Node("AccumulateGrad"),
+        leaf_(std::move(leaf)),
+        dtype_(dtype),
+        shape_(std::move(shape)) {}
+  absl::StatusOr<std::vector<Tensor>> Apply(
+      std::vector<Tensor> grad_outputs) override;
+
+ private:
+  std::weak_ptr<AutogradMeta> leaf_;
+  DType dtype_;
+  Shape shape_;
+};
+
+// The edge a gradient for `t` flows into (empty when t needs none).
+Edge GradientEdge(const Tensor& t);
+
+// True when gradients are being recorded and any of `inputs` requires one.
+bool AnyRequiresGrad(std::initializer_list<const Tensor*> inputs);
+bool AnyRequiresGrad(const std::vector<Tensor>& inputs);
+
+// Makes `node` the history of `output` (output number `output_nr`).
+void SetHistory(Tensor& output, const std::shared_ptr<Node>& node,
+                int output_nr = 0);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_AUTOGRAD_NODE_H_

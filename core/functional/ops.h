@@ -1,0 +1,118 @@
+// The differentiable mixrt ops: each applies autocast (core/amp/autocast.h),
+// runs the kernel on the tensors' device, and records its backward when an
+// input requires grad. This is the API models are written against;
+// core/ops/ holds the same kernels without autocast or autograd
+// (mixrt::kernels).
+//
+//   mixrt::Tensor h = *mixrt::relu(*mixrt::linear(x, w1, b1));
+//   mixrt::Tensor loss = *mixrt::cross_entropy(*mixrt::linear(h, w2, b2), y);
+//   MIXRT_RETURN_IF_ERROR(loss.backward());
+#ifndef MIXRT_CORE_FUNCTIONAL_OPS_H_
+#define MIXRT_CORE_FUNCTIONAL_OPS_H_
+
+#include "absl/status/statusor.h"
+#include "core/ops/conv2d.h"
+#include "core/ops/loss.h"
+#include "core/ops/matmul.h"
+#include "core/ops/pool2d.h"
+#include "core/tensor/generator.h"
+#include "core/tensor/tensor.h"
+
+namespace mixrt {
+
+using kernels::Conv2dOptions;
+using kernels::CrossEntropyOptions;
+using kernels::MatmulOptions;
+using kernels::Pool2dOptions;
+using kernels::Reduction;
+
+// ---- dtype and shape ----
+absl::StatusOr<Tensor> cast(const Tensor& x, DType dtype);
+absl::StatusOr<Tensor> reshape(const Tensor& x,
+                               absl::Span<const int64_t> shape);
+absl::StatusOr<Tensor> transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+// [N, ...] -> [N, prod(...)]
+absl::StatusOr<Tensor> flatten(const Tensor& x);
+
+// ---- pointwise (broadcasting) ----
+absl::StatusOr<Tensor> add(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> sub(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> mul(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> div(const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> neg(const Tensor& x);
+// alpha * x + beta
+absl::StatusOr<Tensor> scale(const Tensor& x, double alpha, double beta = 0);
+absl::StatusOr<Tensor> relu(const Tensor& x);
+absl::StatusOr<Tensor> leaky_relu(const Tensor& x, double negative_slope);
+absl::StatusOr<Tensor> gelu(const Tensor& x, bool tanh_approximation = false);
+absl::StatusOr<Tensor> silu(const Tensor& x);
+absl::StatusOr<Tensor> sigmoid(const Tensor& x);
+absl::StatusOr<Tensor> tanh(const Tensor& x);
+absl::StatusOr<Tensor> exp(const Tensor& x);
+absl::StatusOr<Tensor> log(const Tensor& x);
+absl::StatusOr<Tensor> sqrt(const Tensor& x);
+absl::StatusOr<Tensor> pow(const Tensor& x, double exponent);
+absl::StatusOr<Tensor> clamp(const Tensor& x, double min, double max);
+
+// ---- reductions ----
+absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims = {},
+                           bool keepdim = false);
+absl::StatusOr<Tensor> mean(const Tensor& x,
+                            absl::Span<const int64_t> dims = {},
+                            bool keepdim = false);
+
+// ---- linear algebra ----
+absl::StatusOr<Tensor> matmul(const Tensor& a, const Tensor& b);
+// x [..., in] @ weight[out, in]^T + bias[out] (bias may be undefined).
+absl::StatusOr<Tensor> linear(const Tensor& x, const Tensor& weight,
+                              const Tensor& bias);
+
+// ---- neural-network ops ----
+absl::StatusOr<Tensor> softmax(const Tensor& x, int64_t dim);
+absl::StatusOr<Tensor> log_softmax(const Tensor& x, int64_t dim);
+absl::StatusOr<Tensor> layer_norm(const Tensor& x, int normalized_dims,
+                                  const Tensor& weight, const Tensor& bias,
+                                  double eps = 1e-5);
+// Training-mode dropout (callers skip it in eval mode).
+absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
+                               Generator* generator = nullptr);
+absl::StatusOr<Tensor> embedding(const Tensor& weight, const Tensor& indices,
+                                 int64_t padding_idx = -1);
+absl::StatusOr<Tensor> conv2d(const Tensor& x, const Tensor& weight,
+                              const Tensor& bias,
+                              const Conv2dOptions& options = {});
+absl::StatusOr<Tensor> pool2d(const Tensor& x, const Pool2dOptions& options);
+// running_mean/var (f32) are updated in place when training.
+absl::StatusOr<Tensor> batch_norm(const Tensor& x, const Tensor& weight,
+                                  const Tensor& bias,
+                                  const Tensor& running_mean,
+                                  const Tensor& running_var, bool training,
+                                  double momentum = 0.1, double eps = 1e-5);
+
+// ---- losses (f32 under autocast) ----
+absl::StatusOr<Tensor> cross_entropy(const Tensor& logits, const Tensor& target,
+                                     const CrossEntropyOptions& options = {});
+absl::StatusOr<Tensor> nll_loss(const Tensor& log_probs, const Tensor& target,
+                                const CrossEntropyOptions& options = {});
+absl::StatusOr<Tensor> mse_loss(const Tensor& input, const Tensor& target,
+                                Reduction reduction = Reduction::kMean);
+absl::StatusOr<Tensor> l1_loss(const Tensor& input, const Tensor& target,
+                               Reduction reduction = Reduction::kMean);
+absl::StatusOr<Tensor> smooth_l1_loss(const Tensor& input, const Tensor& target,
+                                      Reduction reduction = Reduction::kMean,
+                                      double beta = 1.0);
+absl::StatusOr<Tensor> binary_cross_entropy_with_logits(
+    const Tensor& logits, const Tensor& target,
+    Reduction reduction = Reduction::kMean);
+// Refused under CUDA autocast, as PyTorch refuses it.
+absl::StatusOr<Tensor> binary_cross_entropy(
+    const Tensor& probs, const Tensor& target,
+    Reduction reduction = Reduction::kMean);
+
+// Sums `grad` over the dims broadcasting added or stretched, giving `shape`.
+absl::StatusOr<Tensor> SumToShape(const Tensor& grad,
+                                  absl::Span<const int64_t> shape);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_FUNCTIONAL_OPS_H_
