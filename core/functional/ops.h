@@ -20,12 +20,6 @@
 
 namespace mixrt {
 
-using kernels::Conv2dOptions;
-using kernels::CrossEntropyOptions;
-using kernels::MatmulOptions;
-using kernels::Pool2dOptions;
-using kernels::Reduction;
-
 // ---- dtype and shape ----
 absl::StatusOr<Tensor> cast(const Tensor& x, DType dtype);
 absl::StatusOr<Tensor> reshape(const Tensor& x,

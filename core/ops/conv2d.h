@@ -5,18 +5,11 @@
 #include <array>
 
 #include "absl/status/statusor.h"
+#include "core/ops/op_options.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt::kernels {
-
-struct Conv2dOptions {
-  std::array<int32_t, 2> stride = {1, 1};
-  std::array<int32_t, 2> padding = {0, 0};
-  std::array<int32_t, 2> dilation = {1, 1};
-  int32_t groups = 1;
-  MixrtActivation activation = MIXRT_ACTIVATION_NONE;  // Fused epilogue.
-};
 
 // x [N, C, H, W], weight [O, C / groups, kh, kw], bias [O] or undefined.
 absl::StatusOr<Tensor> conv2d(const Tensor& x, const Tensor& weight,

@@ -3,17 +3,10 @@
 #define MIXRT_CORE_OPS_LOSS_H_
 
 #include "absl/status/statusor.h"
+#include "core/ops/op_options.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt::kernels {
-
-enum class Reduction { kNone, kMean, kSum };
-
-struct CrossEntropyOptions {
-  int64_t ignore_index = -100;
-  double label_smoothing = 0.0;
-  Reduction reduction = Reduction::kMean;
-};
 
 // logits [N, C], target [N] class indices (i64, or i32 converted). The loss
 // is f32 whatever the logits' dtype. Mean divides by the number of targets

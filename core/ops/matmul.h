@@ -9,17 +9,11 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "core/ops/op_options.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt::kernels {
-
-struct MatmulOptions {
-  MixrtActivation activation = MIXRT_ACTIVATION_NONE;
-  // The result dtype: the inputs' dtype when unset, or f32 (f16/bf16 inputs
-  // with f32 output, as tensor-core GEMMs offer).
-  std::optional<DType> out_dtype;
-};
 
 // 1-D operands are promoted as in numpy.matmul (and the added dim removed);
 // batch dims broadcast. Inputs must share a floating dtype.

@@ -5,17 +5,11 @@
 #include <array>
 
 #include "absl/status/statusor.h"
+#include "core/ops/op_options.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt::kernels {
-
-struct Pool2dOptions {
-  MixrtPoolKind kind = MIXRT_POOL_MAX;
-  std::array<int32_t, 2> kernel = {2, 2};
-  std::array<int32_t, 2> stride = {2, 2};
-  std::array<int32_t, 2> padding = {0, 0};
-};
 
 absl::StatusOr<Tensor> pool2d(const Tensor& x, const Pool2dOptions& options);
 absl::StatusOr<Tensor> pool2d_backward(const Tensor& grad_out, const Tensor& x,
