@@ -1,0 +1,186 @@
+#include "core/optim/optimizer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/ops/pointwise.h"
+#include "core/ops/reduce.h"
+#include "core/status_macros.h"
+#include "core/tensor/factories.h"
+
+namespace mixrt {
+
+void Optimizer::ZeroGrad() {
+  for (Tensor& p : params_) p.set_grad(Tensor());
+}
+
+absl::Status Optimizer::CheckParam(const Tensor& p) const {
+  if (p.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer: parameters must be f32 master weights, got ",
+                     DTypeName(p.dtype()),
+                     " (keep parameters in f32 and let autocast cast them)"));
+  }
+  if (p.grad().defined() && p.grad().device() != p.device()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer: a parameter on ", p.device().ToString(),
+                     " has a gradient on ", p.grad().device().ToString()));
+  }
+  if (!params_.empty() && p.device() != params_[0].device()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer: parameters on two devices (",
+                     params_[0].device().ToString(), " and ",
+                     p.device().ToString(), "); use one optimizer per device"));
+  }
+  return absl::OkStatus();
+}
+
+SGD::SGD(std::vector<Tensor> params, SgdOptions options)
+    : Optimizer(std::move(params), options.lr),
+      options_(options),
+      momentum_(params_.size()) {}
+
+absl::Status SGD::Step(const kernels::StepScaling& scaling) {
+  // Validate everything first: a bad parameter leaves all state unchanged.
+  for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    MixrtSgdAttrs a{};
+    a.lr = lr_;
+    a.momentum = options_.momentum;
+    a.dampening = options_.dampening;
+    a.weight_decay = options_.weight_decay;
+    a.nesterov = options_.nesterov;
+    a.first_step = !momentum_[i].defined();
+    if (options_.momentum != 0 && !momentum_[i].defined()) {
+      MIXRT_ASSIGN_OR_RETURN(momentum_[i],
+                             zeros(p.shape(), DType::kF32, p.device()));
+    }
+    MIXRT_RETURN_IF_ERROR(
+        kernels::sgd_step_(p.detach(), p.grad(), momentum_[i], a, scaling));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, Tensor>> SGD::State() const {
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (size_t i = 0; i < momentum_.size(); ++i) {
+    if (momentum_[i].defined()) {
+      state.emplace_back(absl::StrCat(i, ".momentum_buffer"), momentum_[i]);
+    }
+  }
+  return state;
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
+    : Optimizer(std::move(params), options.lr),
+      options_(options),
+      exp_avg_(params_.size()),
+      exp_avg_sq_(params_.size()),
+      step_(params_.size()) {}
+
+absl::Status AdamW::Step(const kernels::StepScaling& scaling) {
+  for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    if (!p.grad().defined()) continue;
+    if (!step_[i].defined()) {
+      MIXRT_ASSIGN_OR_RETURN(exp_avg_[i],
+                             zeros(p.shape(), DType::kF32, p.device()));
+      MIXRT_ASSIGN_OR_RETURN(exp_avg_sq_[i],
+                             zeros(p.shape(), DType::kF32, p.device()));
+      MIXRT_ASSIGN_OR_RETURN(step_[i], zeros({1}, DType::kF32, p.device()));
+    }
+    MixrtAdamWAttrs a{};
+    a.lr = lr_;
+    a.beta1 = options_.beta1;
+    a.beta2 = options_.beta2;
+    a.eps = options_.eps;
+    a.weight_decay = options_.weight_decay;
+    MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(p.detach(), p.grad(),
+                                               exp_avg_[i], exp_avg_sq_[i],
+                                               step_[i], a, scaling));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::State() const {
+  std::vector<std::pair<std::string, Tensor>> state;
+  for (size_t i = 0; i < step_.size(); ++i) {
+    if (!step_[i].defined()) continue;
+    state.emplace_back(absl::StrCat(i, ".exp_avg"), exp_avg_[i]);
+    state.emplace_back(absl::StrCat(i, ".exp_avg_sq"), exp_avg_sq_[i]);
+    state.emplace_back(absl::StrCat(i, ".step"), step_[i]);
+  }
+  return state;
+}
+
+absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
+                                       double max_norm) {
+  double total_sq = 0;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    grads.push_back(p.grad());
+    MIXRT_ASSIGN_OR_RETURN(Tensor g32, p.grad().to(DType::kF32));
+    MIXRT_ASSIGN_OR_RETURN(Tensor sq, kernels::mul(g32, g32));
+    MIXRT_ASSIGN_OR_RETURN(Tensor s, kernels::sum(sq));
+    MIXRT_ASSIGN_OR_RETURN(double v, s.item());
+    total_sq += v;
+  }
+  const double norm = std::sqrt(total_sq);
+  if (!std::isfinite(norm)) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1) {
+    for (Tensor& g : grads) {
+      MIXRT_ASSIGN_OR_RETURN(Tensor scaled, kernels::scale(g, coef));
+      // In place: the parameter keeps the same gradient tensor.
+      MIXRT_RETURN_IF_ERROR(g.device().backend()->Copy(
+          g.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, g.data_ptr(),
+          scaled.data_ptr(), g.numel() * DTypeSize(g.dtype())));
+    }
+  }
+  return norm;
+}
+
+absl::Status clip_grad_value_(const std::vector<Tensor>& params,
+                              double clip_value) {
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    MIXRT_ASSIGN_OR_RETURN(Tensor c,
+                           kernels::clamp(g, -clip_value, clip_value));
+    MIXRT_RETURN_IF_ERROR(g.device().backend()->Copy(
+        g.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, g.data_ptr(),
+        c.data_ptr(), g.numel() * DTypeSize(g.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
+    : optimizer_(optimizer),
+      step_size_(step_size),
+      gamma_(gamma),
+      base_lr_(optimizer->lr()) {}
+
+void StepLR::Step() {
+  ++epoch_;
+  optimizer_->set_lr(base_lr_ * std::pow(gamma_, epoch_ / step_size_));
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
+                                     double eta_min)
+    : optimizer_(optimizer),
+      t_max_(t_max),
+      eta_min_(eta_min),
+      base_lr_(optimizer->lr()) {}
+
+void CosineAnnealingLR::Step() {
+  ++epoch_;
+  const double pi = 3.14159265358979323846;
+  optimizer_->set_lr(eta_min_ + (base_lr_ - eta_min_) *
+                                    (1 + std::cos(pi * epoch_ / t_max_)) / 2);
+}
+
+}  // namespace mixrt

@@ -1,0 +1,122 @@
+// Optimizers over f32 master parameters, stepping with the backend's fused
+// kernels. Like PyTorch's fused optimizers they take the grad scaler's
+// device-side grad_scale and found_inf, so a skipped step costs no host
+// synchronization.
+//
+//   mixrt::SGD sgd(model.parameters(), {.lr = 0.1, .momentum = 0.9});
+//   MIXRT_RETURN_IF_ERROR(loss.backward());
+//   MIXRT_RETURN_IF_ERROR(sgd.Step());
+//   sgd.ZeroGrad();
+#ifndef MIXRT_CORE_OPTIM_OPTIMIZER_H_
+#define MIXRT_CORE_OPTIM_OPTIMIZER_H_
+
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/ops/optimizer_kernels.h"
+#include "core/tensor/tensor.h"
+
+namespace mixrt {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> params, double lr)
+      : params_(std::move(params)), lr_(lr) {}
+  virtual ~Optimizer() = default;
+
+  // One update of every parameter that has a gradient. `scaling` carries
+  // the scaler's grad_scale (divided out) and found_inf (skips the step).
+  virtual absl::Status Step(const kernels::StepScaling& scaling = {}) = 0;
+  // Sets every gradient to none (PyTorch's zero_grad(set_to_none=True)).
+  void ZeroGrad();
+
+  const std::vector<Tensor>& params() const { return params_; }
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  // Optimizer state tensors by name, for checkpoints.
+  virtual std::vector<std::pair<std::string, Tensor>> State() const = 0;
+
+ protected:
+  absl::Status CheckParam(const Tensor& p) const;
+
+  std::vector<Tensor> params_;
+  double lr_;
+};
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SgdOptions options);
+  absl::Status Step(const kernels::StepScaling& scaling = {}) override;
+  std::vector<std::pair<std::string, Tensor>> State() const override;
+
+ private:
+  SgdOptions options_;
+  std::vector<Tensor> momentum_;  // Undefined until a parameter's first step.
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<Tensor> params, AdamWOptions options);
+  absl::Status Step(const kernels::StepScaling& scaling = {}) override;
+  std::vector<std::pair<std::string, Tensor>> State() const override;
+
+ private:
+  AdamWOptions options_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, step_;
+};
+
+// Scales gradients so their global L2 norm is at most max_norm; returns the
+// norm before clipping (as torch.nn.utils.clip_grad_norm_). Non-finite
+// norms are returned as is (the scaler will skip the step).
+absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
+                                       double max_norm);
+// Clamps every gradient element to [-clip_value, clip_value].
+absl::Status clip_grad_value_(const std::vector<Tensor>& params,
+                              double clip_value);
+
+// Learning-rate schedules, stepped once per epoch (or step) by the caller.
+class StepLR {
+ public:
+  StepLR(Optimizer* optimizer, int step_size, double gamma = 0.1);
+  void Step();
+
+ private:
+  Optimizer* optimizer_;
+  int step_size_;
+  double gamma_;
+  int epoch_ = 0;
+  double base_lr_;
+};
+
+class CosineAnnealingLR {
+ public:
+  CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min = 0);
+  void Step();
+
+ private:
+  Optimizer* optimizer_;
+  int t_max_;
+  double eta_min_;
+  int epoch_ = 0;
+  double base_lr_;
+};
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_OPTIM_OPTIMIZER_H_
