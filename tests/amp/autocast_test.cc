@@ -1,0 +1,248 @@
+// Autocast: output dtypes follow each device type's policy table; guards
+// nest, disable and restore; the weight-cast cache lives for the outermost
+// region; state is per thread; unsupported precisions narrow with a
+// warning, through a fake accelerator's capability matrix and through
+// ONEDNN_MAX_CPU_ISA on the real CPU plugin (autocast_avx2_test).
+#include "core/amp/autocast.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "core/amp/autocast_policy.h"
+#include "core/autograd/grad_mode.h"
+#include "core/functional/ops.h"
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+Device Load(const std::string& path) {
+  auto backend = Registry::Global().Load(testing::RunfilePath(path));
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return backend.ok() ? Device(*backend, 0) : Device();
+}
+
+// Runs every op of the tables that mixrt has and returns its output dtype.
+std::map<std::string, DType> OutputDTypes(const Device& d) {
+  std::map<std::string, DType> out;
+  auto x = randn({4, 6}, DType::kF32, d);
+  auto w = randn({5, 6}, DType::kF32, d);
+  auto t = randn({4, 6}, DType::kF32, d);
+  auto cls = from_ints({0, 1, 2, 3}, {4}, DType::kI64, d);
+  auto img = randn({1, 2, 5, 5}, DType::kF32, d);
+  auto k = randn({3, 2, 3, 3}, DType::kF32, d);
+  auto p = rand({4, 6}, DType::kF32, d, 0.1, 0.9);
+  auto ln_w = ones({6}, DType::kF32, d);
+  auto ln_b = zeros({6}, DType::kF32, d);
+  out["linear"] = linear(*x, *w, Tensor())->dtype();
+  out["matmul"] = matmul(*x, *transpose(*w, 0, 1))->dtype();
+  out["conv2d"] = conv2d(*img, *k, Tensor())->dtype();
+  out["mse_loss"] = mse_loss(*x, *t)->dtype();
+  out["l1_loss"] = l1_loss(*x, *t)->dtype();
+  out["smooth_l1_loss"] = smooth_l1_loss(*x, *t)->dtype();
+  out["cross_entropy"] = cross_entropy(*x, *cls)->dtype();
+  out["binary_cross_entropy_with_logits"] =
+      binary_cross_entropy_with_logits(*x, *p)->dtype();
+  out["softmax"] = softmax(*x, -1)->dtype();
+  out["log_softmax"] = log_softmax(*x, -1)->dtype();
+  out["layer_norm"] = layer_norm(*x, 1, *ln_w, *ln_b)->dtype();
+  out["sum"] = sum(*x)->dtype();
+  out["exp"] = exp(*x)->dtype();
+  out["relu"] = relu(*x)->dtype();
+  return out;
+}
+
+TEST(Autocast, CpuPolicyMatchesPyTorchsCpuLists) {
+  const Device d = testing::ReferenceDevice();
+  AutocastGuard guard("cpu", DType::kBF16);
+  const auto dtypes = OutputDTypes(d);
+  for (const char* op : {"linear", "matmul", "conv2d"}) {
+    EXPECT_EQ(dtypes.at(op), DType::kBF16) << op;
+  }
+  for (const char* op : {"mse_loss", "l1_loss", "smooth_l1_loss",
+                         "cross_entropy", "binary_cross_entropy_with_logits"}) {
+    EXPECT_EQ(dtypes.at(op), DType::kF32) << op;
+  }
+  // Not on the CPU lists: they run in what they are given (f32 here).
+  for (const char* op :
+       {"softmax", "log_softmax", "layer_norm", "sum", "exp", "relu"}) {
+    EXPECT_EQ(dtypes.at(op), DType::kF32) << op;
+  }
+}
+
+TEST(Autocast, CudaPolicyOnAFakeAccelerator) {
+  const Device d = Load("tests/fixtures/libmixrt_fake_accelerator.so");
+  ASSERT_EQ(d.type(), "cuda");
+  {
+    AutocastGuard guard("cuda");  // f16 by default, as torch.autocast("cuda")
+    auto x = randn({4, 6}, DType::kF32, d);
+    // An f16 activation into f32-list ops comes out f32.
+    auto h = cast(*x, DType::kF16);
+    for (auto r : {softmax(*h, -1), log_softmax(*h, -1), sum(*h), exp(*h)}) {
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->dtype(), DType::kF32);
+    }
+    const auto dtypes = OutputDTypes(d);
+    EXPECT_EQ(dtypes.at("linear"), DType::kF16);
+    EXPECT_EQ(dtypes.at("conv2d"), DType::kF16);
+    EXPECT_EQ(dtypes.at("layer_norm"), DType::kF32);
+    EXPECT_EQ(dtypes.at("mse_loss"), DType::kF32);
+    EXPECT_EQ(dtypes.at("relu"), DType::kF32);  // Unlisted: as given.
+    auto p = rand({4}, DType::kF32, d, 0.1, 0.9);
+    auto bce = binary_cross_entropy(*p, *p);
+    ASSERT_FALSE(bce.ok());
+    EXPECT_THAT(bce.status().message(),
+                HasSubstr("binary_cross_entropy_with_logits"));
+  }
+  auto p = rand({4}, DType::kF32, d, 0.1, 0.9);
+  EXPECT_TRUE(binary_cross_entropy(*p, *p).ok());  // Fine outside autocast.
+}
+
+TEST(Autocast, GuardsNestDisableAndRestore) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  EXPECT_FALSE(AutocastEnabled("cpu"));
+  {
+    AutocastGuard outer("cpu", DType::kBF16);
+    EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kBF16);
+    {
+      AutocastGuard off("cpu", DType::kBF16, /*enabled=*/false);
+      EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+      {
+        AutocastGuard inner("cpu", DType::kF16);
+        EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF16);
+      }
+      EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+    }
+    EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kBF16);
+  }
+  EXPECT_FALSE(AutocastEnabled("cpu"));
+  EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+}
+
+TEST(Autocast, WeightCastCacheLivesForTheOutermostRegion) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  ASSERT_TRUE(w->set_requires_grad(true).ok());
+  {
+    AutocastGuard outer("cpu", DType::kBF16);
+    ASSERT_TRUE(linear(*x, *w, Tensor()).ok());
+    EXPECT_EQ(AutocastCacheSize(), 1u);  // The leaf weight, not x.
+    {
+      AutocastGuard inner("cpu", DType::kBF16);
+      ASSERT_TRUE(linear(*x, *w, Tensor()).ok());
+      EXPECT_EQ(AutocastCacheSize(), 1u);  // A hit.
+    }
+    EXPECT_EQ(AutocastCacheSize(), 1u);  // Inner exit keeps it.
+    {
+      InferenceModeGuard inference;
+      ASSERT_TRUE(linear(*x, *w, Tensor()).ok());
+      EXPECT_EQ(AutocastCacheSize(), 1u);  // Not cached under inference.
+    }
+  }
+  EXPECT_EQ(AutocastCacheSize(), 0u);  // Cleared at the outermost exit.
+  {
+    AutocastGuard no_cache(
+        "cpu", AutocastOptions{DType::kBF16, false, true, /*cache=*/false});
+    ASSERT_TRUE(linear(*x, *w, Tensor()).ok());
+    EXPECT_EQ(AutocastCacheSize(), 0u);
+  }
+}
+
+TEST(Autocast, StateIsPerThread) {
+  const Device d = testing::ReferenceDevice();
+  AutocastGuard here("cpu", DType::kBF16);
+  DType other = DType::kBool;
+  std::thread t([&] {
+    auto x = randn({2, 3}, DType::kF32, d);
+    auto w = randn({4, 3}, DType::kF32, d);
+    other = linear(*x, *w, Tensor())->dtype();
+  });
+  t.join();
+  EXPECT_EQ(other, DType::kF32);
+  EXPECT_TRUE(AutocastEnabled("cpu"));
+}
+
+TEST(Autocast, NarrowsUnsupportedPrecisionAndExplains) {
+  ASSERT_EQ(setenv("MIXRT_FAKE_UNSUPPORTED", "matmul/f16", 1), 0);
+  // Only this test's fresh registry sees the env var.
+  Registry registry;
+  auto backend = registry.Load(
+      testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+  unsetenv("MIXRT_FAKE_UNSUPPORTED");
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  const Device d(*backend, 0);
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  SetAutocastLogging(true);
+  {
+    AutocastGuard guard("cuda", DType::kF16);
+    auto y = linear(*x, *w, Tensor());
+    ASSERT_TRUE(y.ok());
+    EXPECT_EQ(y->dtype(), DType::kBF16);  // f16 -> bf16.
+  }
+  const std::vector<AutocastDecision> log = TakeAutocastLog();
+  SetAutocastLogging(false);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].op, "linear");
+  EXPECT_EQ(log[0].ran, DType::kBF16);
+  EXPECT_THAT(log[0].why, HasSubstr("f16 matmul is unsupported"));
+  bool warned = false;
+  for (const std::string& w : AutocastWarnings()) {
+    warned |= w.find("f16 matmul is unsupported on fake_accelerator:0") !=
+              std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_THAT(FormatAutocastLog(log), HasSubstr("linear"));
+}
+
+TEST(Autocast, AutoPrecisionPicksTheFastestNative) {
+  ASSERT_EQ(setenv("MIXRT_FAKE_SPEEDS", "matmul/f16=2.5,matmul/bf16=1.8", 1),
+            0);
+  Registry registry;
+  auto backend = registry.Load(
+      testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+  unsetenv("MIXRT_FAKE_SPEEDS");
+  ASSERT_TRUE(backend.ok());
+  const Device d(*backend, 0);
+  EXPECT_EQ(AutoPrecision(d, MIXRT_OP_CLASS_MATMUL).dtype, DType::kF16);
+  // Elementwise reports no measured gain: native, unmeasured, f16 first.
+  EXPECT_EQ(AutoPrecision(d, MIXRT_OP_CLASS_ELEMENTWISE).dtype, DType::kF16);
+}
+
+TEST(Autocast, GlobalSwitchTurnsAmpOff) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  SetAmpGloballyDisabled(true);
+  {
+    AutocastGuard guard("cpu", DType::kBF16);
+    EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+  }
+  SetAmpGloballyDisabled(false);
+}
+
+TEST(AutocastPolicy, TablesAreDataWithNoDuplicates) {
+  for (auto table : {CpuAutocastPolicy(), CudaAutocastPolicy()}) {
+    std::set<std::string> seen;
+    for (const AutocastPolicyEntry& e : table) {
+      EXPECT_TRUE(seen.insert(std::string(e.op)).second) << e.op;
+    }
+  }
+  EXPECT_EQ(AutocastPolicyFor("cuda", "softmax").category,
+            AutocastCategory::kFloat32);
+  EXPECT_EQ(AutocastPolicyFor("cpu", "softmax").category,
+            AutocastCategory::kUnlisted);
+}
+
+}  // namespace
+}  // namespace mixrt

@@ -1,0 +1,190 @@
+// GradScaler: scale trajectories for scripted inf/finite steps, the
+// per-optimizer state machine and its messages, skipped steps leaving
+// parameters bit-identical, state_dict round trips.
+#include "core/amp/grad_scaler.h"
+
+#include <cmath>
+
+#include "core/functional/ops.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeTensor;
+using testing::Values;
+
+class GradScalerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    device_ = testing::ReferenceDevice();
+    w_ = MakeTensor(device_, {0.5, -1.0}, {2});
+    ASSERT_TRUE(w_.set_requires_grad(true).ok());
+  }
+
+  // loss = sum(w * x); x may hold inf to make the gradients overflow.
+  absl::Status Backward(GradScaler& scaler, float x0) {
+    Tensor x = MakeTensor(device_, {x0, 2.0f}, {2});
+    auto loss = sum(*mul(w_, x));
+    if (!loss.ok()) return loss.status();
+    auto scaled = scaler.scale(*loss);
+    if (!scaled.ok()) return scaled.status();
+    return scaled->backward();
+  }
+
+  Device device_;
+  Tensor w_;
+};
+
+TEST_F(GradScalerTest, ScalesTheLossByTwoToTheSixteenByDefault) {
+  GradScaler scaler(device_);
+  Tensor loss = MakeTensor(device_, {1.5}, {});
+  EXPECT_EQ(*scaler.scale(loss)->item(), 1.5 * 65536);
+  EXPECT_EQ(*scaler.get_scale(), 65536);
+}
+
+TEST_F(GradScalerTest, ScaleTrajectoryGrowsBacksOffAndNeverReachesInf) {
+  GradScaler scaler(device_, {.init_scale = 4,
+                              .growth_factor = 2,
+                              .backoff_factor = 0.5,
+                              .growth_interval = 3});
+  SGD opt({w_}, {.lr = 0.1});
+  // Host statement of the schedule: F = finite step, I = inf step.
+  const char* script = "FFFIFFFFFF";
+  double want = 4;
+  int good = 0;
+  for (const char* c = script; *c; ++c) {
+    const std::vector<uint8_t> before = *w_.to_bytes();
+    ASSERT_TRUE(Backward(scaler, *c == 'I' ? INFINITY : 1.0f).ok());
+    ASSERT_TRUE(scaler.step(opt).ok());
+    ASSERT_TRUE(scaler.update().ok());
+    opt.ZeroGrad();
+    if (*c == 'I') {
+      want *= 0.5;
+      good = 0;
+      EXPECT_EQ(*w_.to_bytes(), before) << "a skipped step changed w";
+      EXPECT_TRUE(*scaler.last_step_skipped());
+    } else {
+      EXPECT_NE(*w_.to_bytes(), before);
+      if (++good == 3) {
+        want *= 2;
+        good = 0;
+      }
+    }
+    ASSERT_EQ(*scaler.get_scale(), want) << "after step " << (c - script);
+  }
+  // At 2^127 a growth would give inf: the scale stays (gradients of 0.5 *
+  // 2^127 are still finite, so this is a clean step).
+  GradScaler big(device_,
+                 {.init_scale = std::ldexp(1.0, 127), .growth_interval = 1});
+  Tensor v = MakeTensor(device_, {1.0f}, {1});
+  ASSERT_TRUE(v.set_requires_grad(true).ok());
+  SGD opt2({v}, {.lr = 0});
+  auto loss = sum(*scale(v, 0.5));
+  ASSERT_TRUE(big.scale(*loss)->backward().ok());
+  ASSERT_TRUE(big.step(opt2).ok());
+  ASSERT_TRUE(big.update().ok());
+  EXPECT_FALSE(*big.last_step_skipped());
+  EXPECT_EQ(*big.get_scale(), std::ldexp(1.0, 127));
+}
+
+TEST_F(GradScalerTest, UnscaledGradientsAreTheTrueOnes) {
+  GradScaler scaler(device_, {.init_scale = 1024});
+  SGD opt({w_}, {.lr = 0.1});
+  ASSERT_TRUE(Backward(scaler, 3.0f).ok());
+  EXPECT_THAT(Values(w_.grad()), ::testing::ElementsAre(3 * 1024, 2 * 1024));
+  ASSERT_TRUE(scaler.unscale_(opt).ok());
+  EXPECT_THAT(Values(w_.grad()), ::testing::ElementsAre(3, 2));
+  ASSERT_TRUE(scaler.step(opt).ok());  // Uses the recorded unscale.
+  testing::ExpectClose(Values(w_), {0.5 - 0.3, -1.0 - 0.2}, 1e-6, 0, "w");
+  ASSERT_TRUE(scaler.update().ok());
+}
+
+TEST_F(GradScalerTest, MisuseErrorsNameTheMistake) {
+  GradScaler scaler(device_);
+  SGD opt({w_}, {.lr = 0.1});
+  EXPECT_THAT(scaler.step(opt).message(), HasSubstr("before scale()"));
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+  ASSERT_TRUE(scaler.unscale_(opt).ok());
+  EXPECT_EQ(scaler.unscale_(opt).message(),
+            "unscale_() has already been called on this optimizer since the "
+            "last update().");
+  ASSERT_TRUE(scaler.step(opt).ok());
+  EXPECT_EQ(scaler.unscale_(opt).message(),
+            "unscale_() is being called after step().");
+  EXPECT_EQ(scaler.step(opt).message(),
+            "step() has already been called since the last update().");
+  ASSERT_TRUE(scaler.update().ok());
+  EXPECT_EQ(scaler.update().message(),
+            "No inf checks were recorded prior to update().");
+}
+
+TEST_F(GradScalerTest, RefusesToUnscaleF16Gradients) {
+  GradScaler scaler(device_);
+  Tensor h = MakeTensor(device_, {1, 2}, {2}, DType::kF16);
+  ASSERT_TRUE(h.set_requires_grad(true).ok());
+  SGD opt({h}, {.lr = 0.1});
+  auto loss = sum(h);
+  ASSERT_TRUE(scaler.scale(*loss)->backward().ok());
+  EXPECT_THAT(scaler.unscale_(opt).message(),
+              HasSubstr("Attempting to unscale FP16 gradients"));
+}
+
+TEST_F(GradScalerTest, OneScaleForSeveralOptimizers) {
+  Tensor v = MakeTensor(device_, {1.0}, {1});
+  ASSERT_TRUE(v.set_requires_grad(true).ok());
+  GradScaler scaler(device_, {.init_scale = 8});
+  SGD a({w_}, {.lr = 0.1}), b({v}, {.lr = 0.1});
+  auto la = sum(*mul(w_, *full({2}, 1.0, DType::kF32, device_)));
+  auto lb = sum(*mul(v, *full({1}, INFINITY, DType::kF32, device_)));
+  ASSERT_TRUE(scaler.scale(*la)->backward().ok());
+  ASSERT_TRUE(scaler.scale(*lb)->backward().ok());
+  const std::vector<uint8_t> w_before = *w_.to_bytes();
+  ASSERT_TRUE(scaler.step(a).ok());  // a's grads are finite: it steps.
+  ASSERT_TRUE(scaler.step(b).ok());  // b's are not: skipped.
+  ASSERT_TRUE(scaler.update().ok());
+  EXPECT_NE(*w_.to_bytes(), w_before);
+  EXPECT_EQ(*scaler.get_scale(), 4);  // Any inf backs the shared scale off.
+}
+
+TEST_F(GradScalerTest, StateDictRoundTripWithPyTorchsKeys) {
+  GradScaler scaler(device_, {.init_scale = 128, .growth_interval = 7});
+  SGD opt({w_}, {.lr = 0.1});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+    ASSERT_TRUE(scaler.step(opt).ok());
+    ASSERT_TRUE(scaler.update().ok());
+  }
+  auto state = scaler.state_dict();
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->at("scale"), 128);
+  EXPECT_EQ(state->at("_growth_tracker"), 2);
+  EXPECT_EQ(state->at("growth_interval"), 7);
+  EXPECT_EQ(state->at("growth_factor"), 2);
+  EXPECT_EQ(state->at("backoff_factor"), 0.5);
+  GradScaler restored(device_);
+  ASSERT_TRUE(restored.load_state_dict(*state).ok());
+  EXPECT_EQ(*restored.state_dict(), *state);
+  EXPECT_THAT(restored.load_state_dict({}).message(),
+              HasSubstr("saved from a disabled instance"));
+}
+
+TEST_F(GradScalerTest, DisabledScalerIsAPassThrough) {
+  GradScaler scaler(device_, {.enabled = false});
+  SGD opt({w_}, {.lr = 0.1});
+  Tensor loss = MakeTensor(device_, {2.0}, {});
+  EXPECT_EQ(*scaler.scale(loss)->item(), 2.0);
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+  ASSERT_TRUE(scaler.step(opt).ok());
+  ASSERT_TRUE(scaler.update().ok());
+  EXPECT_EQ(*scaler.get_scale(), 1.0);
+  EXPECT_TRUE(scaler.state_dict()->empty());
+}
+
+}  // namespace
+}  // namespace mixrt
