@@ -12,7 +12,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libbenchmark-dev     # Google Benchmark
   libdnnl-dev          # oneDNN 2.6.3, the CPU backend
-  nlohmann-json3-dev   # JSON for `mixrt info --json`
+  nlohmann-json3-dev   # JSON for `mixrt info --json` and checkpoints
+  zlib1g-dev           # CRC-32 of checkpoints, gzip of the digits data set
+  python3-sklearn      # ships the handwritten digits data set (examples/digits)
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
 )
 

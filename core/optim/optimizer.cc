@@ -116,6 +116,57 @@ std::vector<std::pair<std::string, Tensor>> AdamW::State() const {
   return state;
 }
 
+namespace {
+
+// state[name] checked against `like`'s shape; undefined when absent.
+absl::StatusOr<Tensor> StateTensor(const std::map<std::string, Tensor>& state,
+                                   const std::string& name,
+                                   const Shape& shape) {
+  auto it = state.find(name);
+  if (it == state.end()) return Tensor();
+  if (it->second.shape() != shape || it->second.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer state '", name, "' is ", DTypeName(it->second.dtype()), " ",
+        ShapeToString(it->second.shape()), "; expected f32 ",
+        ShapeToString(shape)));
+  }
+  return it->second.clone();
+}
+
+}  // namespace
+
+absl::Status SGD::LoadState(const std::map<std::string, Tensor>& state) {
+  std::vector<Tensor> momentum(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    MIXRT_ASSIGN_OR_RETURN(
+        momentum[i], StateTensor(state, absl::StrCat(i, ".momentum_buffer"),
+                                 params_[i].shape()));
+  }
+  momentum_ = std::move(momentum);
+  return absl::OkStatus();
+}
+
+absl::Status AdamW::LoadState(const std::map<std::string, Tensor>& state) {
+  std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    MIXRT_ASSIGN_OR_RETURN(m[i], StateTensor(state, absl::StrCat(i, ".exp_avg"),
+                                             params_[i].shape()));
+    MIXRT_ASSIGN_OR_RETURN(
+        v[i],
+        StateTensor(state, absl::StrCat(i, ".exp_avg_sq"), params_[i].shape()));
+    MIXRT_ASSIGN_OR_RETURN(s[i],
+                           StateTensor(state, absl::StrCat(i, ".step"), {1}));
+    if (m[i].defined() != v[i].defined() || m[i].defined() != s[i].defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("optimizer state for parameter ", i, " is incomplete"));
+    }
+  }
+  exp_avg_ = std::move(m);
+  exp_avg_sq_ = std::move(v);
+  step_ = std::move(s);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
                                        double max_norm) {
   double total_sq = 0;

@@ -10,6 +10,8 @@
 #ifndef MIXRT_CORE_OPTIM_OPTIMIZER_H_
 #define MIXRT_CORE_OPTIM_OPTIMIZER_H_
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,8 +35,11 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
-  // Optimizer state tensors by name, for checkpoints.
+  // Optimizer state tensors by name, for checkpoints, and their restoration
+  // (validated against the parameters before anything changes).
   virtual std::vector<std::pair<std::string, Tensor>> State() const = 0;
+  virtual absl::Status LoadState(
+      const std::map<std::string, Tensor>& state) = 0;
 
  protected:
   absl::Status CheckParam(const Tensor& p) const;
@@ -56,6 +61,7 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SgdOptions options);
   absl::Status Step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> State() const override;
+  absl::Status LoadState(const std::map<std::string, Tensor>& state) override;
 
  private:
   SgdOptions options_;
@@ -75,6 +81,7 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Tensor> params, AdamWOptions options);
   absl::Status Step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> State() const override;
+  absl::Status LoadState(const std::map<std::string, Tensor>& state) override;
 
  private:
   AdamWOptions options_;
