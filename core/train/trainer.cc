@@ -1,0 +1,153 @@
+#include "core/train/trainer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/autograd/grad_mode.h"
+#include "core/functional/ops.h"
+#include "core/io/checkpoint.h"
+#include "core/ops/reduce.h"
+#include "core/status_macros.h"
+
+namespace mixrt {
+
+Trainer::Trainer(std::shared_ptr<nn::Module> model,
+                 std::unique_ptr<Optimizer> optimizer, Criterion criterion,
+                 Device device, TrainerOptions options)
+    : model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      criterion_(std::move(criterion)),
+      device_(device),
+      options_(options) {
+  const DType dtype =
+      options.amp_dtype.value_or(DefaultAutocastDType(device.type()));
+  if (!options.use_amp) {
+    amp_reason_ = "off: use_amp is false";
+  } else if (AmpGloballyDisabled()) {
+    amp_reason_ = "off: AMP is globally disabled (MIXRT_DISABLE_AMP)";
+  } else if (options.auto_precision) {
+    const PrecisionChoice c = AutoPrecision(device, MIXRT_OP_CLASS_MATMUL);
+    amp_ = c.dtype != DType::kF32;
+    amp_reason_ = absl::StrCat(amp_ ? "on, auto: " : "off, auto: ", c.reason);
+  } else {
+    const CapabilityEntry& cap =
+        device.info().capability(MIXRT_OP_CLASS_MATMUL, dtype);
+    const std::string what =
+        absl::StrCat(DTypeName(dtype), " matmul on ", device.ToString());
+    if (cap.level == MIXRT_SUPPORT_UNSUPPORTED) {
+      amp_reason_ =
+          absl::StrCat("off: ", what, " is unsupported (", cap.reason, ")");
+    } else if (cap.level == MIXRT_SUPPORT_SLOW && !options.force_amp) {
+      amp_reason_ = absl::StrCat("off: ", what, " would be slower than f32 (",
+                                 cap.reason, ")");
+    } else {
+      amp_ = true;
+      amp_reason_ = absl::StrCat(
+          "on: ", what,
+          cap.level == MIXRT_SUPPORT_SLOW ? " (forced; slow: " : " (",
+          cap.reason.empty() ? "native" : cap.reason, ")");
+    }
+  }
+  const bool scaler_on =
+      amp_ && options.use_scaler.value_or(!options.auto_precision &&
+                                          dtype == DType::kF16);
+  scaler_ = std::make_unique<GradScaler>(
+      device, GradScalerOptions{.enabled = scaler_on});
+}
+
+AutocastOptions Trainer::Autocast() const {
+  return AutocastOptions{options_.amp_dtype, options_.auto_precision, amp_,
+                         true};
+}
+
+absl::StatusOr<double> Trainer::TrainStep(const Tensor& input,
+                                          const Tensor& target) {
+  model_->train();
+  Tensor loss;
+  {
+    AutocastGuard autocast(device_.type(), Autocast());
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->Forward(input));
+    MIXRT_ASSIGN_OR_RETURN(loss, criterion_(output, target));
+  }
+  Tensor to_backprop = loss;
+  if (options_.accumulation_steps > 1) {
+    // Each micro-batch contributes its share of the effective batch's mean.
+    MIXRT_ASSIGN_OR_RETURN(to_backprop,
+                           scale(loss, 1.0 / options_.accumulation_steps));
+  }
+  MIXRT_ASSIGN_OR_RETURN(Tensor scaled, scaler_->scale(to_backprop));
+  MIXRT_RETURN_IF_ERROR(scaled.backward());
+  if (++micro_ == options_.accumulation_steps) {
+    micro_ = 0;
+    if (options_.clip_grad_norm.has_value()) {
+      MIXRT_RETURN_IF_ERROR(scaler_->unscale_(*optimizer_));
+      MIXRT_RETURN_IF_ERROR(
+          clip_grad_norm_(optimizer_->params(), *options_.clip_grad_norm)
+              .status());
+    }
+    MIXRT_RETURN_IF_ERROR(scaler_->step(*optimizer_));
+    MIXRT_RETURN_IF_ERROR(scaler_->update());
+    optimizer_->ZeroGrad();
+    ++step_;
+  }
+  return loss.item();
+}
+
+absl::StatusOr<EvalResult> Trainer::Evaluate(
+    const std::vector<Tensor>& inputs, const std::vector<Tensor>& targets) {
+  model_->eval();
+  InferenceModeGuard inference;
+  AutocastGuard autocast(device_.type(), Autocast());
+  EvalResult result;
+  int64_t correct = 0, total = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->Forward(inputs[i]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, criterion_(output, targets[i]));
+    MIXRT_ASSIGN_OR_RETURN(double l, loss.item());
+    result.loss += l / static_cast<double>(inputs.size());
+    if (targets[i].dtype() == DType::kI64 && output.ndim() == 2) {
+      MIXRT_ASSIGN_OR_RETURN(std::vector<double> logits,
+                             output.to_double_vector());
+      MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> labels,
+                             targets[i].to_int_vector());
+      const int64_t classes = output.shape()[1];
+      for (size_t r = 0; r < labels.size(); ++r) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < classes; ++c) {
+          if (logits[r * classes + c] > logits[r * classes + best]) best = c;
+        }
+        correct += best == labels[r];
+        ++total;
+      }
+    }
+  }
+  result.accuracy = total > 0 ? static_cast<double>(correct) / total : 0;
+  model_->train();
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradients() const {
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model_->named_parameters()) {
+    if (!p.grad().defined()) continue;
+    MIXRT_ASSIGN_OR_RETURN(Tensor m, kernels::abs_max(p.grad()));
+    MIXRT_ASSIGN_OR_RETURN(double v, m.item());
+    if (!std::isfinite(v)) names.push_back(name);
+  }
+  return names;
+}
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path) {
+  TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
+                      step_};
+  return SaveTrainingCheckpoint(path, state);
+}
+
+absl::Status Trainer::LoadCheckpoint(const std::string& path) {
+  TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
+                      0};
+  MIXRT_RETURN_IF_ERROR(LoadTrainingCheckpoint(path, state));
+  step_ = state.step;
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt

@@ -1,0 +1,87 @@
+// A small Trainer wiring model, optimizer, autocast, GradScaler and
+// checkpoints behind one use_amp switch, as the AMP trainer integration
+// guide describes. use_amp turns itself off, with the reason, where the
+// device cannot run lower-precision matmul or is measured slower in it.
+#ifndef MIXRT_CORE_TRAIN_TRAINER_H_
+#define MIXRT_CORE_TRAIN_TRAINER_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/amp/autocast.h"
+#include "core/amp/grad_scaler.h"
+#include "core/nn/module.h"
+#include "core/optim/optimizer.h"
+
+namespace mixrt {
+
+// loss = criterion(model output, target)
+using Criterion = std::function<absl::StatusOr<Tensor>(const Tensor& output,
+                                                       const Tensor& target)>;
+
+struct TrainerOptions {
+  bool use_amp = true;
+  std::optional<DType> amp_dtype;  // Default: the device type's (cpu bf16).
+  bool auto_precision = false;     // Per op class, the fastest native dtype.
+  // Run AMP even where it is measured slower (to compare accuracy).
+  bool force_amp = false;
+  // Gradient scaling: f16 needs it; bf16 may use it.
+  std::optional<bool> use_scaler;
+  int accumulation_steps = 1;            // Update every N micro-batches.
+  std::optional<double> clip_grad_norm;  // Unscale, then clip.
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // Argmax accuracy when targets are class indices.
+};
+
+class Trainer {
+ public:
+  Trainer(std::shared_ptr<nn::Module> model,
+          std::unique_ptr<Optimizer> optimizer, Criterion criterion,
+          Device device, TrainerOptions options = {});
+
+  bool amp_enabled() const { return amp_; }
+  // Why AMP is on or off, in words.
+  const std::string& amp_reason() const { return amp_reason_; }
+  GradScaler& scaler() { return *scaler_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  int64_t step() const { return step_; }
+
+  // One micro-batch: forward under autocast, scaled backward, and every
+  // accumulation_steps micro-batches the (scaled, clipped) optimizer step.
+  // Returns the loss.
+  absl::StatusOr<double> TrainStep(const Tensor& input, const Tensor& target);
+  // Loss and accuracy under inference mode (and autocast when AMP is on).
+  absl::StatusOr<EvalResult> Evaluate(const std::vector<Tensor>& inputs,
+                                      const std::vector<Tensor>& targets);
+  // Names of parameters whose gradients are inf/NaN right now (after an
+  // unscale): the first thing to look at when a scaled step keeps skipping.
+  absl::StatusOr<std::vector<std::string>> NonFiniteGradients() const;
+
+  absl::Status SaveCheckpoint(const std::string& path);
+  absl::Status LoadCheckpoint(const std::string& path);
+
+ private:
+  AutocastOptions Autocast() const;
+
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Criterion criterion_;
+  Device device_;
+  TrainerOptions options_;
+  bool amp_ = false;
+  std::string amp_reason_;
+  std::unique_ptr<GradScaler> scaler_;
+  int64_t step_ = 0;
+  int micro_ = 0;
+};
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_TRAIN_TRAINER_H_
