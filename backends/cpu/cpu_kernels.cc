@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/dense_call.h"
+#include "backends/cpu/onednn_context.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace mixrt::cpu {
@@ -72,9 +73,17 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
   try {
     return Dispatch(call);
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("oneDNN failed on op ", call.op,
-                                            ": ", e.what(), " (status ",
-                                            static_cast<int>(e.status), ")"));
+    std::string tensors;
+    for (const auto* list : {&call.inputs, &call.outputs}) {
+      for (const sdk::TensorRef& t : *list) {
+        absl::StrAppend(&tensors, " ", DescKey(t));
+      }
+      absl::StrAppend(&tensors, " ->");
+    }
+    return absl::InternalError(
+        absl::StrCat("oneDNN failed on op ", call.op, ": ", e.what(),
+                     " (status ", static_cast<int>(e.status),
+                     "); tensors (dtype[shape]{strides}):", tensors));
   }
 }
 

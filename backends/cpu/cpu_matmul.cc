@@ -30,10 +30,10 @@ void Layout(const TensorRef& t, dnnl::memory::dims* dims,
             dnnl::memory::dims* strides) {
   dims->assign(t.shape(), t.shape() + t.ndim());
   strides->assign(t.strides(), t.strides() + t.ndim());
-  for (int i = 0; i < t.ndim(); ++i) {
-    if (i < t.ndim() - 2 && (*strides)[i] == 0) (*dims)[i] = 1;
-    if ((*dims)[i] == 1 || (*strides)[i] == 0) (*strides)[i] = 1;
+  for (int i = 0; i < t.ndim() - 2; ++i) {
+    if ((*strides)[i] == 0) (*dims)[i] = 1;
   }
+  NormalizeUnitStrides(*dims, strides);
 }
 
 // out = act(c) + beta * out, where c holds the product (f32, or out itself).

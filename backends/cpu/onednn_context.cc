@@ -49,14 +49,20 @@ dnnl::memory::desc MemoryDesc(const sdk::TensorRef& t,
   return dnnl::memory::desc(dims, *OneDnnType(t.dtype()), strides);
 }
 
+void NormalizeUnitStrides(const dnnl::memory::dims& dims,
+                          dnnl::memory::dims* strides) {
+  int64_t inner = 1;  // Row-major stride of the current dim.
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    if (dims[i] == 1) (*strides)[i] = inner;
+    inner = (*strides)[i] * dims[i];
+  }
+}
+
 dnnl::memory::desc MemoryDesc(const sdk::TensorRef& t) {
   if (t.ndim() == 0) return MemoryDesc(t, {1}, {1});
   dnnl::memory::dims dims(t.shape(), t.shape() + t.ndim());
   dnnl::memory::dims strides(t.strides(), t.strides() + t.ndim());
-  // oneDNN rejects stride 0; a size-1 dim's stride never matters.
-  for (int i = 0; i < t.ndim(); ++i) {
-    if (dims[i] == 1) strides[i] = 1;
-  }
+  NormalizeUnitStrides(dims, &strides);  // Also removes oneDNN-illegal 0s.
   return MemoryDesc(t, dims, strides);
 }
 

@@ -30,6 +30,12 @@ dnnl::memory::desc MemoryDesc(const sdk::TensorRef& t,
                               const dnnl::memory::dims& strides);
 dnnl::memory Memory(const dnnl::memory::desc& desc, void* data);
 
+// The stride of a size-1 dim does not matter to the data, but oneDNN's GEMM
+// derives leading dimensions from it: a transposed [1, K] view with strides
+// (1, 1) gave an invalid lda. Size-1 dims get the row-major stride instead.
+void NormalizeUnitStrides(const dnnl::memory::dims& dims,
+                          dnnl::memory::dims* strides);
+
 // "f32[2,3]{3,1}" — a cache key part.
 std::string DescKey(const sdk::TensorRef& t);
 

@@ -385,6 +385,16 @@ void AddMatmulCases(std::vector<Case>* cases) {
        false,
        MIXRT_ACTIVATION_NONE,
        false},
+      // A transposed single row: strides (1, 1), which once gave oneDNN's
+      // GEMM an invalid leading dimension.
+      {"transposed_single_row",
+       {1, 16},
+       {16, 9},
+       true,
+       false,
+       false,
+       MIXRT_ACTIVATION_NONE,
+       true},
       {"special_relu",
        {21, 5},
        {5, 7},

@@ -1,0 +1,132 @@
+// The training-script template from the AMP guide, on the digits data:
+// AdamW, GradScaler, autocast, a validation loop under inference mode and
+// autocast, periodic loss logging with a progress bar, and checkpoint
+// save/resume.
+//
+//   bazel run //examples:train_template -- --amp --dtype=bf16
+//   bazel run //examples:train_template -- --checkpoint=/tmp/run.ckpt --resume
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "core/bundled/bundled_plugins.h"
+#include "core/functional/ops.h"
+#include "core/nn/module.h"
+#include "core/plugin/registry.h"
+#include "core/status_macros.h"
+#include "core/tensor/factories.h"
+#include "core/train/trainer.h"
+#include "examples/digits_data.h"
+
+ABSL_FLAG(bool, amp, true, "Use automatic mixed precision.");
+ABSL_FLAG(std::string, dtype, "bf16", "AMP dtype: f16, bf16 or auto.");
+ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
+ABSL_FLAG(int, epochs, 10, "Epochs.");
+ABSL_FLAG(int64_t, batch, 64, "Batch size.");
+ABSL_FLAG(int, log_every, 5, "Log the loss every N steps.");
+ABSL_FLAG(std::string, checkpoint, "", "Save a checkpoint here every epoch.");
+ABSL_FLAG(bool, resume, false, "Resume from --checkpoint.");
+
+namespace {
+
+using mixrt::Tensor;
+
+std::string ProgressBar(double fraction, int width = 30) {
+  const int done = static_cast<int>(fraction * width + 0.5);
+  return "[" + std::string(done, '#') + std::string(width - done, '.') + "]";
+}
+
+absl::Status Run(const char* argv0) {
+  mixrt::Registry& registry = mixrt::Registry::Global();
+  registry.LoadAll(mixrt::BundledPluginPaths(argv0));
+  MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
+                         registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
+  MIXRT_ASSIGN_OR_RETURN(mixrt::examples::Digits data,
+                         mixrt::examples::LoadDigits());
+  // Train on the first 1437 images, validate on the rest.
+  const int64_t n_train = data.count() * 4 / 5,
+                batch = absl::GetFlag(FLAGS_batch);
+  std::vector<Tensor> xs, ys, vx, vy;
+  for (int64_t s = 0; s < data.count(); s += batch) {
+    const bool train = s < n_train;
+    const int64_t e = std::min(train ? n_train : data.count(), s + batch);
+    std::vector<float> px(data.pixels.begin() + s * 64,
+                          data.pixels.begin() + e * 64);
+    std::vector<int64_t> lab(data.labels.begin() + s, data.labels.begin() + e);
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor x,
+        mixrt::from_floats(px, {e - s, 64}, mixrt::DType::kF32, device));
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor y, mixrt::from_ints(lab, {e - s}, mixrt::DType::kI64, device));
+    (train ? xs : vx).push_back(x);
+    (train ? ys : vy).push_back(y);
+    if (train && e == n_train) s = n_train - batch;
+  }
+
+  mixrt::Generator init(0);
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         mixrt::nn::MLP({64, 128, 10}, device, &init));
+  mixrt::TrainerOptions options;
+  options.use_amp = absl::GetFlag(FLAGS_amp);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (dtype == "auto") {
+    options.auto_precision = true;
+  } else {
+    MIXRT_ASSIGN_OR_RETURN(options.amp_dtype, mixrt::ParseDType(dtype));
+  }
+  mixrt::Trainer trainer(
+      model,
+      std::make_unique<mixrt::AdamW>(model->parameters(),
+                                     mixrt::AdamWOptions{.lr = 2e-3}),
+      [](const Tensor& out, const Tensor& y) {
+        return mixrt::cross_entropy(out, y);
+      },
+      device, options);
+  std::printf("device %s; AMP %s; scaler %s\n", device.ToString().c_str(),
+              trainer.amp_reason().c_str(),
+              trainer.scaler().is_enabled() ? "on" : "off");
+
+  const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
+  if (absl::GetFlag(FLAGS_resume) && !ckpt.empty()) {
+    MIXRT_RETURN_IF_ERROR(trainer.LoadCheckpoint(ckpt));
+    std::printf("resumed from %s at step %lld\n", ckpt.c_str(),
+                static_cast<long long>(trainer.step()));
+  }
+  const int steps_per_epoch = static_cast<int>(xs.size());
+  const int first_epoch = static_cast<int>(trainer.step() / steps_per_epoch);
+  for (int epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
+    double running = 0;
+    for (int i = 0; i < steps_per_epoch; ++i) {
+      MIXRT_ASSIGN_OR_RETURN(double loss, trainer.TrainStep(xs[i], ys[i]));
+      running += loss;
+      if ((i + 1) % absl::GetFlag(FLAGS_log_every) == 0 ||
+          i + 1 == steps_per_epoch) {
+        std::printf("\repoch %2d %s loss %.4f", epoch + 1,
+                    ProgressBar((i + 1.0) / steps_per_epoch).c_str(),
+                    running / (i + 1));
+        std::fflush(stdout);
+      }
+    }
+    MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult val, trainer.Evaluate(vx, vy));
+    std::printf("  | val loss %.4f  val accuracy %.2f%%\n", val.loss,
+                100 * val.accuracy);
+    if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.SaveCheckpoint(ckpt));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  absl::Status s = Run(argv[0]);
+  if (!s.ok()) {
+    std::fprintf(stderr, "train_template: %s\n",
+                 std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
