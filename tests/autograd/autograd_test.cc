@@ -254,3 +254,46 @@ TEST_F(AutogradTest, LowerPrecisionForwardGivesF32LeafGradients) {
 
 }  // namespace
 }  // namespace mixrt
+
+namespace mixrt {
+namespace {
+
+TEST_F(AutogradTest, MoreUnaryOpsAndLosses) {
+  CheckGradients(
+      {{2, 3}},
+      [](const std::vector<Tensor>& p) {
+        auto pos = scale(*exp(p[0]), 1.0, 0.5);  // > 0 for log, sqrt, pow
+        auto a = leaky_relu(p[0], 0.1);
+        auto b = mul(*log(*pos), *sqrt(*pos));
+        auto c = add(*pow(*pos, 1.5), *neg(*a));
+        return sum(*mul(*b, *flatten(*c)));
+      },
+      20);
+  auto target = testing::MakeTensor(
+      device_, {0.2f, 0.9f, 0.5f, 0.1f, 0.7f, 0.3f}, {2, 3});
+  auto labels = from_ints({2, 0}, {2}, DType::kI64, device_);
+  ASSERT_TRUE(labels.ok());
+  CheckGradients(
+      {{2, 3}},
+      [&](const std::vector<Tensor>& p) {
+        auto l1 = l1_loss(p[0], target);
+        auto sl1 = smooth_l1_loss(p[0], target, Reduction::kSum, 0.5);
+        auto bce = binary_cross_entropy_with_logits(p[0], target);
+        auto nll = nll_loss(*log_softmax(p[0], 1), *labels);
+        return add(*add(*l1, *sl1), *add(*bce, *nll));
+      },
+      21, 1e-3, 5e-3);
+}
+
+TEST_F(AutogradTest, MaxPoolRoutesGradientsToTheMaximum) {
+  CheckGradients(
+      {{1, 2, 4, 4}},
+      [](const std::vector<Tensor>& p) {
+        Pool2dOptions o;  // 2x2 max, stride 2
+        return sum(*mul(*pool2d(p[0], o), *pool2d(p[0], o)));
+      },
+      22);
+}
+
+}  // namespace
+}  // namespace mixrt

@@ -1,0 +1,123 @@
+// The Trainer's use_amp switch explains itself and turns AMP off where the
+// device gains nothing (run with ONEDNN_MAX_CPU_ISA=AVX2 too, where bf16
+// matmul is emulated); schedules and clipping helpers.
+#include "core/train/trainer.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/functional/ops.h"
+#include "core/nn/module.h"
+#include "core/optim/optimizer.h"
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+Device Cpu() {
+  auto b = Registry::Global().Load(
+      testing::RunfilePath("backends/cpu/libmixrt_cpu.so"));
+  EXPECT_TRUE(b.ok()) << b.status();
+  return Device(*b, 0);
+}
+
+std::unique_ptr<Trainer> MakeTrainer(const Device& d, TrainerOptions o) {
+  Generator g(0);
+  auto model = *nn::MLP({4, 8, 3}, d, &g);
+  return std::make_unique<Trainer>(
+      model, std::make_unique<SGD>(model->parameters(), SgdOptions{.lr = 0.1}),
+      [](const Tensor& out, const Tensor& y) { return cross_entropy(out, y); },
+      d, o);
+}
+
+TEST(Trainer, UseAmpFollowsTheCapabilityMatrix) {
+  const Device d = Cpu();
+  const bool capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr;
+  auto bf16 = MakeTrainer(d, {.amp_dtype = DType::kBF16});
+  if (capped) {
+    EXPECT_FALSE(bf16->amp_enabled());
+    EXPECT_THAT(bf16->amp_reason(), HasSubstr("would be slower than f32"));
+    EXPECT_THAT(bf16->amp_reason(), HasSubstr("has no bf16 matmul for avx2"));
+  } else {
+    EXPECT_THAT(bf16->amp_reason(), HasSubstr("bf16 matmul on cpu:0"));
+  }
+  // Debian's oneDNN has no f16 matmul: off unless forced, and then scaled.
+  auto f16 = MakeTrainer(d, {.amp_dtype = DType::kF16});
+  EXPECT_FALSE(f16->amp_enabled());
+  EXPECT_THAT(f16->amp_reason(), HasSubstr("has no f16 matmul"));
+  auto forced = MakeTrainer(d, {.amp_dtype = DType::kF16, .force_amp = true});
+  EXPECT_TRUE(forced->amp_enabled());
+  EXPECT_TRUE(forced->scaler().is_enabled());
+  auto off = MakeTrainer(d, {.use_amp = false});
+  EXPECT_EQ(off->amp_reason(), "off: use_amp is false");
+}
+
+TEST(Trainer, AccumulatesClipsAndNamesNonFiniteGradients) {
+  const Device d = Cpu();
+  auto t = MakeTrainer(d, {.amp_dtype = DType::kBF16,
+                           .force_amp = true,
+                           .accumulation_steps = 2,
+                           .clip_grad_norm = 1.0});
+  auto x = randn({5, 4}, DType::kF32, d);
+  auto y = from_ints({0, 1, 2, 0, 1}, {5}, DType::kI64, d);
+  ASSERT_TRUE(t->TrainStep(*x, *y).ok());
+  EXPECT_EQ(t->step(), 0);  // Half an effective batch.
+  ASSERT_TRUE(t->TrainStep(*x, *y).ok());
+  EXPECT_EQ(t->step(), 1);
+  EXPECT_TRUE(t->NonFiniteGradients()->empty());
+  auto eval = t->Evaluate({*x}, {*y});
+  ASSERT_TRUE(eval.ok());
+  EXPECT_GE(eval->accuracy, 0.0);
+  EXPECT_LE(eval->accuracy, 1.0);
+}
+
+TEST(Optim, SchedulesAndClipping) {
+  const Device d = Cpu();
+  auto p = testing::MakeTensor(d, {1, 2}, {2});
+  ASSERT_TRUE(p.set_requires_grad(true).ok());
+  SGD sgd({p}, {.lr = 1.0});
+  StepLR step_lr(&sgd, /*step_size=*/2, /*gamma=*/0.5);
+  for (double want : {1.0, 0.5, 0.5, 0.25}) {
+    step_lr.Step();
+    EXPECT_DOUBLE_EQ(sgd.lr(), want);
+  }
+  SGD sgd2({p}, {.lr = 1.0});
+  CosineAnnealingLR cosine(&sgd2, /*t_max=*/4);
+  cosine.Step();
+  EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
+  for (int i = 0; i < 3; ++i) cosine.Step();
+  EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
+
+  p.set_grad(testing::MakeTensor(d, {3, 4}, {2}));  // Norm 5.
+  auto norm = clip_grad_norm_({p}, 1.0);
+  ASSERT_TRUE(norm.ok());
+  EXPECT_NEAR(*norm, 5.0, 1e-6);
+  testing::ExpectClose(testing::Values(p.grad()), {0.6, 0.8}, 1e-5, 0,
+                       "clipped");
+  p.set_grad(testing::MakeTensor(d, {-3, 0.25}, {2}));
+  ASSERT_TRUE(clip_grad_value_({p}, 0.5).ok());
+  EXPECT_THAT(testing::Values(p.grad()), ::testing::ElementsAre(-0.5, 0.25));
+}
+
+TEST(Optim, RefusesLowPrecisionParametersAndMixedDevices) {
+  const Device d = Cpu();
+  auto h = testing::MakeTensor(d, {1}, {1}, DType::kBF16);
+  ASSERT_TRUE(h.set_requires_grad(true).ok());
+  h.set_grad(testing::MakeTensor(d, {1}, {1}, DType::kBF16));
+  SGD sgd({h}, {.lr = 0.1});
+  EXPECT_THAT(sgd.Step().message(), HasSubstr("must be f32 master weights"));
+  auto a = testing::MakeTensor(d, {1}, {1});
+  auto b = testing::MakeTensor(testing::ReferenceDevice(), {1}, {1});
+  SGD mixed({a, b}, {.lr = 0.1});
+  EXPECT_THAT(mixed.Step().message(), HasSubstr("parameters on two devices"));
+}
+
+}  // namespace
+}  // namespace mixrt
