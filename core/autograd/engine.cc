@@ -82,7 +82,8 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
     std::vector<Tensor> inputs = std::move(buffers[node]);
     buffers.erase(node);
     inputs.resize(node->num_outputs());
-    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, node->Apply(inputs));
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                           node->Apply(std::move(inputs)));
     executed.push_back(node);
     const std::vector<Edge>& edges = node->next_edges();
     for (size_t k = 0; k < edges.size(); ++k) {

@@ -20,10 +20,19 @@ absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
         absl::StrCat("autograd: gradient of shape ", ShapeToString(g.shape()),
                      " for a leaf of shape ", ShapeToString(shape_)));
   }
-  // A new tensor in the leaf's dtype: the incoming gradient may be shared
-  // with other leaves, and optimizers and the scaler modify .grad in place.
-  MIXRT_ASSIGN_OR_RETURN(Tensor converted,
-                         g.dtype() == dtype_ ? g.clone() : g.to(dtype_));
+  // .grad must be a tensor of its own in the leaf's dtype: optimizers and
+  // the scaler modify it in place. A gradient nothing else holds (the usual
+  // case: a GEMM's fresh output) is adopted as is; a shared one is copied.
+  const bool exclusive =
+      g.storage().use_count() == 1 && g.is_contiguous() && g.offset() == 0;
+  Tensor converted;
+  if (g.dtype() != dtype_) {
+    MIXRT_ASSIGN_OR_RETURN(converted, g.to(dtype_));
+  } else if (exclusive) {
+    converted = std::move(g);
+  } else {
+    MIXRT_ASSIGN_OR_RETURN(converted, g.clone());
+  }
   if (!leaf->grad.defined()) {
     leaf->grad = converted;
   } else {
