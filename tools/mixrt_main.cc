@@ -1,6 +1,6 @@
 // The mixrt command line.
 //
-//   mixrt info [--json] [--plugin=/path/libmixrt_x.so,...]
+//   mixrt info [--json] [--isolate] [--plugin=/path/libmixrt_x.so,...]
 //
 // Plugins are searched as core/plugin/plugin_search_path.h says, plus those
 // built in this workspace when run through Bazel.
@@ -18,6 +18,11 @@
 ABSL_FLAG(bool, json, false, "Print machine-readable JSON.");
 ABSL_FLAG(std::vector<std::string>, plugin, {},
           "Plugin files or directories to load first (comma-separated).");
+ABSL_FLAG(bool, isolate, false,
+          "Probe each plugin in a child process first: a plugin that crashes "
+          "or hangs while loading is reported instead of taking mixrt down.");
+ABSL_FLAG(int, probe_timeout_s, 10,
+          "With --isolate: seconds a probe may take.");
 
 namespace {
 
@@ -33,7 +38,10 @@ int RunInfo(const char* argv0) {
     paths.push_back(path);
   }
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(paths);
+  mixrt::LoadOptions options;
+  options.isolate = absl::GetFlag(FLAGS_isolate);
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_probe_timeout_s));
+  registry.LoadAll(paths, options);
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", mixrt::tools::InfoJson(registry).dump(2).c_str());
   } else {

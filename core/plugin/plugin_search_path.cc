@@ -33,6 +33,20 @@ std::vector<std::string> SplitPluginPath(absl::string_view value) {
   return absl::StrSplit(value, ':', absl::SkipEmpty());
 }
 
+std::string WorldWritableReason(const std::string& file) {
+  struct stat st;
+  if (stat(file.c_str(), &st) == 0 && (st.st_mode & S_IWOTH)) {
+    return "file " + file + " is writable by every user";
+  }
+  const size_t slash = file.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : file.substr(0, slash);
+  if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IWOTH)) {
+    return "directory " + dir + " is writable by every user";
+  }
+  return "";
+}
+
 std::string CoreObjectDirectory() {
   Dl_info info;
   if (dladdr(reinterpret_cast<const void*>(&CoreObjectDirectory), &info) == 0 ||

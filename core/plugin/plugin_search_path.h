@@ -24,6 +24,10 @@ std::vector<std::string> ExpandPluginLocation(const std::string& location);
 // Splits a MIXRT_PLUGIN_PATH value, dropping empty entries.
 std::vector<std::string> SplitPluginPath(absl::string_view value);
 
+// Why `file` (or its directory) must not be loaded unnamed: "" when both are
+// safe, else e.g. "directory /tmp/x is writable by every user".
+std::string WorldWritableReason(const std::string& file);
+
 // Directory of the loaded object (executable or shared library) that contains
 // the mixrt core, or "" if it cannot be found.
 std::string CoreObjectDirectory();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/plugin/isolated_probe.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/plugin_search_path.h"
 
@@ -25,8 +26,28 @@ Registry& Registry::Global() {
   return *registry;
 }
 
-absl::StatusOr<const Backend*> Registry::Load(const std::string& path) {
+absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
+                                              const LoadOptions& options) {
   const std::string canonical = CanonicalPath(path);
+  if (options.isolate) {
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      for (const PluginReport& report : reports_) {
+        if (report.path == canonical && report.backend != nullptr) {
+          return report.backend;
+        }
+      }
+    }
+    absl::Status probe = ProbePluginInChild(canonical, options.timeout);
+    if (!probe.ok()) {
+      absl::MutexLock lock(&mu_);
+      PluginReport report;
+      report.path = canonical;
+      report.reason = std::string(probe.message());
+      reports_.push_back(report);
+      return probe;
+    }
+  }
   // Loading runs plugin code; holding the lock keeps loading serialized and
   // idempotent (plugin_initialize is called once per file).
   absl::MutexLock lock(&mu_);
@@ -64,18 +85,34 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path) {
   return report.backend;
 }
 
-void Registry::LoadAll(const std::vector<std::string>& explicit_paths) {
-  std::vector<std::string> locations = explicit_paths;
+void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
+                       const LoadOptions& options) {
+  // (location, named explicitly)
+  std::vector<std::pair<std::string, bool>> locations;
+  for (const std::string& p : explicit_paths) locations.emplace_back(p, true);
   if (const char* env = std::getenv(kPluginPathEnv)) {
     for (const std::string& entry : SplitPluginPath(env)) {
-      locations.push_back(entry);
+      locations.emplace_back(entry, false);
     }
   }
   const std::string core_dir = CoreObjectDirectory();
-  if (!core_dir.empty()) locations.push_back(core_dir);
-  for (const std::string& location : locations) {
+  if (!core_dir.empty()) locations.emplace_back(core_dir, false);
+  for (const auto& [location, named] : locations) {
     for (const std::string& file : ExpandPluginLocation(location)) {
-      Load(file).IgnoreError();  // Recorded in reports_.
+      if (!named && file != location) {
+        const std::string unsafe = WorldWritableReason(file);
+        if (!unsafe.empty()) {
+          absl::MutexLock lock(&mu_);
+          PluginReport report;
+          report.path = CanonicalPath(file);
+          report.reason =
+              absl::StrCat("not loaded: ", unsafe,
+                           " (name the file explicitly to load it anyway)");
+          reports_.push_back(report);
+          continue;
+        }
+      }
+      Load(file, options).IgnoreError();  // Recorded in reports_.
     }
   }
 }

@@ -17,12 +17,20 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/device.h"
 #include "core/plugin/backend.h"
 
 namespace mixrt {
 
 inline constexpr char kBackendEnv[] = "MIXRT_BACKEND";
+
+struct LoadOptions {
+  // Probe each plugin in a child process first (see isolated_probe.h): a
+  // plugin that crashes or hangs while loading is reported, not fatal.
+  bool isolate = false;
+  absl::Duration timeout = absl::Seconds(10);
+};
 
 // What happened to one plugin file.
 struct PluginReport {
@@ -44,11 +52,17 @@ class Registry {
   // Loads one plugin file. Loading the same file again returns the same
   // backend. A second file with an already-registered backend name is
   // refused. Failures are also recorded in Reports().
-  absl::StatusOr<const Backend*> Load(const std::string& path);
+  absl::StatusOr<const Backend*> Load(const std::string& path,
+                                      const LoadOptions& options = {});
 
   // Loads everything on the search path (explicit paths first). Problems with
   // individual plugins are recorded, never fatal.
-  void LoadAll(const std::vector<std::string>& explicit_paths = {});
+  //
+  // Files in searched (not explicitly named) directories are skipped when
+  // the directory or the file is writable by every user: anyone could have
+  // dropped code there.
+  void LoadAll(const std::vector<std::string>& explicit_paths = {},
+               const LoadOptions& options = {});
 
   std::vector<PluginReport> Reports() const;
   // Backends with at least one device, best score first.
