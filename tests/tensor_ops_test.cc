@@ -105,7 +105,11 @@ TEST_F(TensorOpsTest, RandomIsPhiloxAndReproducible) {
   auto a2 = rand({1000}, DType::kF32, device_, 0, 1, &g1);
   EXPECT_NE(*a->to_float_vector(), *a2->to_float_vector());
   EXPECT_EQ(g1.offset(), 500u);  // 2 draws x 250 Philox blocks.
-  for (float v : *a->to_float_vector()) {
+  // Held in a named StatusOr: a range-for over *temporary() would read a
+  // destroyed temporary (AddressSanitizer caught it).
+  const absl::StatusOr<std::vector<float>> values = a->to_float_vector();
+  ASSERT_TRUE(values.ok());
+  for (float v : *values) {
     ASSERT_GE(v, 0.0f);
     ASSERT_LT(v, 1.0f);
   }
