@@ -210,6 +210,12 @@ absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
     case AutocastCategory::kLowerPrecision: {
       const DType asked =
           state.dtype.value_or(DefaultAutocastDType(device.type()));
+      if (asked != DType::kF16 && asked != DType::kBF16 &&
+          asked != DType::kF32) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("autocast: dtype ", DTypeName(asked),
+                         " is not a lower-precision float; use f16 or bf16"));
+      }
       const PrecisionChoice choice =
           state.auto_precision ? AutoPrecision(device, op_class)
                                : NarrowPrecision(device, op_class, asked);

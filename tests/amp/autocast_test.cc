@@ -231,6 +231,22 @@ TEST(Autocast, GlobalSwitchTurnsAmpOff) {
   SetAmpGloballyDisabled(false);
 }
 
+TEST(Autocast, AnInvalidDtypeIsAnErrorAndChangesNothing) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  ASSERT_TRUE(w->set_requires_grad(true).ok());
+  {
+    AutocastGuard guard("cpu", DType::kI32);
+    auto y = linear(*x, *w, Tensor());
+    ASSERT_FALSE(y.ok());
+    EXPECT_THAT(y.status().message(),
+                HasSubstr("dtype i32 is not a lower-precision float"));
+  }
+  EXPECT_FALSE(w->grad().defined());
+  EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+}
+
 TEST(AutocastPolicy, TablesAreDataWithNoDuplicates) {
   for (auto table : {CpuAutocastPolicy(), CudaAutocastPolicy()}) {
     std::set<std::string> seen;
