@@ -1,6 +1,9 @@
 #include "core/plugin/registry.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +113,31 @@ TEST(Registry, SearchesMixrtPluginPathDirectories) {
   }
   EXPECT_TRUE(saw_ok);
   EXPECT_TRUE(saw_garbage);
+}
+
+TEST(Registry, WorldWritableDirectoriesAreNotSearched) {
+  // Anyone could have dropped code there: searched, it is skipped with a
+  // reason; named explicitly, it loads.
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/open_dir";
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const std::string copy = dir + "/libmixrt_fixture_ok.so";
+  std::ifstream src(Fixture("ok"), std::ios::binary);
+  std::ofstream(copy, std::ios::binary) << src.rdbuf();
+  ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
+  Registry searched;
+  ASSERT_EQ(setenv(kPluginPathEnv, dir.c_str(), 1), 0);
+  searched.LoadAll();
+  unsetenv(kPluginPathEnv);
+  bool refused = false;
+  for (const PluginReport& r : searched.Reports()) {
+    refused |= r.reason.find("is writable by every user") != std::string::npos;
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_FALSE(searched.FindBackend("fixture_ok").ok());
+  Registry named;
+  named.LoadAll({copy});
+  EXPECT_TRUE(named.FindBackend("fixture_ok").ok());
 }
 
 TEST(Registry, BestScoreWinsWhenNothingIsNamed) {
