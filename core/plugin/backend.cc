@@ -1,5 +1,7 @@
 #include "core/plugin/backend.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +28,18 @@ absl::string_view SupportLevelName(MixrtSupportLevel level) {
   }
 }
 
+namespace {
+
+// A plugin's message_size is not trusted: a wrong one must not make the host
+// read past the string, so the length is the NUL's position, at most
+// message_size and at most 4 KiB.
+size_t BoundedMessageLength(const MixrtError_Message_Args& msg) {
+  constexpr size_t kMaxMessage = 4096;
+  return strnlen(msg.message, std::min(msg.message_size, kMaxMessage));
+}
+
+}  // namespace
+
 absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
                                  absl::string_view backend,
                                  absl::string_view what) {
@@ -41,8 +55,9 @@ absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
   api->error_get_code(&code);
   const std::string text = absl::StrCat(
       "backend '", backend, "' ", what, ": ",
-      msg.message != nullptr ? absl::string_view(msg.message, msg.message_size)
-                             : absl::string_view("(no message)"));
+      msg.message != nullptr
+          ? absl::string_view(msg.message, BoundedMessageLength(msg))
+          : absl::string_view("(no message)"));
   MixrtError_Destroy_Args destroy{};
   destroy.struct_size = sizeof(destroy);
   destroy.error = error;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -188,12 +189,20 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadPlugin(const std::string& path) {
   // (it may have started threads or registered atexit handlers).
   const MixrtPluginApi* api =
       entry(MIXRT_PLUGIN_API_MAJOR, MIXRT_PLUGIN_API_MINOR);
+  std::optional<int32_t> score;
+  if (auto* score_fn = reinterpret_cast<MixrtPluginScoreFn*>(
+          dlsym(handle, MIXRT_PLUGIN_SCORE_SYMBOL))) {
+    score = score_fn();
+  }
+  return BackendFromApiTable(path, handle, api, score);
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> BackendFromApiTable(
+    const std::string& path, void* handle, const MixrtPluginApi* api,
+    std::optional<int32_t> score) {
   MIXRT_RETURN_IF_ERROR(CheckTable(path, api));
   MIXRT_ASSIGN_OR_RETURN(BackendIdentity identity, ReadIdentity(path, api));
-  if (auto* score = reinterpret_cast<MixrtPluginScoreFn*>(
-          dlsym(handle, MIXRT_PLUGIN_SCORE_SYMBOL))) {
-    identity.score = score();
-  }
+  if (score.has_value()) identity.score = *score;
 
   MixrtPlugin_Initialize_Args init{};
   init.struct_size = sizeof(init);
