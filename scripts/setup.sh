@@ -7,6 +7,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap      # Bazel 4.2.3 (with a JDK); the build runs offline
   g++ clang            # C++17 compilers (clang for fuzzing and sanitizers)
+  libclang-rt-dev      # libFuzzer and the sanitizer runtimes for clang
   clang-format
   libabsl-dev          # Abseil: status, strings, flags, containers
   libgtest-dev libgmock-dev

@@ -35,6 +35,19 @@ if scripts/setup_onednn3.sh; then
 else
   echo "NOTE: PyPI unreachable; the oneDNN 3.x build was not checked"
 fi
+
+# Each fuzz target for a bounded time (MIXRT_FUZZ_SECONDS, default 60) with
+# clang, ASan and UBSan; the corpus replay tests above ran with gcc.
+if scripts/fuzz.sh "${MIXRT_FUZZ_SECONDS:-60}" > "$log" 2>&1; then
+  grep '^fuzz ' "$log"
+  passed=$((passed + 1))
+  echo "PASSED: fuzzing"
+else
+  tail -60 "$log"
+  failed=$((failed + 1))
+  status=1
+  echo "FAILED: fuzzing (inputs in fuzz/crashes/)"
+fi
 rm -f "$log"
 echo "$passed passed, $failed failed"
 exit "$status"

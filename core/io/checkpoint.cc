@@ -116,7 +116,12 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
     return absl::NotFoundError(absl::StrCat("cannot open checkpoint ", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string data = buffer.str();
+  return ParseCheckpoint(buffer.str(), path, device);
+}
+
+absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view data,
+                                           absl::string_view path,
+                                           const Device& device) {
   const auto refuse = [&](absl::string_view why) {
     return absl::DataLossError(
         absl::StrCat("checkpoint ", path, " is refused: ", why));
@@ -163,7 +168,8 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
       const uint64_t bytes = e.at("bytes").get<uint64_t>();
       MIXRT_ASSIGN_OR_RETURN(const int64_t n, CheckedNumElements(shape));
       if (offset > body_size || bytes > body_size - offset ||
-          static_cast<uint64_t>(n) * DTypeSize(dtype) != bytes) {
+          bytes % DTypeSize(dtype) != 0 ||
+          bytes / DTypeSize(dtype) != static_cast<uint64_t>(n)) {
         return refuse(absl::StrCat("entry '", name, "' is out of bounds"));
       }
       const auto* p =

@@ -31,6 +31,11 @@ absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& ckpt);
 // Tensors are created on `device`.
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
                                           const Device& device);
+// LoadCheckpoint on bytes already read; `path` only names the file in
+// errors. Every field is validated (fuzz/checkpoint_fuzz.cc).
+absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view data,
+                                           absl::string_view path,
+                                           const Device& device);
 
 // Everything a training run needs to resume: model parameters and buffers
 // ("model."), optimizer state ("optim.", lr), scaler state ("scaler.", when

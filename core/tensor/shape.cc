@@ -51,6 +51,12 @@ absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a,
   for (size_t i = 0; i < n; ++i) {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da < 0 || db < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op, ": shapes ", ShapeToString(a), " and ", ShapeToString(b),
+          " cannot be broadcast (a negative "
+          "dimension)"));
+    }
     if (da != db && da != 1 && db != 1) {
       return absl::InvalidArgumentError(
           absl::StrCat(op, ": shapes ", ShapeToString(a), " and ",

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan+UBSan) and runs each for a
+# bounded time on a copy of its seed corpus; prints executions and coverage.
+# A crash fails the run and leaves the input in fuzz/crashes/: copy it into
+# fuzz/corpus/<target>/ so the replay test keeps it, then fix the bug.
+#   scripts/fuzz.sh [seconds per target, default 60] [target...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape)
+# Own output base: switching the C compiler would otherwise throw away the
+# gcc build's cache.
+bazel_fuzz=(bazel --output_base="${HOME}/.cache/mixrt-fuzz-bazel")
+"${bazel_fuzz[@]}" build --config=fuzz \
+  $(printf '//fuzz:%s_fuzzer ' "${targets[@]}")
+bin=$("${bazel_fuzz[@]}" info --config=fuzz bazel-bin 2>/dev/null)
+# The checkpoint target needs a device: the reference plugin from the normal
+# gcc build (plugins link with -z defs, which an ASan-instrumented shared
+# object built by clang cannot satisfy; the host side is what is fuzzed).
+bazel build //plugins/reference:libmixrt_reference.so
+export MIXRT_FUZZ_PLUGIN="$PWD/bazel-bin/plugins/reference/libmixrt_reference.so"
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+mkdir -p fuzz/crashes
+status=0
+for t in "${targets[@]}"; do
+  work=$(mktemp -d)
+  cp fuzz/corpus/"$t"/* "$work"/
+  log=$(mktemp)
+  if "$bin/fuzz/${t}_fuzzer" -max_total_time="$seconds" -rss_limit_mb=4096 \
+       -artifact_prefix=fuzz/crashes/"$t"- -print_final_stats=1 \
+       "$work" > "$log" 2>&1; then
+    result=ok
+  else
+    result=CRASH
+    status=1
+    tail -60 "$log"
+  fi
+  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+  ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
+  corpus=$(ls "$work" | wc -l)
+  echo "fuzz $t: $result, ${seconds}s, $execs executions, coverage $cov edges ($ft features), corpus $corpus"
+  rm -rf "$work" "$log"
+done
+exit "$status"
