@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+# (LeakSanitizer included), then the threaded tests under ThreadSanitizer.
+# Each in its own output base so the normal build's cache survives.
+#   scripts/sanitizers.sh [asan|tsan|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+status=0
+# Targets are listed by the normal output base: in the other output bases
+# //... would also walk this one's bazel-* symlinks as if they were packages.
+mapfile -t tests < <(bazel query 'tests(//...) except attr(tags, exhaustive, tests(//...))' 2>/dev/null)
+if [ "$which" = asan ] || [ "$which" = all ]; then
+  bazel --output_base="${HOME}/.cache/mixrt-asan-bazel" test --config=asan \
+    "${tests[@]}" || status=1
+fi
+if [ "$which" = tsan ] || [ "$which" = all ]; then
+  bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan \
+    //tests:concurrency_test //tests:registry_test || status=1
+fi
+exit "$status"
