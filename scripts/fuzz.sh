@@ -13,7 +13,7 @@ targets=("$@")
 # Own output base: switching the C compiler would otherwise throw away the
 # gcc build's cache.
 bazel_fuzz=(bazel --output_base="${HOME}/.cache/mixrt-fuzz-bazel")
-"${bazel_fuzz[@]}" build --config=fuzz \
+"${bazel_fuzz[@]}" build --config=fuzz --symlink_prefix=/ \
   $(printf '//fuzz:%s_fuzzer ' "${targets[@]}")
 bin=$("${bazel_fuzz[@]}" info --config=fuzz bazel-bin 2>/dev/null)
 # The checkpoint target needs a device: the reference plugin from the normal

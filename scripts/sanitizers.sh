@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # (LeakSanitizer included), then the threaded tests under ThreadSanitizer.
-# Each in its own output base so the normal build's cache survives.
+# Each in its own output base so the normal build's cache survives, and
+# without convenience symlinks so bazel-bin/ stays the normal build's.
 #   scripts/sanitizers.sh [asan|tsan|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +12,11 @@ status=0
 # //... would also walk this one's bazel-* symlinks as if they were packages.
 mapfile -t tests < <(bazel query 'tests(//...) except attr(tags, exhaustive, tests(//...))' 2>/dev/null)
 if [ "$which" = asan ] || [ "$which" = all ]; then
-  bazel --output_base="${HOME}/.cache/mixrt-asan-bazel" test --config=asan \
+  bazel --output_base="${HOME}/.cache/mixrt-asan-bazel" test --config=asan --symlink_prefix=/ \
     "${tests[@]}" || status=1
 fi
 if [ "$which" = tsan ] || [ "$which" = all ]; then
-  bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan \
+  bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan --symlink_prefix=/ \
     //tests:concurrency_test //tests:registry_test || status=1
 fi
 exit "$status"

@@ -32,6 +32,10 @@ absl::Status ProbePluginInChild(const std::string& path,
     // Child: load, report the outcome as text, and leave without running
     // the parent's atexit handlers or destructors.
     close(fds[0]);
+    // The host's crash handlers (a crash reporter, a sanitizer) would turn
+    // the plugin's fault into their own exit; the default action lets the
+    // parent name the signal that killed the plugin.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) signal(sig, SIG_DFL);
     absl::StatusOr<std::unique_ptr<Backend>> backend = LoadPlugin(path);
     const std::string message =
         backend.ok() ? "OK" : std::string(backend.status().message());
