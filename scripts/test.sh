@@ -36,6 +36,18 @@ else
   echo "NOTE: PyPI unreachable; the oneDNN 3.x build was not checked"
 fi
 
+# The suite under ASan+UBSan (leaks included) and the threaded tests under
+# TSan, each in its own output base: zero reports or the run fails.
+if scripts/sanitizers.sh all > "$log" 2>&1; then
+  passed=$((passed + 1))
+  echo "PASSED: sanitizers (ASan+UBSan suite, TSan threaded tests)"
+else
+  grep -E '^(FAIL|ERROR)|Sanitizer' "$log" | head -40
+  failed=$((failed + 1))
+  status=1
+  echo "FAILED: sanitizers (scripts/sanitizers.sh all)"
+fi
+
 # Each fuzz target for a bounded time (MIXRT_FUZZ_SECONDS, default 60) with
 # clang, ASan and UBSan; the corpus replay tests above ran with gcc.
 if scripts/fuzz.sh "${MIXRT_FUZZ_SECONDS:-60}" > "$log" 2>&1; then

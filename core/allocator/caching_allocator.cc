@@ -1,6 +1,7 @@
 #include "core/allocator/caching_allocator.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "core/plugin/backend.h"
@@ -8,7 +9,7 @@
 namespace mixrt {
 
 CachingAllocator::~CachingAllocator() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ReleaseCacheLocked();
 }
 
@@ -25,7 +26,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate ", bytes, " bytes on ", where, ": size overflows"));
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   void* ptr = nullptr;
   auto cached = free_blocks_.find(size);
   if (cached != free_blocks_.end()) {
@@ -56,7 +57,7 @@ absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
 }
 
 void CachingAllocator::Free(void* ptr) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = live_blocks_.find(ptr);
   if (it == live_blocks_.end()) return;  // Not ours: ignore, never corrupt.
   const uint64_t size = it->second;
@@ -67,7 +68,7 @@ void CachingAllocator::Free(void* ptr) {
 }
 
 void CachingAllocator::EmptyCache() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ReleaseCacheLocked();
 }
 
@@ -83,12 +84,12 @@ void CachingAllocator::ReleaseCacheLocked() {
 }
 
 AllocatorStats CachingAllocator::stats() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
 void CachingAllocator::ResetPeak() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 

@@ -4,13 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "core/amp/autocast_policy.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -44,11 +44,11 @@ std::atomic<bool>& GlobalDisable() {
   return disabled;
 }
 
-absl::Mutex g_warn_mu;
+std::mutex g_warn_mu;
 std::vector<std::string>* g_warnings = new std::vector<std::string>();
 
 void WarnOnce(const std::string& text) {
-  absl::MutexLock lock(&g_warn_mu);
+  std::lock_guard<std::mutex> lock(g_warn_mu);
   for (const std::string& w : *g_warnings) {
     if (w == text) return;
   }
@@ -258,7 +258,7 @@ std::string FormatAutocastLog(const std::vector<AutocastDecision>& log) {
 }
 
 std::vector<std::string> AutocastWarnings() {
-  absl::MutexLock lock(&g_warn_mu);
+  std::lock_guard<std::mutex> lock(g_warn_mu);
   return *g_warnings;
 }
 

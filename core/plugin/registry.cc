@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,7 +32,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
   const std::string canonical = CanonicalPath(path);
   if (options.isolate) {
     {
-      absl::ReaderMutexLock lock(&mu_);
+      std::shared_lock<std::shared_mutex> lock(mu_);
       for (const PluginReport& report : reports_) {
         if (report.path == canonical && report.backend != nullptr) {
           return report.backend;
@@ -40,7 +41,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
     }
     absl::Status probe = ProbePluginInChild(canonical, options.timeout);
     if (!probe.ok()) {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::shared_mutex> lock(mu_);
       PluginReport report;
       report.path = canonical;
       report.reason = std::string(probe.message());
@@ -50,7 +51,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
   }
   // Loading runs plugin code; holding the lock keeps loading serialized and
   // idempotent (plugin_initialize is called once per file).
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::shared_mutex> lock(mu_);
   for (const PluginReport& report : reports_) {
     if (report.path != canonical) continue;
     if (report.backend != nullptr) return report.backend;
@@ -102,7 +103,7 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
       if (!named && file != location) {
         const std::string unsafe = WorldWritableReason(file);
         if (!unsafe.empty()) {
-          absl::MutexLock lock(&mu_);
+          std::lock_guard<std::shared_mutex> lock(mu_);
           PluginReport report;
           report.path = CanonicalPath(file);
           report.reason =
@@ -118,12 +119,12 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
 }
 
 std::vector<PluginReport> Registry::Reports() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock<std::shared_mutex> lock(mu_);
   return reports_;
 }
 
 std::vector<const Backend*> Registry::UsableBackends() const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<const Backend*> usable;
   for (const std::unique_ptr<Backend>& backend : backends_) {
     if (!backend->devices().empty() && backend->identity().score > 0) {
@@ -139,7 +140,7 @@ std::vector<const Backend*> Registry::UsableBackends() const {
 
 absl::StatusOr<const Backend*> Registry::FindBackend(
     const std::string& name) const {
-  absl::ReaderMutexLock lock(&mu_);
+  std::shared_lock<std::shared_mutex> lock(mu_);
   for (const std::unique_ptr<Backend>& backend : backends_) {
     if (backend->name() != name) continue;
     if (backend->devices().empty()) {
@@ -179,7 +180,7 @@ absl::StatusOr<Device> Registry::SelectDevice(const std::string& name) const {
   }
   const std::vector<const Backend*> usable = UsableBackends();
   if (usable.empty()) {
-    absl::ReaderMutexLock lock(&mu_);
+    std::shared_lock<std::shared_mutex> lock(mu_);
     return absl::NotFoundError(
         absl::StrCat("no usable mixrt backend found (set ", kPluginPathEnv,
                      " or name a plugin explicitly)", SkippedSummary()));
