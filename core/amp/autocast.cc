@@ -183,7 +183,7 @@ absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
   if (it == t_state.end() || !it->second.enabled) return inputs;
   const DeviceState& state = it->second;
   const AutocastPolicyEntry entry = AutocastPolicyFor(device.type(), op);
-  DType target;
+  DType target = DType::kF32;  // Each case sets it; gcc cannot tell.
   std::string requested;
   std::string why;
   switch (entry.category) {
