@@ -14,29 +14,41 @@
 #include <cstdint>
 #include <cstring>
 
+#include "plugins/sdk/host_device.h"
+
 namespace mixrt::sdk {
 
-inline uint32_t F32Bits(float f) {
+// Device compilers have bit-cast intrinsics; memcpy is the portable host way.
+MIXRT_HOST_DEVICE inline uint32_t F32Bits(float f) {
+#if MIXRT_DEVICE_PASS
+  return __float_as_uint(f);
+#else
   uint32_t u;
   std::memcpy(&u, &f, sizeof(u));
   return u;
+#endif
 }
 
-inline float F32FromBits(uint32_t u) {
+MIXRT_HOST_DEVICE inline float F32FromBits(uint32_t u) {
+#if MIXRT_DEVICE_PASS
+  return __uint_as_float(u);
+#else
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
+#endif
 }
 
 // Rounds `value` right by `shift` bits, to nearest, ties to even.
-inline uint32_t ShiftRightRoundEven(uint32_t value, uint32_t shift) {
+MIXRT_HOST_DEVICE inline uint32_t ShiftRightRoundEven(uint32_t value,
+                                                      uint32_t shift) {
   const uint32_t kept = value >> shift;
   const uint32_t rest = value & ((1u << shift) - 1u);
   const uint32_t half = 1u << (shift - 1u);
   return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
 }
 
-inline uint16_t F32ToF16Bits(float f) {
+MIXRT_HOST_DEVICE inline uint16_t F32ToF16Bits(float f) {
   const uint32_t x = F32Bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
@@ -63,7 +75,7 @@ inline uint16_t F32ToF16Bits(float f) {
                                ShiftRightRoundEven(abs - (112u << 23), 13));
 }
 
-inline float F16BitsToF32(uint16_t h) {
+MIXRT_HOST_DEVICE inline float F16BitsToF32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1fu;
   uint32_t mantissa = h & 0x3ffu;
@@ -84,7 +96,7 @@ inline float F16BitsToF32(uint16_t h) {
                      ((mantissa & 0x3ffu) << 13));
 }
 
-inline uint16_t F32ToBF16Bits(float f) {
+MIXRT_HOST_DEVICE inline uint16_t F32ToBF16Bits(float f) {
   const uint32_t x = F32Bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) {
     return static_cast<uint16_t>((x >> 16) | 0x40u);
@@ -95,7 +107,7 @@ inline uint16_t F32ToBF16Bits(float f) {
   return static_cast<uint16_t>((x + 0x7fffu + lsb) >> 16);
 }
 
-inline float BF16BitsToF32(uint16_t b) {
+MIXRT_HOST_DEVICE inline float BF16BitsToF32(uint16_t b) {
   return F32FromBits(static_cast<uint32_t>(b) << 16);
 }
 

@@ -10,11 +10,14 @@
 #include <cmath>
 #include <cstdint>
 
+#include "plugins/sdk/host_device.h"
+
 namespace mixrt::sdk {
 
 using PhiloxBlock = std::array<uint32_t, 4>;
 
-inline PhiloxBlock Philox4x32(uint64_t counter, uint64_t seed) {
+MIXRT_HOST_DEVICE inline PhiloxBlock Philox4x32(uint64_t counter,
+                                                uint64_t seed) {
   constexpr uint32_t kMul0 = 0xD2511F53u;
   constexpr uint32_t kMul1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u;
@@ -36,20 +39,22 @@ inline PhiloxBlock Philox4x32(uint64_t counter, uint64_t seed) {
 }
 
 // 24 random bits scaled into [0, 1): exactly representable in f32.
-inline double PhiloxUnit(uint32_t word) {
+MIXRT_HOST_DEVICE inline double PhiloxUnit(uint32_t word) {
   return static_cast<double>(word >> 8) * (1.0 / 16777216.0);
 }
 
 // Element `index` of a U[low, high) tensor.
-inline double PhiloxUniform(uint64_t seed, uint64_t offset, uint64_t index,
-                            double low, double high) {
+MIXRT_HOST_DEVICE inline double PhiloxUniform(uint64_t seed, uint64_t offset,
+                                              uint64_t index, double low,
+                                              double high) {
   const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
   return low + (high - low) * PhiloxUnit(block[index % 4]);
 }
 
 // Element `index` of a N(mean, std^2) tensor (Box-Muller on word pairs).
-inline double PhiloxNormal(uint64_t seed, uint64_t offset, uint64_t index,
-                           double mean, double std) {
+MIXRT_HOST_DEVICE inline double PhiloxNormal(uint64_t seed, uint64_t offset,
+                                             uint64_t index, double mean,
+                                             double std) {
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
   const uint32_t pair = static_cast<uint32_t>(index % 4) & ~1u;

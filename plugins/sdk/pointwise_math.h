@@ -9,12 +9,7 @@
 #include <cstdint>
 
 #include "mixrt/plugin_api.h"
-
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define MIXRT_HOST_DEVICE __host__ __device__
-#else
-#define MIXRT_HOST_DEVICE
-#endif
+#include "plugins/sdk/host_device.h"
 
 namespace mixrt::sdk {
 

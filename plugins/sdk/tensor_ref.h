@@ -23,6 +23,7 @@ class TensorRef {
   const int64_t* shape() const { return desc_->shape; }
   const int64_t* strides() const { return desc_->strides; }
   void* data() const { return desc_->data; }
+  const MixrtTensorDesc* desc() const { return desc_; }
 
   int64_t numel() const {
     int64_t n = 1;

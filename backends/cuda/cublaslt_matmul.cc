@@ -1,0 +1,178 @@
+#include "backends/cuda/cublaslt_matmul.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace mixrt::cuda {
+namespace {
+
+absl::Status Check(cublasStatus_t status, const char* call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(call, ": ",
+                                          cublasLtGetStatusName(status), ": ",
+                                          cublasLtGetStatusString(status)));
+}
+
+// Owns the cuBLASLt descriptors of one call.
+struct Descriptors {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  ~Descriptors() {
+    if (c != nullptr) cublasLtMatrixLayoutDestroy(c);
+    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+absl::Status MakeLayout(cudaDataType_t type, uint64_t rows, uint64_t cols,
+                        int64_t ld, int32_t batch, int64_t stride,
+                        cublasLtMatrixLayout_t* layout) {
+  if (absl::Status s =
+          Check(cublasLtMatrixLayoutCreate(layout, type, rows, cols, ld),
+                "cublasLtMatrixLayoutCreate");
+      !s.ok() || batch == 1) {
+    return s;
+  }
+  if (absl::Status s = Check(cublasLtMatrixLayoutSetAttribute(
+                                 *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                 &batch, sizeof(batch)),
+                             "cublasLtMatrixLayoutSetAttribute");
+      !s.ok()) {
+    return s;
+  }
+  return Check(cublasLtMatrixLayoutSetAttribute(
+                   *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                   &stride, sizeof(stride)),
+               "cublasLtMatrixLayoutSetAttribute");
+}
+
+absl::Status Describe(const CublasLtPlan& plan, const void* bias,
+                      Descriptors* d) {
+  if (absl::Status s = Check(
+          cublasLtMatmulDescCreate(&d->desc, plan.compute, plan.scale_type),
+          "cublasLtMatmulDescCreate");
+      !s.ok()) {
+    return s;
+  }
+  const cublasOperation_t no_transpose = CUBLAS_OP_N;
+  for (auto attr : {CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSB}) {
+    if (absl::Status s =
+            Check(cublasLtMatmulDescSetAttribute(d->desc, attr, &no_transpose,
+                                                 sizeof(no_transpose)),
+                  "cublasLtMatmulDescSetAttribute");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = Check(
+          cublasLtMatmulDescSetAttribute(d->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                         &plan.epilogue, sizeof(plan.epilogue)),
+          "cublasLtMatmulDescSetAttribute(epilogue)");
+      !s.ok()) {
+    return s;
+  }
+  if (plan.epilogue & CUBLASLT_EPILOGUE_BIAS) {
+    if (absl::Status s = Check(cublasLtMatmulDescSetAttribute(
+                                   d->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                   &bias, sizeof(bias)),
+                               "cublasLtMatmulDescSetAttribute(bias)");
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = MakeLayout(plan.ab_type, plan.m, plan.k, plan.lda,
+                                  plan.batch, plan.stride_a, &d->a);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = MakeLayout(plan.ab_type, plan.k, plan.n, plan.ldb,
+                                  plan.batch, plan.stride_b, &d->b);
+      !s.ok()) {
+    return s;
+  }
+  return MakeLayout(plan.cd_type, plan.m, plan.n, plan.ldc, plan.batch,
+                    plan.stride_c, &d->c);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CublasLtMatmul>> CublasLtMatmul::Create() {
+  cublasLtHandle_t handle = nullptr;
+  if (absl::Status s = Check(cublasLtCreate(&handle), "cublasLtCreate");
+      !s.ok()) {
+    return s;
+  }
+  void* workspace = nullptr;
+  const cudaError_t error = cudaMalloc(&workspace, kWorkspaceBytes);
+  if (error != cudaSuccess) {
+    cublasLtDestroy(handle);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cuBLASLt workspace: cudaMalloc: ", cudaGetErrorString(error)));
+  }
+  return std::unique_ptr<CublasLtMatmul>(new CublasLtMatmul(handle, workspace));
+}
+
+CublasLtMatmul::~CublasLtMatmul() {
+  cudaFree(workspace_);
+  cublasLtDestroy(handle_);
+}
+
+size_t CublasLtMatmul::cached_algorithms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return algorithms_.size();
+}
+
+absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
+    const CublasLtPlan& plan, cublasLtMatmulDesc_t desc,
+    cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+    cublasLtMatrixLayout_t c) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = algorithms_.find(plan.cache_key);
+    if (it != algorithms_.end()) return it->second;
+  }
+  cublasLtMatmulPreference_t preference = nullptr;
+  if (absl::Status s = Check(cublasLtMatmulPreferenceCreate(&preference),
+                             "cublasLtMatmulPreferenceCreate");
+      !s.ok()) {
+    return s;
+  }
+  const uint64_t workspace = kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(preference,
+                                       CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                       &workspace, sizeof(workspace));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle_, desc, a, b, c, c, preference, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  if (absl::Status s = Check(status, "cublasLtMatmulAlgoGetHeuristic");
+      !s.ok()) {
+    return s;
+  }
+  if (found == 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("cuBLASLt has no algorithm for matmul ", plan.cache_key));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  algorithms_.emplace(plan.cache_key, result.algo);
+  return result.algo;
+}
+
+absl::Status CublasLtMatmul::Run(const CublasLtPlan& plan, const void* a,
+                                 const void* b, const void* c, void* d,
+                                 const void* bias, cudaStream_t stream) {
+  Descriptors desc;
+  if (absl::Status s = Describe(plan, bias, &desc); !s.ok()) return s;
+  auto algo = Algorithm(plan, desc.desc, desc.a, desc.b, desc.c);
+  if (!algo.ok()) return algo.status();
+  const float alpha = 1.0f;
+  return Check(cublasLtMatmul(handle_, desc.desc, &alpha, a, desc.a, b, desc.b,
+                              &plan.beta, c, desc.c, d, desc.c, &*algo,
+                              workspace_, kWorkspaceBytes, stream),
+               "cublasLtMatmul");
+}
+
+}  // namespace mixrt::cuda

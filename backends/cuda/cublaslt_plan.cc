@@ -1,0 +1,99 @@
+#include "backends/cuda/cublaslt_plan.h"
+
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace mixrt::cuda {
+namespace {
+
+absl::StatusOr<cudaDataType_t> CudaType(MixrtDtype dtype) {
+  switch (dtype) {
+    case MIXRT_DTYPE_F32:
+      return CUDA_R_32F;
+    case MIXRT_DTYPE_F16:
+      return CUDA_R_16F;
+    case MIXRT_DTYPE_BF16:
+      return CUDA_R_16BF;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("matmul takes f32, f16 or bf16 tensors, not dtype ",
+                       static_cast<int>(dtype)));
+  }
+}
+
+// The fused epilogue for (bias, activation), or false if cuBLASLt has none
+// that computes exactly ours. Its GELU is the tanh approximation, so erf
+// GELU is never fused.
+bool FusedEpilogue(bool bias, MixrtActivation activation,
+                   cublasLtEpilogue_t* epilogue) {
+  switch (activation) {
+    case MIXRT_ACTIVATION_NONE:
+      *epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      return true;
+    case MIXRT_ACTIVATION_RELU:
+      *epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+      return true;
+    case MIXRT_ACTIVATION_GELU_TANH:
+      *epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
+  auto ab = CudaType(p.input_dtype);
+  if (!ab.ok()) return ab.status();
+  auto cd = CudaType(p.output_dtype);
+  if (!cd.ok()) return cd.status();
+  if (p.output_dtype != p.input_dtype && p.output_dtype != MIXRT_DTYPE_F32) {
+    return absl::InvalidArgumentError(
+        "matmul output must have the inputs' dtype or f32");
+  }
+  if (p.m < 0 || p.n < 0 || p.k < 0 || p.batch < 1 ||
+      p.batch > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError("matmul: bad problem size");
+  }
+  CublasLtPlan plan;
+  plan.m = static_cast<uint64_t>(p.n);
+  plan.n = static_cast<uint64_t>(p.m);
+  plan.k = static_cast<uint64_t>(p.k);
+  plan.lda = p.n;  // in1 [k, n] row-major: column-major n x k, ld n.
+  plan.ldb = p.k;  // in0 [m, k] row-major: column-major k x m, ld k.
+  plan.ldc = p.n;
+  plan.batch = static_cast<int32_t>(p.batch);
+  plan.stride_a = p.k * p.n;
+  plan.stride_b = p.m * p.k;
+  plan.stride_c = p.m * p.n;
+  plan.ab_type = *ab;
+  plan.cd_type = *cd;
+  plan.compute = p.input_dtype == MIXRT_DTYPE_F32 && p.allow_tf32
+                     ? CUBLAS_COMPUTE_32F_FAST_TF32
+                     : CUBLAS_COMPUTE_32F;
+  plan.scale_type = CUDA_R_32F;
+  // cuBLASLt computes act(AB + beta C + bias); ours adds beta out after the
+  // activation, so the two only agree without an activation. Its bias must
+  // also have the output's type.
+  const bool bias_ok = !p.has_bias || p.bias_dtype == p.output_dtype;
+  const bool order_ok = p.beta == 0.0f || p.activation == MIXRT_ACTIVATION_NONE;
+  if (bias_ok && order_ok &&
+      FusedEpilogue(p.has_bias, p.activation, &plan.epilogue)) {
+    plan.beta = p.beta;
+  } else {
+    plan.separate_epilogue = true;
+    plan.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    plan.cd_type = CUDA_R_32F;
+    plan.beta = 0.0f;
+  }
+  plan.cache_key =
+      absl::StrCat(plan.m, "x", plan.n, "x", plan.k, "b", plan.batch, "t",
+                   plan.ab_type, ".", plan.cd_type, "c", plan.compute, "e",
+                   plan.epilogue, plan.beta != 0.0f ? "+c" : "");
+  return plan;
+}
+
+}  // namespace mixrt::cuda

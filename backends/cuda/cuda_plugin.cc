@@ -1,0 +1,188 @@
+// libmixrt_cuda.so: NVIDIA GPUs through the CUDA runtime, cuBLASLt for
+// matmul on tensor cores, and the shared GPU kernels for everything else.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cuda/cublaslt_matmul.h"
+#include "backends/cuda/cublaslt_plan.h"
+#include "backends/cuda/cuda_capability.h"
+#include "backends/gpu/gpu_plugin.h"
+#include "backends/gpu/matmul_call.h"
+
+namespace mixrt::cuda {
+namespace {
+
+// torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision:
+// "highest" (the default) keeps f32 matmuls in f32; "high" or "medium" allow
+// TF32 tensor cores.
+MatmulSettings SettingsFromEnvironment() {
+  MatmulSettings settings;
+  const char* precision = std::getenv("MIXRT_FLOAT32_MATMUL_PRECISION");
+  if (precision != nullptr) {
+    const std::string p = precision;
+    settings.allow_tf32 = p == "high" || p == "medium";
+  }
+  return settings;
+}
+
+ComputeCapability CapabilityOf(const gpu::GpuDevice& device) {
+  return {device.props.major, device.props.minor};
+}
+
+class CudaPlugin : public gpu::GpuPlugin {
+ public:
+  sdk::PluginInfo Info() const override {
+    int runtime = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    return {
+        "cuda", "0.1",
+        absl::StrCat("CUDA runtime ", runtime / 1000, ".",
+                     (runtime % 1000) / 10, ", cuBLASLt ", cublasLtGetVersion(),
+                     ", kernels for ", DescribeTargets(BuiltTargets())),
+        "cuda"};
+  }
+
+  absl::Status Initialize() override {
+    settings_ = SettingsFromEnvironment();
+    return gpu::GpuPlugin::Initialize();
+  }
+
+  absl::Status Shutdown() override {
+    blas_.clear();
+    return gpu::GpuPlugin::Shutdown();
+  }
+
+  sdk::Capability GetCapability(int device, MixrtOpClass op_class,
+                                MixrtDtype dtype) override {
+    auto d = Enter(device);
+    if (!d.ok()) return {MIXRT_SUPPORT_UNSUPPORTED, "no such device", 0.0};
+    return CudaCapability(CapabilityOf(**d), BuiltTargets(), settings_,
+                          op_class, dtype);
+  }
+
+ protected:
+  std::string DeviceName(const gpu::GpuDevice& device) const override {
+    return absl::StrCat(device.props.name, " (sm_", CapabilityOf(device).sm(),
+                        ", ", device.props.multiProcessorCount, " SMs)");
+  }
+
+  bool HasMatrixUnits(const gpu::GpuDevice& device) const override {
+    return TensorCoresOf(CapabilityOf(device)).f16;
+  }
+
+  absl::Status InitializeDevice(gpu::GpuDevice& device) override {
+    if (!HasKernelImage(CapabilityOf(device), BuiltTargets())) {
+      // Listed with every capability unsupported, saying why.
+      blas_.push_back(nullptr);
+      return absl::OkStatus();
+    }
+    auto blas = CublasLtMatmul::Create();
+    if (!blas.ok()) return blas.status();
+    blas_.push_back(std::move(*blas));
+    return absl::OkStatus();
+  }
+
+  absl::Status Matmul(gpu::GpuDevice& device,
+                      const sdk::KernelCall& call) override {
+    auto m = gpu::ParseMatmulCall(call);
+    if (!m.ok()) return m.status();
+    if (m->m == 0 || m->n == 0 || m->batch == 0) return absl::OkStatus();
+    CublasLtMatmul* blas = blas_[device.index].get();
+    if (blas == nullptr) {
+      return absl::FailedPreconditionError(
+          "this device has no kernels in the CUDA plugin");
+    }
+    MatmulProblem p;
+    p.m = m->m;
+    p.n = m->n;
+    p.k = m->k;
+    p.batch = m->batch;
+    p.input_dtype = static_cast<MixrtDtype>(m->a.dtype);
+    p.output_dtype = static_cast<MixrtDtype>(m->out.dtype);
+    p.has_bias = m->has_bias;
+    p.bias_dtype = static_cast<MixrtDtype>(m->bias.dtype);
+    p.activation = static_cast<MixrtActivation>(m->activation);
+    p.beta = m->beta;
+    p.allow_tf32 = settings_.allow_tf32;
+    // cuBLASLt rejects k = 0; the product is then zero and only the
+    // epilogue is left.
+    const bool empty_k = m->k == 0;
+    auto plan = PlanCublasLtMatmul(p);
+    if (!plan.ok()) return plan.status();
+    auto stream = static_cast<cudaStream_t>(device.stream);
+    if (!plan->separate_epilogue && !empty_k) {
+      return blas->Run(*plan, m->b.data, m->a.data, m->out.data, m->out.data,
+                       m->bias.data, stream);
+    }
+    return RunWithSeparateEpilogue(device, *m, *plan, empty_k, blas);
+  }
+
+ private:
+  // The bare product in f32 scratch memory, then GemmEpilogueFunctor.
+  absl::Status RunWithSeparateEpilogue(gpu::GpuDevice& device,
+                                       const gpu::MatmulCall& m,
+                                       const CublasLtPlan& plan, bool empty_k,
+                                       CublasLtMatmul* blas) {
+    auto stream = static_cast<cudaStream_t>(device.stream);
+    const int64_t elements = m.batch * m.m * m.n;
+    void* scratch = nullptr;
+    if (absl::Status s = gpu::RuntimeStatus(
+            cudaMallocAsync(&scratch, elements * sizeof(float), stream),
+            "cudaMallocAsync");
+        !s.ok()) {
+      return s;
+    }
+    absl::Status status =
+        empty_k
+            ? gpu::RuntimeStatus(
+                  cudaMemsetAsync(scratch, 0, elements * sizeof(float), stream),
+                  "cudaMemsetAsync")
+            : blas->Run(plan, m.b.data, m.a.data, scratch, scratch, nullptr,
+                        stream);
+    if (status.ok()) {
+      gpu::GemmEpilogueFunctor f;
+      f.out = m.out;
+      f.product = m.out;
+      f.product.data = scratch;
+      f.product.dtype = MIXRT_DTYPE_F32;
+      f.epilogue.bias = m.bias;
+      f.epilogue.has_bias = m.has_bias;
+      f.epilogue.activation = m.activation;
+      f.epilogue.beta = m.beta;
+      f.n = m.n;
+      status =
+          gpu::RuntimeStatus(static_cast<cudaError_t>(gpu::LaunchElementwise(
+                                 device.ctx, f, elements)),
+                             "matmul epilogue");
+    }
+    // Stream-ordered: freed after the epilogue has read it.
+    (void)cudaFreeAsync(scratch, stream);
+    return status;
+  }
+
+  MatmulSettings settings_;
+  std::vector<std::unique_ptr<CublasLtMatmul>> blas_;  // Per device.
+};
+
+// Preferred over the CPU plugin (100) when a device is usable; 0 when the
+// driver or the device is missing, so the host moves on without it.
+int32_t Score() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count > 0 ? 200 : 0;
+}
+
+}  // namespace
+}  // namespace mixrt::cuda
+
+MIXRT_SDK_DEFINE_PLUGIN(mixrt::cuda::CudaPlugin)
+MIXRT_SDK_DEFINE_SCORE(mixrt::cuda::Score)

@@ -1,0 +1,235 @@
+// Dispatch, creation and pointwise ops.
+#include "backends/gpu/gpu_ops.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace mixrt::gpu {
+namespace {
+
+DeviceTensor In(const sdk::KernelCall& call, size_t i) {
+  return MakeDeviceTensor(*call.inputs[i].desc());
+}
+
+DeviceTensor Out(const sdk::KernelCall& call, size_t i) {
+  return MakeDeviceTensor(*call.outputs[i].desc());
+}
+
+absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const sdk::KernelCall& call,
+                                                   uint32_t kind_count) {
+  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if ((*attrs)->kind >= kind_count) {
+    return absl::UnimplementedError(absl::StrCat(
+        "op ", call.op, ": kind ", (*attrs)->kind, " is unknown here"));
+  }
+  return **attrs;
+}
+
+absl::Status ExpectSameShapes(const sdk::KernelCall& call) {
+  const sdk::TensorRef& out = call.outputs[0];
+  for (const sdk::TensorRef& t : call.inputs) {
+    if (!t.same_shape(out)) {
+      return absl::InvalidArgumentError(
+          "pointwise inputs must have the output's shape (the host expands "
+          "broadcasts)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Creation(GpuDevice& device, const sdk::KernelCall& call) {
+  if (absl::Status s = ExpectArity(call, 0, 0, 1); !s.ok()) return s;
+  const DeviceTensor out = Out(call, 0);
+  switch (call.op) {
+    case MIXRT_OP_FILL: {
+      auto a = call.GetAttrs<MixrtScalarAttrs>();
+      if (!a.ok()) return a.status();
+      return Launched(LaunchElementwise(
+                          device.ctx, FillFunctor{out, (*a)->value}, out.numel),
+                      "fill");
+    }
+    case MIXRT_OP_ARANGE: {
+      auto a = call.GetAttrs<MixrtArangeAttrs>();
+      if (!a.ok()) return a.status();
+      return Launched(
+          LaunchElementwise(device.ctx,
+                            ArangeFunctor{out, (*a)->start, (*a)->step},
+                            out.numel),
+          "arange");
+    }
+    default: {
+      auto a = call.GetAttrs<MixrtRandomAttrs>();
+      if (!a.ok()) return a.status();
+      if (!IsFloating(out.dtype)) {
+        return absl::InvalidArgumentError("random ops need a floating output");
+      }
+      const RandomFunctor f{out, **a, call.op == MIXRT_OP_RANDOM_NORMAL};
+      return Launched(LaunchElementwise(device.ctx, f, out.numel), "random");
+    }
+  }
+}
+
+absl::Status Binary(GpuDevice& device, const sdk::KernelCall& call) {
+  auto attrs = PointwiseAttrs(call, MIXRT_BINARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  BinaryFunctor f{Out(call, 0), In(call, 0), In(call, 1),
+                  static_cast<MixrtBinaryKind>(attrs->kind), nullptr};
+  if (f.x.dtype != f.out.dtype || f.y.dtype != f.out.dtype ||
+      f.out.dtype == MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "binary op needs one non-bool dtype for inputs and output");
+  }
+  const bool checks_divisor =
+      !IsFloating(f.out.dtype) &&
+      (f.kind == MIXRT_BINARY_DIV || f.kind == MIXRT_BINARY_POW);
+  if (!checks_divisor) {
+    return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "binary");
+  }
+  return LaunchCheckingInput(
+      device, "binary",
+      f.kind == MIXRT_BINARY_DIV
+          ? "integer division by zero"
+          : "integers cannot be raised to negative integer powers",
+      [&](int32_t* flag) {
+        f.bad_input = flag;
+        return LaunchElementwise(device.ctx, f, f.out.numel);
+      });
+}
+
+absl::Status Unary(GpuDevice& device, const sdk::KernelCall& call,
+                   bool backward) {
+  auto attrs = PointwiseAttrs(call, MIXRT_UNARY_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  UnaryFunctor f{Out(call, 0),
+                 In(call, backward ? 1 : 0),
+                 backward ? In(call, 0) : DeviceTensor(),
+                 static_cast<MixrtUnaryKind>(attrs->kind),
+                 static_cast<float>(attrs->alpha),
+                 static_cast<float>(attrs->beta),
+                 backward};
+  for (const sdk::TensorRef& t : call.inputs) {
+    if (t.dtype() != f.out.dtype) {
+      return absl::InvalidArgumentError("unary op needs one dtype throughout");
+    }
+  }
+  if (!IsFloating(f.out.dtype)) {
+    const bool int_ok =
+        !backward && f.out.dtype != MIXRT_DTYPE_BOOL &&
+        (f.kind == MIXRT_UNARY_NEG || f.kind == MIXRT_UNARY_ABS);
+    if (!int_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unary kind ", f.kind, " needs a floating tensor"));
+    }
+  }
+  return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "unary");
+}
+
+absl::Status Compare(GpuDevice& device, const sdk::KernelCall& call) {
+  auto attrs = PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
+  if (!attrs.ok()) return attrs.status();
+  const CompareFunctor f{Out(call, 0), In(call, 0), In(call, 1),
+                         static_cast<MixrtCompareKind>(attrs->kind)};
+  if (f.x.dtype != f.y.dtype || f.out.dtype != MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "compare needs inputs of one dtype and a bool output");
+  }
+  return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "compare");
+}
+
+absl::Status Where(GpuDevice& device, const sdk::KernelCall& call) {
+  const WhereFunctor f{Out(call, 0), In(call, 0), In(call, 1), In(call, 2)};
+  if (f.condition.dtype != MIXRT_DTYPE_BOOL || f.x.dtype != f.out.dtype ||
+      f.y.dtype != f.out.dtype) {
+    return absl::InvalidArgumentError(
+        "where needs a bool condition and one dtype for values and output");
+  }
+  return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "where");
+}
+
+absl::Status Pointwise(GpuDevice& device, const sdk::KernelCall& call) {
+  size_t inputs = 2;
+  if (call.op == MIXRT_OP_UNARY) inputs = 1;
+  if (call.op == MIXRT_OP_WHERE) inputs = 3;
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
+  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  switch (call.op) {
+    case MIXRT_OP_BINARY:
+      return Binary(device, call);
+    case MIXRT_OP_UNARY:
+      return Unary(device, call, /*backward=*/false);
+    case MIXRT_OP_UNARY_BACKWARD:
+      return Unary(device, call, /*backward=*/true);
+    case MIXRT_OP_COMPARE:
+      return Compare(device, call);
+    default:
+      return Where(device, call);
+  }
+}
+
+absl::Status Copy(GpuDevice& device, const sdk::KernelCall& call) {
+  if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
+  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  const CopyFunctor f{Out(call, 0), In(call, 0)};
+  return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "copy");
+}
+
+}  // namespace
+
+absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
+                         size_t max_inputs, size_t outputs) {
+  if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs ||
+      call.outputs.size() != outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("op ", call.op, " takes ", min_inputs, "..", max_inputs,
+                     " inputs and ", outputs, " outputs; got ",
+                     call.inputs.size(), " and ", call.outputs.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Launched(int error, const char* kernel) {
+  return RuntimeStatus(static_cast<rt::Error>(error), kernel);
+}
+
+absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_FILL:
+    case MIXRT_OP_ARANGE:
+    case MIXRT_OP_RANDOM_UNIFORM:
+    case MIXRT_OP_RANDOM_NORMAL:
+      return Creation(device, call);
+    case MIXRT_OP_COPY:
+      return Copy(device, call);
+    case MIXRT_OP_BINARY:
+    case MIXRT_OP_UNARY:
+    case MIXRT_OP_UNARY_BACKWARD:
+    case MIXRT_OP_COMPARE:
+    case MIXRT_OP_WHERE:
+      return Pointwise(device, call);
+    case MIXRT_OP_REDUCE:
+      return RunReduce(device, call);
+    case MIXRT_OP_SOFTMAX:
+    case MIXRT_OP_LOG_SOFTMAX:
+    case MIXRT_OP_SOFTMAX_BACKWARD:
+    case MIXRT_OP_LOG_SOFTMAX_BACKWARD:
+      return RunSoftmax(device, call);
+    case MIXRT_OP_LAYER_NORM:
+    case MIXRT_OP_LAYER_NORM_BACKWARD:
+      return RunLayerNorm(device, call);
+    case MIXRT_OP_CROSS_ENTROPY:
+    case MIXRT_OP_CROSS_ENTROPY_BACKWARD:
+      return RunCrossEntropy(device, call);
+    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
+    case MIXRT_OP_UPDATE_SCALE:
+    case MIXRT_OP_SGD_STEP:
+    case MIXRT_OP_ADAMW_STEP:
+      return RunOptimizer(device, call);
+    default:
+      return absl::UnimplementedError(absl::StrCat(
+          "op ", call.op,
+          " (convolution, pooling, batch norm or embedding) is not "
+          "implemented by the GPU plugins yet"));
+  }
+}
+
+}  // namespace mixrt::gpu

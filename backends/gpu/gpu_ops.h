@@ -1,0 +1,60 @@
+// Every op of the ABI but matmul on a GPU device, through the shared kernels.
+#ifndef MIXRT_BACKENDS_GPU_GPU_OPS_H_
+#define MIXRT_BACKENDS_GPU_GPU_OPS_H_
+
+#include "absl/status/status.h"
+#include "backends/gpu/gpu_plugin.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::gpu {
+
+absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call);
+
+// Defined in gpu_ops_rows.cc and gpu_ops_optimizer.cc.
+absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call);
+
+// Helpers shared by the op files.
+absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
+                         size_t max_inputs, size_t outputs);
+// A launcher's return code as a Status naming the kernel.
+absl::Status Launched(int error, const char* kernel);
+// Clears the device's bad-input flag, runs `launch` (which returns a
+// launcher's code), then reads the flag back (this synchronizes): set means
+// InvalidArgument(message).
+template <typename Launch>
+absl::Status LaunchCheckingInput(GpuDevice& device, const char* kernel,
+                                 const char* message, Launch&& launch) {
+  std::lock_guard<std::mutex> lock(device.bad_input_mutex);
+  if (absl::Status s = RuntimeStatus(
+          rt::MemsetAsync(device.bad_input, 0, sizeof(int32_t), device.stream),
+          "MemsetAsync");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Launched(launch(device.bad_input), kernel); !s.ok()) {
+    return s;
+  }
+  int32_t bad = 0;
+  if (absl::Status s = RuntimeStatus(
+          rt::MemcpyAsync(&bad, device.bad_input, sizeof(bad),
+                          MIXRT_COPY_DEVICE_TO_HOST, device.stream),
+          "MemcpyAsync");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RuntimeStatus(rt::StreamSynchronize(device.stream),
+                                     "StreamSynchronize");
+      !s.ok()) {
+    return s;
+  }
+  if (bad != 0) return absl::InvalidArgumentError(message);
+  return absl::OkStatus();
+}
+
+}  // namespace mixrt::gpu
+
+#endif  // MIXRT_BACKENDS_GPU_GPU_OPS_H_

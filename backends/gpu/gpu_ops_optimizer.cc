@@ -1,0 +1,156 @@
+// Grad-scaler kernels and fused optimizer steps.
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/gpu/gpu_ops.h"
+#include "backends/gpu/multi_tensor_plan.h"
+
+namespace mixrt::gpu {
+namespace {
+
+DeviceTensor Tensor(const sdk::TensorRef& t) {
+  return MakeDeviceTensor(*t.desc());
+}
+
+const float* F32Scalar(const sdk::TensorRef& t) {
+  return static_cast<const float*>(t.data());
+}
+
+absl::Status ExpectF32Scalar(const sdk::TensorRef& t, const char* what) {
+  if (t.dtype() != MIXRT_DTYPE_F32 || t.numel() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a one-element f32 tensor"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Unscale(GpuDevice& device, const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.empty()) {
+    return absl::InvalidArgumentError(
+        "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
+        "grads...)");
+  }
+  if (absl::Status s = ExpectF32Scalar(call.inputs[0], "inv_scale"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ExpectF32Scalar(call.outputs[0], "found_inf"); !s.ok()) {
+    return s;
+  }
+  std::vector<MultiTensorInput> grads;
+  for (size_t t = 1; t < call.outputs.size(); ++t) {
+    const sdk::TensorRef& g = call.outputs[t];
+    if (!IsFloating(g.dtype()) || !g.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gradient ", t - 1, " must be a contiguous floating tensor"));
+    }
+    grads.push_back({g.data(), static_cast<uint32_t>(g.dtype()), g.numel()});
+  }
+  for (const MultiTensorLaunch& launch : PlanMultiTensorLaunches(grads)) {
+    const UnscaleChunkFunctor f{launch, F32Scalar(call.inputs[0]),
+                                static_cast<float*>(call.outputs[0].data())};
+    if (absl::Status s = Launched(LaunchUnscale(device.ctx, f),
+                                  "non_finite_check_and_unscale");
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateScale(GpuDevice& device, const sdk::KernelCall& call) {
+  if (absl::Status s = ExpectArity(call, 1, 1, 2); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if (call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
+    return absl::InvalidArgumentError("update_scale: growth tracker is i32");
+  }
+  const UpdateScaleFunctor f{**attrs, F32Scalar(call.inputs[0]),
+                             static_cast<float*>(call.outputs[0].data()),
+                             static_cast<int32_t*>(call.outputs[1].data())};
+  return Launched(LaunchElementwise(device.ctx, f, 1), "update_scale");
+}
+
+// The optional inputs after the gradient, as the flags say.
+absl::StatusOr<StepGuards> Guards(const sdk::KernelCall& call, uint32_t flags) {
+  StepGuards guards;
+  size_t next = 1;
+  if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
+    if (absl::Status s = ExpectF32Scalar(call.inputs[next], "grad_scale");
+        !s.ok()) {
+      return s;
+    }
+    guards.grad_scale = F32Scalar(call.inputs[next++]);
+  }
+  if (flags & MIXRT_OPTIM_HAS_FOUND_INF) {
+    if (absl::Status s = ExpectF32Scalar(call.inputs[next], "found_inf");
+        !s.ok()) {
+      return s;
+    }
+    guards.found_inf = F32Scalar(call.inputs[next]);
+  }
+  return guards;
+}
+
+absl::Status Sgd(GpuDevice& device, const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtSgdAttrs a = **attrs;
+  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
+  if (absl::Status s = ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1);
+      !s.ok()) {
+    return s;
+  }
+  auto guards = Guards(call, a.flags);
+  if (!guards.ok()) return guards.status();
+  const SgdFunctor f{Tensor(call.outputs[0]), Tensor(call.inputs[0]),
+                     a.momentum ? Tensor(call.outputs[1]) : DeviceTensor(), a,
+                     *guards};
+  return Launched(LaunchElementwise(device.ctx, f, f.param.numel), "sgd_step");
+}
+
+absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const MixrtAdamWAttrs a = **attrs;
+  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 4); !s.ok()) return s;
+  auto guards = Guards(call, a.flags);
+  if (!guards.ok()) return guards.status();
+  if (absl::Status s = ExpectF32Scalar(call.outputs[3], "step"); !s.ok()) {
+    return s;
+  }
+  auto* step = static_cast<float*>(call.outputs[3].data());
+  const AdamWFunctor f{Tensor(call.outputs[0]),
+                       Tensor(call.inputs[0]),
+                       Tensor(call.outputs[1]),
+                       Tensor(call.outputs[2]),
+                       step,
+                       a,
+                       *guards};
+  if (absl::Status s = Launched(LaunchElementwise(device.ctx, f, f.param.numel),
+                                "adamw_step");
+      !s.ok()) {
+    return s;
+  }
+  // After the elements on the same stream: they all read the old count.
+  return Launched(
+      LaunchElementwise(device.ctx, AdamWStepCountFunctor{step, *guards}, 1),
+      "adamw_step (count)");
+}
+
+}  // namespace
+
+absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call) {
+  switch (call.op) {
+    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
+      return Unscale(device, call);
+    case MIXRT_OP_UPDATE_SCALE:
+      return UpdateScale(device, call);
+    case MIXRT_OP_SGD_STEP:
+      return Sgd(device, call);
+    default:
+      return AdamW(device, call);
+  }
+}
+
+}  // namespace mixrt::gpu

@@ -1,0 +1,173 @@
+// Reductions, softmax, layer norm and cross entropy: the row kernels.
+#include "absl/strings/str_cat.h"
+#include "backends/gpu/gpu_ops.h"
+
+namespace mixrt::gpu {
+namespace {
+
+DeviceTensor Tensor(const sdk::TensorRef& t) {
+  return MakeDeviceTensor(*t.desc());
+}
+
+}  // namespace
+
+absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call) {
+  if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtReduceAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if ((*attrs)->kind >= MIXRT_REDUCE_COUNT) {
+    return absl::UnimplementedError(
+        absl::StrCat("reduce kind ", (*attrs)->kind, " is unknown here"));
+  }
+  ReduceRows f{Tensor(call.outputs[0]),
+               Tensor(call.inputs[0]),
+               static_cast<MixrtReduceKind>((*attrs)->kind),
+               (*attrs)->axes_mask,
+               static_cast<float>((*attrs)->correction),
+               1};
+  if (!IsFloating(f.in.dtype) || !IsFloating(f.out.dtype) ||
+      f.out.ndim != f.in.ndim) {
+    return absl::InvalidArgumentError(
+        "reduce takes a floating tensor and an output of the same rank");
+  }
+  for (int d = 0; d < f.in.ndim; ++d) {
+    const bool reduced = (f.axes_mask >> d) & 1u;
+    if (f.out.shape[d] != (reduced ? 1 : f.in.shape[d])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reduce: output dim ", d, " is ", f.out.shape[d],
+                       ", expected ", reduced ? 1 : f.in.shape[d]));
+    }
+    if (reduced) f.reduced_count *= f.in.shape[d];
+  }
+  return Launched(LaunchRows(device.ctx, f, f.out.numel, f.reduced_count),
+                  "reduce");
+}
+
+absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call) {
+  const bool backward = call.op == MIXRT_OP_SOFTMAX_BACKWARD ||
+                        call.op == MIXRT_OP_LOG_SOFTMAX_BACKWARD;
+  const bool log = call.op == MIXRT_OP_LOG_SOFTMAX ||
+                   call.op == MIXRT_OP_LOG_SOFTMAX_BACKWARD;
+  const size_t inputs = backward ? 2 : 1;
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtAxisAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const sdk::TensorRef& out = call.outputs[0];
+  const int axis = (*attrs)->axis;
+  if (axis < 0 || axis >= out.ndim()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax axis ", axis, " is outside [0, ", out.ndim(), ")"));
+  }
+  for (const sdk::TensorRef& t : call.inputs) {
+    if (!t.same_shape(out) || !IsFloating(t.dtype())) {
+      return absl::InvalidArgumentError(
+          "softmax tensors must be floating and of one shape");
+    }
+  }
+  AxisRows rows;
+  rows.extent = out.dim(axis);
+  for (int d = axis + 1; d < out.ndim(); ++d) rows.inner *= out.dim(d);
+  const int64_t count = rows.extent == 0 ? 0 : out.numel() / rows.extent;
+  if (!backward) {
+    const SoftmaxRows f{Tensor(out), Tensor(call.inputs[0]), rows, log};
+    return Launched(LaunchRows(device.ctx, f, count, rows.extent), "softmax");
+  }
+  const SoftmaxBackwardRows f{Tensor(out), Tensor(call.inputs[0]),
+                              Tensor(call.inputs[1]), rows, log};
+  return Launched(LaunchRows(device.ctx, f, count, rows.extent),
+                  "softmax_backward");
+}
+
+absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call) {
+  auto attrs = call.GetAttrs<MixrtNormAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  if (call.op == MIXRT_OP_LAYER_NORM) {
+    if (absl::Status s = ExpectArity(call, 1, 3, 3); !s.ok()) return s;
+    const sdk::TensorRef& x = call.inputs[0];
+    if (x.ndim() != 2 || !x.same_shape(call.outputs[0]) ||
+        call.inputs.size() == 2) {
+      return absl::InvalidArgumentError(
+          "layer_norm takes x [R, N] and optionally both weight and bias");
+    }
+    const bool affine = call.inputs.size() == 3;
+    const LayerNormRows f{Tensor(call.outputs[0]),
+                          Tensor(call.outputs[1]),
+                          Tensor(call.outputs[2]),
+                          Tensor(x),
+                          affine ? Tensor(call.inputs[1]) : DeviceTensor(),
+                          affine ? Tensor(call.inputs[2]) : DeviceTensor(),
+                          x.dim(1),
+                          static_cast<float>((*attrs)->eps),
+                          affine};
+    return Launched(LaunchRows(device.ctx, f, x.dim(0), x.dim(1)),
+                    "layer_norm");
+  }
+  const bool affine = call.inputs.size() == 5;
+  if (absl::Status s = ExpectArity(call, 4, 5, affine ? 3 : 1); !s.ok()) {
+    return s;
+  }
+  const sdk::TensorRef& x = call.inputs[1];
+  if (x.ndim() != 2) {
+    return absl::InvalidArgumentError("layer_norm_backward takes x [R, N]");
+  }
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  const LayerNormBackwardRows f{
+      Tensor(call.outputs[0]),
+      Tensor(call.inputs[0]),
+      Tensor(x),
+      Tensor(call.inputs[2]),
+      Tensor(call.inputs[3]),
+      affine ? Tensor(call.inputs[4]) : DeviceTensor(),
+      n,
+      affine};
+  if (absl::Status s =
+          Launched(LaunchRows(device.ctx, f, rows, n), "layer_norm_backward");
+      !s.ok() || !affine) {
+    return s;
+  }
+  const LayerNormParamGradColumns g{Tensor(call.outputs[1]),
+                                    Tensor(call.outputs[2]),
+                                    Tensor(call.inputs[0]),
+                                    Tensor(x),
+                                    Tensor(call.inputs[2]),
+                                    Tensor(call.inputs[3]),
+                                    rows,
+                                    n};
+  return Launched(LaunchRows(device.ctx, g, n, rows),
+                  "layer_norm_backward (weight and bias)");
+}
+
+absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call) {
+  const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
+  const size_t inputs = backward ? 3 : 2;
+  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
+  auto attrs = call.GetAttrs<MixrtCrossEntropyAttrs>();
+  if (!attrs.ok()) return attrs.status();
+  const sdk::TensorRef& logits = call.inputs[backward ? 1 : 0];
+  const sdk::TensorRef& target = call.inputs[backward ? 2 : 1];
+  if (logits.ndim() != 2 || target.ndim() != 1 ||
+      target.dim(0) != logits.dim(0) || target.dtype() != MIXRT_DTYPE_I64) {
+    return absl::InvalidArgumentError(
+        "cross_entropy takes logits [N, C] and i64 targets [N]");
+  }
+  CrossEntropyRows f{Tensor(call.outputs[0]),
+                     Tensor(logits),
+                     Tensor(target),
+                     backward ? Tensor(call.inputs[0]) : DeviceTensor(),
+                     logits.dim(1),
+                     (*attrs)->ignore_index,
+                     static_cast<float>((*attrs)->label_smoothing),
+                     (*attrs)->log_probs_input != 0,
+                     backward,
+                     nullptr};
+  return LaunchCheckingInput(
+      device, "cross_entropy",
+      "cross_entropy: a target is outside [0, classes) and is not "
+      "ignore_index",
+      [&](int32_t* flag) {
+        f.bad_input = flag;
+        return LaunchRows(device.ctx, f, logits.dim(0), logits.dim(1));
+      });
+}
+
+}  // namespace mixrt::gpu

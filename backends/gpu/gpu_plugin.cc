@@ -1,0 +1,174 @@
+#include "backends/gpu/gpu_plugin.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/gpu/gpu_ops.h"
+
+namespace mixrt::gpu {
+
+absl::Status RuntimeStatus(rt::Error error, const char* call) {
+  if (error == rt::kSuccess) return absl::OkStatus();
+  // Clear the last error so the next launch reports its own.
+  (void)rt::GetLastError();
+  const std::string text = rt::Describe(call, error);
+  if (rt::IsOutOfMemory(error)) return absl::ResourceExhaustedError(text);
+  return absl::InternalError(text);
+}
+
+absl::Status GpuPlugin::Initialize() {
+  int count = 0;
+  // On error the runtime may leave `count` as it was (CUDA 13 without a
+  // driver does): the error code decides, never the count.
+  const rt::Error error = rt::GetDeviceCount(&count);
+  if (error != rt::kSuccess) {
+    no_device_reason_ = rt::Describe(rt::kGetDeviceCount, error);
+    (void)rt::GetLastError();
+    return absl::OkStatus();
+  }
+  if (count == 0) {
+    no_device_reason_ =
+        absl::StrCat("the ", rt::kRuntime, " runtime reports 0 devices");
+    return absl::OkStatus();
+  }
+  for (int i = 0; i < count; ++i) {
+    auto device = std::make_unique<GpuDevice>();
+    device->index = i;
+    if (absl::Status s = RuntimeStatus(rt::SetDevice(i), "SetDevice");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = RuntimeStatus(
+            rt::GetDeviceProperties(&device->props, i), "GetDeviceProperties");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            RuntimeStatus(rt::StreamCreate(&device->stream), "StreamCreate");
+        !s.ok()) {
+      return s;
+    }
+    void* flag = nullptr;
+    if (absl::Status s =
+            RuntimeStatus(rt::Malloc(&flag, sizeof(int32_t)), "Malloc");
+        !s.ok()) {
+      return s;
+    }
+    device->bad_input = static_cast<int32_t*>(flag);
+    device->ctx.stream = device->stream;
+    device->ctx.limits.multiprocessors = device->props.multiProcessorCount;
+    device->ctx.limits.warp_size = device->props.warpSize;
+    device->ctx.limits.max_threads_per_block = device->props.maxThreadsPerBlock;
+    if (absl::Status s = InitializeDevice(*device); !s.ok()) return s;
+    devices_.push_back(std::move(device));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuPlugin::Shutdown() {
+  // Best effort: the process is letting the plugin go, and a failure here
+  // has nobody left to act on it.
+  for (auto& device : devices_) {
+    (void)rt::SetDevice(device->index);
+    (void)rt::StreamSynchronize(device->stream);
+    (void)rt::Free(device->bad_input);
+    (void)rt::StreamDestroy(device->stream);
+  }
+  devices_.clear();
+  return absl::OkStatus();
+}
+
+sdk::DeviceCount GpuPlugin::CountDevices() {
+  return {static_cast<int>(devices_.size()), no_device_reason_};
+}
+
+absl::StatusOr<GpuDevice*> GpuPlugin::Enter(int device) {
+  if (device < 0 || device >= static_cast<int>(devices_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device ", device, " does not exist (", devices_.size(), " present)"));
+  }
+  if (absl::Status s = RuntimeStatus(rt::SetDevice(device), "SetDevice");
+      !s.ok()) {
+    return s;
+  }
+  return devices_[device].get();
+}
+
+absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
+    int device) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  sdk::DeviceProperties p;
+  p.name = DeviceName(**d);
+  p.total_memory = (*d)->props.totalGlobalMem;
+  // Contiguous inputs keep the kernels' index math to a multiply-add and let
+  // the BLAS see plain leading dimensions.
+  p.flags = MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
+  if (HasMatrixUnits(**d)) p.flags |= MIXRT_DEVICE_FLAG_TENSOR_CORES;
+  p.alignment = 256;
+  return p;
+}
+
+absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  if (bytes == 0) return nullptr;
+  void* ptr = nullptr;
+  if (absl::Status s = RuntimeStatus(rt::Malloc(&ptr, bytes), "Malloc");
+      !s.ok()) {
+    return s;
+  }
+  return ptr;
+}
+
+absl::Status GpuPlugin::Free(int device, void* ptr) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  return RuntimeStatus(rt::Free(ptr), "Free");
+}
+
+absl::Status GpuPlugin::Copy(int device, MixrtCopyKind kind, void* dst,
+                             const void* src, uint64_t bytes) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  if (kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown copy kind ", kind));
+  }
+  if (bytes == 0) return absl::OkStatus();
+  if (absl::Status s = RuntimeStatus(
+          rt::MemcpyAsync(dst, src, bytes, kind, (*d)->stream), "MemcpyAsync");
+      !s.ok()) {
+    return s;
+  }
+  // The ABI: a copy to the host returns when the data are there.
+  if (kind == MIXRT_COPY_DEVICE_TO_HOST) {
+    return RuntimeStatus(rt::StreamSynchronize((*d)->stream),
+                         "StreamSynchronize");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GpuPlugin::Memset(int device, void* dst, uint8_t value,
+                               uint64_t bytes) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  if (bytes == 0) return absl::OkStatus();
+  return RuntimeStatus(rt::MemsetAsync(dst, value, bytes, (*d)->stream),
+                       "MemsetAsync");
+}
+
+absl::Status GpuPlugin::Synchronize(int device) {
+  auto d = Enter(device);
+  if (!d.ok()) return d.status();
+  return RuntimeStatus(rt::StreamSynchronize((*d)->stream),
+                       "StreamSynchronize");
+}
+
+absl::Status GpuPlugin::Launch(const sdk::KernelCall& call) {
+  auto d = Enter(call.device);
+  if (!d.ok()) return d.status();
+  if (call.op == MIXRT_OP_MATMUL) return Matmul(**d, call);
+  return RunOp(**d, call);
+}
+
+}  // namespace mixrt::gpu

@@ -1,0 +1,71 @@
+// The part of a GPU backend plugin that CUDA and HIP share: device
+// discovery (with the driver's own words when there is none), one stream
+// per device, memory, and the dispatch of every op but matmul to the shared
+// kernels. A backend subclasses it with its identity, capability table and
+// matmul (cuBLASLt for CUDA, the tiled GEMM for ROCm).
+#ifndef MIXRT_BACKENDS_GPU_GPU_PLUGIN_H_
+#define MIXRT_BACKENDS_GPU_GPU_PLUGIN_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/gpu/gpu_launch.h"
+#include "backends/gpu/gpu_runtime.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::gpu {
+
+struct GpuDevice {
+  int index = 0;
+  rt::DeviceProp props{};
+  rt::Stream stream = nullptr;
+  LaunchContext ctx;
+  // One int on the device that kernels set on bad input (integer division
+  // by zero, a class index out of range); guarded by bad_input_mutex.
+  int32_t* bad_input = nullptr;
+  std::mutex bad_input_mutex;
+};
+
+class GpuPlugin : public sdk::Plugin {
+ public:
+  absl::Status Initialize() override;
+  absl::Status Shutdown() override;
+  sdk::DeviceCount CountDevices() override;
+  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(
+      int device) override;
+  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) override;
+  absl::Status Free(int device, void* ptr) override;
+  absl::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
+                    uint64_t bytes) override;
+  absl::Status Memset(int device, void* dst, uint8_t value,
+                      uint64_t bytes) override;
+  absl::Status Synchronize(int device) override;
+  absl::Status Launch(const sdk::KernelCall& call) override;
+
+ protected:
+  // Makes `device` current on the calling thread and returns it.
+  absl::StatusOr<GpuDevice*> Enter(int device);
+  // The device's name as reported, plus what this backend adds (e.g. the
+  // compute capability).
+  virtual std::string DeviceName(const GpuDevice& device) const = 0;
+  virtual bool HasMatrixUnits(const GpuDevice& device) const = 0;
+  virtual absl::Status Matmul(GpuDevice& device,
+                              const sdk::KernelCall& call) = 0;
+  // Per-device setup after the stream exists (e.g. BLAS handles).
+  virtual absl::Status InitializeDevice(GpuDevice&) { return absl::OkStatus(); }
+
+ private:
+  std::vector<std::unique_ptr<GpuDevice>> devices_;
+  std::string no_device_reason_;
+};
+
+// A runtime error as a Status naming the call; OK for success.
+absl::Status RuntimeStatus(rt::Error error, const char* call);
+
+}  // namespace mixrt::gpu
+
+#endif  // MIXRT_BACKENDS_GPU_GPU_PLUGIN_H_

@@ -1,0 +1,86 @@
+// libmixrt_rocm.so: AMD GPUs through HIP. Debian ships no rocBLAS, so
+// matmul runs on the shared tiled GEMM kernel; everything else on the
+// shared GPU kernels.
+#include <hip/hip_runtime_api.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/gpu/gpu_plugin.h"
+#include "backends/gpu/matmul_call.h"
+#include "backends/rocm/rocm_capability.h"
+
+namespace mixrt::rocm {
+namespace {
+
+class RocmPlugin : public gpu::GpuPlugin {
+ public:
+  sdk::PluginInfo Info() const override {
+    int runtime = 0;
+    if (hipRuntimeGetVersion(&runtime) != hipSuccess) runtime = 0;
+    return {"rocm", "0.1",
+            absl::StrCat("HIP runtime ", runtime, ", own tiled GEMM, code for ",
+                         absl::StrJoin(BuiltArchitectures(), ", ")),
+            // PyTorch on ROCm keeps the "cuda" device type and its autocast
+            // lists; so does mixrt.
+            "cuda"};
+  }
+
+  sdk::Capability GetCapability(int device, MixrtOpClass op_class,
+                                MixrtDtype dtype) override {
+    auto d = Enter(device);
+    if (!d.ok()) return {MIXRT_SUPPORT_UNSUPPORTED, "no such device", 0.0};
+    return RocmCapability((*d)->props.gcnArchName, BuiltArchitectures(),
+                          op_class, dtype);
+  }
+
+ protected:
+  std::string DeviceName(const gpu::GpuDevice& device) const override {
+    return absl::StrCat(device.props.name, " (",
+                        BaseArchitecture(device.props.gcnArchName), ", ",
+                        device.props.multiProcessorCount, " CUs)");
+  }
+
+  bool HasMatrixUnits(const gpu::GpuDevice& device) const override {
+    return FeaturesOf(FamilyOf(BaseArchitecture(device.props.gcnArchName)))
+        .matrix_cores;
+  }
+
+  absl::Status Matmul(gpu::GpuDevice& device,
+                      const sdk::KernelCall& call) override {
+    auto m = gpu::ParseMatmulCall(call);
+    if (!m.ok()) return m.status();
+    gpu::TiledGemm gemm;
+    gemm.a = m->a;
+    gemm.b = m->b;
+    gemm.out = m->out;
+    gemm.epilogue.bias = m->bias;
+    gemm.epilogue.has_bias = m->has_bias;
+    gemm.epilogue.activation = m->activation;
+    gemm.epilogue.beta = m->beta;
+    gemm.m = m->m;
+    gemm.n = m->n;
+    gemm.k = m->k;
+    gemm.batch = m->batch;
+    return gpu::RuntimeStatus(
+        static_cast<hipError_t>(gpu::LaunchTiledGemm(device.ctx, gemm)),
+        "tiled GEMM");
+  }
+};
+
+// Preferred over the CPU plugin when a device is usable; 0 otherwise.
+int32_t Score() {
+  int count = 0;
+  if (hipGetDeviceCount(&count) != hipSuccess) {
+    (void)hipGetLastError();
+    return 0;
+  }
+  return count > 0 ? 200 : 0;
+}
+
+}  // namespace
+}  // namespace mixrt::rocm
+
+MIXRT_SDK_DEFINE_PLUGIN(mixrt::rocm::RocmPlugin)
+MIXRT_SDK_DEFINE_SCORE(mixrt::rocm::Score)
