@@ -20,7 +20,10 @@ class RocmPlugin : public gpu::GpuPlugin {
     int runtime = 0;
     if (hipRuntimeGetVersion(&runtime) != hipSuccess) runtime = 0;
     return {"rocm", "0.1",
-            absl::StrCat("HIP runtime ", runtime, ", own tiled GEMM, code for ",
+            // HIP_VERSION encoding: major * 10^7 + minor * 10^5 + patch.
+            absl::StrCat("HIP runtime ", runtime / 10000000, ".",
+                         runtime / 100000 % 100, ".", runtime % 100000,
+                         ", own tiled GEMM, code for ",
                          absl::StrJoin(BuiltArchitectures(), ", ")),
             // PyTorch on ROCm keeps the "cuda" device type and its autocast
             // lists; so does mixrt.

@@ -14,6 +14,8 @@ using bazel::tools::cpp::runfiles::Runfiles;
 // Workspace-relative locations of the plugins this build produces, best
 // first (the registry still orders by score).
 constexpr const char* kBundled[][2] = {
+    {"cuda", "mixrt/backends/cuda/libmixrt_cuda.so"},
+    {"rocm", "mixrt/backends/rocm/libmixrt_rocm.so"},
     {"cpu", "mixrt/backends/cpu/libmixrt_cpu.so"},
     {"reference", "mixrt/plugins/reference/libmixrt_reference.so"},
 };
