@@ -119,7 +119,6 @@ sdk::Capability CudaCapability(ComputeCapability cc,
       return MatmulCapability(cc, tc, settings, dtype);
     case MIXRT_OP_CLASS_CONV:
     case MIXRT_OP_CLASS_POOL:
-    case MIXRT_OP_CLASS_EMBEDDING:
       return Unsupported("not implemented by the CUDA plugin yet");
     case MIXRT_OP_CLASS_ELEMENTWISE:
     case MIXRT_OP_CLASS_CAST:
@@ -136,10 +135,6 @@ sdk::Capability CudaCapability(ComputeCapability cc,
             absl::StrCat("sm_", cc.sm(),
                          " has no bf16 arithmetic: converted in software"),
             0.0};
-  }
-  if (op_class == MIXRT_OP_CLASS_NORMALIZATION) {
-    return {MIXRT_SUPPORT_NATIVE,
-            "layer_norm only; batch_norm is not implemented yet", 0.0};
   }
   return {MIXRT_SUPPORT_NATIVE, "", 0.0};
 }

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
+#include "backends/gpu/batch_norm_functors.h"
 #include "backends/gpu/elementwise_functors.h"
+#include "backends/gpu/embedding_functors.h"
 #include "backends/gpu/gemm_epilogue.h"
 #include "backends/gpu/launch_geometry.h"
 #include "backends/gpu/optimizer_functors.h"
@@ -50,7 +52,9 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(SgdFunctor)                                   \
   X(AdamWFunctor)                                 \
   X(AdamWStepCountFunctor)                        \
-  X(GemmEpilogueFunctor)
+  X(GemmEpilogueFunctor)                          \
+  X(EmbeddingFunctor)                             \
+  X(EmbeddingBackwardFunctor)
 
 #define MIXRT_GPU_FOR_EACH_ROW_FUNCTOR(X) \
   X(SoftmaxRows)                          \
@@ -59,7 +63,9 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(LayerNormBackwardRows)                \
   X(LayerNormParamGradColumns)            \
   X(CrossEntropyRows)                     \
-  X(ReduceRows)
+  X(ReduceRows)                           \
+  X(BatchNormChannels)                    \
+  X(BatchNormBackwardChannels)
 
 #define MIXRT_GPU_DECLARE_ELEMENTWISE(F)                                   \
   extern template int LaunchElementwise<F>(const LaunchContext&, const F&, \

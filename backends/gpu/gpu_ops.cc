@@ -224,11 +224,17 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
     case MIXRT_OP_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunOptimizer(device, call);
+    case MIXRT_OP_EMBEDDING:
+    case MIXRT_OP_EMBEDDING_BACKWARD:
+      return RunEmbedding(device, call);
+    case MIXRT_OP_BATCH_NORM:
+    case MIXRT_OP_BATCH_NORM_BACKWARD:
+      return RunBatchNorm(device, call);
     default:
       return absl::UnimplementedError(absl::StrCat(
           "op ", call.op,
-          " (convolution, pooling, batch norm or embedding) is not "
-          "implemented by the GPU plugins yet"));
+          " (convolution or pooling) is not implemented by the GPU plugins "
+          "yet"));
   }
 }
 

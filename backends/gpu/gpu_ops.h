@@ -10,12 +10,14 @@ namespace mixrt::gpu {
 
 absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call);
 
-// Defined in gpu_ops_rows.cc and gpu_ops_optimizer.cc.
+// Defined in the gpu_ops_*.cc files.
 absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunEmbedding(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call);
 
 // Helpers shared by the op files.
 absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,

@@ -107,7 +107,6 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
   switch (op_class) {
     case MIXRT_OP_CLASS_CONV:
     case MIXRT_OP_CLASS_POOL:
-    case MIXRT_OP_CLASS_EMBEDDING:
       return Unsupported("not implemented by the ROCm plugin yet");
     case MIXRT_OP_CLASS_ELEMENTWISE:
     case MIXRT_OP_CLASS_CAST:
@@ -133,10 +132,6 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
   if (op_class == MIXRT_OP_CLASS_MATMUL) {
     return {MIXRT_SUPPORT_NATIVE,
             "own FMA tiled GEMM (no rocBLAS/hipBLASLt in Debian 12)", 0.0};
-  }
-  if (op_class == MIXRT_OP_CLASS_NORMALIZATION) {
-    return {MIXRT_SUPPORT_NATIVE,
-            "layer_norm only; batch_norm is not implemented yet", 0.0};
   }
   return {MIXRT_SUPPORT_NATIVE, "", 0.0};
 }

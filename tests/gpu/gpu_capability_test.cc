@@ -97,13 +97,16 @@ TEST(CudaCapability, RealBuildRefusesVoltaWithTheReason) {
 }
 
 TEST(CudaCapability, OpClassesWithoutKernelsAreUnsupported) {
-  for (MixrtOpClass c :
-       {MIXRT_OP_CLASS_CONV, MIXRT_OP_CLASS_POOL, MIXRT_OP_CLASS_EMBEDDING}) {
+  for (MixrtOpClass c : {MIXRT_OP_CLASS_CONV, MIXRT_OP_CLASS_POOL}) {
     EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(), c,
                              MIXRT_DTYPE_F32)
                   .level,
               MIXRT_SUPPORT_UNSUPPORTED);
   }
+  EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
+                           MIXRT_OP_CLASS_EMBEDDING, MIXRT_DTYPE_BF16)
+                .level,
+            MIXRT_SUPPORT_NATIVE);
   EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
                            MIXRT_OP_CLASS_ELEMENTWISE, MIXRT_DTYPE_I64)
                 .level,
