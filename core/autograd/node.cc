@@ -33,6 +33,7 @@ absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
   } else {
     MIXRT_ASSIGN_OR_RETURN(converted, g.clone());
   }
+  std::lock_guard<std::mutex> lock(leaf->accumulator_mutex);
   if (!leaf->grad.defined()) {
     leaf->grad = converted;
   } else {
@@ -46,6 +47,7 @@ Edge GradientEdge(const Tensor& t) {
   if (meta == nullptr) return {};
   if (meta->grad_fn != nullptr) return {meta->grad_fn, meta->output_nr};
   if (!meta->requires_grad) return {};
+  std::lock_guard<std::mutex> lock(meta->accumulator_mutex);
   std::shared_ptr<Node> accumulator = meta->grad_accumulator.lock();
   if (accumulator == nullptr) {
     accumulator = std::make_shared<AccumulateGrad>(meta, t.dtype(), t.shape());
