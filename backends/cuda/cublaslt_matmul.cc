@@ -1,6 +1,7 @@
 #include "backends/cuda/cublaslt_matmul.h"
 
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -125,12 +126,13 @@ size_t CublasLtMatmul::cached_algorithms() const {
 }
 
 absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
-    const CublasLtPlan& plan, cublasLtMatmulDesc_t desc,
-    cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-    cublasLtMatrixLayout_t c) {
+    const CublasLtPlan& plan, const OperandAlignment& alignment,
+    cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
+  const std::string key = plan.cache_key + alignment.Key();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = algorithms_.find(plan.cache_key);
+    auto it = algorithms_.find(key);
     if (it != algorithms_.end()) return it->second;
   }
   cublasLtMatmulPreference_t preference = nullptr;
@@ -143,6 +145,15 @@ absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
   cublasLtMatmulPreferenceSetAttribute(preference,
                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &workspace, sizeof(workspace));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment.a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment.b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment.c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment.d}};
+  for (const auto& [attribute, bytes] : aligns) {
+    cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes,
+                                         sizeof(bytes));
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -157,7 +168,7 @@ absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
         absl::StrCat("cuBLASLt has no algorithm for matmul ", plan.cache_key));
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  algorithms_.emplace(plan.cache_key, result.algo);
+  algorithms_.emplace(key, result.algo);
   return result.algo;
 }
 
@@ -166,7 +177,12 @@ absl::Status CublasLtMatmul::Run(const CublasLtPlan& plan, const void* a,
                                  const void* bias, cudaStream_t stream) {
   Descriptors desc;
   if (absl::Status s = Describe(plan, bias, &desc); !s.ok()) return s;
-  auto algo = Algorithm(plan, desc.desc, desc.a, desc.b, desc.c);
+  OperandAlignment alignment;
+  alignment.a = PointerAlignment(a);
+  alignment.b = PointerAlignment(b);
+  alignment.c = PointerAlignment(c);
+  alignment.d = PointerAlignment(d);
+  auto algo = Algorithm(plan, alignment, desc.desc, desc.a, desc.b, desc.c);
   if (!algo.ok()) return algo.status();
   const float alpha = 1.0f;
   return Check(cublasLtMatmul(handle_, desc.desc, &alpha, a, desc.a, b, desc.b,

@@ -37,11 +37,10 @@ class CublasLtMatmul {
  private:
   CublasLtMatmul(cublasLtHandle_t handle, void* workspace)
       : handle_(handle), workspace_(workspace) {}
-  absl::StatusOr<cublasLtMatmulAlgo_t> Algorithm(const CublasLtPlan& plan,
-                                                 cublasLtMatmulDesc_t desc,
-                                                 cublasLtMatrixLayout_t a,
-                                                 cublasLtMatrixLayout_t b,
-                                                 cublasLtMatrixLayout_t c);
+  absl::StatusOr<cublasLtMatmulAlgo_t> Algorithm(
+      const CublasLtPlan& plan, const OperandAlignment& alignment,
+      cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+      cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c);
 
   cublasLtHandle_t handle_;
   void* workspace_;

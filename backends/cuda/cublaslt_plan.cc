@@ -1,5 +1,6 @@
 #include "backends/cuda/cublaslt_plan.h"
 
+#include <cstdint>
 #include <limits>
 
 #include "absl/status/status.h"
@@ -94,6 +95,17 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
                    plan.ab_type, ".", plan.cd_type, "c", plan.compute, "e",
                    plan.epilogue, plan.beta != 0.0f ? "+c" : "");
   return plan;
+}
+
+uint32_t PointerAlignment(const void* pointer) {
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+std::string OperandAlignment::Key() const {
+  return absl::StrCat("/", a, ".", b, ".", c, ".", d);
 }
 
 }  // namespace mixrt::cuda

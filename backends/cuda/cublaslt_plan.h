@@ -56,6 +56,18 @@ struct CublasLtPlan {
 
 absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p);
 
+// The largest power of two, at most 256, that divides the address. cuBLASLt's
+// heuristic assumes 256-byte aligned operands unless told otherwise, and a
+// view into a tensor (a slice, a batch element) can be less aligned.
+uint32_t PointerAlignment(const void* pointer);
+
+// Alignments of the four operands as the heuristic is told them; part of the
+// algorithm cache key, since a less aligned call needs another algorithm.
+struct OperandAlignment {
+  uint32_t a = 256, b = 256, c = 256, d = 256;
+  std::string Key() const;
+};
+
 }  // namespace mixrt::cuda
 
 #endif  // MIXRT_BACKENDS_CUDA_CUBLASLT_PLAN_H_

@@ -120,11 +120,25 @@ __global__ void __launch_bounds__(TiledGemm::kThreads)
 }
 
 int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm) {
+  constexpr int64_t kMaxGridYZ = 65535;
   const TiledGemmGrid grid = gemm.Grid();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return 0;
-  TiledGemmKernel<<<dim3(grid.x, grid.y, grid.z), TiledGemm::kThreads, 0,
-                    static_cast<GpuStream>(ctx.stream)>>>(gemm);
-  return MIXRT_GPU_LAST_ERROR();
+  if (grid.y > kMaxGridYZ || grid.x > kMaxGridBlocks) {
+#if defined(__HIPCC__)
+    return static_cast<int>(hipErrorInvalidConfiguration);
+#else
+    return static_cast<int>(cudaErrorInvalidConfiguration);
+#endif
+  }
+  for (int64_t first = 0; first < grid.z; first += kMaxGridYZ) {
+    TiledGemm part = gemm;
+    part.batch_offset = first;
+    const int64_t z = grid.z - first < kMaxGridYZ ? grid.z - first : kMaxGridYZ;
+    TiledGemmKernel<<<dim3(grid.x, grid.y, z), TiledGemm::kThreads, 0,
+                      static_cast<GpuStream>(ctx.stream)>>>(part);
+    if (const int error = MIXRT_GPU_LAST_ERROR(); error != 0) return error;
+  }
+  return 0;
 }
 
 #define MIXRT_GPU_INSTANTIATE_ELEMENTWISE(F) \

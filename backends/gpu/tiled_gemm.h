@@ -57,13 +57,16 @@ struct TiledGemm {
   int64_t n = 0;
   int64_t k = 0;
   int64_t batch = 1;
+  // First batch element of this launch: grids stop at 65535 in z, so larger
+  // batches are split over several launches.
+  int64_t batch_offset = 0;
 
   TiledGemmGrid Grid() const {
     return {(n + kTileN - 1) / kTileN, (m + kTileM - 1) / kTileM, batch};
   }
 
   MIXRT_HOST_DEVICE TileCoord Tile(int64_t bx, int64_t by, int64_t bz) const {
-    return {by * kTileM, bx * kTileN, bz};
+    return {by * kTileM, bx * kTileN, bz + batch_offset};
   }
 
   // Stages a[tile rows, k0:k0+kTileK] and b[k0:k0+kTileK, tile cols] as

@@ -114,6 +114,18 @@ TEST(CublasLtPlan, CacheKeysDifferWheneverTheAlgorithmMight) {
   EXPECT_EQ(PlanCublasLtMatmul(p)->cache_key, base);
 }
 
+TEST(CublasLtPlan, PointerAlignmentIsTheLargestPowerOfTwoUpTo256) {
+  alignas(256) static char buffer[1024];
+  EXPECT_EQ(PointerAlignment(buffer), 256u);
+  EXPECT_EQ(PointerAlignment(buffer + 512), 256u);
+  EXPECT_EQ(PointerAlignment(buffer + 2), 2u);  // e.g. an f16 view at +1
+  EXPECT_EQ(PointerAlignment(buffer + 48), 16u);
+  EXPECT_EQ(PointerAlignment(buffer + 1), 1u);
+  OperandAlignment aligned, view;
+  view.b = 2;
+  EXPECT_NE(aligned.Key(), view.Key());
+}
+
 TEST(CublasLtPlan, RejectsWhatCublasLtCannotTake) {
   EXPECT_FALSE(
       PlanCublasLtMatmul(Problem(MIXRT_DTYPE_I32, MIXRT_DTYPE_I32)).ok());

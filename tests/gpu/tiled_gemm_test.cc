@@ -77,6 +77,22 @@ TEST(TiledGemm, MatchesReferenceMatmulWithEveryEpilogue) {
   }
 }
 
+TEST(TiledGemm, LaterLaunchesOfASplitBatchStartAtTheirOffset) {
+  gpu::TiledGemm gemm;
+  gemm.m = 100;
+  gemm.n = 70;
+  gemm.batch = 70000;
+  const gpu::TiledGemmGrid grid = gemm.Grid();
+  EXPECT_EQ(grid.x, 2);
+  EXPECT_EQ(grid.y, 2);
+  EXPECT_EQ(grid.z, 70000);
+  gemm.batch_offset = 65535;
+  const gpu::TileCoord tile = gemm.Tile(1, 1, 4);
+  EXPECT_EQ(tile.batch, 65539);
+  EXPECT_EQ(tile.row0, 64);
+  EXPECT_EQ(tile.col0, 64);
+}
+
 TEST(GemmEpilogue, SeparatePassMatchesReferenceMatmul) {
   // The product without epilogue, in f32, as cuBLASLt would leave it.
   const HostTensor a = HostTensor(MIXRT_DTYPE_BF16, {9, 40}).FillRandom(5);
