@@ -118,8 +118,13 @@ sdk::Capability CudaCapability(ComputeCapability cc,
     case MIXRT_OP_CLASS_MATMUL:
       return MatmulCapability(cc, tc, settings, dtype);
     case MIXRT_OP_CLASS_CONV:
-    case MIXRT_OP_CLASS_POOL:
-      return Unsupported("not implemented by the CUDA plugin yet");
+      if (!IsFloating(dtype)) {
+        return Unsupported("convolution takes floating tensors only");
+      }
+      // Direct loops, correct everywhere but far from cuDNN speed.
+      return {MIXRT_SUPPORT_SLOW,
+              "direct convolution kernels, f32 accumulation (cuDNN not wired)",
+              0.0};
     case MIXRT_OP_CLASS_ELEMENTWISE:
     case MIXRT_OP_CLASS_CAST:
       break;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backends/gpu/batch_norm_functors.h"
+#include "backends/gpu/conv_pool_functors.h"
 #include "backends/gpu/elementwise_functors.h"
 #include "backends/gpu/embedding_functors.h"
 #include "backends/gpu/gemm_epilogue.h"
@@ -54,7 +55,11 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(AdamWStepCountFunctor)                        \
   X(GemmEpilogueFunctor)                          \
   X(EmbeddingFunctor)                             \
-  X(EmbeddingBackwardFunctor)
+  X(EmbeddingBackwardFunctor)                     \
+  X(ConvForwardFunctor)                           \
+  X(ConvBackwardDataFunctor)                      \
+  X(PoolForwardFunctor)                           \
+  X(PoolBackwardFunctor)
 
 #define MIXRT_GPU_FOR_EACH_ROW_FUNCTOR(X) \
   X(SoftmaxRows)                          \
@@ -65,7 +70,8 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(CrossEntropyRows)                     \
   X(ReduceRows)                           \
   X(BatchNormChannels)                    \
-  X(BatchNormBackwardChannels)
+  X(BatchNormBackwardChannels)            \
+  X(ConvBackwardWeightsRows)
 
 #define MIXRT_GPU_DECLARE_ELEMENTWISE(F)                                   \
   extern template int LaunchElementwise<F>(const LaunchContext&, const F&, \

@@ -230,11 +230,15 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
     case MIXRT_OP_BATCH_NORM:
     case MIXRT_OP_BATCH_NORM_BACKWARD:
       return RunBatchNorm(device, call);
+    case MIXRT_OP_CONV2D:
+    case MIXRT_OP_CONV2D_BACKWARD_DATA:
+    case MIXRT_OP_CONV2D_BACKWARD_WEIGHTS:
+    case MIXRT_OP_POOL2D:
+    case MIXRT_OP_POOL2D_BACKWARD:
+      return RunConvPool(device, call);
     default:
-      return absl::UnimplementedError(absl::StrCat(
-          "op ", call.op,
-          " (convolution or pooling) is not implemented by the GPU plugins "
-          "yet"));
+      return absl::UnimplementedError(
+          absl::StrCat("op ", call.op, " is unknown to the GPU plugins"));
   }
 }
 

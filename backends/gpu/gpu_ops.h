@@ -18,6 +18,7 @@ absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunEmbedding(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunConvPool(GpuDevice& device, const sdk::KernelCall& call);
 
 // Helpers shared by the op files.
 absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,

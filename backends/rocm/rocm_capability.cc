@@ -106,8 +106,13 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
   const GfxFeatures features = FeaturesOf(FamilyOf(arch));
   switch (op_class) {
     case MIXRT_OP_CLASS_CONV:
-    case MIXRT_OP_CLASS_POOL:
-      return Unsupported("not implemented by the ROCm plugin yet");
+      if (!IsFloating(dtype)) {
+        return Unsupported("convolution takes floating tensors only");
+      }
+      // Direct loops, correct everywhere but far from MIOpen speed.
+      return {MIXRT_SUPPORT_SLOW,
+              "direct convolution kernels, f32 accumulation (MIOpen not wired)",
+              0.0};
     case MIXRT_OP_CLASS_ELEMENTWISE:
     case MIXRT_OP_CLASS_CAST:
       return {MIXRT_SUPPORT_NATIVE, "", 0.0};

@@ -96,13 +96,21 @@ TEST(CudaCapability, RealBuildRefusesVoltaWithTheReason) {
       << cap.reason;
 }
 
-TEST(CudaCapability, OpClassesWithoutKernelsAreUnsupported) {
-  for (MixrtOpClass c : {MIXRT_OP_CLASS_CONV, MIXRT_OP_CLASS_POOL}) {
-    EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(), c,
-                             MIXRT_DTYPE_F32)
-                  .level,
-              MIXRT_SUPPORT_UNSUPPORTED);
-  }
+TEST(CudaCapability, OwnKernelsPerOpClass) {
+  // Direct convolution is correct but no match for cuDNN: said as "slow".
+  const auto conv =
+      CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
+                     MIXRT_OP_CLASS_CONV, MIXRT_DTYPE_BF16);
+  EXPECT_EQ(conv.level, MIXRT_SUPPORT_SLOW);
+  EXPECT_NE(conv.reason.find("cuDNN not wired"), std::string::npos);
+  EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
+                           MIXRT_OP_CLASS_CONV, MIXRT_DTYPE_I32)
+                .level,
+            MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
+                           MIXRT_OP_CLASS_POOL, MIXRT_DTYPE_F16)
+                .level,
+            MIXRT_SUPPORT_NATIVE);
   EXPECT_EQ(CudaCapability({9, 0}, cuda::BuiltTargets(), MatmulSettings(),
                            MIXRT_OP_CLASS_EMBEDDING, MIXRT_DTYPE_BF16)
                 .level,
@@ -161,7 +169,11 @@ TEST(RocmCapability, TableForBuiltAndMissingArchitectures) {
   EXPECT_EQ(rocm::RocmCapability("gfx940", built, MIXRT_OP_CLASS_CONV,
                                  MIXRT_DTYPE_F32)
                 .level,
-            MIXRT_SUPPORT_UNSUPPORTED);
+            MIXRT_SUPPORT_SLOW);
+  EXPECT_EQ(rocm::RocmCapability("gfx940", built, MIXRT_OP_CLASS_POOL,
+                                 MIXRT_DTYPE_BF16)
+                .level,
+            MIXRT_SUPPORT_NATIVE);
 }
 
 }  // namespace
