@@ -50,7 +50,7 @@ gpu_conformance() {
     code=$?
   if [ "$code" -eq 77 ]; then
     skipped=$((skipped + 1))
-    echo "SKIPPED: conformance of the $plugin plugin: $(grep -m1 'skipped' "$log")"
+    echo "SKIPPED: conformance of the $plugin plugin: $(grep -m1 -o 'no device.*' "$log")"
   elif [ "$code" -eq 0 ]; then
     passed=$((passed + 1))
     echo "PASSED: conformance of the $plugin plugin on a real device"
