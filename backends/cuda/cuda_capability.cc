@@ -16,15 +16,6 @@
 namespace mixrt::cuda {
 namespace {
 
-bool IsFloating(MixrtDtype dtype) {
-  return dtype == MIXRT_DTYPE_F32 || dtype == MIXRT_DTYPE_F16 ||
-         dtype == MIXRT_DTYPE_BF16;
-}
-
-sdk::Capability Unsupported(std::string reason) {
-  return {MIXRT_SUPPORT_UNSUPPORTED, std::move(reason), 0.0};
-}
-
 sdk::Capability MatmulCapability(ComputeCapability cc,
                                  const TensorCoreFeatures& tc,
                                  const MatmulSettings& settings,
@@ -56,12 +47,12 @@ sdk::Capability MatmulCapability(ComputeCapability cc,
         return {MIXRT_SUPPORT_NATIVE,
                 "cuBLASLt on bf16 tensor cores, f32 accumulation", 0.0};
       }
-      return Unsupported(absl::StrCat(
+      return sdk::Unsupported(absl::StrCat(
           sm,
           " has no bf16 tensor cores and cuBLASLt no bf16 matmul below "
           "sm_80"));
     default:
-      return Unsupported("matmul takes floating tensors only");
+      return sdk::Unsupported("matmul takes floating tensors only");
   }
 }
 
@@ -108,7 +99,7 @@ sdk::Capability CudaCapability(ComputeCapability cc,
                                const MatmulSettings& settings,
                                MixrtOpClass op_class, MixrtDtype dtype) {
   if (!HasKernelImage(cc, targets)) {
-    return Unsupported(
+    return sdk::Unsupported(
         absl::StrCat("no kernels for sm_", cc.sm(), " in this build (",
                      DescribeTargets(targets),
                      "; CUDA 13 cannot compile for sm_72 or older)"));
@@ -118,8 +109,8 @@ sdk::Capability CudaCapability(ComputeCapability cc,
     case MIXRT_OP_CLASS_MATMUL:
       return MatmulCapability(cc, tc, settings, dtype);
     case MIXRT_OP_CLASS_CONV:
-      if (!IsFloating(dtype)) {
-        return Unsupported("convolution takes floating tensors only");
+      if (!sdk::IsFloatingDtype(dtype)) {
+        return sdk::Unsupported("convolution takes floating tensors only");
       }
       // Direct loops, correct everywhere but far from cuDNN speed.
       return {MIXRT_SUPPORT_SLOW,
@@ -129,8 +120,8 @@ sdk::Capability CudaCapability(ComputeCapability cc,
     case MIXRT_OP_CLASS_CAST:
       break;
     default:
-      if (!IsFloating(dtype)) {
-        return Unsupported("this op class takes floating tensors only");
+      if (!sdk::IsFloatingDtype(dtype)) {
+        return sdk::Unsupported("this op class takes floating tensors only");
       }
       break;
   }

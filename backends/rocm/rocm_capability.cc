@@ -12,19 +12,6 @@
 #endif
 
 namespace mixrt::rocm {
-namespace {
-
-bool IsFloating(MixrtDtype dtype) {
-  return dtype == MIXRT_DTYPE_F32 || dtype == MIXRT_DTYPE_F16 ||
-         dtype == MIXRT_DTYPE_BF16;
-}
-
-sdk::Capability Unsupported(std::string reason) {
-  return {MIXRT_SUPPORT_UNSUPPORTED, std::move(reason), 0.0};
-}
-
-}  // namespace
-
 std::string BaseArchitecture(absl::string_view gcn_arch_name) {
   return std::string(gcn_arch_name.substr(0, gcn_arch_name.find(':')));
 }
@@ -98,7 +85,7 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
                                MixrtOpClass op_class, MixrtDtype dtype) {
   const std::string arch = BaseArchitecture(gcn_arch_name);
   if (std::find(built.begin(), built.end(), arch) == built.end()) {
-    return Unsupported(absl::StrCat(
+    return sdk::Unsupported(absl::StrCat(
         "no code object for ", arch, " in this build (",
         absl::StrJoin(built, ", "),
         "; Debian's HIP 5.2 device libraries stop at gfx1036 and gfx940)"));
@@ -106,8 +93,8 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
   const GfxFeatures features = FeaturesOf(FamilyOf(arch));
   switch (op_class) {
     case MIXRT_OP_CLASS_CONV:
-      if (!IsFloating(dtype)) {
-        return Unsupported("convolution takes floating tensors only");
+      if (!sdk::IsFloatingDtype(dtype)) {
+        return sdk::Unsupported("convolution takes floating tensors only");
       }
       // Direct loops, correct everywhere but far from MIOpen speed.
       return {MIXRT_SUPPORT_SLOW,
@@ -119,8 +106,8 @@ sdk::Capability RocmCapability(absl::string_view gcn_arch_name,
     default:
       break;
   }
-  if (!IsFloating(dtype)) {
-    return Unsupported("this op class takes floating tensors only");
+  if (!sdk::IsFloatingDtype(dtype)) {
+    return sdk::Unsupported("this op class takes floating tensors only");
   }
   if (op_class == MIXRT_OP_CLASS_MATMUL && dtype != MIXRT_DTYPE_F32) {
     // The tiled GEMM widens 16-bit operands to f32 in shared memory: it is

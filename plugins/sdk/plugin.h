@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,6 +51,10 @@ struct Capability {
   std::string reason;
   double speed_vs_f32 = 0.0;  // 0 when not measured.
 };
+
+inline Capability Unsupported(std::string reason) {
+  return {MIXRT_SUPPORT_UNSUPPORTED, std::move(reason), 0.0};
+}
 
 struct DeviceCount {
   int count = 0;
