@@ -56,6 +56,7 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(GemmEpilogueFunctor)                          \
   X(EmbeddingFunctor)                             \
   X(EmbeddingBackwardFunctor)                     \
+  X(ReduceCombineFunctor)                         \
   X(ConvForwardFunctor)                           \
   X(ConvBackwardDataFunctor)                      \
   X(PoolForwardFunctor)                           \

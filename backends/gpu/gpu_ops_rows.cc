@@ -39,8 +39,25 @@ absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call) {
     }
     if (reduced) f.reduced_count *= f.in.shape[d];
   }
-  return Launched(LaunchRows(device.ctx, f, f.out.numel, f.reduced_count),
-                  "reduce");
+  f.split = ReduceSplit(f.out.numel, f.reduced_count, device.ctx.limits);
+  if (f.split == 1) {
+    return Launched(LaunchRows(device.ctx, f, f.out.numel, f.reduced_count),
+                    "reduce");
+  }
+  std::lock_guard<std::mutex> lock(device.scratch_mutex);
+  auto scratch = device.Scratch(static_cast<size_t>(f.out.numel * f.split) *
+                                sizeof(RowAcc));
+  if (!scratch.ok()) return scratch.status();
+  f.partials = static_cast<RowAcc*>(*scratch);
+  if (absl::Status s = Launched(LaunchRows(device.ctx, f, f.out.numel * f.split,
+                                           f.reduced_count / f.split),
+                                "reduce (partials)");
+      !s.ok()) {
+    return s;
+  }
+  return Launched(
+      LaunchElementwise(device.ctx, ReduceCombineFunctor{f}, f.out.numel),
+      "reduce (combine)");
 }
 
 absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call) {

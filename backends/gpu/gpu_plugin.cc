@@ -16,6 +16,25 @@ absl::Status RuntimeStatus(rt::Error error, const char* call) {
   return absl::InternalError(text);
 }
 
+absl::StatusOr<void*> GpuDevice::Scratch(size_t bytes) {
+  if (bytes <= scratch_bytes) return scratch;
+  if (scratch != nullptr) {
+    if (absl::Status s = RuntimeStatus(rt::Free(scratch), "Free (scratch)");
+        !s.ok()) {
+      return s;
+    }
+    scratch = nullptr;
+    scratch_bytes = 0;
+  }
+  if (absl::Status s =
+          RuntimeStatus(rt::Malloc(&scratch, bytes), "Malloc (scratch)");
+      !s.ok()) {
+    return s;
+  }
+  scratch_bytes = bytes;
+  return scratch;
+}
+
 absl::Status GpuPlugin::Initialize() {
   int count = 0;
   // On error the runtime may leave `count` as it was (CUDA 13 without a
@@ -72,6 +91,7 @@ absl::Status GpuPlugin::Shutdown() {
     (void)rt::SetDevice(device->index);
     (void)rt::StreamSynchronize(device->stream);
     (void)rt::Free(device->bad_input);
+    (void)rt::Free(device->scratch);
     (void)rt::StreamDestroy(device->stream);
   }
   devices_.clear();

@@ -28,6 +28,13 @@ struct GpuDevice {
   // by zero, a class index out of range); guarded by bad_input_mutex.
   int32_t* bad_input = nullptr;
   std::mutex bad_input_mutex;
+  // Grow-only scratch memory for multi-stage kernels. Hold scratch_mutex
+  // from Scratch() until the kernels using it are enqueued: growing frees
+  // the old buffer, which waits for the device to finish with it.
+  std::mutex scratch_mutex;
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+  absl::StatusOr<void*> Scratch(size_t bytes);
 };
 
 class GpuPlugin : public sdk::Plugin {

@@ -34,4 +34,13 @@ Geometry RowGeometry(int64_t rows, int64_t row_length,
   return {std::min(rows, kMaxGridBlocks), threads};
 }
 
+int64_t ReduceSplit(int64_t outputs, int64_t reduced_count,
+                    const DeviceLimits& limits) {
+  const int64_t wanted = 2 * std::max(1, limits.multiprocessors);
+  if (outputs <= 0 || outputs >= wanted) return 1;
+  const int64_t by_device = (wanted + outputs - 1) / outputs;
+  const int64_t by_size = reduced_count / kMinSplitElements;
+  return std::max<int64_t>(1, std::min(by_device, by_size));
+}
+
 }  // namespace mixrt::gpu

@@ -28,6 +28,13 @@ Geometry GridStrideGeometry(int64_t elements, const DeviceLimits& limits);
 Geometry RowGeometry(int64_t rows, int64_t row_length,
                      const DeviceLimits& limits);
 
+// How many blocks share each output of a reduction: 1 when the outputs
+// alone fill the device; otherwise enough for about two blocks per
+// multiprocessor, each with at least kMinSplitElements elements.
+int64_t ReduceSplit(int64_t outputs, int64_t reduced_count,
+                    const DeviceLimits& limits);
+constexpr int64_t kMinSplitElements = 16384;
+
 // Grid dimension limit shared by CUDA (x) and HIP.
 constexpr int64_t kMaxGridBlocks = (int64_t{1} << 31) - 1;
 

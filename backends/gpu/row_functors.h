@@ -358,6 +358,11 @@ struct CrossEntropyRows {
 
 // MIXRT_OP_REDUCE: each output element is a "row" over the reduced axes.
 // Accumulators: sum/mean (sum), max/min/abs_max (value), var (Welford).
+//
+// With split > 1 each output's elements are shared by `split` rows (blocks)
+// that store their partials; ReduceCombineFunctor folds them. A full
+// reduction to a few values (a loss mean, a gradient norm) then fills the
+// GPU instead of running on one multiprocessor.
 struct ReduceRows {
   static constexpr int kPasses = 1;
   DeviceTensor out;
@@ -366,6 +371,8 @@ struct ReduceRows {
   uint32_t axes_mask;
   float correction;
   int64_t reduced_count;  // Elements per output.
+  int64_t split = 1;
+  RowAcc* partials = nullptr;  // [outputs * split] when split > 1.
 
   // Linear index into `in` of the k-th reduced element of output `o`.
   MIXRT_HOST_DEVICE int64_t InputIndex(int64_t o, int64_t k) const {
@@ -396,10 +403,13 @@ struct ReduceRows {
         return MakeAcc(0.0f);
     }
   }
-  MIXRT_HOST_DEVICE RowAcc Partial(int, int64_t o, int lane, int lanes,
+  MIXRT_HOST_DEVICE RowAcc Partial(int, int64_t row, int lane, int lanes,
                                    const RowAcc*) const {
+    const int64_t o = row / split;
+    const int64_t stride = static_cast<int64_t>(lanes) * split;
     RowAcc r = Identity(0);
-    for (int64_t k = lane; k < reduced_count; k += lanes) {
+    for (int64_t k = (row % split) * lanes + lane; k < reduced_count;
+         k += stride) {
       const float v = in.LoadFloat(in.Offset(InputIndex(o, k)));
       switch (kind) {
         case MIXRT_REDUCE_MAX:
@@ -435,14 +445,34 @@ struct ReduceRows {
         return MakeAcc(a.v[0] + b.v[0]);
     }
   }
-  MIXRT_HOST_DEVICE void Write(int64_t o, int lane, int,
+  MIXRT_HOST_DEVICE void Write(int64_t row, int lane, int,
                                const RowAcc* acc) const {
     if (lane != 0) return;
+    if (split > 1) {
+      partials[row] = acc[0];
+    } else {
+      Finish(row, acc[0]);
+    }
+  }
+  MIXRT_HOST_DEVICE void Finish(int64_t o, const RowAcc& acc) const {
     const float n = static_cast<float>(reduced_count);
-    float v = acc[0].v[0];
+    float v = acc.v[0];
     if (kind == MIXRT_REDUCE_MEAN) v = v / n;
-    if (kind == MIXRT_REDUCE_VAR) v = acc[0].v[2] / (n - correction);
+    if (kind == MIXRT_REDUCE_VAR) v = acc.v[2] / (n - correction);
     out.StoreFloat(out.Offset(o), v);
+  }
+};
+
+// Second stage of a split reduction: output o folds its `split` partials.
+struct ReduceCombineFunctor {
+  ReduceRows reduce;
+  MIXRT_HOST_DEVICE void operator()(int64_t o) const {
+    const RowAcc* p = reduce.partials + o * reduce.split;
+    RowAcc acc = p[0];
+    for (int64_t i = 1; i < reduce.split; ++i) {
+      acc = reduce.Combine(0, acc, p[i]);
+    }
+    reduce.Finish(o, acc);
   }
 };
 

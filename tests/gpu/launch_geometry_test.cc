@@ -38,6 +38,21 @@ TEST(LaunchGeometry, RowThreadsAreWarpMultiplesSizedToTheRow) {
   EXPECT_EQ(RowGeometry(int64_t{1} << 40, 8, nvidia).blocks, kMaxGridBlocks);
 }
 
+TEST(LaunchGeometry, ReductionsToFewOutputsAreSplitAcrossBlocks) {
+  DeviceLimits h100;
+  h100.multiprocessors = 132;
+  // Enough outputs to fill the device: one block each.
+  EXPECT_EQ(ReduceSplit(264, 1 << 20, h100), 1);
+  EXPECT_EQ(ReduceSplit(100000, 1 << 20, h100), 1);
+  // A full reduction of 64 Mi elements: two blocks per SM.
+  EXPECT_EQ(ReduceSplit(1, 64 << 20, h100), 264);
+  EXPECT_EQ(ReduceSplit(4, 64 << 20, h100), 66);
+  // Small problems are not split below kMinSplitElements per block.
+  EXPECT_EQ(ReduceSplit(1, 100, h100), 1);
+  EXPECT_EQ(ReduceSplit(1, 5 * kMinSplitElements, h100), 5);
+  EXPECT_EQ(ReduceSplit(0, 1 << 20, h100), 1);
+}
+
 // Every element of every non-empty tensor lands in exactly one block.
 void ExpectExactCover(const std::vector<MultiTensorInput>& tensors,
                       int64_t chunk) {

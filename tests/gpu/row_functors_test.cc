@@ -231,6 +231,38 @@ TEST(RowFunctors, ReduceEveryKindOverAxisSets) {
   }
 }
 
+TEST(RowFunctors, SplitReductionMatchesReference) {
+  // A full reduction and a reduction to 3 values, each output shared by
+  // several blocks whose partials a second pass folds.
+  HostTensor x(MIXRT_DTYPE_BF16, {3, 1000});
+  x.FillRandom(11, 3.0);
+  for (uint32_t mask : {2u, 3u}) {
+    const std::vector<int64_t> out_shape =
+        mask == 3u ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{3, 1};
+    const int64_t outputs = mask == 3u ? 1 : 3;
+    const int64_t reduced = 3000 / outputs;
+    for (uint32_t kind = 0; kind < MIXRT_REDUCE_COUNT; ++kind) {
+      const MixrtReduceAttrs attrs{sizeof(MixrtReduceAttrs), nullptr, kind,
+                                   mask, 1.0};
+      HostTensor want(MIXRT_DTYPE_F32, out_shape);
+      RunReference(MIXRT_OP_REDUCE, {&x}, {&want}, &attrs);
+      for (int64_t split : {2, 7}) {
+        HostTensor got(MIXRT_DTYPE_F32, out_shape);
+        std::vector<gpu::RowAcc> partials(outputs * split);
+        gpu::ReduceRows f{
+            got.device(), x.device(),     static_cast<MixrtReduceKind>(kind),
+            mask,         1.0f,           reduced,
+            split,        partials.data()};
+        RunRowsOnHost(f, outputs * split, 32);
+        RunElementwiseOnHost(gpu::ReduceCombineFunctor{f}, outputs);
+        ExpectNear(got.Values(), want.Values(), 1e-5, 200.0,
+                   "split " + std::to_string(split) + " kind " +
+                       std::to_string(kind) + " mask " + std::to_string(mask));
+      }
+    }
+  }
+}
+
 TEST(RowFunctors, ReducePropagatesNan) {
   HostTensor x(MIXRT_DTYPE_F32, {2, 3});
   x.Fill({1, NAN, 2, 3, 4, 5});
