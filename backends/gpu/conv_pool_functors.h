@@ -159,8 +159,13 @@ struct ConvBackwardWeightsRows {
   MIXRT_HOST_DEVICE void Write(int64_t row, int lane, int,
                                const RowAcc* acc) const {
     if (lane != 0) return;
-    const DeviceTensor& out = bias_only ? grad_bias : grad_weight;
-    out.StoreFloat(out.Offset(row), acc[0].v[0]);
+    // Two branches, not a reference to either member: taking the address
+    // of a kernel parameter copies it to per-thread scratch on AMD GPUs.
+    if (bias_only) {
+      grad_bias.StoreFloat(grad_bias.Offset(row), acc[0].v[0]);
+    } else {
+      grad_weight.StoreFloat(grad_weight.Offset(row), acc[0].v[0]);
+    }
   }
 };
 

@@ -66,28 +66,48 @@ struct DeviceTensor {
   }
 
   // f16/bf16 round to nearest even; integers truncate toward zero,
-  // saturating, NaN -> 0 (the ABI's MIXRT_OP_COPY rules).
+  // saturating, NaN -> 0 (the ABI's MIXRT_OP_COPY rules); bool is v != 0.
   MIXRT_HOST_DEVICE void StoreFloat(int64_t offset, float value) const {
+    if (dtype == MIXRT_DTYPE_BOOL) {
+      static_cast<uint8_t*>(data)[offset] = value != 0.0f ? 1 : 0;
+    } else if (is_integer()) {
+      StoreInteger(offset, FloatToInt64(value));
+    } else {
+      StoreFloating(offset, value);
+    }
+  }
+
+  MIXRT_HOST_DEVICE void StoreInt(int64_t offset, int64_t value) const {
+    if (is_integer()) {
+      StoreInteger(offset, value);
+    } else {
+      StoreFloating(offset, static_cast<float>(value));
+    }
+  }
+
+  MIXRT_HOST_DEVICE bool is_integer() const {
+    return dtype == MIXRT_DTYPE_I32 || dtype == MIXRT_DTYPE_I64 ||
+           dtype == MIXRT_DTYPE_BOOL;
+  }
+
+  // The two stores by dtype family; kept apart so neither calls the other
+  // (a recursive pair cannot be inlined on the device).
+  MIXRT_HOST_DEVICE void StoreFloating(int64_t offset, float value) const {
     switch (dtype) {
-      case MIXRT_DTYPE_F32:
-        static_cast<float*>(data)[offset] = value;
-        break;
       case MIXRT_DTYPE_F16:
         static_cast<uint16_t*>(data)[offset] = sdk::F32ToF16Bits(value);
         break;
       case MIXRT_DTYPE_BF16:
         static_cast<uint16_t*>(data)[offset] = sdk::F32ToBF16Bits(value);
         break;
-      case MIXRT_DTYPE_BOOL:
-        static_cast<uint8_t*>(data)[offset] = value != 0.0f ? 1 : 0;
-        break;
       default:
-        StoreInt(offset, FloatToInt64(value));
+        static_cast<float*>(data)[offset] = value;
         break;
     }
   }
 
-  MIXRT_HOST_DEVICE void StoreInt(int64_t offset, int64_t value) const {
+  // i32 wraps modulo 2^32 as a C cast does.
+  MIXRT_HOST_DEVICE void StoreInteger(int64_t offset, int64_t value) const {
     switch (dtype) {
       case MIXRT_DTYPE_I32:
         static_cast<int32_t*>(data)[offset] = static_cast<int32_t>(value);
@@ -95,18 +115,10 @@ struct DeviceTensor {
       case MIXRT_DTYPE_I64:
         static_cast<int64_t*>(data)[offset] = value;
         break;
-      case MIXRT_DTYPE_BOOL:
+      default:
         static_cast<uint8_t*>(data)[offset] = value != 0 ? 1 : 0;
         break;
-      default:
-        StoreFloat(offset, static_cast<float>(value));
-        break;
     }
-  }
-
-  MIXRT_HOST_DEVICE bool is_integer() const {
-    return dtype == MIXRT_DTYPE_I32 || dtype == MIXRT_DTYPE_I64 ||
-           dtype == MIXRT_DTYPE_BOOL;
   }
 
   MIXRT_HOST_DEVICE static int64_t FloatToInt64(float value) {

@@ -11,9 +11,15 @@
 using GpuStream = hipStream_t;
 #define MIXRT_GPU_LAST_ERROR() static_cast<int>(hipGetLastError())
 #define MIXRT_SHFL_DOWN(v, offset) __shfl_down(v, offset)
+#define MIXRT_GRID_CONSTANT
 #else
 #include <cuda_runtime.h>
 using GpuStream = cudaStream_t;
+// Kernel parameters are functors of several DeviceTensors (up to ~1.3 KB)
+// whose members take `this`. When such a call is not inlined, nvcc copies
+// the whole functor into every thread's local memory; __grid_constant__ lets
+// it pass the parameter's own address instead.
+#define MIXRT_GRID_CONSTANT __grid_constant__
 #define MIXRT_GPU_LAST_ERROR() static_cast<int>(cudaGetLastError())
 #define MIXRT_SHFL_DOWN(v, offset) __shfl_down_sync(0xffffffffu, v, offset)
 #endif
@@ -23,7 +29,7 @@ using GpuStream = cudaStream_t;
 namespace mixrt::gpu {
 
 template <typename F>
-__global__ void GridStrideKernel(F f, int64_t n) {
+__global__ void GridStrideKernel(const MIXRT_GRID_CONSTANT F f, int64_t n) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < n; i += stride) {
@@ -55,7 +61,7 @@ __device__ RowAcc WarpCombine(const F& f, int pass, RowAcc acc) {
 constexpr int kMaxWarpsPerBlock = 32;
 
 template <typename F>
-__global__ void RowKernel(F f, int64_t rows) {
+__global__ void RowKernel(const MIXRT_GRID_CONSTANT F f, int64_t rows) {
   __shared__ RowAcc warp_partials[kMaxWarpsPerBlock];
   __shared__ RowAcc results[2];
   const int lane = threadIdx.x % warpSize;
@@ -91,7 +97,7 @@ int LaunchRows(const LaunchContext& ctx, const F& f, int64_t rows,
   return MIXRT_GPU_LAST_ERROR();
 }
 
-__global__ void UnscaleKernel(UnscaleChunkFunctor f) {
+__global__ void UnscaleKernel(const MIXRT_GRID_CONSTANT UnscaleChunkFunctor f) {
   f(blockIdx.x, threadIdx.x, blockDim.x);
 }
 
@@ -105,7 +111,7 @@ int LaunchUnscale(const LaunchContext& ctx, const UnscaleChunkFunctor& f) {
 // One block computes one kTileM x kTileN tile of C; the phases are the
 // TiledGemm member functions, run here by the block's threads in lockstep.
 __global__ void __launch_bounds__(TiledGemm::kThreads)
-    TiledGemmKernel(TiledGemm gemm) {
+    TiledGemmKernel(const MIXRT_GRID_CONSTANT TiledGemm gemm) {
   __shared__ float a_tile[TiledGemm::kTileK][TiledGemm::kTileM + 1];
   __shared__ float b_tile[TiledGemm::kTileK][TiledGemm::kTileN + 1];
   TiledGemm::Accumulator acc = {};

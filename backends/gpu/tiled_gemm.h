@@ -99,12 +99,17 @@ struct TiledGemm {
                                     Accumulator* acc) const {
     const int tr = tid / kThreadCols;
     const int tc = tid % kThreadCols;
+    MIXRT_UNROLL
     for (int kk = 0; kk < kTileK; ++kk) {
       float av[kMicro];
       float bv[kMicro];
+      MIXRT_UNROLL
       for (int i = 0; i < kMicro; ++i) av[i] = a_tile[kk][tr + 16 * i];
+      MIXRT_UNROLL
       for (int j = 0; j < kMicro; ++j) bv[j] = b_tile[kk][tc + 16 * j];
+      MIXRT_UNROLL
       for (int i = 0; i < kMicro; ++i) {
+        MIXRT_UNROLL
         for (int j = 0; j < kMicro; ++j) {
           acc->v[i][j] = fmaf(av[i], bv[j], acc->v[i][j]);
         }
@@ -116,9 +121,11 @@ struct TiledGemm {
                                const Accumulator& acc) const {
     const int tr = tid / kThreadCols;
     const int tc = tid % kThreadCols;
+    MIXRT_UNROLL
     for (int i = 0; i < kMicro; ++i) {
       const int64_t row = t.row0 + tr + 16 * i;
       if (row >= m) continue;
+      MIXRT_UNROLL
       for (int j = 0; j < kMicro; ++j) {
         const int64_t col = t.col0 + tc + 16 * j;
         if (col >= n) continue;

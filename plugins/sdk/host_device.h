@@ -10,6 +10,14 @@
 #define MIXRT_HOST_DEVICE
 #endif
 
+// Fully unrolls the next loop in device code (constant trip counts keep
+// small arrays such as a GEMM's accumulators in registers).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MIXRT_UNROLL _Pragma("unroll")
+#else
+#define MIXRT_UNROLL
+#endif
+
 // 1 while a device compiler compiles the device side of a translation unit.
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define MIXRT_DEVICE_PASS 1

@@ -43,12 +43,19 @@ MIXRT_HOST_DEVICE inline double PhiloxUnit(uint32_t word) {
   return static_cast<double>(word >> 8) * (1.0 / 16777216.0);
 }
 
+// Word i of a block, selected without indexing the array by a variable
+// (which would put the block in a GPU thread's local memory).
+MIXRT_HOST_DEVICE inline uint32_t PhiloxWord(const PhiloxBlock& block,
+                                             uint64_t i) {
+  return i == 0 ? block[0] : i == 1 ? block[1] : i == 2 ? block[2] : block[3];
+}
+
 // Element `index` of a U[low, high) tensor.
 MIXRT_HOST_DEVICE inline double PhiloxUniform(uint64_t seed, uint64_t offset,
                                               uint64_t index, double low,
                                               double high) {
   const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
-  return low + (high - low) * PhiloxUnit(block[index % 4]);
+  return low + (high - low) * PhiloxUnit(PhiloxWord(block, index % 4));
 }
 
 // Element `index` of a N(mean, std^2) tensor (Box-Muller on word pairs).
@@ -57,9 +64,9 @@ MIXRT_HOST_DEVICE inline double PhiloxNormal(uint64_t seed, uint64_t offset,
                                              double std) {
   constexpr double kTwoPi = 6.283185307179586476925286766559;
   const PhiloxBlock block = Philox4x32(index / 4 + offset, seed);
-  const uint32_t pair = static_cast<uint32_t>(index % 4) & ~1u;
-  const double u1 = 1.0 - PhiloxUnit(block[pair]);
-  const double u2 = PhiloxUnit(block[pair + 1]);
+  const uint64_t pair = (index % 4) & ~uint64_t{1};
+  const double u1 = 1.0 - PhiloxUnit(PhiloxWord(block, pair));
+  const double u2 = PhiloxUnit(PhiloxWord(block, pair + 1));
   const double r = std::sqrt(-2.0 * std::log(u1));
   const double z =
       (index % 2 == 0) ? r * std::cos(kTwoPi * u2) : r * std::sin(kTwoPi * u2);
