@@ -7,34 +7,11 @@ namespace mixrt::gpu {
 namespace {
 
 DeviceTensor In(const sdk::KernelCall& call, size_t i) {
-  return MakeDeviceTensor(*call.inputs[i].desc());
+  return Tensor(call.inputs[i]);
 }
 
 DeviceTensor Out(const sdk::KernelCall& call, size_t i) {
-  return MakeDeviceTensor(*call.outputs[i].desc());
-}
-
-absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const sdk::KernelCall& call,
-                                                   uint32_t kind_count) {
-  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->kind >= kind_count) {
-    return absl::UnimplementedError(absl::StrCat(
-        "op ", call.op, ": kind ", (*attrs)->kind, " is unknown here"));
-  }
-  return **attrs;
-}
-
-absl::Status ExpectSameShapes(const sdk::KernelCall& call) {
-  const sdk::TensorRef& out = call.outputs[0];
-  for (const sdk::TensorRef& t : call.inputs) {
-    if (!t.same_shape(out)) {
-      return absl::InvalidArgumentError(
-          "pointwise inputs must have the output's shape (the host expands "
-          "broadcasts)");
-    }
-  }
-  return absl::OkStatus();
+  return Tensor(call.outputs[i]);
 }
 
 absl::Status Creation(GpuDevice& device, const sdk::KernelCall& call) {
@@ -70,7 +47,7 @@ absl::Status Creation(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 absl::Status Binary(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = PointwiseAttrs(call, MIXRT_BINARY_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT);
   if (!attrs.ok()) return attrs.status();
   BinaryFunctor f{Out(call, 0), In(call, 0), In(call, 1),
                   static_cast<MixrtBinaryKind>(attrs->kind), nullptr};
@@ -98,7 +75,7 @@ absl::Status Binary(GpuDevice& device, const sdk::KernelCall& call) {
 
 absl::Status Unary(GpuDevice& device, const sdk::KernelCall& call,
                    bool backward) {
-  auto attrs = PointwiseAttrs(call, MIXRT_UNARY_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT);
   if (!attrs.ok()) return attrs.status();
   UnaryFunctor f{Out(call, 0),
                  In(call, backward ? 1 : 0),
@@ -125,7 +102,7 @@ absl::Status Unary(GpuDevice& device, const sdk::KernelCall& call,
 }
 
 absl::Status Compare(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
   if (!attrs.ok()) return attrs.status();
   const CompareFunctor f{Out(call, 0), In(call, 0), In(call, 1),
                          static_cast<MixrtCompareKind>(attrs->kind)};
@@ -174,18 +151,6 @@ absl::Status Copy(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 }  // namespace
-
-absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
-                         size_t max_inputs, size_t outputs) {
-  if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs ||
-      call.outputs.size() != outputs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op ", call.op, " takes ", min_inputs, "..", max_inputs,
-                     " inputs and ", outputs, " outputs; got ",
-                     call.inputs.size(), " and ", call.outputs.size()));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Launched(int error, const char* kernel) {
   return RuntimeStatus(static_cast<rt::Error>(error), kernel);

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "backends/gpu/gpu_plugin.h"
+#include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::gpu {
@@ -21,8 +22,11 @@ absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunConvPool(GpuDevice& device, const sdk::KernelCall& call);
 
 // Helpers shared by the op files.
-absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
-                         size_t max_inputs, size_t outputs);
+using sdk::ExpectArity;
+using sdk::ExpectSameShapes;
+inline DeviceTensor Tensor(const sdk::TensorRef& t) {
+  return MakeDeviceTensor(*t.desc());
+}
 // A launcher's return code as a Status naming the kernel.
 absl::Status Launched(int error, const char* kernel);
 // Clears the device's bad-input flag, runs `launch` (which returns a

@@ -4,28 +4,6 @@
 
 namespace mixrt::reference {
 
-absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
-                         size_t max_inputs, size_t outputs) {
-  if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs ||
-      call.outputs.size() != outputs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op ", call.op, " takes ", min_inputs, "-", max_inputs,
-                     " input(s) and ", outputs, " output(s); got ",
-                     call.inputs.size(), " and ", call.outputs.size()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ExpectSameShapes(const sdk::KernelCall& call) {
-  for (const sdk::TensorRef& in : call.inputs) {
-    if (!in.same_shape(call.outputs[0])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op ", call.op, ": an input's shape differs from the output's"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status RunKernel(const sdk::KernelCall& call) {
   switch (call.op) {
     case MIXRT_OP_FILL:

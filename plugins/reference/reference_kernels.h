@@ -6,6 +6,7 @@
 #define MIXRT_PLUGINS_REFERENCE_REFERENCE_KERNELS_H_
 
 #include "absl/status/status.h"
+#include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::reference {
@@ -23,11 +24,8 @@ absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
 absl::Status RunConvPool(const sdk::KernelCall& call);
 absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);
 
-// Checks the number of inputs and outputs of `call`.
-absl::Status ExpectArity(const sdk::KernelCall& call, size_t min_inputs,
-                         size_t max_inputs, size_t outputs);
-// Checks that every input has the first output's shape.
-absl::Status ExpectSameShapes(const sdk::KernelCall& call);
+using sdk::ExpectArity;
+using sdk::ExpectSameShapes;
 
 }  // namespace mixrt::reference
 

@@ -12,19 +12,8 @@ namespace {
 
 using sdk::TensorRef;
 
-absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
-                                          uint32_t kind_count) {
-  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->kind >= kind_count) {
-    return absl::UnimplementedError(absl::StrCat(
-        "op ", call.op, ": kind ", (*attrs)->kind, " is unknown here"));
-  }
-  return **attrs;
-}
-
 absl::Status Binary(const sdk::KernelCall& call) {
-  auto attrs = Attrs(call, MIXRT_BINARY_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT);
   if (!attrs.ok()) return attrs.status();
   const auto kind = static_cast<MixrtBinaryKind>(attrs->kind);
   const TensorRef& x = call.inputs[0];
@@ -68,7 +57,7 @@ absl::Status Binary(const sdk::KernelCall& call) {
 }
 
 absl::Status Unary(const sdk::KernelCall& call, bool backward) {
-  auto attrs = Attrs(call, MIXRT_UNARY_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT);
   if (!attrs.ok()) return attrs.status();
   const auto kind = static_cast<MixrtUnaryKind>(attrs->kind);
   const TensorRef& out = call.outputs[0];
@@ -112,7 +101,7 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
 }
 
 absl::Status Compare(const sdk::KernelCall& call) {
-  auto attrs = Attrs(call, MIXRT_COMPARE_COUNT);
+  auto attrs = sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
   if (!attrs.ok()) return attrs.status();
   const auto kind = static_cast<MixrtCompareKind>(attrs->kind);
   const TensorRef& x = call.inputs[0];

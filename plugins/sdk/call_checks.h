@@ -1,0 +1,31 @@
+// Argument checks every plugin's kernel_launch needs before touching data:
+// input/output counts, same-shape pointwise operands, and pointwise kinds.
+// Shared so each backend refuses a malformed call with the same words.
+#ifndef MIXRT_PLUGINS_SDK_CALL_CHECKS_H_
+#define MIXRT_PLUGINS_SDK_CALL_CHECKS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::sdk {
+
+// Checks the number of inputs and outputs of `call`.
+absl::Status ExpectArity(const KernelCall& call, size_t min_inputs,
+                         size_t max_inputs, size_t outputs);
+
+// Checks that every input has the first output's shape (the host expands
+// broadcasts before launching).
+absl::Status ExpectSameShapes(const KernelCall& call);
+
+// The call's MixrtPointwiseAttrs, with a kind below `kind_count`
+// (UNIMPLEMENTED otherwise: a newer host may know more kinds).
+absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
+                                                   uint32_t kind_count);
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_CALL_CHECKS_H_
