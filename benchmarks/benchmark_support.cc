@@ -26,6 +26,12 @@ Device CpuDevice() {
   return device;
 }
 
+void SetGemmFlops(benchmark::State& state, const GemmShape& s) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * s.m * s.n * s.k * state.iterations() / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+
 void ReportPeakMemory(benchmark::State& state, const Device& device) {
   state.counters["peak_MiB"] =
       device.backend()->allocator(device.index()).stats().peak_bytes_in_use /

@@ -3,6 +3,7 @@
 #ifndef MIXRT_BENCHMARKS_BENCHMARK_SUPPORT_H_
 #define MIXRT_BENCHMARKS_BENCHMARK_SUPPORT_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,15 @@ namespace mixrt::bench {
 void LoadPlugins(const char* argv0);
 // The CPU plugin's device.
 Device CpuDevice();
+
+// One GEMM problem: out [m, n] = x [m, k] @ w^T.
+struct GemmShape {
+  const char* name;
+  int64_t m, k, n;
+};
+
+// Adds the GFLOP/s rate counter of `state.iterations()` GEMMs of shape `s`.
+void SetGemmFlops(benchmark::State& state, const GemmShape& s);
 
 // Adds the device's peak tensor memory (MiB) as a counter.
 void ReportPeakMemory(benchmark::State& state, const Device& device);

@@ -20,10 +20,7 @@ namespace {
 
 using namespace ::mixrt::kernels;
 
-struct Shape {
-  const char* name;
-  int64_t m, k, n;
-};
+using Shape = GemmShape;
 constexpr Shape kShapes[] = {
     {"512x4096x4096", 512, 4096, 4096},
     {"1024x1024x1024", 1024, 1024, 1024},
@@ -34,12 +31,6 @@ dnnl::memory::data_type OneDnnType(DType t) {
   return t == DType::kF32    ? dnnl::memory::data_type::f32
          : t == DType::kBF16 ? dnnl::memory::data_type::bf16
                              : dnnl::memory::data_type::f16;
-}
-
-void SetFlops(benchmark::State& state, const Shape& s) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * s.m * s.n * s.k * state.iterations() / 1e9,
-                         benchmark::Counter::kIsRate);
 }
 
 // y = x @ w^T with w stored [n, k] as a Linear layer's weight is.
@@ -61,7 +52,7 @@ void MixrtLinear(benchmark::State& state, Shape s, DType dtype) {
     }
     benchmark::DoNotOptimize(y->data_ptr());
   }
-  SetFlops(state, s);
+  SetGemmFlops(state, s);
   ReportPeakMemory(state, device);
 }
 
@@ -89,7 +80,7 @@ void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
         {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
     stream.wait();
   }
-  SetFlops(state, s);
+  SetGemmFlops(state, s);
   state.SetLabel(pd.impl_info_str());
 }
 

@@ -19,10 +19,7 @@ namespace {
 
 using namespace ::mixrt::kernels;
 
-struct Shape {
-  const char* name;
-  int64_t m, k, n;
-};
+using Shape = GemmShape;
 constexpr Shape kShapes[] = {
     {"4096x4096x4096", 4096, 4096, 4096},
     {"512x4096x4096", 512, 4096, 4096},
@@ -45,9 +42,7 @@ void Linear(benchmark::State& state, Device device, Shape s, DType dtype) {
       return;
     }
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * s.m * s.n * s.k * state.iterations() / 1e9,
-                         benchmark::Counter::kIsRate);
+  SetGemmFlops(state, s);
   ReportPeakMemory(state, device);
 }
 

@@ -105,10 +105,10 @@ class CudaPlugin : public gpu::GpuPlugin {
     p.batch = m->batch;
     p.input_dtype = static_cast<MixrtDtype>(m->a.dtype);
     p.output_dtype = static_cast<MixrtDtype>(m->out.dtype);
-    p.has_bias = m->has_bias;
-    p.bias_dtype = static_cast<MixrtDtype>(m->bias.dtype);
-    p.activation = static_cast<MixrtActivation>(m->activation);
-    p.beta = m->beta;
+    p.has_bias = m->epilogue.has_bias;
+    p.bias_dtype = static_cast<MixrtDtype>(m->epilogue.bias.dtype);
+    p.activation = static_cast<MixrtActivation>(m->epilogue.activation);
+    p.beta = m->epilogue.beta;
     p.allow_tf32 = settings_.allow_tf32;
     // cuBLASLt rejects k = 0; the product is then zero and only the
     // epilogue is left.
@@ -118,7 +118,7 @@ class CudaPlugin : public gpu::GpuPlugin {
     auto stream = static_cast<cudaStream_t>(device.stream);
     if (!plan->separate_epilogue && !empty_k) {
       return blas->Run(*plan, m->b.data, m->a.data, m->out.data, m->out.data,
-                       m->bias.data, stream);
+                       m->epilogue.bias.data, stream);
     }
     return RunWithSeparateEpilogue(device, *m, *plan, empty_k, blas);
   }
@@ -151,10 +151,7 @@ class CudaPlugin : public gpu::GpuPlugin {
       f.product = m.out;
       f.product.data = scratch;
       f.product.dtype = MIXRT_DTYPE_F32;
-      f.epilogue.bias = m.bias;
-      f.epilogue.has_bias = m.has_bias;
-      f.epilogue.activation = m.activation;
-      f.epilogue.beta = m.beta;
+      f.epilogue = m.epilogue;
       f.n = m.n;
       status =
           gpu::RuntimeStatus(static_cast<cudaError_t>(gpu::LaunchElementwise(
@@ -170,19 +167,8 @@ class CudaPlugin : public gpu::GpuPlugin {
   std::vector<std::unique_ptr<CublasLtMatmul>> blas_;  // Per device.
 };
 
-// Preferred over the CPU plugin (100) when a device is usable; 0 when the
-// driver or the device is missing, so the host moves on without it.
-int32_t Score() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return count > 0 ? 200 : 0;
-}
-
 }  // namespace
 }  // namespace mixrt::cuda
 
 MIXRT_SDK_DEFINE_PLUGIN(mixrt::cuda::CudaPlugin)
-MIXRT_SDK_DEFINE_SCORE(mixrt::cuda::Score)
+MIXRT_SDK_DEFINE_SCORE(mixrt::gpu::ScoreByDeviceCount)

@@ -6,10 +6,6 @@
 namespace mixrt::gpu {
 namespace {
 
-DeviceTensor Tensor(const sdk::TensorRef& t) {
-  return MakeDeviceTensor(*t.desc());
-}
-
 absl::StatusOr<ChannelElements> Channels(const sdk::TensorRef& x) {
   if (x.ndim() < 2 || !IsFloating(x.dtype())) {
     return absl::InvalidArgumentError(

@@ -6,10 +6,6 @@
 namespace mixrt::gpu {
 namespace {
 
-DeviceTensor Tensor(const sdk::TensorRef& t) {
-  return MakeDeviceTensor(*t.desc());
-}
-
 absl::StatusOr<ConvGeometry> Geometry(const sdk::KernelCall& call,
                                       const sdk::TensorRef& x,
                                       const sdk::TensorRef& weight,

@@ -9,10 +9,6 @@ namespace {
 constexpr const char* kOutOfRange =
     "embedding: an index is outside [0, num_embeddings)";
 
-DeviceTensor Tensor(const sdk::TensorRef& t) {
-  return MakeDeviceTensor(*t.desc());
-}
-
 // The accumulated f32 gradient into grad_weight, zeroed rows included.
 absl::Status Backward(GpuDevice& device, const sdk::KernelCall& call,
                       int64_t vocabulary, int64_t dim) {

@@ -8,10 +8,6 @@
 namespace mixrt::gpu {
 namespace {
 
-DeviceTensor Tensor(const sdk::TensorRef& t) {
-  return MakeDeviceTensor(*t.desc());
-}
-
 const float* F32Scalar(const sdk::TensorRef& t) {
   return static_cast<const float*>(t.data());
 }

@@ -3,14 +3,6 @@
 #include "backends/gpu/gpu_ops.h"
 
 namespace mixrt::gpu {
-namespace {
-
-DeviceTensor Tensor(const sdk::TensorRef& t) {
-  return MakeDeviceTensor(*t.desc());
-}
-
-}  // namespace
-
 absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call) {
   if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
   auto attrs = call.GetAttrs<MixrtReduceAttrs>();

@@ -35,6 +35,15 @@ absl::StatusOr<void*> GpuDevice::Scratch(size_t bytes) {
   return scratch;
 }
 
+int32_t ScoreByDeviceCount() {
+  int count = 0;
+  if (rt::GetDeviceCount(&count) != rt::kSuccess) {
+    (void)rt::GetLastError();
+    return 0;
+  }
+  return count > 0 ? 200 : 0;
+}
+
 absl::Status GpuPlugin::Initialize() {
   int count = 0;
   // On error the runtime may leave `count` as it was (CUDA 13 without a

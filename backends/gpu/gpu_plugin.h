@@ -70,6 +70,11 @@ class GpuPlugin : public sdk::Plugin {
   std::string no_device_reason_;
 };
 
+// The plugins' mixrt_plugin_score: 200 (ahead of the CPU plugin's 100) when
+// the runtime reports a device, 0 when the driver or the device is missing,
+// so the host moves on without the plugin.
+int32_t ScoreByDeviceCount();
+
 // A runtime error as a Status naming the call; OK for success.
 absl::Status RuntimeStatus(rt::Error error, const char* call);
 

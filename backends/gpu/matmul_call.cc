@@ -61,11 +61,11 @@ absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call) {
       return absl::InvalidArgumentError(
           absl::StrCat("matmul bias must be floating [", m.n, "]"));
     }
-    m.bias = MakeDeviceTensor(*bias.desc());
-    m.has_bias = true;
+    m.epilogue.bias = MakeDeviceTensor(*bias.desc());
+    m.epilogue.has_bias = true;
   }
-  m.activation = (*attrs)->activation;
-  m.beta = (*attrs)->beta;
+  m.epilogue.activation = (*attrs)->activation;
+  m.epilogue.beta = (*attrs)->beta;
   return m;
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "backends/gpu/device_tensor.h"
+#include "backends/gpu/gemm_epilogue.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::gpu {
@@ -16,11 +17,8 @@ struct MatmulCall {
   DeviceTensor a;  // in0
   DeviceTensor b;  // in1
   DeviceTensor out;
-  DeviceTensor bias;
-  bool has_bias = false;
+  GemmEpilogue epilogue;  // bias, activation and beta, as the call gives them
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  uint32_t activation = MIXRT_ACTIVATION_NONE;
-  float beta = 0.0f;
 };
 
 absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call);

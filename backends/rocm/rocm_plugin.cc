@@ -58,10 +58,7 @@ class RocmPlugin : public gpu::GpuPlugin {
     gemm.a = m->a;
     gemm.b = m->b;
     gemm.out = m->out;
-    gemm.epilogue.bias = m->bias;
-    gemm.epilogue.has_bias = m->has_bias;
-    gemm.epilogue.activation = m->activation;
-    gemm.epilogue.beta = m->beta;
+    gemm.epilogue = m->epilogue;
     gemm.m = m->m;
     gemm.n = m->n;
     gemm.k = m->k;
@@ -72,18 +69,8 @@ class RocmPlugin : public gpu::GpuPlugin {
   }
 };
 
-// Preferred over the CPU plugin when a device is usable; 0 otherwise.
-int32_t Score() {
-  int count = 0;
-  if (hipGetDeviceCount(&count) != hipSuccess) {
-    (void)hipGetLastError();
-    return 0;
-  }
-  return count > 0 ? 200 : 0;
-}
-
 }  // namespace
 }  // namespace mixrt::rocm
 
 MIXRT_SDK_DEFINE_PLUGIN(mixrt::rocm::RocmPlugin)
-MIXRT_SDK_DEFINE_SCORE(mixrt::rocm::Score)
+MIXRT_SDK_DEFINE_SCORE(mixrt::gpu::ScoreByDeviceCount)
