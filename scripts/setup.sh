@@ -38,8 +38,13 @@ else
   echo "setup: all packages present"
 fi
 
-# The CUDA toolkit is not a Debian package here; the CUDA backend is built
-# only where /usr/local/cuda exists (see backends/cuda/).
-if [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: note: /usr/local/cuda not found; the CUDA plugin will not be built"
+# The CUDA toolkit (nvcc, cudart, cuBLASLt) is not a Debian package here: it
+# comes with the machine image at /usr/local/cuda, which WORKSPACE and
+# backends/cuda/BUILD name. `bazel build //...` builds the CUDA plugin (no GPU
+# needed), so without the toolkit the build cannot succeed: say so now.
+if [ ! -x /usr/local/cuda/bin/nvcc ] ||
+   [ ! -e /usr/local/cuda/lib64/libcublasLt.so ]; then
+  echo "setup: the CUDA toolkit is missing: /usr/local/cuda/bin/nvcc and" \
+       "/usr/local/cuda/lib64/libcublasLt.so are needed to build the CUDA plugin" >&2
+  exit 1
 fi
