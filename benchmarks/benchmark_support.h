@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 
 namespace mixrt::bench {
 

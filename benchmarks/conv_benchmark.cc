@@ -8,7 +8,7 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/benchmark_support.h"
-#include "core/ops/conv2d.h"
+#include "core/kernels/conv2d.h"
 #include "core/tensor/factories.h"
 #include "oneapi/dnnl/dnnl.hpp"
 

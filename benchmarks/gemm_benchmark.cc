@@ -11,7 +11,7 @@
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/benchmark_support.h"
-#include "core/ops/matmul.h"
+#include "core/kernels/matmul.h"
 #include "core/tensor/factories.h"
 #include "oneapi/dnnl/dnnl.hpp"
 

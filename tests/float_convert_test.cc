@@ -3,7 +3,7 @@
 // reference here is a separate algorithm: round in double arithmetic
 // (frexp/ldexp/nearbyint under the default round-to-nearest-even mode) and
 // decode 16-bit patterns from their IEEE definition.
-#include "plugins/sdk/float_convert.h"
+#include "mixrt/float_convert.h"
 
 #include <cfenv>
 #include <cmath>

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/ops/pointwise.h"
+#include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "plugins/sdk/float_convert.h"
+#include "mixrt/float_convert.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {

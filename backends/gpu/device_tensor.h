@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "mixrt/plugin_api.h"
-#include "plugins/sdk/float_convert.h"
-#include "plugins/sdk/host_device.h"
+#include "mixrt/float_convert.h"
+#include "mixrt/host_device.h"
 
 namespace mixrt::gpu {
 

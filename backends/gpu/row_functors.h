@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "backends/gpu/device_tensor.h"
-#include "plugins/sdk/host_device.h"
+#include "mixrt/host_device.h"
 
 namespace mixrt::gpu {
 

@@ -4,7 +4,6 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "core/plugin/backend.h"
 
 namespace mixrt {
 
@@ -21,7 +20,7 @@ uint64_t CachingAllocator::RoundSize(uint64_t bytes) {
 
 absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
   const uint64_t size = RoundSize(bytes);
-  const std::string where = absl::StrCat(backend_->name(), ":", device_);
+  const std::string where = absl::StrCat(memory_->name(), ":", device_);
   if (size == 0) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate ", bytes, " bytes on ", where, ": size overflows"));
@@ -34,11 +33,11 @@ absl::StatusOr<void*> CachingAllocator::Allocate(uint64_t bytes) {
     free_blocks_.erase(cached);
     stats_.bytes_cached -= size;
   } else {
-    absl::StatusOr<void*> fresh = backend_->Allocate(device_, size);
+    absl::StatusOr<void*> fresh = memory_->Allocate(device_, size);
     if (!fresh.ok() && absl::IsResourceExhausted(fresh.status()) &&
         !free_blocks_.empty()) {
       ReleaseCacheLocked();
-      fresh = backend_->Allocate(device_, size);
+      fresh = memory_->Allocate(device_, size);
     }
     if (!fresh.ok()) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -76,7 +75,7 @@ void CachingAllocator::ReleaseCacheLocked() {
   for (const auto& [size, ptr] : free_blocks_) {
     // A failing free cannot be reported from a destructor path; the block is
     // forgotten either way so it is never handed out twice.
-    backend_->Free(device_, ptr).IgnoreError();
+    memory_->Free(device_, ptr).IgnoreError();
     ++stats_.num_plugin_frees;
   }
   free_blocks_.clear();

@@ -12,14 +12,25 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace mixrt {
 
-class Backend;
+// The raw memory functions the allocator draws from (a backend's
+// memory_allocate / memory_free). An interface, so the allocator sits below
+// the plugin layer that implements it instead of calling up into Backend.
+class RawDeviceMemory {
+ public:
+  virtual ~RawDeviceMemory() = default;
+  virtual const std::string& name() const = 0;
+  virtual absl::StatusOr<void*> Allocate(int device, uint64_t bytes) const = 0;
+  virtual absl::Status Free(int device, void* ptr) const = 0;
+};
 
 struct AllocatorStats {
   uint64_t bytes_in_use = 0;  // Held by live tensors (rounded block sizes).
@@ -35,8 +46,8 @@ class CachingAllocator {
   // Block sizes are multiples of this (and at least this).
   static constexpr uint64_t kRoundBytes = 512;
 
-  CachingAllocator(const Backend* backend, int device)
-      : backend_(backend), device_(device) {}
+  CachingAllocator(const RawDeviceMemory* memory, int device)
+      : memory_(memory), device_(device) {}
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -57,7 +68,7 @@ class CachingAllocator {
  private:
   void ReleaseCacheLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const Backend* backend_;
+  const RawDeviceMemory* memory_;
   int device_;
   // A std mutex, not absl::Mutex: Debian's Abseil is built without
   // ThreadSanitizer annotations, so TSan cannot see absl::Mutex's ordering

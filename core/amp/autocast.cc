@@ -14,7 +14,7 @@
 #include "core/amp/autocast_policy.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/functional/ops.h"
+#include "core/autograd/differentiable_cast.h"
 #include "core/status_macros.h"
 
 namespace mixrt {

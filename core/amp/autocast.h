@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 #include "core/dtype.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
 #include "core/functional/ops.h"
-#include "core/ops/amp_kernels.h"
-#include "core/ops/pointwise.h"
+#include "core/kernels/amp_kernels.h"
+#include "core/kernels/pointwise.h"
 #include "core/status_macros.h"
 #include "core/tensor/factories.h"
 

@@ -18,7 +18,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/tensor.h"
 

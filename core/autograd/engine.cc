@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/ops/pointwise.h"
+#include "core/kernels/pointwise.h"
 #include "core/status_macros.h"
 
 namespace mixrt {

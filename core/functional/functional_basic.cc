@@ -1,10 +1,10 @@
 // Differentiable casts, shape ops, pointwise ops and reductions.
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
-#include "core/functional/function_node.h"
+#include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
-#include "core/ops/pointwise.h"
-#include "core/ops/reduce.h"
+#include "core/kernels/pointwise.h"
+#include "core/kernels/reduce.h"
 #include "core/status_macros.h"
 
 namespace mixrt {
@@ -64,22 +64,6 @@ absl::StatusOr<Tensor> SumToShape(const Tensor& grad,
     MIXRT_ASSIGN_OR_RETURN(r, kernels::sum(grad, dims, /*keepdim=*/true));
   }
   return r.reshape(shape);
-}
-
-absl::StatusOr<Tensor> cast(const Tensor& x, DType dtype) {
-  MIXRT_ASSIGN_OR_RETURN(Tensor y, x.to(dtype));
-  if (y.shares_storage_with(x)) {
-    // Same dtype: the same tensor, history included.
-    return x;
-  }
-  const DType from = x.dtype();
-  Record("CastBackward", {x}, {&y}, {},
-         [from](const std::vector<Tensor>& g,
-                const std::vector<Tensor>&) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(Tensor dx, g[0].to(from));
-           return std::vector<Tensor>{dx};
-         });
-  return y;
 }
 
 absl::StatusOr<Tensor> reshape(const Tensor& x,

@@ -2,10 +2,10 @@
 // their inputs arrive in f32 and the loss is f32.
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
-#include "core/functional/function_node.h"
+#include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
-#include "core/ops/loss.h"
-#include "core/ops/pointwise.h"
+#include "core/kernels/loss.h"
+#include "core/kernels/pointwise.h"
 #include "core/status_macros.h"
 
 namespace mixrt {

@@ -1,14 +1,14 @@
 // Differentiable linear algebra and neural-network ops.
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
-#include "core/functional/function_node.h"
+#include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
-#include "core/ops/batch_norm.h"
-#include "core/ops/dropout.h"
-#include "core/ops/embedding.h"
-#include "core/ops/layer_norm.h"
-#include "core/ops/reduce.h"
-#include "core/ops/softmax.h"
+#include "core/kernels/batch_norm.h"
+#include "core/kernels/dropout.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/layer_norm.h"
+#include "core/kernels/reduce.h"
+#include "core/kernels/softmax.h"
 #include "core/status_macros.h"
 
 namespace mixrt {

@@ -1,7 +1,7 @@
 // The differentiable mixrt ops: each applies autocast (core/amp/autocast.h),
 // runs the kernel on the tensors' device, and records its backward when an
 // input requires grad. This is the API models are written against;
-// core/ops/ holds the same kernels without autocast or autograd
+// core/kernels/ holds the same kernels without autocast or autograd
 // (mixrt::kernels).
 //
 //   mixrt::Tensor h = *mixrt::relu(*mixrt::linear(x, w1, b1));
@@ -11,17 +11,19 @@
 #define MIXRT_CORE_FUNCTIONAL_OPS_H_
 
 #include "absl/status/statusor.h"
-#include "core/ops/conv2d.h"
-#include "core/ops/loss.h"
-#include "core/ops/matmul.h"
-#include "core/ops/pool2d.h"
+#include "core/autograd/differentiable_cast.h"
+#include "core/kernels/conv2d.h"
+#include "core/kernels/loss.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/pool2d.h"
 #include "core/tensor/generator.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt {
 
 // ---- dtype and shape ----
-absl::StatusOr<Tensor> cast(const Tensor& x, DType dtype);
+// cast(x, dtype) lives in core/autograd/differentiable_cast.h: autocast
+// needs it below this layer.
 absl::StatusOr<Tensor> reshape(const Tensor& x,
                                absl::Span<const int64_t> shape);
 absl::StatusOr<Tensor> transpose(const Tensor& x, int64_t dim0, int64_t dim1);

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "core/ops/pointwise.h"
-#include "core/ops/reduce.h"
+#include "core/kernels/pointwise.h"
+#include "core/kernels/reduce.h"
 #include "core/status_macros.h"
 #include "core/tensor/factories.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/ops/optimizer_kernels.h"
+#include "core/kernels/optimizer_kernels.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt {

@@ -14,12 +14,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/allocator/caching_allocator.h"
 #include "core/dtype.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt {
-
-class CachingAllocator;
 
 absl::string_view OpClassName(MixrtOpClass op_class);         // "matmul", ...
 absl::string_view SupportLevelName(MixrtSupportLevel level);  // "native"...
@@ -56,23 +55,23 @@ struct BackendIdentity {
   int32_t score = 1;
 };
 
-class Backend {
+class Backend : public RawDeviceMemory {
  public:
   // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
   Backend(void* handle, const MixrtPluginApi* api, BackendIdentity identity,
           std::vector<DeviceInfo> devices, std::string no_device_reason);
-  ~Backend();
+  ~Backend() override;
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
   const BackendIdentity& identity() const { return identity_; }
-  const std::string& name() const { return identity_.name; }
+  const std::string& name() const override { return identity_.name; }
   const std::vector<DeviceInfo>& devices() const { return devices_; }
   const std::string& no_device_reason() const { return no_device_reason_; }
   const MixrtPluginApi* api() const { return api_; }
 
-  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) const;
-  absl::Status Free(int device, void* ptr) const;
+  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) const override;
+  absl::Status Free(int device, void* ptr) const override;
   absl::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
                     uint64_t bytes) const;
   absl::Status Memset(int device, void* dst, uint8_t value,

@@ -18,7 +18,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 #include "core/plugin/backend.h"
 
 namespace mixrt {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
-#include "plugins/sdk/float_convert.h"
+#include "mixrt/float_convert.h"
 
 namespace mixrt {
 

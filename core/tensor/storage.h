@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 
 namespace mixrt {
 

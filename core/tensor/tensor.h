@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 #include "core/dtype.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/storage.h"

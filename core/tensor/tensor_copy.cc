@@ -5,7 +5,7 @@
 #include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 #include "core/tensor/tensor.h"
-#include "plugins/sdk/float_convert.h"
+#include "mixrt/float_convert.h"
 
 namespace mixrt {
 namespace {

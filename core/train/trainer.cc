@@ -5,7 +5,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
-#include "core/ops/reduce.h"
+#include "core/kernels/reduce.h"
 #include "core/status_macros.h"
 
 namespace mixrt {

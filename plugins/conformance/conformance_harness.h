@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/device.h"
+#include "core/plugin/device.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt::conformance {

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "plugins/sdk/host_device.h"
+#include "mixrt/host_device.h"
 
 namespace mixrt::sdk {
 

@@ -4,7 +4,7 @@ def mixrt_plugin(name, srcs = [], deps = [], copts = [], linkopts = [], **kwargs
     """A backend plugin shared object, libmixrt_<name>.so.
 
     A linker version script keeps the dynamic symbol table to the two entry
-    points of plugins/include/mixrt/plugin_api.h: with -fvisibility=hidden
+    points of include/mixrt/plugin_api.h: with -fvisibility=hidden
     alone, ~150 std:: symbols leak out and can clash between plugins.
     """
     native.cc_binary(

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "mixrt/plugin_api.h"
-#include "plugins/sdk/host_device.h"
+#include "mixrt/host_device.h"
 
 namespace mixrt::sdk {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "mixrt/plugin_api.h"
-#include "plugins/sdk/float_convert.h"
+#include "mixrt/float_convert.h"
 
 namespace mixrt::sdk {
 

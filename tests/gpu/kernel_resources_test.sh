@@ -11,7 +11,7 @@ out="${TEST_TMPDIR:-/tmp}"
 status=0
 
 /usr/local/cuda/bin/nvcc -std=c++17 -O3 --expt-relaxed-constexpr \
-  -I. -Iplugins/include -gencode arch=compute_90,code=sm_90 -Xptxas -v \
+  -I. -Iinclude -gencode arch=compute_90,code=sm_90 -Xptxas -v \
   -c backends/cuda/cuda_kernels.cu -o "$out/cuda.o" 2> "$out/ptxas.txt"
 # "Function properties for <kernel>" is followed by its frame and spills.
 bad=$(awk '/Function properties for/ {name=$NF}
@@ -28,7 +28,7 @@ else
   echo "ok: $kernels CUDA kernels for sm_90, no local memory but the allowed one"
 fi
 
-hipcc -std=c++17 -O3 -x hip --offload-arch=gfx90a -I. -Iplugins/include \
+hipcc -std=c++17 -O3 -x hip --offload-arch=gfx90a -I. -Iinclude \
   -Rpass-analysis=kernel-resource-usage -c backends/rocm/rocm_kernels.hip \
   -o "$out/rocm.o" 2> "$out/hip.txt"
 scratch=$(grep -c "ScratchSize \[bytes/lane\]: [1-9]" "$out/hip.txt" || true)

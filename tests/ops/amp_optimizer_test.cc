@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include "core/ops/amp_kernels.h"
-#include "core/ops/optimizer_kernels.h"
+#include "core/kernels/amp_kernels.h"
+#include "core/kernels/optimizer_kernels.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"

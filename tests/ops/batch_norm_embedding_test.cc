@@ -3,10 +3,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/ops/batch_norm.h"
-#include "core/ops/dropout.h"
-#include "core/ops/embedding.h"
-#include "core/ops/loss.h"
+#include "core/kernels/batch_norm.h"
+#include "core/kernels/dropout.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/loss.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"

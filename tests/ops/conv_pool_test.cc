@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "core/ops/conv2d.h"
-#include "core/ops/pool2d.h"
+#include "core/kernels/conv2d.h"
+#include "core/kernels/pool2d.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"

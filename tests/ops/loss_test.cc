@@ -1,6 +1,6 @@
 // cross_entropy and mse against host formulas; backward by finite
 // differences.
-#include "core/ops/loss.h"
+#include "core/kernels/loss.h"
 
 #include <cmath>
 #include <vector>

@@ -1,5 +1,5 @@
 // matmul / linear on the reference plugin against a host triple loop.
-#include "core/ops/matmul.h"
+#include "core/kernels/matmul.h"
 
 #include <cmath>
 #include <vector>

@@ -1,6 +1,6 @@
 // Pointwise ops on the reference plugin against <cmath> on the host, and
 // every unary gradient against finite differences of the forward kernel.
-#include "core/ops/pointwise.h"
+#include "core/kernels/pointwise.h"
 
 #include <cmath>
 #include <vector>

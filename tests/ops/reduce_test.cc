@@ -1,5 +1,5 @@
 // Reductions on the reference plugin against host loops.
-#include "core/ops/reduce.h"
+#include "core/kernels/reduce.h"
 
 #include <cmath>
 #include <vector>

@@ -4,8 +4,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/ops/layer_norm.h"
-#include "core/ops/softmax.h"
+#include "core/kernels/layer_norm.h"
+#include "core/kernels/softmax.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/device.h"
+#include "core/plugin/device.h"
 
 namespace mixrt::testing {
 

@@ -1,0 +1,24 @@
+#include "core/autograd/function_node.h"
+
+namespace mixrt {
+
+void Record(const std::string& name, const std::vector<Tensor>& inputs,
+            std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+            BackwardFn fn) {
+  if (!AnyRequiresGrad(inputs)) return;
+  for (Tensor& t : saved) {
+    if (t.defined()) t = t.detach();
+  }
+  auto node =
+      std::make_shared<FunctionNode>(name, std::move(saved), std::move(fn));
+  for (const Tensor& input : inputs) {
+    node->next_edges().push_back(input.defined() ? GradientEdge(input)
+                                                 : Edge{});
+  }
+  node->set_num_outputs(static_cast<int>(outputs.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    SetHistory(*outputs[i], node, static_cast<int>(i));
+  }
+}
+
+}  // namespace mixrt

@@ -1,0 +1,43 @@
+// A backward node made from a function: the saved tensors and a closure
+// computing input gradients from output gradients. Every differentiable
+// mixrt:: op records one.
+#ifndef MIXRT_CORE_AUTOGRAD_FUNCTION_NODE_H_
+#define MIXRT_CORE_AUTOGRAD_FUNCTION_NODE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autograd/node.h"
+
+namespace mixrt {
+
+using BackwardFn = std::function<absl::StatusOr<std::vector<Tensor>>(
+    const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& saved)>;
+
+class FunctionNode : public Node {
+ public:
+  FunctionNode(std::string name, std::vector<Tensor> saved, BackwardFn fn)
+      : Node(std::move(name)), saved_(std::move(saved)), fn_(std::move(fn)) {}
+
+  absl::StatusOr<std::vector<Tensor>> Apply(
+      std::vector<Tensor> grad_outputs) override {
+    return fn_(grad_outputs, saved_);
+  }
+  void ReleaseSaved() override { saved_.clear(); }
+
+ private:
+  std::vector<Tensor> saved_;
+  BackwardFn fn_;
+};
+
+// Records `fn` as the history of `outputs` when `inputs` need gradients:
+// edge i of the node leads to inputs[i]. Saved tensors are kept detached
+// (no reference cycles through their own history).
+void Record(const std::string& name, const std::vector<Tensor>& inputs,
+            std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+            BackwardFn fn);
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_AUTOGRAD_FUNCTION_NODE_H_

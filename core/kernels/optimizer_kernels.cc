@@ -1,0 +1,107 @@
+#include "core/kernels/optimizer_kernels.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kernels/op_checks.h"
+#include "core/status_macros.h"
+#include "core/tensor/kernel_launch.h"
+
+namespace mixrt::kernels {
+namespace {
+
+absl::Status CheckState(const Tensor& param, const Tensor& t,
+                        absl::string_view what, absl::string_view op) {
+  MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, t, op));
+  if (t.dtype() != DType::kF32 || t.shape() != param.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must be f32 with the parameter's shape ",
+                     ShapeToString(param.shape()), ", got ",
+                     DTypeName(t.dtype()), " ", ShapeToString(t.shape())));
+  }
+  return absl::OkStatus();
+}
+
+// The inputs (grad, optional scalars) and the flags saying which are there.
+absl::StatusOr<std::vector<Tensor>> Inputs(const Tensor& param,
+                                           const Tensor& grad,
+                                           const StepScaling& scaling,
+                                           absl::string_view op,
+                                           uint32_t* flags) {
+  MIXRT_RETURN_IF_ERROR(CheckFloating(grad, op));
+  MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, grad, op));
+  if (grad.shape() != param.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": gradient ", ShapeToString(grad.shape()),
+        " does not match the parameter ", ShapeToString(param.shape())));
+  }
+  std::vector<Tensor> ins = {grad};
+  *flags = 0;
+  for (const auto& [t, flag, name] :
+       {std::make_tuple(&scaling.grad_scale, MIXRT_OPTIM_HAS_GRAD_SCALE,
+                        "grad_scale"),
+        std::make_tuple(&scaling.found_inf, MIXRT_OPTIM_HAS_FOUND_INF,
+                        "found_inf")}) {
+    if (!t->defined()) continue;
+    MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, *t, op));
+    if (t->numel() != 1 || t->dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op, ": ", name, " must be a one-element f32 tensor"));
+    }
+    ins.push_back(*t);
+    *flags |= flag;
+  }
+  return ins;
+}
+
+}  // namespace
+
+absl::Status sgd_step_(const Tensor& param, const Tensor& grad,
+                       const Tensor& momentum_buffer, MixrtSgdAttrs attrs,
+                       const StepScaling& scaling) {
+  constexpr absl::string_view kOp = "sgd_step_";
+  MIXRT_RETURN_IF_ERROR(CheckDefined(param, kOp));
+  if (param.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
+                     DTypeName(param.dtype())));
+  }
+  std::vector<Tensor> outs = {param};
+  if (attrs.momentum != 0) {
+    MIXRT_RETURN_IF_ERROR(
+        CheckState(param, momentum_buffer, "momentum buffer", kOp));
+    outs.push_back(momentum_buffer);
+  }
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> ins,
+                         Inputs(param, grad, scaling, kOp, &attrs.flags));
+  attrs.struct_size = sizeof(attrs);
+  if (param.numel() == 0) return absl::OkStatus();
+  return LaunchKernel(MIXRT_OP_SGD_STEP, ins, outs, &attrs);
+}
+
+absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
+                         const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const Tensor& step, MixrtAdamWAttrs attrs,
+                         const StepScaling& scaling) {
+  constexpr absl::string_view kOp = "adamw_step_";
+  MIXRT_RETURN_IF_ERROR(CheckDefined(param, kOp));
+  if (param.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
+                     DTypeName(param.dtype())));
+  }
+  MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg, "exp_avg", kOp));
+  MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg_sq, "exp_avg_sq", kOp));
+  MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, step, kOp));
+  if (step.numel() != 1 || step.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": step must be a one-element f32 tensor"));
+  }
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> ins,
+                         Inputs(param, grad, scaling, kOp, &attrs.flags));
+  attrs.struct_size = sizeof(attrs);
+  const Tensor outs[] = {param, exp_avg, exp_avg_sq, step};
+  return LaunchKernel(MIXRT_OP_ADAMW_STEP, ins, outs, &attrs);
+}
+
+}  // namespace mixrt::kernels

@@ -1,0 +1,33 @@
+// Fused per-parameter optimizer steps, as PyTorch's fused SGD/AdamW: the
+// gradient is divided by grad_scale and the whole step skipped when
+// found_inf is nonzero, both read on the device.
+#ifndef MIXRT_CORE_KERNELS_OPTIMIZER_KERNELS_H_
+#define MIXRT_CORE_KERNELS_OPTIMIZER_KERNELS_H_
+
+#include "absl/status/status.h"
+#include "core/tensor/tensor.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt::kernels {
+
+// Optional device scalars; undefined tensors mean "none".
+struct StepScaling {
+  Tensor grad_scale;  // f32 [1]
+  Tensor found_inf;   // f32 [1]
+};
+
+// param (f32) and momentum_buffer (f32, undefined when momentum == 0) are
+// updated in place. attrs.flags is filled from `scaling`.
+absl::Status sgd_step_(const Tensor& param, const Tensor& grad,
+                       const Tensor& momentum_buffer, MixrtSgdAttrs attrs,
+                       const StepScaling& scaling = {});
+
+// param, exp_avg, exp_avg_sq (f32) and step (f32 [1]) updated in place.
+absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
+                         const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const Tensor& step, MixrtAdamWAttrs attrs,
+                         const StepScaling& scaling = {});
+
+}  // namespace mixrt::kernels
+
+#endif  // MIXRT_CORE_KERNELS_OPTIMIZER_KERNELS_H_

@@ -1,0 +1,93 @@
+#include "core/kernels/reduce.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/kernels/op_checks.h"
+#include "core/kernels/pointwise.h"
+#include "core/status_macros.h"
+#include "core/tensor/kernel_launch.h"
+
+namespace mixrt::kernels {
+
+absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
+                              absl::Span<const int64_t> dims, bool keepdim,
+                              double correction) {
+  static constexpr const char* kNames[MIXRT_REDUCE_COUNT] = {
+      "sum", "mean", "amax", "amin", "abs_max", "var"};
+  const char* name = kNames[kind];
+  MIXRT_RETURN_IF_ERROR(CheckFloating(x, name));
+  uint32_t mask = 0;
+  if (dims.empty()) {
+    mask = (1u << x.ndim()) - 1u;
+  } else {
+    for (int64_t d : dims) {
+      MIXRT_ASSIGN_OR_RETURN(const int wrapped, WrapDim(d, x.ndim()));
+      if (x.ndim() > 0 && (mask & (1u << wrapped))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": dim ", wrapped, " appears more than once in ",
+                         ShapeToString(dims)));
+      }
+      if (x.ndim() > 0) mask |= 1u << wrapped;
+    }
+  }
+  Shape kept = x.shape();
+  Shape dropped;
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (mask & (1u << d)) {
+      if ((kind == MIXRT_REDUCE_MAX || kind == MIXRT_REDUCE_MIN ||
+           kind == MIXRT_REDUCE_ABS_MAX) &&
+          x.shape()[d] == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": cannot reduce over dim ", d,
+                         " of size 0 (the result has no identity)"));
+      }
+      kept[d] = 1;
+    } else {
+      dropped.push_back(x.shape()[d]);
+    }
+  }
+  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(kept, x.dtype(), x.device()));
+  if (out.numel() > 0) {
+    MixrtReduceAttrs attrs{};
+    attrs.struct_size = sizeof(attrs);
+    attrs.kind = kind;
+    attrs.axes_mask = mask;
+    attrs.correction = correction;
+    const Tensor ins[] = {x};
+    const Tensor outs[] = {out};
+    MIXRT_RETURN_IF_ERROR(LaunchKernel(MIXRT_OP_REDUCE, ins, outs, &attrs));
+  }
+  if (keepdim) return out;
+  return out.view(dropped);
+}
+
+absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims,
+                           bool keepdim) {
+  return reduce(MIXRT_REDUCE_SUM, x, dims, keepdim);
+}
+absl::StatusOr<Tensor> mean(const Tensor& x, absl::Span<const int64_t> dims,
+                            bool keepdim) {
+  return reduce(MIXRT_REDUCE_MEAN, x, dims, keepdim);
+}
+absl::StatusOr<Tensor> amax(const Tensor& x, absl::Span<const int64_t> dims,
+                            bool keepdim) {
+  return reduce(MIXRT_REDUCE_MAX, x, dims, keepdim);
+}
+absl::StatusOr<Tensor> amin(const Tensor& x, absl::Span<const int64_t> dims,
+                            bool keepdim) {
+  return reduce(MIXRT_REDUCE_MIN, x, dims, keepdim);
+}
+absl::StatusOr<Tensor> abs_max(const Tensor& x, absl::Span<const int64_t> dims,
+                               bool keepdim) {
+  return reduce(MIXRT_REDUCE_ABS_MAX, x, dims, keepdim);
+}
+absl::StatusOr<Tensor> var(const Tensor& x, absl::Span<const int64_t> dims,
+                           double correction, bool keepdim) {
+  return reduce(MIXRT_REDUCE_VAR, x, dims, keepdim, correction);
+}
+absl::StatusOr<Tensor> std(const Tensor& x, absl::Span<const int64_t> dims,
+                           double correction, bool keepdim) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor v, var(x, dims, correction, keepdim));
+  return sqrt(v);
+}
+
+}  // namespace mixrt::kernels

@@ -1,0 +1,39 @@
+// Reductions over any set of dims (empty = all), with keepdim. Floating
+// tensors only; accumulation is at least f32 whatever the dtype.
+#ifndef MIXRT_CORE_KERNELS_REDUCE_H_
+#define MIXRT_CORE_KERNELS_REDUCE_H_
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/tensor/tensor.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt::kernels {
+
+absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims = {},
+                           bool keepdim = false);
+absl::StatusOr<Tensor> mean(const Tensor& x,
+                            absl::Span<const int64_t> dims = {},
+                            bool keepdim = false);
+absl::StatusOr<Tensor> amax(const Tensor& x,
+                            absl::Span<const int64_t> dims = {},
+                            bool keepdim = false);
+absl::StatusOr<Tensor> amin(const Tensor& x,
+                            absl::Span<const int64_t> dims = {},
+                            bool keepdim = false);
+// max |x|: the infinity norm.
+absl::StatusOr<Tensor> abs_max(const Tensor& x,
+                               absl::Span<const int64_t> dims = {},
+                               bool keepdim = false);
+// correction 1 gives the unbiased estimate (PyTorch's default).
+absl::StatusOr<Tensor> var(const Tensor& x, absl::Span<const int64_t> dims = {},
+                           double correction = 1, bool keepdim = false);
+absl::StatusOr<Tensor> std(const Tensor& x, absl::Span<const int64_t> dims = {},
+                           double correction = 1, bool keepdim = false);
+absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
+                              absl::Span<const int64_t> dims, bool keepdim,
+                              double correction = 0);
+
+}  // namespace mixrt::kernels
+
+#endif  // MIXRT_CORE_KERNELS_REDUCE_H_

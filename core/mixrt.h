@@ -1,0 +1,32 @@
+// Everything a mixrt user needs, in one include:
+//
+//   #include "mixrt/mixrt.h"
+//
+//   mixrt::Device device = *mixrt::Registry::Global().SelectDevice();
+//   auto model = *mixrt::nn::MLP({784, 256, 10}, device);
+//   mixrt::SGD opt(model->parameters(), {.lr = 0.1});
+//   mixrt::GradScaler scaler(device);
+//
+// Each header below belongs to one layer of the core (core/BUILD lists them
+// in order); code inside the core includes the layer headers it needs, never
+// this one.
+#ifndef MIXRT_MIXRT_H_
+#define MIXRT_MIXRT_H_
+
+#include "core/allocator/caching_allocator.h"
+#include "core/amp/autocast.h"
+#include "core/amp/grad_scaler.h"
+#include "core/autograd/grad_mode.h"
+#include "core/dtype.h"
+#include "core/functional/ops.h"
+#include "core/io/checkpoint.h"
+#include "core/nn/module.h"
+#include "core/optim/optimizer.h"
+#include "core/plugin/device.h"
+#include "core/plugin/registry.h"
+#include "core/status_macros.h"
+#include "core/tensor/factories.h"
+#include "core/tensor/tensor.h"
+#include "core/train/trainer.h"
+
+#endif  // MIXRT_MIXRT_H_
