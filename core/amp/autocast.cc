@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/amp/autocast_policy.h"
+#include "core/autograd/differentiable_cast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/autograd/differentiable_cast.h"
 #include "core/status_macros.h"
 
 namespace mixrt {
@@ -31,7 +31,16 @@ thread_local std::map<std::string, DeviceState> t_state;
 // Every guard counts, as torch.autocast's nesting counter does; the weight
 // cache is cleared when the outermost guard exits.
 thread_local int t_nesting = 0;
-thread_local absl::flat_hash_map<std::pair<const AutogradMeta*, int>, Tensor>
+// Keyed by the weight's autograd state, which a weak reference in the entry
+// vouches for: a weight freed inside the region can hand its address to a
+// new tensor, and that tensor must not be given the old weight's cast
+// (PyTorch keeps a weakref for the same reason).
+struct CachedCast {
+  std::weak_ptr<AutogradMeta> source;
+  Tensor cast;
+};
+thread_local absl::flat_hash_map<std::pair<const AutogradMeta*, int>,
+                                 CachedCast>
     t_cache;
 thread_local bool t_logging = false;
 thread_local std::vector<AutocastDecision> t_log;
@@ -64,13 +73,26 @@ absl::StatusOr<Tensor> CastCached(const Tensor& t, DType target,
                          t.is_leaf() && t.requires_grad() &&
                          t.dtype() == DType::kF32;
   if (!cacheable) return cast(t, target);
-  const auto key =
-      std::make_pair(t.autograd_meta().get(), static_cast<int>(target));
+  const std::shared_ptr<AutogradMeta> meta = t.autograd_meta();
+  const auto key = std::make_pair(meta.get(), static_cast<int>(target));
   auto it = t_cache.find(key);
-  if (it != t_cache.end()) return it->second;
+  if (it != t_cache.end()) {
+    if (it->second.source.lock() == meta) return it->second.cast;
+    t_cache.erase(it);  // The cached weight is gone; its address was reused.
+  }
   MIXRT_ASSIGN_OR_RETURN(Tensor c, cast(t, target));
-  t_cache.emplace(key, c);
+  t_cache.emplace(key, CachedCast{meta, c});
   return c;
+}
+
+// The state a guard for `device_type` inherits: the innermost guard's, or
+// the defaults outside any.
+DeviceState Enclosing(const std::string& device_type) {
+  auto it = t_state.find(device_type);
+  if (it != t_state.end()) return it->second;
+  DeviceState defaults;
+  defaults.dtype = DefaultAutocastDType(device_type);
+  return defaults;
 }
 
 }  // namespace
@@ -86,21 +108,33 @@ struct AutocastGuard::Saved {
 
 AutocastGuard::AutocastGuard(std::string device_type, AutocastOptions options)
     : device_type_(std::move(device_type)), saved_(std::make_unique<Saved>()) {
+  const DeviceState enclosing = Enclosing(device_type_);
   auto it = t_state.find(device_type_);
   if (it != t_state.end()) {
     saved_->had = true;
     saved_->state = it->second;
   }
-  DeviceState& s = t_state[device_type_];
+  DeviceState s;
   s.enabled = options.enabled;
-  s.dtype = options.dtype;
-  s.auto_precision = options.auto_precision;
-  s.cache_enabled = options.cache_enabled;
+  s.dtype = options.dtype.has_value() ? options.dtype : enclosing.dtype;
+  s.auto_precision = options.dtype.has_value()
+                         ? options.auto_precision
+                         : options.auto_precision || enclosing.auto_precision;
+  s.cache_enabled = options.cache_enabled.value_or(enclosing.cache_enabled);
+  if (s.enabled && device_type_ == "cpu" && !s.auto_precision &&
+      s.dtype != DType::kBF16 && s.dtype != DType::kF16) {
+    WarnOnce(absl::StrCat(
+        "In CPU autocast, but the target dtype (", Name(*s.dtype),
+        ") is not supported. Disabling autocast. CPU Autocast only supports "
+        "dtype of bf16, f16 currently."));
+    s.enabled = false;
+  }
+  t_state[device_type_] = s;
   ++t_nesting;
 }
 
 AutocastGuard::AutocastGuard(std::string device_type, DType dtype, bool enabled,
-                             bool cache_enabled)
+                             std::optional<bool> cache_enabled)
     : AutocastGuard(std::move(device_type),
                     AutocastOptions{dtype, false, enabled, cache_enabled}) {}
 
@@ -117,6 +151,34 @@ bool AutocastEnabled(absl::string_view device_type) {
   if (GlobalDisable().load()) return false;
   auto it = t_state.find(std::string(device_type));
   return it != t_state.end() && it->second.enabled;
+}
+
+DType AutocastDType(absl::string_view device_type) {
+  return Enclosing(std::string(device_type))
+      .dtype.value_or(DefaultAutocastDType(device_type));
+}
+
+bool AutocastCacheEnabled(absl::string_view device_type) {
+  return Enclosing(std::string(device_type)).cache_enabled;
+}
+
+absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,
+                                          absl::Span<const Tensor> inputs) {
+  DType current = autocast_dtype;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || !IsFloating(t.dtype())) continue;
+    const DType next = t.dtype();
+    if (current == DType::kF32 || next == DType::kF32) {
+      current = DType::kF32;
+    } else if (current != next) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Unexpected floating ScalarType in at::autocast::prioritize: an ",
+          Name(next), " input under ", Name(autocast_dtype),
+          " autocast (a promote-list op takes f32 or the autocast dtype; "
+          "cast the input first)"));
+    }
+  }
+  return current;
 }
 
 void SetAmpGloballyDisabled(bool disabled) { GlobalDisable() = disabled; }
@@ -197,13 +259,10 @@ absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
       requested = "f32 (policy)";
       break;
     case AutocastCategory::kPromote: {
-      target = DType::kF16;
-      bool seen = false;
-      for (const Tensor& t : inputs) {
-        if (!t.defined() || !IsFloating(t.dtype())) continue;
-        target = seen ? PromoteTypes(target, t.dtype()) : t.dtype();
-        seen = true;
-      }
+      MIXRT_ASSIGN_OR_RETURN(
+          target, AutocastPromoteType(
+                      state.dtype.value_or(DefaultAutocastDType(device.type())),
+                      inputs));
       requested = "widest input (policy)";
       break;
     }

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "core/plugin/device.h"
 #include "core/dtype.h"
 #include "core/tensor/tensor.h"
@@ -31,18 +32,23 @@ namespace mixrt {
 DType DefaultAutocastDType(
     absl::string_view device_type);  // cuda f16, cpu bf16
 
+// Unset fields inherit from the enclosing guard of the same device type, as
+// torch.autocast's dtype=None and cache_enabled=None do; the outermost guard
+// falls back to DefaultAutocastDType and a cache that is on.
 struct AutocastOptions {
-  std::optional<DType> dtype;   // Unset: DefaultAutocastDType.
+  std::optional<DType> dtype;
   bool auto_precision = false;  // Per op class, the fastest native dtype.
   bool enabled = true;
-  bool cache_enabled = true;
+  std::optional<bool> cache_enabled;
 };
 
+// A CPU guard asking for a dtype other than bf16 or f16 warns and disables
+// autocast for its region, as torch.autocast("cpu") does.
 class AutocastGuard {
  public:
   explicit AutocastGuard(std::string device_type, AutocastOptions options = {});
   AutocastGuard(std::string device_type, DType dtype, bool enabled = true,
-                bool cache_enabled = true);
+                std::optional<bool> cache_enabled = std::nullopt);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
@@ -54,6 +60,19 @@ class AutocastGuard {
 };
 
 bool AutocastEnabled(absl::string_view device_type);
+// The dtype lower-precision ops run in under the innermost guard for
+// `device_type` (DefaultAutocastDType outside any guard), and whether that
+// guard caches weight casts; torch.get_autocast_dtype and
+// torch.is_autocast_cache_enabled.
+DType AutocastDType(absl::string_view device_type);
+bool AutocastCacheEnabled(absl::string_view device_type);
+
+// The dtype a promote-list op (cat, stack, ...) runs in: PyTorch's
+// at::autocast::promote_type. It starts from the autocast dtype; any f32
+// input makes it f32; an input in a lower-precision dtype other than the
+// autocast dtype is an error. Non-floating and undefined inputs are ignored.
+absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,
+                                          absl::Span<const Tensor> inputs);
 
 // Troubleshooting switch from the AMP guides: with it on (or with
 // MIXRT_DISABLE_AMP=1 in the environment) autocast and the grad scaler do

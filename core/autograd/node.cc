@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
 }
 
 Edge GradientEdge(const Tensor& t) {
-  const std::shared_ptr<AutogradMeta>& meta = t.autograd_meta();
+  const std::shared_ptr<AutogradMeta> meta = t.autograd_meta();
   if (meta == nullptr) return {};
   if (meta->grad_fn != nullptr) return {meta->grad_fn, meta->output_nr};
   if (!meta->requires_grad) return {};

@@ -48,19 +48,6 @@ class Node {
   bool released_ = false;
 };
 
-struct AutogradMeta {
-  bool requires_grad = false;
-  Tensor grad;
-  std::shared_ptr<Node> grad_fn;  // Null for leaves.
-  int output_nr = 0;
-  // The leaf's accumulator, shared by every use of the leaf in a graph.
-  // Created on first use, so threads recording graphs over one shared
-  // parameter race for it: guarded by accumulator_mutex, as is `grad` while
-  // AccumulateGrad adds into it (PyTorch's AutogradMeta mutex).
-  std::weak_ptr<Node> grad_accumulator;
-  std::mutex accumulator_mutex;
-};
-
 // Accumulates into a leaf's .grad, converting to the leaf's dtype (so an f32
 // parameter used in f16 under autocast gets an f32 gradient).
 class AccumulateGrad : public Node {

@@ -1,4 +1,6 @@
 // Differentiable casts, shape ops, pointwise ops and reductions.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
 #include "core/autograd/function_node.h"
@@ -202,49 +204,66 @@ absl::StatusOr<Tensor> clamp(const Tensor& x, double min, double max) {
   return Unary(MIXRT_UNARY_CLAMP, "clamp", x, min, max);
 }
 
-absl::StatusOr<Tensor> sum(const Tensor& x_in, absl::Span<const int64_t> dims,
-                           bool keepdim) {
+namespace {
+
+// sum, or mean when `average`: one op each under autocast (mean must not
+// reach sum's policy entry: on CUDA sum runs in f32, mean in what it gets).
+absl::StatusOr<Tensor> SumOrMean(const char* name, const Tensor& x_in,
+                                 absl::Span<const int64_t> dims, bool keepdim,
+                                 bool average) {
   MIXRT_ASSIGN_OR_RETURN(
       std::vector<Tensor> in,
-      AutocastInputs("sum", MIXRT_OP_CLASS_REDUCTION, {x_in}));
+      AutocastInputs(name, MIXRT_OP_CLASS_REDUCTION, {x_in}));
   const Tensor& x = in[0];
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::sum(x, dims, keepdim));
+  double factor = 1.0;
+  if (average) {
+    const int64_t n_out = y.numel();
+    const double count =
+        n_out == 0 ? 1.0 : static_cast<double>(x.numel()) / n_out;
+    factor = 1.0 / std::max(count, 1.0);
+    MIXRT_ASSIGN_OR_RETURN(y, kernels::scale(y, factor));
+  }
   const std::vector<int64_t> d(dims.begin(), dims.end());
   const Shape in_shape = x.shape();
   const DType in_dtype = x.dtype();
-  Record("SumBackward", {x}, {&y}, {},
-         [d, in_shape, in_dtype](const std::vector<Tensor>& g,
-                                 const std::vector<Tensor>&) -> Grads {
-           // Restore the reduced dims as size 1, then broadcast back.
-           Shape kept = in_shape;
-           const int nd = static_cast<int>(in_shape.size());
-           if (d.empty()) {
-             for (int64_t& k : kept) k = 1;
-           } else {
-             for (int64_t dim : d) kept[dim < 0 ? dim + nd : dim] = 1;
-           }
-           MIXRT_ASSIGN_OR_RETURN(Tensor gk, g[0].reshape(kept));
-           MIXRT_ASSIGN_OR_RETURN(Tensor ge, gk.expand(in_shape));
-           MIXRT_ASSIGN_OR_RETURN(Tensor dx, ge.to(in_dtype));
-           if (dx.shares_storage_with(gk)) {
-             MIXRT_ASSIGN_OR_RETURN(dx, ge.contiguous());
-           }
-           return std::vector<Tensor>{dx};
-         });
+  Record(
+      average ? "MeanBackward" : "SumBackward", {x}, {&y}, {},
+      [d, in_shape, in_dtype, average, factor](
+          const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
+        // Restore the reduced dims as size 1, then broadcast back.
+        Shape kept = in_shape;
+        const int nd = static_cast<int>(in_shape.size());
+        if (d.empty()) {
+          for (int64_t& k : kept) k = 1;
+        } else {
+          for (int64_t dim : d) kept[dim < 0 ? dim + nd : dim] = 1;
+        }
+        Tensor gs = g[0];
+        if (average) {
+          MIXRT_ASSIGN_OR_RETURN(gs, kernels::scale(gs, factor));
+        }
+        MIXRT_ASSIGN_OR_RETURN(Tensor gk, gs.reshape(kept));
+        MIXRT_ASSIGN_OR_RETURN(Tensor ge, gk.expand(in_shape));
+        MIXRT_ASSIGN_OR_RETURN(Tensor dx, ge.to(in_dtype));
+        if (dx.shares_storage_with(gk)) {
+          MIXRT_ASSIGN_OR_RETURN(dx, ge.contiguous());
+        }
+        return std::vector<Tensor>{dx};
+      });
   return y;
 }
 
-absl::StatusOr<Tensor> mean(const Tensor& x_in, absl::Span<const int64_t> dims,
+}  // namespace
+
+absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims,
+                           bool keepdim) {
+  return SumOrMean("sum", x, dims, keepdim, /*average=*/false);
+}
+
+absl::StatusOr<Tensor> mean(const Tensor& x, absl::Span<const int64_t> dims,
                             bool keepdim) {
-  MIXRT_ASSIGN_OR_RETURN(
-      std::vector<Tensor> in,
-      AutocastInputs("mean", MIXRT_OP_CLASS_REDUCTION, {x_in}));
-  const Tensor& x = in[0];
-  MIXRT_ASSIGN_OR_RETURN(Tensor total, sum(x, dims, keepdim));
-  const int64_t n_out = total.numel();
-  const double count =
-      n_out == 0 ? 1.0 : static_cast<double>(x.numel()) / n_out;
-  return scale(total, 1.0 / std::max(count, 1.0));
+  return SumOrMean("mean", x, dims, keepdim, /*average=*/true);
 }
 
 }  // namespace mixrt

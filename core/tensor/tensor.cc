@@ -10,11 +10,36 @@ namespace mixrt {
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
                Strides strides, int64_t offset)
-    : storage_(std::move(storage)),
-      dtype_(dtype),
-      shape_(std::move(shape)),
-      strides_(std::move(strides)),
-      offset_(offset) {}
+    : impl_(std::make_shared<TensorImpl>()) {
+  impl_->storage = std::move(storage);
+  impl_->dtype = dtype;
+  impl_->shape = std::move(shape);
+  impl_->strides = std::move(strides);
+  impl_->offset = offset;
+}
+
+namespace {
+const Shape& EmptyShape() {
+  static const Shape* empty = new Shape();
+  return *empty;
+}
+const std::shared_ptr<Storage>& NoStorage() {
+  static const auto* none = new std::shared_ptr<Storage>();
+  return *none;
+}
+}  // namespace
+
+DType Tensor::dtype() const { return impl_ ? impl_->dtype : DType::kF32; }
+const Shape& Tensor::shape() const {
+  return impl_ ? impl_->shape : EmptyShape();
+}
+const Strides& Tensor::strides() const {
+  return impl_ ? impl_->strides : EmptyShape();
+}
+int64_t Tensor::offset() const { return impl_ ? impl_->offset : 0; }
+const std::shared_ptr<Storage>& Tensor::storage() const {
+  return impl_ ? impl_->storage : NoStorage();
+}
 
 absl::StatusOr<Tensor> empty(absl::Span<const int64_t> shape, DType dtype,
                              const Device& device) {
@@ -36,20 +61,20 @@ absl::StatusOr<Tensor> empty(absl::Span<const int64_t> shape, DType dtype,
 
 int64_t Tensor::numel() const {
   int64_t n = 1;
-  for (int64_t s : shape_) n *= s;
+  for (int64_t s : shape()) n *= s;
   return n;
 }
 
 void* Tensor::data_ptr() const {
-  if (storage_ == nullptr || storage_->data() == nullptr) return nullptr;
-  return static_cast<char*>(storage_->data()) + offset_ * DTypeSize(dtype_);
+  if (storage() == nullptr || storage()->data() == nullptr) return nullptr;
+  return static_cast<char*>(storage()->data()) + offset() * DTypeSize(dtype());
 }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
   for (int i = ndim() - 1; i >= 0; --i) {
-    if (shape_[i] != 1 && strides_[i] != expected) return false;
-    expected *= shape_[i];
+    if (shape()[i] != 1 && strides()[i] != expected) return false;
+    expected *= shape()[i];
   }
   return true;
 }
@@ -58,10 +83,10 @@ MixrtTensorDesc Tensor::desc() const {
   MixrtTensorDesc d{};
   d.struct_size = sizeof(d);
   d.data = data_ptr();
-  d.dtype = ToAbi(dtype_);
+  d.dtype = ToAbi(dtype());
   d.ndim = ndim();
-  d.shape = shape_.data();
-  d.strides = strides_.data();
+  d.shape = shape().data();
+  d.strides = strides().data();
   return d;
 }
 
@@ -149,25 +174,25 @@ bool ViewStrides(absl::Span<const int64_t> shape,
 
 absl::StatusOr<Tensor> Tensor::view(absl::Span<const int64_t> shape) const {
   MIXRT_ASSIGN_OR_RETURN(Shape new_shape,
-                         InferShape(shape, numel(), "view", shape_));
+                         InferShape(shape, numel(), "view", this->shape()));
   Strides new_strides;
-  if (!ViewStrides(shape_, strides_, new_shape, &new_strides)) {
+  if (!ViewStrides(this->shape(), strides(), new_shape, &new_strides)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "view: a tensor of shape ", ShapeToString(shape_), " and strides ",
-        ShapeToString(strides_), " cannot be viewed as ",
+        "view: a tensor of shape ", ShapeToString(this->shape()),
+        " and strides ", ShapeToString(strides()), " cannot be viewed as ",
         ShapeToString(new_shape), " without a copy; use reshape()"));
   }
-  return Tensor(storage_, dtype_, std::move(new_shape), std::move(new_strides),
-                offset_);
+  return Tensor(storage(), dtype(), std::move(new_shape),
+                std::move(new_strides), offset());
 }
 
 absl::StatusOr<Tensor> Tensor::reshape(absl::Span<const int64_t> shape) const {
   MIXRT_ASSIGN_OR_RETURN(Shape new_shape,
-                         InferShape(shape, numel(), "reshape", shape_));
+                         InferShape(shape, numel(), "reshape", this->shape()));
   Strides new_strides;
-  if (ViewStrides(shape_, strides_, new_shape, &new_strides)) {
-    return Tensor(storage_, dtype_, std::move(new_shape),
-                  std::move(new_strides), offset_);
+  if (ViewStrides(this->shape(), strides(), new_shape, &new_strides)) {
+    return Tensor(storage(), dtype(), std::move(new_shape),
+                  std::move(new_strides), offset());
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor dense, contiguous());
   return dense.view(new_shape);
@@ -177,12 +202,12 @@ absl::StatusOr<Tensor> Tensor::transpose(int64_t dim0, int64_t dim1) const {
   MIXRT_ASSIGN_OR_RETURN(const int d0, WrapDim(dim0, ndim()));
   MIXRT_ASSIGN_OR_RETURN(const int d1, WrapDim(dim1, ndim()));
   if (ndim() == 0) return *this;
-  Shape shape = shape_;
-  Strides strides = strides_;
+  Shape shape = this->shape();
+  Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides),
-                offset_);
+  return Tensor(storage(), dtype(), std::move(shape), std::move(strides),
+                offset());
 }
 
 absl::StatusOr<Tensor> Tensor::permute(absl::Span<const int64_t> dims) const {
@@ -201,11 +226,11 @@ absl::StatusOr<Tensor> Tensor::permute(absl::Span<const int64_t> dims) const {
           "permute: dimension ", d, " repeats in ", ShapeToString(dims)));
     }
     seen[d] = true;
-    shape[i] = shape_[d];
-    strides[i] = strides_[d];
+    shape[i] = this->shape()[d];
+    strides[i] = this->strides()[d];
   }
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides),
-                offset_);
+  return Tensor(storage(), dtype(), std::move(shape), std::move(strides),
+                offset());
 }
 
 absl::StatusOr<Tensor> Tensor::slice(int64_t dim, int64_t start, int64_t end,
@@ -218,28 +243,28 @@ absl::StatusOr<Tensor> Tensor::slice(int64_t dim, int64_t start, int64_t end,
     return absl::InvalidArgumentError(
         absl::StrCat("slice: step must be >= 1, got ", step));
   }
-  const int64_t size = shape_[d];
+  const int64_t size = this->shape()[d];
   auto clamp = [size](int64_t i) {
     if (i < 0) i += size;
     return std::min(std::max<int64_t>(i, 0), size);
   };
   const int64_t lo = clamp(start);
   const int64_t hi = std::max(clamp(end), lo);
-  Shape shape = shape_;
-  Strides strides = strides_;
+  Shape shape = this->shape();
+  Strides strides = this->strides();
   shape[d] = (hi - lo + step - 1) / step;
-  strides[d] = strides_[d] * step;
-  return Tensor(storage_, dtype_, std::move(shape), std::move(strides),
-                offset_ + lo * strides_[d]);
+  strides[d] = this->strides()[d] * step;
+  return Tensor(storage(), dtype(), std::move(shape), std::move(strides),
+                offset() + lo * this->strides()[d]);
 }
 
 absl::StatusOr<Tensor> Tensor::expand(absl::Span<const int64_t> shape) const {
-  if (shape.size() < shape_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expand: target ", ShapeToString(shape),
-                     " has fewer dimensions than ", ShapeToString(shape_)));
+  if (shape.size() < this->shape().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expand: target ", ShapeToString(shape), " has fewer dimensions than ",
+        ShapeToString(this->shape())));
   }
-  const size_t lead = shape.size() - shape_.size();
+  const size_t lead = shape.size() - this->shape().size();
   Shape out_shape(shape.size());
   Strides out_strides(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -252,24 +277,24 @@ absl::StatusOr<Tensor> Tensor::expand(absl::Span<const int64_t> shape) const {
       out_strides[i] = 0;
       continue;
     }
-    const int64_t have = shape_[i - lead];
+    const int64_t have = this->shape()[i - lead];
     const int64_t want = shape[i] == -1 ? have : shape[i];
     if (have == want) {
       out_shape[i] = have;
-      out_strides[i] = strides_[i - lead];
+      out_strides[i] = strides()[i - lead];
     } else if (have == 1 && want >= 0) {
       out_shape[i] = want;
       out_strides[i] = 0;
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("expand: cannot expand ", ShapeToString(shape_), " to ",
-                       ShapeToString(shape), " (dimension ", i, ": size ", have,
-                       " is not 1)"));
+          absl::StrCat("expand: cannot expand ", ShapeToString(this->shape()),
+                       " to ", ShapeToString(shape), " (dimension ", i,
+                       ": size ", have, " is not 1)"));
     }
   }
   MIXRT_RETURN_IF_ERROR(CheckedNumElements(out_shape).status());
-  return Tensor(storage_, dtype_, std::move(out_shape), std::move(out_strides),
-                offset_);
+  return Tensor(storage(), dtype(), std::move(out_shape),
+                std::move(out_strides), offset());
 }
 
 }  // namespace mixrt

@@ -1,6 +1,8 @@
 // A tensor: a view (dtype, shape, strides, offset) on refcounted device
-// storage. Copying a Tensor copies the handle, not the data. Operations that
-// can fail on user input return absl::Status / absl::StatusOr.
+// storage. A Tensor is a handle to one TensorImpl, like c10's: copying a
+// Tensor copies the handle, not the data, and every copy sees what another
+// learns (requires_grad, grad, history). Operations that can fail on user
+// input return absl::Status / absl::StatusOr.
 //
 //   mixrt::Device dev = *mixrt::Registry::Global().SelectDevice();
 //   mixrt::Tensor a = *mixrt::arange(0, 6, 1, mixrt::DType::kF32, dev);
@@ -13,20 +15,23 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "core/plugin/device.h"
 #include "core/dtype.h"
+#include "core/plugin/device.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/storage.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt {
 
+struct TensorImpl;
 struct AutogradMeta;
+class Node;
 
 class Tensor {
  public:
@@ -36,22 +41,25 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
          Strides strides, int64_t offset);
 
-  bool defined() const { return storage_ != nullptr; }
-  DType dtype() const { return dtype_; }
-  const Shape& shape() const { return shape_; }
-  const Strides& strides() const { return strides_; }
-  int64_t offset() const { return offset_; }  // In elements.
-  int ndim() const { return static_cast<int>(shape_.size()); }
+  bool defined() const { return impl_ != nullptr; }
+  // An undefined tensor reports f32, shape [] and no storage.
+  DType dtype() const;
+  const Shape& shape() const;
+  const Strides& strides() const;
+  int64_t offset() const;  // In elements.
+  int ndim() const { return static_cast<int>(shape().size()); }
   int64_t numel() const;
-  const Device& device() const { return storage_->device(); }
-  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  const Device& device() const { return storage()->device(); }
+  const std::shared_ptr<Storage>& storage() const;
   // Device address of the view's first element.
   void* data_ptr() const;
   bool is_contiguous() const;
   // True when both views use the same storage.
   bool shares_storage_with(const Tensor& other) const {
-    return storage_ == other.storage_;
+    return storage() == other.storage();
   }
+  // True when both are handles to one tensor (one autograd state).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
 
   // ---- Views (no copy) ----
   // Same elements in a new shape; one size may be -1. Fails when the strides
@@ -95,7 +103,7 @@ class Tensor {
   // The ABI descriptor; valid while this Tensor is alive and unmodified.
   MixrtTensorDesc desc() const;
 
-  // ---- Autograd (core/autograd/) ----
+  // ---- Autograd ----
   // Copies of a Tensor handle share their autograd state, like a PyTorch
   // tensor object. View and copy methods above return tensors without
   // history; the mixrt:: ops record it.
@@ -109,20 +117,43 @@ class Tensor {
   // The same data with no autograd history.
   Tensor detach() const;
   // Back-propagates from this tensor: a scalar, unless `gradient` (same shape)
-  // is given. Gradients accumulate into the .grad of leaves.
+  // is given. Gradients accumulate into the .grad of leaves. Defined by the
+  // autograd layer (core/autograd/tensor_backward.cc), which runs the engine.
   absl::Status backward() const;
   absl::Status backward(const Tensor& gradient, bool retain_graph) const;
-  // Internal: the autograd state, created on first use.
-  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return meta_; }
-  AutogradMeta& mutable_autograd_meta();
+  // Internal: the autograd state, created with the tensor; null when
+  // undefined. The pointer keeps the whole tensor alive.
+  std::shared_ptr<AutogradMeta> autograd_meta() const;
+  AutogradMeta& mutable_autograd_meta() const;
 
  private:
-  std::shared_ptr<AutogradMeta> meta_;
-  std::shared_ptr<Storage> storage_;
-  DType dtype_ = DType::kF32;
-  Shape shape_;
-  Strides strides_;
-  int64_t offset_ = 0;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// What the autograd layer keeps per tensor. The data lives here, with the
+// tensor, so that every handle shares it from the start; the autograd layer
+// (core/autograd) gives it meaning.
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;  // Null for leaves.
+  int output_nr = 0;
+  // The leaf's accumulator, shared by every use of the leaf in a graph.
+  // Created on first use, so threads recording graphs over one shared
+  // parameter race for it: guarded by accumulator_mutex, as is `grad` while
+  // AccumulateGrad adds into it (PyTorch's AutogradMeta mutex).
+  std::weak_ptr<Node> grad_accumulator;
+  std::mutex accumulator_mutex;
+};
+
+// One tensor: its view of the storage and its autograd state.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  DType dtype = DType::kF32;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+  AutogradMeta autograd;
 };
 
 // A new uninitialized contiguous tensor.

@@ -59,7 +59,7 @@ absl::StatusOr<Tensor> Tensor::contiguous() const {
 
 absl::StatusOr<Tensor> Tensor::clone() const {
   MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "clone"));
-  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape_, dtype_, device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape(), dtype(), device()));
   const Tensor in[] = {*this};
   const Tensor outs[] = {out};
   MIXRT_RETURN_IF_ERROR(LaunchKernel(MIXRT_OP_COPY, in, outs));
@@ -68,8 +68,8 @@ absl::StatusOr<Tensor> Tensor::clone() const {
 
 absl::StatusOr<Tensor> Tensor::to(DType dtype) const {
   MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "to(dtype)"));
-  if (dtype == dtype_) return *this;
-  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape_, dtype, device()));
+  if (dtype == this->dtype()) return *this;
+  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape(), dtype, device()));
   const Tensor in[] = {*this};
   const Tensor outs[] = {out};
   MIXRT_RETURN_IF_ERROR(LaunchKernel(MIXRT_OP_COPY, in, outs));
@@ -83,7 +83,7 @@ absl::StatusOr<Tensor> Tensor::to(const Device& target) const {
   }
   if (target == device()) return *this;
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, to_bytes());
-  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape_, dtype_, target));
+  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(shape(), dtype(), target));
   MIXRT_RETURN_IF_ERROR(
       target.backend()->Copy(target.index(), MIXRT_COPY_HOST_TO_DEVICE,
                              out.data_ptr(), bytes.data(), bytes.size()));
@@ -93,7 +93,7 @@ absl::StatusOr<Tensor> Tensor::to(const Device& target) const {
 absl::StatusOr<std::vector<uint8_t>> Tensor::to_bytes() const {
   MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "to_bytes"));
   MIXRT_ASSIGN_OR_RETURN(Tensor dense, contiguous());
-  std::vector<uint8_t> bytes(numel() * DTypeSize(dtype_));
+  std::vector<uint8_t> bytes(numel() * DTypeSize(dtype()));
   MIXRT_RETURN_IF_ERROR(dense.device().backend()->Copy(
       dense.device().index(), MIXRT_COPY_DEVICE_TO_HOST, bytes.data(),
       dense.data_ptr(), bytes.size()));
@@ -105,18 +105,18 @@ absl::StatusOr<double> Tensor::item() const {
   if (numel() != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("item: a tensor with ", numel(), " elements (shape ",
-                     ShapeToString(shape_),
+                     ShapeToString(shape()),
                      ") cannot be converted to a scalar; expected 1 element"));
   }
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, to_bytes());
-  return HostElement(bytes.data(), dtype_, 0);
+  return HostElement(bytes.data(), dtype(), 0);
 }
 
 absl::StatusOr<std::vector<double>> Tensor::to_double_vector() const {
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, to_bytes());
   std::vector<double> out(numel());
   for (int64_t i = 0; i < numel(); ++i) {
-    out[i] = HostElement(bytes.data(), dtype_, i);
+    out[i] = HostElement(bytes.data(), dtype(), i);
   }
   return out;
 }
@@ -127,18 +127,18 @@ absl::StatusOr<std::vector<float>> Tensor::to_float_vector() const {
 }
 
 absl::StatusOr<std::vector<int64_t>> Tensor::to_int_vector() const {
-  if (IsFloating(dtype_)) {
+  if (IsFloating(dtype())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("to_int_vector: the tensor is ", DTypeName(dtype_),
+        absl::StrCat("to_int_vector: the tensor is ", DTypeName(dtype()),
                      "; convert it with to(DType::kI64) first"));
   }
   MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, to_bytes());
   std::vector<int64_t> out(numel());
   for (int64_t i = 0; i < numel(); ++i) {
-    if (dtype_ == DType::kI64) {
+    if (dtype() == DType::kI64) {
       std::memcpy(&out[i], bytes.data() + 8 * i, 8);
     } else {
-      out[i] = static_cast<int64_t>(HostElement(bytes.data(), dtype_, i));
+      out[i] = static_cast<int64_t>(HostElement(bytes.data(), dtype(), i));
     }
   }
   return out;

@@ -44,15 +44,15 @@ void Render(const std::vector<double>& values, const Shape& shape,
 std::string Tensor::ToString() const {
   if (!defined()) return "tensor(undefined)";
   const std::string suffix = absl::StrCat(
-      ", dtype=", DTypeName(dtype_), ", device=", device().ToString(), ")");
+      ", dtype=", DTypeName(dtype()), ", device=", device().ToString(), ")");
   absl::StatusOr<std::vector<double>> values = to_double_vector();
   if (!values.ok()) {
     return absl::StrCat("tensor(<unreadable: ", values.status().message(), ">",
                         suffix);
   }
   std::string body;
-  Render(*values, shape_, ContiguousStrides(shape_), 0, 0, IsFloating(dtype_),
-         numel() > kSummarizeAbove, &body);
+  Render(*values, shape(), ContiguousStrides(shape()), 0, 0,
+         IsFloating(dtype()), numel() > kSummarizeAbove, &body);
   return absl::StrCat("tensor(", body, suffix);
 }
 

@@ -89,6 +89,10 @@ TEST(Autocast, CudaPolicyOnAFakeAccelerator) {
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->dtype(), DType::kF32);
     }
+    // mean is not on PyTorch's CUDA f32 list: f16 in, f16 out.
+    auto m = mean(*h);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->dtype(), DType::kF16);
     const auto dtypes = OutputDTypes(d);
     EXPECT_EQ(dtypes.at("linear"), DType::kF16);
     EXPECT_EQ(dtypes.at("conv2d"), DType::kF16);
@@ -231,13 +235,33 @@ TEST(Autocast, GlobalSwitchTurnsAmpOff) {
   SetAmpGloballyDisabled(false);
 }
 
-TEST(Autocast, AnInvalidDtypeIsAnErrorAndChangesNothing) {
+TEST(Autocast, ACpuDtypeOtherThanBf16OrF16WarnsAndDisables) {
   const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  for (DType asked : {DType::kI32, DType::kF32}) {
+    AutocastGuard guard("cpu", asked);
+    EXPECT_FALSE(AutocastEnabled("cpu")) << DTypeName(asked);
+    auto y = linear(*x, *w, Tensor());
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->dtype(), DType::kF32);
+  }
+  bool warned = false;
+  for (const std::string& text : AutocastWarnings()) {
+    warned |= text.find(
+                  "In CPU autocast, but the target dtype (i32) is not "
+                  "supported. Disabling autocast.") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST(Autocast, AnInvalidDtypeElsewhereIsAnErrorAndChangesNothing) {
+  const Device d = Load("tests/fixtures/libmixrt_fake_accelerator.so");
   auto x = randn({2, 3}, DType::kF32, d);
   auto w = randn({4, 3}, DType::kF32, d);
   ASSERT_TRUE(w->set_requires_grad(true).ok());
   {
-    AutocastGuard guard("cpu", DType::kI32);
+    AutocastGuard guard("cuda", DType::kI32);
     auto y = linear(*x, *w, Tensor());
     ASSERT_FALSE(y.ok());
     EXPECT_THAT(y.status().message(),
@@ -245,6 +269,76 @@ TEST(Autocast, AnInvalidDtypeIsAnErrorAndChangesNothing) {
   }
   EXPECT_FALSE(w->grad().defined());
   EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF32);
+}
+
+// torch.autocast's dtype=None and cache_enabled=None take the enclosing
+// region's values, not the device type's defaults.
+TEST(Autocast, NestedGuardsInheritDtypeAndCacheFlag) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  ASSERT_TRUE(w->set_requires_grad(true).ok());
+  EXPECT_EQ(AutocastDType("cpu"), DType::kBF16);
+  EXPECT_TRUE(AutocastCacheEnabled("cpu"));
+  {
+    AutocastGuard outer("cpu", AutocastOptions{DType::kF16, false, true,
+                                               /*cache_enabled=*/false});
+    {
+      AutocastGuard inner("cpu");  // No dtype, no cache flag.
+      EXPECT_EQ(AutocastDType("cpu"), DType::kF16);
+      EXPECT_FALSE(AutocastCacheEnabled("cpu"));
+      EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kF16);
+      EXPECT_EQ(AutocastCacheSize(), 0u);
+      {
+        AutocastGuard innermost("cpu", DType::kBF16, true, true);
+        EXPECT_EQ(linear(*x, *w, Tensor())->dtype(), DType::kBF16);
+        EXPECT_EQ(AutocastCacheSize(), 1u);
+      }
+    }
+    EXPECT_EQ(AutocastDType("cpu"), DType::kF16);
+  }
+  EXPECT_EQ(AutocastDType("cpu"), DType::kBF16);
+}
+
+// at::autocast::promote_type: start from the autocast dtype, f32 wins, a
+// second lower-precision dtype is an error.
+TEST(Autocast, PromoteRuleFollowsPyTorch) {
+  const Device d = testing::ReferenceDevice();
+  auto f32 = *randn({2}, DType::kF32, d);
+  auto bf16 = *f32.to(DType::kBF16);
+  auto f16 = *f32.to(DType::kF16);
+  auto i64 = *from_ints({1, 2}, {2}, DType::kI64, d);
+  EXPECT_EQ(*AutocastPromoteType(DType::kBF16, {bf16, bf16}), DType::kBF16);
+  EXPECT_EQ(*AutocastPromoteType(DType::kBF16, {bf16, f32}), DType::kF32);
+  EXPECT_EQ(*AutocastPromoteType(DType::kF16, {f32, f16}), DType::kF32);
+  EXPECT_EQ(*AutocastPromoteType(DType::kF16, {i64, Tensor()}), DType::kF16);
+  auto mixed = AutocastPromoteType(DType::kBF16, {bf16, f16});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_THAT(mixed.status().message(),
+              HasSubstr("Unexpected floating ScalarType in "
+                        "at::autocast::prioritize"));
+  // Inputs are taken in order, as prioritize() folds them: the clash comes
+  // before the f32 that would have won.
+  EXPECT_FALSE(AutocastPromoteType(DType::kF16, {f16, bf16, f32}).ok());
+  EXPECT_FALSE(AutocastPromoteType(DType::kBF16, {f16}).ok());
+}
+
+// A weight freed inside a region may hand its address to the next weight
+// allocated; that weight must get its own cast, not the dead one's. Under
+// no_grad the cast records no graph, so nothing but the cache remembers the
+// freed weight (with grad mode on, the graph's accumulator pins it).
+TEST(Autocast, WeightCastCacheNeverServesAFreedWeight) {
+  const Device d = testing::ReferenceDevice();
+  auto x = *ones({1, 2}, DType::kF32, d);
+  AutocastGuard guard("cpu", DType::kBF16);
+  NoGradGuard no_grad;
+  for (int i = 1; i <= 50; ++i) {
+    Tensor w = *full({1, 2}, i, DType::kF32, d);
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    auto y = linear(x, w, Tensor());
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(*y->item(), 2.0 * i) << "weight " << i << " got a stale cast";
+  }
 }
 
 TEST(AutocastPolicy, TablesAreDataWithNoDuplicates) {
