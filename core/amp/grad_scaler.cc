@@ -6,6 +6,7 @@
 #include "core/amp/autocast.h"
 #include "core/functional/ops.h"
 #include "core/kernels/amp_kernels.h"
+#include "core/kernels/fill_copy.h"
 #include "core/kernels/pointwise.h"
 #include "core/status_macros.h"
 #include "core/tensor/factories.h"
@@ -47,13 +48,28 @@ absl::StatusOr<Tensor> GradScaler::scale(const Tensor& loss) {
   return mul(l32, s);
 }
 
+absl::StatusOr<std::vector<Tensor>> GradScaler::scale(
+    const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> scaled;
+  scaled.reserve(outputs.size());
+  for (const Tensor& t : outputs) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor s, scale(t));
+    scaled.push_back(std::move(s));
+  }
+  return scaled;
+}
+
+absl::Status GradScaler::CheckScaled(absl::string_view call) const {
+  if (scale_.defined()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "Attempted ", call,
+      " but _scale is None.  This may indicate your script did not use "
+      "scaler.scale(loss or outputs) earlier in the iteration."));
+}
+
 absl::Status GradScaler::unscale_(Optimizer& optimizer) {
   if (!enabled_) return absl::OkStatus();
-  if (!scale_.defined()) {
-    return absl::FailedPreconditionError(
-        "unscale_() was called before scale(): no loss has been scaled by "
-        "this GradScaler yet");
-  }
+  MIXRT_RETURN_IF_ERROR(CheckScaled("unscale_"));
   PerOptimizer& state = per_optimizer_[&optimizer];
   if (state.stage == Stage::kUnscaled) {
     return absl::FailedPreconditionError(
@@ -76,29 +92,32 @@ absl::Status GradScaler::unscale_(Optimizer& optimizer) {
     }
     grads.push_back(g);
   }
-  MIXRT_ASSIGN_OR_RETURN(state.found_inf, zeros({1}, DType::kF32, device_));
-  // inv_scale computed in double, as PyTorch does, then stored in f32.
-  MIXRT_ASSIGN_OR_RETURN(Tensor inv_scale,
-                         kernels::unary(MIXRT_UNARY_POW_SCALAR, scale_, -1.0));
-  MIXRT_RETURN_IF_ERROR(kernels::non_finite_check_and_unscale_(
-      grads, state.found_inf, inv_scale));
   state.stage = Stage::kUnscaled;
-  return absl::OkStatus();
+  // No gradients, no inf check: step() refuses the optimizer, as PyTorch's
+  // does, instead of counting a clean step.
+  if (grads.empty()) return absl::OkStatus();
+  MIXRT_ASSIGN_OR_RETURN(state.found_inf, zeros({1}, DType::kF32, device_));
+  // PyTorch takes the reciprocal in f64 and rounds it to f32; an f32
+  // division is correctly rounded too, so the two agree bit for bit.
+  MIXRT_ASSIGN_OR_RETURN(Tensor one, ones({1}, DType::kF32, device_));
+  MIXRT_ASSIGN_OR_RETURN(Tensor inv_scale, kernels::div(one, scale_));
+  return kernels::non_finite_check_and_unscale_(grads, state.found_inf,
+                                                inv_scale);
 }
 
 absl::Status GradScaler::step(Optimizer& optimizer) {
   if (!enabled_) return optimizer.Step();
-  if (!scale_.defined()) {
-    return absl::FailedPreconditionError(
-        "step() was called before scale(): scale the loss with this "
-        "GradScaler before backward");
-  }
+  MIXRT_RETURN_IF_ERROR(CheckScaled("step"));
   PerOptimizer& state = per_optimizer_[&optimizer];
   if (state.stage == Stage::kStepped) {
     return absl::FailedPreconditionError(
         "step() has already been called since the last update().");
   }
   if (state.stage == Stage::kReady) MIXRT_RETURN_IF_ERROR(unscale_(optimizer));
+  if (!state.found_inf.defined()) {
+    return absl::FailedPreconditionError(
+        "No inf checks were recorded for this optimizer.");
+  }
   kernels::StepScaling scaling;
   scaling.found_inf = state.found_inf;
   MIXRT_RETURN_IF_ERROR(optimizer.Step(scaling));
@@ -107,18 +126,40 @@ absl::Status GradScaler::step(Optimizer& optimizer) {
   return absl::OkStatus();
 }
 
-absl::Status GradScaler::update(std::optional<double> new_scale) {
+absl::Status GradScaler::EndIteration() {
+  per_optimizer_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status GradScaler::update(double new_scale) {
   if (!enabled_) return absl::OkStatus();
-  if (new_scale.has_value()) {
-    if (!(*new_scale > 0) || !std::isfinite(*new_scale)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "update(new_scale): need a positive finite scale, got ", *new_scale));
-    }
-    MIXRT_RETURN_IF_ERROR(LazyInit());
-    MIXRT_ASSIGN_OR_RETURN(scale_, full({1}, *new_scale, DType::kF32, device_));
-    per_optimizer_.clear();
-    return absl::OkStatus();
+  MIXRT_RETURN_IF_ERROR(CheckScaled("update"));
+  if (!(new_scale > 0) || !std::isfinite(new_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "update(new_scale): need a positive finite scale, got ", new_scale));
   }
+  MIXRT_RETURN_IF_ERROR(kernels::fill_(scale_, new_scale));
+  return EndIteration();
+}
+
+absl::Status GradScaler::update(const Tensor& new_scale) {
+  if (!enabled_) return absl::OkStatus();
+  MIXRT_RETURN_IF_ERROR(CheckScaled("update"));
+  if (!new_scale.defined() || new_scale.device() != device_ ||
+      new_scale.numel() != 1 || new_scale.requires_grad()) {
+    return absl::InvalidArgumentError(
+        "new_scale should be a float or a 1-element torch.cuda.FloatTensor "
+        "or torch.FloatTensor with requires_grad=False.");
+  }
+  MIXRT_ASSIGN_OR_RETURN(Tensor s, new_scale.to(DType::kF32));
+  MIXRT_ASSIGN_OR_RETURN(s, s.reshape({1}));
+  MIXRT_RETURN_IF_ERROR(kernels::copy_(scale_, s));
+  return EndIteration();
+}
+
+absl::Status GradScaler::update() {
+  if (!enabled_) return absl::OkStatus();
+  MIXRT_RETURN_IF_ERROR(CheckScaled("update"));
   Tensor found;
   for (const auto& [opt, state] : per_optimizer_) {
     if (!state.found_inf.defined()) continue;
@@ -130,19 +171,24 @@ absl::Status GradScaler::update(std::optional<double> new_scale) {
   }
   if (!found.defined()) {
     return absl::FailedPreconditionError(
-        "No inf checks were recorded prior to update().");
+        "No inf checks were recorded prior to update.");
   }
   MIXRT_RETURN_IF_ERROR(kernels::update_scale_(
       scale_, growth_tracker_, found, options_.growth_factor,
       options_.backoff_factor, options_.growth_interval));
-  per_optimizer_.clear();
-  return absl::OkStatus();
+  return EndIteration();
 }
 
 absl::StatusOr<double> GradScaler::get_scale() const {
   if (!enabled_) return 1.0;
   if (!scale_.defined()) return options_.init_scale;
   return scale_.item();
+}
+
+absl::StatusOr<int> GradScaler::get_growth_tracker() const {
+  if (!enabled_ || !growth_tracker_.defined()) return 0;
+  MIXRT_ASSIGN_OR_RETURN(double v, growth_tracker_.item());
+  return static_cast<int>(v);
 }
 
 absl::StatusOr<bool> GradScaler::last_step_skipped() const {
@@ -186,6 +232,7 @@ absl::StatusOr<std::map<std::string, double>> GradScaler::state_dict() const {
 
 absl::Status GradScaler::load_state_dict(
     const std::map<std::string, double>& state) {
+  if (!enabled_) return absl::OkStatus();  // As PyTorch: nothing to load.
   if (state.empty()) {
     return absl::InvalidArgumentError(
         "The source state dict is empty, possibly because it was saved from "

@@ -1,23 +1,35 @@
-// The gradient scaler, with torch.amp.GradScaler's semantics:
+// The gradient scaler, with torch.amp.GradScaler's semantics, trajectory
+// and error texts:
 //
 //   mixrt::GradScaler scaler(device);
-//   ... forward under autocast ...
+//   // ... forward under autocast ...
 //   MIXRT_RETURN_IF_ERROR(scaler.scale(loss)->backward());
-//   MIXRT_RETURN_IF_ERROR(scaler.unscale_(optimizer));  // optional, for
-//   clipping MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));      // skipped on
-//   inf/NaN MIXRT_RETURN_IF_ERROR(scaler.update());
+//   // Optional, before clipping:
+//   MIXRT_RETURN_IF_ERROR(scaler.unscale_(optimizer));
+//   // Skipped on inf/NaN:
+//   MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));
+//   MIXRT_RETURN_IF_ERROR(scaler.update());
 //
 // The scale, the growth tracker and each optimizer's found_inf live on the
 // device; checks and updates are backend kernels, and a skipped step is
 // decided on the device too (no host synchronization per step).
+//
+// One deliberate difference from PyTorch: the weight gradients of f16/bf16
+// matmuls come out in f32 here (PyTorch produces them in the low precision
+// and converts). A gradient that overflows f16 in PyTorch before reaching
+// the f32 .grad may stay finite here, so mixrt skips fewer steps, never
+// more; with no overflow, the scale trajectories are identical.
 #ifndef MIXRT_CORE_AMP_GRAD_SCALER_H_
 #define MIXRT_CORE_AMP_GRAD_SCALER_H_
 
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/plugin/device.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/tensor.h"
@@ -37,8 +49,10 @@ class GradScaler {
   GradScaler(Device device, GradScalerOptions options = {});
 
   bool is_enabled() const { return enabled_; }
-  // loss * scale (differentiable); the loss itself when disabled.
+  // loss * scale (differentiable, f32); the loss itself when disabled.
   absl::StatusOr<Tensor> scale(const Tensor& loss);
+  // Each output times the scale (PyTorch's scale() of an iterable).
+  absl::StatusOr<std::vector<Tensor>> scale(const std::vector<Tensor>& outputs);
   // Divides the optimizer's gradients by the scale, in place, and records
   // whether any is inf or NaN. At most once per optimizer between updates.
   absl::Status unscale_(Optimizer& optimizer);
@@ -46,9 +60,22 @@ class GradScaler {
   absl::Status step(Optimizer& optimizer);
   // Backs the scale off if any optimizer found inf/NaN since the last
   // update, grows it after growth_interval clean steps.
-  absl::Status update(std::optional<double> new_scale = std::nullopt);
+  absl::Status update();
+  // Sets the scale to `new_scale` instead (a number, or a one-element f32
+  // tensor on the scaler's device without requires_grad).
+  absl::Status update(double new_scale);
+  absl::Status update(const Tensor& new_scale);
   // The current scale (reads it from the device); 1 when disabled.
   absl::StatusOr<double> get_scale() const;
+  // PyTorch's _get_growth_tracker: clean steps since the last change.
+  absl::StatusOr<int> get_growth_tracker() const;
+
+  double get_growth_factor() const { return options_.growth_factor; }
+  void set_growth_factor(double factor) { options_.growth_factor = factor; }
+  double get_backoff_factor() const { return options_.backoff_factor; }
+  void set_backoff_factor(double factor) { options_.backoff_factor = factor; }
+  int get_growth_interval() const { return options_.growth_interval; }
+  void set_growth_interval(int interval) { options_.growth_interval = interval; }
   // Whether the last step() was skipped (reads found_inf from the device).
   absl::StatusOr<bool> last_step_skipped() const;
 
@@ -70,6 +97,10 @@ class GradScaler {
   };
 
   absl::Status LazyInit();
+  // PyTorch's _check_scale_growth_tracker: an error naming `call` before
+  // the first scale().
+  absl::Status CheckScaled(absl::string_view call) const;
+  absl::Status EndIteration();
 
   Device device_;
   GradScalerOptions options_;

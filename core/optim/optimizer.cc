@@ -35,6 +35,13 @@ absl::Status Optimizer::CheckParam(const Tensor& p) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Optimizer::SkippedBeforeStateExists(
+    const kernels::StepScaling& scaling, bool creates_state) {
+  if (!creates_state || !scaling.found_inf.defined()) return false;
+  MIXRT_ASSIGN_OR_RETURN(double found_inf, scaling.found_inf.item());
+  return found_inf != 0;
+}
+
 SGD::SGD(std::vector<Tensor> params, SgdOptions options)
     : Optimizer(std::move(params), options.lr),
       options_(options),
@@ -43,6 +50,14 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
 absl::Status SGD::Step(const kernels::StepScaling& scaling) {
   // Validate everything first: a bad parameter leaves all state unchanged.
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  bool creates_state = false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    creates_state |= options_.momentum != 0 && params_[i].grad().defined() &&
+                     !momentum_[i].defined();
+  }
+  MIXRT_ASSIGN_OR_RETURN(bool skipped,
+                         SkippedBeforeStateExists(scaling, creates_state));
+  if (skipped) return absl::OkStatus();
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
@@ -82,6 +97,13 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
 
 absl::Status AdamW::Step(const kernels::StepScaling& scaling) {
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  bool creates_state = false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    creates_state |= params_[i].grad().defined() && !step_[i].defined();
+  }
+  MIXRT_ASSIGN_OR_RETURN(bool skipped,
+                         SkippedBeforeStateExists(scaling, creates_state));
+  if (skipped) return absl::OkStatus();
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     if (!p.grad().defined()) continue;

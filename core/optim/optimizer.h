@@ -43,6 +43,14 @@ class Optimizer {
 
  protected:
   absl::Status CheckParam(const Tensor& p) const;
+  // True when the scaler's found_inf says this step is skipped, read only
+  // when `creates_state`: a skipped step must leave no trace, and state
+  // created for it (a first momentum buffer, AdamW's moments) would make
+  // the next real step run as a second one. PyTorch never calls step() then.
+  // State is created on a parameter's first steps only, so steady-state
+  // steps never synchronize.
+  static absl::StatusOr<bool> SkippedBeforeStateExists(
+      const kernels::StepScaling& scaling, bool creates_state);
 
   std::vector<Tensor> params_;
   double lr_;

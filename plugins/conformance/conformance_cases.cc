@@ -714,6 +714,27 @@ void AddOptimizerCases(std::vector<Case>* cases) {
          }
          EXPECT_EQ(trajectory[0], trajectory[1]);
        }});
+  // torch._amp_update_scale_ multiplies the f32 scale by the double factor
+  // and rounds once; a plugin rounding the factor to f32 first leaves
+  // PyTorch's trajectory within a few updates for factors like 1.1 and 0.3.
+  cases->push_back(
+      {"optimizer/update_scale_rounds_like_pytorch", MIXRT_OP_CLASS_OPTIMIZER,
+       DType::kF32, [](const Devices& d) {
+         auto scale = full({1}, 1000, DType::kF32, d.plugin);
+         auto tracker = zeros({1}, DType::kI32, d.plugin);
+         ASSERT_TRUE(scale.ok() && tracker.ok());
+         float want = 1000.0f;
+         for (int step = 0; step < 12; ++step) {
+           const bool inf = step >= 8;
+           auto found = full({1}, inf ? 1.0 : 0.0, DType::kF32, d.plugin);
+           ASSERT_TRUE(found.ok());
+           ASSERT_TRUE(
+               update_scale_(*scale, *tracker, *found, 1.1, 0.3, 1).ok());
+           want = static_cast<float>(static_cast<double>(want) *
+                                     (inf ? 0.3 : 1.1));
+           ASSERT_EQ(*scale->item(), want) << "after update " << step;
+         }
+       }});
 }
 
 void AddConvPoolCases(std::vector<Case>* cases) {

@@ -108,7 +108,13 @@ TEST_F(GradScalerTest, UnscaledGradientsAreTheTrueOnes) {
 TEST_F(GradScalerTest, MisuseErrorsNameTheMistake) {
   GradScaler scaler(device_);
   SGD opt({w_}, {.lr = 0.1});
-  EXPECT_THAT(scaler.step(opt).message(), HasSubstr("before scale()"));
+  const char* fix =
+      " but _scale is None.  This may indicate your script did not use "
+      "scaler.scale(loss or outputs) earlier in the iteration.";
+  EXPECT_EQ(scaler.unscale_(opt).message(),
+            std::string("Attempted unscale_") + fix);
+  EXPECT_EQ(scaler.step(opt).message(), std::string("Attempted step") + fix);
+  EXPECT_EQ(scaler.update().message(), std::string("Attempted update") + fix);
   ASSERT_TRUE(Backward(scaler, 1.0f).ok());
   ASSERT_TRUE(scaler.unscale_(opt).ok());
   EXPECT_EQ(scaler.unscale_(opt).message(),
@@ -121,7 +127,91 @@ TEST_F(GradScalerTest, MisuseErrorsNameTheMistake) {
             "step() has already been called since the last update().");
   ASSERT_TRUE(scaler.update().ok());
   EXPECT_EQ(scaler.update().message(),
-            "No inf checks were recorded prior to update().");
+            "No inf checks were recorded prior to update.");
+}
+
+TEST_F(GradScalerTest, AnOptimizerWithoutGradientsIsRefusedNotCounted) {
+  GradScaler scaler(device_, {.init_scale = 8, .growth_interval = 1});
+  Tensor v = MakeTensor(device_, {1.0}, {1});
+  ASSERT_TRUE(v.set_requires_grad(true).ok());
+  SGD idle({v}, {.lr = 0.1});
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());  // Gradients for w_, not v.
+  EXPECT_EQ(scaler.step(idle).message(),
+            "No inf checks were recorded for this optimizer.");
+  // Nothing was counted: update has no inf check to go on either.
+  EXPECT_EQ(scaler.update().message(),
+            "No inf checks were recorded prior to update.");
+  EXPECT_EQ(*scaler.get_scale(), 8);
+}
+
+// Found on the device, a skip costs no sync; but state created for a
+// skipped first step would make the next real step a second one (SGD's
+// buffer = grad on a first step, momentum * buf + (1 - dampening) * grad
+// after). The next real step must equal a fresh optimizer's first.
+TEST_F(GradScalerTest, ASkippedFirstStepLeavesNoOptimizerState) {
+  auto run = [&](bool skip_first, auto make_opt) {
+    Tensor w = MakeTensor(device_, {0.5, -1.0}, {2});
+    EXPECT_TRUE(w.set_requires_grad(true).ok());
+    auto opt = make_opt(w);
+    GradScaler scaler(device_, {.init_scale = 4});
+    for (float x0 : {skip_first ? INFINITY : 1.0f, 1.0f}) {
+      opt.ZeroGrad();
+      Tensor x = MakeTensor(device_, {x0, 2.0f}, {2});
+      EXPECT_TRUE(scaler.scale(*sum(*mul(w, x)))->backward().ok());
+      EXPECT_TRUE(scaler.step(opt).ok());
+      if (x0 != 1.0f) EXPECT_TRUE(opt.State().empty()) << "state after a skip";
+      EXPECT_TRUE(scaler.update().ok());
+      if (!skip_first) break;
+    }
+    return Values(w);
+  };
+  auto sgd = [](Tensor w) {
+    return SGD({w}, {.lr = 0.1, .momentum = 0.9, .dampening = 0.5});
+  };
+  auto adamw = [](Tensor w) { return AdamW({w}, {.lr = 0.1}); };
+  EXPECT_EQ(run(true, sgd), run(false, sgd));
+  EXPECT_EQ(run(true, adamw), run(false, adamw));
+}
+
+TEST_F(GradScalerTest, ScalesListsAndTakesNewScalesAsNumbersOrTensors) {
+  GradScaler scaler(device_, {.init_scale = 8});
+  Tensor a = MakeTensor(device_, {1.5}, {});
+  Tensor b = MakeTensor(device_, {-2.0}, {1});
+  auto scaled = scaler.scale(std::vector<Tensor>{a, b});
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  EXPECT_EQ(*(*scaled)[0].item(), 12.0);
+  EXPECT_EQ(*(*scaled)[1].item(), -16.0);
+  ASSERT_TRUE(scaler.update(3.0).ok());
+  EXPECT_EQ(*scaler.get_scale(), 3.0);
+  ASSERT_TRUE(scaler.update(MakeTensor(device_, {5.0}, {1})).ok());
+  EXPECT_EQ(*scaler.get_scale(), 5.0);
+  EXPECT_EQ(scaler.update(MakeTensor(device_, {1, 2}, {2})).message(),
+            "new_scale should be a float or a 1-element "
+            "torch.cuda.FloatTensor or torch.FloatTensor with "
+            "requires_grad=False.");
+  EXPECT_EQ(*scaler.get_scale(), 5.0);
+}
+
+TEST_F(GradScalerTest, FactorsAndIntervalHaveGettersAndSetters) {
+  GradScaler scaler(device_, {.init_scale = 16, .growth_interval = 5});
+  EXPECT_EQ(scaler.get_growth_factor(), 2.0);
+  EXPECT_EQ(scaler.get_backoff_factor(), 0.5);
+  EXPECT_EQ(scaler.get_growth_interval(), 5);
+  scaler.set_growth_factor(3.0);
+  scaler.set_backoff_factor(0.25);
+  scaler.set_growth_interval(1);
+  EXPECT_EQ(scaler.get_growth_factor(), 3.0);
+  EXPECT_EQ(scaler.get_backoff_factor(), 0.25);
+  EXPECT_EQ(scaler.get_growth_interval(), 1);
+  SGD opt({w_}, {.lr = 0.1});
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+  ASSERT_TRUE(scaler.step(opt).ok());
+  ASSERT_TRUE(scaler.update().ok());
+  EXPECT_EQ(*scaler.get_scale(), 48.0);  // Grew by the new factor at once.
+  ASSERT_TRUE(Backward(scaler, INFINITY).ok());
+  ASSERT_TRUE(scaler.step(opt).ok());
+  ASSERT_TRUE(scaler.update().ok());
+  EXPECT_EQ(*scaler.get_scale(), 12.0);  // Backed off by the new factor.
 }
 
 TEST_F(GradScalerTest, RefusesToUnscaleF16Gradients) {
@@ -172,6 +262,14 @@ TEST_F(GradScalerTest, StateDictRoundTripWithPyTorchsKeys) {
   EXPECT_EQ(*restored.state_dict(), *state);
   EXPECT_THAT(restored.load_state_dict({}).message(),
               HasSubstr("saved from a disabled instance"));
+}
+
+TEST_F(GradScalerTest, ADisabledScalerLoadsNothing) {
+  GradScaler scaler(device_, {.enabled = false});
+  EXPECT_TRUE(scaler.load_state_dict({}).ok());
+  EXPECT_TRUE(scaler.load_state_dict({{"scale", -1.0}}).ok());
+  EXPECT_EQ(*scaler.get_scale(), 1.0);
+  EXPECT_TRUE(scaler.state_dict()->empty());
 }
 
 TEST_F(GradScalerTest, DisabledScalerIsAPassThrough) {
