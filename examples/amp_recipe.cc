@@ -13,16 +13,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "core/allocator/caching_allocator.h"
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/functional/ops.h"
-#include "core/nn/module.h"
-#include "core/optim/optimizer.h"
-#include "core/plugin/registry.h"
-#include "core/status_macros.h"
-#include "core/tensor/factories.h"
+#include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
 ABSL_FLAG(int64_t, batch, 512, "Batch size (try 513: not a multiple of 8).");
@@ -77,7 +69,7 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
             device.type(),
             mixrt::AutocastOptions{autocast.dtype, autocast.auto_precision,
                                    use_autocast, true});
-        MIXRT_ASSIGN_OR_RETURN(Tensor output, net->Forward(data[i]));
+        MIXRT_ASSIGN_OR_RETURN(Tensor output, net->forward(data[i]));
         MIXRT_ASSIGN_OR_RETURN(loss, mixrt::mse_loss(output, targets[i]));
       }
       if (explain) {
@@ -89,7 +81,7 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
       MIXRT_RETURN_IF_ERROR(scaled.backward());
       MIXRT_RETURN_IF_ERROR(scaler.step(opt));
       MIXRT_RETURN_IF_ERROR(scaler.update());
-      opt.ZeroGrad();
+      opt.zero_grad();
       ++steps;
     }
   }

@@ -14,13 +14,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/functional/ops.h"
-#include "core/nn/module.h"
-#include "core/plugin/registry.h"
-#include "core/status_macros.h"
-#include "core/tensor/factories.h"
-#include "core/train/trainer.h"
 #include "examples/digits_data.h"
+#include "mixrt/mixrt.h"
 #include "plugins/sdk/philox.h"
 
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
@@ -103,7 +98,7 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
   for (int epoch = 0; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
     for (size_t i = 0; i < s.train_x.size(); ++i) {
       MIXRT_RETURN_IF_ERROR(
-          trainer.TrainStep(s.train_x[i], s.train_y[i]).status());
+          trainer.train_step(s.train_x[i], s.train_y[i]).status());
     }
   }
   Outcome o;
@@ -111,7 +106,7 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult eval,
-                         trainer.Evaluate(s.test_x, s.test_y));
+                         trainer.evaluate(s.test_x, s.test_y));
   o.accuracy = 100 * eval.accuracy;
   o.amp = trainer.amp_reason();
   return o;

@@ -8,15 +8,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/functional/ops.h"
-#include "core/nn/module.h"
-#include "core/optim/optimizer.h"
-#include "core/plugin/registry.h"
-#include "core/status_macros.h"
-#include "core/tensor/factories.h"
+#include "mixrt/mixrt.h"
 
 ABSL_FLAG(int, accumulate, 4, "Micro-batches per optimizer step.");
 ABSL_FLAG(int, steps, 40, "Micro-batches in total.");
@@ -44,7 +37,7 @@ absl::Status Run(const char* argv0) {
     Tensor loss;
     {
       mixrt::AutocastGuard autocast(device.type());
-      MIXRT_ASSIGN_OR_RETURN(Tensor out, model->Forward(x));
+      MIXRT_ASSIGN_OR_RETURN(Tensor out, model->forward(x));
       MIXRT_ASSIGN_OR_RETURN(loss, mixrt::mse_loss(out, y));
       MIXRT_ASSIGN_OR_RETURN(loss, mixrt::scale(loss, 1.0 / accumulate));
     }
@@ -52,7 +45,7 @@ absl::Status Run(const char* argv0) {
     if ((i + 1) % accumulate == 0) {
       MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));
       MIXRT_RETURN_IF_ERROR(scaler.update());
-      optimizer.ZeroGrad();
+      optimizer.zero_grad();
       MIXRT_ASSIGN_OR_RETURN(double l, loss.item());
       MIXRT_ASSIGN_OR_RETURN(double s, scaler.get_scale());
       std::printf("step %2d  micro-batch loss %.4f  scale %.0f\n",

@@ -7,15 +7,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/functional/ops.h"
-#include "core/nn/module.h"
-#include "core/optim/optimizer.h"
-#include "core/plugin/registry.h"
-#include "core/status_macros.h"
-#include "core/tensor/factories.h"
+#include "mixrt/mixrt.h"
 
 ABSL_FLAG(double, max_norm, 1.0, "Largest allowed global gradient norm.");
 ABSL_FLAG(int, steps, 10, "Training steps.");
@@ -40,7 +33,7 @@ absl::Status Run(const char* argv0) {
     Tensor loss;
     {
       mixrt::AutocastGuard autocast(device.type());
-      MIXRT_ASSIGN_OR_RETURN(Tensor out, model->Forward(x));
+      MIXRT_ASSIGN_OR_RETURN(Tensor out, model->forward(x));
       MIXRT_ASSIGN_OR_RETURN(loss, mixrt::mse_loss(out, y));
     }
     MIXRT_RETURN_IF_ERROR(scaler.scale(loss)->backward());
@@ -50,7 +43,7 @@ absl::Status Run(const char* argv0) {
                                             absl::GetFlag(FLAGS_max_norm)));
     MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));
     MIXRT_RETURN_IF_ERROR(scaler.update());
-    optimizer.ZeroGrad();
+    optimizer.zero_grad();
     MIXRT_ASSIGN_OR_RETURN(double l, loss.item());
     std::printf("step %2d  loss %8.4f  gradient norm before clipping %8.4f\n",
                 step + 1, l, norm);

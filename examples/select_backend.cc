@@ -16,8 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/plugin/registry.h"
-#include "core/tensor/factories.h"
+#include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "",
           "Backend name; default: $MIXRT_BACKEND, "

@@ -13,13 +13,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
-#include "core/functional/ops.h"
-#include "core/nn/module.h"
-#include "core/plugin/registry.h"
-#include "core/status_macros.h"
-#include "core/tensor/factories.h"
-#include "core/train/trainer.h"
 #include "examples/digits_data.h"
+#include "mixrt/mixrt.h"
 
 ABSL_FLAG(bool, amp, true, "Use automatic mixed precision.");
 ABSL_FLAG(std::string, dtype, "bf16", "AMP dtype: f16, bf16 or auto.");
@@ -91,29 +86,37 @@ absl::Status Run(const char* argv0) {
 
   const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
   if (absl::GetFlag(FLAGS_resume) && !ckpt.empty()) {
-    MIXRT_RETURN_IF_ERROR(trainer.LoadCheckpoint(ckpt));
+    MIXRT_RETURN_IF_ERROR(trainer.load_checkpoint(ckpt));
     std::printf("resumed from %s at step %lld\n", ckpt.c_str(),
                 static_cast<long long>(trainer.step()));
   }
   const int steps_per_epoch = static_cast<int>(xs.size());
   const int first_epoch = static_cast<int>(trainer.step() / steps_per_epoch);
   for (int epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
-    double running = 0;
+    // The running loss stays on the device: reading it waits for the
+    // device, so it is read only when a line is printed.
+    mixrt::Tensor running;
     for (int i = 0; i < steps_per_epoch; ++i) {
-      MIXRT_ASSIGN_OR_RETURN(double loss, trainer.TrainStep(xs[i], ys[i]));
-      running += loss;
+      MIXRT_ASSIGN_OR_RETURN(mixrt::Tensor loss,
+                             trainer.train_step(xs[i], ys[i]));
+      if (running.defined()) {
+        MIXRT_ASSIGN_OR_RETURN(running, mixrt::add(running, loss));
+      } else {
+        running = loss;
+      }
       if ((i + 1) % absl::GetFlag(FLAGS_log_every) == 0 ||
           i + 1 == steps_per_epoch) {
+        MIXRT_ASSIGN_OR_RETURN(double total, running.item());
         std::printf("\repoch %2d %s loss %.4f", epoch + 1,
                     ProgressBar((i + 1.0) / steps_per_epoch).c_str(),
-                    running / (i + 1));
+                    total / (i + 1));
         std::fflush(stdout);
       }
     }
-    MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult val, trainer.Evaluate(vx, vy));
+    MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult val, trainer.evaluate(vx, vy));
     std::printf("  | val loss %.4f  val accuracy %.2f%%\n", val.loss,
                 100 * val.accuracy);
-    if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.SaveCheckpoint(ckpt));
+    if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.save_checkpoint(ckpt));
   }
   return absl::OkStatus();
 }

@@ -28,9 +28,9 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
   std::vector<double> f32_ref, bf16_ref;
   {
     NoGradGuard no_grad;
-    f32_ref = *model->Forward(x)->to_double_vector();
+    f32_ref = *model->forward(x)->to_double_vector();
     AutocastGuard autocast("cpu", DType::kBF16);
-    bf16_ref = *model->Forward(x)->to_double_vector();
+    bf16_ref = *model->forward(x)->to_double_vector();
   }
   std::atomic<int> mismatches{0}, errors{0};
   std::vector<std::thread> threads;
@@ -42,7 +42,7 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
         std::unique_ptr<NoGradGuard> no_grad;
         if (!grad) no_grad = std::make_unique<NoGradGuard>();
         AutocastGuard autocast("cpu", DType::kBF16, amp);
-        auto y = model->Forward(x);
+        auto y = model->forward(x);
         if (!y.ok()) {
           ++errors;
           continue;

@@ -106,7 +106,7 @@ absl::Status GradScaler::unscale_(Optimizer& optimizer) {
 }
 
 absl::Status GradScaler::step(Optimizer& optimizer) {
-  if (!enabled_) return optimizer.Step();
+  if (!enabled_) return optimizer.step();
   MIXRT_RETURN_IF_ERROR(CheckScaled("step"));
   PerOptimizer& state = per_optimizer_[&optimizer];
   if (state.stage == Stage::kStepped) {
@@ -120,7 +120,7 @@ absl::Status GradScaler::step(Optimizer& optimizer) {
   }
   kernels::StepScaling scaling;
   scaling.found_inf = state.found_inf;
-  MIXRT_RETURN_IF_ERROR(optimizer.Step(scaling));
+  MIXRT_RETURN_IF_ERROR(optimizer.step(scaling));
   state.stage = Stage::kStepped;
   last_found_inf_ = state.found_inf;
   return absl::OkStatus();
@@ -197,7 +197,7 @@ absl::StatusOr<bool> GradScaler::last_step_skipped() const {
   return v != 0;
 }
 
-absl::StatusOr<std::vector<size_t>> GradScaler::NonFiniteGradients(
+absl::StatusOr<std::vector<size_t>> GradScaler::non_finite_gradients(
     const Optimizer& optimizer) const {
   std::vector<size_t> bad;
   const std::vector<Tensor>& params = optimizer.params();

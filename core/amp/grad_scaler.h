@@ -81,7 +81,7 @@ class GradScaler {
 
   // Indices (into optimizer.params()) of gradients that are not finite,
   // after unscale_ (the troubleshooting check from the AMP guide).
-  absl::StatusOr<std::vector<size_t>> NonFiniteGradients(
+  absl::StatusOr<std::vector<size_t>> non_finite_gradients(
       const Optimizer& optimizer) const;
 
   // PyTorch's keys: scale, growth_factor, backoff_factor, growth_interval,

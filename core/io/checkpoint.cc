@@ -202,7 +202,7 @@ absl::Status SaveTrainingCheckpoint(const std::string& path,
     ckpt.tensors["model." + name] = t;
   }
   if (state.optimizer != nullptr) {
-    for (const auto& [name, t] : state.optimizer->State()) {
+    for (const auto& [name, t] : state.optimizer->state_dict()) {
       ckpt.tensors["optim." + name] = t;
     }
     ckpt.scalars["optim.lr"] = state.optimizer->lr();
@@ -260,7 +260,7 @@ absl::Status LoadTrainingCheckpoint(const std::string& path,
     for (const auto& [name, t] : ckpt.tensors) {
       if (name.rfind("optim.", 0) == 0) optim[name.substr(6)] = t;
     }
-    MIXRT_RETURN_IF_ERROR(state.optimizer->LoadState(optim));
+    MIXRT_RETURN_IF_ERROR(state.optimizer->load_state_dict(optim));
     auto lr = ckpt.scalars.find("optim.lr");
     if (lr != ckpt.scalars.end()) state.optimizer->set_lr(lr->second);
   }

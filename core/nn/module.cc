@@ -60,17 +60,17 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-const Tensor& Module::RegisterParameter(std::string name, Tensor t) {
+const Tensor& Module::register_parameter(std::string name, Tensor t) {
   parameters_.emplace_back(std::move(name), std::move(t));
   return parameters_.back().second;
 }
 
-const Tensor& Module::RegisterBuffer(std::string name, Tensor t) {
+const Tensor& Module::register_buffer(std::string name, Tensor t) {
   buffers_.emplace_back(std::move(name), std::move(t));
   return buffers_.back().second;
 }
 
-void Module::RegisterModule(std::string name, std::shared_ptr<Module> m) {
+void Module::register_module(std::string name, std::shared_ptr<Module> m) {
   children_.emplace_back(std::move(name), std::move(m));
 }
 
@@ -88,25 +88,25 @@ absl::StatusOr<std::shared_ptr<Linear>> Linear::Create(int64_t in_features,
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   MIXRT_ASSIGN_OR_RETURN(Tensor w, Parameter({out_features, in_features}, bound,
                                              device, generator));
-  m->weight_ = m->RegisterParameter("weight", w);
+  m->weight_ = m->register_parameter("weight", w);
   if (bias) {
     MIXRT_ASSIGN_OR_RETURN(Tensor b,
                            Parameter({out_features}, bound, device, generator));
-    m->bias_ = m->RegisterParameter("bias", b);
+    m->bias_ = m->register_parameter("bias", b);
   }
   return m;
 }
 
-absl::StatusOr<Tensor> Linear::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Linear::forward(const Tensor& x) {
   return linear(x, weight_, bias_);
 }
 
-absl::StatusOr<Tensor> ReLU::Forward(const Tensor& x) { return relu(x); }
-absl::StatusOr<Tensor> GELU::Forward(const Tensor& x) { return gelu(x, tanh_); }
-absl::StatusOr<Tensor> SiLU::Forward(const Tensor& x) { return silu(x); }
-absl::StatusOr<Tensor> Flatten::Forward(const Tensor& x) { return flatten(x); }
+absl::StatusOr<Tensor> ReLU::forward(const Tensor& x) { return relu(x); }
+absl::StatusOr<Tensor> GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
+absl::StatusOr<Tensor> SiLU::forward(const Tensor& x) { return silu(x); }
+absl::StatusOr<Tensor> Flatten::forward(const Tensor& x) { return flatten(x); }
 
-absl::StatusOr<Tensor> Dropout::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Dropout::forward(const Tensor& x) {
   if (!is_training() || p_ == 0) return x;
   return dropout(x, p_, generator_);
 }
@@ -119,12 +119,12 @@ absl::StatusOr<std::shared_ptr<LayerNorm>> LayerNorm::Create(
                          Constant({normalized_size}, 1, device, true));
   MIXRT_ASSIGN_OR_RETURN(Tensor b,
                          Constant({normalized_size}, 0, device, true));
-  m->weight_ = m->RegisterParameter("weight", w);
-  m->bias_ = m->RegisterParameter("bias", b);
+  m->weight_ = m->register_parameter("weight", w);
+  m->bias_ = m->register_parameter("bias", b);
   return m;
 }
 
-absl::StatusOr<Tensor> LayerNorm::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> LayerNorm::forward(const Tensor& x) {
   return layer_norm(x, 1, weight_, bias_, eps_);
 }
 
@@ -137,14 +137,14 @@ absl::StatusOr<std::shared_ptr<BatchNorm2d>> BatchNorm2d::Create(
   MIXRT_ASSIGN_OR_RETURN(Tensor b, Constant({channels}, 0, device, true));
   MIXRT_ASSIGN_OR_RETURN(Tensor rm, Constant({channels}, 0, device, false));
   MIXRT_ASSIGN_OR_RETURN(Tensor rv, Constant({channels}, 1, device, false));
-  m->weight_ = m->RegisterParameter("weight", w);
-  m->bias_ = m->RegisterParameter("bias", b);
-  m->running_mean_ = m->RegisterBuffer("running_mean", rm);
-  m->running_var_ = m->RegisterBuffer("running_var", rv);
+  m->weight_ = m->register_parameter("weight", w);
+  m->bias_ = m->register_parameter("bias", b);
+  m->running_mean_ = m->register_buffer("running_mean", rm);
+  m->running_var_ = m->register_buffer("running_var", rv);
   return m;
 }
 
-absl::StatusOr<Tensor> BatchNorm2d::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> BatchNorm2d::forward(const Tensor& x) {
   return batch_norm(x, weight_, bias_, running_mean_, running_var_,
                     is_training(), momentum_, eps_);
 }
@@ -168,16 +168,16 @@ absl::StatusOr<std::shared_ptr<Conv2d>> Conv2d::Create(
       Tensor w,
       Parameter({out_channels, in_channels / groups, kernel_size, kernel_size},
                 bound, device, generator));
-  m->weight_ = m->RegisterParameter("weight", w);
+  m->weight_ = m->register_parameter("weight", w);
   if (bias) {
     MIXRT_ASSIGN_OR_RETURN(Tensor b,
                            Parameter({out_channels}, bound, device, generator));
-    m->bias_ = m->RegisterParameter("bias", b);
+    m->bias_ = m->register_parameter("bias", b);
   }
   return m;
 }
 
-absl::StatusOr<Tensor> Conv2d::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Conv2d::forward(const Tensor& x) {
   Conv2dOptions o;
   o.stride = {stride_, stride_};
   o.padding = {padding_, padding_};
@@ -185,7 +185,7 @@ absl::StatusOr<Tensor> Conv2d::Forward(const Tensor& x) {
   return conv2d(x, weight_, bias_, o);
 }
 
-absl::StatusOr<Tensor> MaxPool2d::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> MaxPool2d::forward(const Tensor& x) {
   Pool2dOptions o;
   o.kind = MIXRT_POOL_MAX;
   o.kernel = {kernel_, kernel_};
@@ -201,23 +201,23 @@ absl::StatusOr<std::shared_ptr<Embedding>> Embedding::Create(
   MIXRT_ASSIGN_OR_RETURN(Tensor w, randn({num_embeddings, dim}, DType::kF32,
                                          device, 0, 1, generator));
   MIXRT_RETURN_IF_ERROR(w.set_requires_grad(true));
-  m->weight_ = m->RegisterParameter("weight", w);
+  m->weight_ = m->register_parameter("weight", w);
   return m;
 }
 
-absl::StatusOr<Tensor> Embedding::Forward(const Tensor& indices) {
+absl::StatusOr<Tensor> Embedding::forward(const Tensor& indices) {
   return embedding(weight_, indices);
 }
 
-void Sequential::Append(std::shared_ptr<Module> m) {
-  RegisterModule(std::to_string(layers_.size()), m);
+void Sequential::append(std::shared_ptr<Module> m) {
+  register_module(std::to_string(layers_.size()), m);
   layers_.push_back(std::move(m));
 }
 
-absl::StatusOr<Tensor> Sequential::Forward(const Tensor& x) {
+absl::StatusOr<Tensor> Sequential::forward(const Tensor& x) {
   Tensor h = x;
   for (const std::shared_ptr<Module>& layer : layers_) {
-    MIXRT_ASSIGN_OR_RETURN(h, layer->Forward(h));
+    MIXRT_ASSIGN_OR_RETURN(h, layer->forward(h));
   }
   return h;
 }
@@ -233,8 +233,8 @@ absl::StatusOr<std::shared_ptr<Sequential>> MLP(
   for (size_t i = 0; i + 1 < sizes.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(
         auto layer, Linear::Create(sizes[i], sizes[i + 1], device, generator));
-    seq->Append(layer);
-    if (i + 2 < sizes.size()) seq->Append(std::make_shared<ReLU>());
+    seq->append(layer);
+    if (i + 2 < sizes.size()) seq->append(std::make_shared<ReLU>());
   }
   return seq;
 }

@@ -3,7 +3,7 @@
 // casts them per op.
 //
 //   auto model = mixrt::nn::MLP({4096, 4096, 4096, 4096}, device, &gen);
-//   absl::StatusOr<mixrt::Tensor> y = (*model)->Forward(x);
+//   absl::StatusOr<mixrt::Tensor> y = (*model)->forward(x);
 #ifndef MIXRT_CORE_NN_MODULE_H_
 #define MIXRT_CORE_NN_MODULE_H_
 
@@ -22,7 +22,7 @@ class Module {
  public:
   virtual ~Module() = default;
 
-  virtual absl::StatusOr<Tensor> Forward(const Tensor& x) = 0;
+  virtual absl::StatusOr<Tensor> forward(const Tensor& x) = 0;
 
   // Depth-first, "layer.0.weight" style names.
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
@@ -36,9 +36,9 @@ class Module {
  protected:
   // The registered entry and the caller's Tensor are handles on the same
   // parameter (Tensor copies share storage and autograd state).
-  const Tensor& RegisterParameter(std::string name, Tensor t);
-  const Tensor& RegisterBuffer(std::string name, Tensor t);
-  void RegisterModule(std::string name, std::shared_ptr<Module> m);
+  const Tensor& register_parameter(std::string name, Tensor t);
+  const Tensor& register_buffer(std::string name, Tensor t);
+  void register_module(std::string name, std::shared_ptr<Module> m);
 
  private:
   void Collect(const std::string& prefix, bool buffers,
@@ -57,7 +57,7 @@ class Linear : public Module {
   static absl::StatusOr<std::shared_ptr<Linear>> Create(
       int64_t in_features, int64_t out_features, const Device& device,
       Generator* generator = nullptr, bool bias = true);
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
   const Tensor& weight() const { return weight_; }
 
  private:
@@ -68,13 +68,13 @@ class Linear : public Module {
 
 class ReLU : public Module {
  public:
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 };
 
 class GELU : public Module {
  public:
   explicit GELU(bool tanh_approximation = false) : tanh_(tanh_approximation) {}
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   bool tanh_;
@@ -82,19 +82,19 @@ class GELU : public Module {
 
 class SiLU : public Module {
  public:
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 };
 
 class Flatten : public Module {
  public:
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 };
 
 class Dropout : public Module {
  public:
   explicit Dropout(double p, Generator* generator = nullptr)
       : p_(p), generator_(generator) {}
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   double p_;
@@ -105,7 +105,7 @@ class LayerNorm : public Module {
  public:
   static absl::StatusOr<std::shared_ptr<LayerNorm>> Create(
       int64_t normalized_size, const Device& device, double eps = 1e-5);
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   LayerNorm() = default;
@@ -119,7 +119,7 @@ class BatchNorm2d : public Module {
   static absl::StatusOr<std::shared_ptr<BatchNorm2d>> Create(
       int64_t channels, const Device& device, double momentum = 0.1,
       double eps = 1e-5);
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   BatchNorm2d() = default;
@@ -133,7 +133,7 @@ class Conv2d : public Module {
       int64_t in_channels, int64_t out_channels, int kernel_size,
       const Device& device, Generator* generator = nullptr, int stride = 1,
       int padding = 0, int groups = 1, bool bias = true);
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   Conv2d() = default;
@@ -145,7 +145,7 @@ class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(int kernel, int stride)
       : kernel_(kernel), stride_(stride) {}
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   int kernel_, stride_;
@@ -156,7 +156,7 @@ class Embedding : public Module {
   static absl::StatusOr<std::shared_ptr<Embedding>> Create(
       int64_t num_embeddings, int64_t dim, const Device& device,
       Generator* generator = nullptr);
-  absl::StatusOr<Tensor> Forward(const Tensor& indices) override;
+  absl::StatusOr<Tensor> forward(const Tensor& indices) override;
 
  private:
   Embedding() = default;
@@ -166,8 +166,8 @@ class Embedding : public Module {
 class Sequential : public Module {
  public:
   Sequential() = default;
-  void Append(std::shared_ptr<Module> m);
-  absl::StatusOr<Tensor> Forward(const Tensor& x) override;
+  void append(std::shared_ptr<Module> m);
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
   size_t size() const { return layers_.size(); }
 
  private:

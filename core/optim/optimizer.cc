@@ -10,7 +10,7 @@
 
 namespace mixrt {
 
-void Optimizer::ZeroGrad() {
+void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.set_grad(Tensor());
 }
 
@@ -47,7 +47,7 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
       options_(options),
       momentum_(params_.size()) {}
 
-absl::Status SGD::Step(const kernels::StepScaling& scaling) {
+absl::Status SGD::step(const kernels::StepScaling& scaling) {
   // Validate everything first: a bad parameter leaves all state unchanged.
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
   bool creates_state = false;
@@ -78,7 +78,7 @@ absl::Status SGD::Step(const kernels::StepScaling& scaling) {
   return absl::OkStatus();
 }
 
-std::vector<std::pair<std::string, Tensor>> SGD::State() const {
+std::vector<std::pair<std::string, Tensor>> SGD::state_dict() const {
   std::vector<std::pair<std::string, Tensor>> state;
   for (size_t i = 0; i < momentum_.size(); ++i) {
     if (momentum_[i].defined()) {
@@ -95,7 +95,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
       exp_avg_sq_(params_.size()),
       step_(params_.size()) {}
 
-absl::Status AdamW::Step(const kernels::StepScaling& scaling) {
+absl::Status AdamW::step(const kernels::StepScaling& scaling) {
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
   bool creates_state = false;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -127,7 +127,7 @@ absl::Status AdamW::Step(const kernels::StepScaling& scaling) {
   return absl::OkStatus();
 }
 
-std::vector<std::pair<std::string, Tensor>> AdamW::State() const {
+std::vector<std::pair<std::string, Tensor>> AdamW::state_dict() const {
   std::vector<std::pair<std::string, Tensor>> state;
   for (size_t i = 0; i < step_.size(); ++i) {
     if (!step_[i].defined()) continue;
@@ -157,7 +157,7 @@ absl::StatusOr<Tensor> StateTensor(const std::map<std::string, Tensor>& state,
 
 }  // namespace
 
-absl::Status SGD::LoadState(const std::map<std::string, Tensor>& state) {
+absl::Status SGD::load_state_dict(const std::map<std::string, Tensor>& state) {
   std::vector<Tensor> momentum(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(
@@ -168,7 +168,7 @@ absl::Status SGD::LoadState(const std::map<std::string, Tensor>& state) {
   return absl::OkStatus();
 }
 
-absl::Status AdamW::LoadState(const std::map<std::string, Tensor>& state) {
+absl::Status AdamW::load_state_dict(const std::map<std::string, Tensor>& state) {
   std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(m[i], StateTensor(state, absl::StrCat(i, ".exp_avg"),
@@ -237,7 +237,7 @@ StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
       gamma_(gamma),
       base_lr_(optimizer->lr()) {}
 
-void StepLR::Step() {
+void StepLR::step() {
   ++epoch_;
   optimizer_->set_lr(base_lr_ * std::pow(gamma_, epoch_ / step_size_));
 }
@@ -249,7 +249,7 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
       eta_min_(eta_min),
       base_lr_(optimizer->lr()) {}
 
-void CosineAnnealingLR::Step() {
+void CosineAnnealingLR::step() {
   ++epoch_;
   const double pi = 3.14159265358979323846;
   optimizer_->set_lr(eta_min_ + (base_lr_ - eta_min_) *

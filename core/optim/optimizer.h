@@ -5,8 +5,8 @@
 //
 //   mixrt::SGD sgd(model.parameters(), {.lr = 0.1, .momentum = 0.9});
 //   MIXRT_RETURN_IF_ERROR(loss.backward());
-//   MIXRT_RETURN_IF_ERROR(sgd.Step());
-//   sgd.ZeroGrad();
+//   MIXRT_RETURN_IF_ERROR(sgd.step());
+//   sgd.zero_grad();
 #ifndef MIXRT_CORE_OPTIM_OPTIMIZER_H_
 #define MIXRT_CORE_OPTIM_OPTIMIZER_H_
 
@@ -28,17 +28,17 @@ class Optimizer {
 
   // One update of every parameter that has a gradient. `scaling` carries
   // the scaler's grad_scale (divided out) and found_inf (skips the step).
-  virtual absl::Status Step(const kernels::StepScaling& scaling = {}) = 0;
+  virtual absl::Status step(const kernels::StepScaling& scaling = {}) = 0;
   // Sets every gradient to none (PyTorch's zero_grad(set_to_none=True)).
-  void ZeroGrad();
+  void zero_grad();
 
   const std::vector<Tensor>& params() const { return params_; }
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
   // Optimizer state tensors by name, for checkpoints, and their restoration
   // (validated against the parameters before anything changes).
-  virtual std::vector<std::pair<std::string, Tensor>> State() const = 0;
-  virtual absl::Status LoadState(
+  virtual std::vector<std::pair<std::string, Tensor>> state_dict() const = 0;
+  virtual absl::Status load_state_dict(
       const std::map<std::string, Tensor>& state) = 0;
 
  protected:
@@ -67,9 +67,9 @@ struct SgdOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SgdOptions options);
-  absl::Status Step(const kernels::StepScaling& scaling = {}) override;
-  std::vector<std::pair<std::string, Tensor>> State() const override;
-  absl::Status LoadState(const std::map<std::string, Tensor>& state) override;
+  absl::Status step(const kernels::StepScaling& scaling = {}) override;
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  absl::Status load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   SgdOptions options_;
@@ -87,9 +87,9 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options);
-  absl::Status Step(const kernels::StepScaling& scaling = {}) override;
-  std::vector<std::pair<std::string, Tensor>> State() const override;
-  absl::Status LoadState(const std::map<std::string, Tensor>& state) override;
+  absl::Status step(const kernels::StepScaling& scaling = {}) override;
+  std::vector<std::pair<std::string, Tensor>> state_dict() const override;
+  absl::Status load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   AdamWOptions options_;
@@ -109,7 +109,7 @@ absl::Status clip_grad_value_(const std::vector<Tensor>& params,
 class StepLR {
  public:
   StepLR(Optimizer* optimizer, int step_size, double gamma = 0.1);
-  void Step();
+  void step();
 
  private:
   Optimizer* optimizer_;
@@ -122,7 +122,7 @@ class StepLR {
 class CosineAnnealingLR {
  public:
   CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min = 0);
-  void Step();
+  void step();
 
  private:
   Optimizer* optimizer_;

@@ -59,13 +59,13 @@ AutocastOptions Trainer::Autocast() const {
                          true};
 }
 
-absl::StatusOr<double> Trainer::TrainStep(const Tensor& input,
+absl::StatusOr<Tensor> Trainer::train_step(const Tensor& input,
                                           const Tensor& target) {
   model_->train();
   Tensor loss;
   {
     AutocastGuard autocast(device_.type(), Autocast());
-    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->Forward(input));
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->forward(input));
     MIXRT_ASSIGN_OR_RETURN(loss, criterion_(output, target));
   }
   Tensor to_backprop = loss;
@@ -86,13 +86,13 @@ absl::StatusOr<double> Trainer::TrainStep(const Tensor& input,
     }
     MIXRT_RETURN_IF_ERROR(scaler_->step(*optimizer_));
     MIXRT_RETURN_IF_ERROR(scaler_->update());
-    optimizer_->ZeroGrad();
+    optimizer_->zero_grad();
     ++step_;
   }
-  return loss.item();
+  return loss.detach();
 }
 
-absl::StatusOr<EvalResult> Trainer::Evaluate(
+absl::StatusOr<EvalResult> Trainer::evaluate(
     const std::vector<Tensor>& inputs, const std::vector<Tensor>& targets) {
   model_->eval();
   InferenceModeGuard inference;
@@ -100,7 +100,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(
   EvalResult result;
   int64_t correct = 0, total = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->Forward(inputs[i]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->forward(inputs[i]));
     MIXRT_ASSIGN_OR_RETURN(Tensor loss, criterion_(output, targets[i]));
     MIXRT_ASSIGN_OR_RETURN(double l, loss.item());
     result.loss += l / static_cast<double>(inputs.size());
@@ -125,7 +125,7 @@ absl::StatusOr<EvalResult> Trainer::Evaluate(
   return result;
 }
 
-absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradients() const {
+absl::StatusOr<std::vector<std::string>> Trainer::non_finite_gradients() const {
   std::vector<std::string> names;
   for (const auto& [name, p] : model_->named_parameters()) {
     if (!p.grad().defined()) continue;
@@ -136,13 +136,13 @@ absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradients() const {
   return names;
 }
 
-absl::Status Trainer::SaveCheckpoint(const std::string& path) {
+absl::Status Trainer::save_checkpoint(const std::string& path) {
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       step_};
   return SaveTrainingCheckpoint(path, state);
 }
 
-absl::Status Trainer::LoadCheckpoint(const std::string& path) {
+absl::Status Trainer::load_checkpoint(const std::string& path) {
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       0};
   MIXRT_RETURN_IF_ERROR(LoadTrainingCheckpoint(path, state));

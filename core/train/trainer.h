@@ -55,17 +55,18 @@ class Trainer {
 
   // One micro-batch: forward under autocast, scaled backward, and every
   // accumulation_steps micro-batches the (scaled, clipped) optimizer step.
-  // Returns the loss.
-  absl::StatusOr<double> TrainStep(const Tensor& input, const Tensor& target);
+  // Returns the loss on the device, detached: reading it (item()) waits for
+  // the device, so a loop reads it only when it logs.
+  absl::StatusOr<Tensor> train_step(const Tensor& input, const Tensor& target);
   // Loss and accuracy under inference mode (and autocast when AMP is on).
-  absl::StatusOr<EvalResult> Evaluate(const std::vector<Tensor>& inputs,
+  absl::StatusOr<EvalResult> evaluate(const std::vector<Tensor>& inputs,
                                       const std::vector<Tensor>& targets);
   // Names of parameters whose gradients are inf/NaN right now (after an
   // unscale): the first thing to look at when a scaled step keeps skipping.
-  absl::StatusOr<std::vector<std::string>> NonFiniteGradients() const;
+  absl::StatusOr<std::vector<std::string>> non_finite_gradients() const;
 
-  absl::Status SaveCheckpoint(const std::string& path);
-  absl::Status LoadCheckpoint(const std::string& path);
+  absl::Status save_checkpoint(const std::string& path);
+  absl::Status load_checkpoint(const std::string& path);
 
  private:
   AutocastOptions Autocast() const;

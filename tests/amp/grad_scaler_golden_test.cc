@@ -88,7 +88,7 @@ void Replay(const std::string& name, const Case& c) {
   const Tensor x = *arange(0, 4, 1, DType::kF32, d);
   for (size_t i = 0; i < c.steps.size(); ++i) {
     const Step& want = c.steps[i];
-    opt.ZeroGrad();
+    opt.zero_grad();
     auto loss = sum(*mul(w, x));
     ASSERT_TRUE(loss.ok()) << loss.status();
     ASSERT_TRUE(scaler.scale(*loss)->backward().ok());

@@ -63,7 +63,7 @@ TEST_F(GradScalerTest, ScaleTrajectoryGrowsBacksOffAndNeverReachesInf) {
     ASSERT_TRUE(Backward(scaler, *c == 'I' ? INFINITY : 1.0f).ok());
     ASSERT_TRUE(scaler.step(opt).ok());
     ASSERT_TRUE(scaler.update().ok());
-    opt.ZeroGrad();
+    opt.zero_grad();
     if (*c == 'I') {
       want *= 0.5;
       good = 0;
@@ -155,11 +155,11 @@ TEST_F(GradScalerTest, ASkippedFirstStepLeavesNoOptimizerState) {
     auto opt = make_opt(w);
     GradScaler scaler(device_, {.init_scale = 4});
     for (float x0 : {skip_first ? INFINITY : 1.0f, 1.0f}) {
-      opt.ZeroGrad();
+      opt.zero_grad();
       Tensor x = MakeTensor(device_, {x0, 2.0f}, {2});
       EXPECT_TRUE(scaler.scale(*sum(*mul(w, x)))->backward().ok());
       EXPECT_TRUE(scaler.step(opt).ok());
-      if (x0 != 1.0f) EXPECT_TRUE(opt.State().empty()) << "state after a skip";
+      if (x0 != 1.0f) EXPECT_TRUE(opt.state_dict().empty()) << "state after a skip";
       EXPECT_TRUE(scaler.update().ok());
       if (!skip_first) break;
     }

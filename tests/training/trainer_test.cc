@@ -67,12 +67,18 @@ TEST(Trainer, AccumulatesClipsAndNamesNonFiniteGradients) {
                            .clip_grad_norm = 1.0});
   auto x = randn({5, 4}, DType::kF32, d);
   auto y = from_ints({0, 1, 2, 0, 1}, {5}, DType::kI64, d);
-  ASSERT_TRUE(t->TrainStep(*x, *y).ok());
+  // The loss comes back on the device, detached, without a host read.
+  auto loss = t->train_step(*x, *y);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(loss->device(), d);
+  EXPECT_EQ(loss->numel(), 1);
+  EXPECT_FALSE(loss->requires_grad());
+  EXPECT_TRUE(loss->is_leaf());
   EXPECT_EQ(t->step(), 0);  // Half an effective batch.
-  ASSERT_TRUE(t->TrainStep(*x, *y).ok());
+  ASSERT_TRUE(t->train_step(*x, *y).ok());
   EXPECT_EQ(t->step(), 1);
-  EXPECT_TRUE(t->NonFiniteGradients()->empty());
-  auto eval = t->Evaluate({*x}, {*y});
+  EXPECT_TRUE(t->non_finite_gradients()->empty());
+  auto eval = t->evaluate({*x}, {*y});
   ASSERT_TRUE(eval.ok());
   EXPECT_GE(eval->accuracy, 0.0);
   EXPECT_LE(eval->accuracy, 1.0);
@@ -85,14 +91,14 @@ TEST(Optim, SchedulesAndClipping) {
   SGD sgd({p}, {.lr = 1.0});
   StepLR step_lr(&sgd, /*step_size=*/2, /*gamma=*/0.5);
   for (double want : {1.0, 0.5, 0.5, 0.25}) {
-    step_lr.Step();
+    step_lr.step();
     EXPECT_DOUBLE_EQ(sgd.lr(), want);
   }
   SGD sgd2({p}, {.lr = 1.0});
   CosineAnnealingLR cosine(&sgd2, /*t_max=*/4);
-  cosine.Step();
+  cosine.step();
   EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
-  for (int i = 0; i < 3; ++i) cosine.Step();
+  for (int i = 0; i < 3; ++i) cosine.step();
   EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
 
   p.set_grad(testing::MakeTensor(d, {3, 4}, {2}));  // Norm 5.
@@ -112,11 +118,11 @@ TEST(Optim, RefusesLowPrecisionParametersAndMixedDevices) {
   ASSERT_TRUE(h.set_requires_grad(true).ok());
   h.set_grad(testing::MakeTensor(d, {1}, {1}, DType::kBF16));
   SGD sgd({h}, {.lr = 0.1});
-  EXPECT_THAT(sgd.Step().message(), HasSubstr("must be f32 master weights"));
+  EXPECT_THAT(sgd.step().message(), HasSubstr("must be f32 master weights"));
   auto a = testing::MakeTensor(d, {1}, {1});
   auto b = testing::MakeTensor(testing::ReferenceDevice(), {1}, {1});
   SGD mixed({a, b}, {.lr = 0.1});
-  EXPECT_THAT(mixed.Step().message(), HasSubstr("parameters on two devices"));
+  EXPECT_THAT(mixed.step().message(), HasSubstr("parameters on two devices"));
 }
 
 }  // namespace

@@ -77,12 +77,12 @@ double TrainSteps(TrainingRun& r, const Task& task, int steps, int first,
     {
       AutocastGuard guard(
           "cpu", AutocastOptions{autocast, false, autocast.has_value(), true});
-      loss = *mse_loss(*r.model->Forward(task.x[i]), task.y[i]);
+      loss = *mse_loss(*r.model->forward(task.x[i]), task.y[i]);
     }
     EXPECT_TRUE(r.scaler->scale(loss)->backward().ok());
     EXPECT_TRUE(r.scaler->step(*r.opt).ok());
     EXPECT_TRUE(r.scaler->update().ok());
-    r.opt->ZeroGrad();
+    r.opt->zero_grad();
     loss_value = *loss.item();
   }
   return loss_value;
