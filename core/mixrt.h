@@ -24,9 +24,9 @@
 #include "core/optim/optimizer.h"
 #include "core/plugin/device.h"
 #include "core/plugin/registry.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/tensor.h"
 #include "core/train/trainer.h"
+#include "mixrt/status_macros.h"
 
 #endif  // MIXRT_MIXRT_H_

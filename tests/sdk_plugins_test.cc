@@ -1,6 +1,8 @@
 // Plugins written with the SDK: the guide's example plugin works through the
 // host (including the contiguity contract), and exceptions never cross the
 // ABI.
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/kernels/pointwise.h"
@@ -8,6 +10,7 @@
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mixrt/op_names.h"
 #include "tests/testing/test_plugins.h"
 
 namespace mixrt {
@@ -95,6 +98,55 @@ TEST(Sdk, RejectsMalformedLaunchesFromAHost) {
   ok_desc.data = buffer;  // Valid now, but FILL without its attributes.
   status = dev.backend()->Launch(0, MIXRT_OP_FILL, {}, {&ok_desc, 1}, nullptr);
   EXPECT_THAT(status.message(), HasSubstr("attributes missing"));
+}
+
+// Errors on both sides of the ABI name ops by name: every op has one, and no
+// two share it.
+TEST(Sdk, EveryOpHasItsOwnName) {
+  std::set<std::string> names;
+  for (int op = 0; op < MIXRT_OP_COUNT; ++op) {
+    const std::string name = MixrtOpName(static_cast<MixrtOp>(op));
+    EXPECT_NE(name, "unknown op") << "op " << op;
+    EXPECT_TRUE(names.insert(name).second) << name << " named twice";
+  }
+  EXPECT_STREQ(MixrtOpName(MIXRT_OP_MATMUL), "matmul");
+}
+
+// The CPU plugin checks arguments with the SDK's words, naming the op.
+TEST(Sdk, TheCpuPluginRefusesMalformedCallsWithTheSdksWords) {
+  ASSERT_EQ(setenv("MIXRT_CPU_SKIP_PROBE", "1", 1), 0);
+  const Device dev = Load("backends/cpu/libmixrt_cpu.so");
+  ASSERT_TRUE(dev.valid());
+  float a[4] = {}, b[2] = {};
+  const int64_t four[] = {4}, two[] = {2}, one[] = {1};
+  auto desc = [&](float* data, const int64_t* shape) {
+    MixrtTensorDesc d{};
+    d.struct_size = sizeof(d);
+    d.data = data;
+    d.dtype = MIXRT_DTYPE_F32;
+    d.ndim = 1;
+    d.shape = shape;
+    d.strides = one;
+    return d;
+  };
+  const MixrtTensorDesc x = desc(a, four), short_x = desc(b, two);
+  MixrtPointwiseAttrs add{};
+  add.struct_size = sizeof(add);
+  add.kind = MIXRT_BINARY_ADD;
+  const MixrtTensorDesc ins[] = {x, short_x};
+  auto status =
+      dev.backend()->Launch(0, MIXRT_OP_BINARY, {ins, 2}, {&x, 1}, &add);
+  EXPECT_THAT(status.message(),
+              HasSubstr("binary: an input's shape differs from the output's"));
+  status = dev.backend()->Launch(0, MIXRT_OP_BINARY, {ins, 1}, {&x, 1}, &add);
+  EXPECT_THAT(status.message(), HasSubstr("binary takes 2-2 input(s)"));
+  MixrtSgdAttrs sgd{};
+  sgd.struct_size = sizeof(sgd);
+  status =
+      dev.backend()->Launch(0, MIXRT_OP_SGD_STEP, {&short_x, 1}, {&x, 1}, &sgd);
+  EXPECT_THAT(status.message(),
+              HasSubstr("sgd_step: the gradient must be floating, with the "
+                        "param's shape"));
 }
 
 }  // namespace

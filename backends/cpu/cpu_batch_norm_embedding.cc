@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -34,9 +35,8 @@ absl::Status BatchNorm(const sdk::KernelCall& call) {
   if (call.inputs.size() != 3 || call.outputs.size() != 5) {
     return absl::InvalidArgumentError("batch_norm: wrong number of tensors");
   }
-  auto attrs = call.GetAttrs<MixrtBatchNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtBatchNormAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
+  const MixrtBatchNormAttrs a = *attrs;
   const TensorRef& x = call.inputs[0];
   const Layout l = Of(x);
   const int64_t count = l.n * l.plane;
@@ -95,9 +95,8 @@ absl::Status BatchNormBackward(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         "batch_norm_backward: wrong number of tensors");
   }
-  auto attrs = call.GetAttrs<MixrtBatchNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const bool training = (*attrs)->training != 0;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
+  const bool training = attrs->training != 0;
   const TensorRef& gy = call.inputs[0];
   const TensorRef& x = call.inputs[1];
   const Layout l = Of(x);
@@ -172,9 +171,8 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
     });
     return absl::OkStatus();
   }
-  auto attrs = call.GetAttrs<MixrtEmbeddingAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const int64_t padding = (*attrs)->padding_idx;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtEmbeddingAttrs>());
+  const int64_t padding = attrs->padding_idx;
   // Bucket positions by table row so each thread owns whole rows.
   std::vector<std::vector<int64_t>> by_row(v);
   for (int64_t i = 0; i < n; ++i) {

@@ -12,6 +12,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -95,9 +96,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(
 }
 
 absl::StatusOr<MixrtConvAttrs> Attrs(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtConvAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtConvAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtConvAttrs>());
+  const MixrtConvAttrs a = *attrs;
   if (a.groups < 1 || a.stride[0] < 1 || a.stride[1] < 1 || a.dilation[0] < 1 ||
       a.dilation[1] < 1 || a.padding[0] < 0 || a.padding[1] < 0) {
     return absl::InvalidArgumentError("conv2d: invalid stride/padding/groups");
@@ -223,19 +223,18 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
 }  // namespace
 
 absl::Status RunConv(const sdk::KernelCall& call) {
-  auto attrs = Attrs(call);
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));
   const size_t nin = call.inputs.size(), nout = call.outputs.size();
   switch (call.op) {
     case MIXRT_OP_CONV2D:
       if (nin < 2 || nin > 3 || nout != 1) break;
-      return Forward(call, *attrs);
+      return Forward(call, attrs);
     case MIXRT_OP_CONV2D_BACKWARD_DATA:
       if (nin != 2 || nout != 1) break;
-      return BackwardData(call, *attrs);
+      return BackwardData(call, attrs);
     default:
       if (nin != 2 || nout < 1 || nout > 2) break;
-      return BackwardWeights(call, *attrs);
+      return BackwardWeights(call, attrs);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("conv op ", call.op, ": wrong number of tensors"));

@@ -7,6 +7,8 @@
 #include "backends/cpu/dense_call.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/philox.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -32,9 +34,8 @@ void GenerateFloat(const TensorRef& out, Fn&& value_at) {
 }
 
 absl::Status Fill(const sdk::KernelCall& call, const TensorRef& out) {
-  auto attrs = call.GetAttrs<MixrtScalarAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const double value = (*attrs)->value;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
+  const double value = attrs->value;
   if (sdk::IsFloatingDtype(out.dtype())) {
     const float v = static_cast<float>(value);
     GenerateFloat(out, [v](int64_t) { return v; });
@@ -83,7 +84,7 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
   const bool copy = call.op == MIXRT_OP_COPY;
   if (call.inputs.size() != (copy ? 1u : 0u) || call.outputs.size() != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("op ", call.op, ": wrong number of tensors"));
+        absl::StrCat(MixrtOpName(call.op), ": wrong number of tensors"));
   }
   if (copy) return Copy(call.inputs[0], call.outputs[0]);
   // The remaining ops index the flattened output: work on a dense one.
@@ -95,9 +96,8 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
       status = Fill(call, out);
       break;
     case MIXRT_OP_ARANGE: {
-      auto attrs = call.GetAttrs<MixrtArangeAttrs>();
-      if (!attrs.ok()) return attrs.status();
-      const double start = (*attrs)->start, step = (*attrs)->step;
+      MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtArangeAttrs>());
+      const double start = attrs->start, step = attrs->step;
       if (sdk::IsFloatingDtype(out.dtype())) {
         GenerateFloat(out, [&](int64_t i) {
           return static_cast<float>(start + static_cast<double>(i) * step);
@@ -111,12 +111,11 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
       break;
     }
     default: {  // Random.
-      auto attrs = call.GetAttrs<MixrtRandomAttrs>();
-      if (!attrs.ok()) return attrs.status();
+      MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtRandomAttrs>());
       if (!sdk::IsFloatingDtype(out.dtype())) {
         return absl::InvalidArgumentError("random ops need a floating output");
       }
-      const MixrtRandomAttrs a = **attrs;
+      const MixrtRandomAttrs a = *attrs;
       const bool normal = call.op == MIXRT_OP_RANDOM_NORMAL;
       GenerateFloat(out, [&](int64_t i) {
         const auto index = static_cast<uint64_t>(i);

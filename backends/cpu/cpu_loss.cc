@@ -6,36 +6,24 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
 
 absl::Status RunLoss(const sdk::KernelCall& call) {
-  const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
-  if (call.inputs.size() != (backward ? 3u : 2u) || call.outputs.size() != 1) {
-    return absl::InvalidArgumentError("cross_entropy: wrong number of tensors");
-  }
-  auto attrs = call.GetAttrs<MixrtCrossEntropyAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const sdk::TensorRef& logits = call.inputs[backward ? 1 : 0];
-  const sdk::TensorRef& target = call.inputs[backward ? 2 : 1];
-  const sdk::TensorRef& out = call.outputs[0];
-  if (logits.ndim() != 2 || target.ndim() != 1 ||
-      target.dim(0) != logits.dim(0) || target.dtype() != MIXRT_DTYPE_I64) {
-    return absl::InvalidArgumentError(
-        "cross_entropy takes logits [N, C] and i64 targets [N]");
-  }
-  const int64_t rows = logits.dim(0), classes = logits.dim(1);
-  const auto* t = static_cast<const int64_t*>(target.data());
-  const int64_t ignore = (*attrs)->ignore_index;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (t[r] != ignore && (t[r] < 0 || t[r] >= classes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cross_entropy: target ", t[r], " at row ", r,
-                       " is out of range [0, ", classes, ")"));
-    }
-  }
-  const double eps = (*attrs)->label_smoothing;
+  MIXRT_ASSIGN_OR_RETURN(sdk::CrossEntropyCall ce,
+                         sdk::DecodeCrossEntropy(call));
+  MIXRT_RETURN_IF_ERROR(sdk::CheckCrossEntropyTargets(ce));
+  const bool backward = ce.backward;
+  const MixrtCrossEntropyAttrs* attrs = ce.attrs;
+  const sdk::TensorRef& logits = *ce.logits;
+  const sdk::TensorRef& out = *ce.out;
+  const int64_t rows = ce.rows(), classes = ce.classes();
+  const auto* t = static_cast<const int64_t*>(ce.target->data());
+  const int64_t ignore = attrs->ignore_index;
+  const double eps = attrs->label_smoothing;
   std::vector<float> grad_loss;
   if (backward) {
     grad_loss.resize(rows);
@@ -54,7 +42,7 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
         all += v;
       }
       // Log-probability input (nll_loss) is used as it is.
-      const double lse = (*attrs)->log_probs_input ? 0.0 : max + std::log(sum);
+      const double lse = attrs->log_probs_input ? 0.0 : max + std::log(sum);
       const bool ignored = t[r] == ignore;
       if (!backward) {
         const double loss = ignored ? 0.0
@@ -66,7 +54,7 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
       const double g = ignored ? 0.0 : grad_loss[r];
       for (int64_t c = 0; c < classes; ++c) {
         const double q = (c == t[r] ? 1 - eps : 0.0) + eps / classes;
-        const double p = (*attrs)->log_probs_input ? 0.0 : std::exp(z[c] - lse);
+        const double p = attrs->log_probs_input ? 0.0 : std::exp(z[c] - lse);
         z[c] = static_cast<float>(g * (p - q));
       }
       StoreRow(z.data(), classes, out.data(), out.dtype(), r * classes);

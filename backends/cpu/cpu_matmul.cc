@@ -17,6 +17,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/pointwise_math.h"
 
 namespace mixrt::cpu {
@@ -199,11 +200,10 @@ bool OneDnnHasMatmul(MixrtDtype dtype) {
 }
 
 absl::Status RunMatmul(const sdk::KernelCall& call) {
-  if (absl::Status s = CheckShapes(call); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtMatmulAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const auto act = static_cast<MixrtActivation>((*attrs)->activation);
-  const float beta = (*attrs)->beta;
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
+  const auto act = static_cast<MixrtActivation>(attrs->activation);
+  const float beta = attrs->beta;
   const TensorRef& out = call.outputs[0];
   const int nd = out.ndim();
   if (call.inputs[0].dim(nd - 1) == 0) {

@@ -5,6 +5,8 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 #include "plugins/sdk/optimizer_math.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -59,57 +61,34 @@ absl::Status UpdateScale(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         "update_scale takes (found_inf) and (scale, growth_tracker i32)");
   }
-  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtUpdateScaleAttrs>());
   float scale = call.outputs[0].LoadFloat(0);
   auto tracker = static_cast<int32_t>(call.outputs[1].LoadInt(0));
-  sdk::UpdateScale(**attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
+  sdk::UpdateScale(*attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
   call.outputs[0].StoreFloat(0, scale);
   call.outputs[1].StoreInt(0, tracker);
   return absl::OkStatus();
 }
 
 // False when found_inf says to skip; sets the gradient's multiplier.
-bool Prepare(const sdk::KernelCall& call, uint32_t flags, float* inv_scale) {
-  size_t next = 1;
-  *inv_scale = 1.0f;
-  if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
-    *inv_scale = 1.0f / call.inputs[next++].LoadFloat(0);
-  }
-  return !(flags & MIXRT_OPTIM_HAS_FOUND_INF) ||
-         call.inputs[next].LoadFloat(0) == 0.0f;
-}
-
-absl::Status CheckState(const sdk::KernelCall& call, size_t inputs,
-                        size_t outputs) {
-  if (call.inputs.size() != inputs || call.outputs.size() != outputs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer op ", call.op, ": wrong number of tensors"));
-  }
-  for (size_t k = 0; k < outputs; ++k) {
-    if (call.outputs[k].dtype() != MIXRT_DTYPE_F32) {
-      return absl::InvalidArgumentError("optimizer state must be f32");
-    }
-  }
-  return absl::OkStatus();
+bool Prepare(const sdk::OptimizerStepCall& step, float* inv_scale) {
+  *inv_scale =
+      step.grad_scale != nullptr ? 1.0f / step.grad_scale->LoadFloat(0) : 1.0f;
+  return step.found_inf == nullptr || step.found_inf->LoadFloat(0) == 0.0f;
 }
 
 absl::Status Sgd(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtSgdAttrs a = **attrs;
-  if (absl::Status s =
-          CheckState(call, 1 + sdk::OptimizerOptionalInputs(a.flags),
-                     a.momentum != 0 ? 2 : 1);
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
+  const MixrtSgdAttrs a = *attrs;
+  MIXRT_ASSIGN_OR_RETURN(
+      sdk::OptimizerStepCall decoded,
+      sdk::DecodeOptimizerStep(call, a.flags, a.momentum != 0 ? 2 : 1));
   float inv_scale;
-  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  if (!Prepare(decoded, &inv_scale)) return absl::OkStatus();
   auto* p = static_cast<float*>(call.outputs[0].data());
   float* buf =
       a.momentum != 0 ? static_cast<float*>(call.outputs[1].data()) : nullptr;
-  const TensorRef& g = call.inputs[0];
+  const TensorRef& g = *decoded.grad;
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
     float grad[kChunk];
     float unused = 0;
@@ -127,23 +106,19 @@ absl::Status Sgd(const sdk::KernelCall& call) {
 }
 
 absl::Status AdamW(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtAdamWAttrs a = **attrs;
-  if (absl::Status s =
-          CheckState(call, 1 + sdk::OptimizerOptionalInputs(a.flags), 4);
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
+  const MixrtAdamWAttrs a = *attrs;
+  MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
+                         sdk::DecodeOptimizerStep(call, a.flags, 4));
   float inv_scale;
-  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  if (!Prepare(decoded, &inv_scale)) return absl::OkStatus();
   auto* step = static_cast<float*>(call.outputs[3].data());
   *step += 1.0f;
   const float t = *step;
   auto* p = static_cast<float*>(call.outputs[0].data());
   auto* m = static_cast<float*>(call.outputs[1].data());
   auto* v = static_cast<float*>(call.outputs[2].data());
-  const TensorRef& g = call.inputs[0];
+  const TensorRef& g = *decoded.grad;
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
     float grad[kChunk];
     for (int64_t b = begin; b < end; b += kChunk) {

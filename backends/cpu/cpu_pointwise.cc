@@ -13,6 +13,8 @@
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_pointwise.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/pointwise_math.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -87,35 +89,16 @@ void DispatchUnary(MixrtUnaryKind kind, const sdk::KernelCall& call,
    ...);
 }
 
-absl::StatusOr<MixrtPointwiseAttrs> Attrs(const sdk::KernelCall& call,
-                                          uint32_t count) {
-  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->kind >= count) {
-    return absl::UnimplementedError(
-        absl::StrCat("op ", call.op, ": unknown kind ", (*attrs)->kind));
-  }
-  return **attrs;
-}
-
+// Exactly `inputs` inputs and one output, all of the output's shape.
 absl::Status CheckShapes(const sdk::KernelCall& call, size_t inputs) {
-  if (call.inputs.size() != inputs || call.outputs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("op ", call.op, " takes ", inputs, " input(s)"));
-  }
-  for (const TensorRef& t : call.inputs) {
-    if (!t.same_shape(call.outputs[0])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("op ", call.op, ": shapes differ"));
-    }
-  }
-  return absl::OkStatus();
+  MIXRT_RETURN_IF_ERROR(sdk::ExpectArity(call, inputs, inputs, 1));
+  return sdk::ExpectSameShapes(call);
 }
 
 absl::Status Binary(const sdk::KernelCall& call) {
-  auto attrs = Attrs(call, MIXRT_BINARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtBinaryKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT));
+  const auto kind = static_cast<MixrtBinaryKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
@@ -149,9 +132,9 @@ absl::Status Binary(const sdk::KernelCall& call) {
 }
 
 absl::Status Unary(const sdk::KernelCall& call, bool backward) {
-  auto attrs = Attrs(call, MIXRT_UNARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtUnaryKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT));
+  const auto kind = static_cast<MixrtUnaryKind>(attrs.kind);
   const TensorRef& out = call.outputs[0];
   for (const TensorRef& t : call.inputs) {
     if (t.dtype() != out.dtype()) {
@@ -159,9 +142,9 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
     }
   }
   if (sdk::IsFloatingDtype(out.dtype())) {
-    if (!OneDnnUnary(call, *attrs, backward)) {
-      DispatchUnary(kind, call, static_cast<float>(attrs->alpha),
-                    static_cast<float>(attrs->beta), backward,
+    if (!OneDnnUnary(call, attrs, backward)) {
+      DispatchUnary(kind, call, static_cast<float>(attrs.alpha),
+                    static_cast<float>(attrs.beta), backward,
                     std::make_index_sequence<MIXRT_UNARY_COUNT>());
     }
     return absl::OkStatus();
@@ -181,9 +164,9 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
 }
 
 absl::Status Compare(const sdk::KernelCall& call) {
-  auto attrs = Attrs(call, MIXRT_COMPARE_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtCompareKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
+  const auto kind = static_cast<MixrtCompareKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
@@ -245,19 +228,19 @@ absl::Status Where(const sdk::KernelCall& call) {
 absl::Status RunPointwise(const sdk::KernelCall& call) {
   switch (call.op) {
     case MIXRT_OP_BINARY:
-      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
       return Binary(call);
     case MIXRT_OP_UNARY:
-      if (absl::Status s = CheckShapes(call, 1); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 1));
       return Unary(call, /*backward=*/false);
     case MIXRT_OP_UNARY_BACKWARD:
-      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
       return Unary(call, /*backward=*/true);
     case MIXRT_OP_COMPARE:
-      if (absl::Status s = CheckShapes(call, 2); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
       return Compare(call);
     default:
-      if (absl::Status s = CheckShapes(call, 3); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 3));
       return Where(call);
   }
 }

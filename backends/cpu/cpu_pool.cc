@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -18,9 +19,8 @@ absl::Status RunPool(const sdk::KernelCall& call) {
   if (call.inputs.size() != (backward ? 2u : 1u) || call.outputs.size() != 1) {
     return absl::InvalidArgumentError("pool2d: wrong number of tensors");
   }
-  auto attrs = call.GetAttrs<MixrtPoolAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtPoolAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPoolAttrs>());
+  const MixrtPoolAttrs a = *attrs;
   const sdk::TensorRef& x = call.inputs[backward ? 1 : 0];
   const sdk::TensorRef& y = backward ? call.inputs[0] : call.outputs[0];
   if (x.ndim() != 4 || y.ndim() != 4) {

@@ -11,6 +11,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -123,9 +124,8 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
   if (call.inputs.size() != 1 || call.outputs.size() != 1) {
     return absl::InvalidArgumentError("reduce takes one input and one output");
   }
-  auto attrs = call.GetAttrs<MixrtReduceAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtReduceAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtReduceAttrs>());
+  const MixrtReduceAttrs a = *attrs;
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
   if (a.kind >= MIXRT_REDUCE_COUNT) {

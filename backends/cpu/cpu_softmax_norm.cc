@@ -11,6 +11,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -82,9 +83,8 @@ bool SoftmaxOneDnn(bool log, int axis, const TensorRef& in,
 }
 
 absl::Status Softmax(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtAxisAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const int axis = (*attrs)->axis;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAxisAttrs>());
+  const int axis = attrs->axis;
   const TensorRef& out = call.outputs[0];
   if (axis < 0 || axis >= out.ndim()) {
     return absl::InvalidArgumentError(
@@ -131,8 +131,7 @@ absl::Status Softmax(const sdk::KernelCall& call) {
 }
 
 absl::Status LayerNorm(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtNormAttrs>());
   const size_t nin = call.inputs.size();
   if ((nin != 1 && nin != 3) || call.outputs.size() != 3) {
     return absl::InvalidArgumentError(
@@ -148,7 +147,7 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
   }
   const int64_t rows = x.dim(0), n = x.dim(1);
   const bool affine = nin == 3;
-  const auto eps = static_cast<float>((*attrs)->eps);
+  const auto eps = static_cast<float>(attrs->eps);
   std::vector<float> w(n, 1.0f), b(n, 0.0f);
   if (affine) {
     LoadRow(call.inputs[1].data(), call.inputs[1].dtype(), 0, n, w.data());

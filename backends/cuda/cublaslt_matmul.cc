@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::cuda {
 namespace {
@@ -36,13 +37,10 @@ absl::Status MakeLayout(cudaDataType_t type, uint64_t rows, uint64_t cols,
       !s.ok() || batch == 1) {
     return s;
   }
-  if (absl::Status s = Check(cublasLtMatrixLayoutSetAttribute(
-                                 *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                 &batch, sizeof(batch)),
-                             "cublasLtMatrixLayoutSetAttribute");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(Check(
+      cublasLtMatrixLayoutSetAttribute(
+          *layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+      "cublasLtMatrixLayoutSetAttribute"));
   return Check(cublasLtMatrixLayoutSetAttribute(
                    *layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                    &stride, sizeof(stride)),
@@ -51,12 +49,9 @@ absl::Status MakeLayout(cudaDataType_t type, uint64_t rows, uint64_t cols,
 
 absl::Status Describe(const CublasLtPlan& plan, const void* bias,
                       Descriptors* d) {
-  if (absl::Status s = Check(
-          cublasLtMatmulDescCreate(&d->desc, plan.compute, plan.scale_type),
-          "cublasLtMatmulDescCreate");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(
+      Check(cublasLtMatmulDescCreate(&d->desc, plan.compute, plan.scale_type),
+            "cublasLtMatmulDescCreate"));
   const cublasOperation_t no_transpose = CUBLAS_OP_N;
   for (auto attr : {CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSB}) {
     if (absl::Status s =
@@ -67,32 +62,20 @@ absl::Status Describe(const CublasLtPlan& plan, const void* bias,
       return s;
     }
   }
-  if (absl::Status s = Check(
-          cublasLtMatmulDescSetAttribute(d->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                         &plan.epilogue, sizeof(plan.epilogue)),
-          "cublasLtMatmulDescSetAttribute(epilogue)");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(Check(
+      cublasLtMatmulDescSetAttribute(d->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                     &plan.epilogue, sizeof(plan.epilogue)),
+      "cublasLtMatmulDescSetAttribute(epilogue)"));
   if (plan.epilogue & CUBLASLT_EPILOGUE_BIAS) {
-    if (absl::Status s = Check(cublasLtMatmulDescSetAttribute(
-                                   d->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                   &bias, sizeof(bias)),
-                               "cublasLtMatmulDescSetAttribute(bias)");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(Check(
+        cublasLtMatmulDescSetAttribute(
+            d->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+        "cublasLtMatmulDescSetAttribute(bias)"));
   }
-  if (absl::Status s = MakeLayout(plan.ab_type, plan.m, plan.k, plan.lda,
-                                  plan.batch, plan.stride_a, &d->a);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = MakeLayout(plan.ab_type, plan.k, plan.n, plan.ldb,
-                                  plan.batch, plan.stride_b, &d->b);
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.m, plan.k, plan.lda,
+                                   plan.batch, plan.stride_a, &d->a));
+  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.k, plan.n, plan.ldb,
+                                   plan.batch, plan.stride_b, &d->b));
   return MakeLayout(plan.cd_type, plan.m, plan.n, plan.ldc, plan.batch,
                     plan.stride_c, &d->c);
 }
@@ -101,10 +84,7 @@ absl::Status Describe(const CublasLtPlan& plan, const void* bias,
 
 absl::StatusOr<std::unique_ptr<CublasLtMatmul>> CublasLtMatmul::Create() {
   cublasLtHandle_t handle = nullptr;
-  if (absl::Status s = Check(cublasLtCreate(&handle), "cublasLtCreate");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(Check(cublasLtCreate(&handle), "cublasLtCreate"));
   void* workspace = nullptr;
   const cudaError_t error = cudaMalloc(&workspace, kWorkspaceBytes);
   if (error != cudaSuccess) {
@@ -136,11 +116,8 @@ absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
     if (it != algorithms_.end()) return it->second;
   }
   cublasLtMatmulPreference_t preference = nullptr;
-  if (absl::Status s = Check(cublasLtMatmulPreferenceCreate(&preference),
-                             "cublasLtMatmulPreferenceCreate");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(Check(cublasLtMatmulPreferenceCreate(&preference),
+                              "cublasLtMatmulPreferenceCreate"));
   const uint64_t workspace = kWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(preference,
                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -159,10 +136,7 @@ absl::StatusOr<cublasLtMatmulAlgo_t> CublasLtMatmul::Algorithm(
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
       handle_, desc, a, b, c, c, preference, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(preference);
-  if (absl::Status s = Check(status, "cublasLtMatmulAlgoGetHeuristic");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(Check(status, "cublasLtMatmulAlgoGetHeuristic"));
   if (found == 0) {
     return absl::UnimplementedError(
         absl::StrCat("cuBLASLt has no algorithm for matmul ", plan.cache_key));
@@ -176,17 +150,17 @@ absl::Status CublasLtMatmul::Run(const CublasLtPlan& plan, const void* a,
                                  const void* b, const void* c, void* d,
                                  const void* bias, cudaStream_t stream) {
   Descriptors desc;
-  if (absl::Status s = Describe(plan, bias, &desc); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(Describe(plan, bias, &desc));
   OperandAlignment alignment;
   alignment.a = PointerAlignment(a);
   alignment.b = PointerAlignment(b);
   alignment.c = PointerAlignment(c);
   alignment.d = PointerAlignment(d);
-  auto algo = Algorithm(plan, alignment, desc.desc, desc.a, desc.b, desc.c);
-  if (!algo.ok()) return algo.status();
+  MIXRT_ASSIGN_OR_RETURN(
+      auto algo, Algorithm(plan, alignment, desc.desc, desc.a, desc.b, desc.c));
   const float alpha = 1.0f;
   return Check(cublasLtMatmul(handle_, desc.desc, &alpha, a, desc.a, b, desc.b,
-                              &plan.beta, c, desc.c, d, desc.c, &*algo,
+                              &plan.beta, c, desc.c, d, desc.c, &algo,
                               workspace_, kWorkspaceBytes, stream),
                "cublasLtMatmul");
 }

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::cuda {
 namespace {
@@ -47,10 +48,8 @@ bool FusedEpilogue(bool bias, MixrtActivation activation,
 }  // namespace
 
 absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
-  auto ab = CudaType(p.input_dtype);
-  if (!ab.ok()) return ab.status();
-  auto cd = CudaType(p.output_dtype);
-  if (!cd.ok()) return cd.status();
+  MIXRT_ASSIGN_OR_RETURN(auto ab, CudaType(p.input_dtype));
+  MIXRT_ASSIGN_OR_RETURN(auto cd, CudaType(p.output_dtype));
   if (p.output_dtype != p.input_dtype && p.output_dtype != MIXRT_DTYPE_F32) {
     return absl::InvalidArgumentError(
         "matmul output must have the inputs' dtype or f32");
@@ -70,8 +69,8 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
   plan.stride_a = p.k * p.n;
   plan.stride_b = p.m * p.k;
   plan.stride_c = p.m * p.n;
-  plan.ab_type = *ab;
-  plan.cd_type = *cd;
+  plan.ab_type = ab;
+  plan.cd_type = cd;
   plan.compute = p.input_dtype == MIXRT_DTYPE_F32 && p.allow_tf32
                      ? CUBLAS_COMPUTE_32F_FAST_TF32
                      : CUBLAS_COMPUTE_32F;

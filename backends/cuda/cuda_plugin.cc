@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_capability.h"
 #include "backends/gpu/gpu_plugin.h"
 #include "backends/gpu/matmul_call.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::cuda {
 namespace {
@@ -82,45 +83,42 @@ class CudaPlugin : public gpu::GpuPlugin {
       blas_.push_back(nullptr);
       return absl::OkStatus();
     }
-    auto blas = CublasLtMatmul::Create();
-    if (!blas.ok()) return blas.status();
-    blas_.push_back(std::move(*blas));
+    MIXRT_ASSIGN_OR_RETURN(auto blas, CublasLtMatmul::Create());
+    blas_.push_back(std::move(blas));
     return absl::OkStatus();
   }
 
   absl::Status Matmul(gpu::GpuDevice& device,
                       const sdk::KernelCall& call) override {
-    auto m = gpu::ParseMatmulCall(call);
-    if (!m.ok()) return m.status();
-    if (m->m == 0 || m->n == 0 || m->batch == 0) return absl::OkStatus();
+    MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(call));
+    if (m.m == 0 || m.n == 0 || m.batch == 0) return absl::OkStatus();
     CublasLtMatmul* blas = blas_[device.index].get();
     if (blas == nullptr) {
       return absl::FailedPreconditionError(
           "this device has no kernels in the CUDA plugin");
     }
     MatmulProblem p;
-    p.m = m->m;
-    p.n = m->n;
-    p.k = m->k;
-    p.batch = m->batch;
-    p.input_dtype = static_cast<MixrtDtype>(m->a.dtype);
-    p.output_dtype = static_cast<MixrtDtype>(m->out.dtype);
-    p.has_bias = m->epilogue.has_bias;
-    p.bias_dtype = static_cast<MixrtDtype>(m->epilogue.bias.dtype);
-    p.activation = static_cast<MixrtActivation>(m->epilogue.activation);
-    p.beta = m->epilogue.beta;
+    p.m = m.m;
+    p.n = m.n;
+    p.k = m.k;
+    p.batch = m.batch;
+    p.input_dtype = static_cast<MixrtDtype>(m.a.dtype);
+    p.output_dtype = static_cast<MixrtDtype>(m.out.dtype);
+    p.has_bias = m.epilogue.has_bias;
+    p.bias_dtype = static_cast<MixrtDtype>(m.epilogue.bias.dtype);
+    p.activation = static_cast<MixrtActivation>(m.epilogue.activation);
+    p.beta = m.epilogue.beta;
     p.allow_tf32 = settings_.allow_tf32;
     // cuBLASLt rejects k = 0; the product is then zero and only the
     // epilogue is left.
-    const bool empty_k = m->k == 0;
-    auto plan = PlanCublasLtMatmul(p);
-    if (!plan.ok()) return plan.status();
+    const bool empty_k = m.k == 0;
+    MIXRT_ASSIGN_OR_RETURN(auto plan, PlanCublasLtMatmul(p));
     auto stream = static_cast<cudaStream_t>(device.stream);
-    if (!plan->separate_epilogue && !empty_k) {
-      return blas->Run(*plan, m->b.data, m->a.data, m->out.data, m->out.data,
-                       m->epilogue.bias.data, stream);
+    if (!plan.separate_epilogue && !empty_k) {
+      return blas->Run(plan, m.b.data, m.a.data, m.out.data, m.out.data,
+                       m.epilogue.bias.data, stream);
     }
-    return RunWithSeparateEpilogue(device, *m, *plan, empty_k, blas);
+    return RunWithSeparateEpilogue(device, m, plan, empty_k, blas);
   }
 
  private:
@@ -132,12 +130,9 @@ class CudaPlugin : public gpu::GpuPlugin {
     auto stream = static_cast<cudaStream_t>(device.stream);
     const int64_t elements = m.batch * m.m * m.n;
     void* scratch = nullptr;
-    if (absl::Status s = gpu::RuntimeStatus(
-            cudaMallocAsync(&scratch, elements * sizeof(float), stream),
-            "cudaMallocAsync");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
+        cudaMallocAsync(&scratch, elements * sizeof(float), stream),
+        "cudaMallocAsync"));
     absl::Status status =
         empty_k
             ? gpu::RuntimeStatus(

@@ -2,6 +2,8 @@
 #include "backends/gpu/gpu_ops.h"
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -15,42 +17,38 @@ DeviceTensor Out(const sdk::KernelCall& call, size_t i) {
 }
 
 absl::Status Creation(GpuDevice& device, const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 0, 0, 1); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 0, 0, 1));
   const DeviceTensor out = Out(call, 0);
   switch (call.op) {
     case MIXRT_OP_FILL: {
-      auto a = call.GetAttrs<MixrtScalarAttrs>();
-      if (!a.ok()) return a.status();
-      return Launched(LaunchElementwise(
-                          device.ctx, FillFunctor{out, (*a)->value}, out.numel),
-                      "fill");
+      MIXRT_ASSIGN_OR_RETURN(auto a, call.GetAttrs<MixrtScalarAttrs>());
+      return Launched(
+          LaunchElementwise(device.ctx, FillFunctor{out, a->value}, out.numel),
+          "fill");
     }
     case MIXRT_OP_ARANGE: {
-      auto a = call.GetAttrs<MixrtArangeAttrs>();
-      if (!a.ok()) return a.status();
+      MIXRT_ASSIGN_OR_RETURN(auto a, call.GetAttrs<MixrtArangeAttrs>());
       return Launched(
-          LaunchElementwise(device.ctx,
-                            ArangeFunctor{out, (*a)->start, (*a)->step},
+          LaunchElementwise(device.ctx, ArangeFunctor{out, a->start, a->step},
                             out.numel),
           "arange");
     }
     default: {
-      auto a = call.GetAttrs<MixrtRandomAttrs>();
-      if (!a.ok()) return a.status();
+      MIXRT_ASSIGN_OR_RETURN(auto a, call.GetAttrs<MixrtRandomAttrs>());
       if (!IsFloating(out.dtype)) {
         return absl::InvalidArgumentError("random ops need a floating output");
       }
-      const RandomFunctor f{out, **a, call.op == MIXRT_OP_RANDOM_NORMAL};
+      const RandomFunctor f{out, *a, call.op == MIXRT_OP_RANDOM_NORMAL};
       return Launched(LaunchElementwise(device.ctx, f, out.numel), "random");
     }
   }
 }
 
 absl::Status Binary(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT));
   BinaryFunctor f{Out(call, 0), In(call, 0), In(call, 1),
-                  static_cast<MixrtBinaryKind>(attrs->kind), nullptr};
+                  static_cast<MixrtBinaryKind>(attrs.kind), nullptr};
   if (f.x.dtype != f.out.dtype || f.y.dtype != f.out.dtype ||
       f.out.dtype == MIXRT_DTYPE_BOOL) {
     return absl::InvalidArgumentError(
@@ -75,14 +73,14 @@ absl::Status Binary(GpuDevice& device, const sdk::KernelCall& call) {
 
 absl::Status Unary(GpuDevice& device, const sdk::KernelCall& call,
                    bool backward) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT));
   UnaryFunctor f{Out(call, 0),
                  In(call, backward ? 1 : 0),
                  backward ? In(call, 0) : DeviceTensor(),
-                 static_cast<MixrtUnaryKind>(attrs->kind),
-                 static_cast<float>(attrs->alpha),
-                 static_cast<float>(attrs->beta),
+                 static_cast<MixrtUnaryKind>(attrs.kind),
+                 static_cast<float>(attrs.alpha),
+                 static_cast<float>(attrs.beta),
                  backward};
   for (const sdk::TensorRef& t : call.inputs) {
     if (t.dtype() != f.out.dtype) {
@@ -102,10 +100,10 @@ absl::Status Unary(GpuDevice& device, const sdk::KernelCall& call,
 }
 
 absl::Status Compare(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
   const CompareFunctor f{Out(call, 0), In(call, 0), In(call, 1),
-                         static_cast<MixrtCompareKind>(attrs->kind)};
+                         static_cast<MixrtCompareKind>(attrs.kind)};
   if (f.x.dtype != f.y.dtype || f.out.dtype != MIXRT_DTYPE_BOOL) {
     return absl::InvalidArgumentError(
         "compare needs inputs of one dtype and a bool output");
@@ -127,8 +125,8 @@ absl::Status Pointwise(GpuDevice& device, const sdk::KernelCall& call) {
   size_t inputs = 2;
   if (call.op == MIXRT_OP_UNARY) inputs = 1;
   if (call.op == MIXRT_OP_WHERE) inputs = 3;
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
-  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 1));
+  MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   switch (call.op) {
     case MIXRT_OP_BINARY:
       return Binary(device, call);
@@ -144,8 +142,8 @@ absl::Status Pointwise(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 absl::Status Copy(GpuDevice& device, const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
-  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
+  MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   const CopyFunctor f{Out(call, 0), In(call, 0)};
   return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "copy");
 }
@@ -202,8 +200,9 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
     case MIXRT_OP_POOL2D_BACKWARD:
       return RunConvPool(device, call);
     default:
-      return absl::UnimplementedError(
-          absl::StrCat("op ", call.op, " is unknown to the GPU plugins"));
+      return absl::UnimplementedError(absl::StrCat(
+          "op ", static_cast<int>(call.op), " (", MixrtOpName(call.op),
+          ") is unknown to the GPU plugins"));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "backends/gpu/gpu_plugin.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/plugin.h"
 
@@ -36,28 +37,17 @@ template <typename Launch>
 absl::Status LaunchCheckingInput(GpuDevice& device, const char* kernel,
                                  const char* message, Launch&& launch) {
   std::lock_guard<std::mutex> lock(device.bad_input_mutex);
-  if (absl::Status s = RuntimeStatus(
-          rt::MemsetAsync(device.bad_input, 0, sizeof(int32_t), device.stream),
-          "MemsetAsync");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = Launched(launch(device.bad_input), kernel); !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(RuntimeStatus(
+      rt::MemsetAsync(device.bad_input, 0, sizeof(int32_t), device.stream),
+      "MemsetAsync"));
+  MIXRT_RETURN_IF_ERROR(Launched(launch(device.bad_input), kernel));
   int32_t bad = 0;
-  if (absl::Status s = RuntimeStatus(
-          rt::MemcpyAsync(&bad, device.bad_input, sizeof(bad),
-                          MIXRT_COPY_DEVICE_TO_HOST, device.stream),
-          "MemcpyAsync");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = RuntimeStatus(rt::StreamSynchronize(device.stream),
-                                     "StreamSynchronize");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(
+      RuntimeStatus(rt::MemcpyAsync(&bad, device.bad_input, sizeof(bad),
+                                    MIXRT_COPY_DEVICE_TO_HOST, device.stream),
+                    "MemcpyAsync"));
+  MIXRT_RETURN_IF_ERROR(
+      RuntimeStatus(rt::StreamSynchronize(device.stream), "StreamSynchronize"));
   if (bad != 0) return absl::InvalidArgumentError(message);
   return absl::OkStatus();
 }

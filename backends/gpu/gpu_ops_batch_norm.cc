@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/batch_norm_functors.h"
 #include "backends/gpu/gpu_ops.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -21,17 +22,15 @@ absl::StatusOr<ChannelElements> Channels(const sdk::TensorRef& x) {
 }  // namespace
 
 absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtBatchNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const bool training = (*attrs)->training != 0;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
+  const bool training = attrs->training != 0;
   if (call.op == MIXRT_OP_BATCH_NORM) {
-    if (absl::Status s = ExpectArity(call, 3, 3, 5); !s.ok()) return s;
-    auto e = Channels(call.inputs[0]);
-    if (!e.ok()) return e.status();
+    MIXRT_RETURN_IF_ERROR(ExpectArity(call, 3, 3, 5));
+    MIXRT_ASSIGN_OR_RETURN(auto e, Channels(call.inputs[0]));
     if (!call.inputs[0].same_shape(call.outputs[0])) {
       return absl::InvalidArgumentError("batch_norm: y must have x's shape");
     }
-    if (training && e->count < 2) {
+    if (training && e.count < 2) {
       return absl::InvalidArgumentError(
           "batch_norm: training needs more than one value per channel");
     }
@@ -43,16 +42,15 @@ absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call) {
                               Tensor(call.inputs[0]),
                               Tensor(call.inputs[1]),
                               Tensor(call.inputs[2]),
-                              *e,
-                              static_cast<float>((*attrs)->momentum),
-                              static_cast<float>((*attrs)->eps),
+                              e,
+                              static_cast<float>(attrs->momentum),
+                              static_cast<float>(attrs->eps),
                               training};
-    return Launched(LaunchRows(device.ctx, f, e->channels, e->count),
+    return Launched(LaunchRows(device.ctx, f, e.channels, e.count),
                     "batch_norm");
   }
-  if (absl::Status s = ExpectArity(call, 5, 5, 3); !s.ok()) return s;
-  auto e = Channels(call.inputs[1]);
-  if (!e.ok()) return e.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 5, 5, 3));
+  MIXRT_ASSIGN_OR_RETURN(auto e, Channels(call.inputs[1]));
   const BatchNormBackwardChannels f{Tensor(call.outputs[0]),
                                     Tensor(call.outputs[1]),
                                     Tensor(call.outputs[2]),
@@ -61,9 +59,9 @@ absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call) {
                                     Tensor(call.inputs[2]),
                                     Tensor(call.inputs[3]),
                                     Tensor(call.inputs[4]),
-                                    *e,
+                                    e,
                                     training};
-  return Launched(LaunchRows(device.ctx, f, e->channels, e->count),
+  return Launched(LaunchRows(device.ctx, f, e.channels, e.count),
                   "batch_norm_backward");
 }
 

@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/conv_pool_functors.h"
 #include "backends/gpu/gpu_ops.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -10,9 +11,8 @@ absl::StatusOr<ConvGeometry> Geometry(const sdk::KernelCall& call,
                                       const sdk::TensorRef& x,
                                       const sdk::TensorRef& weight,
                                       const sdk::TensorRef& y) {
-  auto attrs = call.GetAttrs<MixrtConvAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtConvAttrs& a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtConvAttrs>());
+  const MixrtConvAttrs& a = *attrs;
   if (x.ndim() != 4 || weight.ndim() != 4 || y.ndim() != 4 || a.groups < 1) {
     return absl::InvalidArgumentError("conv2d takes 4-d NCHW tensors");
   }
@@ -39,30 +39,29 @@ absl::StatusOr<ConvGeometry> Geometry(const sdk::KernelCall& call,
 }
 
 absl::Status Conv(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtConvAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtConvAttrs>());
   switch (call.op) {
     case MIXRT_OP_CONV2D: {
-      if (absl::Status s = ExpectArity(call, 2, 3, 1); !s.ok()) return s;
-      auto g = Geometry(call, call.inputs[0], call.inputs[1], call.outputs[0]);
-      if (!g.ok()) return g.status();
+      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
+      MIXRT_ASSIGN_OR_RETURN(auto g, Geometry(call, call.inputs[0],
+                                              call.inputs[1], call.outputs[0]));
       const bool bias = call.inputs.size() == 3;
       const ConvForwardFunctor f{Tensor(call.outputs[0]),
                                  Tensor(call.inputs[0]),
                                  Tensor(call.inputs[1]),
                                  bias ? Tensor(call.inputs[2]) : DeviceTensor(),
                                  bias,
-                                 (*attrs)->activation,
-                                 *g};
+                                 attrs->activation,
+                                 g};
       return Launched(LaunchElementwise(device.ctx, f, f.y.numel), "conv2d");
     }
     case MIXRT_OP_CONV2D_BACKWARD_DATA: {
-      if (absl::Status s = ExpectArity(call, 2, 2, 1); !s.ok()) return s;
-      auto g = Geometry(call, call.outputs[0], call.inputs[1], call.inputs[0]);
-      if (!g.ok()) return g.status();
+      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
+      MIXRT_ASSIGN_OR_RETURN(auto g, Geometry(call, call.outputs[0],
+                                              call.inputs[1], call.inputs[0]));
       const ConvBackwardDataFunctor f{Tensor(call.outputs[0]),
                                       Tensor(call.inputs[0]),
-                                      Tensor(call.inputs[1]), *g};
+                                      Tensor(call.inputs[1]), g};
       return Launched(LaunchElementwise(device.ctx, f, f.grad_x.numel),
                       "conv2d_backward_data");
     }
@@ -73,16 +72,16 @@ absl::Status Conv(GpuDevice& device, const sdk::KernelCall& call) {
             "conv2d_backward_weights takes (grad_out, x) and (grad_w[, "
             "grad_b])");
       }
-      auto g = Geometry(call, call.inputs[1], call.outputs[0], call.inputs[0]);
-      if (!g.ok()) return g.status();
+      MIXRT_ASSIGN_OR_RETURN(auto g, Geometry(call, call.inputs[1],
+                                              call.outputs[0], call.inputs[0]));
       const bool bias = call.outputs.size() == 2;
       ConvBackwardWeightsRows f{Tensor(call.outputs[0]),
                                 bias ? Tensor(call.outputs[1]) : DeviceTensor(),
                                 Tensor(call.inputs[0]),
                                 Tensor(call.inputs[1]),
-                                *g,
+                                g,
                                 false};
-      const int64_t outputs = g->n * g->ho * g->wo;
+      const int64_t outputs = g.n * g.ho * g.wo;
       if (absl::Status s =
               Launched(LaunchRows(device.ctx, f, f.grad_weight.numel, outputs),
                        "conv2d_backward_weights");
@@ -90,7 +89,7 @@ absl::Status Conv(GpuDevice& device, const sdk::KernelCall& call) {
         return s;
       }
       f.bias_only = true;
-      return Launched(LaunchRows(device.ctx, f, g->o, outputs),
+      return Launched(LaunchRows(device.ctx, f, g.o, outputs),
                       "conv2d_backward_weights (bias)");
     }
   }
@@ -99,10 +98,9 @@ absl::Status Conv(GpuDevice& device, const sdk::KernelCall& call) {
 absl::Status Pool(GpuDevice& device, const sdk::KernelCall& call) {
   const bool backward = call.op == MIXRT_OP_POOL2D_BACKWARD;
   const size_t inputs = backward ? 2 : 1;
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtPoolAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtPoolAttrs& a = **attrs;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPoolAttrs>());
+  const MixrtPoolAttrs& a = *attrs;
   const sdk::TensorRef& x = call.inputs[backward ? 1 : 0];
   const sdk::TensorRef& y = backward ? call.inputs[0] : call.outputs[0];
   if (x.ndim() != 4 || y.ndim() != 4) {

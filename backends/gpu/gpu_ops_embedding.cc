@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/embedding_functors.h"
 #include "backends/gpu/gpu_ops.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -12,19 +13,15 @@ constexpr const char* kOutOfRange =
 // The accumulated f32 gradient into grad_weight, zeroed rows included.
 absl::Status Backward(GpuDevice& device, const sdk::KernelCall& call,
                       int64_t vocabulary, int64_t dim) {
-  auto attrs = call.GetAttrs<MixrtEmbeddingAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtEmbeddingAttrs>());
   const DeviceTensor table = Tensor(call.outputs[0]);
   // An f32 contiguous grad_weight is its own accumulator.
   const bool in_place = table.dtype == MIXRT_DTYPE_F32 && table.contiguous;
   const uint64_t bytes = static_cast<uint64_t>(table.numel) * sizeof(float);
   void* accumulator = table.data;
   if (!in_place) {
-    if (absl::Status s = RuntimeStatus(rt::Malloc(&accumulator, bytes),
-                                       "Malloc (embedding gradient)");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::Malloc(&accumulator, bytes),
+                                        "Malloc (embedding gradient)"));
   }
   absl::Status status = RuntimeStatus(
       rt::MemsetAsync(accumulator, 0, bytes, device.stream), "MemsetAsync");
@@ -34,7 +31,7 @@ absl::Status Backward(GpuDevice& device, const sdk::KernelCall& call,
                                Tensor(call.inputs[1]),
                                vocabulary,
                                dim,
-                               (*attrs)->padding_idx,
+                               attrs->padding_idx,
                                nullptr};
     status = LaunchCheckingInput(
         device, "embedding_backward", kOutOfRange, [&](int32_t* flag) {
@@ -59,7 +56,7 @@ absl::Status Backward(GpuDevice& device, const sdk::KernelCall& call,
 }  // namespace
 
 absl::Status RunEmbedding(GpuDevice& device, const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 2, 2, 1); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
   const bool backward = call.op == MIXRT_OP_EMBEDDING_BACKWARD;
   const sdk::TensorRef& indices = call.inputs[1];
   const sdk::TensorRef& rows = backward ? call.inputs[0] : call.outputs[0];

@@ -4,6 +4,8 @@
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
 #include "backends/gpu/multi_tensor_plan.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -26,12 +28,8 @@ absl::Status Unscale(GpuDevice& device, const sdk::KernelCall& call) {
         "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
         "grads...)");
   }
-  if (absl::Status s = ExpectF32Scalar(call.inputs[0], "inv_scale"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ExpectF32Scalar(call.outputs[0], "found_inf"); !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.inputs[0], "inv_scale"));
+  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.outputs[0], "found_inf"));
   std::vector<MultiTensorInput> grads;
   for (size_t t = 1; t < call.outputs.size(); ++t) {
     const sdk::TensorRef& g = call.outputs[t];
@@ -44,77 +42,52 @@ absl::Status Unscale(GpuDevice& device, const sdk::KernelCall& call) {
   for (const MultiTensorLaunch& launch : PlanMultiTensorLaunches(grads)) {
     const UnscaleChunkFunctor f{launch, F32Scalar(call.inputs[0]),
                                 static_cast<float*>(call.outputs[0].data())};
-    if (absl::Status s = Launched(LaunchUnscale(device.ctx, f),
-                                  "non_finite_check_and_unscale");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(
+        Launched(LaunchUnscale(device.ctx, f), "non_finite_check_and_unscale"));
   }
   return absl::OkStatus();
 }
 
 absl::Status UpdateScale(GpuDevice& device, const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 1, 2); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 2));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtUpdateScaleAttrs>());
   if (call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
     return absl::InvalidArgumentError("update_scale: growth tracker is i32");
   }
-  const UpdateScaleFunctor f{**attrs, F32Scalar(call.inputs[0]),
+  const UpdateScaleFunctor f{*attrs, F32Scalar(call.inputs[0]),
                              static_cast<float*>(call.outputs[0].data()),
                              static_cast<int32_t*>(call.outputs[1].data())};
   return Launched(LaunchElementwise(device.ctx, f, 1), "update_scale");
 }
 
-// The optional inputs after the gradient, as the flags say.
-absl::StatusOr<StepGuards> Guards(const sdk::KernelCall& call, uint32_t flags) {
+StepGuards Guards(const sdk::OptimizerStepCall& step) {
   StepGuards guards;
-  size_t next = 1;
-  if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
-    if (absl::Status s = ExpectF32Scalar(call.inputs[next], "grad_scale");
-        !s.ok()) {
-      return s;
-    }
-    guards.grad_scale = F32Scalar(call.inputs[next++]);
-  }
-  if (flags & MIXRT_OPTIM_HAS_FOUND_INF) {
-    if (absl::Status s = ExpectF32Scalar(call.inputs[next], "found_inf");
-        !s.ok()) {
-      return s;
-    }
-    guards.found_inf = F32Scalar(call.inputs[next]);
-  }
+  if (step.grad_scale != nullptr)
+    guards.grad_scale = F32Scalar(*step.grad_scale);
+  if (step.found_inf != nullptr) guards.found_inf = F32Scalar(*step.found_inf);
   return guards;
 }
 
 absl::Status Sgd(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtSgdAttrs a = **attrs;
-  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  if (absl::Status s = ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1);
-      !s.ok()) {
-    return s;
-  }
-  auto guards = Guards(call, a.flags);
-  if (!guards.ok()) return guards.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
+  const MixrtSgdAttrs a = *attrs;
+  MIXRT_ASSIGN_OR_RETURN(
+      sdk::OptimizerStepCall decoded,
+      sdk::DecodeOptimizerStep(call, a.flags, a.momentum ? 2 : 1));
+  const StepGuards guards = Guards(decoded);
   const SgdFunctor f{Tensor(call.outputs[0]), Tensor(call.inputs[0]),
                      a.momentum ? Tensor(call.outputs[1]) : DeviceTensor(), a,
-                     *guards};
+                     guards};
   return Launched(LaunchElementwise(device.ctx, f, f.param.numel), "sgd_step");
 }
 
 absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtAdamWAttrs a = **attrs;
-  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 4); !s.ok()) return s;
-  auto guards = Guards(call, a.flags);
-  if (!guards.ok()) return guards.status();
-  if (absl::Status s = ExpectF32Scalar(call.outputs[3], "step"); !s.ok()) {
-    return s;
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
+  const MixrtAdamWAttrs a = *attrs;
+  MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
+                         sdk::DecodeOptimizerStep(call, a.flags, 4));
+  const StepGuards guards = Guards(decoded);
+  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.outputs[3], "step"));
   auto* step = static_cast<float*>(call.outputs[3].data());
   const AdamWFunctor f{Tensor(call.outputs[0]),
                        Tensor(call.inputs[0]),
@@ -122,15 +95,12 @@ absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
                        Tensor(call.outputs[2]),
                        step,
                        a,
-                       *guards};
-  if (absl::Status s = Launched(LaunchElementwise(device.ctx, f, f.param.numel),
-                                "adamw_step");
-      !s.ok()) {
-    return s;
-  }
+                       guards};
+  MIXRT_RETURN_IF_ERROR(
+      Launched(LaunchElementwise(device.ctx, f, f.param.numel), "adamw_step"));
   // After the elements on the same stream: they all read the old count.
   return Launched(
-      LaunchElementwise(device.ctx, AdamWStepCountFunctor{step, *guards}, 1),
+      LaunchElementwise(device.ctx, AdamWStepCountFunctor{step, guards}, 1),
       "adamw_step (count)");
 }
 

@@ -1,21 +1,22 @@
 // Reductions, softmax, layer norm and cross entropy: the row kernels.
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 
 namespace mixrt::gpu {
 absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtReduceAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->kind >= MIXRT_REDUCE_COUNT) {
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtReduceAttrs>());
+  if (attrs->kind >= MIXRT_REDUCE_COUNT) {
     return absl::UnimplementedError(
-        absl::StrCat("reduce kind ", (*attrs)->kind, " is unknown here"));
+        absl::StrCat("reduce kind ", attrs->kind, " is unknown here"));
   }
   ReduceRows f{Tensor(call.outputs[0]),
                Tensor(call.inputs[0]),
-               static_cast<MixrtReduceKind>((*attrs)->kind),
-               (*attrs)->axes_mask,
-               static_cast<float>((*attrs)->correction),
+               static_cast<MixrtReduceKind>(attrs->kind),
+               attrs->axes_mask,
+               static_cast<float>(attrs->correction),
                1};
   if (!IsFloating(f.in.dtype) || !IsFloating(f.out.dtype) ||
       f.out.ndim != f.in.ndim) {
@@ -37,16 +38,14 @@ absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call) {
                     "reduce");
   }
   std::lock_guard<std::mutex> lock(device.scratch_mutex);
-  auto scratch = device.Scratch(static_cast<size_t>(f.out.numel * f.split) *
-                                sizeof(RowAcc));
-  if (!scratch.ok()) return scratch.status();
-  f.partials = static_cast<RowAcc*>(*scratch);
-  if (absl::Status s = Launched(LaunchRows(device.ctx, f, f.out.numel * f.split,
-                                           f.reduced_count / f.split),
-                                "reduce (partials)");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_ASSIGN_OR_RETURN(
+      auto scratch, device.Scratch(static_cast<size_t>(f.out.numel * f.split) *
+                                   sizeof(RowAcc)));
+  f.partials = static_cast<RowAcc*>(scratch);
+  MIXRT_RETURN_IF_ERROR(
+      Launched(LaunchRows(device.ctx, f, f.out.numel * f.split,
+                          f.reduced_count / f.split),
+               "reduce (partials)"));
   return Launched(
       LaunchElementwise(device.ctx, ReduceCombineFunctor{f}, f.out.numel),
       "reduce (combine)");
@@ -58,11 +57,10 @@ absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call) {
   const bool log = call.op == MIXRT_OP_LOG_SOFTMAX ||
                    call.op == MIXRT_OP_LOG_SOFTMAX_BACKWARD;
   const size_t inputs = backward ? 2 : 1;
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtAxisAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAxisAttrs>());
   const sdk::TensorRef& out = call.outputs[0];
-  const int axis = (*attrs)->axis;
+  const int axis = attrs->axis;
   if (axis < 0 || axis >= out.ndim()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "softmax axis ", axis, " is outside [0, ", out.ndim(), ")"));
@@ -88,10 +86,9 @@ absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtNormAttrs>());
   if (call.op == MIXRT_OP_LAYER_NORM) {
-    if (absl::Status s = ExpectArity(call, 1, 3, 3); !s.ok()) return s;
+    MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 3, 3));
     const sdk::TensorRef& x = call.inputs[0];
     if (x.ndim() != 2 || !x.same_shape(call.outputs[0]) ||
         call.inputs.size() == 2) {
@@ -106,15 +103,13 @@ absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call) {
                           affine ? Tensor(call.inputs[1]) : DeviceTensor(),
                           affine ? Tensor(call.inputs[2]) : DeviceTensor(),
                           x.dim(1),
-                          static_cast<float>((*attrs)->eps),
+                          static_cast<float>(attrs->eps),
                           affine};
     return Launched(LaunchRows(device.ctx, f, x.dim(0), x.dim(1)),
                     "layer_norm");
   }
   const bool affine = call.inputs.size() == 5;
-  if (absl::Status s = ExpectArity(call, 4, 5, affine ? 3 : 1); !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 4, 5, affine ? 3 : 1));
   const sdk::TensorRef& x = call.inputs[1];
   if (x.ndim() != 2) {
     return absl::InvalidArgumentError("layer_norm_backward takes x [R, N]");
@@ -147,26 +142,20 @@ absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call) {
-  const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
-  const size_t inputs = backward ? 3 : 2;
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtCrossEntropyAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const sdk::TensorRef& logits = call.inputs[backward ? 1 : 0];
-  const sdk::TensorRef& target = call.inputs[backward ? 2 : 1];
-  if (logits.ndim() != 2 || target.ndim() != 1 ||
-      target.dim(0) != logits.dim(0) || target.dtype() != MIXRT_DTYPE_I64) {
-    return absl::InvalidArgumentError(
-        "cross_entropy takes logits [N, C] and i64 targets [N]");
-  }
+  MIXRT_ASSIGN_OR_RETURN(sdk::CrossEntropyCall ce,
+                         sdk::DecodeCrossEntropy(call));
+  const bool backward = ce.backward;
+  const MixrtCrossEntropyAttrs* attrs = ce.attrs;
+  const sdk::TensorRef& logits = *ce.logits;
+  const sdk::TensorRef& target = *ce.target;
   CrossEntropyRows f{Tensor(call.outputs[0]),
                      Tensor(logits),
                      Tensor(target),
                      backward ? Tensor(call.inputs[0]) : DeviceTensor(),
                      logits.dim(1),
-                     (*attrs)->ignore_index,
-                     static_cast<float>((*attrs)->label_smoothing),
-                     (*attrs)->log_probs_input != 0,
+                     attrs->ignore_index,
+                     static_cast<float>(attrs->label_smoothing),
+                     attrs->log_probs_input != 0,
                      backward,
                      nullptr};
   return LaunchCheckingInput(

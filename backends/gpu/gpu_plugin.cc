@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 
@@ -19,10 +20,7 @@ absl::Status RuntimeStatus(rt::Error error, const char* call) {
 absl::StatusOr<void*> GpuDevice::Scratch(size_t bytes) {
   if (bytes <= scratch_bytes) return scratch;
   if (scratch != nullptr) {
-    if (absl::Status s = RuntimeStatus(rt::Free(scratch), "Free (scratch)");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::Free(scratch), "Free (scratch)"));
     scratch = nullptr;
     scratch_bytes = 0;
   }
@@ -62,15 +60,9 @@ absl::Status GpuPlugin::Initialize() {
   for (int i = 0; i < count; ++i) {
     auto device = std::make_unique<GpuDevice>();
     device->index = i;
-    if (absl::Status s = RuntimeStatus(rt::SetDevice(i), "SetDevice");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = RuntimeStatus(
-            rt::GetDeviceProperties(&device->props, i), "GetDeviceProperties");
-        !s.ok()) {
-      return s;
-    }
+    MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::SetDevice(i), "SetDevice"));
+    MIXRT_RETURN_IF_ERROR(RuntimeStatus(
+        rt::GetDeviceProperties(&device->props, i), "GetDeviceProperties"));
     if (absl::Status s =
             RuntimeStatus(rt::StreamCreate(&device->stream), "StreamCreate");
         !s.ok()) {
@@ -87,7 +79,7 @@ absl::Status GpuPlugin::Initialize() {
     device->ctx.limits.multiprocessors = device->props.multiProcessorCount;
     device->ctx.limits.warp_size = device->props.warpSize;
     device->ctx.limits.max_threads_per_block = device->props.maxThreadsPerBlock;
-    if (absl::Status s = InitializeDevice(*device); !s.ok()) return s;
+    MIXRT_RETURN_IF_ERROR(InitializeDevice(*device));
     devices_.push_back(std::move(device));
   }
   return absl::OkStatus();
@@ -116,88 +108,70 @@ absl::StatusOr<GpuDevice*> GpuPlugin::Enter(int device) {
     return absl::InvalidArgumentError(absl::StrCat(
         "device ", device, " does not exist (", devices_.size(), " present)"));
   }
-  if (absl::Status s = RuntimeStatus(rt::SetDevice(device), "SetDevice");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::SetDevice(device), "SetDevice"));
   return devices_[device].get();
 }
 
 absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
     int device) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   sdk::DeviceProperties p;
-  p.name = DeviceName(**d);
-  p.total_memory = (*d)->props.totalGlobalMem;
+  p.name = DeviceName(*d);
+  p.total_memory = d->props.totalGlobalMem;
   // Contiguous inputs keep the kernels' index math to a multiply-add and let
   // the BLAS see plain leading dimensions.
   p.flags = MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
-  if (HasMatrixUnits(**d)) p.flags |= MIXRT_DEVICE_FLAG_TENSOR_CORES;
+  if (HasMatrixUnits(*d)) p.flags |= MIXRT_DEVICE_FLAG_TENSOR_CORES;
   p.alignment = 256;
   return p;
 }
 
 absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   if (bytes == 0) return nullptr;
   void* ptr = nullptr;
-  if (absl::Status s = RuntimeStatus(rt::Malloc(&ptr, bytes), "Malloc");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::Malloc(&ptr, bytes), "Malloc"));
   return ptr;
 }
 
 absl::Status GpuPlugin::Free(int device, void* ptr) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   return RuntimeStatus(rt::Free(ptr), "Free");
 }
 
 absl::Status GpuPlugin::Copy(int device, MixrtCopyKind kind, void* dst,
                              const void* src, uint64_t bytes) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   if (kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
     return absl::InvalidArgumentError(absl::StrCat("unknown copy kind ", kind));
   }
   if (bytes == 0) return absl::OkStatus();
-  if (absl::Status s = RuntimeStatus(
-          rt::MemcpyAsync(dst, src, bytes, kind, (*d)->stream), "MemcpyAsync");
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(RuntimeStatus(
+      rt::MemcpyAsync(dst, src, bytes, kind, d->stream), "MemcpyAsync"));
   // The ABI: a copy to the host returns when the data are there.
   if (kind == MIXRT_COPY_DEVICE_TO_HOST) {
-    return RuntimeStatus(rt::StreamSynchronize((*d)->stream),
-                         "StreamSynchronize");
+    return RuntimeStatus(rt::StreamSynchronize(d->stream), "StreamSynchronize");
   }
   return absl::OkStatus();
 }
 
 absl::Status GpuPlugin::Memset(int device, void* dst, uint8_t value,
                                uint64_t bytes) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   if (bytes == 0) return absl::OkStatus();
-  return RuntimeStatus(rt::MemsetAsync(dst, value, bytes, (*d)->stream),
+  return RuntimeStatus(rt::MemsetAsync(dst, value, bytes, d->stream),
                        "MemsetAsync");
 }
 
 absl::Status GpuPlugin::Synchronize(int device) {
-  auto d = Enter(device);
-  if (!d.ok()) return d.status();
-  return RuntimeStatus(rt::StreamSynchronize((*d)->stream),
-                       "StreamSynchronize");
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
+  return RuntimeStatus(rt::StreamSynchronize(d->stream), "StreamSynchronize");
 }
 
 absl::Status GpuPlugin::Launch(const sdk::KernelCall& call) {
-  auto d = Enter(call.device);
-  if (!d.ok()) return d.status();
-  if (call.op == MIXRT_OP_MATMUL) return Matmul(**d, call);
-  return RunOp(**d, call);
+  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(call.device));
+  if (call.op == MIXRT_OP_MATMUL) return Matmul(*d, call);
+  return RunOp(*d, call);
 }
 
 }  // namespace mixrt::gpu

@@ -1,6 +1,7 @@
 #include "backends/gpu/matmul_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 
@@ -10,11 +11,10 @@ absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         "matmul takes (a, b[, bias]) and one output");
   }
-  auto attrs = call.GetAttrs<MixrtMatmulAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->activation > MIXRT_ACTIVATION_GELU_TANH) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
+  if (attrs->activation > MIXRT_ACTIVATION_GELU_TANH) {
     return absl::UnimplementedError(absl::StrCat(
-        "matmul activation ", (*attrs)->activation, " is unknown here"));
+        "matmul activation ", attrs->activation, " is unknown here"));
   }
   const sdk::TensorRef& a = call.inputs[0];
   const sdk::TensorRef& b = call.inputs[1];
@@ -64,8 +64,8 @@ absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call) {
     m.epilogue.bias = MakeDeviceTensor(*bias.desc());
     m.epilogue.has_bias = true;
   }
-  m.epilogue.activation = (*attrs)->activation;
-  m.epilogue.beta = (*attrs)->beta;
+  m.epilogue.activation = attrs->activation;
+  m.epilogue.beta = attrs->beta;
   return m;
 }
 

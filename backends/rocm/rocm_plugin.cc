@@ -10,6 +10,7 @@
 #include "backends/gpu/gpu_plugin.h"
 #include "backends/gpu/matmul_call.h"
 #include "backends/rocm/rocm_capability.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::rocm {
 namespace {
@@ -52,17 +53,16 @@ class RocmPlugin : public gpu::GpuPlugin {
 
   absl::Status Matmul(gpu::GpuDevice& device,
                       const sdk::KernelCall& call) override {
-    auto m = gpu::ParseMatmulCall(call);
-    if (!m.ok()) return m.status();
+    MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(call));
     gpu::TiledGemm gemm;
-    gemm.a = m->a;
-    gemm.b = m->b;
-    gemm.out = m->out;
-    gemm.epilogue = m->epilogue;
-    gemm.m = m->m;
-    gemm.n = m->n;
-    gemm.k = m->k;
-    gemm.batch = m->batch;
+    gemm.a = m.a;
+    gemm.b = m.b;
+    gemm.out = m.out;
+    gemm.epilogue = m.epilogue;
+    gemm.m = m.m;
+    gemm.n = m.n;
+    gemm.k = m.k;
+    gemm.batch = m.batch;
     return gpu::RuntimeStatus(
         static_cast<hipError_t>(gpu::LaunchTiledGemm(device.ctx, gemm)),
         "tiled GEMM");

@@ -15,7 +15,7 @@
 #include "core/autograd/differentiable_cast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {

@@ -8,8 +8,8 @@
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/fill_copy.h"
 #include "core/kernels/pointwise.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

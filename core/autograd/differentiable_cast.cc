@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/autograd/function_node.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

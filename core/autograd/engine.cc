@@ -7,7 +7,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/kernels/pointwise.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/autograd/grad_mode.h"
 #include "core/kernels/pointwise.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

@@ -6,7 +6,7 @@
 #include "core/functional/ops.h"
 #include "core/kernels/loss.h"
 #include "core/kernels/pointwise.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/reduce.h"
 #include "core/kernels/softmax.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {

@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace mixrt {

@@ -2,13 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/tensor/kernel_launch.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::kernels {
 
 absl::Status fill_(const Tensor& dst, double value) {
-  if (!dst.defined()) {
-    return absl::InvalidArgumentError("fill_: the destination is undefined");
-  }
+  MIXRT_RETURN_IF_ERROR(CheckDefined(dst, "fill_"));
   MixrtScalarAttrs attrs{};
   attrs.struct_size = sizeof(attrs);
   attrs.value = value;
@@ -17,10 +16,8 @@ absl::Status fill_(const Tensor& dst, double value) {
 }
 
 absl::Status copy_(const Tensor& dst, const Tensor& src) {
-  if (!dst.defined() || !src.defined()) {
-    return absl::InvalidArgumentError(
-        "copy_: the destination and the source must be defined tensors");
-  }
+  MIXRT_RETURN_IF_ERROR(CheckDefined(dst, "copy_"));
+  MIXRT_RETURN_IF_ERROR(CheckDefined(src, "copy_"));
   if (dst.shape() != src.shape()) {
     return absl::InvalidArgumentError(
         absl::StrCat("copy_: the source has shape ", ShapeToString(src.shape()),

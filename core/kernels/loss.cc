@@ -4,9 +4,9 @@
 #include "core/kernels/op_checks.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::kernels {
 namespace {

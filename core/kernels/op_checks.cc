@@ -1,19 +1,12 @@
 #include "core/kernels/op_checks.h"
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::kernels {
 
-absl::Status CheckDefined(const Tensor& t, absl::string_view op) {
-  if (!t.defined()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": a tensor argument is undefined"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckFloating(const Tensor& t, absl::string_view op) {
-  if (absl::Status s = CheckDefined(t, op); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(CheckDefined(t, op));
   if (!IsFloating(t.dtype())) {
     return absl::InvalidArgumentError(
         absl::StrCat(op,
@@ -26,8 +19,8 @@ absl::Status CheckFloating(const Tensor& t, absl::string_view op) {
 
 absl::Status CheckSameDevice(const Tensor& a, const Tensor& b,
                              absl::string_view op) {
-  if (absl::Status s = CheckDefined(a, op); !s.ok()) return s;
-  if (absl::Status s = CheckDefined(b, op); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(CheckDefined(a, op));
+  MIXRT_RETURN_IF_ERROR(CheckDefined(b, op));
   if (a.device() != b.device()) {
     return absl::InvalidArgumentError(absl::StrCat(
         op, ": operands are on different devices (", a.device().ToString(),

@@ -8,7 +8,8 @@
 
 namespace mixrt::kernels {
 
-absl::Status CheckDefined(const Tensor& t, absl::string_view op);
+// (CheckDefined, for any tensor, is the tensor layer's: core/tensor/tensor.h.)
+
 // Defined and of a floating dtype.
 absl::Status CheckFloating(const Tensor& t, absl::string_view op);
 // Both defined and on one device.

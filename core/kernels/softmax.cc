@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
-#include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::kernels {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/functional/ops.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::nn {
 namespace {

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -168,7 +168,8 @@ absl::Status SGD::load_state_dict(const std::map<std::string, Tensor>& state) {
   return absl::OkStatus();
 }
 
-absl::Status AdamW::load_state_dict(const std::map<std::string, Tensor>& state) {
+absl::Status AdamW::load_state_dict(
+    const std::map<std::string, Tensor>& state) {
   std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(m[i], StateTensor(state, absl::StrCat(i, ".exp_avg"),

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/float_convert.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 

@@ -3,7 +3,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -11,17 +12,17 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
                           absl::Span<const Tensor> outputs, const void* attrs) {
   if (outputs.empty() || !outputs[0].defined()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("op ", op, ": launched without an output tensor"));
+        absl::StrCat(MixrtOpName(op), ": launched without an output tensor"));
   }
   const Device& device = outputs[0].device();
   for (const Tensor& t : inputs) {
     if (!t.defined()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("op ", op, ": an input tensor is undefined"));
+          absl::StrCat(MixrtOpName(op), ": an input tensor is undefined"));
     }
     if (t.device() != device) {
       return absl::InvalidArgumentError(
-          absl::StrCat("op ", op, ": expected all tensors on ",
+          absl::StrCat(MixrtOpName(op), ": expected all tensors on ",
                        device.ToString(), " but an input is on ",
                        t.device().ToString(), " (move it with .to(device))"));
     }

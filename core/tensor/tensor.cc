@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -39,6 +39,12 @@ const Strides& Tensor::strides() const {
 int64_t Tensor::offset() const { return impl_ ? impl_->offset : 0; }
 const std::shared_ptr<Storage>& Tensor::storage() const {
   return impl_ ? impl_->storage : NoStorage();
+}
+
+absl::Status CheckDefined(const Tensor& t, absl::string_view op) {
+  if (t.defined()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": a tensor argument is undefined"));
 }
 
 absl::StatusOr<Tensor> empty(absl::Span<const int64_t> shape, DType dtype,

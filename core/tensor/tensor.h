@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/dtype.h"
 #include "core/plugin/device.h"
@@ -155,6 +156,10 @@ struct TensorImpl {
   int64_t offset = 0;
   AutogradMeta autograd;
 };
+
+// The one error for an undefined tensor handed to `op`, wherever it is
+// found: InvalidArgument naming the op.
+absl::Status CheckDefined(const Tensor& t, absl::string_view op);
 
 // A new uninitialized contiguous tensor.
 absl::StatusOr<Tensor> empty(absl::Span<const int64_t> shape, DType dtype,

@@ -21,8 +21,8 @@ bool Tensor::requires_grad() const {
 }
 
 absl::Status Tensor::set_requires_grad(bool requires_grad) {
-  if (!defined()) {
-    return absl::FailedPreconditionError("set_requires_grad: undefined tensor");
+  if (absl::Status s = CheckDefined(*this, "set_requires_grad"); !s.ok()) {
+    return s;
   }
   if (requires_grad && !IsFloating(dtype())) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -2,21 +2,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "core/status_macros.h"
 #include "core/tensor/kernel_launch.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/float_convert.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {
-
-absl::Status CheckDefined(const Tensor& t, absl::string_view op) {
-  if (!t.defined()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(op, ": the tensor is undefined"));
-  }
-  return absl::OkStatus();
-}
 
 // Element i of raw host bytes in `dtype`, exactly as a double.
 double HostElement(const uint8_t* bytes, DType dtype, int64_t i) {

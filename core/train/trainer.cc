@@ -6,7 +6,7 @@
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
 #include "core/kernels/reduce.h"
-#include "core/status_macros.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -60,7 +60,7 @@ AutocastOptions Trainer::Autocast() const {
 }
 
 absl::StatusOr<Tensor> Trainer::train_step(const Tensor& input,
-                                          const Tensor& target) {
+                                           const Tensor& target) {
   model_->train();
   Tensor loss;
   {

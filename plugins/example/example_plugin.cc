@@ -3,6 +3,7 @@
 // memory and declares everything else unsupported, so the host never calls
 // it for anything else.
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
 namespace example {
@@ -45,11 +46,10 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
     }
     switch (call.op) {
       case MIXRT_OP_FILL: {
-        auto attrs = call.GetAttrs<MixrtScalarAttrs>();
-        if (!attrs.ok()) return attrs.status();
+        MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
         float* out = static_cast<float*>(call.outputs[0].data());
         for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
-          out[i] = static_cast<float>((*attrs)->value);
+          out[i] = static_cast<float>(attrs->value);
         }
         return absl::OkStatus();
       }
@@ -65,9 +65,9 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
         return absl::OkStatus();
       }
       case MIXRT_OP_BINARY: {  // Contiguous: we set NEEDS_CONTIGUOUS.
-        auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
-        if (!attrs.ok()) return attrs.status();
-        if ((*attrs)->kind != MIXRT_BINARY_ADD) return Unsupported(call);
+        MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                               call.GetAttrs<MixrtPointwiseAttrs>());
+        if (attrs->kind != MIXRT_BINARY_ADD) return Unsupported(call);
         const float* x = static_cast<const float*>(call.inputs[0].data());
         const float* y = static_cast<const float*>(call.inputs[1].data());
         float* out = static_cast<float*>(call.outputs[0].data());

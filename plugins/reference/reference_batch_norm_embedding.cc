@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -30,10 +31,9 @@ void Store1(const TensorRef& t, int64_t i, double v) {
 }
 
 absl::Status BatchNorm(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 3, 3, 5); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtBatchNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtBatchNormAttrs a = **attrs;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 3, 3, 5));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
+  const MixrtBatchNormAttrs a = *attrs;
   const TensorRef& x = call.inputs[0];
   const TensorRef& weight = call.inputs[1];
   const TensorRef& bias = call.inputs[2];
@@ -97,9 +97,8 @@ absl::Status BatchNorm(const sdk::KernelCall& call) {
 }
 
 absl::Status BatchNormBackward(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 5, 5, 3); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtBatchNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 5, 5, 3));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
   const TensorRef& gy = call.inputs[0];
   const TensorRef& x = call.inputs[1];
   const TensorRef& weight = call.inputs[2];
@@ -129,7 +128,7 @@ absl::Status BatchNormBackward(const sdk::KernelCall& call) {
         const double w = Load1(weight, ch);
         const double g = gy.LoadFloat(o[1]);
         double v = g * w * is;
-        if ((*attrs)->training) {
+        if (attrs->training) {
           const double xhat = (x.LoadFloat(o[0]) - Load1(mean, ch)) * is;
           v = w * is * (g - sum_g[ch] / count - xhat * sum_gx[ch] / count);
         }
@@ -143,7 +142,7 @@ absl::Status BatchNormBackward(const sdk::KernelCall& call) {
 }
 
 absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
-  if (absl::Status s = ExpectArity(call, 2, 2, 1); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
   const TensorRef& indices = call.inputs[1];
   const TensorRef& rows = backward ? call.inputs[0] : call.outputs[0];
   const TensorRef& table = backward ? call.outputs[0] : call.inputs[0];
@@ -155,9 +154,8 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
   const int64_t v = table.dim(0), d = table.dim(1);
   int64_t padding = -1;
   if (backward) {
-    auto attrs = call.GetAttrs<MixrtEmbeddingAttrs>();
-    if (!attrs.ok()) return attrs.status();
-    padding = (*attrs)->padding_idx;
+    MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtEmbeddingAttrs>());
+    padding = attrs->padding_idx;
   }
   std::vector<int64_t> idx;
   std::array<int64_t, MIXRT_MAX_DIMS> row_strides{};

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/pointwise_math.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -43,10 +44,9 @@ struct Conv {
 
 absl::StatusOr<Conv> Geometry(const sdk::KernelCall& call, const TensorRef& x,
                               const TensorRef& weight, const TensorRef& y) {
-  auto attrs = call.GetAttrs<MixrtConvAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtConvAttrs>());
   Conv g;
-  g.a = **attrs;
+  g.a = *attrs;
   if (x.ndim() != 4 || weight.ndim() != 4 || y.ndim() != 4 || g.a.groups < 1) {
     return absl::InvalidArgumentError("conv2d takes 4-d NCHW tensors");
   }
@@ -63,13 +63,12 @@ absl::StatusOr<Conv> Geometry(const sdk::KernelCall& call, const TensorRef& x,
 }
 
 absl::Status ConvForward(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 2, 3, 1); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
   const TensorRef& x = call.inputs[0];
   const TensorRef& wt = call.inputs[1];
   const TensorRef& y = call.outputs[0];
-  auto geometry = Geometry(call, x, wt, y);
-  if (!geometry.ok()) return geometry.status();
-  const Conv& g = *geometry;
+  MIXRT_ASSIGN_OR_RETURN(auto geometry, Geometry(call, x, wt, y));
+  const Conv& g = geometry;
   const bool bias = call.inputs.size() == 3;
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oc = 0; oc < g.o; ++oc) {
@@ -103,13 +102,12 @@ absl::Status ConvForward(const sdk::KernelCall& call) {
 }
 
 absl::Status ConvBackwardData(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 2, 2, 1); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
   const TensorRef& gy = call.inputs[0];
   const TensorRef& wt = call.inputs[1];
   const TensorRef& gx = call.outputs[0];
-  auto geometry = Geometry(call, gx, wt, gy);
-  if (!geometry.ok()) return geometry.status();
-  const Conv& g = *geometry;
+  MIXRT_ASSIGN_OR_RETURN(auto geometry, Geometry(call, gx, wt, gy));
+  const Conv& g = geometry;
   std::vector<double> acc(g.n * g.c * g.h * g.w, 0.0);
   for (int64_t b = 0; b < g.n; ++b)
     for (int64_t oc = 0; oc < g.o; ++oc) {
@@ -148,9 +146,8 @@ absl::Status ConvBackwardWeights(const sdk::KernelCall& call) {
   const TensorRef& gy = call.inputs[0];
   const TensorRef& x = call.inputs[1];
   const TensorRef& gw = call.outputs[0];
-  auto geometry = Geometry(call, x, gw, gy);
-  if (!geometry.ok()) return geometry.status();
-  const Conv& g = *geometry;
+  MIXRT_ASSIGN_OR_RETURN(auto geometry, Geometry(call, x, gw, gy));
+  const Conv& g = geometry;
   for (int64_t oc = 0; oc < g.o; ++oc) {
     const int64_t grp = oc / g.og;
     for (int64_t ic = 0; ic < g.cg; ++ic)
@@ -184,13 +181,10 @@ absl::Status ConvBackwardWeights(const sdk::KernelCall& call) {
 }
 
 absl::Status Pool(const sdk::KernelCall& call, bool backward) {
-  if (absl::Status s = ExpectArity(call, backward ? 2 : 1, backward ? 2 : 1, 1);
-      !s.ok()) {
-    return s;
-  }
-  auto attrs = call.GetAttrs<MixrtPoolAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtPoolAttrs a = **attrs;
+  MIXRT_RETURN_IF_ERROR(
+      ExpectArity(call, backward ? 2 : 1, backward ? 2 : 1, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPoolAttrs>());
+  const MixrtPoolAttrs a = *attrs;
   const TensorRef& x = call.inputs[backward ? 1 : 0];
   const TensorRef& y = backward ? call.inputs[0] : call.outputs[0];
   if (x.ndim() != 4 || y.ndim() != 4) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/philox.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -29,15 +30,14 @@ void Generate(const TensorRef& out, Fn&& value_at) {
 }
 
 absl::Status Fill(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtScalarAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const double value = (*attrs)->value;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
+  const double value = attrs->value;
   Generate(call.outputs[0], [&](int64_t) { return value; });
   return absl::OkStatus();
 }
 
 absl::Status Copy(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
   const bool float_path =
@@ -54,22 +54,20 @@ absl::Status Copy(const sdk::KernelCall& call) {
 }
 
 absl::Status Arange(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtArangeAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const double start = (*attrs)->start;
-  const double step = (*attrs)->step;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtArangeAttrs>());
+  const double start = attrs->start;
+  const double step = attrs->step;
   Generate(call.outputs[0],
            [&](int64_t i) { return start + static_cast<double>(i) * step; });
   return absl::OkStatus();
 }
 
 absl::Status Random(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtRandomAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtRandomAttrs>());
   if (!sdk::IsFloatingDtype(call.outputs[0].dtype())) {
     return absl::InvalidArgumentError("random ops need a floating output");
   }
-  const MixrtRandomAttrs a = **attrs;
+  const MixrtRandomAttrs a = *attrs;
   const bool normal = call.op == MIXRT_OP_RANDOM_NORMAL;
   Generate(call.outputs[0], [&](int64_t i) {
     const uint64_t index = static_cast<uint64_t>(i);
@@ -83,10 +81,7 @@ absl::Status Random(const sdk::KernelCall& call) {
 
 absl::Status RunCreation(const sdk::KernelCall& call) {
   const bool copy = call.op == MIXRT_OP_COPY;
-  if (absl::Status s = ExpectArity(call, copy ? 1 : 0, copy ? 1 : 0, 1);
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, copy ? 1 : 0, copy ? 1 : 0, 1));
   switch (call.op) {
     case MIXRT_OP_FILL:
       return Fill(call);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -10,12 +11,9 @@ namespace mixrt::reference {
 
 absl::Status RunLoss(const sdk::KernelCall& call) {
   const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
-  if (absl::Status s = ExpectArity(call, backward ? 3 : 2, backward ? 3 : 2, 1);
-      !s.ok()) {
-    return s;
-  }
-  auto attrs = call.GetAttrs<MixrtCrossEntropyAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(
+      ExpectArity(call, backward ? 3 : 2, backward ? 3 : 2, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtCrossEntropyAttrs>());
   const sdk::TensorRef& logits = call.inputs[backward ? 1 : 0];
   const sdk::TensorRef& target = call.inputs[backward ? 2 : 1];
   const sdk::TensorRef& out = call.outputs[0];
@@ -25,8 +23,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
         "cross_entropy takes logits [N, C] and i64 targets [N]");
   }
   const int64_t rows = logits.dim(0), classes = logits.dim(1);
-  const double eps = (*attrs)->label_smoothing;
-  const int64_t ignore = (*attrs)->ignore_index;
+  const double eps = attrs->label_smoothing;
+  const int64_t ignore = attrs->ignore_index;
   std::vector<double> logp(classes);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t t = target.LoadInt(r * target.stride(0));
@@ -44,7 +42,7 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     double sum = 0;
     for (int64_t c = 0; c < classes; ++c) sum += std::exp(logp[c] - max);
     // With log-probability input (nll_loss) the row is used as it is.
-    const double lse = (*attrs)->log_probs_input ? 0.0 : max + std::log(sum);
+    const double lse = attrs->log_probs_input ? 0.0 : max + std::log(sum);
     for (int64_t c = 0; c < classes; ++c) logp[c] -= lse;
     if (!backward) {
       double loss = 0;
@@ -61,7 +59,7 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     for (int64_t c = 0; c < classes; ++c) {
       const double q = (c == t ? 1 - eps : 0.0) + eps / classes;
       // d/dz of -sum q log_softmax(z) is softmax(z) - q; of -sum q z it is -q.
-      const double p = (*attrs)->log_probs_input ? 0.0 : std::exp(logp[c]);
+      const double p = attrs->log_probs_input ? 0.0 : std::exp(logp[c]);
       out.StoreFloat(r * out.stride(0) + c * out.stride(1),
                      static_cast<float>(g * (p - q)));
     }

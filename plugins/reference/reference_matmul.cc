@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/pointwise_math.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -28,9 +29,8 @@ double Activate(MixrtActivation act, double v) {
 }  // namespace
 
 absl::Status RunMatmul(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 2, 3, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtMatmulAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
   const TensorRef& a = call.inputs[0];
   const TensorRef& b = call.inputs[1];
   const TensorRef& out = call.outputs[0];
@@ -61,8 +61,8 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         absl::StrCat("matmul bias must have shape [", n, "]"));
   }
-  const auto act = static_cast<MixrtActivation>((*attrs)->activation);
-  const double beta = (*attrs)->beta;
+  const auto act = static_cast<MixrtActivation>(attrs->activation);
+  const double beta = attrs->beta;
   // Walk the batch dims with the last two dims collapsed to one element.
   std::array<int64_t, MIXRT_MAX_DIMS> batch_shape{};
   for (int d = 0; d < nd - 2; ++d) batch_shape[d] = out.dim(d);

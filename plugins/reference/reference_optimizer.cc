@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/optimizer_math.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -36,15 +37,14 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
 }
 
 absl::Status UpdateScale(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 1, 2); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtUpdateScaleAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 2));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtUpdateScaleAttrs>());
   if (call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
     return absl::InvalidArgumentError("update_scale: growth tracker is i32");
   }
   float scale = call.outputs[0].LoadFloat(0);
   int32_t tracker = static_cast<int32_t>(call.outputs[1].LoadInt(0));
-  sdk::UpdateScale(**attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
+  sdk::UpdateScale(*attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
   call.outputs[0].StoreFloat(0, scale);
   call.outputs[1].StoreInt(0, tracker);
   return absl::OkStatus();
@@ -65,14 +65,10 @@ bool Prepare(const sdk::KernelCall& call, uint32_t flags, double* inv_scale) {
 }
 
 absl::Status Sgd(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtSgdAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtSgdAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
+  const MixrtSgdAttrs a = *attrs;
   const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  if (absl::Status s = ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1);
-      !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1));
   double inv_scale;
   if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
   const TensorRef& p = call.outputs[0];
@@ -91,11 +87,10 @@ absl::Status Sgd(const sdk::KernelCall& call) {
 }
 
 absl::Status AdamW(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtAdamWAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtAdamWAttrs a = **attrs;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
+  const MixrtAdamWAttrs a = *attrs;
   const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 4); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 4));
   double inv_scale;
   if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
   const TensorRef& p = call.outputs[0];

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/pointwise_math.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -13,9 +14,9 @@ namespace {
 using sdk::TensorRef;
 
 absl::Status Binary(const sdk::KernelCall& call) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtBinaryKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT));
+  const auto kind = static_cast<MixrtBinaryKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
@@ -57,9 +58,9 @@ absl::Status Binary(const sdk::KernelCall& call) {
 }
 
 absl::Status Unary(const sdk::KernelCall& call, bool backward) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtUnaryKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT));
+  const auto kind = static_cast<MixrtUnaryKind>(attrs.kind);
   const TensorRef& out = call.outputs[0];
   const TensorRef& x = call.inputs[backward ? 1 : 0];
   const TensorRef& g = call.inputs[0];
@@ -85,8 +86,8 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
         });
     return absl::OkStatus();
   }
-  const double alpha = attrs->alpha;
-  const double beta = attrs->beta;
+  const double alpha = attrs.alpha;
+  const double beta = attrs.beta;
   sdk::ForEachElement<3>(
       out.ndim(), out.shape(), {x.strides(), g.strides(), out.strides()},
       [&](const std::array<int64_t, 3>& o) {
@@ -101,9 +102,9 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
 }
 
 absl::Status Compare(const sdk::KernelCall& call) {
-  auto attrs = sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT);
-  if (!attrs.ok()) return attrs.status();
-  const auto kind = static_cast<MixrtCompareKind>(attrs->kind);
+  MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                         sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
+  const auto kind = static_cast<MixrtCompareKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
@@ -156,8 +157,8 @@ absl::Status RunPointwise(const sdk::KernelCall& call) {
   size_t inputs = 2;
   if (call.op == MIXRT_OP_UNARY) inputs = 1;
   if (call.op == MIXRT_OP_WHERE) inputs = 3;
-  if (absl::Status s = ExpectArity(call, inputs, inputs, 1); !s.ok()) return s;
-  if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 1));
+  MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   switch (call.op) {
     case MIXRT_OP_BINARY:
       return Binary(call);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -34,10 +35,9 @@ void ForEachInput(const TensorRef& in, uint32_t mask, Fn&& fn) {
 }  // namespace
 
 absl::Status RunReduce(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtReduceAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const MixrtReduceAttrs a = **attrs;
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtReduceAttrs>());
+  const MixrtReduceAttrs a = *attrs;
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
   if (a.kind >= MIXRT_REDUCE_COUNT) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -24,9 +25,8 @@ void ForEachRow(const TensorRef& shape_of, int axis,
 }
 
 absl::Status Softmax(const sdk::KernelCall& call) {
-  auto attrs = call.GetAttrs<MixrtAxisAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  const int axis = (*attrs)->axis;
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAxisAttrs>());
+  const int axis = attrs->axis;
   const TensorRef& out = call.outputs[0];
   if (axis < 0 || axis >= out.ndim()) {
     return absl::InvalidArgumentError(
@@ -81,9 +81,8 @@ absl::Status Softmax(const sdk::KernelCall& call) {
 }
 
 absl::Status LayerNorm(const sdk::KernelCall& call) {
-  if (absl::Status s = ExpectArity(call, 1, 3, 3); !s.ok()) return s;
-  auto attrs = call.GetAttrs<MixrtNormAttrs>();
-  if (!attrs.ok()) return attrs.status();
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 3, 3));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtNormAttrs>());
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.outputs[0];
   const TensorRef& mean_out = call.outputs[1];
@@ -104,7 +103,7 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
       const double d = x.LoadFloat(r * x.stride(0) + i * x.stride(1)) - mean;
       sq += d * d;
     }
-    const double rstd = 1.0 / std::sqrt(sq / n + (*attrs)->eps);
+    const double rstd = 1.0 / std::sqrt(sq / n + attrs->eps);
     mean_out.StoreFloat(r * mean_out.stride(0), static_cast<float>(mean));
     rstd_out.StoreFloat(r * rstd_out.stride(0), static_cast<float>(rstd));
     for (int64_t i = 0; i < n; ++i) {
@@ -121,9 +120,7 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
 
 absl::Status LayerNormBackward(const sdk::KernelCall& call) {
   const bool affine = call.inputs.size() == 5;
-  if (absl::Status s = ExpectArity(call, 4, 5, affine ? 3 : 1); !s.ok()) {
-    return s;
-  }
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, 4, 5, affine ? 3 : 1));
   const TensorRef& gy = call.inputs[0];
   const TensorRef& x = call.inputs[1];
   const TensorRef& mean = call.inputs[2];
@@ -171,13 +168,13 @@ absl::Status RunSoftmaxNorm(const sdk::KernelCall& call) {
   switch (call.op) {
     case MIXRT_OP_SOFTMAX:
     case MIXRT_OP_LOG_SOFTMAX:
-      if (absl::Status s = ExpectArity(call, 1, 1, 1); !s.ok()) return s;
-      if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
+      MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
       return Softmax(call);
     case MIXRT_OP_SOFTMAX_BACKWARD:
     case MIXRT_OP_LOG_SOFTMAX_BACKWARD:
-      if (absl::Status s = ExpectArity(call, 2, 2, 1); !s.ok()) return s;
-      if (absl::Status s = ExpectSameShapes(call); !s.ok()) return s;
+      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
+      MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
       return Softmax(call);
     case MIXRT_OP_LAYER_NORM:
       return LayerNorm(call);

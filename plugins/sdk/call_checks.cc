@@ -1,6 +1,8 @@
 #include "plugins/sdk/call_checks.h"
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::sdk {
 
@@ -9,8 +11,8 @@ absl::Status ExpectArity(const KernelCall& call, size_t min_inputs,
   if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs ||
       call.outputs.size() != outputs) {
     return absl::InvalidArgumentError(
-        absl::StrCat("op ", call.op, " takes ", min_inputs, "-", max_inputs,
-                     " input(s) and ", outputs, " output(s); got ",
+        absl::StrCat(MixrtOpName(call.op), " takes ", min_inputs, "-",
+                     max_inputs, " input(s) and ", outputs, " output(s); got ",
                      call.inputs.size(), " and ", call.outputs.size()));
   }
   return absl::OkStatus();
@@ -19,8 +21,9 @@ absl::Status ExpectArity(const KernelCall& call, size_t min_inputs,
 absl::Status ExpectSameShapes(const KernelCall& call) {
   for (const TensorRef& in : call.inputs) {
     if (!in.same_shape(call.outputs[0])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "op ", call.op, ": an input's shape differs from the output's"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(MixrtOpName(call.op),
+                       ": an input's shape differs from the output's"));
     }
   }
   return absl::OkStatus();
@@ -28,13 +31,12 @@ absl::Status ExpectSameShapes(const KernelCall& call) {
 
 absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
                                                    uint32_t kind_count) {
-  auto attrs = call.GetAttrs<MixrtPointwiseAttrs>();
-  if (!attrs.ok()) return attrs.status();
-  if ((*attrs)->kind >= kind_count) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());
+  if (attrs->kind >= kind_count) {
     return absl::UnimplementedError(absl::StrCat(
-        "op ", call.op, ": kind ", (*attrs)->kind, " is unknown here"));
+        MixrtOpName(call.op), ": kind ", attrs->kind, " is unknown here"));
   }
-  return **attrs;
+  return *attrs;
 }
 
 }  // namespace mixrt::sdk

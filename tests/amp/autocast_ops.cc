@@ -1,8 +1,8 @@
 #include "tests/amp/autocast_ops.h"
 
 #include "core/functional/ops.h"
-#include "core/status_macros.h"
 #include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt::testing {
 namespace {

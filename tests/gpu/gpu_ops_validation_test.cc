@@ -54,9 +54,9 @@ TEST(GpuOpsValidation, MalformedCallsAreRefusedBeforeTheDevice) {
   ExpectRefused(RunOnNoDevice(MIXRT_OP_BINARY, {&f32, &f16}, {&f32}, &add),
                 "one non-bool dtype");
   ExpectRefused(RunOnNoDevice(MIXRT_OP_BINARY, {&f32, &other}, {&f32}, &add),
-                "an input's shape differs from the output's");
+                "binary: an input's shape differs from the output's");
   ExpectRefused(RunOnNoDevice(MIXRT_OP_BINARY, {&f32}, {&f32}, &add),
-                "takes 2-2 input(s)");
+                "binary takes 2-2 input(s)");
   const MixrtPointwiseAttrs bad_kind{sizeof(MixrtPointwiseAttrs), nullptr, 99,
                                      0, 0};
   EXPECT_EQ(

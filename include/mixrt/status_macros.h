@@ -1,7 +1,12 @@
 // Early-return helpers for absl::Status / absl::StatusOr, as Abseil users
-// write everywhere (Abseil 20220623 does not ship them).
-#ifndef MIXRT_CORE_STATUS_MACROS_H_
-#define MIXRT_CORE_STATUS_MACROS_H_
+// write everywhere (Abseil 20220623 does not ship them). Shared by the core
+// and the plugin SDK, so plugin code reads like core code:
+//
+//   MIXRT_RETURN_IF_ERROR(sdk::ExpectArity(call, 1, 1, 1));
+//   MIXRT_ASSIGN_OR_RETURN(const MixrtReduceAttrs* attrs,
+//                          call.GetAttrs<MixrtReduceAttrs>());
+#ifndef MIXRT_STATUS_MACROS_H_
+#define MIXRT_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,4 +29,4 @@
   if (!tmp.ok()) return tmp.status();               \
   lhs = std::move(tmp).value()
 
-#endif  // MIXRT_CORE_STATUS_MACROS_H_
+#endif  // MIXRT_STATUS_MACROS_H_

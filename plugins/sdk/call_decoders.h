@@ -1,0 +1,56 @@
+// Decoders for the ops whose tensors the ABI lays out by convention: the
+// fused optimizer steps (optional grad_scale and found_inf after the
+// gradient, as the flags say) and cross_entropy (forward and backward).
+// Each checks counts, dtypes and shapes, so every backend refuses a
+// malformed call with the same words; the math stays each backend's own.
+//
+//   MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall step,
+//                          sdk::DecodeOptimizerStep(call, attrs->flags, 2));
+//   if (step.found_inf != nullptr) ...
+#ifndef MIXRT_PLUGINS_SDK_CALL_DECODERS_H_
+#define MIXRT_PLUGINS_SDK_CALL_DECODERS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::sdk {
+
+// An SGD or AdamW step: inputs (grad [, grad_scale] [, found_inf]),
+// outputs (param, state...), all in place.
+struct OptimizerStepCall {
+  const TensorRef* grad = nullptr;
+  const TensorRef* grad_scale = nullptr;  // f32 [1], when flagged.
+  const TensorRef* found_inf = nullptr;   // f32 [1], when flagged.
+};
+
+// `state_outputs` counts the param too (SGD: 1 or 2, AdamW: 4). The
+// outputs must be f32 and the gradient floating, with the param's shape.
+absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
+                                                      uint32_t flags,
+                                                      size_t state_outputs);
+
+// cross_entropy: inputs (logits [N, C], target i64 [N]); backward:
+// (grad_loss [N], logits, target). One output.
+struct CrossEntropyCall {
+  const MixrtCrossEntropyAttrs* attrs = nullptr;
+  const TensorRef* grad_loss = nullptr;  // Backward only.
+  const TensorRef* logits = nullptr;
+  const TensorRef* target = nullptr;
+  const TensorRef* out = nullptr;
+  bool backward = false;
+  int64_t rows() const { return logits->dim(0); }
+  int64_t classes() const { return logits->dim(1); }
+};
+
+absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call);
+
+// For plugins whose memory the host can read: every target is ignore_index
+// or a class in [0, C). (Device plugins flag bad targets in the kernel.)
+absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call);
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_CALL_DECODERS_H_
