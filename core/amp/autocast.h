@@ -21,8 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "core/plugin/device.h"
 #include "core/dtype.h"
+#include "core/plugin/device.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 

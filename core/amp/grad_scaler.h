@@ -30,8 +30,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/plugin/device.h"
 #include "core/optim/optimizer.h"
+#include "core/plugin/device.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt {
@@ -75,7 +75,9 @@ class GradScaler {
   double get_backoff_factor() const { return options_.backoff_factor; }
   void set_backoff_factor(double factor) { options_.backoff_factor = factor; }
   int get_growth_interval() const { return options_.growth_interval; }
-  void set_growth_interval(int interval) { options_.growth_interval = interval; }
+  void set_growth_interval(int interval) {
+    options_.growth_interval = interval;
+  }
   // Whether the last step() was skipped (reads found_inf from the device).
   absl::StatusOr<bool> last_step_skipped() const;
 

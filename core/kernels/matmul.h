@@ -1,8 +1,11 @@
-// Matrix products with NumPy/PyTorch semantics and fusable epilogues.
+// Matrix products with NumPy/PyTorch semantics and fusable epilogues, on
+// the tensors' device (no autograd, no autocast).
 //
-//   y = *mixrt::matmul(a, b);                         // [.., M, K] @ [.., K,
-//   N] y = *mixrt::linear(x, weight, bias, {.activation =
-//   MIXRT_ACTIVATION_RELU});
+//   // [.., M, K] @ [.., K, N]:
+//   Tensor y = *mixrt::kernels::matmul(a, b);
+//   // relu(x @ weight^T + bias) in one launch:
+//   Tensor h = *mixrt::kernels::linear(
+//       x, weight, bias, {.activation = MIXRT_ACTIVATION_RELU});
 #ifndef MIXRT_CORE_KERNELS_MATMUL_H_
 #define MIXRT_CORE_KERNELS_MATMUL_H_
 

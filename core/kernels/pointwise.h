@@ -1,7 +1,10 @@
-// Pointwise ops with PyTorch broadcasting and type promotion.
+// Pointwise ops with PyTorch broadcasting and type promotion, on the
+// tensors' device (no autograd, no autocast: mixrt::add is the
+// differentiable one).
 //
-//   absl::StatusOr<Tensor> y = mixrt::add(a, b);  // broadcast, promote
-//   y = mixrt::gelu(x, /*tanh_approximation=*/false);
+//   // Broadcast, promote:
+//   absl::StatusOr<Tensor> y = mixrt::kernels::add(a, b);
+//   y = mixrt::kernels::gelu(x, /*tanh_approximation=*/false);
 #ifndef MIXRT_CORE_KERNELS_POINTWISE_H_
 #define MIXRT_CORE_KERNELS_POINTWISE_H_
 

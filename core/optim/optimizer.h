@@ -69,7 +69,8 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, SgdOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
-  absl::Status load_state_dict(const std::map<std::string, Tensor>& state) override;
+  absl::Status load_state_dict(
+      const std::map<std::string, Tensor>& state) override;
 
  private:
   SgdOptions options_;
@@ -89,7 +90,8 @@ class AdamW : public Optimizer {
   AdamW(std::vector<Tensor> params, AdamWOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
-  absl::Status load_state_dict(const std::map<std::string, Tensor>& state) override;
+  absl::Status load_state_dict(
+      const std::map<std::string, Tensor>& state) override;
 
  private:
   AdamWOptions options_;

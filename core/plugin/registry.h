@@ -18,8 +18,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/plugin/device.h"
 #include "core/plugin/backend.h"
+#include "core/plugin/device.h"
 
 namespace mixrt {
 

@@ -12,9 +12,8 @@ namespace {
 absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
                              const char* what) {
   if (t.dtype() != MIXRT_DTYPE_F32 || t.numel() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(MixrtOpName(call.op), ": ", what,
-                     " must be a one-element f32 tensor"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        MixrtOpName(call.op), ": ", what, " must be a one-element f32 tensor"));
   }
   return absl::OkStatus();
 }
@@ -36,14 +35,15 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
   step.grad = &call.inputs[0];
   if (!IsFloatingDtype(step.grad->dtype()) ||
       !step.grad->same_shape(call.outputs[0])) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(MixrtOpName(call.op),
-                     ": the gradient must be floating, with the param's shape"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        MixrtOpName(call.op),
+        ": the gradient must be floating, with the param's shape"));
   }
   size_t next = 1;
   if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
     step.grad_scale = &call.inputs[next++];
-    MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call, *step.grad_scale, "grad_scale"));
+    MIXRT_RETURN_IF_ERROR(
+        ExpectF32Scalar(call, *step.grad_scale, "grad_scale"));
   }
   if (flags & MIXRT_OPTIM_HAS_FOUND_INF) {
     step.found_inf = &call.inputs[next];

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "mixrt/plugin_api.h"
 #include "mixrt/host_device.h"
+#include "mixrt/plugin_api.h"
 
 namespace mixrt::sdk {
 

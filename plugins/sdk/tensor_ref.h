@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mixrt/plugin_api.h"
 #include "mixrt/float_convert.h"
+#include "mixrt/plugin_api.h"
 
 namespace mixrt::sdk {
 

@@ -1,0 +1,51 @@
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor/factories.h"
+#include "gtest/gtest.h"
+#include "plugins/conformance/case_util.h"
+
+namespace mixrt::conformance {
+
+void AddCastCases(std::vector<Case>* cases) {
+  const DType all[] = {DType::kF32, DType::kF16, DType::kBF16,
+                       DType::kI32, DType::kI64, DType::kBool};
+  for (DType from : kFloatTypes) {
+    for (DType to : all) {
+      for (Values values : {Values::kWide, Values::kSpecial}) {
+        const InputSpec x{{37, 5}, from, values, true};
+        cases->push_back(
+            {absl::StrCat("cast/", DTypeName(from), "_to_", DTypeName(to),
+                          values == Values::kWide ? "/wide" : "/special"),
+             MIXRT_OP_CLASS_CAST, from, [=](const Devices& d) {
+               CompareOp(
+                   d, {x},
+                   [to](const std::vector<Tensor>& in) {
+                     return One(in[0].to(to));
+                   },
+                   Fixed({0, 0, {}}), kSeed);  // Conversions are exact.
+             }});
+      }
+    }
+  }
+  for (DType dtype : kFloatTypes) {
+    cases->push_back(
+        {absl::StrCat("random/normal_and_uniform/", DTypeName(dtype)),
+         MIXRT_OP_CLASS_CAST, dtype, [dtype](const Devices& d) {
+           // Same seed and offset on both devices: the ABI fixes the bits.
+           for (bool normal : {false, true}) {
+             Generator g1(99), g2(99);
+             auto a = normal ? randn({513, 3}, dtype, d.plugin, 0, 1, &g1)
+                             : rand({513, 3}, dtype, d.plugin, -2, 3, &g1);
+             auto b = normal ? randn({513, 3}, dtype, d.reference, 0, 1, &g2)
+                             : rand({513, 3}, dtype, d.reference, -2, 3, &g2);
+             ASSERT_TRUE(a.ok() && b.ok());
+             EXPECT_EQ(*a->to_bytes(), *b->to_bytes())
+                 << (normal ? "randn" : "rand");
+           }
+         }});
+  }
+}
+
+
+}  // namespace mixrt::conformance

@@ -1,0 +1,82 @@
+#include "absl/strings/str_cat.h"
+#include "core/kernels/reduce.h"
+#include "plugins/conformance/case_util.h"
+
+namespace mixrt::conformance {
+
+using namespace ::mixrt::kernels;  // The ops the cases run.
+
+namespace {
+
+// Sum of |x| over the reduced group of each output, for reductions' error
+// bounds: accumulating n terms in f32 costs up to n * 2^-24 * sum|x|.
+std::vector<double> AbsSumBound(const std::vector<double>& x, int64_t outer,
+                                int64_t group, int64_t inner) {
+  std::vector<double> bound(outer * inner, 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t i = 0; i < inner; ++i) {
+        double v = std::fabs(x[(o * group + g) * inner + i]);
+        if (!std::isfinite(v)) v = 0;
+        bound[o * inner + i] += v;
+      }
+  for (double& b : bound)
+    b *= static_cast<double>(group) * std::ldexp(1.0, -23);
+  return bound;
+}
+
+}  // namespace
+
+void AddReduceCases(std::vector<Case>* cases) {
+  struct R {
+    const char* name;
+    MixrtReduceKind kind;
+  };
+  const R kinds[] = {
+      {"sum", MIXRT_REDUCE_SUM},         {"mean", MIXRT_REDUCE_MEAN},
+      {"amax", MIXRT_REDUCE_MAX},        {"amin", MIXRT_REDUCE_MIN},
+      {"abs_max", MIXRT_REDUCE_ABS_MAX}, {"var", MIXRT_REDUCE_VAR}};
+  // [outer, group, inner] views of a [513, 7, 3] tensor for each axis set.
+  struct Axes {
+    const char* name;
+    std::vector<int64_t> dims;
+    int64_t outer, group, inner;
+  };
+  const Axes axes[] = {{"last", {2}, 513 * 7, 3, 1},
+                       {"first", {0}, 1, 513, 21},
+                       {"middle", {1}, 513, 7, 3},
+                       {"all", {}, 1, 513 * 21, 1}};
+  for (DType dtype : kFloatTypes) {
+    for (const R& r : kinds) {
+      for (const Axes& a : axes) {
+        const InputSpec x{{513, 7, 3}, dtype};
+        cases->push_back(
+            {absl::StrCat("reduce/", r.name, "/", a.name, "/",
+                          DTypeName(dtype)),
+             MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
+               CompareOp(
+                   d, {x},
+                   [r, a](const std::vector<Tensor>& in) {
+                     return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true,
+                                       r.kind == MIXRT_REDUCE_VAR ? 1.0 : 0.0));
+                   },
+                   [=](int, const std::vector<std::vector<double>>& in) {
+                     Tolerance t = TranscendentalTolerance(dtype);
+                     t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
+                     if (r.kind == MIXRT_REDUCE_MEAN) {
+                       for (double& e : t.extra) e /= a.group;
+                     }
+                     if (r.kind == MIXRT_REDUCE_VAR) {
+                       // Sums of squares: bounded by the squares' sum.
+                       for (double& e : t.extra) e = e * 8 / (a.group - 1);
+                     }
+                     return t;
+                   },
+                   kSeed);
+             }});
+      }
+    }
+  }
+}
+
+}  // namespace mixrt::conformance
