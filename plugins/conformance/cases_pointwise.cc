@@ -89,7 +89,7 @@ void AddPointwiseCases(std::vector<Case>* cases) {
              }});
       }
       // Gradients: compared with the reference's finite-difference-checked
-      // backward kernels (tests/ops). Derivative formulas add terms of size
+      // backward kernels (tests/kernels). Derivative formulas add terms of size
       // about 1 + |x| (gelu' = cdf + x pdf) that may cancel, so f32 leaves
       // an absolute error near eps * |g| * (1 + |x|).
       const InputSpec g{{513, 7}, dtype, Values::kNormal};
