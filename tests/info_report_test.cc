@@ -1,5 +1,6 @@
 #include "tools/info/info_report.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_plugins.h"
@@ -16,7 +17,8 @@ TEST(InfoReport, ListsLoadedAndSkippedPluginsWithReasons) {
        testing::RunfilePath("tests/fixtures/libmixrt_fixture_no_device.so"),
        testing::RunfilePath("tests/fixtures/libmixrt_fixture_wrong_major.so")});
   const nlohmann::json json = InfoJson(registry);
-  EXPECT_EQ(json["host_abi"], "1.0");
+  EXPECT_EQ(json["host_abi"],
+            absl::StrCat(MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR));
   EXPECT_EQ(json["selected"], "reference:0");
   ASSERT_EQ(json["plugins"].size(), 3u);
   const nlohmann::json& ref = json["plugins"][0];

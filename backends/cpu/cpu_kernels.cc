@@ -34,6 +34,8 @@ absl::Status Dispatch(const sdk::KernelCall& call) {
       return RunDense(call, RunPointwise);
     case MIXRT_OP_REDUCE:
       return RunDense(call, RunReduce);
+    case MIXRT_OP_MULTI_TENSOR_NORM:
+      return RunDense(call, RunMultiTensorNorm);
     case MIXRT_OP_SOFTMAX:
     case MIXRT_OP_LOG_SOFTMAX:
     case MIXRT_OP_SOFTMAX_BACKWARD:

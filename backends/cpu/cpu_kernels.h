@@ -14,7 +14,9 @@ absl::Status RunKernel(const sdk::KernelCall& call);
 
 absl::Status RunCreation(const sdk::KernelCall& call);     // fill, copy, ...
 absl::Status RunPointwise(const sdk::KernelCall& call);    // dense tensors
-absl::Status RunReduce(const sdk::KernelCall& call);       // dense tensors
+absl::Status RunReduce(const sdk::KernelCall& call);
+// The total L2 norm of many tensors (ABI 1.1).
+absl::Status RunMultiTensorNorm(const sdk::KernelCall& call);       // dense tensors
 absl::Status RunMatmul(const sdk::KernelCall& call);       // strided ok
 absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // dense tensors
 absl::Status RunLoss(const sdk::KernelCall& call);         // dense tensors

@@ -1,5 +1,6 @@
 // reduce on dense tensors: oneDNN's reduction primitive for f32/bf16 sums,
 // means and extrema; a double-accumulating loop for var, abs_max and f16.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -157,6 +159,42 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
     return absl::OkStatus();
   }
   ReduceLoop(a, in, out);
+  return absl::OkStatus();
+}
+
+absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(sdk::ExpectMultiTensorNorm(call));
+  // Fixed blocks over all tensors, one partial each, summed in block order:
+  // the result does not depend on the thread count.
+  constexpr int64_t kBlock = 16 * 1024;
+  struct Block {
+    const TensorRef* tensor;
+    int64_t start, count;
+  };
+  std::vector<Block> blocks;
+  for (const TensorRef& t : call.inputs) {
+    for (int64_t s = 0; s < t.numel(); s += kBlock) {
+      blocks.push_back({&t, s, std::min(kBlock, t.numel() - s)});
+    }
+  }
+  std::vector<double> partials(blocks.size());
+  ParallelFor(static_cast<int64_t>(blocks.size()), 1,
+              [&](int64_t begin, int64_t end) {
+                std::vector<float> row(kBlock);
+                for (int64_t b = begin; b < end; ++b) {
+                  const Block& k = blocks[b];
+                  LoadRow(k.tensor->data(), k.tensor->dtype(), k.start, k.count,
+                          row.data());
+                  double sum = 0;
+                  for (int64_t i = 0; i < k.count; ++i) {
+                    sum += static_cast<double>(row[i]) * row[i];
+                  }
+                  partials[b] = sum;
+                }
+              });
+  double total = 0;
+  for (double p : partials) total += p;
+  call.outputs[0].StoreFloat(0, static_cast<float>(std::sqrt(total)));
   return absl::OkStatus();
 }
 

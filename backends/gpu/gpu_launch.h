@@ -14,6 +14,7 @@
 #include "backends/gpu/embedding_functors.h"
 #include "backends/gpu/gemm_epilogue.h"
 #include "backends/gpu/launch_geometry.h"
+#include "backends/gpu/multi_tensor_norm_functors.h"
 #include "backends/gpu/optimizer_functors.h"
 #include "backends/gpu/row_functors.h"
 #include "backends/gpu/tiled_gemm.h"
@@ -57,6 +58,7 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(EmbeddingFunctor)                             \
   X(EmbeddingBackwardFunctor)                     \
   X(ReduceCombineFunctor)                         \
+  X(MultiTensorNormFinish)                        \
   X(ConvForwardFunctor)                           \
   X(ConvBackwardDataFunctor)                      \
   X(PoolForwardFunctor)                           \
@@ -70,6 +72,7 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(LayerNormParamGradColumns)            \
   X(CrossEntropyRows)                     \
   X(ReduceRows)                           \
+  X(MultiTensorNormRows)                  \
   X(BatchNormChannels)                    \
   X(BatchNormBackwardChannels)            \
   X(ConvBackwardWeightsRows)

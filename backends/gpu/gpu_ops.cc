@@ -171,6 +171,8 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
       return Pointwise(device, call);
     case MIXRT_OP_REDUCE:
       return RunReduce(device, call);
+    case MIXRT_OP_MULTI_TENSOR_NORM:
+      return RunMultiTensorNorm(device, call);
     case MIXRT_OP_SOFTMAX:
     case MIXRT_OP_LOG_SOFTMAX:
     case MIXRT_OP_SOFTMAX_BACKWARD:

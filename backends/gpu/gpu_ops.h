@@ -14,6 +14,7 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call);
 
 // Defined in the gpu_ops_*.cc files.
 absl::Status RunReduce(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunMultiTensorNorm(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunSoftmax(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call);

@@ -1,6 +1,9 @@
 // Reductions, softmax, layer norm and cross entropy: the row kernels.
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
+#include "backends/gpu/multi_tensor_plan.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/call_decoders.h"
 
@@ -139,6 +142,37 @@ absl::Status RunLayerNorm(GpuDevice& device, const sdk::KernelCall& call) {
                                     n};
   return Launched(LaunchRows(device.ctx, g, n, rows),
                   "layer_norm_backward (weight and bias)");
+}
+
+absl::Status RunMultiTensorNorm(GpuDevice& device,
+                                const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(sdk::ExpectMultiTensorNorm(call));
+  std::vector<MultiTensorInput> tensors;
+  for (const sdk::TensorRef& t : call.inputs) {
+    tensors.push_back({t.data(), static_cast<uint32_t>(t.dtype()), t.numel()});
+  }
+  const std::vector<MultiTensorLaunch> launches =
+      PlanMultiTensorLaunches(tensors);
+  int64_t chunks = 0;
+  for (const MultiTensorLaunch& l : launches) chunks += l.num_blocks;
+  float* partials = nullptr;
+  if (chunks > 0) {
+    MIXRT_ASSIGN_OR_RETURN(void* scratch,
+                           device.Scratch(chunks * sizeof(float)));
+    partials = static_cast<float*>(scratch);
+  }
+  int64_t first = 0;
+  for (const MultiTensorLaunch& l : launches) {
+    const MultiTensorNormRows f{l, partials, first};
+    MIXRT_RETURN_IF_ERROR(
+        Launched(LaunchRows(device.ctx, f, l.num_blocks, kMultiTensorChunk),
+                 "multi_tensor_norm"));
+    first += l.num_blocks;
+  }
+  const MultiTensorNormFinish finish{
+      partials, chunks, static_cast<float*>(call.outputs[0].data())};
+  return Launched(LaunchElementwise(device.ctx, finish, 1),
+                  "multi_tensor_norm (combine)");
 }
 
 absl::Status RunCrossEntropy(GpuDevice& device, const sdk::KernelCall& call) {

@@ -1,8 +1,11 @@
 #include "core/kernels/reduce.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
 #include "core/kernels/pointwise.h"
+#include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/status_macros.h"
 
@@ -88,6 +91,51 @@ absl::StatusOr<Tensor> std(const Tensor& x, absl::Span<const int64_t> dims,
                            double correction, bool keepdim) {
   MIXRT_ASSIGN_OR_RETURN(Tensor v, var(x, dims, correction, keepdim));
   return sqrt(v);
+}
+
+namespace {
+
+absl::StatusOr<Tensor> NormTensorByTensor(absl::Span<const Tensor> tensors,
+                                          const Device& device) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor total, zeros({1}, DType::kF32, device));
+  for (const Tensor& t : tensors) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor t32, t.to(DType::kF32));
+    MIXRT_ASSIGN_OR_RETURN(Tensor sq, mul(t32, t32));
+    MIXRT_ASSIGN_OR_RETURN(Tensor s, sum(sq));
+    MIXRT_ASSIGN_OR_RETURN(s, s.reshape({1}));
+    MIXRT_ASSIGN_OR_RETURN(total, add(total, s));
+  }
+  return sqrt(total);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> multi_tensor_norm(absl::Span<const Tensor> tensors,
+                                         const Device& device) {
+  constexpr absl::string_view kOp = "multi_tensor_norm";
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : tensors) {
+    MIXRT_RETURN_IF_ERROR(CheckFloating(t, kOp));
+    if (t.device() != device) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kOp, ": a tensor is on ", t.device().ToString(), ", not ",
+          device.ToString(), " (clip each device's gradients separately)"));
+    }
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, t.contiguous());
+    inputs.push_back(std::move(c));
+  }
+  if (device.backend()->identity().abi_minor < 1) {
+    return NormTensorByTensor(inputs, device);
+  }
+  MIXRT_ASSIGN_OR_RETURN(Tensor norm, empty({1}, DType::kF32, device));
+  const Tensor outs[] = {norm};
+  const absl::Status launched =
+      LaunchKernel(MIXRT_OP_MULTI_TENSOR_NORM, inputs, outs);
+  if (absl::IsUnimplemented(launched)) {
+    return NormTensorByTensor(inputs, device);
+  }
+  MIXRT_RETURN_IF_ERROR(launched);
+  return norm;
 }
 
 }  // namespace mixrt::kernels

@@ -30,6 +30,12 @@ absl::StatusOr<Tensor> var(const Tensor& x, absl::Span<const int64_t> dims = {},
                            double correction = 1, bool keepdim = false);
 absl::StatusOr<Tensor> std(const Tensor& x, absl::Span<const int64_t> dims = {},
                            double correction = 1, bool keepdim = false);
+// sqrt(sum of x^2 over every element of every tensor), f32 [1] on their
+// device: torch.nn.utils.clip_grad_norm_'s total norm, in one multi-tensor
+// launch (MIXRT_OP_MULTI_TENSOR_NORM). A plugin older than ABI 1.1, or one
+// without the op, gets the same value tensor by tensor, still on the device.
+absl::StatusOr<Tensor> multi_tensor_norm(absl::Span<const Tensor> tensors,
+                                         const Device& device);
 absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
                               absl::Span<const int64_t> dims, bool keepdim,
                               double correction = 0);

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/amp_kernels.h"
+#include "core/kernels/fill_copy.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
 #include "core/tensor/factories.h"
@@ -192,30 +194,31 @@ absl::Status AdamW::load_state_dict(
 
 absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
                                        double max_norm) {
-  double total_sq = 0;
   std::vector<Tensor> grads;
   for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    MIXRT_ASSIGN_OR_RETURN(Tensor g32, p.grad().to(DType::kF32));
-    MIXRT_ASSIGN_OR_RETURN(Tensor sq, kernels::mul(g32, g32));
-    MIXRT_ASSIGN_OR_RETURN(Tensor s, kernels::sum(sq));
-    MIXRT_ASSIGN_OR_RETURN(double v, s.item());
-    total_sq += v;
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
-  const double norm = std::sqrt(total_sq);
-  if (!std::isfinite(norm)) return norm;
-  const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1) {
-    for (Tensor& g : grads) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor scaled, kernels::scale(g, coef));
-      // In place: the parameter keeps the same gradient tensor.
-      MIXRT_RETURN_IF_ERROR(g.device().backend()->Copy(
-          g.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, g.data_ptr(),
-          scaled.data_ptr(), g.numel() * DTypeSize(g.dtype())));
-    }
-  }
-  return norm;
+  if (grads.empty()) return 0.0;
+  const Device device = grads[0].device();
+  // As torch.nn.utils.clip_grad_norm_: the total norm in one multi-tensor
+  // launch, the clip coefficient min(max_norm / (norm + 1e-6), 1) on the
+  // device, every gradient multiplied by it in place in one more launch.
+  // Reading the norm back is the only synchronization.
+  MIXRT_ASSIGN_OR_RETURN(Tensor norm,
+                         kernels::multi_tensor_norm(grads, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor denom, kernels::scale(norm, 1.0, 1e-6));
+  MIXRT_ASSIGN_OR_RETURN(Tensor limit,
+                         full({1}, max_norm, DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor coef, kernels::div(limit, denom));
+  MIXRT_ASSIGN_OR_RETURN(Tensor one, ones({1}, DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(coef, kernels::minimum(coef, one));
+  // The grad scaler's multi-tensor kernel is an in-place "multiply every
+  // tensor by a device scalar"; its inf flag is not needed here (a
+  // non-finite norm is returned, and the scaler found it already).
+  MIXRT_ASSIGN_OR_RETURN(Tensor unused_flag, zeros({1}, DType::kF32, device));
+  MIXRT_RETURN_IF_ERROR(
+      kernels::non_finite_check_and_unscale_(grads, unused_flag, coef));
+  return norm.item();
 }
 
 absl::Status clip_grad_value_(const std::vector<Tensor>& params,
@@ -225,9 +228,8 @@ absl::Status clip_grad_value_(const std::vector<Tensor>& params,
     if (!g.defined()) continue;
     MIXRT_ASSIGN_OR_RETURN(Tensor c,
                            kernels::clamp(g, -clip_value, clip_value));
-    MIXRT_RETURN_IF_ERROR(g.device().backend()->Copy(
-        g.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, g.data_ptr(),
-        c.data_ptr(), g.numel() * DTypeSize(g.dtype())));
+    // In place: the parameter keeps the same gradient tensor.
+    MIXRT_RETURN_IF_ERROR(kernels::copy_(g, c));
   }
   return absl::OkStatus();
 }

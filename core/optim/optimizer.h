@@ -99,8 +99,12 @@ class AdamW : public Optimizer {
 };
 
 // Scales gradients so their global L2 norm is at most max_norm; returns the
-// norm before clipping (as torch.nn.utils.clip_grad_norm_). Non-finite
-// norms are returned as is (the scaler will skip the step).
+// norm before clipping (as torch.nn.utils.clip_grad_norm_ with
+// error_if_nonfinite=False: a non-finite norm is returned, and the
+// gradients scaled by its coefficient, 0 or NaN, as PyTorch does; under a
+// GradScaler that step is skipped anyway). One multi-tensor norm launch, one
+// in-place scale launch and one host read, whatever the number of
+// parameters.
 absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
                                        double max_norm);
 // Clamps every gradient element to [-clip_value, clip_value].

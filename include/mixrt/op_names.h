@@ -47,6 +47,7 @@ static inline const char* MixrtOpName(MixrtOp op) {
     case MIXRT_OP_BATCH_NORM_BACKWARD: return "batch_norm_backward";
     case MIXRT_OP_EMBEDDING: return "embedding";
     case MIXRT_OP_EMBEDDING_BACKWARD: return "embedding_backward";
+    case MIXRT_OP_MULTI_TENSOR_NORM: return "multi_tensor_norm";
     default: return "unknown op";
   }
 }

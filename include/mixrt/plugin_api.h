@@ -53,7 +53,7 @@ extern "C" {
 #endif
 
 #define MIXRT_PLUGIN_API_MAJOR 1
-#define MIXRT_PLUGIN_API_MINOR 0
+#define MIXRT_PLUGIN_API_MINOR 1
 
 #define MIXRT_PLUGIN_ENTRY_SYMBOL "mixrt_plugin_entry"
 #define MIXRT_PLUGIN_SCORE_SYMBOL "mixrt_plugin_score"
@@ -265,7 +265,17 @@ typedef enum MixrtOp {
    * attrs: MixrtEmbeddingAttrs. */
   MIXRT_OP_EMBEDDING_BACKWARD = 32,
 
-  MIXRT_OP_COUNT = 33
+  /* ---- Since ABI 1.1 ---- */
+  /* inputs: any number (zero included) of contiguous floating tensors; out
+   * norm f32 [1] = sqrt(sum over every element of every input of x^2),
+   * accumulated in at least f32: the total L2 norm of torch.nn.utils.
+   * clip_grad_norm_, in one launch over a model's gradients. inf and NaN
+   * elements propagate. Capability: MIXRT_OP_CLASS_REDUCTION. A 1.0 plugin
+   * answers MIXRT_ERROR_CODE_UNIMPLEMENTED and the host computes the norm
+   * tensor by tensor instead. attrs: none. */
+  MIXRT_OP_MULTI_TENSOR_NORM = 33,
+
+  MIXRT_OP_COUNT = 34
 } MixrtOp;
 
 typedef enum MixrtBinaryKind {

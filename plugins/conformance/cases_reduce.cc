@@ -77,6 +77,29 @@ void AddReduceCases(std::vector<Case>* cases) {
       }
     }
   }
+  // ABI 1.1: the total norm of many tensors (sizes past one GPU chunk, an
+  // empty one, one element; NaN and inf propagate in "special").
+  for (DType dtype : kFloatTypes) {
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      const std::vector<InputSpec> specs = {{{513, 7}, dtype, values},
+                                            {{70000}, dtype},
+                                            {{0, 5}, dtype},
+                                            {{1}, dtype, values}};
+      cases->push_back(
+          {absl::StrCat("multi_tensor_norm/",
+                        values == Values::kSpecial ? "special/" : "",
+                        DTypeName(dtype)),
+           MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, specs,
+                 [](const std::vector<Tensor>& in) {
+                   return One(multi_tensor_norm(in, in[0].device()));
+                 },
+                 // A sum of ~7e4 squares accumulated in f32 or better.
+                 Fixed({1e-5, 0, {}}), kSeed);
+           }});
+    }
+  }
 }
 
 }  // namespace mixrt::conformance

@@ -20,6 +20,8 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
       return RunPointwise(call);
     case MIXRT_OP_REDUCE:
       return RunReduce(call);
+    case MIXRT_OP_MULTI_TENSOR_NORM:
+      return RunMultiTensorNorm(call);
     case MIXRT_OP_MATMUL:
       return RunMatmul(call);
     case MIXRT_OP_SOFTMAX:

@@ -17,6 +17,7 @@ absl::Status RunKernel(const sdk::KernelCall& call);
 absl::Status RunCreation(const sdk::KernelCall& call);   // fill, copy, ...
 absl::Status RunPointwise(const sdk::KernelCall& call);  // binary, unary, ...
 absl::Status RunReduce(const sdk::KernelCall& call);
+absl::Status RunMultiTensorNorm(const sdk::KernelCall& call);
 absl::Status RunMatmul(const sdk::KernelCall& call);
 absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // softmax, norms
 absl::Status RunLoss(const sdk::KernelCall& call);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
+#include "plugins/sdk/call_decoders.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::reference {
@@ -110,6 +111,20 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
                          [&](const std::array<int64_t, 1>& o) {
                            out.StoreFloat(o[0], static_cast<float>(acc[k++]));
                          });
+  return absl::OkStatus();
+}
+
+absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(sdk::ExpectMultiTensorNorm(call));
+  double sum = 0;
+  for (const TensorRef& t : call.inputs) {
+    sdk::ForEachElement<1>(t.ndim(), t.shape(), {t.strides()},
+                           [&](const std::array<int64_t, 1>& o) {
+                             const double v = t.LoadFloat(o[0]);
+                             sum += v * v;
+                           });
+  }
+  call.outputs[0].StoreFloat(0, static_cast<float>(std::sqrt(sum)));
   return absl::OkStatus();
 }
 

@@ -85,4 +85,21 @@ absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call) {
   return absl::OkStatus();
 }
 
+absl::Status ExpectMultiTensorNorm(const KernelCall& call) {
+  if (call.outputs.size() != 1) {
+    return absl::InvalidArgumentError(
+        "multi_tensor_norm takes any number of inputs and one output");
+  }
+  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call, call.outputs[0], "the norm"));
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const TensorRef& t = call.inputs[i];
+    if (!IsFloatingDtype(t.dtype()) || !t.is_contiguous()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "multi_tensor_norm: input ", i,
+          " must be a contiguous floating tensor"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace mixrt::sdk

@@ -51,6 +51,10 @@ absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call);
 // or a class in [0, C). (Device plugins flag bad targets in the kernel.)
 absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call);
 
+// multi_tensor_norm (ABI 1.1): any number of contiguous floating inputs,
+// one f32 [1] output.
+absl::Status ExpectMultiTensorNorm(const KernelCall& call);
+
 }  // namespace mixrt::sdk
 
 #endif  // MIXRT_PLUGINS_SDK_CALL_DECODERS_H_

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/gpu/multi_tensor_norm_functors.h"
 #include "backends/gpu/multi_tensor_plan.h"
 #include "gtest/gtest.h"
 #include "tests/gpu/host_launch.h"
@@ -60,6 +61,55 @@ TEST(OptimizerFunctors, UnscaleManyTensorsInChunksMatchesReference) {
                  "unscaled gradient " + std::to_string(t));
     }
   }
+}
+
+// The two stages of multi_tensor_norm, in the kernels' pattern, against the
+// reference plugin's double sum.
+TEST(OptimizerFunctors, MultiTensorNormInChunksMatchesReference) {
+  for (bool with_inf : {false, true}) {
+    std::vector<HostTensor> tensors;
+    const int64_t sizes[] = {1, 700, 3, 0, 1500, 64};
+    const MixrtDtype dtypes[] = {MIXRT_DTYPE_F32,  MIXRT_DTYPE_F16,
+                                 MIXRT_DTYPE_BF16, MIXRT_DTYPE_F32,
+                                 MIXRT_DTYPE_F32,  MIXRT_DTYPE_F16};
+    std::vector<const HostTensor*> ins;
+    for (int t = 0; t < 6; ++t) {
+      tensors.emplace_back(dtypes[t], std::vector<int64_t>{sizes[t]});
+      tensors.back().FillRandom(40 + t, 10.0);
+      if (with_inf && t == 4) tensors.back().Set(1499, INFINITY);
+    }
+    for (const HostTensor& t : tensors) ins.push_back(&t);
+    HostTensor want = Scalar(MIXRT_DTYPE_F32, -1);
+    RunReference(MIXRT_OP_MULTI_TENSOR_NORM, ins, {&want}, nullptr);
+    std::vector<gpu::MultiTensorInput> inputs;
+    for (const HostTensor& t : tensors) {
+      inputs.push_back({t.data(), static_cast<uint32_t>(t.dtype()), t.numel()});
+    }
+    // Small chunks and the real limits: several launches and rows.
+    const auto launches = gpu::PlanMultiTensorLaunches(inputs, /*chunk=*/100);
+    int64_t chunks = 0;
+    for (const auto& l : launches) chunks += l.num_blocks;
+    std::vector<float> partials(chunks, NAN);
+    int64_t first = 0;
+    for (const gpu::MultiTensorLaunch& l : launches) {
+      RunRowsOnHost(gpu::MultiTensorNormRows{l, partials.data(), first},
+                    l.num_blocks, 32);
+      first += l.num_blocks;
+    }
+    HostTensor got = Scalar(MIXRT_DTYPE_F32, -1);
+    RunElementwiseOnHost(
+        gpu::MultiTensorNormFinish{partials.data(), chunks, F32(got)}, 1);
+    if (with_inf) {
+      EXPECT_TRUE(std::isinf(got.Get(0)));
+    } else {
+      // f32 partials of at most 100 squares each (100 * 2^-24 relative),
+      // then a double sum.
+      ExpectNear({got.Get(0)}, {want.Get(0)}, 1e-5, 0, "norm");
+    }
+  }
+  HostTensor none = Scalar(MIXRT_DTYPE_F32, -1);
+  RunElementwiseOnHost(gpu::MultiTensorNormFinish{nullptr, 0, F32(none)}, 1);
+  EXPECT_EQ(none.Get(0), 0.0);
 }
 
 TEST(OptimizerFunctors, UpdateScaleFollowsTorchAmpUpdateScale) {

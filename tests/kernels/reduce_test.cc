@@ -2,8 +2,11 @@
 #include "core/kernels/reduce.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"
@@ -128,6 +131,66 @@ TEST_F(ReduceTest, NanPropagatesAndEmptyInputs) {
   EXPECT_THAT(sum(x_, {0, 0}).status().message(),
               HasSubstr("appears more than once"));
   EXPECT_THAT(sum(x_, {3}).status().message(), HasSubstr("out of range"));
+}
+
+// Tensors of every float dtype and awkward sizes (empty, one element, more
+// than one GPU chunk), against host math in double on the values stored.
+std::vector<Tensor> NormInputs(const Device& d) {
+  return {MakeTensor(d, testing::RandomValues(513 * 7, 3), {513, 7}),
+          MakeTensor(d, testing::RandomValues(33, 4), {33}, DType::kF16),
+          *zeros({0, 4}, DType::kBF16, d),
+          MakeTensor(d, {-2.5}, {1}, DType::kBF16),
+          MakeTensor(d, testing::RandomValues(70000, 5), {70000})};
+}
+
+double HostNorm(const std::vector<Tensor>& tensors) {
+  double sum = 0;
+  for (const Tensor& t : tensors) {
+    auto values = t.to_double_vector();
+    EXPECT_TRUE(values.ok()) << values.status();
+    if (!values.ok()) return NAN;
+    for (double v : *values) sum += v * v;
+  }
+  return std::sqrt(sum);
+}
+
+TEST_F(ReduceTest, MultiTensorNormIsTheTotalL2Norm) {
+  const std::vector<Tensor> in = NormInputs(device_);
+  auto norm = multi_tensor_norm(in, device_);
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_EQ(norm->dtype(), DType::kF32);
+  EXPECT_EQ(norm->numel(), 1);
+  // f32 result of a double sum: one rounding.
+  EXPECT_NEAR(*norm->item(), HostNorm(in), HostNorm(in) * 1e-7);
+  EXPECT_EQ(*multi_tensor_norm({}, device_)->item(), 0.0);
+  // A transposed view is read in its logical order.
+  Tensor m = MakeTensor(device_, {3, 4, 0, 0, 12, 0}, {2, 3});
+  EXPECT_EQ(*multi_tensor_norm({*m.transpose(0, 1)}, device_)->item(), 13.0);
+  Tensor inf = MakeTensor(device_, {1, INFINITY}, {2});
+  EXPECT_TRUE(std::isinf(*multi_tensor_norm({x_, inf}, device_)->item()));
+  EXPECT_THAT(
+      multi_tensor_norm({*from_ints({1}, {1}, DType::kI64, device_)}, device_)
+          .status()
+          .message(),
+      HasSubstr("multi_tensor_norm: expected a floating tensor"));
+}
+
+// A plugin without the op (ABI 1.0, or a partial one) gets the same norm
+// tensor by tensor.
+TEST_F(ReduceTest, MultiTensorNormFallsBackWhenThePluginLacksTheOp) {
+  // Read by the fixture at each launch.
+  ASSERT_EQ(setenv("MIXRT_FAKE_MISSING_OPS", "multi_tensor_norm", 1), 0);
+  Registry registry;
+  auto backend = registry.Load(
+      testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  const Device fake(*backend, 0);
+  const std::vector<Tensor> in = NormInputs(fake);
+  auto norm = multi_tensor_norm(in, fake);
+  unsetenv("MIXRT_FAKE_MISSING_OPS");
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  // Per-tensor f32 sums: one f32 rounding per tensor and per addition.
+  EXPECT_NEAR(*norm->item(), HostNorm(in), HostNorm(in) * 1e-6);
 }
 
 }  // namespace

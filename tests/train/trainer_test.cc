@@ -107,6 +107,27 @@ TEST(Optim, SchedulesAndClipping) {
   EXPECT_NEAR(*norm, 5.0, 1e-6);
   testing::ExpectClose(testing::Values(p.grad()), {0.6, 0.8}, 1e-5, 0,
                        "clipped");
+  // Several parameters share one total norm: sqrt(3^2 + 4^2 + 12^2) = 13;
+  // a bf16 gradient counts in its own values; no gradient, no part.
+  Tensor q = testing::MakeTensor(d, {0}, {1});
+  Tensor r = testing::MakeTensor(d, {0}, {1});
+  ASSERT_TRUE(q.set_requires_grad(true).ok());
+  ASSERT_TRUE(r.set_requires_grad(true).ok());
+  p.set_grad(testing::MakeTensor(d, {3, 4}, {2}));
+  q.set_grad(testing::MakeTensor(d, {12}, {1}, DType::kBF16));
+  norm = clip_grad_norm_({p, q, r}, 6.5);
+  ASSERT_TRUE(norm.ok()) << norm.status();
+  EXPECT_NEAR(*norm, 13.0, 1e-5);
+  const double coef = 6.5 / (13.0 + 1e-6);
+  testing::ExpectClose(testing::Values(p.grad()), {3 * coef, 4 * coef}, 1e-6, 0,
+                       "p clipped");
+  // q's gradient is bf16: the clipped value is rounded to 8 bits.
+  testing::ExpectClose(testing::Values(q.grad()), {12 * coef}, 12 * coef / 256,
+                       0, "q clipped");
+  // Under the limit the coefficient is exactly 1: nothing changes.
+  const std::vector<uint8_t> before = *p.grad().to_bytes();
+  EXPECT_NEAR(*clip_grad_norm_({p}, 100.0), 5 * coef, 1e-5);
+  EXPECT_EQ(*p.grad().to_bytes(), before);
   p.set_grad(testing::MakeTensor(d, {-3, 0.25}, {2}));
   ASSERT_TRUE(clip_grad_value_({p}, 0.5).ok());
   EXPECT_THAT(testing::Values(p.grad()), ::testing::ElementsAre(-0.5, 0.25));
