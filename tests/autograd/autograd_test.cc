@@ -187,6 +187,28 @@ TEST_F(AutogradTest, GradientsAccumulateUntilReset) {
   EXPECT_THAT(Values(x.grad()), ::testing::ElementsAre(1, 1));
 }
 
+// Like a PyTorch tensor object: every handle to one tensor sees what another
+// learns, whenever it was copied; views and detach() are other tensors.
+TEST_F(AutogradTest, HandlesToOneTensorShareTheirAutogradState) {
+  Tensor a = Leaves({{1, 2}}, {{2}}, false)[0];
+  Tensor b = a;  // Copied before a requires grad.
+  std::vector<Tensor> params = {a};
+  ASSERT_TRUE(a.set_requires_grad(true).ok());
+  EXPECT_TRUE(b.requires_grad());
+  EXPECT_TRUE(params[0].requires_grad());
+  EXPECT_TRUE(a.is_same(b));
+  ASSERT_TRUE(sum(*mul(b, b))->backward().ok());
+  EXPECT_THAT(Values(a.grad()), ::testing::ElementsAre(2, 4));
+  EXPECT_THAT(Values(params[0].grad()), ::testing::ElementsAre(2, 4));
+  params[0].set_grad(Tensor());  // An optimizer's zero_grad, through a copy.
+  EXPECT_FALSE(a.grad().defined());
+  const Tensor d = a.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(d.shares_storage_with(a));
+  EXPECT_FALSE(d.is_same(a));
+  EXPECT_FALSE((*a.reshape({2, 1})).requires_grad());
+}
+
 TEST_F(AutogradTest, SecondBackwardNeedsRetainGraph) {
   auto x = Leaves({{3}}, {{1}}, true)[0];
   auto y = sum(*mul(x, x));
