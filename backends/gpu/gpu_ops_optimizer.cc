@@ -14,22 +14,16 @@ const float* F32Scalar(const sdk::TensorRef& t) {
   return static_cast<const float*>(t.data());
 }
 
-absl::Status ExpectF32Scalar(const sdk::TensorRef& t, const char* what) {
-  if (t.dtype() != MIXRT_DTYPE_F32 || t.numel() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be a one-element f32 tensor"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Unscale(GpuDevice& device, const sdk::KernelCall& call) {
   if (call.inputs.size() != 1 || call.outputs.empty()) {
     return absl::InvalidArgumentError(
         "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
         "grads...)");
   }
-  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.inputs[0], "inv_scale"));
-  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.outputs[0], "found_inf"));
+  MIXRT_RETURN_IF_ERROR(
+      sdk::ExpectF32Scalar(call, call.inputs[0], "inv_scale"));
+  MIXRT_RETURN_IF_ERROR(
+      sdk::ExpectF32Scalar(call, call.outputs[0], "found_inf"));
   std::vector<MultiTensorInput> grads;
   for (size_t t = 1; t < call.outputs.size(); ++t) {
     const sdk::TensorRef& g = call.outputs[t];
@@ -87,7 +81,7 @@ absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
                          sdk::DecodeOptimizerStep(call, a.flags, 4));
   const StepGuards guards = Guards(decoded);
-  MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call.outputs[3], "step"));
+  MIXRT_RETURN_IF_ERROR(sdk::ExpectF32Scalar(call, call.outputs[3], "step"));
   auto* step = static_cast<float*>(call.outputs[3].data());
   const AdamWFunctor f{Tensor(call.outputs[0]),
                        Tensor(call.inputs[0]),

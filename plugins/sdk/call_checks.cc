@@ -29,6 +29,15 @@ absl::Status ExpectSameShapes(const KernelCall& call) {
   return absl::OkStatus();
 }
 
+absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
+                             const char* what) {
+  if (t.dtype() != MIXRT_DTYPE_F32 || t.numel() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        MixrtOpName(call.op), ": ", what, " must be a one-element f32 tensor"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
                                                    uint32_t kind_count) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());

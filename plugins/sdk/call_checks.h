@@ -21,6 +21,11 @@ absl::Status ExpectArity(const KernelCall& call, size_t min_inputs,
 // broadcasts before launching).
 absl::Status ExpectSameShapes(const KernelCall& call);
 
+// `t` (named `what` in the error) is a one-element f32 tensor: a scale, a
+// found_inf flag, a norm.
+absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
+                             const char* what);
+
 // The call's MixrtPointwiseAttrs, with a kind below `kind_count`
 // (UNIMPLEMENTED otherwise: a newer host may know more kinds).
 absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,

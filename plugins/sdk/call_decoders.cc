@@ -7,18 +7,6 @@
 #include "plugins/sdk/optimizer_math.h"
 
 namespace mixrt::sdk {
-namespace {
-
-absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
-                             const char* what) {
-  if (t.dtype() != MIXRT_DTYPE_F32 || t.numel() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        MixrtOpName(call.op), ": ", what, " must be a one-element f32 tensor"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
                                                       uint32_t flags,
@@ -94,9 +82,9 @@ absl::Status ExpectMultiTensorNorm(const KernelCall& call) {
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const TensorRef& t = call.inputs[i];
     if (!IsFloatingDtype(t.dtype()) || !t.is_contiguous()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "multi_tensor_norm: input ", i,
-          " must be a contiguous floating tensor"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("multi_tensor_norm: input ", i,
+                       " must be a contiguous floating tensor"));
     }
   }
   return absl::OkStatus();
