@@ -32,7 +32,8 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
     AutocastGuard autocast("cpu", DType::kBF16);
     bf16_ref = *model->forward(x)->to_double_vector();
   }
-  std::atomic<int> mismatches{0}, errors{0};
+  std::atomic<int> grad_mismatches{0}, dtype_mismatches{0},
+      value_mismatches{0}, errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
@@ -47,9 +48,11 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
           ++errors;
           continue;
         }
-        if (y->requires_grad() != grad) ++mismatches;
-        if ((y->dtype() == DType::kBF16) != amp) ++mismatches;
-        if (*y->to_double_vector() != (amp ? bf16_ref : f32_ref)) ++mismatches;
+        if (y->requires_grad() != grad) ++grad_mismatches;
+        if ((y->dtype() == DType::kBF16) != amp) ++dtype_mismatches;
+        if (*y->to_double_vector() != (amp ? bf16_ref : f32_ref)) {
+          ++value_mismatches;
+        }
       }
     });
   }
@@ -63,7 +66,9 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(grad_mismatches.load(), 0);
+  EXPECT_EQ(dtype_mismatches.load(), 0);
+  EXPECT_EQ(value_mismatches.load(), 0);
 }
 
 }  // namespace

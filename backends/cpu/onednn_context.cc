@@ -78,21 +78,23 @@ std::string DescKey(const sdk::TensorRef& t) {
 
 std::shared_ptr<const CachedPrimitive> GetPrimitive(
     const std::string& key, const std::function<CachedPrimitive()>& make) {
-  static std::mutex mu;
-  static auto* cache =
-      new absl::node_hash_map<std::string,
-                              std::shared_ptr<const CachedPrimitive>>();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
-  }
-  // Outside the lock: creation is slow.
+  // One cache per thread: Debian's oneDNN (DNNL_ENABLE_CONCURRENT_EXEC=OFF)
+  // gives a primitive the library scratchpad of the thread that created it,
+  // so a primitive run from another thread shares (or outlives) that
+  // buffer, and concurrent host threads read each other's partial results:
+  // "each primitive should be executed in the same thread it was created
+  // in" (dnnl_scratchpad_mode_library). Seen as garbage bf16 matmul outputs
+  // in tests/concurrency_test. Threads that run the same shapes compile
+  // them once each.
+  thread_local absl::node_hash_map<std::string,
+                                   std::shared_ptr<const CachedPrimitive>>
+      cache;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
   auto made = std::make_shared<const CachedPrimitive>(make());
   ++g_created;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache->size() >= kMaxCachedPrimitives) cache->clear();
-  return cache->try_emplace(key, std::move(made)).first->second;
+  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
+  return cache.try_emplace(key, std::move(made)).first->second;
 }
 
 std::shared_ptr<const CachedPrimitive> TryGetPrimitive(

@@ -70,9 +70,11 @@ class LayoutBinder {
   int scratch_slot_ = 0;
 };
 
-// The primitive for `key`, created by `make` on first use. `make` throws
-// dnnl::error when oneDNN cannot create it; that propagates. Shared so a
-// cache reset never frees a primitive another thread is running.
+// The primitive for `key`, created by `make` on first use in this thread
+// (each thread has its own cache: oneDNN primitives must run on the thread
+// that created them). `make` throws dnnl::error when oneDNN cannot create
+// it; that propagates. Shared so a cache reset never frees a primitive the
+// caller is still running.
 std::shared_ptr<const CachedPrimitive> GetPrimitive(
     const std::string& key, const std::function<CachedPrimitive()>& make);
 

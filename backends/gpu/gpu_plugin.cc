@@ -127,7 +127,7 @@ absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
 }
 
 absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
-  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
+  MIXRT_RETURN_IF_ERROR(Enter(device).status());
   if (bytes == 0) return nullptr;
   void* ptr = nullptr;
   MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::Malloc(&ptr, bytes), "Malloc"));
@@ -135,7 +135,7 @@ absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
 }
 
 absl::Status GpuPlugin::Free(int device, void* ptr) {
-  MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
+  MIXRT_RETURN_IF_ERROR(Enter(device).status());
   return RuntimeStatus(rt::Free(ptr), "Free");
 }
 

@@ -159,8 +159,9 @@ TEST_F(GradScalerTest, ASkippedFirstStepLeavesNoOptimizerState) {
       Tensor x = MakeTensor(device_, {x0, 2.0f}, {2});
       EXPECT_TRUE(scaler.scale(*sum(*mul(w, x)))->backward().ok());
       EXPECT_TRUE(scaler.step(opt).ok());
-      if (x0 != 1.0f)
+      if (x0 != 1.0f) {
         EXPECT_TRUE(opt.state_dict().empty()) << "state after a skip";
+      }
       EXPECT_TRUE(scaler.update().ok());
       if (!skip_first) break;
     }
