@@ -25,6 +25,10 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
         "grads...)");
   }
   const float inv_scale = call.inputs[0].LoadFloat(0);
+  if (!std::isfinite(inv_scale)) {  // An overflow too: skip, change nothing.
+    call.outputs[0].StoreFloat(0, 1.0f);
+    return absl::OkStatus();
+  }
   bool found = false;
   for (size_t k = 1; k < call.outputs.size(); ++k) {
     const TensorRef& g = call.outputs[k];

@@ -30,6 +30,10 @@ struct UnscaleChunkFunctor {
     const MultiTensorBlock& b = launch.blocks[block];
     const DeviceTensor t = launch.Tensor(b.tensor);
     const float s = *inv_scale;
+    if (!IsFinite(s)) {  // An overflow too: skip, change nothing.
+      *found_inf = 1.0f;
+      return;
+    }
     const int64_t end = b.start + b.count;
     bool found = false;
     for (int64_t i = b.start + thread; i < end; i += threads) {

@@ -210,13 +210,15 @@ typedef enum MixrtOp {
   /* inputs (inv_scale f32 [1]); outputs (found_inf f32 [1] (in place), then
    * any number of floating gradients (in place)). Every gradient is
    * multiplied by inv_scale; found_inf is set to 1 if any element of any
-   * gradient is inf or NaN (and never reset to 0). */
+   * gradient is inf or NaN (and never reset to 0). Since 1.1: an inf or NaN
+   * inv_scale sets found_inf and leaves every gradient unchanged. */
   MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE = 20,
   /* inputs (found_inf f32 [1]); outputs (scale f32 [1], growth_tracker i32
    * [1]), both in place. torch._amp_update_scale_: if found_inf, scale *=
    * backoff and the tracker resets to 0; else the tracker increments and,
    * when it reaches growth_interval, scale *= growth (only if the result is
-   * finite) and the tracker resets. attrs: MixrtUpdateScaleAttrs. */
+   * finite) and the tracker resets. Since 1.1 a backed-off scale never goes
+   * below FLT_MIN (2^-126). attrs: MixrtUpdateScaleAttrs. */
   MIXRT_OP_UPDATE_SCALE = 21,
   /* One parameter's SGD step. inputs (grad [, grad_scale f32 [1]]
    * [, found_inf f32 [1]]) as flagged in the attrs; outputs (param

@@ -1,3 +1,5 @@
+#include <cfloat>
+
 #include "absl/strings/str_cat.h"
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/optimizer_kernels.h"
@@ -102,6 +104,27 @@ void AddOptimizerCases(std::vector<Case>* cases) {
            }
          }
          EXPECT_EQ(trajectory[0], trajectory[1]);
+       }});
+  // ABI 1.1: a non-finite inv_scale is an overflow (found_inf set, nothing
+  // written), and a backed-off scale stops at FLT_MIN instead of 0.
+  cases->push_back(
+      {"optimizer/scale_never_collapses", MIXRT_OP_CLASS_OPTIMIZER, DType::kF32,
+       [](const Devices& d) {
+         auto grad = full({5}, 0.0, DType::kF32, d.plugin);
+         auto found = zeros({1}, DType::kF32, d.plugin);
+         auto inv = full({1}, INFINITY, DType::kF32, d.plugin);
+         ASSERT_TRUE(grad.ok() && found.ok() && inv.ok());
+         ASSERT_TRUE(non_finite_check_and_unscale_({*grad}, *found, *inv).ok());
+         EXPECT_EQ(*found->item(), 1.0);
+         EXPECT_EQ(*grad->to_double_vector(), std::vector<double>(5, 0.0));
+         auto scale = full({1}, 1e-37, DType::kF32, d.plugin);
+         auto tracker = zeros({1}, DType::kI32, d.plugin);
+         ASSERT_TRUE(scale.ok() && tracker.ok());
+         for (int i = 0; i < 8; ++i) {
+           ASSERT_TRUE(
+               update_scale_(*scale, *tracker, *found, 2.0, 0.5, 2000).ok());
+         }
+         EXPECT_EQ(*scale->item(), FLT_MIN);
        }});
   // torch._amp_update_scale_ multiplies the f32 scale by the double factor
   // and rounds once; a plugin rounding the factor to f32 first leaves

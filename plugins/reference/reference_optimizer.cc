@@ -21,6 +21,10 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
   }
   const double inv_scale = call.inputs[0].LoadFloat(0);
   const TensorRef& found_inf = call.outputs[0];
+  if (!std::isfinite(inv_scale)) {  // An overflow too: skip, change nothing.
+    found_inf.StoreFloat(0, 1.0f);
+    return absl::OkStatus();
+  }
   bool found = false;
   for (size_t t = 1; t < call.outputs.size(); ++t) {
     const TensorRef& g = call.outputs[t];

@@ -4,6 +4,7 @@
 #ifndef MIXRT_PLUGINS_SDK_OPTIMIZER_MATH_H_
 #define MIXRT_PLUGINS_SDK_OPTIMIZER_MATH_H_
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -55,6 +56,10 @@ MIXRT_HOST_DEVICE inline void UpdateScale(const MixrtUpdateScaleAttrs& a,
   // a few updates for factors such as 0.3, 0.9 or 1.1.
   if (found_inf != 0.0f) {
     *scale = static_cast<float>(static_cast<double>(*scale) * a.backoff_factor);
+    // Never back off to 0 (PyTorch does, after ~150 overflows in a row from
+    // 2^16): at 0, 1/scale is inf and the next clean step would multiply
+    // zero gradients by it. The smallest normal f32 keeps 1/scale finite.
+    if (*scale < FLT_MIN) *scale = FLT_MIN;
     *growth_tracker = 0;
     return;
   }

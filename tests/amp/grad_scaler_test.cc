@@ -3,6 +3,7 @@
 // parameters bit-identical, state_dict round trips.
 #include "core/amp/grad_scaler.h"
 
+#include <cfloat>
 #include <cmath>
 
 #include "core/functional/ops.h"
@@ -128,6 +129,37 @@ TEST_F(GradScalerTest, MisuseErrorsNameTheMistake) {
   ASSERT_TRUE(scaler.update().ok());
   EXPECT_EQ(scaler.update().message(),
             "No inf checks were recorded prior to update.");
+}
+
+// PyTorch's scale reaches 0 after ~150 overflows in a row; then 1/scale is
+// inf and the next clean step writes NaN into every parameter. mixrt's
+// scale stops at FLT_MIN, and a non-finite 1/scale counts as an overflow.
+TEST_F(GradScalerTest, TheScaleNeverCollapsesToZero) {
+  GradScaler scaler(device_);
+  SGD opt({w_}, {.lr = 0.1});
+  for (int i = 0; i < 200; ++i) {
+    opt.zero_grad();
+    ASSERT_TRUE(Backward(scaler, INFINITY).ok());
+    ASSERT_TRUE(scaler.step(opt).ok());
+    ASSERT_TRUE(scaler.update().ok());
+  }
+  EXPECT_EQ(*scaler.get_scale(), FLT_MIN);
+  opt.zero_grad();
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+  ASSERT_TRUE(scaler.step(opt).ok());
+  EXPECT_FALSE(*scaler.last_step_skipped());
+  // grad = x = (1, 2): w - 0.1 * grad, finite.
+  testing::ExpectClose(Values(w_), {0.5 - 0.1, -1.0 - 0.2}, 1e-6, 0, "w");
+  ASSERT_TRUE(scaler.update().ok());
+  // A scale set below the floor by hand: 1/scale is inf, so the step is
+  // skipped and nothing is written.
+  ASSERT_TRUE(scaler.update(1e-45).ok());
+  const std::vector<uint8_t> before = *w_.to_bytes();
+  opt.zero_grad();
+  ASSERT_TRUE(Backward(scaler, 1.0f).ok());
+  ASSERT_TRUE(scaler.step(opt).ok());
+  EXPECT_TRUE(*scaler.last_step_skipped());
+  EXPECT_EQ(*w_.to_bytes(), before);
 }
 
 TEST_F(GradScalerTest, AnOptimizerWithoutGradientsIsRefusedNotCounted) {

@@ -63,6 +63,22 @@ TEST(OptimizerFunctors, UnscaleManyTensorsInChunksMatchesReference) {
   }
 }
 
+// A non-finite inv_scale is an overflow: found_inf set, nothing written.
+TEST(OptimizerFunctors, UnscaleWithAnInfiniteInverseScaleSkips) {
+  HostTensor g(MIXRT_DTYPE_F32, {300});
+  g.FillRandom(7, 1.0);
+  const HostTensor before = g.Clone();
+  const HostTensor inv_scale = Scalar(MIXRT_DTYPE_F32, INFINITY);
+  HostTensor found = Scalar(MIXRT_DTYPE_F32, 0);
+  for (const gpu::MultiTensorLaunch& launch : gpu::PlanMultiTensorLaunches(
+           {{g.data(), static_cast<uint32_t>(g.dtype()), g.numel()}}, 100)) {
+    RunUnscaleOnHost(
+        gpu::UnscaleChunkFunctor{launch, F32(inv_scale), F32(found)}, 32);
+  }
+  EXPECT_EQ(found.Get(0), 1.0);
+  ExpectNear(g.Values(), before.Values(), 0, 0, "gradient");
+}
+
 // The two stages of multi_tensor_norm, in the kernels' pattern, against the
 // reference plugin's double sum.
 TEST(OptimizerFunctors, MultiTensorNormInChunksMatchesReference) {
