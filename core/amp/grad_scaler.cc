@@ -126,10 +126,7 @@ absl::Status GradScaler::step(Optimizer& optimizer) {
   return absl::OkStatus();
 }
 
-absl::Status GradScaler::EndIteration() {
-  per_optimizer_.clear();
-  return absl::OkStatus();
-}
+void GradScaler::EndIteration() { per_optimizer_.clear(); }
 
 absl::Status GradScaler::update(double new_scale) {
   if (!enabled_) return absl::OkStatus();
@@ -139,7 +136,8 @@ absl::Status GradScaler::update(double new_scale) {
         "update(new_scale): need a positive finite scale, got ", new_scale));
   }
   MIXRT_RETURN_IF_ERROR(kernels::fill_(scale_, new_scale));
-  return EndIteration();
+  EndIteration();
+  return absl::OkStatus();
 }
 
 absl::Status GradScaler::update(const Tensor& new_scale) {
@@ -154,7 +152,8 @@ absl::Status GradScaler::update(const Tensor& new_scale) {
   MIXRT_ASSIGN_OR_RETURN(Tensor s, new_scale.to(DType::kF32));
   MIXRT_ASSIGN_OR_RETURN(s, s.reshape({1}));
   MIXRT_RETURN_IF_ERROR(kernels::copy_(scale_, s));
-  return EndIteration();
+  EndIteration();
+  return absl::OkStatus();
 }
 
 absl::Status GradScaler::update() {
@@ -176,7 +175,8 @@ absl::Status GradScaler::update() {
   MIXRT_RETURN_IF_ERROR(kernels::update_scale_(
       scale_, growth_tracker_, found, options_.growth_factor,
       options_.backoff_factor, options_.growth_interval));
-  return EndIteration();
+  EndIteration();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> GradScaler::get_scale() const {

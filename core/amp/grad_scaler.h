@@ -102,7 +102,9 @@ class GradScaler {
   // PyTorch's _check_scale_growth_tracker: an error naming `call` before
   // the first scale().
   absl::Status CheckScaled(absl::string_view call) const;
-  absl::Status EndIteration();
+  // Every optimizer starts the next iteration ready (PyTorch resets
+  // _per_optimizer_states at the end of update()).
+  void EndIteration();
 
   Device device_;
   GradScalerOptions options_;

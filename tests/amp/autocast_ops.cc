@@ -15,9 +15,6 @@ absl::StatusOr<Tensor> Floats(const Device& d, DType dtype,
   return t.to(dtype);
 }
 
-using Unary = absl::StatusOr<Tensor> (*)(const Tensor&);
-using Binary = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&);
-
 AutocastOpCall UnaryOp(std::function<absl::StatusOr<Tensor>(const Tensor&)> f,
                        double low = -1, double high = 1) {
   return [f, low, high](const Device& d, DType t) -> absl::StatusOr<Tensor> {

@@ -1,0 +1,16 @@
+"""One cc_test per name for a core layer's test folder, with the deps they share."""
+
+def core_tests(names):
+    for name in names:
+        native.cc_test(
+            name = name,
+            srcs = [name + ".cc"],
+            deps = [
+                "//core",
+                "//plugins/sdk:philox",
+                "//tests:test_plugins",
+                "//third_party:absl",
+                "//third_party:gtest",
+                "//third_party:gtest_main",
+            ],
+        )
