@@ -6,7 +6,7 @@
 # - MIXRT_NUM_THREADS sets the thread count; a bad value makes the plugin
 #   refuse to initialize with a message, and the host goes on.
 set -euo pipefail
-mixrt="$1"
+mixrt="$PWD/$1"
 export MIXRT_CACHE_DIR="$TEST_TMPDIR/cache"
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -28,7 +28,72 @@ grep -q "skipped (MIXRT_CPU_SKIP_PROBE=1)" <<<"$out" || fail "skip knob ignored"
 out=$(MIXRT_NUM_THREADS=1 "$mixrt" info)
 grep -q "(1 threads;" <<<"$out" || fail "MIXRT_NUM_THREADS=1 not applied: $out"
 
-out=$(MIXRT_NUM_THREADS=zero "$mixrt" info)
-grep -q "MIXRT_NUM_THREADS='zero' is not a positive integer" <<<"$out" || fail "bad thread count not reported"
-grep -q "selected: reference:0" <<<"$out" || fail "host did not fall back to another backend"
+# Out-of-range or malformed counts (100000 used to crash libgomp) are
+# refused by the plugin with the accepted range, the host falls back, and
+# the fallback is announced on stderr, never silent.
+for bad in zero 0 -1 100000; do
+  out=$(MIXRT_NUM_THREADS=$bad "$mixrt" info 2>"$TEST_TMPDIR/stderr")
+  grep -q "MIXRT_NUM_THREADS='$bad' is not an integer from 1 to" <<<"$out" || fail "bad thread count $bad not reported: $out"
+  grep -q "selected: reference:0" <<<"$out" || fail "host did not fall back to another backend"
+  grep -q "warning: plugin .*libmixrt_cpu.so was not used (failed).*MIXRT_NUM_THREADS='$bad'.*selected backend 'reference' instead" "$TEST_TMPDIR/stderr" \
+    || fail "fallback from the CPU plugin was silent: $(cat "$TEST_TMPDIR/stderr")"
+done
+
+# Asking for the failed backend by name is an error, not a fallback.
+if MIXRT_NUM_THREADS=0 MIXRT_BACKEND=cpu "$mixrt" info >"$TEST_TMPDIR/out" 2>&1; then :; fi
+grep -q "selected: no backend named 'cpu' is loaded.*MIXRT_NUM_THREADS='0'" "$TEST_TMPDIR/out" || fail "named failed backend not an error: $(cat "$TEST_TMPDIR/out")"
+
+# The cache key holds the thread count actually applied.
+MIXRT_NUM_THREADS=1 "$mixrt" info >/dev/null
+grep -q '|1 threads|' "$MIXRT_CACHE_DIR/cpu_matmul_speeds.json" || fail "cache key lacks the applied thread count: $(cat "$MIXRT_CACHE_DIR/cpu_matmul_speeds.json")"
+
+# A cached ratio that is implausible, or old, or has no timestamp is
+# measured again.
+cache="$MIXRT_CACHE_DIR/cpu_matmul_speeds.json"
+python3 - "$cache" <<'PY'
+import json, sys
+path = sys.argv[1]
+j = json.load(open(path))
+for k in j: j[k]["bf16_vs_f32"] = 1000.0
+json.dump(j, open(path, "w"))
+PY
+out=$("$mixrt" info)
+grep -q "matmul speeds measured at load" <<<"$out" || fail "implausible cached ratio trusted: $out"
+python3 - "$cache" <<'PY'
+import json, sys
+path = sys.argv[1]
+j = json.load(open(path))
+for k in j: j[k]["measured_at"] = 0
+json.dump(j, open(path, "w"))
+PY
+out=$("$mixrt" info)
+grep -q "matmul speeds measured at load" <<<"$out" || fail "a 50-year-old measurement was trusted: $out"
+out=$("$mixrt" info)
+grep -q "matmul speeds cached in" <<<"$out" || fail "fresh measurement not cached"
+
+# A FIFO or a directory at the cache path: no hang, no failure, measured.
+rm -f "$cache"; mkfifo "$cache"
+out=$(timeout 60 "$mixrt" info) || fail "mixrt info hung or failed with a FIFO at the cache path"
+grep -q "selected: cpu:0" <<<"$out" || fail "CPU plugin failed with a FIFO at the cache path: $out"
+[ -p "$cache" ] || fail "the FIFO was replaced"
+rm -f "$cache"; mkdir "$cache"
+out=$(timeout 60 "$mixrt" info) || fail "mixrt info failed with a directory at the cache path"
+grep -q "selected: cpu:0" <<<"$out" || fail "CPU plugin failed with a directory at the cache path: $out"
+rmdir "$cache"
+
+# A symlink planted at the cache's temporary names is never written through.
+victim="$TEST_TMPDIR/victim"; echo precious > "$victim"
+for i in $(seq 0 5); do ln -sf "$victim" "$cache.tmp.$$.$i"; done
+"$mixrt" info >/dev/null
+[ "$(cat "$victim")" = precious ] || fail "a planted symlink was written through"
+
+# XDG rules: an empty HOME or a relative XDG_CACHE_HOME is ignored, never
+# resolved against / or the current directory.
+work="$TEST_TMPDIR/cwd"; mkdir -p "$work"
+(cd "$work" && env -u MIXRT_CACHE_DIR HOME="$TEST_TMPDIR/home" XDG_CACHE_HOME=relative "$mixrt" info >/dev/null)
+[ -s "$TEST_TMPDIR/home/.cache/mixrt/cpu_matmul_speeds.json" ] || fail "relative XDG_CACHE_HOME not ignored in favour of HOME"
+[ ! -e "$work/relative" ] || fail "cache written under the current directory"
+(cd "$work" && env -u MIXRT_CACHE_DIR -u XDG_CACHE_HOME HOME= "$mixrt" info >"$TEST_TMPDIR/out")
+grep -q "matmul speeds measured at load" "$TEST_TMPDIR/out" || fail "HOME='' broke the probe"
+[ ! -e "$work/.cache" ] && [ ! -e "/.cache/mixrt/cpu_matmul_speeds.json" ] || fail "HOME='' wrote a cache"
 echo "1 passed, 0 failed"

@@ -40,7 +40,7 @@ TEST(InfoReport, ListsLoadedAndSkippedPluginsWithReasons) {
   const std::string text = InfoText(registry);
   EXPECT_THAT(text, HasSubstr("reference [usable]"));
   EXPECT_THAT(text, HasSubstr("fixture_no_device [no device]"));
-  EXPECT_THAT(text, HasSubstr("(unnamed) [skipped]"));
+  EXPECT_THAT(text, HasSubstr("(unnamed) [failed]"));
   EXPECT_THAT(text, HasSubstr("selected: reference:0"));
 }
 

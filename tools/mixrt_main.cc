@@ -22,9 +22,11 @@ ABSL_FLAG(bool, isolate, false,
           "Probe each plugin in a child process first: a plugin that crashes "
           "or hangs while loading is reported instead of taking mixrt down.");
 ABSL_FLAG(int, probe_timeout_s, 10,
-          "With --isolate: seconds a probe may take.");
+          "With --isolate: seconds a probe may take (1 to 3600).");
 
 namespace {
+
+constexpr int kMaxProbeTimeoutS = 3600;
 
 constexpr char kUsage[] =
     "mixrt <command> [flags]\n"
@@ -37,17 +39,32 @@ int RunInfo(const char* argv0) {
   for (const std::string& path : mixrt::BundledPluginPaths(argv0)) {
     paths.push_back(path);
   }
+  const int timeout_s = absl::GetFlag(FLAGS_probe_timeout_s);
+  if (timeout_s < 1 || timeout_s > kMaxProbeTimeoutS) {
+    std::fprintf(stderr,
+                 "mixrt info: --probe_timeout_s=%d; expected 1 to %d seconds "
+                 "(a probe that may take no time would refuse every plugin)\n",
+                 timeout_s, kMaxProbeTimeoutS);
+    return 2;
+  }
   mixrt::Registry& registry = mixrt::Registry::Global();
   mixrt::LoadOptions options;
   options.isolate = absl::GetFlag(FLAGS_isolate);
-  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_probe_timeout_s));
+  options.timeout = absl::Seconds(timeout_s);
   registry.LoadAll(paths, options);
   if (absl::GetFlag(FLAGS_json)) {
-    std::printf("%s\n", mixrt::tools::InfoJson(registry).dump(2).c_str());
+    // Paths and plugin-supplied strings need not be UTF-8; JSON must be.
+    std::printf("%s\n",
+                mixrt::tools::InfoJson(registry)
+                    .dump(2, ' ', false,
+                          nlohmann::json::error_handler_t::replace)
+                    .c_str());
   } else {
     std::printf("%s", mixrt::tools::InfoText(registry).c_str());
   }
-  return 0;
+  // Scripts test for a usable machine with `mixrt info`: no backend is a
+  // failure (the report above says why).
+  return registry.UsableBackends().empty() ? 1 : 0;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -34,10 +35,17 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
 
   absl::Status Initialize() override {
     if (const char* env = std::getenv(kNumThreadsEnv)) {
+      // More threads than a few per hardware thread only oversubscribe
+      // (and 100000 makes libgomp crash creating them).
+      const long hw = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+      const int max_threads = static_cast<int>(std::min(4 * hw, 4096L));
       int threads = 0;
-      if (!absl::SimpleAtoi(env, &threads) || threads < 1) {
+      if (!absl::SimpleAtoi(env, &threads) || threads < 1 ||
+          threads > max_threads) {
         return absl::InvalidArgumentError(absl::StrCat(
-            kNumThreadsEnv, "='", env, "' is not a positive integer"));
+            kNumThreadsEnv, "='", env, "' is not an integer from 1 to ",
+            max_threads, " (4x the ", hw,
+            " hardware threads); unset it to use all of them"));
       }
       omp_set_num_threads(threads);
     }

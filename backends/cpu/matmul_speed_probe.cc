@@ -1,19 +1,22 @@
 #include "backends/cpu/matmul_speed_probe.h"
 
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "common/atomic_write.h"
+#include "common/cache_dir.h"
+#include "common/regular_file_read.h"
 #include "nlohmann/json.hpp"
 #include "plugins/sdk/plugin.h"
 
@@ -26,24 +29,17 @@ namespace {
 constexpr int64_t kM = 512, kK = 2048, kN = 2048;
 constexpr int kRepeats = 2;
 
-std::string CacheDir() {
-  if (const char* dir = std::getenv(kProbeCacheEnv)) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) {
-    return absl::StrCat(xdg, "/mixrt");
-  }
-  if (const char* home = std::getenv("HOME")) {
-    return absl::StrCat(home, "/.cache/mixrt");
-  }
-  return "";
-}
-
 std::string CachePath() {
-  const std::string dir = CacheDir();
+  const std::string dir = files::MixrtCacheDir();
   return dir.empty() ? "" : dir + "/cpu_matmul_speeds.json";
 }
 
-// Best-of-kRepeats seconds for one matmul in `dtype` through RunMatmul.
-double TimeMatmul(MixrtDtype dtype) {
+// A cache file is small; anything larger is not ours.
+constexpr uint64_t kMaxCacheBytes = 1 << 20;
+
+// Seconds for `runs` matmuls in `dtype` through RunMatmul, best run; 0 on
+// failure. The first run (primitive creation) is not timed.
+double TimeMatmul(MixrtDtype dtype, int runs) {
   const size_t bytes = dtype == MIXRT_DTYPE_F32 ? 4 : 2;
   std::vector<uint8_t> a(kM * kK * bytes, 0), b(kK * kN * bytes, 0);
   std::vector<float> c(kM * kN);
@@ -75,70 +71,89 @@ double TimeMatmul(MixrtDtype dtype) {
   call.inputs = {sdk::TensorRef(da), sdk::TensorRef(db)};
   call.outputs = {sdk::TensorRef(dc)};
   call.attrs = &attrs;
+  if (!RunMatmul(call).ok()) return 0;
   double best = 1e30;
-  for (int r = 0; r <= kRepeats; ++r) {  // The first run creates primitives.
+  for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
     if (!RunMatmul(call).ok()) return 0;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (r > 0) best = std::min(best, s);
+    best = std::min(best, s);
   }
   return best;
 }
 
-bool ReadCache(const std::string& path, const std::string& key,
-               MatmulSpeeds* speeds) {
-  std::ifstream in(path);
-  if (!in) return false;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains(key)) return false;
-  const nlohmann::json& e = j[key];
-  if (!e.is_object() || !e.contains("bf16_vs_f32") ||
-      !e.contains("f16_vs_f32") || !e["bf16_vs_f32"].is_number() ||
-      !e["f16_vs_f32"].is_number()) {
-    return false;
-  }
-  speeds->bf16_vs_f32 = e["bf16_vs_f32"].get<double>();
-  speeds->f16_vs_f32 = e["f16_vs_f32"].get<double>();
-  speeds->source = absl::StrCat("cached in ", path);
-  return speeds->bf16_vs_f32 > 0 && speeds->f16_vs_f32 > 0;
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-// Merges the entry into the cache file, atomically (temp file + rename), so
-// a crash never leaves a half-written cache.
+bool Plausible(double ratio) {
+  return std::isfinite(ratio) && ratio >= kMinPlausibleRatio &&
+         ratio <= kMaxPlausibleRatio;
+}
+
+// The cached entry for `key`, when it exists, is well formed, plausible and
+// younger than kMaxCacheAgeSeconds; otherwise false (measure again).
+bool ReadCache(const std::string& path, const std::string& key,
+               MatmulSpeeds* speeds) {
+  // A FIFO, directory or device at the path is refused, never waited on.
+  absl::StatusOr<std::string> text = files::ReadRegularFile(path, kMaxCacheBytes);
+  if (!text.ok()) return false;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains(key)) return false;
+  const nlohmann::json& e = j[key];
+  if (!e.is_object()) return false;
+  for (const char* field : {"bf16_vs_f32", "f16_vs_f32", "measured_at"}) {
+    if (!e.contains(field) || !e[field].is_number()) return false;
+  }
+  const double bf16 = e["bf16_vs_f32"].get<double>();
+  const double f16 = e["f16_vs_f32"].get<double>();
+  const double age = static_cast<double>(NowSeconds()) -
+                     e["measured_at"].get<double>();
+  if (!Plausible(bf16) || !Plausible(f16) || !(age >= 0) ||
+      age > kMaxCacheAgeSeconds) {
+    return false;
+  }
+  speeds->bf16_vs_f32 = bf16;
+  speeds->f16_vs_f32 = f16;
+  speeds->source = absl::StrCat("cached in ", path);
+  return true;
+}
+
+// Merges the entry into the cache file atomically: a crash never leaves a
+// half-written cache, and a planted symlink or FIFO is never written through
+// (common/atomic_write.h). Failures only cost a measurement next time.
 void WriteCache(const std::string& path, const std::string& key,
                 const MatmulSpeeds& speeds) {
-  const std::string dir = path.substr(0, path.rfind('/'));
-  const std::string parent = dir.substr(0, dir.rfind('/'));
-  mkdir(parent.c_str(), 0755);
-  mkdir(dir.c_str(), 0755);
+  if (!files::MakeCacheDirectories(path.substr(0, path.rfind('/')))) return;
   nlohmann::json j = nlohmann::json::object();
-  {
-    std::ifstream in(path);
-    if (in) {
-      nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
-      if (!old.is_discarded() && old.is_object()) j = old;
-    }
+  if (absl::StatusOr<std::string> old =
+          files::ReadRegularFile(path, kMaxCacheBytes);
+      old.ok()) {
+    nlohmann::json parsed = nlohmann::json::parse(*old, nullptr, false);
+    if (!parsed.is_discarded() && parsed.is_object()) j = parsed;
   }
   j[key] = {{"bf16_vs_f32", speeds.bf16_vs_f32},
-            {"f16_vs_f32", speeds.f16_vs_f32}};
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out) return;
-  }
-  std::rename(tmp.c_str(), path.c_str());
+            {"f16_vs_f32", speeds.f16_vs_f32},
+            {"measured_at", NowSeconds()}};
+  files::WriteFileAtomically(
+      path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                "\n")
+      .IgnoreError();
 }
 
 }  // namespace
 
 std::string ProbeCacheKey() {
   const CpuInfo& info = GetCpuInfo();
+  // The thread count in force now (MIXRT_NUM_THREADS is applied after
+  // GetCpuInfo may have been cached), which is what the kernels will use.
   return absl::StrCat(info.model, "|oneDNN ", info.onednn_version, "|",
-                      info.onednn_isa, "|", info.threads, " threads|", kM, "x",
-                      kK, "x", kN);
+                      info.onednn_isa, "|", omp_get_max_threads(),
+                      " threads|", kM, "x", kK, "x", kN);
 }
 
 MatmulSpeeds GetMatmulSpeeds() {
@@ -151,9 +166,14 @@ MatmulSpeeds GetMatmulSpeeds() {
   const std::string path = CachePath();
   const std::string key = ProbeCacheKey();
   if (!path.empty() && ReadCache(path, key, &speeds)) return speeds;
-  const double f32 = TimeMatmul(MIXRT_DTYPE_F32);
-  const double bf16 = TimeMatmul(MIXRT_DTYPE_BF16);
-  const double f16 = TimeMatmul(MIXRT_DTYPE_F16);
+  // Rounds interleave the dtypes, so a burst of load on the machine slows
+  // all three alike instead of skewing one ratio; each keeps its best.
+  double f32 = 1e30, bf16 = 1e30, f16 = 1e30;
+  for (int round = 0; round < kRepeats; ++round) {
+    f32 = std::min(f32, TimeMatmul(MIXRT_DTYPE_F32, 1));
+    bf16 = std::min(bf16, TimeMatmul(MIXRT_DTYPE_BF16, 1));
+    f16 = std::min(f16, TimeMatmul(MIXRT_DTYPE_F16, 1));
+  }
   if (f32 <= 0 || bf16 <= 0 || f16 <= 0) {
     speeds.source = "measurement failed";
     return speeds;
@@ -161,7 +181,11 @@ MatmulSpeeds GetMatmulSpeeds() {
   speeds.bf16_vs_f32 = f32 / bf16;
   speeds.f16_vs_f32 = f32 / f16;
   speeds.source = "measured at load";
-  if (!path.empty()) WriteCache(path, key, speeds);
+  // An implausible measurement is used for this process but not kept.
+  if (!path.empty() && Plausible(speeds.bf16_vs_f32) &&
+      Plausible(speeds.f16_vs_f32)) {
+    WriteCache(path, key, speeds);
+  }
   return speeds;
 }
 

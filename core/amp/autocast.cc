@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/amp/autocast_policy.h"
@@ -45,11 +46,19 @@ thread_local absl::flat_hash_map<std::pair<const AutogradMeta*, int>,
 thread_local bool t_logging = false;
 thread_local std::vector<AutocastDecision> t_log;
 
+// MIXRT_DISABLE_AMP as read once at first use.
+const absl::StatusOr<bool>& AmpEnvironment() {
+  static const absl::StatusOr<bool>* parsed = [] {
+    const char* env = std::getenv(kDisableAmpEnv);
+    return new absl::StatusOr<bool>(
+        env == nullptr ? absl::StatusOr<bool>(false)
+                       : ParseDisableAmpValue(env));
+  }();
+  return *parsed;
+}
+
 std::atomic<bool>& GlobalDisable() {
-  static std::atomic<bool> disabled{[] {
-    const char* env = std::getenv("MIXRT_DISABLE_AMP");
-    return env != nullptr && std::string(env) == "1";
-  }()};
+  static std::atomic<bool> disabled{AmpEnvironment().value_or(false)};
   return disabled;
 }
 
@@ -181,6 +190,20 @@ absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,
   return current;
 }
 
+absl::StatusOr<bool> ParseDisableAmpValue(absl::string_view value) {
+  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") {
+    return false;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      kDisableAmpEnv, "='", value,
+      "' is not understood: use 1, true, yes or on to disable AMP, or 0, "
+      "false, no, off or leave it unset"));
+}
+
+absl::Status AmpEnvironmentStatus() { return AmpEnvironment().status(); }
+
 void SetAmpGloballyDisabled(bool disabled) { GlobalDisable() = disabled; }
 bool AmpGloballyDisabled() { return GlobalDisable().load(); }
 
@@ -243,6 +266,8 @@ absl::StatusOr<std::vector<Tensor>> AutocastInputs(absl::string_view op,
   const Device device = first->device();
   auto it = t_state.find(device.type());
   if (it == t_state.end() || !it->second.enabled) return inputs;
+  // A misspelt switch must not leave the user unsure whether AMP ran.
+  MIXRT_RETURN_IF_ERROR(AmpEnvironmentStatus());
   const DeviceState& state = it->second;
   const AutocastPolicyEntry entry = AutocastPolicyFor(device.type(), op);
   DType target = DType::kF32;  // Each case sets it; gcc cannot tell.

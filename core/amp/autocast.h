@@ -75,10 +75,18 @@ absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,
                                           absl::Span<const Tensor> inputs);
 
 // Troubleshooting switch from the AMP guides: with it on (or with
-// MIXRT_DISABLE_AMP=1 in the environment) autocast and the grad scaler do
-// nothing anywhere, to check whether AMP causes a problem.
+// MIXRT_DISABLE_AMP set to 1, true, yes or on in the environment) autocast
+// and the grad scaler do nothing anywhere, to check whether AMP causes a
+// problem.
+inline constexpr char kDisableAmpEnv[] = "MIXRT_DISABLE_AMP";
 void SetAmpGloballyDisabled(bool disabled);
 bool AmpGloballyDisabled();
+// true for 1/true/yes/on, false for 0/false/no/off/empty (any case);
+// InvalidArgument naming the accepted values otherwise.
+absl::StatusOr<bool> ParseDisableAmpValue(absl::string_view value);
+// The error for an unrecognised MIXRT_DISABLE_AMP, which every autocast
+// region and scaler then returns (AMP is neither silently on nor off).
+absl::Status AmpEnvironmentStatus();
 
 // The inputs of op `op` (of class `op_class`) as autocast wants them: cast
 // (with autograd history) when autocast is on for their device type and

@@ -1,6 +1,7 @@
 #include "core/amp/grad_scaler.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
@@ -36,6 +37,7 @@ absl::Status GradScaler::LazyInit() {
 }
 
 absl::StatusOr<Tensor> GradScaler::scale(const Tensor& loss) {
+  MIXRT_RETURN_IF_ERROR(AmpEnvironmentStatus());
   if (!enabled_) return loss;
   MIXRT_RETURN_IF_ERROR(LazyInit());
   if (!loss.defined() || loss.device() != device_) {
@@ -230,9 +232,9 @@ absl::StatusOr<std::map<std::string, double>> GradScaler::state_dict() const {
       {"_growth_tracker", tracker}};
 }
 
-absl::Status GradScaler::load_state_dict(
-    const std::map<std::string, double>& state) {
-  if (!enabled_) return absl::OkStatus();  // As PyTorch: nothing to load.
+absl::Status GradScaler::check_state_dict(
+    const std::map<std::string, double>& state) const {
+  if (!enabled_) return absl::OkStatus();
   if (state.empty()) {
     return absl::InvalidArgumentError(
         "The source state dict is empty, possibly because it was saved from "
@@ -245,14 +247,57 @@ absl::Status GradScaler::load_state_dict(
           absl::StrCat("GradScaler state dict lacks '", key, "'"));
     }
   }
-  options_.growth_factor = state.at("growth_factor");
-  options_.backoff_factor = state.at("backoff_factor");
-  options_.growth_interval = static_cast<int>(state.at("growth_interval"));
-  options_.init_scale = state.at("scale");
+  const auto bad = [](absl::string_view key, double v, absl::string_view want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GradScaler state dict: '", key, "' is ", v, "; expected ", want));
+  };
+  const double scale = state.at("scale");
+  if (!(scale > 0) || !std::isfinite(scale)) {
+    return bad("scale", scale, "a finite value > 0");
+  }
+  const double growth = state.at("growth_factor");
+  if (!(growth > 1) || !std::isfinite(growth)) {
+    return bad("growth_factor", growth, "a finite value > 1");
+  }
+  const double backoff = state.at("backoff_factor");
+  if (!(backoff > 0 && backoff < 1)) {
+    return bad("backoff_factor", backoff, "a value in (0, 1)");
+  }
+  const double interval = state.at("growth_interval");
+  if (!(interval >= 1 && interval <= std::numeric_limits<int32_t>::max()) ||
+      interval != std::floor(interval)) {
+    return bad("growth_interval", interval, "an integer in [1, 2^31)");
+  }
+  const double tracker = state.at("_growth_tracker");
+  if (!(tracker >= 0 && tracker < interval) ||
+      tracker != std::floor(tracker)) {
+    return bad("_growth_tracker", tracker,
+               "an integer in [0, growth_interval)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GradScaler::load_state_dict(
+    const std::map<std::string, double>& state) {
+  if (!enabled_) return absl::OkStatus();  // As PyTorch: nothing to load.
+  MIXRT_RETURN_IF_ERROR(check_state_dict(state));
+  MIXRT_ASSIGN_OR_RETURN(Tensor tracker, full({1}, state.at("_growth_tracker"),
+                                              DType::kI32, device_));
+  GradScalerOptions options = options_;
+  options.growth_factor = state.at("growth_factor");
+  options.backoff_factor = state.at("backoff_factor");
+  options.growth_interval = static_cast<int>(state.at("growth_interval"));
+  options.init_scale = state.at("scale");
+  const GradScalerOptions old = options_;
+  options_ = options;
+  const Tensor old_scale = scale_;
   scale_ = Tensor();
-  MIXRT_RETURN_IF_ERROR(LazyInit());
-  MIXRT_ASSIGN_OR_RETURN(growth_tracker_, full({1}, state.at("_growth_tracker"),
-                                               DType::kI32, device_));
+  if (absl::Status init = LazyInit(); !init.ok()) {
+    options_ = old;
+    scale_ = old_scale;
+    return init;
+  }
+  growth_tracker_ = tracker;
   return absl::OkStatus();
 }
 

@@ -89,7 +89,12 @@ class GradScaler {
   // PyTorch's keys: scale, growth_factor, backoff_factor, growth_interval,
   // _growth_tracker.
   absl::StatusOr<std::map<std::string, double>> state_dict() const;
+  // Refuses (changing nothing) a state with a missing key, a non-finite or
+  // non-positive scale, growth_factor <= 1, backoff_factor outside (0, 1),
+  // or a non-integer growth_interval / _growth_tracker out of range.
   absl::Status load_state_dict(const std::map<std::string, double>& state);
+  absl::Status check_state_dict(
+      const std::map<std::string, double>& state) const;
 
  private:
   enum class Stage { kReady, kUnscaled, kStepped };

@@ -4,9 +4,9 @@
 // corrupted or mismatched file is refused with a message and the previous
 // checkpoint stays intact.
 //
-// File layout: "MIXRTCK1" | u64 header length | JSON header (entries with
-// name, dtype, shape, offset, bytes; scalars) | tensor bytes | u32 CRC-32 of
-// everything before it | "MIXRTEND".
+// File layout: "MIXRTCK1" | u64 header length | JSON header (version;
+// entries with name, dtype, shape, offset, bytes; scalars; integers) |
+// tensor bytes | u32 CRC-32 of everything before it | "MIXRTEND".
 #ifndef MIXRT_CORE_IO_CHECKPOINT_H_
 #define MIXRT_CORE_IO_CHECKPOINT_H_
 
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/file_lock.h"
 #include "core/amp/grad_scaler.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
@@ -24,11 +25,19 @@ namespace mixrt {
 
 struct Checkpoint {
   std::map<std::string, Tensor> tensors;
-  std::map<std::string, double> scalars;
+  std::map<std::string, double> scalars;     // Finite values only.
+  std::map<std::string, uint64_t> integers;  // Exact (steps, RNG state).
 };
 
+// Writes atomically (see common/atomic_write.h for what happens to symlinks
+// and non-regular targets), and reads the written file back and verifies it
+// before it replaces the old one. Refuses non-finite scalars.
 absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& ckpt);
-// Tensors are created on `device`.
+// Tensors are created on `device`. Only a regular file is read (a FIFO or a
+// device is refused, never waited on); the magic is checked before the file
+// is read into memory, and running out of memory is reported as
+// ResourceExhausted, not as a damaged file. Peak host memory: the file size
+// plus its tensors.
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
                                           const Device& device);
 // LoadCheckpoint on bytes already read; `path` only names the file in
@@ -48,13 +57,24 @@ struct TrainingState {
   int64_t step = 0;
 };
 
+// Refuses a negative step.
 absl::Status SaveTrainingCheckpoint(const std::string& path,
                                     const TrainingState& state);
-// Restores into the existing model, optimizer, scaler and generator. Every
-// tensor is checked (names, shapes, dtypes) before anything is modified. A
-// checkpoint without scaler state still loads (the scaler keeps its own).
+// Restores into the existing model, optimizer, scaler and generator.
+// Everything (tensor names, shapes and dtypes, optimizer state, lr, scaler
+// state, step and RNG ranges) is validated before anything is modified: a
+// failed load changes nothing. A checkpoint without scaler state still
+// loads (the scaler keeps its own).
 absl::Status LoadTrainingCheckpoint(const std::string& path,
                                     TrainingState& state);
+
+// Claims `path` for one run's checkpoints, before training starts: checks
+// that it can be written (a read-only or missing directory, or a target that
+// is not a regular file, is reported now, not after the first epoch) and
+// takes an advisory lock on "<path>.lock" for as long as the returned lock
+// lives, so a second run writing the same path is refused with the first
+// one's pid instead of interleaving with it.
+absl::StatusOr<files::FileLock> ClaimCheckpointPath(const std::string& path);
 
 }  // namespace mixrt
 

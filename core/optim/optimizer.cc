@@ -12,6 +12,62 @@
 
 namespace mixrt {
 
+absl::Status CheckLearningRate(double lr) {
+  // "!(lr >= 0)" also catches NaN, as PyTorch's "not 0.0 <= lr" does.
+  if (!(lr >= 0) || !std::isfinite(lr)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Invalid learning rate: ", lr, " (expected a finite value >= 0)"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status CheckNonNegative(double v, absl::string_view what) {
+  if (!(v >= 0) || !std::isfinite(v)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Invalid ", what, " value: ", v, " (expected a finite value >= 0)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBeta(double beta, int index) {
+  if (!(beta >= 0 && beta < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Invalid beta parameter at index ", index, ": ", beta,
+                     " (expected 0 <= beta < 1)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckSgdOptions(const SgdOptions& o) {
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(o.lr));
+  MIXRT_RETURN_IF_ERROR(CheckNonNegative(o.momentum, "momentum"));
+  MIXRT_RETURN_IF_ERROR(CheckNonNegative(o.dampening, "dampening"));
+  MIXRT_RETURN_IF_ERROR(CheckNonNegative(o.weight_decay, "weight_decay"));
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+    return absl::InvalidArgumentError(
+        "Nesterov momentum requires a momentum and zero dampening");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAdamWOptions(const AdamWOptions& o) {
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(o.lr));
+  MIXRT_RETURN_IF_ERROR(CheckNonNegative(o.eps, "epsilon"));
+  MIXRT_RETURN_IF_ERROR(CheckBeta(o.beta1, 0));
+  MIXRT_RETURN_IF_ERROR(CheckBeta(o.beta2, 1));
+  return CheckNonNegative(o.weight_decay, "weight_decay");
+}
+
+absl::Status Optimizer::set_lr(double lr) {
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(lr));
+  lr_ = lr;
+  return absl::OkStatus();
+}
+
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.set_grad(Tensor());
 }
@@ -47,9 +103,18 @@ absl::StatusOr<bool> Optimizer::SkippedBeforeStateExists(
 SGD::SGD(std::vector<Tensor> params, SgdOptions options)
     : Optimizer(std::move(params), options.lr),
       options_(options),
-      momentum_(params_.size()) {}
+      momentum_(params_.size()) {
+  options_status_ = CheckSgdOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<SGD>> SGD::Create(std::vector<Tensor> params,
+                                                 SgdOptions options) {
+  MIXRT_RETURN_IF_ERROR(CheckSgdOptions(options));
+  return std::make_unique<SGD>(std::move(params), options);
+}
 
 absl::Status SGD::step(const kernels::StepScaling& scaling) {
+  MIXRT_RETURN_IF_ERROR(options_status_);
   // Validate everything first: a bad parameter leaves all state unchanged.
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
   bool creates_state = false;
@@ -95,9 +160,18 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
       options_(options),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()),
-      step_(params_.size()) {}
+      step_(params_.size()) {
+  options_status_ = CheckAdamWOptions(options);
+}
+
+absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(
+    std::vector<Tensor> params, AdamWOptions options) {
+  MIXRT_RETURN_IF_ERROR(CheckAdamWOptions(options));
+  return std::make_unique<AdamW>(std::move(params), options);
+}
 
 absl::Status AdamW::step(const kernels::StepScaling& scaling) {
+  MIXRT_RETURN_IF_ERROR(options_status_);
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
   bool creates_state = false;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -142,49 +216,81 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_dict() const {
 
 namespace {
 
-// state[name] checked against `like`'s shape; undefined when absent.
-absl::StatusOr<Tensor> StateTensor(const std::map<std::string, Tensor>& state,
-                                   const std::string& name,
-                                   const Shape& shape) {
+// Whether state[name] is present, after checking it is f32 of `shape`.
+absl::StatusOr<bool> CheckStateTensor(
+    const std::map<std::string, Tensor>& state, const std::string& name,
+    const Shape& shape) {
   auto it = state.find(name);
-  if (it == state.end()) return Tensor();
+  if (it == state.end()) return false;
   if (it->second.shape() != shape || it->second.dtype() != DType::kF32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer state '", name, "' is ", DTypeName(it->second.dtype()), " ",
         ShapeToString(it->second.shape()), "; expected f32 ",
         ShapeToString(shape)));
   }
+  return true;
+}
+
+// A private copy of state[name], or undefined when absent.
+absl::StatusOr<Tensor> StateCopy(const std::map<std::string, Tensor>& state,
+                                 const std::string& name) {
+  auto it = state.find(name);
+  if (it == state.end()) return Tensor();
   return it->second.clone();
 }
 
 }  // namespace
 
+absl::Status SGD::check_state_dict(
+    const std::map<std::string, Tensor>& state) const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    MIXRT_RETURN_IF_ERROR(
+        CheckStateTensor(state, absl::StrCat(i, ".momentum_buffer"),
+                         params_[i].shape())
+            .status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SGD::load_state_dict(const std::map<std::string, Tensor>& state) {
+  MIXRT_RETURN_IF_ERROR(check_state_dict(state));
   std::vector<Tensor> momentum(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(
-        momentum[i], StateTensor(state, absl::StrCat(i, ".momentum_buffer"),
-                                 params_[i].shape()));
+        momentum[i], StateCopy(state, absl::StrCat(i, ".momentum_buffer")));
   }
   momentum_ = std::move(momentum);
   return absl::OkStatus();
 }
 
-absl::Status AdamW::load_state_dict(
-    const std::map<std::string, Tensor>& state) {
-  std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
+absl::Status AdamW::check_state_dict(
+    const std::map<std::string, Tensor>& state) const {
   for (size_t i = 0; i < params_.size(); ++i) {
-    MIXRT_ASSIGN_OR_RETURN(m[i], StateTensor(state, absl::StrCat(i, ".exp_avg"),
-                                             params_[i].shape()));
     MIXRT_ASSIGN_OR_RETURN(
-        v[i],
-        StateTensor(state, absl::StrCat(i, ".exp_avg_sq"), params_[i].shape()));
-    MIXRT_ASSIGN_OR_RETURN(s[i],
-                           StateTensor(state, absl::StrCat(i, ".step"), {1}));
-    if (m[i].defined() != v[i].defined() || m[i].defined() != s[i].defined()) {
+        const bool m,
+        CheckStateTensor(state, absl::StrCat(i, ".exp_avg"), params_[i].shape()));
+    MIXRT_ASSIGN_OR_RETURN(const bool v,
+                           CheckStateTensor(state, absl::StrCat(i, ".exp_avg_sq"),
+                                            params_[i].shape()));
+    MIXRT_ASSIGN_OR_RETURN(const bool s,
+                           CheckStateTensor(state, absl::StrCat(i, ".step"), {1}));
+    if (m != v || m != s) {
       return absl::InvalidArgumentError(
           absl::StrCat("optimizer state for parameter ", i, " is incomplete"));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdamW::load_state_dict(
+    const std::map<std::string, Tensor>& state) {
+  MIXRT_RETURN_IF_ERROR(check_state_dict(state));
+  std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    MIXRT_ASSIGN_OR_RETURN(m[i], StateCopy(state, absl::StrCat(i, ".exp_avg")));
+    MIXRT_ASSIGN_OR_RETURN(v[i],
+                           StateCopy(state, absl::StrCat(i, ".exp_avg_sq")));
+    MIXRT_ASSIGN_OR_RETURN(s[i], StateCopy(state, absl::StrCat(i, ".step")));
   }
   exp_avg_ = std::move(m);
   exp_avg_sq_ = std::move(v);
@@ -234,15 +340,43 @@ absl::Status clip_grad_value_(const std::vector<Tensor>& params,
   return absl::OkStatus();
 }
 
+absl::StatusOr<StepLR> StepLR::Create(Optimizer* optimizer, int step_size,
+                                      double gamma) {
+  if (optimizer == nullptr) return absl::InvalidArgumentError("StepLR: no optimizer");
+  if (step_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StepLR: step_size is ", step_size, "; expected an integer >= 1"));
+  }
+  if (!(gamma >= 0) || !std::isfinite(gamma)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "StepLR: gamma is ", gamma, "; expected a finite value >= 0"));
+  }
+  return StepLR(optimizer, step_size, gamma);
+}
+
 StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
     : optimizer_(optimizer),
       step_size_(step_size),
       gamma_(gamma),
       base_lr_(optimizer->lr()) {}
 
-void StepLR::step() {
+absl::Status StepLR::step() {
   ++epoch_;
-  optimizer_->set_lr(base_lr_ * std::pow(gamma_, epoch_ / step_size_));
+  return optimizer_->set_lr(base_lr_ *
+                            std::pow(gamma_, epoch_ / step_size_));
+}
+
+absl::StatusOr<CosineAnnealingLR> CosineAnnealingLR::Create(
+    Optimizer* optimizer, int t_max, double eta_min) {
+  if (optimizer == nullptr) {
+    return absl::InvalidArgumentError("CosineAnnealingLR: no optimizer");
+  }
+  if (t_max < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CosineAnnealingLR: T_max is ", t_max, "; expected an integer >= 1"));
+  }
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(eta_min));
+  return CosineAnnealingLR(optimizer, t_max, eta_min);
 }
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
@@ -252,11 +386,12 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
       eta_min_(eta_min),
       base_lr_(optimizer->lr()) {}
 
-void CosineAnnealingLR::step() {
+absl::Status CosineAnnealingLR::step() {
   ++epoch_;
   const double pi = 3.14159265358979323846;
-  optimizer_->set_lr(eta_min_ + (base_lr_ - eta_min_) *
-                                    (1 + std::cos(pi * epoch_ / t_max_)) / 2);
+  return optimizer_->set_lr(eta_min_ + (base_lr_ - eta_min_) *
+                                           (1 + std::cos(pi * epoch_ / t_max_)) /
+                                           2);
 }
 
 }  // namespace mixrt

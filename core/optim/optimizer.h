@@ -11,6 +11,7 @@
 #define MIXRT_CORE_OPTIM_OPTIMIZER_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,12 +35,16 @@ class Optimizer {
 
   const std::vector<Tensor>& params() const { return params_; }
   double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  // Refuses a negative or non-finite lr (the optimizer keeps its own).
+  absl::Status set_lr(double lr);
   // Optimizer state tensors by name, for checkpoints, and their restoration
   // (validated against the parameters before anything changes).
   virtual std::vector<std::pair<std::string, Tensor>> state_dict() const = 0;
   virtual absl::Status load_state_dict(
       const std::map<std::string, Tensor>& state) = 0;
+  // What load_state_dict checks, without changing anything.
+  virtual absl::Status check_state_dict(
+      const std::map<std::string, Tensor>& state) const = 0;
 
  protected:
   absl::Status CheckParam(const Tensor& p) const;
@@ -54,7 +59,15 @@ class Optimizer {
 
   std::vector<Tensor> params_;
   double lr_;
+  // Invalid options are refused by Create; a directly constructed optimizer
+  // with them fails every step() with this error instead.
+  absl::Status options_status_;
 };
+
+// PyTorch's constructor checks (lr, momentum, betas, eps, weight_decay),
+// with NaN and inf refused too: a non-finite hyperparameter would be saved
+// in a checkpoint that cannot be loaded.
+absl::Status CheckLearningRate(double lr);
 
 struct SgdOptions {
   double lr = 0.01;
@@ -64,13 +77,19 @@ struct SgdOptions {
   bool nesterov = false;
 };
 
+absl::Status CheckSgdOptions(const SgdOptions& options);
+
 class SGD : public Optimizer {
  public:
+  static absl::StatusOr<std::unique_ptr<SGD>> Create(std::vector<Tensor> params,
+                                                     SgdOptions options);
   SGD(std::vector<Tensor> params, SgdOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   absl::Status load_state_dict(
       const std::map<std::string, Tensor>& state) override;
+  absl::Status check_state_dict(
+      const std::map<std::string, Tensor>& state) const override;
 
  private:
   SgdOptions options_;
@@ -85,13 +104,19 @@ struct AdamWOptions {
   double weight_decay = 1e-2;
 };
 
+absl::Status CheckAdamWOptions(const AdamWOptions& options);
+
 class AdamW : public Optimizer {
  public:
+  static absl::StatusOr<std::unique_ptr<AdamW>> Create(
+      std::vector<Tensor> params, AdamWOptions options);
   AdamW(std::vector<Tensor> params, AdamWOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   absl::Status load_state_dict(
       const std::map<std::string, Tensor>& state) override;
+  absl::Status check_state_dict(
+      const std::map<std::string, Tensor>& state) const override;
 
  private:
   AdamWOptions options_;
@@ -112,12 +137,17 @@ absl::Status clip_grad_value_(const std::vector<Tensor>& params,
                               double clip_value);
 
 // Learning-rate schedules, stepped once per epoch (or step) by the caller.
+// Create refuses parameters that would produce a NaN or divide by zero
+// (step_size or T_max < 1).
 class StepLR {
  public:
-  StepLR(Optimizer* optimizer, int step_size, double gamma = 0.1);
-  void step();
+  static absl::StatusOr<StepLR> Create(Optimizer* optimizer, int step_size,
+                                       double gamma = 0.1);
+  absl::Status step();
 
  private:
+  StepLR(Optimizer* optimizer, int step_size, double gamma);
+
   Optimizer* optimizer_;
   int step_size_;
   double gamma_;
@@ -127,10 +157,14 @@ class StepLR {
 
 class CosineAnnealingLR {
  public:
-  CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min = 0);
-  void step();
+  static absl::StatusOr<CosineAnnealingLR> Create(Optimizer* optimizer,
+                                                  int t_max,
+                                                  double eta_min = 0);
+  absl::Status step();
 
  private:
+  CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min);
+
   Optimizer* optimizer_;
   int t_max_;
   double eta_min_;

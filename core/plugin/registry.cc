@@ -1,8 +1,13 @@
 #include "core/plugin/registry.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +26,22 @@ std::string CanonicalPath(const std::string& path) {
 }
 
 }  // namespace
+
+const char* PluginStateName(PluginState state) {
+  switch (state) {
+    case PluginState::kUsable:
+      return "usable";
+    case PluginState::kNoDevice:
+      return "no device";
+    case PluginState::kFailed:
+      return "failed";
+    case PluginState::kUntrusted:
+      return "untrusted";
+    case PluginState::kNotFound:
+      return "not found";
+  }
+  return "unknown";
+}
 
 Registry& Registry::Global() {
   static Registry* registry = new Registry();
@@ -44,6 +65,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
       std::lock_guard<std::shared_mutex> lock(mu_);
       PluginReport report;
       report.path = canonical;
+      report.state = PluginState::kFailed;
       report.reason = std::string(probe.message());
       reports_.push_back(report);
       return probe;
@@ -59,6 +81,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
   }
   PluginReport report;
   report.path = canonical;
+  report.state = PluginState::kFailed;
   absl::StatusOr<std::unique_ptr<Backend>> loaded = LoadPlugin(canonical);
   if (!loaded.ok()) {
     report.reason = std::string(loaded.status().message());
@@ -78,6 +101,7 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
   }
   report.backend = backend.get();
   report.usable = !backend->devices().empty();
+  report.state = report.usable ? PluginState::kUsable : PluginState::kNoDevice;
   if (!report.usable) {
     report.reason = absl::StrCat("no device: ", backend->no_device_reason());
   }
@@ -99,16 +123,35 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
   const std::string core_dir = CoreObjectDirectory();
   if (!core_dir.empty()) locations.emplace_back(core_dir, false);
   for (const auto& [location, named] : locations) {
-    for (const std::string& file : ExpandPluginLocation(location)) {
-      if (!named && file != location) {
-        const std::string unsafe = WorldWritableReason(file);
+    const std::vector<std::string> files = ExpandPluginLocation(location);
+    if (named && files.empty()) {
+      struct stat st;
+      std::lock_guard<std::shared_mutex> lock(mu_);
+      PluginReport report;
+      report.path = location;
+      report.state = PluginState::kNotFound;
+      report.reason =
+          ::stat(location.c_str(), &st) != 0
+              ? absl::StrCat("not found: ", std::strerror(errno))
+              : "not found: the directory holds no libmixrt_*.so file";
+      reports_.push_back(report);
+      continue;
+    }
+    for (const std::string& file : files) {
+      // Only a file named on the command line is trusted as given; one
+      // found by searching, or listed in MIXRT_PLUGIN_PATH (which anyone
+      // who can set the environment or write a profile controls), must sit
+      // where only root or this user can write.
+      if (!named) {
+        const std::string unsafe = UntrustedReason(file);
         if (!unsafe.empty()) {
           std::lock_guard<std::shared_mutex> lock(mu_);
           PluginReport report;
           report.path = CanonicalPath(file);
-          report.reason =
-              absl::StrCat("not loaded: ", unsafe,
-                           " (name the file explicitly to load it anyway)");
+          report.state = PluginState::kUntrusted;
+          report.reason = absl::StrCat(
+              "not loaded: ", unsafe,
+              " (name the file with --plugin to load it anyway)");
           reports_.push_back(report);
           continue;
         }
@@ -185,7 +228,30 @@ absl::StatusOr<Device> Registry::SelectDevice(const std::string& name) const {
         absl::StrCat("no usable mixrt backend found (set ", kPluginPathEnv,
                      " or name a plugin explicitly)", SkippedSummary()));
   }
+  WarnPassedOver(usable.front());
   return Device(usable.front(), 0);
+}
+
+void Registry::WarnPassedOver(const Backend* selected) const {
+  std::vector<PluginReport> passed_over;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const PluginReport& report : reports_) {
+      if (report.state == PluginState::kFailed ||
+          report.state == PluginState::kUntrusted) {
+        passed_over.push_back(report);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(warned_mu_);
+  for (const PluginReport& report : passed_over) {
+    if (!warned_.insert(report.path).second) continue;
+    std::fprintf(stderr,
+                 "mixrt: warning: plugin %s was not used (%s): %s; selected "
+                 "backend '%s' instead\n",
+                 report.path.c_str(), PluginStateName(report.state),
+                 report.reason.c_str(), selected->name().c_str());
+  }
 }
 
 }  // namespace mixrt

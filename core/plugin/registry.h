@@ -10,6 +10,7 @@
 #define MIXRT_CORE_PLUGIN_REGISTRY_H_
 
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -32,10 +33,22 @@ struct LoadOptions {
   absl::Duration timeout = absl::Seconds(10);
 };
 
+enum class PluginState {
+  kUsable,     // Loaded, with at least one device.
+  kNoDevice,   // Loaded; no device here (e.g. CUDA on a machine without GPU).
+  kFailed,     // Refused, or failed to load or initialize.
+  kUntrusted,  // Found by searching where others could write; not loaded.
+  kNotFound,   // Named explicitly, but nothing is there.
+};
+
+// "usable", "no device", "failed", "untrusted", "not found".
+const char* PluginStateName(PluginState state);
+
 // What happened to one plugin file.
 struct PluginReport {
   std::string path;
   std::string name;  // Empty when the file never identified itself.
+  PluginState state = PluginState::kFailed;
   bool usable = false;
   std::string reason;  // Why it is not usable (load error or no device).
   const Backend* backend = nullptr;  // Set when it loaded (even deviceless).
@@ -71,10 +84,15 @@ class Registry {
 
   // By `name`, else $MIXRT_BACKEND, else the usable backend with the best
   // score. The error lists what is available and why others were skipped.
+  // Choosing by score, a plugin that failed or was not trusted is never
+  // passed over silently: each one is named, with its reason, in a warning
+  // on stderr (once per plugin and registry), since it may have been the
+  // backend that should have won.
   absl::StatusOr<Device> SelectDevice(const std::string& name = "") const;
 
  private:
   std::string SkippedSummary() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void WarnPassedOver(const Backend* selected) const;
 
   // A std mutex, not absl::Mutex: Debian's Abseil is built without
   // ThreadSanitizer annotations, so TSan cannot see absl::Mutex's ordering
@@ -82,6 +100,8 @@ class Registry {
   mutable std::shared_mutex mu_;
   std::vector<std::unique_ptr<Backend>> backends_ ABSL_GUARDED_BY(mu_);
   std::vector<PluginReport> reports_ ABSL_GUARDED_BY(mu_);
+  mutable std::mutex warned_mu_;
+  mutable absl::flat_hash_set<std::string> warned_ ABSL_GUARDED_BY(warned_mu_);
 };
 
 }  // namespace mixrt

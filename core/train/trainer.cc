@@ -136,7 +136,15 @@ absl::StatusOr<std::vector<std::string>> Trainer::non_finite_gradients() const {
   return names;
 }
 
+absl::Status Trainer::claim_checkpoint_path(const std::string& path) {
+  if (claimed_.count(path) > 0) return absl::OkStatus();
+  MIXRT_ASSIGN_OR_RETURN(files::FileLock lock, ClaimCheckpointPath(path));
+  claimed_.emplace(path, std::move(lock));
+  return absl::OkStatus();
+}
+
 absl::Status Trainer::save_checkpoint(const std::string& path) {
+  MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       step_};
   return SaveTrainingCheckpoint(path, state);

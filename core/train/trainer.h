@@ -6,6 +6,7 @@
 #define MIXRT_CORE_TRAIN_TRAINER_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "core/amp/autocast.h"
 #include "core/amp/grad_scaler.h"
+#include "common/file_lock.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 
@@ -65,6 +67,10 @@ class Trainer {
   // unscale): the first thing to look at when a scaled step keeps skipping.
   absl::StatusOr<std::vector<std::string>> non_finite_gradients() const;
 
+  // Checks `path` can be written and locks it for this trainer's lifetime
+  // (see ClaimCheckpointPath): call it before training so a bad path fails
+  // at once. save_checkpoint claims its path itself when not yet claimed.
+  absl::Status claim_checkpoint_path(const std::string& path);
   absl::Status save_checkpoint(const std::string& path);
   absl::Status load_checkpoint(const std::string& path);
 
@@ -81,6 +87,7 @@ class Trainer {
   std::unique_ptr<GradScaler> scaler_;
   int64_t step_ = 0;
   int micro_ = 0;
+  std::map<std::string, files::FileLock> claimed_;  // By checkpoint path.
 };
 
 }  // namespace mixrt

@@ -89,16 +89,18 @@ TEST(Optim, SchedulesAndClipping) {
   auto p = testing::MakeTensor(d, {1, 2}, {2});
   ASSERT_TRUE(p.set_requires_grad(true).ok());
   SGD sgd({p}, {.lr = 1.0});
-  StepLR step_lr(&sgd, /*step_size=*/2, /*gamma=*/0.5);
+  auto step_lr = StepLR::Create(&sgd, /*step_size=*/2, /*gamma=*/0.5);
+  ASSERT_TRUE(step_lr.ok()) << step_lr.status();
   for (double want : {1.0, 0.5, 0.5, 0.25}) {
-    step_lr.step();
+    ASSERT_TRUE(step_lr->step().ok());
     EXPECT_DOUBLE_EQ(sgd.lr(), want);
   }
   SGD sgd2({p}, {.lr = 1.0});
-  CosineAnnealingLR cosine(&sgd2, /*t_max=*/4);
-  cosine.step();
+  auto cosine = CosineAnnealingLR::Create(&sgd2, /*t_max=*/4);
+  ASSERT_TRUE(cosine.ok()) << cosine.status();
+  ASSERT_TRUE(cosine->step().ok());
   EXPECT_NEAR(sgd2.lr(), (1 + std::cos(M_PI / 4)) / 2, 1e-12);
-  for (int i = 0; i < 3; ++i) cosine.step();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cosine->step().ok());
   EXPECT_NEAR(sgd2.lr(), 0.0, 1e-12);
 
   p.set_grad(testing::MakeTensor(d, {3, 4}, {2}));  // Norm 5.

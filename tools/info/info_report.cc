@@ -96,6 +96,7 @@ nlohmann::json InfoJson(const Registry& registry) {
     nlohmann::json p = {{"path", report.path},
                         {"name", report.name},
                         {"usable", report.usable},
+                        {"state", PluginStateName(report.state)},
                         {"reason", report.reason}};
     if (report.backend != nullptr) {
       const BackendIdentity& id = report.backend->identity();
@@ -130,9 +131,7 @@ std::string InfoText(const Registry& registry) {
     absl::StrAppend(&out, "no plugins found (set MIXRT_PLUGIN_PATH)\n");
   }
   for (const PluginReport& report : reports) {
-    const std::string status =
-        report.usable ? "usable"
-                      : (report.backend != nullptr ? "no device" : "skipped");
+    const std::string status = PluginStateName(report.state);
     absl::StrAppend(&out, "\n", report.name.empty() ? "(unnamed)" : report.name,
                     " [", status, "] ", report.path, "\n");
     if (!report.usable)
