@@ -1,0 +1,188 @@
+// Which plugin files are loaded unnamed (issue 16): OpenSSH StrictModes
+// rules on the resolved file and every directory above it; truncated
+// shared objects refused before dlopen; named paths that do not exist
+// reported; a failed backend never passed over silently.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/plugin/plugin_loader.h"
+#include "core/plugin/plugin_search_path.h"
+#include "core/plugin/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::string Fixture(const std::string& variant) {
+  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
+                              ".so");
+}
+
+std::string Reference() {
+  return testing::RunfilePath("plugins/reference/libmixrt_reference.so");
+}
+
+std::string Dir(const std::string& path, mode_t mode) {
+  ::mkdir(path.c_str(), 0700);
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+std::string Root() { return Dir(std::string(getenv("TEST_TMPDIR")) + "/trust", 0755); }
+
+std::string CopyPlugin(const std::string& dir, size_t keep_bytes = 0) {
+  const std::string to = dir + "/libmixrt_fixture_ok.so";
+  std::ifstream in(Fixture("ok"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  if (keep_bytes > 0) bytes.resize(keep_bytes);
+  std::ofstream(to, std::ios::binary) << bytes;
+  ::chmod(to.c_str(), 0755);
+  return to;
+}
+
+// What LoadAll makes of `entry` in MIXRT_PLUGIN_PATH.
+PluginReport Searched(const std::string& entry) {
+  Registry registry;
+  setenv(kPluginPathEnv, entry.c_str(), 1);
+  registry.LoadAll();
+  unsetenv(kPluginPathEnv);
+  for (const PluginReport& r : registry.Reports()) {
+    if (r.path.find("fixture_ok") != std::string::npos) return r;
+  }
+  return {};
+}
+
+TEST(PluginTrust, ASafeDirectoryIsTrusted) {
+  ASSERT_THAT(UntrustedReason(Root()), IsEmpty())
+      << "the test's own temporary directory must be trusted for the "
+         "cases below to mean anything";
+  const std::string safe = Dir(Root() + "/safe", 0755);
+  const std::string plugin = CopyPlugin(safe);
+  EXPECT_THAT(UntrustedReason(plugin), IsEmpty());
+  EXPECT_EQ(Searched(safe).state, PluginState::kUsable);
+}
+
+TEST(PluginTrust, GroupWritableAndStickyDirectoriesAreNot) {
+  const std::string group = Dir(Root() + "/group", 0775);
+  CopyPlugin(group);
+  PluginReport r = Searched(group);
+  EXPECT_EQ(r.state, PluginState::kUntrusted);
+  EXPECT_THAT(r.reason, HasSubstr("directory " + group +
+                                  " is writable by its group or by every user"));
+  // Sticky, like /tmp: anyone may still create files in it.
+  const std::string sticky = Dir(Root() + "/sticky", 01777);
+  CopyPlugin(sticky);
+  EXPECT_EQ(Searched(sticky).state, PluginState::kUntrusted);
+}
+
+TEST(PluginTrust, ASafeDirectoryInsideAnOpenOneIsNot) {
+  const std::string open = Dir(Root() + "/open", 0777);
+  const std::string inner = Dir(open + "/inner", 0755);
+  CopyPlugin(inner);
+  PluginReport r = Searched(inner);
+  EXPECT_EQ(r.state, PluginState::kUntrusted);
+  EXPECT_THAT(r.reason, HasSubstr("directory " + open + " is writable"));
+}
+
+TEST(PluginTrust, SymlinksAreResolvedFirst) {
+  const std::string open = Dir(Root() + "/open2", 0777);
+  const std::string real = CopyPlugin(open);
+  const std::string safe = Dir(Root() + "/safe_with_link", 0755);
+  ASSERT_EQ(::symlink(real.c_str(), (safe + "/libmixrt_fixture_ok.so").c_str()),
+            0);
+  PluginReport r = Searched(safe);
+  EXPECT_EQ(r.state, PluginState::kUntrusted);
+  EXPECT_THAT(r.reason, HasSubstr(open));
+}
+
+TEST(PluginTrust, AFileEntryInThePluginPathIsCheckedToo) {
+  const std::string open = Dir(Root() + "/open3", 0777);
+  const std::string file = CopyPlugin(open);
+  EXPECT_EQ(Searched(file).state, PluginState::kUntrusted);
+  // Named with --plugin, it is the user's explicit choice.
+  Registry named;
+  named.LoadAll({file});
+  EXPECT_TRUE(named.FindBackend("fixture_ok").ok());
+}
+
+TEST(PluginTrust, AWritableFileOrAnotherUsersDirectoryIsNot) {
+  const std::string dir = Dir(Root() + "/writable_file", 0755);
+  const std::string file = CopyPlugin(dir);
+  ASSERT_EQ(::chmod(file.c_str(), 0775), 0);
+  EXPECT_THAT(UntrustedReason(file), HasSubstr("file " + file));
+  if (::geteuid() != 0) GTEST_SKIP() << "chown to another user needs root";
+  const std::string theirs = Dir(Root() + "/theirs", 0755);
+  CopyPlugin(theirs);
+  if (::chown(theirs.c_str(), 65534, 65534) != 0) {
+    GTEST_SKIP() << "cannot chown here: " << std::strerror(errno);
+  }
+  PluginReport r = Searched(theirs);
+  EXPECT_EQ(r.state, PluginState::kUntrusted);
+  EXPECT_THAT(r.reason, HasSubstr("is owned by another user (uid 65534)"));
+}
+
+TEST(PluginTrust, TruncatedSharedObjectsAreRefusedBeforeDlopen) {
+  // dlopen of these used to kill the process with SIGBUS; this test runs
+  // them in-process, so a regression crashes it.
+  std::ifstream in(Reference(), std::ios::binary | std::ios::ate);
+  const size_t size = static_cast<size_t>(in.tellg());
+  std::ifstream whole(Reference(), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(whole)),
+                          std::istreambuf_iterator<char>());
+  const std::string dir = Dir(Root() + "/truncated", 0755);
+  for (size_t keep : {size_t{40}, size_t{4096}, size_t{65536}, size / 2}) {
+    const std::string path = absl::StrCat(dir, "/libmixrt_cut_", keep, ".so");
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, keep);
+    absl::StatusOr<std::unique_ptr<Backend>> b = LoadPlugin(path);
+    ASSERT_FALSE(b.ok()) << keep;
+    EXPECT_THAT(b.status().message(), HasSubstr("refused before loading"));
+    EXPECT_THAT(b.status().message(), HasSubstr("truncated")) << keep;
+  }
+}
+
+TEST(PluginTrust, NamedPathsThatDoNotExistAreReported) {
+  Registry registry;
+  registry.LoadAll({"/nonexistent/libmixrt_nothing.so", Reference()});
+  bool reported = false;
+  for (const PluginReport& r : registry.Reports()) {
+    if (r.path == "/nonexistent/libmixrt_nothing.so") {
+      reported = true;
+      EXPECT_EQ(r.state, PluginState::kNotFound);
+      EXPECT_THAT(r.reason, HasSubstr("No such file or directory"));
+    }
+  }
+  EXPECT_TRUE(reported);
+  EXPECT_STREQ(PluginStateName(PluginState::kNotFound), "not found");
+}
+
+TEST(PluginTrust, ABackendThatFailedIsNeverPassedOverSilently) {
+  Registry registry;
+  registry.LoadAll({Fixture("init_fails"), Reference()});
+  ::testing::internal::CaptureStderr();
+  absl::StatusOr<Device> device = registry.SelectDevice();
+  registry.SelectDevice().IgnoreError();  // Warned once, not per call.
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(device.ok());
+  EXPECT_EQ(device->backend()->name(), "reference");
+  EXPECT_THAT(err, HasSubstr("libmixrt_fixture_init_fails.so was not used "
+                             "(failed)"));
+  EXPECT_THAT(err, HasSubstr("fixture driver 9.9 not found"));
+  EXPECT_THAT(err, HasSubstr("selected backend 'reference' instead"));
+  EXPECT_EQ(err.find("warning"), err.rfind("warning")) << err;
+}
+
+}  // namespace
+}  // namespace mixrt
