@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
@@ -96,7 +97,18 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
   return r;
 }
 
+absl::Status CheckFlags() {
+  using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 1 << 20));
+  MIXRT_RETURN_IF_ERROR(CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
+  MIXRT_RETURN_IF_ERROR(CheckFlag("layers", absl::GetFlag(FLAGS_layers), 1, 1000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("batches", absl::GetFlag(FLAGS_batches), 1, 1000000));
+  return CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000);
+}
+
 absl::Status Run(const char* argv0) {
+  MIXRT_RETURN_IF_ERROR(CheckFlags());
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,

@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "examples/digits_data.h"
 #include "mixrt/mixrt.h"
 #include "plugins/sdk/philox.h"
@@ -113,6 +114,8 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
 }
 
 absl::Status Run(const char* argv0) {
+  using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
@@ -120,6 +123,8 @@ absl::Status Run(const char* argv0) {
   MIXRT_ASSIGN_OR_RETURN(
       mixrt::examples::Digits digits,
       mixrt::examples::LoadDigits(absl::GetFlag(FLAGS_data)));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, digits.count() * 4 / 5));
   MIXRT_ASSIGN_OR_RETURN(Split split, MakeSplit(digits, device));
   std::printf("digits: %lld images on %s, MLP 64-128-64-10, AdamW, %d epochs\n",
               static_cast<long long>(digits.count()), device.ToString().c_str(),

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(int, accumulate, 4, "Micro-batches per optimizer step.");
@@ -19,6 +20,10 @@ namespace {
 using mixrt::Tensor;
 
 absl::Status Run(const char* argv0) {
+  using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("accumulate", absl::GetFlag(FLAGS_accumulate), 1, 1 << 20));
+  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
   mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(double, max_norm, 1.0, "Largest allowed global gradient norm.");
@@ -18,6 +19,11 @@ namespace {
 using mixrt::Tensor;
 
 absl::Status Run(const char* argv0) {
+  using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(
+      mixrt::examples::CheckFiniteFlag("max_norm", absl::GetFlag(FLAGS_max_norm),
+                                       0.0, 1e30));
+  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
   mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());

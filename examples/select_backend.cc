@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "",
@@ -26,6 +27,12 @@ ABSL_FLAG(uint64_t, seed, 0, "Random seed.");
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status n = mixrt::examples::CheckFlag("n", absl::GetFlag(FLAGS_n),
+                                                  1, int64_t{1} << 30);
+      !n.ok()) {
+    std::fprintf(stderr, "select_backend: %s\n", std::string(n.message()).c_str());
+    return 1;
+  }
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv[0]));
   for (const mixrt::PluginReport& r : registry.Reports()) {

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "examples/flag_checks.h"
 #include "examples/digits_data.h"
 #include "mixrt/mixrt.h"
 
@@ -35,6 +36,10 @@ std::string ProgressBar(double fraction, int width = 30) {
 }
 
 absl::Status Run(const char* argv0) {
+  using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("log_every", absl::GetFlag(FLAGS_log_every), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
@@ -44,6 +49,7 @@ absl::Status Run(const char* argv0) {
   // Train on the first 1437 images, validate on the rest.
   const int64_t n_train = data.count() * 4 / 5,
                 batch = absl::GetFlag(FLAGS_batch);
+  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", batch, 1, n_train));
   std::vector<Tensor> xs, ys, vx, vy;
   for (int64_t s = 0; s < data.count(); s += batch) {
     const bool train = s < n_train;
@@ -85,14 +91,17 @@ absl::Status Run(const char* argv0) {
               trainer.scaler().is_enabled() ? "on" : "off");
 
   const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
+  // Before any training: an unwritable path, or another run writing the
+  // same checkpoint, is reported now rather than after the first epoch.
+  if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.claim_checkpoint_path(ckpt));
   if (absl::GetFlag(FLAGS_resume) && !ckpt.empty()) {
     MIXRT_RETURN_IF_ERROR(trainer.load_checkpoint(ckpt));
     std::printf("resumed from %s at step %lld\n", ckpt.c_str(),
                 static_cast<long long>(trainer.step()));
   }
   const int steps_per_epoch = static_cast<int>(xs.size());
-  const int first_epoch = static_cast<int>(trainer.step() / steps_per_epoch);
-  for (int epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
+  const int64_t first_epoch = trainer.step() / steps_per_epoch;
+  for (int64_t epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
     // The running loss stays on the device: reading it waits for the
     // device, so it is read only when a line is printed.
     mixrt::Tensor running;
@@ -107,7 +116,7 @@ absl::Status Run(const char* argv0) {
       if ((i + 1) % absl::GetFlag(FLAGS_log_every) == 0 ||
           i + 1 == steps_per_epoch) {
         MIXRT_ASSIGN_OR_RETURN(double total, running.item());
-        std::printf("\repoch %2d %s loss %.4f", epoch + 1,
+        std::printf("\repoch %2lld %s loss %.4f", static_cast<long long>(epoch + 1),
                     ProgressBar((i + 1.0) / steps_per_epoch).c_str(),
                     total / (i + 1));
         std::fflush(stdout);
