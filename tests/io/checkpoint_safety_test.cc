@@ -102,6 +102,16 @@ TEST(CheckpointSafety, NonFiniteScalarsAreRefusedAndTheOldFileSurvives) {
   EXPECT_TRUE(LoadCheckpoint(path, d).ok());
 }
 
+TEST(CheckpointSafety, ANameThatIsNotUtf8IsRefusedNotACrash) {
+  // JSON must be UTF-8; nlohmann throws on anything else, which used to
+  // abort the process.
+  Checkpoint c;
+  c.scalars["bad\xff\xfename"] = 1;
+  absl::Status s = SaveCheckpoint(Tmp("utf8.ckpt"), c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("not valid UTF-8"));
+}
+
 TEST(CheckpointSafety, NonFiniteHyperparametersNeverReachACheckpoint) {
   // PyTorch refuses them at construction; so does Create, and a directly
   // constructed optimizer refuses to step.
