@@ -1,7 +1,5 @@
 #include "core/io/checkpoint.h"
 
-#include <zlib.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,147 +8,37 @@
 #include "absl/strings/str_cat.h"
 #include "common/atomic_write.h"
 #include "common/regular_file_read.h"
+#include "core/io/checkpoint_format.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace mixrt {
 namespace {
 
-constexpr char kMagic[] = "MIXRTCK1";
-constexpr char kEndMagic[] = "MIXRTEND";
-constexpr size_t kMagicSize = 8;
-// A header or file this large is not one we wrote.
-constexpr uint64_t kMaxHeader = 64 << 20;
-// 2 added "integers" (exact 64-bit values); 1 is still read.
-constexpr int kVersion = 2;
-constexpr size_t kMinSize = kMagicSize + sizeof(uint64_t) + 4 + kMagicSize;
-
-// Where the parts of a checkpoint's bytes are, once its framing, CRC and
-// header are verified.
-struct Layout {
-  nlohmann::json header;
-  size_t body_at = 0;
-  size_t body_size = 0;
-};
-
-absl::StatusOr<Layout> ParseLayout(absl::string_view data,
-                                   absl::string_view path) {
-  const auto refuse = [&](absl::string_view why) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint ", path, " is refused: ", why));
+checkpoint_format::ReadAtFn ReadFrom(const files::RegularFile& file) {
+  return [&file](uint64_t offset, void* out, size_t n) {
+    return file.ReadAt(offset, out, n);
   };
-  if (data.size() < kMinSize) return refuse("it is truncated (too short)");
-  if (data.compare(0, kMagicSize, kMagic) != 0) {
-    return refuse("it is not a mixrt checkpoint (bad magic)");
-  }
-  if (data.compare(data.size() - kMagicSize, kMagicSize, kEndMagic) != 0) {
-    return refuse("it is truncated (no end marker)");
-  }
-  const size_t crc_at = data.size() - kMagicSize - 4;
-  uint32_t stored;
-  std::memcpy(&stored, data.data() + crc_at, 4);
-  const uint32_t actual = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(data.data()), crc_at));
-  if (stored != actual) {
-    return refuse(absl::StrCat("its CRC-32 is ", actual, " but ", stored,
-                               " was recorded (the file is corrupted)"));
-  }
-  uint64_t header_size;
-  std::memcpy(&header_size, data.data() + kMagicSize, sizeof(header_size));
-  if (header_size > kMaxHeader ||
-      kMagicSize + sizeof(uint64_t) + header_size > crc_at) {
-    return refuse("its header size is out of bounds");
-  }
-  Layout layout;
-  layout.body_at = kMagicSize + sizeof(uint64_t) + header_size;
-  layout.body_size = crc_at - layout.body_at;
-  layout.header = nlohmann::json::parse(
-      data.substr(kMagicSize + sizeof(uint64_t), header_size), nullptr, false);
-  const nlohmann::json& h = layout.header;
-  if (h.is_discarded() || !h.is_object() || !h.contains("entries") ||
-      !h["entries"].is_array()) {
-    return refuse("its header is not valid");
-  }
-  if (h.contains("version") &&
-      (!h["version"].is_number_unsigned() || h["version"].get<uint64_t>() < 1 ||
-       h["version"].get<uint64_t>() > kVersion)) {
-    return refuse(absl::StrCat("its format version is ", h["version"].dump(),
-                               "; this mixrt reads versions 1 to ", kVersion));
-  }
-  return layout;
-}
-
-std::string Serialize(const Checkpoint& ckpt, absl::Status* status) {
-  nlohmann::json header = {{"version", kVersion},
-                           {"entries", nlohmann::json::array()},
-                           {"scalars", nlohmann::json::object()},
-                           {"integers", nlohmann::json::object()}};
-  std::string body;
-  for (const auto& [name, t] : ckpt.tensors) {
-    absl::StatusOr<std::vector<uint8_t>> bytes = t.to_bytes();
-    if (!bytes.ok()) {
-      *status = bytes.status();
-      return "";
-    }
-    header["entries"].push_back(
-        {{"name", name},
-         {"dtype", std::string(DTypeName(t.dtype()))},
-         {"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())},
-         {"offset", body.size()},
-         {"bytes", bytes->size()}});
-    body.append(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-  }
-  for (const auto& [name, v] : ckpt.scalars) {
-    // JSON has no NaN or inf (they would be written as null and refused on
-    // load): a checkpoint that cannot be loaded must never be written.
-    if (!std::isfinite(v)) {
-      *status = absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint scalar '", name, "' is ", v,
-          "; only finite values can be saved"));
-      return "";
-    }
-    header["scalars"][name] = v;
-  }
-  for (const auto& [name, v] : ckpt.integers) header["integers"][name] = v;
-  std::string h;
-  try {
-    h = header.dump();
-  } catch (const nlohmann::json::exception&) {
-    // Names are kept exactly; one that is not UTF-8 cannot be stored.
-    *status = absl::InvalidArgumentError(
-        "a checkpoint tensor or scalar name is not valid UTF-8");
-    return "";
-  }
-  std::string out(kMagic, kMagicSize);
-  const uint64_t hl = h.size();
-  out.append(reinterpret_cast<const char*>(&hl), sizeof(hl));
-  out += h;
-  out += body;
-  const uint32_t crc = static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(out.data()), out.size()));
-  out.append(reinterpret_cast<const char*>(&crc), sizeof(crc));
-  out.append(kEndMagic, kMagicSize);
-  return out;
 }
 
 }  // namespace
 
 absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& ckpt) {
-  absl::Status status;
-  const std::string data = Serialize(ckpt, &status);
-  MIXRT_RETURN_IF_ERROR(status);
-  // What was written is read back and checked before it replaces the old
-  // file, so a good checkpoint is never replaced by one that cannot load.
+  MIXRT_ASSIGN_OR_RETURN(const std::string data,
+                         checkpoint_format::Serialize(ckpt));
+  // The written file is read back (its CRC and header checked, streamed)
+  // before it replaces the old one, so a good checkpoint is never replaced
+  // by one that cannot load.
   const auto verify = [&](const std::string& tmp) -> absl::Status {
-    MIXRT_ASSIGN_OR_RETURN(const std::string written,
-                           files::ReadRegularFile(tmp, data.size()));
-    if (written != data) {
+    MIXRT_ASSIGN_OR_RETURN(files::RegularFile file,
+                           files::RegularFile::Open(tmp));
+    if (file.size() != data.size()) {
       return absl::DataLossError(absl::StrCat(
-          "checkpoint ", path, " was not saved: ", tmp,
-          " read back differs from what was written"));
+          "checkpoint ", path, " was not saved: ", tmp, " holds ",
+          file.size(), " bytes of the ", data.size(), " written"));
     }
-    return ParseLayout(written, tmp).status();
+    return checkpoint_format::ReadLayout(file.size(), ReadFrom(file), tmp)
+        .status();
   };
   return files::WriteFileAtomically(path, data, 0644, verify);
 }
@@ -159,81 +47,24 @@ absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
                                           const Device& device) {
   MIXRT_ASSIGN_OR_RETURN(files::RegularFile file,
                          files::RegularFile::Open(path));
-  // The magic is checked before the file is read into memory: a large file
-  // that is not a checkpoint costs nothing.
-  char magic[kMagicSize];
-  if (file.size() < kMinSize) {
-    return absl::DataLossError(absl::StrCat(
-        "checkpoint ", path, " is refused: it is truncated (too short)"));
-  }
-  MIXRT_RETURN_IF_ERROR(file.ReadAt(0, magic, kMagicSize));
-  if (std::memcmp(magic, kMagic, kMagicSize) != 0) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint ", path,
-                     " is refused: it is not a mixrt checkpoint (bad magic)"));
-  }
-  MIXRT_ASSIGN_OR_RETURN(const std::string data, file.ReadAll());
-  return ParseCheckpoint(data, path, device);
+  MIXRT_ASSIGN_OR_RETURN(
+      const checkpoint_format::Layout layout,
+      checkpoint_format::ReadLayout(file.size(), ReadFrom(file), path));
+  return checkpoint_format::ReadContents(layout, ReadFrom(file), path, device);
 }
 
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view data,
                                            absl::string_view path,
                                            const Device& device) {
-  const auto refuse = [&](absl::string_view why) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint ", path, " is refused: ", why));
+  const checkpoint_format::ReadAtFn read = [data](uint64_t offset, void* out,
+                                                  size_t n) {
+    std::memcpy(out, data.data() + offset, n);  // Bounds checked by callers.
+    return absl::OkStatus();
   };
-  MIXRT_ASSIGN_OR_RETURN(const Layout layout, ParseLayout(data, path));
-  const nlohmann::json& header = layout.header;
-  const size_t body_at = layout.body_at;
-  const size_t body_size = layout.body_size;
-  Checkpoint ckpt;
-  try {
-    for (const auto& e : header["entries"]) {
-      const std::string name = e.at("name").get<std::string>();
-      MIXRT_ASSIGN_OR_RETURN(DType dtype,
-                             ParseDType(e.at("dtype").get<std::string>()));
-      const std::vector<int64_t> shape =
-          e.at("shape").get<std::vector<int64_t>>();
-      const uint64_t offset = e.at("offset").get<uint64_t>();
-      const uint64_t bytes = e.at("bytes").get<uint64_t>();
-      MIXRT_ASSIGN_OR_RETURN(const int64_t n, CheckedNumElements(shape));
-      if (offset > body_size || bytes > body_size - offset ||
-          bytes % DTypeSize(dtype) != 0 ||
-          bytes / DTypeSize(dtype) != static_cast<uint64_t>(n)) {
-        return refuse(absl::StrCat("entry '", name, "' is out of bounds"));
-      }
-      const auto* p =
-          reinterpret_cast<const uint8_t*>(data.data() + body_at + offset);
-      MIXRT_ASSIGN_OR_RETURN(
-          ckpt.tensors[name],
-          from_bytes(absl::MakeConstSpan(p, bytes), shape, dtype, device));
-    }
-    if (header.contains("scalars")) {
-      for (const auto& [k, v] : header["scalars"].items()) {
-        const double d = v.get<double>();
-        if (!v.is_number() || !std::isfinite(d)) {
-          return refuse(absl::StrCat("scalar '", k, "' is ", v.dump(),
-                                     "; expected a finite number"));
-        }
-        ckpt.scalars[k] = d;
-      }
-    }
-    if (header.contains("integers")) {
-      for (const auto& [k, v] : header["integers"].items()) {
-        // Non-negative integers parse as unsigned; a negative or fractional
-        // value, or one past 2^64, is not one we wrote.
-        if (!v.is_number_unsigned()) {
-          return refuse(absl::StrCat("integer '", k, "' is ", v.dump(),
-                                     "; expected an integer in [0, 2^64)"));
-        }
-        ckpt.integers[k] = v.get<uint64_t>();
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return refuse(absl::StrCat("its header is malformed: ", e.what()));
-  }
-  return ckpt;
+  MIXRT_ASSIGN_OR_RETURN(
+      const checkpoint_format::Layout layout,
+      checkpoint_format::ReadLayout(data.size(), read, path));
+  return checkpoint_format::ReadContents(layout, read, path, device);
 }
 
 absl::StatusOr<files::FileLock> ClaimCheckpointPath(const std::string& path) {

@@ -4,9 +4,7 @@
 // corrupted or mismatched file is refused with a message and the previous
 // checkpoint stays intact.
 //
-// File layout: "MIXRTCK1" | u64 header length | JSON header (version;
-// entries with name, dtype, shape, offset, bytes; scalars; integers) |
-// tensor bytes | u32 CRC-32 of everything before it | "MIXRTEND".
+// File layout: checkpoint_format.h.
 #ifndef MIXRT_CORE_IO_CHECKPOINT_H_
 #define MIXRT_CORE_IO_CHECKPOINT_H_
 
@@ -34,10 +32,10 @@ struct Checkpoint {
 // before it replaces the old one. Refuses non-finite scalars.
 absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& ckpt);
 // Tensors are created on `device`. Only a regular file is read (a FIFO or a
-// device is refused, never waited on); the magic is checked before the file
-// is read into memory, and running out of memory is reported as
-// ResourceExhausted, not as a damaged file. Peak host memory: the file size
-// plus its tensors.
+// device is refused, never waited on). The file is streamed: magic and end
+// marker first, the CRC in 1 MiB chunks, then one entry at a time, so peak
+// host memory is its tensors plus one entry; running out of memory is
+// reported as ResourceExhausted, never as a damaged file.
 absl::StatusOr<Checkpoint> LoadCheckpoint(const std::string& path,
                                           const Device& device);
 // LoadCheckpoint on bytes already read; `path` only names the file in
