@@ -50,22 +50,20 @@ grep -q '|1 threads|' "$MIXRT_CACHE_DIR/cpu_matmul_speeds.json" || fail "cache k
 # A cached ratio that is implausible, or old, or has no timestamp is
 # measured again.
 cache="$MIXRT_CACHE_DIR/cpu_matmul_speeds.json"
-python3 - "$cache" <<'PY'
+# set_in_cache FIELD VALUE: sets FIELD of every cached entry.
+set_in_cache() {
+  python3 - "$cache" "$1" "$2" <<'PY'
 import json, sys
-path = sys.argv[1]
+path, field, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
 j = json.load(open(path))
-for k in j: j[k]["bf16_vs_f32"] = 1000.0
+for k in j: j[k][field] = value
 json.dump(j, open(path, "w"))
 PY
+}
+set_in_cache bf16_vs_f32 1000
 out=$("$mixrt" info)
 grep -q "matmul speeds measured at load" <<<"$out" || fail "implausible cached ratio trusted: $out"
-python3 - "$cache" <<'PY'
-import json, sys
-path = sys.argv[1]
-j = json.load(open(path))
-for k in j: j[k]["measured_at"] = 0
-json.dump(j, open(path, "w"))
-PY
+set_in_cache measured_at 0
 out=$("$mixrt" info)
 grep -q "matmul speeds measured at load" <<<"$out" || fail "a 50-year-old measurement was trusted: $out"
 out=$("$mixrt" info)

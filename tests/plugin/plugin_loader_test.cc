@@ -15,11 +15,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::string Fixture(const std::string& variant) {
-  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
-                              ".so");
-}
-
 TEST(PluginLoader, LoadsTheReferencePlugin) {
   auto backend = LoadPlugin(
       testing::RunfilePath("plugins/reference/libmixrt_reference.so"));
@@ -43,14 +38,14 @@ TEST(PluginLoader, LoadsTheReferencePlugin) {
 }
 
 TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
-  auto backend = LoadPlugin(Fixture("ok"));
+  auto backend = LoadPlugin(testing::FixturePath("ok"));
   ASSERT_TRUE(backend.ok()) << backend.status();
   EXPECT_EQ((*backend)->name(), "fixture_ok");
   EXPECT_EQ((*backend)->identity().score, 1);  // No score symbol: default 1.
 }
 
 TEST(PluginLoader, RefusesAnotherMajorVersionNamingBoth) {
-  auto backend = LoadPlugin(Fixture("wrong_major"));
+  auto backend = LoadPlugin(testing::FixturePath("wrong_major"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(
       backend.status().message(),
@@ -62,7 +57,7 @@ TEST(PluginLoader, RefusesAnotherMajorVersionNamingBoth) {
 }
 
 TEST(PluginLoader, RefusesAPluginWithoutTheEntrySymbol) {
-  auto backend = LoadPlugin(Fixture("no_entry"));
+  auto backend = LoadPlugin(testing::FixturePath("no_entry"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(),
               AllOf(HasSubstr("does not export the entry symbol"),
@@ -70,7 +65,7 @@ TEST(PluginLoader, RefusesAPluginWithoutTheEntrySymbol) {
 }
 
 TEST(PluginLoader, RefusesAPluginWhoseInitFails) {
-  auto backend = LoadPlugin(Fixture("init_fails"));
+  auto backend = LoadPlugin(testing::FixturePath("init_fails"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(),
               AllOf(HasSubstr("failed to initialize"),
@@ -94,7 +89,7 @@ TEST(PluginLoader, ReportsAMissingFile) {
 }
 
 TEST(PluginLoader, KeepsTheDriverReasonWhenThereIsNoDevice) {
-  auto backend = LoadPlugin(Fixture("no_device"));
+  auto backend = LoadPlugin(testing::FixturePath("no_device"));
   ASSERT_TRUE(backend.ok()) << backend.status();
   EXPECT_TRUE((*backend)->devices().empty());
   EXPECT_THAT((*backend)->no_device_reason(),
@@ -102,7 +97,7 @@ TEST(PluginLoader, KeepsTheDriverReasonWhenThereIsNoDevice) {
 }
 
 TEST(PluginLoader, RefusesACapabilityLevelThatDoesNotExist) {
-  auto backend = LoadPlugin(Fixture("bad_capability"));
+  auto backend = LoadPlugin(testing::FixturePath("bad_capability"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(),
               AllOf(HasSubstr("capability level 7"),
@@ -110,14 +105,14 @@ TEST(PluginLoader, RefusesACapabilityLevelThatDoesNotExist) {
 }
 
 TEST(PluginLoader, RefusesATableSmallerThanAbi10) {
-  auto backend = LoadPlugin(Fixture("short_table"));
+  auto backend = LoadPlugin(testing::FixturePath("short_table"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(),
               AllOf(HasSubstr("struct_size"), HasSubstr("ABI 1.0 requires")));
 }
 
 TEST(PluginLoader, RefusesATableMissingARequiredFunction) {
-  auto backend = LoadPlugin(Fixture("missing_fn"));
+  auto backend = LoadPlugin(testing::FixturePath("missing_fn"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(backend.status().message(),
               HasSubstr("required function kernel_launch is NULL"));

@@ -25,15 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string Fixture(const std::string& variant) {
-  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
-                              ".so");
-}
-
-std::string Reference() {
-  return testing::RunfilePath("plugins/reference/libmixrt_reference.so");
-}
-
 std::string Dir(const std::string& path, mode_t mode) {
   ::mkdir(path.c_str(), 0700);
   ::chmod(path.c_str(), mode);
@@ -44,7 +35,7 @@ std::string Root() { return Dir(std::string(getenv("TEST_TMPDIR")) + "/trust", 0
 
 std::string CopyPlugin(const std::string& dir, size_t keep_bytes = 0) {
   const std::string to = dir + "/libmixrt_fixture_ok.so";
-  std::ifstream in(Fixture("ok"), std::ios::binary);
+  std::ifstream in(testing::FixturePath("ok"), std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   if (keep_bytes > 0) bytes.resize(keep_bytes);
@@ -137,9 +128,9 @@ TEST(PluginTrust, AWritableFileOrAnotherUsersDirectoryIsNot) {
 TEST(PluginTrust, TruncatedSharedObjectsAreRefusedBeforeDlopen) {
   // dlopen of these used to kill the process with SIGBUS; this test runs
   // them in-process, so a regression crashes it.
-  std::ifstream in(Reference(), std::ios::binary | std::ios::ate);
+  std::ifstream in(testing::ReferencePluginPath(), std::ios::binary | std::ios::ate);
   const size_t size = static_cast<size_t>(in.tellg());
-  std::ifstream whole(Reference(), std::ios::binary);
+  std::ifstream whole(testing::ReferencePluginPath(), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(whole)),
                           std::istreambuf_iterator<char>());
   const std::string dir = Dir(Root() + "/truncated", 0755);
@@ -155,7 +146,7 @@ TEST(PluginTrust, TruncatedSharedObjectsAreRefusedBeforeDlopen) {
 
 TEST(PluginTrust, NamedPathsThatDoNotExistAreReported) {
   Registry registry;
-  registry.LoadAll({"/nonexistent/libmixrt_nothing.so", Reference()});
+  registry.LoadAll({"/nonexistent/libmixrt_nothing.so", testing::ReferencePluginPath()});
   bool reported = false;
   for (const PluginReport& r : registry.Reports()) {
     if (r.path == "/nonexistent/libmixrt_nothing.so") {
@@ -170,7 +161,7 @@ TEST(PluginTrust, NamedPathsThatDoNotExistAreReported) {
 
 TEST(PluginTrust, ABackendThatFailedIsNeverPassedOverSilently) {
   Registry registry;
-  registry.LoadAll({Fixture("init_fails"), Reference()});
+  registry.LoadAll({testing::FixturePath("init_fails"), testing::ReferencePluginPath()});
   ::testing::internal::CaptureStderr();
   absl::StatusOr<Device> device = registry.SelectDevice();
   registry.SelectDevice().IgnoreError();  // Warned once, not per call.

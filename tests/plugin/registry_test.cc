@@ -18,19 +18,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Fixture(const std::string& variant) {
-  return testing::RunfilePath("tests/fixtures/libmixrt_fixture_" + variant +
-                              ".so");
-}
-
-std::string Reference() {
-  return testing::RunfilePath("plugins/reference/libmixrt_reference.so");
-}
-
 TEST(Registry, LoadingTwiceIsIdempotent) {
   Registry registry;
-  auto first = registry.Load(Reference());
-  auto second = registry.Load(Reference());
+  auto first = registry.Load(testing::ReferencePluginPath());
+  auto second = registry.Load(testing::ReferencePluginPath());
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(*first, *second);
@@ -39,8 +30,8 @@ TEST(Registry, LoadingTwiceIsIdempotent) {
 
 TEST(Registry, RefusesASecondBackendWithTheSameName) {
   Registry registry;
-  ASSERT_TRUE(registry.Load(Fixture("ok")).ok());
-  auto duplicate = registry.Load(Fixture("duplicate_name"));
+  ASSERT_TRUE(registry.Load(testing::FixturePath("ok")).ok());
+  auto duplicate = registry.Load(testing::FixturePath("duplicate_name"));
   ASSERT_FALSE(duplicate.ok());
   EXPECT_THAT(duplicate.status().message(),
               HasSubstr("a backend named 'fixture_ok' is already loaded"));
@@ -48,8 +39,8 @@ TEST(Registry, RefusesASecondBackendWithTheSameName) {
 
 TEST(Registry, SkipsBrokenPluginsAndKeepsTheirReasons) {
   Registry registry;
-  registry.LoadAll({Fixture("wrong_major"), Fixture("init_fails"),
-                    Fixture("no_device"), Reference()});
+  registry.LoadAll({testing::FixturePath("wrong_major"), testing::FixturePath("init_fails"),
+                    testing::FixturePath("no_device"), testing::ReferencePluginPath()});
   const std::vector<PluginReport> reports = registry.Reports();
   int usable = 0;
   for (const PluginReport& r : reports) {
@@ -68,7 +59,7 @@ TEST(Registry, SkipsBrokenPluginsAndKeepsTheirReasons) {
 
 TEST(Registry, SelectsByNameAndExplainsAMissingName) {
   Registry registry;
-  registry.LoadAll({Reference(), Fixture("ok"), Fixture("no_device")});
+  registry.LoadAll({testing::ReferencePluginPath(), testing::FixturePath("ok"), testing::FixturePath("no_device")});
   auto by_name = registry.SelectDevice("fixture_ok");
   ASSERT_TRUE(by_name.ok()) << by_name.status();
   EXPECT_EQ(by_name->backend()->name(), "fixture_ok");
@@ -86,7 +77,7 @@ TEST(Registry, SelectsByNameAndExplainsAMissingName) {
 
 TEST(Registry, SelectsFromTheEnvironmentVariable) {
   Registry registry;
-  registry.LoadAll({Reference(), Fixture("ok")});
+  registry.LoadAll({testing::ReferencePluginPath(), testing::FixturePath("ok")});
   ASSERT_EQ(setenv(kBackendEnv, "fixture_ok", 1), 0);
   auto device = registry.SelectDevice();
   unsetenv(kBackendEnv);
@@ -95,7 +86,7 @@ TEST(Registry, SelectsFromTheEnvironmentVariable) {
 }
 
 TEST(Registry, SearchesMixrtPluginPathDirectories) {
-  const std::string path = Fixture("ok");
+  const std::string path = testing::FixturePath("ok");
   const std::string dir = path.substr(0, path.rfind('/'));
   Registry registry;
   // A leading and a doubled colon must not add the current directory.
@@ -122,7 +113,7 @@ TEST(Registry, WorldWritableDirectoriesAreNotSearched) {
   ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   const std::string copy = dir + "/libmixrt_fixture_ok.so";
-  std::ifstream src(Fixture("ok"), std::ios::binary);
+  std::ifstream src(testing::FixturePath("ok"), std::ios::binary);
   std::ofstream(copy, std::ios::binary) << src.rdbuf();
   ASSERT_EQ(chmod(copy.c_str(), 0755), 0);
   Registry searched;
@@ -144,7 +135,7 @@ TEST(Registry, WorldWritableDirectoriesAreNotSearched) {
 
 TEST(Registry, BestScoreWinsWhenNothingIsNamed) {
   Registry registry;
-  registry.LoadAll({Fixture("ok"), Reference()});
+  registry.LoadAll({testing::FixturePath("ok"), testing::ReferencePluginPath()});
   // Both score 1: the first loaded stays first (stable order).
   auto device = registry.SelectDevice();
   ASSERT_TRUE(device.ok());
@@ -157,7 +148,7 @@ TEST(Registry, ConcurrentLoadsAndQueriesAgree) {
   std::vector<const Backend*> seen(8, nullptr);
   for (int i = 0; i < 8; ++i) {
     threads.emplace_back([&, i] {
-      auto backend = registry.Load(Reference());
+      auto backend = registry.Load(testing::ReferencePluginPath());
       if (backend.ok()) seen[i] = *backend;
       for (int k = 0; k < 50; ++k) {
         registry.Reports();

@@ -26,9 +26,17 @@ std::string RunfilePath(const std::string& workspace_relative) {
   return path;
 }
 
+std::string FixturePath(const std::string& variant) {
+  return RunfilePath("tests/fixtures/libmixrt_fixture_" + variant + ".so");
+}
+
+std::string ReferencePluginPath() {
+  return RunfilePath("plugins/reference/libmixrt_reference.so");
+}
+
 Device ReferenceDevice() {
   absl::StatusOr<const Backend*> backend = Registry::Global().Load(
-      RunfilePath("plugins/reference/libmixrt_reference.so"));
+      ReferencePluginPath());
   if (!backend.ok()) {
     ADD_FAILURE() << backend.status();
     return Device();

@@ -13,6 +13,12 @@ namespace mixrt::testing {
 // missing.
 std::string RunfilePath(const std::string& workspace_relative);
 
+// tests/fixtures/libmixrt_fixture_<variant>.so (fixture_plugin.cc).
+std::string FixturePath(const std::string& variant);
+
+// The reference plugin's file.
+std::string ReferencePluginPath();
+
 // The reference plugin's device, loaded into Registry::Global().
 Device ReferenceDevice();
 
