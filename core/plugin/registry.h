@@ -71,9 +71,10 @@ class Registry {
   // Loads everything on the search path (explicit paths first). Problems with
   // individual plugins are recorded, never fatal.
   //
-  // Files in searched (not explicitly named) directories are skipped when
-  // the directory or the file is writable by every user: anyone could have
-  // dropped code there.
+  // A file not named in `explicit_paths` is skipped as untrusted unless
+  // UntrustedReason (plugin_search_path.h) finds nothing: anyone who could
+  // write to it or a directory above it could have dropped code there.
+  // A named path that does not exist is reported as kNotFound.
   void LoadAll(const std::vector<std::string>& explicit_paths = {},
                const LoadOptions& options = {});
 
