@@ -9,6 +9,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "common/memory_budget.h"
 
 namespace mixrt::files {
 
@@ -77,6 +78,10 @@ absl::Status RegularFile::ReadAt(uint64_t offset, void* out,
 }
 
 absl::StatusOr<std::string> RegularFile::ReadAll() const {
+  if (absl::Status fits = CheckFitsInMemory(size_, absl::StrCat("reading ", path_));
+      !fits.ok()) {
+    return fits;
+  }
   std::string data;
   try {
     data.resize(size_);

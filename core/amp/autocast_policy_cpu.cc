@@ -38,8 +38,10 @@ constexpr AutocastPolicyEntry kCpuPolicy[] = {
     // multi_margin_loss, kl_div, poisson_nll_loss, cosine_embedding_loss,
     // nll_loss2d, hinge_embedding_loss, multilabel_margin_loss, ctc_loss,
     // fft_*, linalg_*, ...
-    // promote: stack, cat, index_copy (none implemented yet; the rule is
-    // AutocastPromoteType)
+    // promote (the rule is AutocastPromoteType); stack runs through cat
+    {"cat", AutocastCategory::kPromote, ""},
+    {"stack", AutocastCategory::kPromote, ""},
+    // index_copy
 };
 
 }  // namespace

@@ -51,9 +51,11 @@ constexpr AutocastPolicyEntry kCudaPolicy[] = {
      "cross entropy layer. In this case, combine the two layers using "
      "binary_cross_entropy_with_logits or BCEWithLogitsLoss, which are safe to "
      "autocast."},
-    // promote (none implemented yet; the rule is AutocastPromoteType):
+    // promote (the rule is AutocastPromoteType); stack runs through cat
+    {"cat", AutocastCategory::kPromote, ""},
+    {"stack", AutocastCategory::kPromote, ""},
     // addcdiv, addcmul, atan2, bilinear, cross, dot, grid_sampler, index_put,
-    // scatter_add, tensordot, cat, stack
+    // scatter_add, tensordot
 };
 
 }  // namespace

@@ -10,6 +10,8 @@
 #ifndef MIXRT_CORE_FUNCTIONAL_OPS_H_
 #define MIXRT_CORE_FUNCTIONAL_OPS_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "core/autograd/differentiable_cast.h"
 #include "core/kernels/conv2d.h"
@@ -27,6 +29,33 @@ namespace mixrt {
 absl::StatusOr<Tensor> reshape(const Tensor& x,
                                absl::Span<const int64_t> shape);
 absl::StatusOr<Tensor> transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+// Views (sharing storage; backward returns dense gradients), as torch.*.
+absl::StatusOr<Tensor> permute(const Tensor& x, absl::Span<const int64_t> dims);
+absl::StatusOr<Tensor> contiguous(const Tensor& x);
+// Elements [start, start + length) of `dim`; a negative start counts from
+// the end.
+absl::StatusOr<Tensor> narrow(const Tensor& x, int64_t dim, int64_t start,
+                              int64_t length);
+// Parts of `split_size` along `dim` (the last may be smaller).
+absl::StatusOr<std::vector<Tensor>> split(const Tensor& x, int64_t split_size,
+                                          int64_t dim = 0);
+// ceil(size / chunks) per part, as torch.chunk (maybe fewer than `chunks`).
+absl::StatusOr<std::vector<Tensor>> chunk(const Tensor& x, int64_t chunks,
+                                          int64_t dim = 0);
+absl::StatusOr<Tensor> unsqueeze(const Tensor& x, int64_t dim);
+// Joins along `dim` (cat) or a new `dim` (stack). Mixed dtypes join in
+// PyTorch's result type (two float kinds: f32); under autocast both are on
+// the promote list (the widest input dtype).
+absl::StatusOr<Tensor> cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+absl::StatusOr<Tensor> stack(const std::vector<Tensor>& tensors,
+                             int64_t dim = 0);
+// x with `value` where the bool `mask` (broadcast to x's shape) is true.
+absl::StatusOr<Tensor> masked_fill(const Tensor& x, const Tensor& mask,
+                                   double value);
+// The last two dims' upper (col - row >= diagonal) / lower (<= diagonal)
+// triangle, the rest zero.
+absl::StatusOr<Tensor> triu(const Tensor& x, int64_t diagonal = 0);
+absl::StatusOr<Tensor> tril(const Tensor& x, int64_t diagonal = 0);
 // [N, ...] -> [N, prod(...)]
 absl::StatusOr<Tensor> flatten(const Tensor& x);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/memory_budget.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
@@ -158,6 +159,9 @@ absl::StatusOr<Checkpoint> ReadContents(const Layout& layout,
           bytes / DTypeSize(dtype) != static_cast<uint64_t>(n)) {
         return refuse(absl::StrCat("entry '", name, "' is out of bounds"));
       }
+      MIXRT_RETURN_IF_ERROR(files::CheckFitsInMemory(
+          bytes, absl::StrCat("loading entry '", name, "' of checkpoint ",
+                              path)));
       std::vector<uint8_t> buffer;
       try {
         buffer.resize(bytes);
