@@ -21,6 +21,7 @@
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
 #include "core/nn/module.h"
+#include "core/nn/transformer.h"
 #include "core/optim/optimizer.h"
 #include "core/plugin/device.h"
 #include "core/plugin/registry.h"

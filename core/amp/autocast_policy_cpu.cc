@@ -18,8 +18,8 @@ constexpr AutocastPolicyEntry kCpuPolicy[] = {
     // _convolution (deprecated), _convolution,
     {"matmul", kLower, ""},
     // conv_tbc, mkldnn_rnn_layer, conv_transpose1d, conv_transpose2d,
-    // conv_transpose3d, prelu, scaled_dot_product_attention,
-    // _native_multi_head_attention
+    // conv_transpose3d, prelu, _native_multi_head_attention
+    {"scaled_dot_product_attention", kLower, ""},
     // fp32
     // avg_pool3d,
     {"binary_cross_entropy", kF32, ""},

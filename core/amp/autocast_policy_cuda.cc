@@ -19,7 +19,8 @@ constexpr AutocastPolicyEntry kCudaPolicy[] = {
     // addmv, addr, addbmm, chain_matmul, linalg_multi_dot,
     // _thnn_fused_lstm_cell,
     // _thnn_fused_gru_cell, lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell,
-    // _scaled_dot_product_flash_attention, scaled_dot_product_attention, prelu
+    // _scaled_dot_product_flash_attention, prelu
+    {"scaled_dot_product_attention", kLower, ""},
     // fp32
     // acos, asin, cosh, erfinv, expm1, reciprocal, rsqrt, sinh, tan, softplus,
     // layer_norm, native_layer_norm, group_norm, frobenius_norm, nuclear_norm,

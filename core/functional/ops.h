@@ -10,6 +10,7 @@
 #ifndef MIXRT_CORE_FUNCTIONAL_OPS_H_
 #define MIXRT_CORE_FUNCTIONAL_OPS_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -98,6 +99,20 @@ absl::StatusOr<Tensor> log_softmax(const Tensor& x, int64_t dim);
 absl::StatusOr<Tensor> layer_norm(const Tensor& x, int normalized_dims,
                                   const Tensor& weight, const Tensor& bias,
                                   double eps = 1e-5);
+// torch.nn.functional.scaled_dot_product_attention's arguments after
+// (query, key, value).
+struct AttentionOptions {
+  Tensor attn_mask;  // bool (true = attend) or additive float; optional.
+  double dropout_p = 0;  // On the attention weights (training only).
+  bool is_causal = false;  // Query i attends keys j <= i.
+  std::optional<double> scale;  // Default 1 / sqrt(E).
+  Generator* generator = nullptr;  // For dropout.
+};
+// softmax(q k^T * scale + mask) v over q [..., L, E], k [..., S, E],
+// v [..., S, Ev] -> [..., L, Ev]. On the autocast lower-precision list.
+absl::StatusOr<Tensor> scaled_dot_product_attention(
+    const Tensor& query, const Tensor& key, const Tensor& value,
+    const AttentionOptions& options = {});
 // Training-mode dropout (callers skip it in eval mode).
 absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
                                Generator* generator = nullptr);

@@ -157,6 +157,7 @@ class Embedding : public Module {
       int64_t num_embeddings, int64_t dim, const Device& device,
       Generator* generator = nullptr);
   absl::StatusOr<Tensor> forward(const Tensor& indices) override;
+  const Tensor& weight() const { return weight_; }
 
  private:
   Embedding() = default;

@@ -265,7 +265,9 @@ TEST(CheckpointSafety, LoadsAreStreamedNotReadWhole) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_GE(fd, 0);
   const bool sparse = ::ftruncate(fd, off_t{1} << 42) == 0;
-  if (sparse) ASSERT_EQ(::pwrite(fd, "MIXRTCK1", 8, 0), 8);
+  if (sparse) {
+    ASSERT_EQ(::pwrite(fd, "MIXRTCK1", 8, 0), 8);
+  }
   ::close(fd);
   if (!sparse) GTEST_SKIP() << "no 4 TiB sparse files on this file system";
   absl::StatusOr<Checkpoint> c = LoadCheckpoint(path, d);

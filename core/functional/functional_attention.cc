@@ -1,0 +1,122 @@
+// scaled_dot_product_attention, as PyTorch's math path
+// (torch.nn.functional.scaled_dot_product_attention's documented
+// reference): softmax(q k^T * scale + bias) v, with the bias from a causal
+// or given mask, and dropout on the attention weights. Every step is a
+// differentiable op, so autograd needs nothing special; a fused kernel from
+// the backend plugins replaces it where one exists.
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "core/amp/autocast.h"
+#include "core/functional/ops.h"
+#include "core/kernels/pointwise.h"
+#include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
+
+namespace mixrt {
+namespace {
+
+absl::Status CheckAttentionShapes(const Tensor& q, const Tensor& k,
+                                  const Tensor& v) {
+  for (const Tensor* t : {&q, &k, &v}) {
+    MIXRT_RETURN_IF_ERROR(CheckDefined(*t, "scaled_dot_product_attention"));
+  }
+  const auto shapes = [&] {
+    return absl::StrCat("query ", ShapeToString(q.shape()), ", key ",
+                        ShapeToString(k.shape()), ", value ",
+                        ShapeToString(v.shape()));
+  };
+  if (q.ndim() < 2 || k.ndim() != q.ndim() || v.ndim() != q.ndim()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scaled_dot_product_attention: ", shapes(),
+        "; expected [..., L, E], [..., S, E] and [..., S, Ev] of one rank"));
+  }
+  const int n = q.ndim();
+  bool ok = q.shape()[n - 1] == k.shape()[n - 1] &&
+            k.shape()[n - 2] == v.shape()[n - 2];
+  for (int d = 0; ok && d < n - 2; ++d) {
+    ok = q.shape()[d] == k.shape()[d] && q.shape()[d] == v.shape()[d];
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scaled_dot_product_attention: ", shapes(),
+        "; query and key must share E, key and value S, and all the "
+        "leading dims"));
+  }
+  return absl::OkStatus();
+}
+
+// The additive bias: 0 where attending, -inf where masked. A bool mask
+// attends where true; a float mask is added as it is.
+absl::StatusOr<Tensor> AttentionBias(const Tensor& mask, bool is_causal,
+                                     int64_t l, int64_t s, DType dtype,
+                                     const Device& device) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor zero, zeros({1}, dtype, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor minus_inf, full({1}, -INFINITY, dtype, device));
+  if (is_causal) {
+    // Query i sees keys j <= i (top-left aligned, as PyTorch's tril).
+    MIXRT_ASSIGN_OR_RETURN(Tensor all, ones({l, s}, dtype, device));
+    MIXRT_ASSIGN_OR_RETURN(Tensor lower, tril(all, 0));
+    MIXRT_ASSIGN_OR_RETURN(Tensor keep, kernels::gt(lower, zero));
+    return kernels::where(keep, zero, minus_inf);
+  }
+  if (mask.dtype() == DType::kBool) {
+    return kernels::where(mask, zero, minus_inf);
+  }
+  if (!IsFloating(mask.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scaled_dot_product_attention: attn_mask is ",
+        DTypeName(mask.dtype()), "; expected bool or a floating additive mask"));
+  }
+  return mask;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> scaled_dot_product_attention(
+    const Tensor& query, const Tensor& key, const Tensor& value,
+    const AttentionOptions& options) {
+  MIXRT_RETURN_IF_ERROR(CheckAttentionShapes(query, key, value));
+  if (options.is_causal && options.attn_mask.defined()) {
+    return absl::InvalidArgumentError(
+        "scaled_dot_product_attention: Explicit attn_mask should not be set "
+        "when is_causal=True");
+  }
+  if (!(options.dropout_p >= 0 && options.dropout_p < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scaled_dot_product_attention: dropout_p is ",
+                     options.dropout_p, "; expected 0 <= dropout_p < 1"));
+  }
+  // On PyTorch's lower-precision lists (CPU and CUDA): q, k and v run in
+  // the autocast dtype.
+  MIXRT_ASSIGN_OR_RETURN(
+      std::vector<Tensor> in,
+      AutocastInputs("scaled_dot_product_attention", MIXRT_OP_CLASS_MATMUL,
+                     {query, key, value}));
+  const Tensor &q = in[0], &k = in[1], &v = in[2];
+  const int n = q.ndim();
+  const int64_t l = q.shape()[n - 2], s = k.shape()[n - 2];
+  const double scale =
+      options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.shape()[n - 1])));
+  MIXRT_ASSIGN_OR_RETURN(Tensor kt, transpose(k, n - 2, n - 1));
+  MIXRT_ASSIGN_OR_RETURN(Tensor scores, matmul(q, kt));
+  MIXRT_ASSIGN_OR_RETURN(scores, mixrt::scale(scores, scale));
+  if (options.is_causal || options.attn_mask.defined()) {
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor bias, AttentionBias(options.attn_mask, options.is_causal, l, s,
+                                   scores.dtype(), scores.device()));
+    MIXRT_ASSIGN_OR_RETURN(scores, add(scores, bias));
+  }
+  MIXRT_ASSIGN_OR_RETURN(Tensor weights, softmax(scores, -1));
+  if (options.dropout_p > 0) {
+    MIXRT_ASSIGN_OR_RETURN(weights,
+                           dropout(weights, options.dropout_p, options.generator));
+  }
+  if (weights.dtype() != v.dtype()) {
+    MIXRT_ASSIGN_OR_RETURN(weights, cast(weights, v.dtype()));
+  }
+  return matmul(weights, v);
+}
+
+}  // namespace mixrt

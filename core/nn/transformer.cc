@@ -1,0 +1,198 @@
+#include "core/nn/transformer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
+#include "core/kernels/pointwise.h"
+#include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
+
+namespace mixrt::nn {
+namespace {
+
+absl::StatusOr<Tensor> Trainable(absl::StatusOr<Tensor> t) {
+  if (!t.ok()) return t.status();
+  MIXRT_RETURN_IF_ERROR(t->set_requires_grad(true));
+  return t;
+}
+
+absl::StatusOr<Tensor> MaybeDropout(const Tensor& x, double p, bool training,
+                                    Generator* generator) {
+  if (!training || p == 0) return x;
+  return dropout(x, p, generator);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<MultiheadAttention>> MultiheadAttention::Create(
+    int64_t embed_dim, int64_t num_heads, const Device& device,
+    Generator* generator, double dropout, bool is_causal) {
+  if (embed_dim < 1 || num_heads < 1 || embed_dim % num_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MultiheadAttention: embed_dim ", embed_dim,
+        " must be a positive multiple of num_heads ", num_heads));
+  }
+  if (!(dropout >= 0 && dropout < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MultiheadAttention: dropout is ", dropout, "; expected [0, 1)"));
+  }
+  std::shared_ptr<MultiheadAttention> m(new MultiheadAttention());
+  m->heads_ = num_heads;
+  m->dropout_ = dropout;
+  m->causal_ = is_causal;
+  m->generator_ = generator;
+  // As torch.nn.MultiheadAttention: xavier_uniform_ on the stacked [3E, E]
+  // projection, zero biases, out_proj a Linear with a zero bias.
+  const double bound = std::sqrt(6.0 / static_cast<double>(4 * embed_dim));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor w, Trainable(rand({3 * embed_dim, embed_dim}, DType::kF32, device,
+                               -bound, bound, generator)));
+  m->in_proj_weight_ = m->register_parameter("in_proj_weight", w);
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor b, Trainable(zeros({3 * embed_dim}, DType::kF32, device)));
+  m->in_proj_bias_ = m->register_parameter("in_proj_bias", b);
+  MIXRT_ASSIGN_OR_RETURN(m->out_proj_,
+                         Linear::Create(embed_dim, embed_dim, device, generator));
+  for (auto& [name, p] : m->out_proj_->named_parameters()) {
+    if (name == "bias") MIXRT_RETURN_IF_ERROR(kernels::fill_(p, 0));
+  }
+  m->register_module("out_proj", m->out_proj_);
+  return m;
+}
+
+absl::StatusOr<Tensor> MultiheadAttention::forward(const Tensor& x) {
+  if (x.ndim() != 3 || x.shape()[2] != in_proj_weight_.shape()[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MultiheadAttention: input is ", ShapeToString(x.shape()),
+        "; expected [batch, sequence, ", in_proj_weight_.shape()[1], "]"));
+  }
+  const int64_t b = x.shape()[0], t = x.shape()[1], e = x.shape()[2];
+  const int64_t head_dim = e / heads_;
+  // [B, T, 3E] -> [B, T, 3, H, D] -> [3, B, H, T, D]
+  MIXRT_ASSIGN_OR_RETURN(Tensor qkv, linear(x, in_proj_weight_, in_proj_bias_));
+  MIXRT_ASSIGN_OR_RETURN(qkv, reshape(qkv, {b, t, 3, heads_, head_dim}));
+  MIXRT_ASSIGN_OR_RETURN(qkv, permute(qkv, {2, 0, 3, 1, 4}));
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> parts, split(qkv, 1, 0));
+  std::vector<Tensor> heads;
+  for (const Tensor& p : parts) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, reshape(p, {b, heads_, t, head_dim}));
+    heads.push_back(std::move(h));
+  }
+  AttentionOptions options;
+  options.is_causal = causal_;
+  options.dropout_p = is_training() ? dropout_ : 0;
+  options.generator = generator_;
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor y,
+      scaled_dot_product_attention(heads[0], heads[1], heads[2], options));
+  MIXRT_ASSIGN_OR_RETURN(y, permute(y, {0, 2, 1, 3}));  // [B, T, H, D]
+  MIXRT_ASSIGN_OR_RETURN(y, reshape(y, {b, t, e}));
+  return out_proj_->forward(y);
+}
+
+absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
+    const TransformerBlockOptions& o, const Device& device,
+    Generator* generator) {
+  if (o.mlp_ratio < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TransformerBlock: mlp_ratio is ", o.mlp_ratio, "; expected >= 1"));
+  }
+  std::shared_ptr<TransformerBlock> m(new TransformerBlock());
+  m->dropout_ = o.dropout;
+  m->generator_ = generator;
+  MIXRT_ASSIGN_OR_RETURN(m->ln_1_, LayerNorm::Create(o.width, device));
+  MIXRT_ASSIGN_OR_RETURN(m->attn_,
+                         MultiheadAttention::Create(o.width, o.heads, device,
+                                                    generator, o.dropout,
+                                                    o.causal));
+  MIXRT_ASSIGN_OR_RETURN(m->ln_2_, LayerNorm::Create(o.width, device));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->fc_, Linear::Create(o.width, o.mlp_ratio * o.width, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->proj_, Linear::Create(o.mlp_ratio * o.width, o.width, device, generator));
+  m->register_module("ln_1", m->ln_1_);
+  m->register_module("attn", m->attn_);
+  m->register_module("ln_2", m->ln_2_);
+  m->register_module("fc", m->fc_);
+  m->register_module("proj", m->proj_);
+  return m;
+}
+
+absl::StatusOr<Tensor> TransformerBlock::forward(const Tensor& x) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor h, ln_1_->forward(x));
+  MIXRT_ASSIGN_OR_RETURN(h, attn_->forward(h));
+  MIXRT_ASSIGN_OR_RETURN(h, MaybeDropout(h, dropout_, is_training(), generator_));
+  MIXRT_ASSIGN_OR_RETURN(Tensor y, add(x, h));
+  MIXRT_ASSIGN_OR_RETURN(h, ln_2_->forward(y));
+  MIXRT_ASSIGN_OR_RETURN(h, fc_->forward(h));
+  MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
+  MIXRT_ASSIGN_OR_RETURN(h, proj_->forward(h));
+  MIXRT_ASSIGN_OR_RETURN(h, MaybeDropout(h, dropout_, is_training(), generator_));
+  return add(y, h);
+}
+
+absl::StatusOr<std::shared_ptr<GPT>> GPT::Create(const GPTOptions& o,
+                                                 const Device& device,
+                                                 Generator* generator) {
+  if (o.vocab_size < 1 || o.context < 1 || o.layers < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GPT: vocab_size ", o.vocab_size, ", context ", o.context,
+        " and layers ", o.layers, " must be positive (layers may be 0)"));
+  }
+  std::shared_ptr<GPT> m(new GPT());
+  m->options_ = o;
+  m->generator_ = generator;
+  MIXRT_ASSIGN_OR_RETURN(m->wte_,
+                         Embedding::Create(o.vocab_size, o.width, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(m->wpe_,
+                         Embedding::Create(o.context, o.width, device, generator));
+  // GPT-2's N(0, 0.02) embeddings: N(0, 1) as torch.nn.Embedding, scaled.
+  for (const auto& e : {m->wte_, m->wpe_}) {
+    const Tensor& w = e->weight();
+    MIXRT_ASSIGN_OR_RETURN(Tensor scaled, kernels::scale(w, 0.02));
+    MIXRT_RETURN_IF_ERROR(kernels::copy_(w, scaled));
+  }
+  m->register_module("wte", m->wte_);
+  m->register_module("wpe", m->wpe_);
+  for (int64_t i = 0; i < o.layers; ++i) {
+    MIXRT_ASSIGN_OR_RETURN(
+        auto block, TransformerBlock::Create({.width = o.width,
+                                              .heads = o.heads,
+                                              .dropout = o.dropout,
+                                              .causal = true},
+                                             device, generator));
+    m->register_module(absl::StrCat("h.", i), block);
+    m->blocks_.push_back(std::move(block));
+  }
+  MIXRT_ASSIGN_OR_RETURN(m->ln_f_, LayerNorm::Create(o.width, device));
+  m->register_module("ln_f", m->ln_f_);
+  return m;
+}
+
+absl::StatusOr<Tensor> GPT::forward(const Tensor& tokens) {
+  if (tokens.ndim() != 2 || tokens.dtype() != DType::kI64 ||
+      tokens.shape()[1] > options_.context || tokens.shape()[1] < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GPT: tokens are ", DTypeName(tokens.dtype()), " ",
+        ShapeToString(tokens.shape()), "; expected i64 [batch, T] with 1 <= T <= ",
+        options_.context));
+  }
+  const int64_t t = tokens.shape()[1];
+  MIXRT_ASSIGN_OR_RETURN(Tensor positions,
+                         arange(0, t, 1, DType::kI64, tokens.device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor tok, wte_->forward(tokens));   // [B, T, E]
+  MIXRT_ASSIGN_OR_RETURN(Tensor pos, wpe_->forward(positions));  // [T, E]
+  MIXRT_ASSIGN_OR_RETURN(Tensor h, add(tok, pos));
+  MIXRT_ASSIGN_OR_RETURN(
+      h, MaybeDropout(h, options_.dropout, is_training(), generator_));
+  for (const auto& block : blocks_) {
+    MIXRT_ASSIGN_OR_RETURN(h, block->forward(h));
+  }
+  MIXRT_ASSIGN_OR_RETURN(h, ln_f_->forward(h));
+  // The output projection is the token embedding (weight tying).
+  return linear(h, wte_->weight(), Tensor());
+}
+
+}  // namespace mixrt::nn
