@@ -8,6 +8,7 @@ def core_tests(names):
             deps = [
                 "//core",
                 "//plugins/sdk:philox",
+                "//tests:op_test_util",
                 "//tests:test_plugins",
                 "//third_party:absl",
                 "//third_party:gtest",

@@ -1,0 +1,195 @@
+// scaled_dot_product_attention against attention written out in double
+// here (softmax(q k^T * scale + mask) v, row by row), its gradients against
+// central differences, its autocast dtype, and its bad input.
+#include <cmath>
+#include <vector>
+
+#include "core/amp/autocast.h"
+#include "core/functional/ops.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ExpectClose;
+using testing::Values;
+
+// [G, L, E] x [G, S, E] x [G, S, Ev] -> [G, L, Ev]; keep(g, i, j) says
+// whether query i attends key j; bias(g, i, j) is added to the score.
+std::vector<double> NaiveAttention(
+    const std::vector<double>& q, const std::vector<double>& k,
+    const std::vector<double>& v, int g_count, int l, int s, int e, int ev,
+    double scale, const std::function<bool(int, int, int)>& keep,
+    const std::function<double(int, int, int)>& bias) {
+  std::vector<double> out(g_count * l * ev, 0);
+  for (int g = 0; g < g_count; ++g) {
+    for (int i = 0; i < l; ++i) {
+      std::vector<double> w(s, -INFINITY);
+      double max = -INFINITY;
+      for (int j = 0; j < s; ++j) {
+        if (!keep(g, i, j)) continue;
+        double dot = 0;
+        for (int c = 0; c < e; ++c) {
+          dot += q[(g * l + i) * e + c] * k[(g * s + j) * e + c];
+        }
+        w[j] = dot * scale + bias(g, i, j);
+        max = std::max(max, w[j]);
+      }
+      double total = 0;
+      for (int j = 0; j < s; ++j) total += w[j] = std::exp(w[j] - max);
+      for (int j = 0; j < s; ++j) {
+        for (int c = 0; c < ev; ++c) {
+          out[(g * l + i) * ev + c] += w[j] / total * v[(g * s + j) * ev + c];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> AsDouble(const std::vector<float>& f) {
+  return std::vector<double>(f.begin(), f.end());
+}
+
+class Attention : public ::testing::Test {
+ protected:
+  void SetUp() override { d_ = testing::ReferenceDevice(); }
+  Tensor Make(const std::vector<float>& v, std::vector<int64_t> shape,
+              DType dtype = DType::kF32) {
+    if (!IsFloating(dtype)) {
+      std::vector<int64_t> ints(v.begin(), v.end());
+      return *from_ints(ints, shape, dtype, d_);
+    }
+    return testing::MakeTensor(d_, v, shape, dtype);
+  }
+  Device d_;
+};
+
+TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
+  const int b = 2, h = 3, l = 5, s = 5, e = 4, ev = 3;
+  const auto qv = testing::RandomValues(b * h * l * e, 1);
+  const auto kv = testing::RandomValues(b * h * s * e, 2);
+  const auto vv = testing::RandomValues(b * h * s * ev, 3);
+  Tensor q = Make(qv, {b, h, l, e}), k = Make(kv, {b, h, s, e}),
+         v = Make(vv, {b, h, s, ev});
+  const auto all = [](int, int, int) { return true; };
+  const auto none = [](int, int, int) { return 0.0; };
+  const double scale = 1 / std::sqrt(4.0);
+  ExpectClose(Values(scaled_dot_product_attention(q, k, v)),
+              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
+                             l, s, e, ev, scale, all, none),
+              1e-5, 1e-6, "plain");
+  ExpectClose(Values(scaled_dot_product_attention(q, k, v,
+                                                  {.is_causal = true})),
+              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
+                             l, s, e, ev, scale,
+                             [](int, int i, int j) { return j <= i; }, none),
+              1e-5, 1e-6, "causal");
+  ExpectClose(Values(scaled_dot_product_attention(q, k, v, {.scale = 0.7})),
+              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
+                             l, s, e, ev, 0.7, all, none),
+              1e-5, 1e-6, "scale");
+  // A bool mask [L, S] broadcast over batch and heads: key j hidden from
+  // query i when (i + j) % 3 == 0, except j == i.
+  std::vector<float> bits(l * s);
+  for (int i = 0; i < l; ++i)
+    for (int j = 0; j < s; ++j) bits[i * s + j] = (i + j) % 3 != 0 || i == j;
+  Tensor mask = Make(bits, {l, s}, DType::kBool);
+  ExpectClose(
+      Values(scaled_dot_product_attention(q, k, v, {.attn_mask = mask})),
+      NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
+                     ev, scale,
+                     [&](int, int i, int j) { return bits[i * s + j] != 0; },
+                     none),
+      1e-5, 1e-6, "bool mask");
+  // An additive float mask [B, 1, L, S].
+  const auto add = testing::RandomValues(b * l * s, 4);
+  ExpectClose(
+      Values(scaled_dot_product_attention(
+          q, k, v, {.attn_mask = Make(add, {b, 1, l, s})})),
+      NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
+                     ev, scale, all,
+                     [&](int g, int i, int j) {
+                       return add[((g / h) * l + i) * s + j];
+                     }),
+      1e-5, 1e-6, "additive mask");
+}
+
+TEST_F(Attention, GradientsMatchFiniteDifferences) {
+  const int l = 3, s = 4, e = 2;
+  std::vector<std::vector<float>> init = {testing::RandomValues(l * e, 5),
+                                          testing::RandomValues(s * e, 6),
+                                          testing::RandomValues(s * e, 7)};
+  const std::vector<std::vector<int64_t>> shapes = {{1, l, e}, {1, s, e},
+                                                    {1, s, e}};
+  for (bool causal : {false, true}) {
+    std::vector<Tensor> in;
+    for (int t = 0; t < 3; ++t) {
+      in.push_back(Make(init[t], shapes[t]));
+      ASSERT_TRUE(in[t].set_requires_grad(true).ok());
+    }
+    // loss = sum(out * w), w fixed.
+    const std::vector<float> w = {0.3f, -1.1f, 0.7f, 0.2f, -0.5f, 1.3f};
+    Tensor wt = Make(w, {1, l, e});
+    ASSERT_TRUE(sum(*mul(*scaled_dot_product_attention(
+                             in[0], in[1], in[2], {.is_causal = causal}),
+                         wt))
+                    ->backward()
+                    .ok());
+    for (int t = 0; t < 3; ++t) {
+      const auto loss = [&](const std::vector<double>& x) {
+        std::vector<double> args[3] = {AsDouble(init[0]), AsDouble(init[1]),
+                                       AsDouble(init[2])};
+        args[t] = x;
+        const std::vector<double> out = NaiveAttention(
+            args[0], args[1], args[2], 1, l, s, e, e, 1 / std::sqrt(2.0),
+            [&](int, int i, int j) { return !causal || j <= i; },
+            [](int, int, int) { return 0.0; });
+        double total = 0;
+        for (size_t i = 0; i < out.size(); ++i) total += out[i] * w[i];
+        return total;
+      };
+      ExpectClose(Values(in[t].grad()),
+                  testing::NumericalGradient(loss, AsDouble(init[t]), 1e-4),
+                  1e-3, 1e-4, causal ? "causal grad" : "grad");
+    }
+  }
+}
+
+TEST_F(Attention, RunsInTheAutocastDtype) {
+  Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
+  AutocastGuard autocast("cpu", DType::kBF16);
+  absl::StatusOr<Tensor> y = scaled_dot_product_attention(q, q, q);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kBF16);
+}
+
+TEST_F(Attention, BadInputIsRefusedWithReasons) {
+  Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
+  Tensor k3 = Make(testing::RandomValues(6, 1), {1, 2, 3});
+  EXPECT_THAT(scaled_dot_product_attention(q, k3, q).status().message(),
+              HasSubstr("query and key must share E"));
+  Tensor mask = Make({1, 1, 1, 1}, {2, 2}, DType::kBool);
+  EXPECT_THAT(scaled_dot_product_attention(q, q, q,
+                                           {.attn_mask = mask,
+                                            .is_causal = true})
+                  .status()
+                  .message(),
+              HasSubstr("Explicit attn_mask should not be set"));
+  EXPECT_THAT(
+      scaled_dot_product_attention(q, q, q, {.dropout_p = 1.0}).status().message(),
+      HasSubstr("expected 0 <= dropout_p < 1"));
+  EXPECT_THAT(scaled_dot_product_attention(
+                  q, q, q, {.attn_mask = Make({1, 0, 0, 1}, {2, 2}, DType::kI32)})
+                  .status()
+                  .message(),
+              HasSubstr("expected bool or a floating additive mask"));
+}
+
+}  // namespace
+}  // namespace mixrt
