@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
+#include "core/functional/checkpoint.h"
 #include "core/nn/module.h"
 #include "core/nn/transformer.h"
 #include "core/optim/optimizer.h"

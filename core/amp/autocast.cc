@@ -156,6 +156,27 @@ AutocastGuard::~AutocastGuard() {
   if (--t_nesting == 0) t_cache.clear();
 }
 
+struct AutocastState::Data {
+  std::map<std::string, DeviceState> devices;
+};
+
+AutocastState CaptureAutocastState() {
+  auto data = std::make_shared<AutocastState::Data>();
+  data->devices = t_state;
+  return AutocastState{std::move(data)};
+}
+
+AutocastStateGuard::AutocastStateGuard(const AutocastState& state)
+    : previous_(CaptureAutocastState()) {
+  t_state = state.data->devices;
+  ++t_nesting;  // The weight cache lives while any guard does.
+}
+
+AutocastStateGuard::~AutocastStateGuard() {
+  t_state = previous_.data->devices;
+  if (--t_nesting == 0) t_cache.clear();
+}
+
 bool AutocastEnabled(absl::string_view device_type) {
   if (GlobalDisable().load()) return false;
   auto it = t_state.find(std::string(device_type));

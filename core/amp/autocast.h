@@ -14,6 +14,7 @@
 #ifndef MIXRT_CORE_AMP_AUTOCAST_H_
 #define MIXRT_CORE_AMP_AUTOCAST_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,29 @@ class AutocastGuard {
   struct Saved;
   std::string device_type_;
   std::unique_ptr<Saved> saved_;
+};
+
+// This thread's whole autocast state (every device type's enabled flag,
+// dtype and cache flag), captured so that code re-run later makes the same
+// precision choices: gradient checkpointing recomputes a forward inside
+// backward, where no guard of the original forward is active.
+class AutocastState {
+ public:
+  struct Data;
+  std::shared_ptr<const Data> data;
+};
+AutocastState CaptureAutocastState();
+
+// Installs a captured state for its scope; the previous one comes back.
+class AutocastStateGuard {
+ public:
+  explicit AutocastStateGuard(const AutocastState& state);
+  ~AutocastStateGuard();
+  AutocastStateGuard(const AutocastStateGuard&) = delete;
+  AutocastStateGuard& operator=(const AutocastStateGuard&) = delete;
+
+ private:
+  AutocastState previous_;
 };
 
 bool AutocastEnabled(absl::string_view device_type);

@@ -16,6 +16,11 @@ NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) {
 }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
+EnableGradGuard::EnableGradGuard() : previous_(g_grad_enabled) {
+  g_grad_enabled = true;
+}
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = previous_; }
+
 InferenceModeGuard::InferenceModeGuard()
     : previous_grad_(g_grad_enabled), previous_inference_(g_inference_mode) {
   g_grad_enabled = false;

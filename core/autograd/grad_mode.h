@@ -20,6 +20,19 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Gradient recording on again inside a no_grad region, as torch.enable_grad
+// (gradient checkpointing recomputes its forward this way during backward).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // No gradient recording and no autocast weight cache, as
 // torch.inference_mode.
 class InferenceModeGuard {

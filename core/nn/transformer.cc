@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/autograd/grad_mode.h"
+#include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"
 #include "core/kernels/pointwise.h"
@@ -188,7 +190,20 @@ absl::StatusOr<Tensor> GPT::forward(const Tensor& tokens) {
   MIXRT_ASSIGN_OR_RETURN(
       h, MaybeDropout(h, options_.dropout, is_training(), generator_));
   for (const auto& block : blocks_) {
-    MIXRT_ASSIGN_OR_RETURN(h, block->forward(h));
+    if (options_.checkpoint && is_training() && GradModeEnabled()) {
+      MIXRT_ASSIGN_OR_RETURN(
+          std::vector<Tensor> out,
+          checkpoint(
+              [block](const std::vector<Tensor>& in)
+                  -> absl::StatusOr<std::vector<Tensor>> {
+                MIXRT_ASSIGN_OR_RETURN(Tensor y, block->forward(in[0]));
+                return std::vector<Tensor>{y};
+              },
+              {h}, {.generators = {generator_}}));
+      h = out[0];
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(h, block->forward(h));
+    }
   }
   MIXRT_ASSIGN_OR_RETURN(h, ln_f_->forward(h));
   // The output projection is the token embedding (weight tying).

@@ -74,6 +74,9 @@ struct GPTOptions {
   int64_t heads = 6;
   int64_t layers = 6;
   double dropout = 0;
+  // Gradient checkpointing per block while training: each block's
+  // activations are recomputed in backward instead of kept.
+  bool checkpoint = false;
 };
 
 class GPT : public Module {
