@@ -3,8 +3,8 @@
 # status 1: never an abort (length_error, SIGFPE, bad_alloc), a hang, an
 # unbounded allocation, or a silent success (issue 16, item 17).
 set -euo pipefail
-amp_recipe="$1" train_template="$2" digits="$3" grad_clipping="$4"
-grad_accumulation="$5" select_backend="$6"
+amp_recipe="$1" gpt="$2" train_template="$3" digits="$4" grad_clipping="$5"
+grad_accumulation="$6" select_backend="$7"
 export MIXRT_CPU_SKIP_PROBE=1
 t="$TEST_TMPDIR"
 failures=0 passed=0
@@ -33,6 +33,9 @@ expect_refusal "--epochs=0 is out of range" "$digits" --epochs=0
 expect_refusal "--max_norm=nan is out of range" "$grad_clipping" --max_norm=nan
 expect_refusal "--accumulate=0 is out of range" "$grad_accumulation" --accumulate=0
 expect_refusal "--n=0 is out of range" "$select_backend" --n=0
+expect_refusal "--context=1 is out of range" "$gpt" --context=1
+expect_refusal "--checkpointing=maybe; expected off, on or both" "$gpt" --checkpointing=maybe
+expect_refusal "no fortune files under $t" "$gpt" --data="$t"
 
 # Checkpoint paths that cannot work are found before training starts.
 expect_refusal "no/such/dir" "$train_template" --epochs=1 --checkpoint="$t/no/such/dir/run.ckpt"

@@ -16,6 +16,8 @@ PACKAGES=(
   nlohmann-json3-dev   # JSON for `mixrt info --json` and checkpoints
   zlib1g-dev           # CRC-32 of checkpoints, gzip of the digits data set
   python3-sklearn      # ships the handwritten digits data set (examples/digits)
+  fortunes             # the text examples/gpt trains on (/usr/share/games/fortunes)
+  python3-matplotlib   # examples/gpt's loss-curve plot
   python3-pip          # fetches oneDNN 3.x from PyPI (scripts/setup_onednn3.sh)
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
 )
