@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
+#include "core/autograd/function_node.h"
+#include "core/kernels/attention.h"
 #include "core/functional/ops.h"
 #include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
@@ -64,12 +66,41 @@ absl::StatusOr<Tensor> AttentionBias(const Tensor& mask, bool is_causal,
   if (mask.dtype() == DType::kBool) {
     return kernels::where(mask, zero, minus_inf);
   }
-  if (!IsFloating(mask.dtype())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "scaled_dot_product_attention: attn_mask is ",
-        DTypeName(mask.dtype()), "; expected bool or a floating additive mask"));
-  }
   return mask;
+}
+
+// The plugin's fused kernel, with its backward recorded; Unimplemented when
+// the plugin has none.
+absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
+                                      const Tensor& v,
+                                      const AttentionOptions& options,
+                                      double scale) {
+  kernels::FusedAttentionArgs args;
+  args.mask = options.attn_mask;
+  args.scale = scale;
+  args.is_causal = options.is_causal;
+  args.dropout_p = options.dropout_p;
+  if (args.dropout_p > 0) {
+    Generator* gen = options.generator != nullptr ? options.generator
+                                                  : &DefaultGenerator();
+    int64_t weights = k.shape()[k.ndim() - 2];
+    for (int d = 0; d < q.ndim() - 1; ++d) weights *= q.shape()[d];
+    args.seed = gen->seed();
+    args.offset = gen->Reserve(weights);
+  }
+  MIXRT_ASSIGN_OR_RETURN(kernels::FusedAttentionOutput fwd,
+                         kernels::scaled_dot_product_attention(q, k, v, args));
+  Tensor y = fwd.out;
+  // The output is saved for the backward (its D_i = rowsum(dO * O)).
+  kernels::FusedAttentionOutput saved_fwd{fwd.out.detach(), fwd.lse};
+  Record("ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {q, k, v},
+         [args, saved_fwd](const std::vector<Tensor>& g,
+                           const std::vector<Tensor>& s)
+             -> absl::StatusOr<std::vector<Tensor>> {
+           return kernels::scaled_dot_product_attention_backward(
+               g[0], s[0], s[1], s[2], saved_fwd, args);
+         });
+  return y;
 }
 
 }  // namespace
@@ -82,6 +113,14 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
     return absl::InvalidArgumentError(
         "scaled_dot_product_attention: Explicit attn_mask should not be set "
         "when is_causal=True");
+  }
+  if (options.attn_mask.defined() &&
+      options.attn_mask.dtype() != DType::kBool &&
+      !IsFloating(options.attn_mask.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scaled_dot_product_attention: attn_mask is ",
+        DTypeName(options.attn_mask.dtype()),
+        "; expected bool or a floating additive mask"));
   }
   if (!(options.dropout_p >= 0 && options.dropout_p < 1)) {
     return absl::InvalidArgumentError(
@@ -99,6 +138,13 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   const int64_t l = q.shape()[n - 2], s = k.shape()[n - 2];
   const double scale =
       options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.shape()[n - 1])));
+  if (options.backend != AttentionBackend::kMath) {
+    absl::StatusOr<Tensor> fused = FusedAttention(q, k, v, options, scale);
+    if (fused.ok() || !absl::IsUnimplemented(fused.status()) ||
+        options.backend == AttentionBackend::kFused) {
+      return fused;
+    }
+  }
   MIXRT_ASSIGN_OR_RETURN(Tensor kt, transpose(k, n - 2, n - 1));
   MIXRT_ASSIGN_OR_RETURN(Tensor scores, matmul(q, kt));
   MIXRT_ASSIGN_OR_RETURN(scores, mixrt::scale(scores, scale));

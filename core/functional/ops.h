@@ -99,6 +99,11 @@ absl::StatusOr<Tensor> log_softmax(const Tensor& x, int64_t dim);
 absl::StatusOr<Tensor> layer_norm(const Tensor& x, int normalized_dims,
                                   const Tensor& weight, const Tensor& bias,
                                   double eps = 1e-5);
+// Which attention implementation runs, as torch.nn.attention.sdpa_kernel:
+// kAuto takes the plugin's fused kernel when it has one (O(L + S) extra
+// memory), else the math path (matmul, softmax, matmul: O(L * S)).
+enum class AttentionBackend { kAuto, kMath, kFused };
+
 // torch.nn.functional.scaled_dot_product_attention's arguments after
 // (query, key, value).
 struct AttentionOptions {
@@ -107,6 +112,7 @@ struct AttentionOptions {
   bool is_causal = false;  // Query i attends keys j <= i.
   std::optional<double> scale;  // Default 1 / sqrt(E).
   Generator* generator = nullptr;  // For dropout.
+  AttentionBackend backend = AttentionBackend::kAuto;
 };
 // softmax(q k^T * scale + mask) v over q [..., L, E], k [..., S, E],
 // v [..., S, Ev] -> [..., L, Ev]. On the autocast lower-precision list.

@@ -48,6 +48,10 @@ static inline const char* MixrtOpName(MixrtOp op) {
     case MIXRT_OP_EMBEDDING: return "embedding";
     case MIXRT_OP_EMBEDDING_BACKWARD: return "embedding_backward";
     case MIXRT_OP_MULTI_TENSOR_NORM: return "multi_tensor_norm";
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
+      return "scaled_dot_product_attention";
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
+      return "scaled_dot_product_attention_backward";
     default: return "unknown op";
   }
 }

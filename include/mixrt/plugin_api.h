@@ -276,8 +276,27 @@ typedef enum MixrtOp {
    * answers MIXRT_ERROR_CODE_UNIMPLEMENTED and the host computes the norm
    * tensor by tensor instead. attrs: none. */
   MIXRT_OP_MULTI_TENSOR_NORM = 33,
+  /* Fused scaled dot-product attention (ABI 1.1). inputs q [G, L, E],
+   * k [G, S, E], v [G, S, Ev] (contiguous, one floating dtype) and, when
+   * attrs.mask_kind is not NONE, mask [G, L, S] (any strides, 0 for
+   * broadcast): bool (attend where true) or additive (q's dtype or f32).
+   * outputs out [G, L, Ev] in q's dtype and lse [G, L] f32, the log of each
+   * query row's softmax normalizer (of the scaled, masked scores); a row
+   * that attends no key gets out 0 and lse -inf. Dropout (attrs.dropout_p >
+   * 0) zeroes weight (g, i, j) where PhiloxUniform(seed, offset,
+   * (g L + i) S + j) < dropout_p and scales the rest by 1 / (1 -
+   * dropout_p). Memory beyond the outputs must not grow with L * S (the
+   * point of fusing). Capability: MIXRT_OP_CLASS_MATMUL. A plugin without
+   * it answers MIXRT_ERROR_CODE_UNIMPLEMENTED and the host composes
+   * matmul, softmax and matmul. attrs: MixrtAttentionAttrs. */
+  MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION = 34,
+  /* inputs (grad_out, q, k, v, out, lse [, mask]) as in the forward;
+   * outputs grad_q, grad_k, grad_v in q's, k's and v's dtype. The weights
+   * are recomputed from lse, the dropout mask regenerated from (seed,
+   * offset). attrs: MixrtAttentionAttrs (the forward's). */
+  MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD = 35,
 
-  MIXRT_OP_COUNT = 34
+  MIXRT_OP_COUNT = 36
 } MixrtOp;
 
 typedef enum MixrtBinaryKind {
@@ -585,6 +604,23 @@ typedef struct MixrtAxisAttrs {
   MixrtExtensionBase* ext;
   int32_t axis; /* 0 <= axis < ndim. */
 } MixrtAxisAttrs;
+
+typedef enum MixrtAttentionMaskKind {
+  MIXRT_ATTENTION_MASK_NONE = 0,
+  MIXRT_ATTENTION_MASK_BOOL = 1,     /* true = attend */
+  MIXRT_ATTENTION_MASK_ADDITIVE = 2  /* added to the scaled scores */
+} MixrtAttentionMaskKind;
+
+typedef struct MixrtAttentionAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double scale;      /* multiplies q . k */
+  double dropout_p;  /* in [0, 1) */
+  uint64_t seed;     /* Philox key for dropout */
+  uint64_t offset;   /* Philox counter start for dropout */
+  uint32_t is_causal; /* nonzero: query i attends keys j <= i */
+  uint32_t mask_kind; /* a MixrtAttentionMaskKind */
+} MixrtAttentionAttrs;
 
 typedef struct MixrtNormAttrs {
   size_t struct_size;

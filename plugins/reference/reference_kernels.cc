@@ -50,6 +50,9 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
     case MIXRT_OP_EMBEDDING:
     case MIXRT_OP_EMBEDDING_BACKWARD:
       return RunBatchNormEmbedding(call);
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
+      return RunAttention(call);
     default:
       return absl::UnimplementedError(
           absl::StrCat("the reference plugin does not implement op ", call.op));

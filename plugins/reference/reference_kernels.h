@@ -24,6 +24,7 @@ absl::Status RunLoss(const sdk::KernelCall& call);
 absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
 absl::Status RunConvPool(const sdk::KernelCall& call);
 absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);
+absl::Status RunAttention(const sdk::KernelCall& call);  // fused SDPA
 
 using sdk::ExpectArity;
 using sdk::ExpectSameShapes;

@@ -90,4 +90,90 @@ absl::Status ExpectMultiTensorNorm(const KernelCall& call) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
+  AttentionCall a;
+  a.backward = call.op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
+  MIXRT_ASSIGN_OR_RETURN(a.attrs, call.GetAttrs<MixrtAttentionAttrs>());
+  const std::string op(MixrtOpName(call.op));
+  if (a.attrs->mask_kind > MIXRT_ATTENTION_MASK_ADDITIVE) {
+    return absl::UnimplementedError(
+        absl::StrCat(op, ": mask kind ", a.attrs->mask_kind, " is unknown"));
+  }
+  if (!(a.attrs->dropout_p >= 0 && a.attrs->dropout_p < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": dropout_p must be in [0, 1)"));
+  }
+  const bool has_mask = a.attrs->mask_kind != MIXRT_ATTENTION_MASK_NONE;
+  const size_t inputs = (a.backward ? 6 : 3) + (has_mask ? 1 : 0);
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, a.backward ? 3 : 2));
+  size_t i = 0;
+  if (a.backward) a.grad_out = &call.inputs[i++];
+  a.q = &call.inputs[i++];
+  a.k = &call.inputs[i++];
+  a.v = &call.inputs[i++];
+  if (a.backward) {
+    a.out = &call.inputs[i++];
+    a.lse = &call.inputs[i++];
+    a.grad_q = &call.outputs[0];
+    a.grad_k = &call.outputs[1];
+    a.grad_v = &call.outputs[2];
+  } else {
+    a.out = &call.outputs[0];
+    a.lse = &call.outputs[1];
+  }
+  if (has_mask) a.mask = &call.inputs[i];
+  const auto refuse = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": ", why));
+  };
+  for (const TensorRef* t : {a.q, a.k, a.v}) {
+    if (t->ndim() != 3 || !t->is_contiguous() || t->dtype() != a.q->dtype() ||
+        !IsFloatingDtype(t->dtype())) {
+      return refuse(
+          "q, k and v must be contiguous [G, L, E], [G, S, E], [G, S, Ev] "
+          "in one floating dtype");
+    }
+  }
+  a.groups = a.q->dim(0);
+  a.queries = a.q->dim(1);
+  a.head_dim = a.q->dim(2);
+  a.keys = a.k->dim(1);
+  a.value_dim = a.v->dim(2);
+  if (a.k->dim(0) != a.groups || a.v->dim(0) != a.groups ||
+      a.k->dim(2) != a.head_dim || a.v->dim(1) != a.keys) {
+    return refuse("q, k and v disagree on G, E or S");
+  }
+  const auto expect = [&](const TensorRef* t, std::initializer_list<int64_t> dims,
+                          bool f32, absl::string_view what) -> absl::Status {
+    bool ok = t->ndim() == static_cast<int>(dims.size()) && t->is_contiguous() &&
+              (f32 ? t->dtype() == MIXRT_DTYPE_F32 : t->dtype() == a.q->dtype());
+    int d = 0;
+    for (int64_t want : dims) ok = ok && t->dim(d++) == want;
+    if (!ok) return refuse(absl::StrCat(what, " has the wrong shape or dtype"));
+    return absl::OkStatus();
+  };
+  MIXRT_RETURN_IF_ERROR(expect(a.out, {a.groups, a.queries, a.value_dim},
+                               false, "out"));
+  MIXRT_RETURN_IF_ERROR(expect(a.lse, {a.groups, a.queries}, true, "lse"));
+  if (a.backward) {
+    MIXRT_RETURN_IF_ERROR(expect(a.grad_out, {a.groups, a.queries, a.value_dim},
+                                 false, "grad_out"));
+    MIXRT_RETURN_IF_ERROR(expect(a.grad_q, {a.groups, a.queries, a.head_dim},
+                                 false, "grad_q"));
+    MIXRT_RETURN_IF_ERROR(expect(a.grad_k, {a.groups, a.keys, a.head_dim},
+                                 false, "grad_k"));
+    MIXRT_RETURN_IF_ERROR(expect(a.grad_v, {a.groups, a.keys, a.value_dim},
+                                 false, "grad_v"));
+  }
+  if (has_mask) {
+    const bool bool_kind = a.attrs->mask_kind == MIXRT_ATTENTION_MASK_BOOL;
+    const bool dtype_ok = bool_kind ? a.mask->dtype() == MIXRT_DTYPE_BOOL
+                                    : IsFloatingDtype(a.mask->dtype());
+    if (a.mask->ndim() != 3 || !dtype_ok || a.mask->dim(0) != a.groups ||
+        a.mask->dim(1) != a.queries || a.mask->dim(2) != a.keys) {
+      return refuse("the mask must be [G, L, S], bool or floating as its kind says");
+    }
+  }
+  return a;
+}
+
 }  // namespace mixrt::sdk

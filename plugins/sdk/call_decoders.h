@@ -51,6 +51,27 @@ absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call);
 // or a class in [0, C). (Device plugins flag bad targets in the kernel.)
 absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call);
 
+// scaled_dot_product_attention and its backward (ABI 1.1): q [G, L, E],
+// k [G, S, E], v [G, S, Ev] contiguous in one floating dtype, the optional
+// mask [G, L, S], and the outputs' shapes and dtypes.
+struct AttentionCall {
+  const MixrtAttentionAttrs* attrs = nullptr;
+  bool backward = false;
+  const TensorRef* grad_out = nullptr;  // Backward only.
+  const TensorRef* q = nullptr;
+  const TensorRef* k = nullptr;
+  const TensorRef* v = nullptr;
+  const TensorRef* out = nullptr;  // Forward: output; backward: input.
+  const TensorRef* lse = nullptr;  // Forward: output; backward: input.
+  const TensorRef* mask = nullptr;  // When attrs->mask_kind != NONE.
+  const TensorRef* grad_q = nullptr;  // Backward outputs.
+  const TensorRef* grad_k = nullptr;
+  const TensorRef* grad_v = nullptr;
+  int64_t groups = 0, queries = 0, keys = 0, head_dim = 0, value_dim = 0;
+};
+
+absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call);
+
 // multi_tensor_norm (ABI 1.1): any number of contiguous floating inputs,
 // one f32 [1] output.
 absl::Status ExpectMultiTensorNorm(const KernelCall& call);

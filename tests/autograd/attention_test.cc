@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {
@@ -56,9 +57,15 @@ std::vector<double> AsDouble(const std::vector<float>& f) {
   return std::vector<double>(f.begin(), f.end());
 }
 
-class Attention : public ::testing::Test {
+// Every test runs the math path (matmul, softmax, matmul) and the
+// plugin's fused kernel (the reference plugin's, in double).
+class Attention : public ::testing::TestWithParam<AttentionBackend> {
  protected:
   void SetUp() override { d_ = testing::ReferenceDevice(); }
+  AttentionOptions With(AttentionOptions o) {
+    o.backend = GetParam();
+    return o;
+  }
   Tensor Make(const std::vector<float>& v, std::vector<int64_t> shape,
               DType dtype = DType::kF32) {
     if (!IsFloating(dtype)) {
@@ -70,7 +77,7 @@ class Attention : public ::testing::Test {
   Device d_;
 };
 
-TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
+TEST_P(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
   const int b = 2, h = 3, l = 5, s = 5, e = 4, ev = 3;
   const auto qv = testing::RandomValues(b * h * l * e, 1);
   const auto kv = testing::RandomValues(b * h * s * e, 2);
@@ -80,17 +87,17 @@ TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
   const auto all = [](int, int, int) { return true; };
   const auto none = [](int, int, int) { return 0.0; };
   const double scale = 1 / std::sqrt(4.0);
-  ExpectClose(Values(scaled_dot_product_attention(q, k, v)),
+  ExpectClose(Values(scaled_dot_product_attention(q, k, v, With({}))),
               NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
                              l, s, e, ev, scale, all, none),
               1e-5, 1e-6, "plain");
   ExpectClose(Values(scaled_dot_product_attention(q, k, v,
-                                                  {.is_causal = true})),
+                                                  With({.is_causal = true}))),
               NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
                              l, s, e, ev, scale,
                              [](int, int i, int j) { return j <= i; }, none),
               1e-5, 1e-6, "causal");
-  ExpectClose(Values(scaled_dot_product_attention(q, k, v, {.scale = 0.7})),
+  ExpectClose(Values(scaled_dot_product_attention(q, k, v, With({.scale = 0.7}))),
               NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
                              l, s, e, ev, 0.7, all, none),
               1e-5, 1e-6, "scale");
@@ -101,7 +108,7 @@ TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
     for (int j = 0; j < s; ++j) bits[i * s + j] = (i + j) % 3 != 0 || i == j;
   Tensor mask = Make(bits, {l, s}, DType::kBool);
   ExpectClose(
-      Values(scaled_dot_product_attention(q, k, v, {.attn_mask = mask})),
+      Values(scaled_dot_product_attention(q, k, v, With({.attn_mask = mask}))),
       NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
                      ev, scale,
                      [&](int, int i, int j) { return bits[i * s + j] != 0; },
@@ -111,7 +118,7 @@ TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
   const auto add = testing::RandomValues(b * l * s, 4);
   ExpectClose(
       Values(scaled_dot_product_attention(
-          q, k, v, {.attn_mask = Make(add, {b, 1, l, s})})),
+          q, k, v, With({.attn_mask = Make(add, {b, 1, l, s})}))),
       NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
                      ev, scale, all,
                      [&](int g, int i, int j) {
@@ -120,7 +127,7 @@ TEST_F(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
       1e-5, 1e-6, "additive mask");
 }
 
-TEST_F(Attention, GradientsMatchFiniteDifferences) {
+TEST_P(Attention, GradientsMatchFiniteDifferences) {
   const int l = 3, s = 4, e = 2;
   std::vector<std::vector<float>> init = {testing::RandomValues(l * e, 5),
                                           testing::RandomValues(s * e, 6),
@@ -137,7 +144,7 @@ TEST_F(Attention, GradientsMatchFiniteDifferences) {
     const std::vector<float> w = {0.3f, -1.1f, 0.7f, 0.2f, -0.5f, 1.3f};
     Tensor wt = Make(w, {1, l, e});
     ASSERT_TRUE(sum(*mul(*scaled_dot_product_attention(
-                             in[0], in[1], in[2], {.is_causal = causal}),
+                             in[0], in[1], in[2], With({.is_causal = causal})),
                          wt))
                     ->backward()
                     .ok());
@@ -161,15 +168,60 @@ TEST_F(Attention, GradientsMatchFiniteDifferences) {
   }
 }
 
-TEST_F(Attention, RunsInTheAutocastDtype) {
+TEST_P(Attention, DropoutIsDeterministicAndItsGradientMatches) {
+  // The weights' dropout mask comes from the generator's state: the same
+  // state gives the same output, and backward regenerates the forward's
+  // mask (checked by finite differences of the op itself, each evaluation
+  // starting from the same generator state).
+  const int l = 4, s = 5, e = 3;
+  const std::vector<float> qv = testing::RandomValues(l * e, 11),
+                           kv = testing::RandomValues(s * e, 12),
+                           vv = testing::RandomValues(s * e, 13),
+                           w = testing::RandomValues(l * e, 14);
+  const auto run = [&](const std::vector<float>& q_values, Tensor* q_out)
+      -> absl::StatusOr<Tensor> {
+    Generator gen(21);
+    Tensor q = Make(q_values, {1, l, e});
+    if (q_out != nullptr) {
+      MIXRT_RETURN_IF_ERROR(q.set_requires_grad(true));
+      *q_out = q;
+    }
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor y, scaled_dot_product_attention(
+                      q, Make(kv, {1, s, e}), Make(vv, {1, s, e}),
+                      With({.dropout_p = 0.3, .generator = &gen})));
+    return sum(*mul(y, Make(w, {1, l, e})));
+  };
+  Tensor q;
+  absl::StatusOr<Tensor> loss = run(qv, &q);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  EXPECT_EQ(*loss->item(), *run(qv, nullptr)->item());
+  Generator other(22);
+  absl::StatusOr<Tensor> different = scaled_dot_product_attention(
+      Make(qv, {1, l, e}), Make(kv, {1, s, e}), Make(vv, {1, s, e}),
+      With({.dropout_p = 0.3, .generator = &other}));
+  EXPECT_NE(Values(different),
+            Values(scaled_dot_product_attention(
+                Make(qv, {1, l, e}), Make(kv, {1, s, e}), Make(vv, {1, s, e}),
+                With({}))))
+      << "dropout changed nothing";
+  ASSERT_TRUE(loss->backward().ok());
+  const auto f = [&](const std::vector<double>& x) {
+    return *run(std::vector<float>(x.begin(), x.end()), nullptr)->item();
+  };
+  ExpectClose(Values(q.grad()), testing::NumericalGradient(f, AsDouble(qv), 1e-2),
+              2e-2, 2e-3, "dropout grad");
+}
+
+TEST_P(Attention, RunsInTheAutocastDtype) {
   Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
   AutocastGuard autocast("cpu", DType::kBF16);
-  absl::StatusOr<Tensor> y = scaled_dot_product_attention(q, q, q);
+  absl::StatusOr<Tensor> y = scaled_dot_product_attention(q, q, q, With({}));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->dtype(), DType::kBF16);
 }
 
-TEST_F(Attention, BadInputIsRefusedWithReasons) {
+TEST_P(Attention, BadInputIsRefusedWithReasons) {
   Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
   Tensor k3 = Make(testing::RandomValues(6, 1), {1, 2, 3});
   EXPECT_THAT(scaled_dot_product_attention(q, k3, q).status().message(),
@@ -190,6 +242,10 @@ TEST_F(Attention, BadInputIsRefusedWithReasons) {
                   .message(),
               HasSubstr("expected bool or a floating additive mask"));
 }
+
+INSTANTIATE_TEST_SUITE_P(MathAndFused, Attention,
+                         ::testing::Values(AttentionBackend::kMath,
+                                           AttentionBackend::kFused));
 
 }  // namespace
 }  // namespace mixrt
