@@ -58,6 +58,9 @@ absl::Status Dispatch(const sdk::KernelCall& call) {
     case MIXRT_OP_POOL2D:
     case MIXRT_OP_POOL2D_BACKWARD:
       return RunDense(call, RunPool);
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
+      return RunAttention(call);  // The mask may keep broadcast strides.
     case MIXRT_OP_BATCH_NORM:
     case MIXRT_OP_BATCH_NORM_BACKWARD:
     case MIXRT_OP_EMBEDDING:

@@ -38,6 +38,7 @@ void AddOptimizerCases(std::vector<Case>* cases);
 void AddConvPoolCases(std::vector<Case>* cases);
 void AddBatchNormEmbeddingCases(std::vector<Case>* cases);
 void AddRegressionLossCases(std::vector<Case>* cases);
+void AddAttentionCases(std::vector<Case>* cases);
 
 }  // namespace mixrt::conformance
 

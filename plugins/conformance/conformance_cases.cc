@@ -16,6 +16,7 @@ std::vector<Case> AllCases() {
   AddConvPoolCases(&cases);
   AddBatchNormEmbeddingCases(&cases);
   AddRegressionLossCases(&cases);
+  AddAttentionCases(&cases);
   return cases;
 }
 

@@ -1,0 +1,143 @@
+// Fused scaled dot-product attention (ABI 1.1) and its backward against the
+// reference plugin's double oracle: plain, causal, bool and additive masks,
+// dropout; shapes that cross the CPU kernel's 64-row and 128-key blocks.
+// A plugin without the fused op is skipped (the host composes it instead).
+#include "absl/strings/str_cat.h"
+#include "core/kernels/attention.h"
+#include "core/tensor/factories.h"
+#include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
+#include "plugins/conformance/case_util.h"
+
+namespace mixrt::conformance {
+namespace {
+
+constexpr int64_t kGroups = 3, kQueries = 70, kKeys = 150, kHead = 16,
+                  kValue = 24;
+
+enum class Variant { kPlain, kCausal, kBoolMask, kAdditiveMask, kDropout };
+
+const char* Name(Variant v) {
+  switch (v) {
+    case Variant::kPlain: return "plain";
+    case Variant::kCausal: return "causal";
+    case Variant::kBoolMask: return "bool_mask";
+    case Variant::kAdditiveMask: return "additive_mask";
+    case Variant::kDropout: return "dropout";
+  }
+  return "";
+}
+
+// The variant's arguments on `device`: masks built from a fixed pattern
+// (key j hidden from query i when (3 i + j) % 7 == 0, i != j), the same on
+// both devices.
+absl::StatusOr<kernels::FusedAttentionArgs> Args(Variant v,
+                                                 const Device& device) {
+  kernels::FusedAttentionArgs args;
+  args.scale = 0.25;
+  if (v == Variant::kCausal) args.is_causal = true;
+  if (v == Variant::kDropout) {
+    args.dropout_p = 0.2;
+    args.seed = 77;
+    args.offset = 5;
+  }
+  if (v == Variant::kBoolMask || v == Variant::kAdditiveMask) {
+    std::vector<int64_t> keep(kQueries * kKeys);
+    std::vector<float> bias(kQueries * kKeys);
+    for (int64_t i = 0; i < kQueries; ++i) {
+      for (int64_t j = 0; j < kKeys; ++j) {
+        keep[i * kKeys + j] = (3 * i + j) % 7 != 0 || i == j;
+        bias[i * kKeys + j] = static_cast<float>(((i + 2 * j) % 5) - 2) * 0.5f;
+      }
+    }
+    if (v == Variant::kBoolMask) {
+      MIXRT_ASSIGN_OR_RETURN(args.mask, from_ints(keep, {kQueries, kKeys},
+                                                  DType::kBool, device));
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(args.mask, from_floats(bias, {kQueries, kKeys},
+                                                    DType::kF32, device));
+    }
+  }
+  return args;
+}
+
+bool HasFusedAttention(const Device& device) {
+  auto q = zeros({1, 1, 4}, DType::kF32, device);
+  if (!q.ok()) return false;
+  auto out = kernels::scaled_dot_product_attention(*q, *q, *q, {});
+  return !absl::IsUnimplemented(out.status());
+}
+
+}  // namespace
+
+void AddAttentionCases(std::vector<Case>* cases) {
+  for (DType dtype : kFloatTypes) {
+    for (Variant v : {Variant::kPlain, Variant::kCausal, Variant::kBoolMask,
+                      Variant::kAdditiveMask, Variant::kDropout}) {
+      const std::string base = absl::StrCat("attention/", Name(v), "/",
+                                            DTypeName(dtype));
+      const std::vector<InputSpec> qkv = {{{kGroups, kQueries, kHead}, dtype},
+                                          {{kGroups, kKeys, kHead}, dtype},
+                                          {{kGroups, kKeys, kValue}, dtype}};
+      // Weights and products are rounded to the dtype once or twice on the
+      // way (bf16 weights into a bf16 GEMM); sums of 150 terms in f32.
+      const double u = UnitRoundoff(dtype);
+      const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
+      const Tolerance lse_tol{1e-5, 1e-4, {}};
+      cases->push_back(
+          {base, MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
+             if (!HasFusedAttention(d.plugin)) {
+               GTEST_SKIP() << "the plugin has no fused attention";
+             }
+             CompareOp(
+                 d, qkv,
+                 [=](const std::vector<Tensor>& in) -> Outputs {
+                   MIXRT_ASSIGN_OR_RETURN(auto args, Args(v, in[0].device()));
+                   MIXRT_ASSIGN_OR_RETURN(
+                       auto o, kernels::scaled_dot_product_attention(
+                                   in[0], in[1], in[2], args));
+                   return std::vector<Tensor>{o.out, o.lse};
+                 },
+                 [=](int index, const std::vector<std::vector<double>>&) {
+                   return index == 0 ? out_tol : lse_tol;
+                 },
+                 kSeed);
+           }});
+      std::vector<InputSpec> with_grad = qkv;
+      with_grad.push_back({{kGroups, kQueries, kValue}, dtype});
+      // dS is rounded to the dtype before two GEMMs of up to 150 terms.
+      const Tolerance grad_tol{32 * u + 1e-4, 64 * u + 1e-4, {}};
+      cases->push_back(
+          {absl::StrCat(base, "/backward"), MIXRT_OP_CLASS_MATMUL, dtype,
+           [=](const Devices& d) {
+             if (!HasFusedAttention(d.plugin)) {
+               GTEST_SKIP() << "the plugin has no fused attention";
+             }
+             CompareOp(
+                 d, with_grad,
+                 [=](const std::vector<Tensor>& in) -> Outputs {
+                   // Both devices backpropagate the reference's forward, so
+                   // only the backward kernels are compared.
+                   MIXRT_ASSIGN_OR_RETURN(auto ref_args, Args(v, d.reference));
+                   std::vector<Tensor> on_ref;
+                   for (int t = 0; t < 3; ++t) {
+                     MIXRT_ASSIGN_OR_RETURN(Tensor r, in[t].to(d.reference));
+                     on_ref.push_back(r);
+                   }
+                   MIXRT_ASSIGN_OR_RETURN(
+                       auto fwd, kernels::scaled_dot_product_attention(
+                                     on_ref[0], on_ref[1], on_ref[2], ref_args));
+                   kernels::FusedAttentionOutput here;
+                   MIXRT_ASSIGN_OR_RETURN(here.out, fwd.out.to(in[0].device()));
+                   MIXRT_ASSIGN_OR_RETURN(here.lse, fwd.lse.to(in[0].device()));
+                   MIXRT_ASSIGN_OR_RETURN(auto args, Args(v, in[0].device()));
+                   return kernels::scaled_dot_product_attention_backward(
+                       in[3], in[0], in[1], in[2], here, args);
+                 },
+                 Fixed(grad_tol), kSeed);
+           }});
+    }
+  }
+}
+
+}  // namespace mixrt::conformance
