@@ -98,6 +98,15 @@ std::map<std::string, AutocastOpCall>* MakeOps() {
     MIXRT_ASSIGN_OR_RETURN(Tensor b, Floats(d, t, {3}));
     return conv2d(x, w, b);
   };
+  m["cat"] = BinaryOp([](auto& a, auto& b) { return cat({a, b}, 0); });
+  m["stack"] = BinaryOp([](auto& a, auto& b) { return stack({a, b}, 0); });
+  m["scaled_dot_product_attention"] = [](const Device& d,
+                                         DType t) -> absl::StatusOr<Tensor> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor q, Floats(d, t, {2, 4, 3}));
+    MIXRT_ASSIGN_OR_RETURN(Tensor k, Floats(d, t, {2, 5, 3}));
+    MIXRT_ASSIGN_OR_RETURN(Tensor v, Floats(d, t, {2, 5, 3}));
+    return scaled_dot_product_attention(q, k, v);
+  };
   m["max_pool2d"] = Pool(MIXRT_POOL_MAX);
   m["avg_pool2d"] = Pool(MIXRT_POOL_AVG);
   m["cross_entropy"] = [](const Device& d, DType t) -> absl::StatusOr<Tensor> {

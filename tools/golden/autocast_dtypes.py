@@ -53,6 +53,10 @@ OPS = {
     "embedding": lambda d: F.embedding(torch.tensor([0, 2, 1]), floats(d, 3, 4)),
     "conv2d": lambda d: F.conv2d(floats(d, 1, 2, 5, 5), floats(d, 3, 2, 3, 3),
                                  floats(d, 3)),
+    "cat": lambda d: torch.cat([floats(d, 4, 3), floats(d, 4, 3)], 0),
+    "stack": lambda d: torch.stack([floats(d, 4, 3), floats(d, 4, 3)], 0),
+    "scaled_dot_product_attention": lambda d: F.scaled_dot_product_attention(
+        floats(d, 2, 4, 3), floats(d, 2, 5, 3), floats(d, 2, 5, 3)),
     "max_pool2d": lambda d: F.max_pool2d(floats(d, 1, 2, 4, 4), 2),
     "avg_pool2d": lambda d: F.avg_pool2d(floats(d, 1, 2, 4, 4), 2),
     "cross_entropy": lambda d: F.cross_entropy(floats(d, 4, 3),
