@@ -1,6 +1,6 @@
 // Fused scaled dot-product attention (ABI 1.1) and its backward against the
 // reference plugin's double oracle: plain, causal, bool and additive masks,
-// dropout; shapes that cross the CPU kernel's 64-row and 128-key blocks.
+// dropout; shapes that cross the CPU kernel's 256-row and 128-key blocks.
 // A plugin without the fused op is skipped (the host composes it instead).
 #include "absl/strings/str_cat.h"
 #include "core/kernels/attention.h"
@@ -12,7 +12,7 @@
 namespace mixrt::conformance {
 namespace {
 
-constexpr int64_t kGroups = 3, kQueries = 70, kKeys = 150, kHead = 16,
+constexpr int64_t kGroups = 3, kQueries = 300, kKeys = 150, kHead = 16,
                   kValue = 24;
 
 enum class Variant { kPlain, kCausal, kBoolMask, kAdditiveMask, kDropout };
