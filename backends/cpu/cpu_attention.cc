@@ -85,7 +85,7 @@ void Gemm(const Operand& a, const Operand& b, float* c, int64_t ldc,
 inline float ExpNonPositive(float x) {
   // Ternaries, not std::max or branches: GCC turns them into blends and
   // vectorizes the loops calling this (checked with -fopt-info-vec).
-  const float clamped = x > -87.0f ? x : -87.0f;
+  const float clamped = x < -87.0f ? -87.0f : x;  // NaN stays NaN.
   const float t = clamped * 1.44269504088896341f;
   const float n = static_cast<float>(static_cast<int32_t>(t - 0.5f));
   const float f = (t - n) * 0.693147180559945309f;
@@ -121,10 +121,12 @@ inline uint16_t ToBF16(float f) {
 
 // exp(x) of 8 lanes, x <= 0 (masked lanes are -inf): 2^(x log2 e) with the
 // exponent rounded to nearest, so the polynomial (Taylor, degree 6) sees
-// |f| <= ln2 / 2 (relative error ~1e-7); exactly 0 below -87.
+// |f| <= ln2 / 2 (relative error ~1e-7); exactly 0 below -87; NaN stays NaN
+// (a NaN score must reach the output, where the GradScaler looks for it).
 inline __m256 Exp8(__m256 x) {
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-  const __m256 c = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+  // max_ps returns its second operand when either is NaN: x's NaN survives.
+  const __m256 c = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
   const __m256 t = _mm256_mul_ps(c, _mm256_set1_ps(1.44269504088896341f));
   const __m256 n =
       _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -139,7 +141,7 @@ inline __m256 Exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
   const __m256i bits = _mm256_slli_epi32(
       _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)), keep);
+  return _mm256_andnot_ps(zero, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
 }
 
 inline float Sum8(__m256 v) {
@@ -156,13 +158,22 @@ inline float Max8(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
+// NaN when any element is NaN (max_ps alone would drop it).
 float RowMax(const float* x, int64_t n) {
-  __m256 m8 = _mm256_set1_ps(-INFINITY);
+  __m256 m8 = _mm256_set1_ps(-INFINITY), nan8 = _mm256_setzero_ps();
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) m8 = _mm256_max_ps(m8, _mm256_loadu_ps(x + j));
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    m8 = _mm256_max_ps(m8, v);
+    nan8 = _mm256_or_ps(nan8, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
   float m = Max8(m8);
-  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
-  return m;
+  bool nan = _mm256_movemask_ps(nan8) != 0;
+  for (; j < n; ++j) {
+    nan |= std::isnan(x[j]);
+    m = x[j] > m ? x[j] : m;
+  }
+  return nan ? NAN : m;
 }
 
 // out[j] = exp((x[j] - shift) * mult) in f32 (Out = float) or rounded to
@@ -240,8 +251,26 @@ void StoreAs(MixrtDtype dtype, const float* values, int64_t count, void* out) {
     std::memcpy(out, values, count * 4);
   } else if (dtype == MIXRT_DTYPE_BF16) {
     auto* o = static_cast<uint16_t*>(out);
-#pragma omp simd
-    for (int64_t i = 0; i < count; ++i) o[i] = ToBF16(values[i]);
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {  // ToBF16 on 8 lanes, NaN included.
+      const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(values + i));
+      const __m256i lsb =
+          _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+      const __m256i rounded = _mm256_srli_epi32(
+          _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb),
+          16);
+      const __m256i nan =
+          _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
+      const __m256i is_nan = _mm256_cmpgt_epi32(
+          _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+          _mm256_set1_epi32(0x7f800000));
+      const __m256i r = _mm256_blendv_epi8(rounded, nan, is_nan);
+      const __m256i packed =
+          _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
+                       _mm256_castsi256_si128(packed));
+    }
+    for (; i < count; ++i) o[i] = ToBF16(values[i]);
   } else {
     auto* o = static_cast<uint16_t*>(out);
     for (int64_t i = 0; i < count; ++i) o[i] = sdk::F32ToF16Bits(values[i]);

@@ -29,6 +29,14 @@ double Weights(const AttentionCall& a, int64_t g, int64_t i,
     (*p)[j] = dot * a.attrs->scale + sdk::AttentionBias(a, g, i, j);
     max = std::max(max, (*p)[j]);
   }
+  // A NaN score makes the whole row NaN (softmax's sum includes it); a
+  // backend must never drop it as if the key were hidden.
+  for (double x : *p) {
+    if (std::isnan(x)) {
+      std::fill(p->begin(), p->end(), NAN);
+      return NAN;
+    }
+  }
   if (max == -INFINITY) {
     std::fill(p->begin(), p->end(), 0.0);
     return -INFINITY;
