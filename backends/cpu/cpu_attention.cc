@@ -353,7 +353,9 @@ void Forward(const AttentionCall& a) {
       if (!folded) ScaleAndMask(a, g, r0, rows, extent, s.scores.data());
       const float mult = folded ? scale : 1.0f;
       const bool dropout = a.attrs->dropout_p > 0;
-      const bool low = gemm != MIXRT_DTYPE_F32 && !dropout;
+      // Weights go straight to bf16 from the exp; f16 (a oneDNN 3 build
+      // has f16 matmul) and dropout take the f32 row first.
+      const bool low = gemm == MIXRT_DTYPE_BF16 && !dropout;
       s.weights_f32.resize(rows * extent);
       if (low) s.weights_low.resize(rows * extent);
       std::vector<float>& inv_total = s.d_row;
