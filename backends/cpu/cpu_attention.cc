@@ -79,15 +79,14 @@ void Gemm(const Operand& a, const Operand& b, float* c, int64_t ldc,
   ThreadStream().wait();
 }
 
-// exp(x) for x <= 0 in f32, branch-free so loops over it vectorize:
-// 2^(x log2 e) by range reduction and a degree-6 polynomial (relative
-// error ~2e-7); exactly 0 below -87 (masked scores are -inf).
+// exp(x) for x <= 0 in f32, as Exp8 below computes it lane by lane: the
+// tails of the vector loops. Exactly 0 below -87 (masked scores are -inf);
+// NaN stays NaN (and never reaches a float-to-int conversion).
 inline float ExpNonPositive(float x) {
-  // Ternaries, not std::max or branches: GCC turns them into blends and
-  // vectorizes the loops calling this (checked with -fopt-info-vec).
-  const float clamped = x < -87.0f ? -87.0f : x;  // NaN stays NaN.
-  const float t = clamped * 1.44269504088896341f;
-  const float n = static_cast<float>(static_cast<int32_t>(t - 0.5f));
+  if (std::isnan(x)) return x;
+  if (x < -87.0f) return 0.0f;
+  const float t = x * 1.44269504088896341f;
+  const float n = std::nearbyint(t);
   const float f = (t - n) * 0.693147180559945309f;
   float p = 1.0f / 720;
   p = p * f + 1.0f / 120;
@@ -96,12 +95,9 @@ inline float ExpNonPositive(float x) {
   p = p * f + 0.5f;
   p = p * f + 1.0f;
   p = p * f + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  // __builtin_bit_cast, not memcpy: with _FORTIFY_SOURCE memcpy is a checked
-  // call, which kept every loop calling this scalar.
-  const float scale = __builtin_bit_cast(float, bits);
-  const float keep = x < -87.0f ? 0.0f : 1.0f;
-  return p * scale * keep;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
+                        << 23;
+  return p * __builtin_bit_cast(float, bits);
 }
 
 // sdk::F32ToBF16Bits without its branch, so the loop below vectorizes (a
