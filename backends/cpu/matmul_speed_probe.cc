@@ -37,9 +37,10 @@ std::string CachePath() {
 // A cache file is small; anything larger is not ours.
 constexpr uint64_t kMaxCacheBytes = 1 << 20;
 
-// Seconds for `runs` matmuls in `dtype` through RunMatmul, best run; 0 on
-// failure. The first run (primitive creation) is not timed.
-double TimeMatmul(MixrtDtype dtype, int runs) {
+// Seconds for one matmul in `dtype` through RunMatmul; 0 on failure. With
+// `warm_up` an untimed run first creates the primitive (cached afterwards,
+// so later calls for the dtype skip it).
+double TimeMatmul(MixrtDtype dtype, bool warm_up) {
   const size_t bytes = dtype == MIXRT_DTYPE_F32 ? 4 : 2;
   std::vector<uint8_t> a(kM * kK * bytes, 0), b(kK * kN * bytes, 0);
   std::vector<float> c(kM * kN);
@@ -71,17 +72,11 @@ double TimeMatmul(MixrtDtype dtype, int runs) {
   call.inputs = {sdk::TensorRef(da), sdk::TensorRef(db)};
   call.outputs = {sdk::TensorRef(dc)};
   call.attrs = &attrs;
+  if (warm_up && !RunMatmul(call).ok()) return 0;
+  const auto start = std::chrono::steady_clock::now();
   if (!RunMatmul(call).ok()) return 0;
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    if (!RunMatmul(call).ok()) return 0;
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    best = std::min(best, s);
-  }
-  return best;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 int64_t NowSeconds() {
@@ -170,9 +165,10 @@ MatmulSpeeds GetMatmulSpeeds() {
   // all three alike instead of skewing one ratio; each keeps its best.
   double f32 = 1e30, bf16 = 1e30, f16 = 1e30;
   for (int round = 0; round < kRepeats; ++round) {
-    f32 = std::min(f32, TimeMatmul(MIXRT_DTYPE_F32, 1));
-    bf16 = std::min(bf16, TimeMatmul(MIXRT_DTYPE_BF16, 1));
-    f16 = std::min(f16, TimeMatmul(MIXRT_DTYPE_F16, 1));
+    const bool first = round == 0;
+    f32 = std::min(f32, TimeMatmul(MIXRT_DTYPE_F32, first));
+    bf16 = std::min(bf16, TimeMatmul(MIXRT_DTYPE_BF16, first));
+    f16 = std::min(f16, TimeMatmul(MIXRT_DTYPE_F16, first));
   }
   if (f32 <= 0 || bf16 <= 0 || f16 <= 0) {
     speeds.source = "measurement failed";
