@@ -100,16 +100,6 @@ inline float ExpNonPositive(float x) {
   return p * __builtin_bit_cast(float, bits);
 }
 
-// sdk::F32ToBF16Bits without its branch, so the loop below vectorizes (a
-// scalar conversion of every weight cost more than the GEMMs): the same
-// round-to-nearest-even, and the same quiet NaN.
-inline uint16_t ToBF16(float f) {
-  const uint32_t x = __builtin_bit_cast(uint32_t, f);
-  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  const uint32_t nan = (x >> 16) | 0x40u;
-  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-}
-
 // Row kernels. The exponentials, not the GEMMs, are what this kernel spends
 // most of its time on, and GCC 12 emitted the plain loops scalar (no ymm in
 // them, although -fopt-info reported them vectorized): AVX2 intrinsics,
@@ -154,6 +144,31 @@ inline float Max8(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
+// sdk::F32ToBF16Bits on 8 lanes (round to nearest even), stored to
+// out[0..8). With kExactNaN a NaN stays a quiet NaN; without, its rounding
+// may turn it into anything: only for softmax weights, whose row sum carries
+// any NaN into the output anyway (the blend cost 20% of a bf16 forward).
+template <bool kExactNaN>
+inline void StoreBF16x8(__m256 v, uint16_t* out) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb =
+      _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  if constexpr (kExactNaN) {
+    const __m256i nan =
+        _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
+    const __m256i is_nan =
+        _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                           _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, nan, is_nan);
+  }
+  const __m256i packed =
+      _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm256_castsi256_si128(packed));
+}
+
 // NaN when any element is NaN (max_ps alone would drop it).
 float RowMax(const float* x, int64_t n) {
   __m256 m8 = _mm256_set1_ps(-INFINITY), nan8 = _mm256_setzero_ps();
@@ -173,8 +188,7 @@ float RowMax(const float* x, int64_t n) {
 }
 
 // out[j] = exp((x[j] - shift) * mult) in f32 (Out = float) or rounded to
-// bf16 (Out = uint16_t; the weights are finite, in [0, 1]); returns the sum
-// of the f32 values.
+// bf16 (Out = uint16_t); returns the sum of the f32 values.
 template <typename Out>
 float ExpRow(const float* x, int64_t n, float shift, float mult, Out* out) {
   const __m256 s8 = _mm256_set1_ps(shift), m8 = _mm256_set1_ps(mult);
@@ -187,17 +201,7 @@ float ExpRow(const float* x, int64_t n, float shift, float mult, Out* out) {
     if constexpr (std::is_same_v<Out, float>) {
       _mm256_storeu_ps(out + j, p);
     } else {
-      // Round to nearest even into the top 16 bits, then pack 8 x 32 -> 16.
-      const __m256i b = _mm256_castps_si256(p);
-      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16),
-                                           _mm256_set1_epi32(1));
-      const __m256i r = _mm256_srli_epi32(
-          _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb),
-          16);
-      const __m256i packed =
-          _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
-                       _mm256_castsi256_si128(packed));
+      StoreBF16x8</*kExactNaN=*/false>(p, out + j);
     }
   }
   float total = Sum8(acc);
@@ -206,7 +210,7 @@ float ExpRow(const float* x, int64_t n, float shift, float mult, Out* out) {
     if constexpr (std::is_same_v<Out, float>) {
       out[j] = p;
     } else {
-      out[j] = ToBF16(p);
+      out[j] = sdk::F32ToBF16Bits(p);
     }
     total += p;
   }
@@ -248,25 +252,10 @@ void StoreAs(MixrtDtype dtype, const float* values, int64_t count, void* out) {
   } else if (dtype == MIXRT_DTYPE_BF16) {
     auto* o = static_cast<uint16_t*>(out);
     int64_t i = 0;
-    for (; i + 8 <= count; i += 8) {  // ToBF16 on 8 lanes, NaN included.
-      const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(values + i));
-      const __m256i lsb =
-          _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-      const __m256i rounded = _mm256_srli_epi32(
-          _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb),
-          16);
-      const __m256i nan =
-          _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
-      const __m256i is_nan = _mm256_cmpgt_epi32(
-          _mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
-          _mm256_set1_epi32(0x7f800000));
-      const __m256i r = _mm256_blendv_epi8(rounded, nan, is_nan);
-      const __m256i packed =
-          _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
-                       _mm256_castsi256_si128(packed));
+    for (; i + 8 <= count; i += 8) {
+      StoreBF16x8</*kExactNaN=*/true>(_mm256_loadu_ps(values + i), o + i);
     }
-    for (; i < count; ++i) o[i] = ToBF16(values[i]);
+    for (; i < count; ++i) o[i] = sdk::F32ToBF16Bits(values[i]);
   } else {
     auto* o = static_cast<uint16_t*>(out);
     for (int64_t i = 0; i < count; ++i) o[i] = sdk::F32ToF16Bits(values[i]);
@@ -299,7 +288,7 @@ void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
 }
 
 struct Scratch {
-  std::vector<float> scores, weights_f32, acc, d_row, kbuf, vbuf, qbuf, obuf;
+  std::vector<float> scores, weights_f32, acc, inv_total, kbuf, vbuf, qbuf;
   std::vector<uint16_t> weights_low;
 };
 
@@ -354,7 +343,7 @@ void Forward(const AttentionCall& a) {
       const bool low = gemm == MIXRT_DTYPE_BF16 && !dropout;
       s.weights_f32.resize(rows * extent);
       if (low) s.weights_low.resize(rows * extent);
-      std::vector<float>& inv_total = s.d_row;
+      std::vector<float>& inv_total = s.inv_total;
       inv_total.assign(rows, 0.0f);
       float* lse = static_cast<float*>(a.lse->data()) + g * a.queries + r0;
       for (int64_t i = 0; i < rows; ++i) {

@@ -92,7 +92,8 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
                          kernels::scaled_dot_product_attention(q, k, v, args));
   Tensor y = fwd.out;
   // The output is saved for the backward (its D_i = rowsum(dO * O)).
-  kernels::FusedAttentionOutput saved_fwd{fwd.out.detach(), fwd.lse};
+  kernels::FusedAttentionOutput saved_fwd{fwd.out.detach(), fwd.lse,
+                                          fwd.grouped_mask};
   Record("ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {q, k, v},
          [args, saved_fwd](const std::vector<Tensor>& g,
                            const std::vector<Tensor>& s)

@@ -80,11 +80,12 @@ absl::StatusOr<FusedAttentionOutput> scaled_dot_product_attention(
   MIXRT_ASSIGN_OR_RETURN(Tensor k3, Grouped(k));
   MIXRT_ASSIGN_OR_RETURN(Tensor v3, Grouped(v));
   std::vector<Tensor> ins = {q3, k3, v3};
-  if (args.mask.defined()) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor m, GroupedMask(args.mask, q, k, q.dtype()));
-    ins.push_back(m);
-  }
   FusedAttentionOutput result;
+  if (args.mask.defined()) {
+    MIXRT_ASSIGN_OR_RETURN(result.grouped_mask,
+                           GroupedMask(args.mask, q, k, q.dtype()));
+    ins.push_back(result.grouped_mask);
+  }
   MIXRT_ASSIGN_OR_RETURN(
       Tensor out3, empty({q3.shape()[0], q3.shape()[1], v3.shape()[2]},
                          q.dtype(), q.device()));
@@ -112,7 +113,10 @@ absl::StatusOr<std::vector<Tensor>> scaled_dot_product_attention_backward(
   MIXRT_ASSIGN_OR_RETURN(Tensor o3, Grouped(forward.out));
   std::vector<Tensor> ins = {g3, q3, k3, v3, o3, forward.lse};
   if (args.mask.defined()) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor m, GroupedMask(args.mask, q, k, q.dtype()));
+    Tensor m = forward.grouped_mask;
+    if (!m.defined()) {  // A forward output built elsewhere (conformance).
+      MIXRT_ASSIGN_OR_RETURN(m, GroupedMask(args.mask, q, k, q.dtype()));
+    }
     ins.push_back(m);
   }
   std::vector<Tensor> grads;

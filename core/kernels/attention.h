@@ -25,6 +25,9 @@ struct FusedAttentionArgs {
 struct FusedAttentionOutput {
   Tensor out;  // [..., L, Ev] in q's dtype.
   Tensor lse;  // [G, L] f32: what the backward needs.
+  // The mask as launched ([G, L, S]; a copy when its broadcast needed one),
+  // so the backward does not build it again. Undefined without a mask.
+  Tensor grouped_mask;
 };
 
 // q [..., L, E], k [..., S, E], v [..., S, Ev] of one floating dtype.
