@@ -19,6 +19,14 @@
 ABSL_FLAG(std::vector<std::string>, seqs,
           std::vector<std::string>({"512", "1024", "2048", "4096"}),
           "Sequence lengths.");
+ABSL_FLAG(std::vector<std::string>, dtypes,
+          std::vector<std::string>({"f32", "bf16"}), "Input dtypes.");
+ABSL_FLAG(std::vector<std::string>, causal,
+          std::vector<std::string>({"yes", "no"}), "Causal masking: yes, no.");
+ABSL_FLAG(std::vector<std::string>, passes,
+          std::vector<std::string>({"fwd", "fwd+bwd"}), "Passes timed.");
+ABSL_FLAG(bool, math, true,
+          "Also time the math path (off when profiling the fused kernel).");
 ABSL_FLAG(int, batch, 8, "Batch.");
 ABSL_FLAG(int, heads, 8, "Heads.");
 ABSL_FLAG(int, head_dim, 64, "Head dimension.");
@@ -88,7 +96,14 @@ int main(int argc, char** argv) {
               "math MiB");
   for (const std::string& seq_text : absl::GetFlag(FLAGS_seqs)) {
     const int64_t l = std::stoll(seq_text);
-    for (mixrt::DType dtype : {mixrt::DType::kF32, mixrt::DType::kBF16}) {
+    for (const std::string& dtype_name : absl::GetFlag(FLAGS_dtypes)) {
+      const absl::StatusOr<mixrt::DType> parsed = mixrt::ParseDType(dtype_name);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "--dtypes: %s\n",
+                     std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      const mixrt::DType dtype = *parsed;
       mixrt::Generator gen(1);
       std::vector<Tensor> qkv;
       for (int i = 0; i < 3; ++i) {
@@ -96,12 +111,15 @@ int main(int argc, char** argv) {
         (void)t.set_requires_grad(true);
         qkv.push_back(t);
       }
-      for (bool causal : {true, false}) {
-        for (bool backward : {false, true}) {
+      for (const std::string& causal_name : absl::GetFlag(FLAGS_causal)) {
+        const bool causal = causal_name == "yes";
+        for (const std::string& pass : absl::GetFlag(FLAGS_passes)) {
+          const bool backward = pass == "fwd+bwd";
           const Measure fused =
               Time(device, qkv, mixrt::AttentionBackend::kFused, causal, backward);
           Measure math;
-          if (!backward || l <= absl::GetFlag(FLAGS_max_math_seq)) {
+          if (absl::GetFlag(FLAGS_math) &&
+              (!backward || l <= absl::GetFlag(FLAGS_max_math_seq))) {
             math = Time(device, qkv, mixrt::AttentionBackend::kMath, causal,
                         backward);
           }

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/bf16_vector.h"
 #include "mixrt/float_convert.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -28,7 +29,14 @@ void LoadRow(const void* src, MixrtDtype dtype, int64_t offset, int64_t n,
     }
     case MIXRT_DTYPE_BF16: {
       const uint16_t* s = static_cast<const uint16_t*>(src) + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = sdk::BF16BitsToF32(s[i]);
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {  // bf16 bits are the f32's upper half.
+        const __m256i wide = _mm256_cvtepu16_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+        _mm256_storeu_ps(dst + i,
+                         _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+      }
+      for (; i < n; ++i) dst[i] = sdk::BF16BitsToF32(s[i]);
       return;
     }
     default: {
@@ -62,7 +70,11 @@ void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
     }
     case MIXRT_DTYPE_BF16: {
       uint16_t* d = static_cast<uint16_t*>(dst) + offset;
-      for (int64_t i = 0; i < n; ++i) d[i] = sdk::F32ToBF16Bits(src[i]);
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        StoreBF16x8</*kExactNaN=*/true>(_mm256_loadu_ps(src + i), d + i);
+      }
+      for (; i < n; ++i) d[i] = sdk::F32ToBF16Bits(src[i]);
       return;
     }
     default: {

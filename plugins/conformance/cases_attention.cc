@@ -1,6 +1,8 @@
 // Fused scaled dot-product attention (ABI 1.1) and its backward against the
 // reference plugin's double oracle: plain, causal, bool and additive masks,
-// dropout; shapes that cross the CPU kernel's 256-row and 128-key blocks.
+// dropout; shapes that cross the CPU kernel's 128-row blocks and 512-key
+// chunks (its online softmax rescales earlier chunks when a later one holds
+// a larger score), with rows whose first chunk, or every key, is hidden.
 // A plugin without the fused op is skipped (the host composes it instead).
 #include "absl/strings/str_cat.h"
 #include "core/kernels/attention.h"
@@ -12,7 +14,7 @@
 namespace mixrt::conformance {
 namespace {
 
-constexpr int64_t kGroups = 3, kQueries = 300, kKeys = 150, kHead = 16,
+constexpr int64_t kGroups = 3, kQueries = 640, kKeys = 1100, kHead = 16,
                   kValue = 24;
 
 enum class Variant { kPlain, kCausal, kBoolMask, kAdditiveMask, kDropout };
@@ -29,7 +31,9 @@ const char* Name(Variant v) {
 }
 
 // The variant's arguments on `device`: masks built from a fixed pattern
-// (key j hidden from query i when (3 i + j) % 7 == 0, i != j), the same on
+// (key j hidden from query i when (3 i + j) % 7 == 0, i != j; the bool mask
+// also hides keys below 600 from every fifth query and every key from
+// queries 5, 102, 199, ...: output 0, log-normalizer -inf), the same on
 // both devices.
 absl::StatusOr<kernels::FusedAttentionArgs> Args(Variant v,
                                                  const Device& device) {
@@ -46,7 +50,8 @@ absl::StatusOr<kernels::FusedAttentionArgs> Args(Variant v,
     std::vector<float> bias(kQueries * kKeys);
     for (int64_t i = 0; i < kQueries; ++i) {
       for (int64_t j = 0; j < kKeys; ++j) {
-        keep[i * kKeys + j] = (3 * i + j) % 7 != 0 || i == j;
+        keep[i * kKeys + j] = ((3 * i + j) % 7 != 0 || i == j) &&
+                              !(i % 5 == 1 && j < 600) && i % 97 != 5;
         bias[i * kKeys + j] = static_cast<float>(((i + 2 * j) % 5) - 2) * 0.5f;
       }
     }
@@ -113,7 +118,7 @@ void AddAttentionCases(std::vector<Case>* cases) {
                                           {{kGroups, kKeys, kHead}, dtype},
                                           {{kGroups, kKeys, kValue}, dtype}};
       // Weights and products are rounded to the dtype once or twice on the
-      // way (bf16 weights into a bf16 GEMM); sums of 150 terms in f32.
+      // way (bf16 weights into a bf16 GEMM); sums of 1100 terms in f32.
       const double u = UnitRoundoff(dtype);
       const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
       const Tolerance lse_tol{1e-5, 1e-4, {}};
@@ -138,7 +143,7 @@ void AddAttentionCases(std::vector<Case>* cases) {
            }});
       std::vector<InputSpec> with_grad = qkv;
       with_grad.push_back({{kGroups, kQueries, kValue}, dtype});
-      // dS is rounded to the dtype before two GEMMs of up to 150 terms.
+      // dS is rounded to the dtype before two GEMMs of up to 1100 terms.
       const Tolerance grad_tol{32 * u + 1e-4, 64 * u + 1e-4, {}};
       cases->push_back(
           {absl::StrCat(base, "/backward"), MIXRT_OP_CLASS_MATMUL, dtype,

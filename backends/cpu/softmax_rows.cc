@@ -1,0 +1,302 @@
+#include "backends/cpu/softmax_rows.h"
+
+// GCC 12's AVX-512 headers build their "undefined" vectors from
+// themselves (`__m512 __Y = __Y;`), which its own -Wuninitialized flags at
+// every reduce/cvt intrinsic: a header false positive, not this code's.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "backends/cpu/bf16_vector.h"
+#include "mixrt/float_convert.h"
+
+namespace mixrt::cpu {
+namespace {
+
+// The exponentials, not the GEMMs, are what fused attention spends most of
+// its time on, and GCC 12 emitted the plain loops scalar (no ymm in them,
+// although -fopt-info reported them vectorized): intrinsics.
+//
+// exp(x), x <= 0: 2^(x log2 e) with the exponent rounded to nearest, so the
+// polynomial (Taylor, degree 6) sees |f| <= ln2 / 2 (relative error ~1e-7);
+// exactly 0 below -87 (so -inf, a masked score, gives 0); NaN stays NaN (a
+// NaN score must reach the output, where the GradScaler looks for it).
+constexpr float kLog2E = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+constexpr float kFloor = -87.0f;
+
+// The scalar tails, computed as the vector lanes are.
+inline float ExpNonPositive(float x) {
+  if (std::isnan(x)) return x;
+  if (x < kFloor) return 0.0f;
+  const float t = x * kLog2E;
+  const float n = std::nearbyint(t);
+  const float f = (t - n) * kLn2;
+  float p = 1.0f / 720;
+  p = p * f + 1.0f / 120;
+  p = p * f + 1.0f / 24;
+  p = p * f + 1.0f / 6;
+  p = p * f + 0.5f;
+  p = p * f + 1.0f;
+  p = p * f + 1.0f;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
+                        << 23;
+  return p * __builtin_bit_cast(float, bits);
+}
+
+// ---- AVX2 (8 lanes): the plugin's baseline ----
+
+inline __m256 Exp8(__m256 x) {
+  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(kFloor), _CMP_LT_OQ);
+  // max_ps returns its second operand when either is NaN: x's NaN survives.
+  const __m256 c = _mm256_max_ps(_mm256_set1_ps(kFloor), x);
+  const __m256 t = _mm256_mul_ps(c, _mm256_set1_ps(kLog2E));
+  const __m256 n =
+      _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(kLn2));
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(zero, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+inline float Sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float Max8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The scalar tail of a row's maximum, from the vector part's m and nan.
+float FinishMax(const float* x, int64_t j, int64_t n, float m, bool nan) {
+  for (; j < n; ++j) {
+    nan |= std::isnan(x[j]);
+    m = x[j] > m ? x[j] : m;
+  }
+  return nan ? NAN : m;
+}
+
+float RowMaxAvx2(const float* x, int64_t n) {
+  __m256 m8 = _mm256_set1_ps(-INFINITY), nan8 = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    m8 = _mm256_max_ps(m8, v);
+    nan8 = _mm256_or_ps(nan8, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  return FinishMax(x, j, n, Max8(m8), _mm256_movemask_ps(nan8) != 0);
+}
+
+template <typename Out>
+inline void StoreTail(float p, Out* out) {
+  if constexpr (std::is_same_v<Out, float>) {
+    *out = p;
+  } else {
+    *out = sdk::F32ToBF16Bits(p);
+  }
+}
+
+template <typename Out>
+float ExpRowAvx2(const float* x, int64_t n, float shift, float mult, Out* out) {
+  const __m256 s8 = _mm256_set1_ps(shift), m8 = _mm256_set1_ps(mult);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 p =
+        Exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), s8), m8));
+    acc = _mm256_add_ps(acc, p);
+    if constexpr (std::is_same_v<Out, float>) {
+      _mm256_storeu_ps(out + j, p);
+    } else {
+      StoreBF16x8</*kExactNaN=*/false>(p, out + j);
+    }
+  }
+  float total = Sum8(acc);
+  for (; j < n; ++j) {
+    const float p = ExpNonPositive((x[j] - shift) * mult);
+    StoreTail(p, out + j);
+    total += p;
+  }
+  return total;
+}
+
+void ScaleRowAvx2(float* x, int64_t n, float factor) {
+  const __m256 f8 = _mm256_set1_ps(factor);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), f8));
+  }
+  for (; j < n; ++j) x[j] *= factor;
+}
+
+// ---- AVX-512 (16 lanes), compiled for it function by function ----
+
+#define MIXRT_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+// Exp8 on 16 lanes, bit for bit: the same reduction and polynomial, and
+// p * 2^n through vscalefps (exact: n >= -126 after the clamp).
+MIXRT_AVX512 inline __m512 Exp16(__m512 x) {
+  // Lanes kept: x >= -87 or NaN (not-less-than, unordered true).
+  const __mmask16 keep =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(kFloor), _CMP_NLT_UQ);
+  const __m512 c = _mm512_max_ps(_mm512_set1_ps(kFloor), x);
+  const __m512 t = _mm512_mul_ps(c, _mm512_set1_ps(kLog2E));
+  const __m512 n =
+      _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(kLn2));
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+// bf16 rounding (nearest even; NaN not preserved) of 16 lanes.
+MIXRT_AVX512 inline void StoreBF16x16(__m512 v, uint16_t* out) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i lsb =
+      _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm512_cvtepi32_epi16(r));
+}
+
+MIXRT_AVX512 float RowMaxAvx512(const float* x, int64_t n) {
+  __m512 m16 = _mm512_set1_ps(-INFINITY);
+  __mmask16 nan = 0;
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 v = _mm512_loadu_ps(x + j);
+    m16 = _mm512_max_ps(m16, v);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  }
+  return FinishMax(x, j, n, _mm512_reduce_max_ps(m16), nan != 0);
+}
+
+// With avx512_bf16 one vcvtneps2bf16 rounds (nearest even) instead of five
+// integer ops; it flushes subnormal inputs to zero, which for a softmax
+// weight (below 1.2e-38 of the row's largest, 1) changes nothing visible.
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+inline void StoreBF16x16Native(__m512 v, uint16_t* out) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+}
+
+struct Bf16ByIntegers {};
+struct Bf16ByInstruction {};
+
+template <typename Out, typename Rounding = Bf16ByIntegers>
+MIXRT_AVX512 float ExpRowAvx512(const float* x, int64_t n, float shift,
+                                float mult, Out* out) {
+  const __m512 s16 = _mm512_set1_ps(shift), m16 = _mm512_set1_ps(mult);
+  __m512 acc = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 p =
+        Exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), s16), m16));
+    acc = _mm512_add_ps(acc, p);
+    if constexpr (std::is_same_v<Out, float>) {
+      _mm512_storeu_ps(out + j, p);
+    } else if constexpr (std::is_same_v<Rounding, Bf16ByInstruction>) {
+      StoreBF16x16Native(p, out + j);
+    } else {
+      StoreBF16x16(p, out + j);
+    }
+  }
+  float total = _mm512_reduce_add_ps(acc);
+  for (; j < n; ++j) {
+    const float p = ExpNonPositive((x[j] - shift) * mult);
+    StoreTail(p, out + j);
+    total += p;
+  }
+  return total;
+}
+
+MIXRT_AVX512 void ScaleRowAvx512(float* x, int64_t n, float factor) {
+  const __m512 f16 = _mm512_set1_ps(factor);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), f16));
+  }
+  for (; j < n; ++j) x[j] *= factor;
+}
+
+#undef MIXRT_AVX512
+
+// ONEDNN_MAX_CPU_ISA below AVX-512 (AVX2, AVX, SSE41, ...) caps ours too.
+bool IsaCapBelowAvx512() {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap == nullptr || *cap == '\0') return false;
+  const std::string isa = absl::AsciiStrToLower(cap);
+  return !absl::StartsWith(isa, "avx512") && !absl::StartsWith(isa, "avx10") &&
+         isa != "all";
+}
+
+}  // namespace
+
+const SoftmaxRowKernels& Avx2SoftmaxRows() {
+  static const SoftmaxRowKernels k = {"avx2", RowMaxAvx2, ExpRowAvx2<float>,
+                                      ExpRowAvx2<uint16_t>, ScaleRowAvx2};
+  return k;
+}
+
+const SoftmaxRowKernels& Avx512SoftmaxRows() {
+  static const SoftmaxRowKernels k = {"avx512", RowMaxAvx512,
+                                      ExpRowAvx512<float>,
+                                      ExpRowAvx512<uint16_t>, ScaleRowAvx512};
+  return k;
+}
+
+const SoftmaxRowKernels& Avx512Bf16SoftmaxRows() {
+  static const SoftmaxRowKernels k = {
+      "avx512_bf16", RowMaxAvx512, ExpRowAvx512<float>,
+      ExpRowAvx512<uint16_t, Bf16ByInstruction>, ScaleRowAvx512};
+  return k;
+}
+
+bool CpuHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+bool CpuHasAvx512Bf16() {
+  return CpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
+}
+
+const SoftmaxRowKernels& SoftmaxRows() {
+  static const SoftmaxRowKernels& k =
+      IsaCapBelowAvx512()  ? Avx2SoftmaxRows()
+      : CpuHasAvx512Bf16() ? Avx512Bf16SoftmaxRows()
+      : CpuHasAvx512()     ? Avx512SoftmaxRows()
+                           : Avx2SoftmaxRows();
+  return k;
+}
+
+}  // namespace mixrt::cpu
