@@ -147,19 +147,20 @@ struct Scratch {
   std::vector<uint16_t> weights_low;
 };
 
-// Weights in the GEMM dtype (dropout applied) for the next GEMM.
+// Weights of the keys [j0, j0 + cols) in the GEMM dtype (dropout applied)
+// for the next GEMM.
 const void* WeightsForGemm(const AttentionCall& a, MixrtDtype gemm, int64_t g,
-                           int64_t r0, int64_t rows, int64_t extent,
+                           int64_t r0, int64_t rows, int64_t j0, int64_t cols,
                            const float* p, Scratch* s) {
-  const int64_t n = rows * extent;
+  const int64_t n = rows * cols;
   const float* src = p;
   if (a.attrs->dropout_p > 0) {
     s->weights_f32.resize(n);
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < extent; ++j) {
-        s->weights_f32[i * extent + j] =
-            p[i * extent + j] *
-            static_cast<float>(sdk::AttentionDropoutFactor(a, g, r0 + i, j));
+      for (int64_t j = 0; j < cols; ++j) {
+        s->weights_f32[i * cols + j] =
+            p[i * cols + j] * static_cast<float>(sdk::AttentionDropoutFactor(
+                                  a, g, r0 + i, j0 + j));
       }
     src = s->weights_f32.data();
   }
@@ -329,7 +330,7 @@ void Backward(const AttentionCall& a) {
   const float scale = static_cast<float>(a.attrs->scale);
   ParallelFor(a.groups, 1, [&](int64_t begin, int64_t end) {
     Scratch s;
-    std::vector<float> dk, dv, dp, go_buf, dq;
+    std::vector<float> dk, dv, dp, go_buf, dq, d, out_row, go_row;
     std::vector<uint16_t> ds_low;
     for (int64_t g = begin; g < end; ++g) {
       dk.assign(a.keys * e, 0.0f);
@@ -344,59 +345,74 @@ void Backward(const AttentionCall& a) {
         const int64_t at_o = (g * a.queries + r0) * ev;
         const void* q = InDtype(*a.q, at_q, rows * e, gemm, &s.qbuf);
         const void* go = InDtype(*a.grad_out, at_o, rows * ev, gemm, &go_buf);
-        s.scores.resize(rows * extent);
-        Gemm({q, gemm, rows, e, e, 1}, {k, gemm, e, extent, 1, e},
-             s.scores.data(), extent, false);
-        ScaleAndMask(a, g, r0, rows, 0, extent, s.scores.data());
+        // D_i = sum_c dO_ic O_ic.
+        d.resize(rows);
+        out_row.resize(ev);
+        go_row.resize(ev);
         for (int64_t i = 0; i < rows; ++i) {
-          float* row = s.scores.data() + i * extent;
-          const float l = lse[r0 + i];
-          if (l == -INFINITY) {
-            std::fill(row, row + extent, 0.0f);
-            continue;
-          }
-          rows_k.exp_row_f32(row, extent, l, 1.0f, row);  // p = exp(x - lse)
+          LoadRow(a.out->data(), dt, at_o + i * ev, ev, out_row.data());
+          LoadRow(a.grad_out->data(), dt, at_o + i * ev, ev, go_row.data());
+          float sum = 0;
+          for (int64_t c = 0; c < ev; ++c) sum += go_row[c] * out_row[c];
+          d[i] = sum;
         }
-        // dV += (dropped weights)^T dO.
-        const void* p = WeightsForGemm(a, gemm, g, r0, rows, extent,
-                                       s.scores.data(), &s);
-        Gemm({p, gemm, extent, rows, 1, extent}, {go, gemm, rows, ev, ev, 1},
-             dv.data(), ev, true);
-        // dP = dO V^T, through the dropout mask.
-        dp.resize(rows * extent);
-        Gemm({go, gemm, rows, ev, ev, 1}, {v, gemm, ev, extent, 1, ev},
-             dp.data(), extent, false);
-        // D_i = sum_c dO_ic O_ic; dS = P (dP - D) scale.
-        for (int64_t i = 0; i < rows; ++i) {
-          float d = 0;
-          for (int64_t c = 0; c < ev; ++c) {
-            d += a.grad_out->LoadFloat(at_o + i * ev + c) *
-                 a.out->LoadFloat(at_o + i * ev + c);
-          }
-          float* prow = s.scores.data() + i * extent;
-          float* dprow = dp.data() + i * extent;
-          for (int64_t j = 0; j < extent; ++j) {
-            float grad_weight = dprow[j];
-            if (a.attrs->dropout_p > 0) {
-              grad_weight *= static_cast<float>(
-                  sdk::AttentionDropoutFactor(a, g, r0 + i, j));
+        dq.assign(rows * e, 0.0f);
+        // Key chunks as in the forward: the score, weight and dS blocks
+        // (rows x chunk) stay in L2 across the five GEMMs that use them.
+        for (int64_t j0 = 0; j0 < extent; j0 += kKeyChunk) {
+          const int64_t cols = std::min(kKeyChunk, extent - j0);
+          const void* k_chunk = static_cast<const char*>(k) + j0 * e * Bytes(gemm);
+          const void* v_chunk = static_cast<const char*>(v) + j0 * ev * Bytes(gemm);
+          s.scores.resize(rows * cols);
+          Gemm({q, gemm, rows, e, e, 1}, {k_chunk, gemm, e, cols, 1, e},
+               s.scores.data(), cols, false);
+          ScaleAndMask(a, g, r0, rows, j0, cols, s.scores.data());
+          for (int64_t i = 0; i < rows; ++i) {
+            float* row = s.scores.data() + i * cols;
+            const float l = lse[r0 + i];
+            if (l == -INFINITY) {
+              std::fill(row, row + cols, 0.0f);
+              continue;
             }
-            dprow[j] = prow[j] * (grad_weight - d) * scale;
+            rows_k.exp_row_f32(row, cols, l, 1.0f, row);  // p = exp(x - lse)
           }
+          // dV += (dropped weights)^T dO.
+          const void* p = WeightsForGemm(a, gemm, g, r0, rows, j0, cols,
+                                         s.scores.data(), &s);
+          Gemm({p, gemm, cols, rows, 1, cols}, {go, gemm, rows, ev, ev, 1},
+               dv.data() + j0 * ev, ev, true);
+          // dP = dO V^T, through the dropout mask; dS = P (dP - D) scale.
+          dp.resize(rows * cols);
+          Gemm({go, gemm, rows, ev, ev, 1}, {v_chunk, gemm, ev, cols, 1, ev},
+               dp.data(), cols, false);
+          for (int64_t i = 0; i < rows; ++i) {
+            const float* prow = s.scores.data() + i * cols;
+            float* dprow = dp.data() + i * cols;
+            if (a.attrs->dropout_p > 0) {
+              for (int64_t j = 0; j < cols; ++j) {
+                dprow[j] *= static_cast<float>(
+                    sdk::AttentionDropoutFactor(a, g, r0 + i, j0 + j));
+              }
+            }
+            const float di = d[i];
+#pragma omp simd
+            for (int64_t j = 0; j < cols; ++j) {
+              dprow[j] = prow[j] * (dprow[j] - di) * scale;
+            }
+          }
+          const void* ds = dp.data();
+          if (gemm != MIXRT_DTYPE_F32) {
+            ds_low.resize(rows * cols);
+            StoreRow(dp.data(), rows * cols, ds_low.data(), gemm, 0);
+            ds = ds_low.data();
+          }
+          // dQ += dS K; dK += dS^T Q.
+          Gemm({ds, gemm, rows, cols, cols, 1}, {k_chunk, gemm, cols, e, e, 1},
+               dq.data(), e, true);
+          Gemm({ds, gemm, cols, rows, 1, cols}, {q, gemm, rows, e, e, 1},
+               dk.data() + j0 * e, e, true);
         }
-        const void* ds = dp.data();
-        if (gemm != MIXRT_DTYPE_F32) {
-          ds_low.resize(rows * extent);
-          StoreRow(dp.data(), rows * extent, ds_low.data(), gemm, 0);
-          ds = ds_low.data();
-        }
-        // dQ = dS K; dK += dS^T Q.
-        dq.resize(rows * e);
-        Gemm({ds, gemm, rows, extent, extent, 1}, {k, gemm, extent, e, e, 1},
-             dq.data(), e, false);
         StoreRow(dq.data(), rows * e, a.grad_q->data(), dt, at_q);
-        Gemm({ds, gemm, extent, rows, 1, extent}, {q, gemm, rows, e, e, 1},
-             dk.data(), e, true);
       }
       StoreRow(dk.data(), a.keys * e, a.grad_k->data(), dt, g * a.keys * e);
       StoreRow(dv.data(), a.keys * ev, a.grad_v->data(), dt, g * a.keys * ev);
