@@ -4,6 +4,10 @@
 #   bazel run //benchmarks:attention_vs_pytorch -- --seqs=512,1024
 set -euo pipefail
 here=$(dirname "$0")
+# The binary finds its plugins through this script's runfiles.
+if [ -z "${RUNFILES_DIR:-}" ] && [ -d "$0.runfiles" ]; then
+  export RUNFILES_DIR="$0.runfiles"
+fi
 bench="$1"
 shift
 script="$here/pytorch_attention.py"

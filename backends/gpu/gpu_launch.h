@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backends/gpu/attention_functors.h"
 #include "backends/gpu/batch_norm_functors.h"
 #include "backends/gpu/conv_pool_functors.h"
 #include "backends/gpu/elementwise_functors.h"
@@ -62,7 +63,11 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(ConvForwardFunctor)                           \
   X(ConvBackwardDataFunctor)                      \
   X(PoolForwardFunctor)                           \
-  X(PoolBackwardFunctor)
+  X(PoolBackwardFunctor)                          \
+  X(AttentionForwardRows)                         \
+  X(AttentionRowDots)                             \
+  X(AttentionGradQRows)                           \
+  X(AttentionGradKVRows)
 
 #define MIXRT_GPU_FOR_EACH_ROW_FUNCTOR(X) \
   X(SoftmaxRows)                          \

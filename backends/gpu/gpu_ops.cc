@@ -201,6 +201,9 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
     case MIXRT_OP_POOL2D:
     case MIXRT_OP_POOL2D_BACKWARD:
       return RunConvPool(device, call);
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
+    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
+      return RunAttention(device, call);
     default:
       return absl::UnimplementedError(absl::StrCat(
           "op ", static_cast<int>(call.op), " (", MixrtOpName(call.op),

@@ -22,6 +22,7 @@ absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunEmbedding(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunBatchNorm(GpuDevice& device, const sdk::KernelCall& call);
 absl::Status RunConvPool(GpuDevice& device, const sdk::KernelCall& call);
+absl::Status RunAttention(GpuDevice& device, const sdk::KernelCall& call);
 
 // Helpers shared by the op files.
 using sdk::ExpectArity;
