@@ -1,5 +1,9 @@
-// reduce on dense tensors: oneDNN's reduction primitive for f32/bf16 sums,
-// means and extrema; a double-accumulating loop for var, abs_max and f16.
+// reduce on dense tensors: sums and means over one contiguous run of axes
+// (bias gradients, row sums) in a parallel double-accumulating loop; else
+// oneDNN's reduction primitive for f32/bf16 sums, means and extrema, and a
+// double-accumulating loop for var, abs_max and f16. oneDNN 2.6 reduces
+// [4096, 1536] -> [1, 1536] with its reference implementation, ~78 ms: a
+// third of a GPT train step went there.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -49,6 +53,72 @@ bool ReduceOneDnn(MixrtReduceKind kind, const TensorRef& in,
                            {DNNL_ARG_DST, Memory(dst, out.data())}});
   ThreadStream().wait();
   return true;
+}
+
+// A contiguous input whose reduced axes form one run: [outer, middle,
+// inner] with middle reduced. False for any other layout.
+struct MiddleView {
+  int64_t outer = 1, middle = 1, inner = 1;
+};
+
+bool ViewAsMiddle(uint32_t axes_mask, const TensorRef& in, MiddleView* v) {
+  if (!in.is_contiguous()) return false;
+  int first = -1, last = -1;
+  for (int d = 0; d < in.ndim(); ++d) {
+    if (((axes_mask >> d) & 1u) == 0) continue;
+    if (first < 0) first = d;
+    if (last >= 0 && last != d - 1) return false;  // Not one run.
+    last = d;
+  }
+  if (first < 0) return false;
+  *v = MiddleView{};
+  for (int d = 0; d < in.ndim(); ++d) {
+    (d < first ? v->outer : d <= last ? v->middle : v->inner) *= in.dim(d);
+  }
+  return true;
+}
+
+// out[o, i] = sum (or mean) over m of in[o, m, i], accumulated in double:
+// blocks of inner columns in parallel, or whole rows when inner is 1.
+void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
+               const TensorRef& out) {
+  constexpr int64_t kColumns = 256;
+  const double divisor = mean ? static_cast<double>(v.middle) : 1.0;
+  if (v.inner == 1) {
+    ParallelFor(v.outer, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> chunk(kColumns);
+      for (int64_t o = begin; o < end; ++o) {
+        double sum = 0;
+        for (int64_t m0 = 0; m0 < v.middle; m0 += kColumns) {
+          const int64_t n = std::min(kColumns, v.middle - m0);
+          LoadRow(in.data(), in.dtype(), o * v.middle + m0, n, chunk.data());
+          for (int64_t j = 0; j < n; ++j) sum += chunk[j];
+        }
+        const float result = static_cast<float>(sum / divisor);
+        StoreRow(&result, 1, out.data(), out.dtype(), o);
+      }
+    });
+    return;
+  }
+  const int64_t blocks = (v.inner + kColumns - 1) / kColumns;
+  ParallelFor(v.outer * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(kColumns), result(kColumns);
+    std::vector<double> acc(kColumns);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / blocks, c0 = (task % blocks) * kColumns;
+      const int64_t n = std::min(kColumns, v.inner - c0);
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t m = 0; m < v.middle; ++m) {
+        LoadRow(in.data(), in.dtype(), (o * v.middle + m) * v.inner + c0, n,
+                row.data());
+        for (int64_t j = 0; j < n; ++j) acc[j] += row[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        result[j] = static_cast<float>(acc[j] / divisor);
+      }
+      StoreRow(result.data(), n, out.data(), out.dtype(), o * v.inner + c0);
+    }
+  });
 }
 
 // Accumulates in double into one slot per output element.
@@ -148,6 +218,12 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
     if (reduced) group *= in.dim(d);
   }
   const auto kind = static_cast<MixrtReduceKind>(a.kind);
+  MiddleView view;
+  if (group > 0 && (kind == MIXRT_REDUCE_SUM || kind == MIXRT_REDUCE_MEAN) &&
+      ViewAsMiddle(a.axes_mask, in, &view)) {
+    SumMiddle(view, kind == MIXRT_REDUCE_MEAN, in, out);
+    return absl::OkStatus();
+  }
   if (group == 0) {
     if (kind != MIXRT_REDUCE_SUM && kind != MIXRT_REDUCE_MEAN &&
         kind != MIXRT_REDUCE_VAR) {
