@@ -144,24 +144,19 @@ void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
 
 struct Scratch {
   std::vector<float> scores, weights_f32, acc, kbuf, vbuf, qbuf;
+  std::vector<float> dropout;  // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
 };
 
-// Weights of the keys [j0, j0 + cols) in the GEMM dtype (dropout applied)
-// for the next GEMM.
-const void* WeightsForGemm(const AttentionCall& a, MixrtDtype gemm, int64_t g,
-                           int64_t r0, int64_t rows, int64_t j0, int64_t cols,
-                           const float* p, Scratch* s) {
+// Weights of the keys [j0, j0 + cols) in the GEMM dtype, multiplied by the
+// chunk's dropout factors when there are any, for the next GEMM.
+const void* WeightsForGemm(MixrtDtype gemm, int64_t rows, int64_t cols,
+                           const float* p, const float* dropout, Scratch* s) {
   const int64_t n = rows * cols;
   const float* src = p;
-  if (a.attrs->dropout_p > 0) {
+  if (dropout != nullptr) {
     s->weights_f32.resize(n);
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) {
-        s->weights_f32[i * cols + j] =
-            p[i * cols + j] * static_cast<float>(sdk::AttentionDropoutFactor(
-                                  a, g, r0 + i, j0 + j));
-      }
+    for (int64_t i = 0; i < n; ++i) s->weights_f32[i] = p[i] * dropout[i];
     src = s->weights_f32.data();
   }
   if (gemm == MIXRT_DTYPE_F32) return src;
@@ -287,10 +282,9 @@ void Forward(const AttentionCall& a) {
             std::fill(wf + n, wf + cols, 0.0f);
           }
           if (dropout) {
-            for (int64_t j = 0; j < n; ++j) {
-              wf[j] *= static_cast<float>(
-                  sdk::AttentionDropoutFactor(a, g, r0 + i, j0 + j));
-            }
+            s.dropout.resize(n);
+            sdk::AttentionDropoutRow(a, g, r0 + i, j0, n, s.dropout.data());
+            for (int64_t j = 0; j < n; ++j) wf[j] *= s.dropout[j];
           }
         }
         // Unnormalized weights into the GEMM; each output row is divided by
@@ -376,9 +370,19 @@ void Backward(const AttentionCall& a) {
             }
             rows_k.exp_row_f32(row, cols, l, 1.0f, row);  // p = exp(x - lse)
           }
+          // The chunk's dropout factors, for dV and dP alike.
+          const bool dropout = a.attrs->dropout_p > 0;
+          if (dropout) {
+            s.dropout.resize(rows * cols);
+            for (int64_t i = 0; i < rows; ++i) {
+              sdk::AttentionDropoutRow(a, g, r0 + i, j0, cols,
+                                       s.dropout.data() + i * cols);
+            }
+          }
           // dV += (dropped weights)^T dO.
-          const void* p = WeightsForGemm(a, gemm, g, r0, rows, j0, cols,
-                                         s.scores.data(), &s);
+          const void* p =
+              WeightsForGemm(gemm, rows, cols, s.scores.data(),
+                             dropout ? s.dropout.data() : nullptr, &s);
           Gemm({p, gemm, cols, rows, 1, cols}, {go, gemm, rows, ev, ev, 1},
                dv.data() + j0 * ev, ev, true);
           // dP = dO V^T, through the dropout mask; dS = P (dP - D) scale.
@@ -388,11 +392,9 @@ void Backward(const AttentionCall& a) {
           for (int64_t i = 0; i < rows; ++i) {
             const float* prow = s.scores.data() + i * cols;
             float* dprow = dp.data() + i * cols;
-            if (a.attrs->dropout_p > 0) {
-              for (int64_t j = 0; j < cols; ++j) {
-                dprow[j] *= static_cast<float>(
-                    sdk::AttentionDropoutFactor(a, g, r0 + i, j0 + j));
-              }
+            if (dropout) {
+              const float* factors = s.dropout.data() + i * cols;
+              for (int64_t j = 0; j < cols; ++j) dprow[j] *= factors[j];
             }
             const float di = d[i];
 #pragma omp simd
