@@ -1,8 +1,10 @@
 #include "backends/cpu/dense_call.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
+#include "backends/cpu/parallel.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -25,6 +27,29 @@ void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst) {
   const size_t bytes = DtypeBytes(src.dtype());
   const auto* s = static_cast<const uint8_t*>(src.data());
   auto* d = static_cast<uint8_t*>(dst.data());
+  const int nd = src.ndim();
+  const int64_t inner = nd > 0 ? src.dim(nd - 1) : 0;
+  // Rows contiguous on both sides (a permute that keeps the last axis, as
+  // attention's head split and merge do): one memcpy per row, rows in
+  // parallel. Element by element, this was 11% of a GPT train step.
+  if (nd > 0 && inner >= 8 && src.stride(nd - 1) == 1 &&
+      dst.stride(nd - 1) == 1) {
+    const int64_t rows = src.numel() / inner;
+    ParallelFor(rows, std::max<int64_t>(1, 16384 / inner),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r) {
+                    int64_t rest = r, from = 0, to = 0;
+                    for (int dim = nd - 2; dim >= 0; --dim) {
+                      const int64_t index = rest % src.dim(dim);
+                      rest /= src.dim(dim);
+                      from += index * src.stride(dim);
+                      to += index * dst.stride(dim);
+                    }
+                    std::memcpy(d + to * bytes, s + from * bytes, inner * bytes);
+                  }
+                });
+    return;
+  }
   sdk::ForEachElement<2>(
       src.ndim(), src.shape(), {src.strides(), dst.strides()},
       [&](const std::array<int64_t, 2>& o) {
