@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/gelu_rows.h"
 #include "backends/cpu/onednn_pointwise.h"
 #include "backends/cpu/parallel.h"
 #include "mixrt/status_macros.h"
@@ -26,9 +27,10 @@ using sdk::TensorRef;
 constexpr int64_t kChunk = 1024;
 constexpr int64_t kGrain = 1 << 14;
 
-// out[i] = f(in_0[i], ..., in_k[i]) over floats, for up to three inputs.
-template <int kInputs, typename Fn>
-void FloatMap(const sdk::KernelCall& call, Fn&& f) {
+// rows(in, n, result) over f32 chunks of the inputs: in[k][0 .. n) holds
+// input k's elements, result[0 .. n) receives the output's.
+template <int kInputs, typename Rows>
+void FloatRows(const sdk::KernelCall& call, Rows&& rows) {
   const TensorRef& out = call.outputs[0];
   ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
     float in[kInputs][kChunk];
@@ -38,12 +40,21 @@ void FloatMap(const sdk::KernelCall& call, Fn&& f) {
       for (int k = 0; k < kInputs; ++k) {
         LoadRow(call.inputs[k].data(), call.inputs[k].dtype(), b, n, in[k]);
       }
-      for (int64_t i = 0; i < n; ++i) {
-        if constexpr (kInputs == 1) result[i] = f(in[0][i]);
-        if constexpr (kInputs == 2) result[i] = f(in[0][i], in[1][i]);
-        if constexpr (kInputs == 3) result[i] = f(in[0][i], in[1][i], in[2][i]);
-      }
+      rows(in, n, result);
       StoreRow(result, n, out.data(), out.dtype(), b);
+    }
+  });
+}
+
+// out[i] = f(in_0[i], ..., in_k[i]) over floats, for up to three inputs.
+template <int kInputs, typename Fn>
+void FloatMap(const sdk::KernelCall& call, Fn&& f) {
+  FloatRows<kInputs>(call, [&](const float (*in)[kChunk], int64_t n,
+                               float* result) {
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (kInputs == 1) result[i] = f(in[0][i]);
+      if constexpr (kInputs == 2) result[i] = f(in[0][i], in[1][i]);
+      if constexpr (kInputs == 3) result[i] = f(in[0][i], in[1][i], in[2][i]);
     }
   });
 }
@@ -58,6 +69,18 @@ void BinaryFloat(const sdk::KernelCall& call) {
 template <MixrtUnaryKind kKind>
 void UnaryFloat(const sdk::KernelCall& call, float alpha, float beta,
                 bool backward) {
+  if constexpr (kKind == MIXRT_UNARY_GELU) {
+    if (backward) {
+      FloatRows<2>(call, [](const float (*in)[kChunk], int64_t n,
+                            float* result) {
+        GeluGradRow(in[0], in[1], n, result);
+      });
+    } else {
+      FloatRows<1>(call, [](const float (*in)[kChunk], int64_t n,
+                            float* result) { GeluRow(in[0], n, result); });
+    }
+    return;
+  }
   if (backward) {
     FloatMap<2>(call, [alpha, beta](float g, float x) {
       return g * sdk::UnaryDerivative<float>(kKind, x, alpha, beta);
