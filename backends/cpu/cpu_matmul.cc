@@ -37,6 +37,51 @@ void Layout(const TensorRef& t, dnnl::memory::dims* dims,
   NormalizeUnitStrides(*dims, strides);
 }
 
+// Whether dims [0, nd - 1) of (dims, strides) merge into one row dimension
+// (each batch dim's stride spans the dims after it, or it has size 1).
+bool RowsMerge(const dnnl::memory::dims& dims,
+               const dnnl::memory::dims& strides) {
+  const size_t nd = dims.size();
+  for (size_t d = 0; d + 2 < nd; ++d) {
+    if (dims[d] != 1 && strides[d] != dims[d + 1] * strides[d + 1]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// [batch..., M, K] x [1..., K, N] -> [batch..., M, N] as one 2-D product
+// [batch x M, K] x [K, N] when b is broadcast over every batch dim and the
+// rows of a and c merge. oneDNN 2.6 runs the batched form with transposed
+// weights (every nn.Linear) on its older gemm:jit; the 2-D form gets the
+// brgemm kernels (AMX, avx512_core_bf16).
+void FoldBroadcastBatch(dnnl::memory::dims* a_dims, dnnl::memory::dims* a_strides,
+                        dnnl::memory::dims* b_dims, dnnl::memory::dims* b_strides,
+                        dnnl::memory::dims* c_dims, dnnl::memory::dims* c_strides,
+                        dnnl::memory::dims* bias_dims,
+                        dnnl::memory::dims* bias_strides) {
+  const size_t nd = a_dims->size();
+  if (nd <= 2) return;
+  for (size_t d = 0; d + 2 < nd; ++d) {
+    if ((*b_dims)[d] != 1) return;
+  }
+  if (!RowsMerge(*a_dims, *a_strides) || !RowsMerge(*c_dims, *c_strides)) return;
+  const auto fold = [nd](dnnl::memory::dims* dims, dnnl::memory::dims* strides) {
+    dnnl::memory::dim rows = 1;
+    for (size_t d = 0; d + 1 < nd; ++d) rows *= (*dims)[d];
+    *dims = {rows, (*dims)[nd - 1]};
+    *strides = {(*strides)[nd - 2], (*strides)[nd - 1]};
+  };
+  fold(a_dims, a_strides);
+  fold(c_dims, c_strides);
+  *b_dims = {(*b_dims)[nd - 2], (*b_dims)[nd - 1]};
+  *b_strides = {(*b_strides)[nd - 2], (*b_strides)[nd - 1]};
+  if (!bias_dims->empty()) {
+    *bias_dims = {1, (*bias_dims)[nd - 1]};
+    *bias_strides = {1, (*bias_strides)[nd - 1]};
+  }
+}
+
 // out = act(c) + beta * out, where c holds the product (f32, or out itself).
 void FinishEpilogue(const TensorRef& c, const TensorRef& out,
                     MixrtActivation act, float beta) {
@@ -240,6 +285,16 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   Layout(a, &a_dims, &a_strides);
   Layout(b, &b_dims, &b_strides);
   Layout(c, &c_dims, &c_strides);
+  dnnl::memory::dims bias_dims, bias_strides;
+  if (has_bias) {
+    const TensorRef& bias = call.inputs[2];
+    bias_dims.assign(nd, 1);
+    bias_strides.assign(nd, 1);
+    bias_dims[nd - 1] = bias.dim(0);
+    bias_strides[nd - 1] = bias.stride(0) == 0 ? 1 : bias.stride(0);
+  }
+  FoldBroadcastBatch(&a_dims, &a_strides, &b_dims, &b_strides, &c_dims,
+                     &c_strides, &bias_dims, &bias_strides);
   const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
   const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
   const dnnl::memory::desc c_md(c_dims, *OneDnnType(c.dtype()), c_strides);
@@ -248,9 +303,9 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   std::unique_ptr<float[]> wide_bias;
   if (has_bias) {
     const TensorRef& bias = call.inputs[2];
-    dnnl::memory::dims dims(nd, 1), strides(nd, 1);
-    dims[nd - 1] = bias.dim(0);
-    strides[nd - 1] = bias.stride(0) == 0 ? 1 : bias.stride(0);
+    dnnl::memory::dims& dims = bias_dims;
+    dnnl::memory::dims& strides = bias_strides;
+    const size_t last = dims.size() - 1;
     MixrtDtype bias_type = bias.dtype();
     bias_data = bias.data();
     if (bias_type != MIXRT_DTYPE_F32 && a.dtype() == MIXRT_DTYPE_F32) {
@@ -261,7 +316,7 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
       }
       bias_type = MIXRT_DTYPE_F32;
       bias_data = wide_bias.get();
-      strides[nd - 1] = 1;
+      strides[last] = 1;
     }
     bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
   }
