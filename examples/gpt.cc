@@ -70,7 +70,8 @@ struct Outcome {
   Curve curve;
   double tokens_per_s = 0;
   double ms_per_step = 0;
-  double peak_mib = 0;
+  double peak_mib = 0;        // This mode's tensors at their peak.
+  double activation_mib = 0;  // Peak minus what lives between steps.
   std::shared_ptr<mixrt::nn::GPT> model;
 };
 
@@ -119,6 +120,10 @@ mixrt::Criterion NextCharacterLoss() {
 absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
                               const Batches& train, const Batches& val,
                               const mixrt::Device& device) {
+  mixrt::CachingAllocator& allocator =
+      device.backend()->allocator(device.index());
+  // Earlier modes' models stay alive (for the sample): measured from here.
+  const uint64_t before_mode = allocator.stats().bytes_in_use;
   mixrt::Generator gen(1234);  // Same weights and dropout in every mode.
   mixrt::nn::GPTOptions options{
       .vocab_size = vocab,
@@ -144,9 +149,7 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
   trainer_options.clip_grad_norm = 1.0;
   mixrt::Trainer trainer(model, std::move(optimizer), NextCharacterLoss(),
                          device, trainer_options);
-  mixrt::CachingAllocator& allocator =
-      device.backend()->allocator(device.index());
-  allocator.ResetPeak();
+  uint64_t peak = 0, activations = 0;
   Outcome out;
   out.mode = mode;
   const int steps = absl::GetFlag(FLAGS_steps);
@@ -156,6 +159,10 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
   int in_running = 0;
   for (int step = 1; step <= steps; ++step) {
     const size_t i = (step - 1) % train.x.size();
+    // Parameters, gradients and optimizer state live between steps; the
+    // rest of a step's peak is activations (and their gradients).
+    const uint64_t between_steps = allocator.stats().bytes_in_use;
+    allocator.ResetPeak();
     const auto start = std::chrono::steady_clock::now();
     MIXRT_ASSIGN_OR_RETURN(Tensor loss, trainer.train_step(train.x[i], train.y[i]));
     if (running.defined()) {
@@ -172,6 +179,9 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
     step_seconds.push_back(std::chrono::duration<double>(
                                std::chrono::steady_clock::now() - start)
                                .count());
+    const uint64_t step_peak = allocator.stats().peak_bytes_in_use;
+    peak = std::max(peak, step_peak);
+    activations = std::max(activations, step_peak - between_steps);
     if (report) {
       MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult eval, trainer.evaluate(val.x, val.y));
       out.curve.steps.push_back(step);
@@ -192,7 +202,8 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
   const double median = timed[timed.size() / 2];
   out.tokens_per_s = static_cast<double>(train.x[0].numel()) / median;
   out.ms_per_step = 1000 * median;
-  out.peak_mib = allocator.stats().peak_bytes_in_use / 1048576.0;
+  out.peak_mib = (peak - before_mode) / 1048576.0;
+  out.activation_mib = activations / 1048576.0;
   out.model = model;
   return out;
 }
@@ -333,15 +344,20 @@ absl::Status Run(const char* argv0) {
                            Train(mode, corpus.vocab_size(), train, val, device));
     outcomes.push_back(std::move(o));
   }
-  std::printf("\n(ms/step: median after the first step)\n%-18s %10s %9s %10s %9s %9s\n", "mode", "tokens/s", "ms/step",
-              "peak MiB", "train", "val");
+  std::printf(
+      "\n(ms/step: median after the first step; peak: the mode's tensors; "
+      "act: peak minus what lives between steps)\n"
+      "%-20s %9s %9s %9s %9s %8s %8s\n",
+      "mode", "tokens/s", "ms/step", "peak MiB", "act MiB", "train", "val");
   const Outcome& base = outcomes.front();
   for (const Outcome& o : outcomes) {
-    std::printf("%-18s %10.0f %9.1f %10.1f %9.4f %9.4f   %.2fx speed, %.2fx memory vs %s\n",
-                o.mode.name.c_str(), o.tokens_per_s, o.ms_per_step, o.peak_mib,
-                o.curve.train.back(), o.curve.val.back(),
-                o.tokens_per_s / base.tokens_per_s, o.peak_mib / base.peak_mib,
-                base.mode.name.c_str());
+    std::printf(
+        "%-20s %9.0f %9.1f %9.1f %9.1f %8.4f %8.4f   vs %s: %.2fx speed, "
+        "%.2fx peak, %.2fx act\n",
+        o.mode.name.c_str(), o.tokens_per_s, o.ms_per_step, o.peak_mib,
+        o.activation_mib, o.curve.train.back(), o.curve.val.back(),
+        base.mode.name.c_str(), o.tokens_per_s / base.tokens_per_s,
+        o.peak_mib / base.peak_mib, o.activation_mib / base.activation_mib);
   }
   if (!absl::GetFlag(FLAGS_plot).empty()) {
     Plot(outcomes, absl::GetFlag(FLAGS_plot), argv0);
