@@ -34,6 +34,10 @@ ABSL_FLAG(int, repeats, 3, "Timed runs per case (the median is printed).");
 ABSL_FLAG(int64_t, max_math_seq, 2048,
           "Longest sequence the math path runs forward + backward at (its "
           "L x S matrices need ~16 GiB at 4096).");
+ABSL_FLAG(int64_t, max_math_mib, 8192,
+          "The math path runs only where its L x S matrices (about 3 of "
+          "them in the dtype, measured) fit in this many MiB: f32 forward at "
+          "4096 needs ~12 GiB.");
 
 namespace {
 
@@ -118,7 +122,10 @@ int main(int argc, char** argv) {
           const Measure fused =
               Time(device, qkv, mixrt::AttentionBackend::kFused, causal, backward);
           Measure math;
+          const double math_mib = 3.0 * b * h * l * l *
+                                  mixrt::DTypeSize(dtype) / 1048576.0;
           if (absl::GetFlag(FLAGS_math) &&
+              math_mib <= absl::GetFlag(FLAGS_max_math_mib) &&
               (!backward || l <= absl::GetFlag(FLAGS_max_math_seq))) {
             math = Time(device, qkv, mixrt::AttentionBackend::kMath, causal,
                         backward);

@@ -1,0 +1,53 @@
+#include "backends/cpu/gelu_rows.h"
+
+#include <immintrin.h>
+
+#include "plugins/sdk/pointwise_math.h"
+
+// libmvec's AVX2 variants (the x86-64 vector ABI's names for erfcf/expf
+// on 8 floats), documented to within 4 ulp.
+extern "C" __m256 _ZGVdN8v_erfcf(__m256);
+extern "C" __m256 _ZGVdN8v_expf(__m256);
+
+namespace mixrt::cpu {
+namespace {
+
+constexpr float kMinusRsqrt2 = -0.7071067811865476f;
+constexpr float kRsqrt2Pi = 0.3989422804014327f;
+
+}  // namespace
+
+void GeluRow(const float* x, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 c = _ZGVdN8v_erfcf(_mm256_mul_ps(v, _mm256_set1_ps(kMinusRsqrt2)));
+    _mm256_storeu_ps(out + i,
+                     _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), c));
+  }
+  for (; i < n; ++i) {
+    out[i] = sdk::ApplyUnary<float>(MIXRT_UNARY_GELU, x[i], 0.0f, 0.0f);
+  }
+}
+
+void GeluGradRow(const float* g, const float* x, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 cdf = _mm256_mul_ps(
+        _mm256_set1_ps(0.5f),
+        _ZGVdN8v_erfcf(_mm256_mul_ps(v, _mm256_set1_ps(kMinusRsqrt2))));
+    const __m256 pdf = _mm256_mul_ps(
+        _ZGVdN8v_expf(_mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(v, v))),
+        _mm256_set1_ps(kRsqrt2Pi));
+    _mm256_storeu_ps(out + i,
+                     _mm256_mul_ps(_mm256_loadu_ps(g + i),
+                                   _mm256_fmadd_ps(v, pdf, cdf)));
+  }
+  for (; i < n; ++i) {
+    out[i] = g[i] *
+             sdk::UnaryDerivative<float>(MIXRT_UNARY_GELU, x[i], 0.0f, 0.0f);
+  }
+}
+
+}  // namespace mixrt::cpu
