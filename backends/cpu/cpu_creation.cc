@@ -21,16 +21,41 @@ constexpr int64_t kChunk = 1024;
 constexpr int64_t kGrain = 1 << 15;
 
 // out[i] = value_at(i) (a float) over a dense floating output.
-template <typename Fn>
-void GenerateFloat(const TensorRef& out, Fn&& value_at) {
+// rows(first, n, buffer) fills buffer[0 .. n) with elements first ..
+// first + n of a dense floating output.
+template <typename Rows>
+void GenerateFloatRows(const TensorRef& out, Rows&& rows) {
   ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
     float buffer[kChunk];
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
-      for (int64_t i = 0; i < n; ++i) buffer[i] = value_at(b + i);
+      rows(b, n, buffer);
       StoreRow(buffer, n, out.data(), out.dtype(), b);
     }
   });
+}
+
+template <typename Fn>
+void GenerateFloat(const TensorRef& out, Fn&& value_at) {
+  GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
+    for (int64_t i = 0; i < n; ++i) buffer[i] = value_at(first + i);
+  });
+}
+
+// sdk::PhiloxUniform over a run of elements, each Philox block computed
+// once for its four consecutive elements (per element, the block was
+// computed four times: dropout's uniforms were 6% of a GPT train step).
+void UniformRow(const MixrtRandomAttrs& a, int64_t first, int64_t n,
+                float* buffer) {
+  sdk::PhiloxBlock block{};
+  for (int64_t i = 0; i < n; ++i) {
+    const auto index = static_cast<uint64_t>(first + i);
+    if (i == 0 || index % 4 == 0) {
+      block = sdk::Philox4x32(index / 4 + a.offset, a.seed);
+    }
+    buffer[i] = static_cast<float>(a.a + (a.b - a.a) *
+                                             sdk::PhiloxUnit(block[index % 4]));
+  }
 }
 
 absl::Status Fill(const sdk::KernelCall& call, const TensorRef& out) {
@@ -116,13 +141,16 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
         return absl::InvalidArgumentError("random ops need a floating output");
       }
       const MixrtRandomAttrs a = *attrs;
-      const bool normal = call.op == MIXRT_OP_RANDOM_NORMAL;
-      GenerateFloat(out, [&](int64_t i) {
-        const auto index = static_cast<uint64_t>(i);
-        return static_cast<float>(
-            normal ? sdk::PhiloxNormal(a.seed, a.offset, index, a.a, a.b)
-                   : sdk::PhiloxUniform(a.seed, a.offset, index, a.a, a.b));
-      });
+      if (call.op == MIXRT_OP_RANDOM_NORMAL) {
+        GenerateFloat(out, [&](int64_t i) {
+          return static_cast<float>(sdk::PhiloxNormal(
+              a.seed, a.offset, static_cast<uint64_t>(i), a.a, a.b));
+        });
+      } else {
+        GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
+          UniformRow(a, first, n, buffer);
+        });
+      }
       break;
     }
   }
