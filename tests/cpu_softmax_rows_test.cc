@@ -5,9 +5,13 @@
 #include "backends/cpu/softmax_rows.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
+
+#include "backends/cpu/cpu_info.h"
 
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
@@ -16,9 +20,10 @@ namespace mixrt::cpu {
 namespace {
 
 std::vector<const SoftmaxRowKernels*> Implementations() {
+  const CpuInfo& cpu = GetCpuInfo();
   std::vector<const SoftmaxRowKernels*> k = {&Avx2SoftmaxRows()};
-  if (CpuHasAvx512()) k.push_back(&Avx512SoftmaxRows());
-  if (CpuHasAvx512Bf16()) k.push_back(&Avx512Bf16SoftmaxRows());
+  if (cpu.avx512) k.push_back(&Avx512SoftmaxRows());
+  if (cpu.avx512 && cpu.avx512_bf16) k.push_back(&Avx512Bf16SoftmaxRows());
   return k;
 }
 
@@ -127,9 +132,10 @@ TEST(SoftmaxRows, ScaleRowMultipliesEveryElement) {
 }
 
 TEST(SoftmaxRows, TheChosenOneIsTheWidestTheCpuRuns) {
-  const char* want = CpuHasAvx512Bf16() ? "avx512_bf16"
-                     : CpuHasAvx512()   ? "avx512"
-                                        : "avx2";
+  const CpuInfo& cpu = GetCpuInfo();
+  const char* want = !cpu.avx512       ? "avx2"
+                     : cpu.avx512_bf16 ? "avx512_bf16"
+                                       : "avx512";
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
   if (cap != nullptr && std::string(cap) == "AVX2") want = "avx2";
   EXPECT_STREQ(SoftmaxRows().isa, want);

@@ -11,11 +11,16 @@ struct CpuInfo {
   int threads = 1;    // Threads kernels use (OpenMP max threads).
   bool has_build_isa =
       false;  // AVX2 + FMA + F16C, what the plugin is built for.
+  bool avx512 = false;  // AVX-512 F, BW, DQ and VL.
   bool avx512_bf16 = false;
   bool avx512_fp16 = false;
   bool amx = false;
   std::string onednn_version;  // "2.6.3"
   std::string onednn_isa;      // Effective ISA: "avx512_core_bf16", ...
+  // The effective ISA includes avx512_core: the CPU has it and
+  // ONEDNN_MAX_CPU_ISA does not cap oneDNN below it. The plugin's own
+  // AVX-512 kernels follow the same cap.
+  bool onednn_avx512 = false;
 };
 
 const CpuInfo& GetCpuInfo();

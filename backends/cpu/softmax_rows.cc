@@ -8,12 +8,10 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <string>
+#include <functional>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "backends/cpu/bf16_vector.h"
+#include "backends/cpu/cpu_info.h"
 #include "mixrt/float_convert.h"
 
 namespace mixrt::cpu {
@@ -254,15 +252,6 @@ MIXRT_AVX512 void ScaleRowAvx512(float* x, int64_t n, float factor) {
 #undef MIXRT_AVX512
 #undef MIXRT_AVX512_BF16
 
-// ONEDNN_MAX_CPU_ISA below AVX-512 (AVX2, AVX, SSE41, ...) caps ours too.
-bool IsaCapBelowAvx512() {
-  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
-  if (cap == nullptr || *cap == '\0') return false;
-  const std::string isa = absl::AsciiStrToLower(cap);
-  return !absl::StartsWith(isa, "avx512") && !absl::StartsWith(isa, "avx10") &&
-         isa != "all";
-}
-
 }  // namespace
 
 const SoftmaxRowKernels& Avx2SoftmaxRows() {
@@ -285,24 +274,13 @@ const SoftmaxRowKernels& Avx512Bf16SoftmaxRows() {
   return k;
 }
 
-bool CpuHasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
-bool CpuHasAvx512Bf16() {
-  return CpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
-}
-
 const SoftmaxRowKernels& SoftmaxRows() {
-  static const SoftmaxRowKernels& k =
-      IsaCapBelowAvx512()  ? Avx2SoftmaxRows()
-      : CpuHasAvx512Bf16() ? Avx512Bf16SoftmaxRows()
-      : CpuHasAvx512()     ? Avx512SoftmaxRows()
-                           : Avx2SoftmaxRows();
+  static const SoftmaxRowKernels& k = [] {
+    const CpuInfo& cpu = GetCpuInfo();
+    if (!cpu.avx512 || !cpu.onednn_avx512) return std::cref(Avx2SoftmaxRows());
+    return std::cref(cpu.avx512_bf16 ? Avx512Bf16SoftmaxRows()
+                                     : Avx512SoftmaxRows());
+  }().get();
   return k;
 }
 

@@ -32,15 +32,13 @@ struct SoftmaxRowKernels {
 };
 
 const SoftmaxRowKernels& Avx2SoftmaxRows();
-// Require AVX-512 F/BW/DQ/VL (and BF16): check CpuHasAvx512() (and
-// CpuHasAvx512Bf16()) first.
+// Require AVX-512 F/BW/DQ/VL (and BF16): CpuInfo's avx512 (and
+// avx512_bf16).
 const SoftmaxRowKernels& Avx512SoftmaxRows();
 const SoftmaxRowKernels& Avx512Bf16SoftmaxRows();
-bool CpuHasAvx512();
-bool CpuHasAvx512Bf16();
 // The implementation this process uses: AVX-512 when the CPU has it and
-// ONEDNN_MAX_CPU_ISA does not cap oneDNN below it (so one variable bounds
-// every kernel of the plugin), else AVX2.
+// oneDNN's effective ISA includes it (ONEDNN_MAX_CPU_ISA caps both), with
+// the bf16 rounding instruction where the CPU has avx512_bf16; else AVX2.
 const SoftmaxRowKernels& SoftmaxRows();
 
 }  // namespace mixrt::cpu
