@@ -42,22 +42,6 @@ void GenerateFloat(const TensorRef& out, Fn&& value_at) {
   });
 }
 
-// sdk::PhiloxUniform over a run of elements, each Philox block computed
-// once for its four consecutive elements (per element, the block was
-// computed four times: dropout's uniforms were 6% of a GPT train step).
-void UniformRow(const MixrtRandomAttrs& a, int64_t first, int64_t n,
-                float* buffer) {
-  sdk::PhiloxBlock block{};
-  for (int64_t i = 0; i < n; ++i) {
-    const auto index = static_cast<uint64_t>(first + i);
-    if (i == 0 || index % 4 == 0) {
-      block = sdk::Philox4x32(index / 4 + a.offset, a.seed);
-    }
-    buffer[i] = static_cast<float>(a.a + (a.b - a.a) *
-                                             sdk::PhiloxUnit(block[index % 4]));
-  }
-}
-
 absl::Status Fill(const sdk::KernelCall& call, const TensorRef& out) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
   const double value = attrs->value;
@@ -147,8 +131,14 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
               a.seed, a.offset, static_cast<uint64_t>(i), a.a, a.b));
         });
       } else {
+        // A Philox block per four elements (dropout's uniforms, element
+        // by element, were 6% of a GPT train step).
         GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
-          UniformRow(a, first, n, buffer);
+          sdk::ForEachPhiloxUnit(
+              a.seed, a.offset, static_cast<uint64_t>(first), n,
+              [&](int64_t i, double unit) {
+                buffer[i] = static_cast<float>(a.a + (a.b - a.a) * unit);
+              });
         });
       }
       break;

@@ -31,8 +31,7 @@ inline double AttentionDropoutFactor(const AttentionCall& a, int64_t g,
 }
 
 // AttentionDropoutFactor of (g, i, j0 .. j0 + n) into factors[0 .. n),
-// each Philox block computed once for its four consecutive elements (the
-// per-element call computes a block per element: 4x the work).
+// a Philox block per four consecutive weights.
 inline void AttentionDropoutRow(const AttentionCall& a, int64_t g, int64_t i,
                                 int64_t j0, int64_t n, float* factors) {
   const double p = a.attrs->dropout_p;
@@ -41,15 +40,11 @@ inline void AttentionDropoutRow(const AttentionCall& a, int64_t g, int64_t i,
     return;
   }
   const float kept = static_cast<float>(1.0 / (1.0 - p));
-  const uint64_t first = static_cast<uint64_t>((g * a.queries + i) * a.keys + j0);
-  PhiloxBlock block{};
-  for (int64_t j = 0; j < n; ++j) {
-    const uint64_t index = first + static_cast<uint64_t>(j);
-    if (j == 0 || index % 4 == 0) {
-      block = Philox4x32(index / 4 + a.attrs->offset, a.attrs->seed);
-    }
-    factors[j] = PhiloxUnit(block[index % 4]) < p ? 0.0f : kept;
-  }
+  const auto first = static_cast<uint64_t>((g * a.queries + i) * a.keys + j0);
+  ForEachPhiloxUnit(a.attrs->seed, a.attrs->offset, first, n,
+                    [&](int64_t j, double unit) {
+                      factors[j] = unit < p ? 0.0f : kept;
+                    });
 }
 
 }  // namespace mixrt::sdk

@@ -58,6 +58,21 @@ MIXRT_HOST_DEVICE inline double PhiloxUniform(uint64_t seed, uint64_t offset,
   return low + (high - low) * PhiloxUnit(PhiloxWord(block, index % 4));
 }
 
+// fn(i, PhiloxUnit of element first + i) for i in [0, n): the unit values
+// PhiloxUniform maps, each block computed once for its four consecutive
+// elements (element by element, every block is computed four times).
+template <typename Fn>
+MIXRT_HOST_DEVICE inline void ForEachPhiloxUnit(uint64_t seed, uint64_t offset,
+                                                uint64_t first, int64_t n,
+                                                Fn&& fn) {
+  PhiloxBlock block{};
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t index = first + static_cast<uint64_t>(i);
+    if (i == 0 || index % 4 == 0) block = Philox4x32(index / 4 + offset, seed);
+    fn(i, PhiloxUnit(PhiloxWord(block, index % 4)));
+  }
+}
+
 // Element `index` of a N(mean, std^2) tensor (Box-Muller on word pairs).
 MIXRT_HOST_DEVICE inline double PhiloxNormal(uint64_t seed, uint64_t offset,
                                              uint64_t index, double mean,
