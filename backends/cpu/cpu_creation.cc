@@ -7,6 +7,7 @@
 #include "backends/cpu/dense_call.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/philox_rows.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/philox.h"
@@ -131,14 +132,12 @@ absl::Status RunCreation(const sdk::KernelCall& call) {
               a.seed, a.offset, static_cast<uint64_t>(i), a.a, a.b));
         });
       } else {
-        // A Philox block per four elements (dropout's uniforms, element
-        // by element, were 6% of a GPT train step).
         GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
-          sdk::ForEachPhiloxUnit(
-              a.seed, a.offset, static_cast<uint64_t>(first), n,
-              [&](int64_t i, double unit) {
-                buffer[i] = static_cast<float>(a.a + (a.b - a.a) * unit);
-              });
+          PhiloxUnitsRow(a.seed, a.offset, static_cast<uint64_t>(first), n,
+                         buffer);
+          for (int64_t i = 0; i < n; ++i) {
+            buffer[i] = static_cast<float>(a.a + (a.b - a.a) * buffer[i]);
+          }
         });
       }
       break;

@@ -61,6 +61,8 @@ absl::Status Dispatch(const sdk::KernelCall& call) {
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
       return RunAttention(call);  // The mask may keep broadcast strides.
+    case MIXRT_OP_DROPOUT:
+      return RunDense(call, RunDropout);
     case MIXRT_OP_BATCH_NORM:
     case MIXRT_OP_BATCH_NORM_BACKWARD:
     case MIXRT_OP_EMBEDDING:

@@ -25,6 +25,7 @@ absl::Status RunConv(const sdk::KernelCall& call);         // strided ok
 absl::Status RunPool(const sdk::KernelCall& call);         // dense tensors
 absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);  // dense
 absl::Status RunAttention(const sdk::KernelCall& call);  // fused SDPA, dense
+absl::Status RunDropout(const sdk::KernelCall& call);    // dense tensors
 
 // The oneDNN matmul implementation for `dtype` inputs (f32 output), e.g.
 // "brg:avx512_core_bf16", or "" when this build and CPU have none.

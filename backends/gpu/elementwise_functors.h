@@ -62,6 +62,21 @@ struct RandomFunctor {
   }
 };
 
+// MIXRT_OP_DROPOUT: the random functor's unit, the keep test and the scale
+// in f32 per element (as the CPU plugin: the same bits).
+struct DropoutFunctor {
+  DeviceTensor out;
+  DeviceTensor x;
+  MixrtDropoutAttrs attrs;
+  MIXRT_HOST_DEVICE void operator()(int64_t i) const {
+    const double unit = sdk::PhiloxUniform(attrs.seed, attrs.offset,
+                                           static_cast<uint64_t>(i), 0, 1);
+    const float kept = static_cast<float>(1.0 / (1.0 - attrs.p));
+    const float factor = sdk::DropoutKeeps(unit, attrs.p) ? kept : 0.0f;
+    out.StoreFloat(out.Offset(i), x.LoadFloat(x.Offset(i)) * factor);
+  }
+};
+
 // Any dtype pair; the input may be strided (it is how the host makes tensors
 // contiguous).
 struct CopyFunctor {

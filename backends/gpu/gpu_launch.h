@@ -46,6 +46,7 @@ int LaunchTiledGemm(const LaunchContext& ctx, const TiledGemm& gemm);
   X(FillFunctor)                                  \
   X(ArangeFunctor)                                \
   X(RandomFunctor)                                \
+  X(DropoutFunctor)                               \
   X(CopyFunctor)                                  \
   X(BinaryFunctor)                                \
   X(UnaryFunctor)                                 \

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
+#include "plugins/sdk/call_decoders.h"
 
 namespace mixrt::gpu {
 namespace {
@@ -148,6 +149,13 @@ absl::Status Copy(GpuDevice& device, const sdk::KernelCall& call) {
   return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "copy");
 }
 
+absl::Status Dropout(GpuDevice& device, const sdk::KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(const MixrtDropoutAttrs* attrs,
+                         sdk::DecodeDropout(call));
+  const DropoutFunctor f{Out(call, 0), In(call, 0), *attrs};
+  return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "dropout");
+}
+
 }  // namespace
 
 absl::Status Launched(int error, const char* kernel) {
@@ -163,6 +171,8 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
       return Creation(device, call);
     case MIXRT_OP_COPY:
       return Copy(device, call);
+    case MIXRT_OP_DROPOUT:
+      return Dropout(device, call);
     case MIXRT_OP_BINARY:
     case MIXRT_OP_UNARY:
     case MIXRT_OP_UNARY_BACKWARD:

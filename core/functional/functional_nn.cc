@@ -163,13 +163,13 @@ absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
   MIXRT_ASSIGN_OR_RETURN(kernels::DropoutOutput out,
                          kernels::dropout(x, p, generator));
   Tensor y = out.y;
-  Record(
-      "DropoutBackward", {x}, {&y}, {out.scale},
-      [](const std::vector<Tensor>& g, const std::vector<Tensor>& s) -> Grads {
-        MIXRT_ASSIGN_OR_RETURN(Tensor dx,
-                               kernels::dropout_backward(g[0], s[0]));
-        return std::vector<Tensor>{dx};
-      });
+  Record("DropoutBackward", {x}, {&y}, {},
+         [state = std::move(out.state)](const std::vector<Tensor>& g,
+                                        const std::vector<Tensor>&) -> Grads {
+           MIXRT_ASSIGN_OR_RETURN(Tensor dx,
+                                  kernels::dropout_backward(g[0], state));
+           return std::vector<Tensor>{dx};
+         });
   return y;
 }
 

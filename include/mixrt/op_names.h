@@ -52,6 +52,7 @@ static inline const char* MixrtOpName(MixrtOp op) {
       return "scaled_dot_product_attention";
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
       return "scaled_dot_product_attention_backward";
+    case MIXRT_OP_DROPOUT: return "dropout";
     default: return "unknown op";
   }
 }

@@ -295,8 +295,20 @@ typedef enum MixrtOp {
    * are recomputed from lse, the dropout mask regenerated from (seed,
    * offset). attrs: MixrtAttentionAttrs (the forward's). */
   MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD = 35,
+  /* Dropout in one pass (ABI 1.1). input x (floating); output out, x's
+   * shape and dtype: out[i] = x[i] * f(i) over the flattened (row-major)
+   * index i, where f(i) = 0 when u(i) < (float)p and 1 / (1 - p) otherwise;
+   * u(i) is element i of MIXRT_OP_RANDOM_UNIFORM over [0, 1) with the same
+   * seed and offset (exact in f32), so the mask is the one that random
+   * uniform, compare and where compose. The product is computed in at least
+   * f32 and rounded once. The backward is this op on grad_out with the
+   * forward's attrs: the mask is regenerated, never stored. Capability:
+   * MIXRT_OP_CLASS_ELEMENTWISE. A plugin without it answers
+   * MIXRT_ERROR_CODE_UNIMPLEMENTED and the host composes those ops.
+   * attrs: MixrtDropoutAttrs. */
+  MIXRT_OP_DROPOUT = 36,
 
-  MIXRT_OP_COUNT = 36
+  MIXRT_OP_COUNT = 37
 } MixrtOp;
 
 typedef enum MixrtBinaryKind {
@@ -621,6 +633,14 @@ typedef struct MixrtAttentionAttrs {
   uint32_t is_causal; /* nonzero: query i attends keys j <= i */
   uint32_t mask_kind; /* a MixrtAttentionMaskKind */
 } MixrtAttentionAttrs;
+
+typedef struct MixrtDropoutAttrs {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  double p;        /* in [0, 1) */
+  uint64_t seed;   /* Philox key, as MixrtRandomAttrs */
+  uint64_t offset; /* Philox counter start, in blocks */
+} MixrtDropoutAttrs;
 
 typedef struct MixrtNormAttrs {
   size_t struct_size;

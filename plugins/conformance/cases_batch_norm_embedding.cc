@@ -1,6 +1,5 @@
 #include "absl/strings/str_cat.h"
 #include "core/kernels/batch_norm.h"
-#include "core/kernels/dropout.h"
 #include "core/kernels/embedding.h"
 #include "core/tensor/factories.h"
 #include "plugins/conformance/case_util.h"
@@ -67,18 +66,6 @@ void AddBatchNormEmbeddingCases(std::vector<Case>* cases) {
                },
                Fixed(ExactTolerance(dtype)), kSeed);
          }});
-    cases->push_back({absl::StrCat("dropout/mask/", DTypeName(dtype)),
-                      MIXRT_OP_CLASS_ELEMENTWISE, dtype, [=](const Devices& d) {
-                        CompareOp(
-                            d, {{{513, 9}, dtype}},
-                            [](const std::vector<Tensor>& in) -> Outputs {
-                              Generator g(5);
-                              auto out = dropout(in[0], 0.3, &g);
-                              if (!out.ok()) return out.status();
-                              return std::vector<Tensor>{out->y, out->scale};
-                            },
-                            Fixed(ExactTolerance(dtype)), kSeed);
-                      }});
   }
 }
 

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/dropout.h"
 #include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
 #include "plugins/conformance/case_util.h"
@@ -145,6 +146,30 @@ void AddPointwiseCases(std::vector<Case>* cases) {
                },
                Fixed({0, 0, {}}), kSeed);
          }});
+    // The fused op (or, on a 1.0 plugin, the host's composition) against
+    // the reference: the same mask from the same stream, the backward's
+    // regenerated one included; inf and NaN dropped stay NaN. 37 x 65
+    // transposed: odd lengths and strides through every row path.
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      cases->push_back(
+          {absl::StrCat("dropout/forward_backward/",
+                        values == Values::kNormal ? "normal" : "special", "/",
+                        DTypeName(dtype)),
+           MIXRT_OP_CLASS_ELEMENTWISE, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, {{{37, 65}, dtype, values, true}, {{65, 37}, dtype}},
+                 [](const std::vector<Tensor>& in) -> Outputs {
+                   Generator stream(77);
+                   stream.Reserve(5);  // A counter not a multiple of 8.
+                   auto fwd = dropout(in[0], 0.25, &stream);
+                   if (!fwd.ok()) return fwd.status();
+                   auto grad = dropout_backward(in[1], fwd->state);
+                   if (!grad.ok()) return grad.status();
+                   return std::vector<Tensor>{fwd->y, *grad};
+                 },
+                 Fixed(ExactTolerance(dtype)), kSeed);
+           }});
+    }
   }
 }
 

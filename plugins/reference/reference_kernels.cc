@@ -53,6 +53,8 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
       return RunAttention(call);
+    case MIXRT_OP_DROPOUT:
+      return RunDropout(call);
     default:
       return absl::UnimplementedError(
           absl::StrCat("the reference plugin does not implement op ", call.op));

@@ -25,6 +25,7 @@ absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
 absl::Status RunConvPool(const sdk::KernelCall& call);
 absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);
 absl::Status RunAttention(const sdk::KernelCall& call);  // fused SDPA
+absl::Status RunDropout(const sdk::KernelCall& call);
 
 using sdk::ExpectArity;
 using sdk::ExpectSameShapes;

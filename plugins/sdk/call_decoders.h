@@ -76,6 +76,10 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call);
 // one f32 [1] output.
 absl::Status ExpectMultiTensorNorm(const KernelCall& call);
 
+// dropout (ABI 1.1): one floating input, one output of its shape and dtype,
+// p in [0, 1). Returns the attrs.
+absl::StatusOr<const MixrtDropoutAttrs*> DecodeDropout(const KernelCall& call);
+
 }  // namespace mixrt::sdk
 
 #endif  // MIXRT_PLUGINS_SDK_CALL_DECODERS_H_

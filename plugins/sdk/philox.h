@@ -73,6 +73,13 @@ MIXRT_HOST_DEVICE inline void ForEachPhiloxUnit(uint64_t seed, uint64_t offset,
   }
 }
 
+// Whether MIXRT_OP_DROPOUT keeps the element whose uniform is `unit`: the
+// f32 comparison that random uniform, compare and where compose (unit is
+// exact in f32; comparing with p in double would differ where p rounds).
+MIXRT_HOST_DEVICE inline bool DropoutKeeps(double unit, double p) {
+  return static_cast<float>(unit) >= static_cast<float>(p);
+}
+
 // Element `index` of a N(mean, std^2) tensor (Box-Muller on word pairs).
 MIXRT_HOST_DEVICE inline double PhiloxNormal(uint64_t seed, uint64_t offset,
                                              uint64_t index, double mean,

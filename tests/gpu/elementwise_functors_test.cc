@@ -208,5 +208,30 @@ TEST(ElementwiseFunctors, FillArangeAndRandomAreBitIdenticalToReference) {
   }
 }
 
+TEST(ElementwiseFunctors, DropoutMatchesReferenceFromStridedInput) {
+  for (MixrtDtype dtype : kFloatDtypes) {
+    HostTensor x(dtype, {40, 33});
+    x.FillRandom(5, 2.0);
+    x.Set(7, INFINITY);  // inf * 0 is NaN where dropped, as in PyTorch.
+    const HostTensor xt = x.Strided({33, 40}, {1, 33});  // The transpose.
+    const MixrtDropoutAttrs attrs{sizeof(MixrtDropoutAttrs), nullptr, 0.3, 9,
+                                  11};
+    HostTensor want(dtype, {33, 40}), got(dtype, {33, 40});
+    RunReference(MIXRT_OP_DROPOUT, {&xt}, {&want}, &attrs);
+    RunElementwiseOnHost(gpu::DropoutFunctor{got.device(), xt.device(), attrs},
+                         got.numel());
+    const std::vector<double> g = got.Values(), w = want.Values();
+    int dropped = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (w[i] == 0 && x.Values()[(i % 40) * 33 + i / 40] != 0) ++dropped;
+      EXPECT_EQ(g[i] == 0, w[i] == 0) << "element " << i;
+    }
+    // 1320 draws at p = 0.3: 396 expected, standard deviation ~17.
+    EXPECT_NEAR(dropped, 396, 4 * 17);
+    ExpectNear(g, w, StoreTolerance(dtype), 0,
+               "dropout dtype " + std::to_string(dtype));
+  }
+}
+
 }  // namespace
 }  // namespace mixrt::testing

@@ -133,7 +133,7 @@ TEST_F(MoreOpsTest, DropoutKeepsTheRightFractionAndScales) {
   EXPECT_NEAR(kept, 75000, 700);
   // With an upstream gradient of ones, backward returns the mask scale,
   // which is exactly the output for an input of ones.
-  EXPECT_EQ(Values(dropout_backward(*x, out->scale)), y);
+  EXPECT_EQ(Values(dropout_backward(*x, out->state)), y);
   EXPECT_THAT(dropout(*x, 1.0).status().message(), HasSubstr("[0, 1)"));
 }
 

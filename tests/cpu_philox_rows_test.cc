@@ -1,0 +1,44 @@
+// The CPU plugin's eight-blocks-at-a-time Philox against the SDK's one
+// block at a time (the ABI's definition): every unit bit-identical, for
+// starts inside a block, lengths that leave tails, and a counter whose low
+// word wraps inside a vector.
+#include "backends/cpu/philox_rows.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "plugins/sdk/philox.h"
+
+namespace mixrt::cpu {
+namespace {
+
+void ExpectSdkUnits(uint64_t seed, uint64_t offset, uint64_t first,
+                    int64_t n) {
+  std::vector<float> units(n);
+  PhiloxUnitsRow(seed, offset, first, n, units.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = sdk::PhiloxUniform(seed, offset, first + i, 0, 1);
+    ASSERT_EQ(units[i], static_cast<float>(want))
+        << "seed " << seed << " offset " << offset << " element " << first + i;
+  }
+}
+
+TEST(PhiloxRows, MatchTheSdkStreamElementForElement) {
+  for (uint64_t first : {0, 1, 2, 3, 4, 5, 31, 32, 33, 1000}) {
+    for (int64_t n : {0, 1, 3, 4, 31, 32, 33, 64, 65, 1027}) {
+      ExpectSdkUnits(0x123456789abcdefull, 7, first, n);
+    }
+  }
+  ExpectSdkUnits(0, 0, 0, 4096);
+}
+
+TEST(PhiloxRows, CarryIntoTheHighCounterWord) {
+  // Blocks 2^32 - 5 .. 2^32 + 11: the low word wraps inside the run.
+  ExpectSdkUnits(42, (uint64_t{1} << 32) - 5, 0, 64);
+  ExpectSdkUnits(42, (uint64_t{1} << 32) - 3, 2, 70);
+  ExpectSdkUnits(42, ~uint64_t{0} - 8, 0, 96);  // The whole counter wraps.
+}
+
+}  // namespace
+}  // namespace mixrt::cpu
