@@ -82,12 +82,58 @@ void FoldBroadcastBatch(dnnl::memory::dims* a_dims, dnnl::memory::dims* a_stride
   }
 }
 
+// The number of elements of the dense block that the tensor's elements fill
+// in some dimension order, broadcast (stride 0) dimensions aside: numel for
+// a contiguous tensor or a transpose of one, one weight's size for a weight
+// expanded over a batch; -1 when there is no such block.
+int64_t DenseBlock(const TensorRef& t) {
+  std::vector<int> order;
+  for (int i = 0; i < t.ndim(); ++i) {
+    if (t.dim(i) != 1 && t.stride(i) != 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int x, int y) { return t.stride(x) < t.stride(y); });
+  int64_t expected = 1;
+  for (int i : order) {
+    if (t.stride(i) != expected) return -1;
+    expected *= t.dim(i);
+  }
+  return expected;
+}
+
+bool IsDensePermutation(const TensorRef& t) {
+  return DenseBlock(t) == t.numel();
+}
+
 // out = act(c) + beta * out, where c holds the product (f32, or out itself).
 void FinishEpilogue(const TensorRef& c, const TensorRef& out,
                     MixrtActivation act, float beta) {
   const bool in_place = c.data() == out.data();
   if (in_place && out.is_contiguous()) {
     ActivateInPlace(out, act);
+    return;
+  }
+  if (!in_place && c.dtype() == MIXRT_DTYPE_F32 && IsDensePermutation(out) &&
+      std::equal(c.strides(), c.strides() + c.ndim(), out.strides())) {
+    // The widened product lies as `out` does: one pass over the block,
+    // vectorized, instead of element by element.
+    constexpr int64_t kChunk = 1024;
+    const auto* product = static_cast<const float*>(c.data());
+    ParallelFor(out.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+      float v[kChunk], old[kChunk];
+      for (int64_t b = begin; b < end; b += kChunk) {
+        const int64_t n = std::min(kChunk, end - b);
+        std::copy(product + b, product + b + n, v);
+        if (act != MIXRT_ACTIVATION_NONE) {
+          for (int64_t i = 0; i < n; ++i) v[i] = Activate(act, v[i]);
+        }
+        if (beta != 0) {
+          LoadRow(out.data(), out.dtype(), b, n, old);
+          for (int64_t i = 0; i < n; ++i) v[i] += beta * old[i];
+        }
+        StoreRow(v, n, out.data(), out.dtype(), b);
+      }
+    });
     return;
   }
   sdk::ForEachElement<2>(out.ndim(), out.shape(), {c.strides(), out.strides()},
@@ -107,27 +153,15 @@ struct WidenedOperand {
   MixrtTensorDesc desc{};
 };
 
-// True when the tensor's elements fill a dense block in some dimension
-// order (contiguous, or a transpose of a contiguous tensor).
-bool IsDensePermutation(const TensorRef& t) {
-  std::vector<int> order(t.ndim());
-  for (int i = 0; i < t.ndim(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](int x, int y) { return t.stride(x) < t.stride(y); });
-  int64_t expected = 1;
-  for (int i : order) {
-    if (t.dim(i) != 1 && t.stride(i) != expected) return false;
-    expected *= t.dim(i);
-  }
-  return true;
-}
-
-void Widen(const TensorRef& t, WidenedOperand* w) {
+// The values are converted unless `values` is false (an output that
+// beta = 0 overwrites needs only the buffer).
+void Widen(const TensorRef& t, WidenedOperand* w, bool values = true) {
   const int64_t n = t.numel();
-  w->data.reset(new float[n > 0 ? n : 1]);
-  if (IsDensePermutation(t)) {
+  if (const int64_t block = DenseBlock(t); block >= 0) {
     // Convert the block as it lies and keep its strides: a transposed
-    // weight stays a transposed view, with no gather.
+    // weight stays a transposed view, a weight broadcast over the batch a
+    // broadcast, with no gather.
+    w->data.reset(new float[block > 0 ? block : 1]);
     w->strides.assign(t.strides(), t.strides() + t.ndim());
     w->desc.struct_size = sizeof(w->desc);
     w->desc.data = w->data.get();
@@ -135,11 +169,13 @@ void Widen(const TensorRef& t, WidenedOperand* w) {
     w->desc.ndim = t.ndim();
     w->desc.shape = t.shape();
     w->desc.strides = w->strides.data();
-    ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
+    if (!values) return;
+    ParallelFor(block, 1 << 16, [&](int64_t b, int64_t e) {
       LoadRow(t.data(), t.dtype(), b, e - b, w->data.get() + b);
     });
     return;
   }
+  w->data.reset(new float[n > 0 ? n : 1]);
   w->strides.assign(t.ndim(), 1);
   for (int i = t.ndim() - 2; i >= 0; --i) {
     w->strides[i] = w->strides[i + 1] * t.dim(i + 1);
@@ -151,10 +187,31 @@ void Widen(const TensorRef& t, WidenedOperand* w) {
   d.ndim = t.ndim();
   d.shape = t.shape();
   d.strides = w->strides.data();
+  if (!values) return;
+  // A gathered copy, row by row (rows of unit stride convert vectorized).
   float* out = w->data.get();
-  sdk::ForEachElement<2>(
-      t.ndim(), t.shape(), {t.strides(), d.strides},
-      [&](const std::array<int64_t, 2>& o) { out[o[1]] = t.LoadFloat(o[0]); });
+  const int nd = t.ndim();
+  const int64_t cols = nd > 0 ? t.dim(nd - 1) : 1;
+  const int64_t col_stride = nd > 0 ? t.stride(nd - 1) : 1;
+  const int64_t rows = cols > 0 ? n / cols : 0;
+  ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t r = begin; r < end; ++r) {
+                  int64_t offset = 0;
+                  for (int64_t d = nd - 2, rem = r; d >= 0; --d) {
+                    offset += (rem % t.dim(d)) * t.stride(d);
+                    rem /= t.dim(d);
+                  }
+                  float* dst = out + r * cols;
+                  if (col_stride == 1) {
+                    LoadRow(t.data(), t.dtype(), offset, cols, dst);
+                  } else {
+                    for (int64_t j = 0; j < cols; ++j) {
+                      dst[j] = t.LoadFloat(offset + j * col_stride);
+                    }
+                  }
+                }
+              });
 }
 
 // out = act(bias) + beta * out when the inner dimension is empty (oneDNN
@@ -279,7 +336,7 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   TensorRef c = out;
   if ((a.dtype() == MIXRT_DTYPE_F32 && out.dtype() != MIXRT_DTYPE_F32) ||
       (separate_activation && beta != 0)) {
-    Widen(out, &wc);  // Its old values matter when beta accumulates.
+    Widen(out, &wc, /*values=*/beta != 0);  // Old values when accumulating.
     c = TensorRef(wc.desc);
   }
   Layout(a, &a_dims, &a_strides);
