@@ -123,14 +123,15 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   auto* m = static_cast<float*>(call.outputs[1].data());
   auto* v = static_cast<float*>(call.outputs[2].data());
   const TensorRef& g = *decoded.grad;
+  const sdk::AdamWStepConstants<float> c = sdk::AdamWConstants<float>(a, t);
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
     float grad[kChunk];
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
       LoadRow(g.data(), g.dtype(), b, n, grad);
       for (int64_t i = 0; i < n; ++i) {
-        p[b + i] = sdk::AdamWElement<float>(a, p[b + i], grad[i] * inv_scale,
-                                            &m[b + i], &v[b + i], t);
+        p[b + i] = sdk::AdamWElement<float>(c, p[b + i], grad[i] * inv_scale,
+                                            &m[b + i], &v[b + i]);
       }
     }
   });

@@ -107,8 +107,11 @@ struct AdamWFunctor {
     float m = exp_avg.LoadFloat(mo);
     float v = exp_avg_sq.LoadFloat(vo);
     const float g = grad.LoadFloat(grad.Offset(i)) * guards.InvScale();
-    param.StoreFloat(po, sdk::AdamWElement<float>(attrs, param.LoadFloat(po), g,
-                                                  &m, &v, *step + 1.0f));
+    // The step lives on the device: each thread derives the constants.
+    const sdk::AdamWStepConstants<float> c =
+        sdk::AdamWConstants<float>(attrs, *step + 1.0f);
+    param.StoreFloat(po,
+                     sdk::AdamWElement<float>(c, param.LoadFloat(po), g, &m, &v));
     exp_avg.StoreFloat(mo, m);
     exp_avg_sq.StoreFloat(vo, v);
   }

@@ -33,18 +33,41 @@ MIXRT_HOST_DEVICE inline T SgdElement(const MixrtSgdAttrs& a, T param, T grad,
   return param - T(a.lr) * d;
 }
 
-// One AdamW element at step `step` (already incremented, >= 1).
+// What an AdamW step shares across its elements, computed once per step:
+// the two pow() of the bias corrections per element were most of a CPU
+// step's time.
 template <typename T>
-MIXRT_HOST_DEVICE inline T AdamWElement(const MixrtAdamWAttrs& a, T param,
-                                        T grad, T* exp_avg, T* exp_avg_sq,
-                                        T step) {
-  param *= T(1 - a.lr * a.weight_decay);
-  *exp_avg = T(a.beta1) * *exp_avg + T(1 - a.beta1) * grad;
-  *exp_avg_sq = T(a.beta2) * *exp_avg_sq + T(1 - a.beta2) * grad * grad;
+struct AdamWStepConstants {
+  T decay, beta1, one_minus_beta1, beta2, one_minus_beta2;
+  T sqrt_bias2, step_size, eps;
+};
+
+// At step `step` (already incremented, >= 1).
+template <typename T>
+MIXRT_HOST_DEVICE inline AdamWStepConstants<T> AdamWConstants(
+    const MixrtAdamWAttrs& a, T step) {
   const T bias1 = T(1) - std::pow(T(a.beta1), step);
   const T bias2 = T(1) - std::pow(T(a.beta2), step);
-  const T denom = std::sqrt(*exp_avg_sq) / std::sqrt(bias2) + T(a.eps);
-  return param - T(a.lr) / bias1 * (*exp_avg / denom);
+  return {T(1 - a.lr * a.weight_decay),
+          T(a.beta1),
+          T(1 - a.beta1),
+          T(a.beta2),
+          T(1 - a.beta2),
+          std::sqrt(bias2),
+          T(a.lr) / bias1,
+          T(a.eps)};
+}
+
+// One AdamW element; returns the new parameter.
+template <typename T>
+MIXRT_HOST_DEVICE inline T AdamWElement(const AdamWStepConstants<T>& c,
+                                        T param, T grad, T* exp_avg,
+                                        T* exp_avg_sq) {
+  param *= c.decay;
+  *exp_avg = c.beta1 * *exp_avg + c.one_minus_beta1 * grad;
+  *exp_avg_sq = c.beta2 * *exp_avg_sq + c.one_minus_beta2 * grad * grad;
+  const T denom = std::sqrt(*exp_avg_sq) / c.sqrt_bias2 + c.eps;
+  return param - c.step_size * (*exp_avg / denom);
 }
 
 // torch._amp_update_scale_ on one scale and growth tracker.
