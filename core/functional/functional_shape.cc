@@ -132,14 +132,41 @@ absl::StatusOr<std::vector<Tensor>> split(const Tensor& x, int64_t split_size,
     return absl::InvalidArgumentError(absl::StrCat(
         "split: split_size is ", split_size, "; expected at least 1"));
   }
+  // One backward node for all the parts: it writes each part's gradient
+  // into one tensor (zeros where a part got none). A node per part, as
+  // narrow records, would build a zero tensor of x's size per part and add
+  // them up: ~9 passes over x instead of 1 for attention's q, k, v.
   std::vector<Tensor> parts;
+  std::vector<Tensor*> outputs;
+  std::vector<int64_t> starts;
   const int64_t size = x.shape()[dim];
   for (int64_t start = 0; start < size || (size == 0 && parts.empty());
        start += split_size) {
     MIXRT_ASSIGN_OR_RETURN(
-        Tensor part, narrow(x, dim, start, std::min(split_size, size - start)));
+        Tensor part, x.slice(dim, start, start + std::min(split_size, size - start)));
     parts.push_back(std::move(part));
+    starts.push_back(start);
   }
+  for (Tensor& part : parts) outputs.push_back(&part);
+  const Shape shape = x.shape();
+  const DType dtype = x.dtype();
+  const Device device = x.device();
+  std::vector<int64_t> lengths;
+  for (const Tensor& part : parts) lengths.push_back(part.shape()[dim]);
+  Record("SplitBackward", {x}, outputs, {},
+         [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
+           MIXRT_ASSIGN_OR_RETURN(Tensor dx, empty(shape, dtype, device));
+           for (size_t i = 0; i < starts.size(); ++i) {
+             MIXRT_ASSIGN_OR_RETURN(
+                 Tensor slot, dx.slice(dim, starts[i], starts[i] + lengths[i]));
+             if (i < g.size() && g[i].defined()) {
+               MIXRT_RETURN_IF_ERROR(kernels::copy_(slot, g[i]));
+             } else {
+               MIXRT_RETURN_IF_ERROR(kernels::fill_(slot, 0));
+             }
+           }
+           return std::vector<Tensor>{dx};
+         });
   return parts;
 }
 

@@ -101,6 +101,21 @@ TEST_F(ShapeOps, NarrowSplitAndChunk) {
   EXPECT_EQ(Values((*parts)[2]), (std::vector<double>{6, 13}));
 }
 
+TEST_F(ShapeOps, SplitRoutesEachPartsGradientAndZerosForUnusedParts) {
+  Tensor x = Iota({2, 5});
+  absl::StatusOr<std::vector<Tensor>> parts = split(x, 2, 1);  // 2, 2, 1
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  // Parts 0 and 2 reach the loss (weights 100.. and 200..); part 1 does not.
+  Tensor w0 = testing::MakeTensor(d_, {100, 101, 102, 103}, {2, 2});
+  Tensor w2 = testing::MakeTensor(d_, {200, 201}, {2, 1});
+  absl::StatusOr<Tensor> loss =
+      add(*sum(*mul((*parts)[0], w0)), *sum(*mul((*parts)[2], w2)));
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  ASSERT_TRUE(loss->backward().ok());
+  EXPECT_EQ(Values(x.grad()),
+            (std::vector<double>{100, 101, 0, 0, 200, 102, 103, 0, 0, 201}));
+}
+
 TEST_F(ShapeOps, CatJoinsAndRoutesGradientsBack) {
   Tensor a = Iota({2, 2}), b = Iota({2, 3});
   absl::StatusOr<Tensor> y = cat({a, b}, 1);
