@@ -88,13 +88,20 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
     args.seed = gen->seed();
     args.offset = gen->Reserve(weights);
   }
-  MIXRT_ASSIGN_OR_RETURN(kernels::FusedAttentionOutput fwd,
-                         kernels::scaled_dot_product_attention(q, k, v, args));
+  // Dense q, k, v go to the kernel and are what backward keeps: the heads
+  // of a packed projection are strided views, which the backward would
+  // otherwise copy into dense ones a second time.
+  MIXRT_ASSIGN_OR_RETURN(const Tensor qc, q.detach().contiguous());
+  MIXRT_ASSIGN_OR_RETURN(const Tensor kc, k.detach().contiguous());
+  MIXRT_ASSIGN_OR_RETURN(const Tensor vc, v.detach().contiguous());
+  MIXRT_ASSIGN_OR_RETURN(
+      kernels::FusedAttentionOutput fwd,
+      kernels::scaled_dot_product_attention(qc, kc, vc, args));
   Tensor y = fwd.out;
   // The output is saved for the backward (its D_i = rowsum(dO * O)).
   kernels::FusedAttentionOutput saved_fwd{fwd.out.detach(), fwd.lse,
                                           fwd.grouped_mask};
-  Record("ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {q, k, v},
+  Record("ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {qc, kc, vc},
          [args, saved_fwd](const std::vector<Tensor>& g,
                            const std::vector<Tensor>& s)
              -> absl::StatusOr<std::vector<Tensor>> {
