@@ -165,19 +165,31 @@ const void* WeightsForGemm(MixrtDtype gemm, int64_t rows, int64_t cols,
   return s->weights_low.data();
 }
 
-// Whether any of `count` elements of t from `at` is inf or NaN (exponent
-// bits all ones), on the raw bits.
-bool AnyNonFinite(const TensorRef& t, int64_t at, int64_t count) {
-  bool bad = false;
-  if (t.dtype() == MIXRT_DTYPE_F32) {
-    const uint32_t* b = static_cast<const uint32_t*>(t.data()) + at;
-    for (int64_t i = 0; i < count; ++i) bad |= (b[i] & 0x7f800000u) == 0x7f800000u;
-  } else {
-    const uint16_t mask = t.dtype() == MIXRT_DTYPE_BF16 ? 0x7f80 : 0x7c00;
-    const uint16_t* b = static_cast<const uint16_t*>(t.data()) + at;
-    for (int64_t i = 0; i < count; ++i) bad |= (b[i] & mask) == mask;
+// Whether any of `count` elements of t from `at` is inf or NaN: on the raw
+// bits, the largest magnitude reaches the all-ones exponent (a max
+// reduction, which vectorizes; a flag OR-ed per element stayed scalar and
+// took 6% of a causal forward).
+template <typename Bits>
+Bits LargestMagnitude(const void* data, int64_t at, int64_t count,
+                      Bits magnitude) {
+  const Bits* b = static_cast<const Bits*>(data) + at;
+  Bits largest = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    largest = std::max<Bits>(largest, b[i] & magnitude);
   }
-  return bad;
+  return largest;
+}
+
+bool AnyNonFinite(const TensorRef& t, int64_t at, int64_t count) {
+  switch (t.dtype()) {
+    case MIXRT_DTYPE_F32:
+      return LargestMagnitude<uint32_t>(t.data(), at, count, 0x7fffffffu) >=
+             0x7f800000u;
+    case MIXRT_DTYPE_BF16:
+      return LargestMagnitude<uint16_t>(t.data(), at, count, 0x7fff) >= 0x7f80;
+    default:  // f16
+      return LargestMagnitude<uint16_t>(t.data(), at, count, 0x7fff) >= 0x7c00;
+  }
 }
 
 // Row statistics of the online softmax over key chunks: the running
@@ -206,6 +218,7 @@ void Forward(const AttentionCall& a) {
   if (a.attrs->is_causal) {
     ParallelFor(a.groups, 1, [&](int64_t begin, int64_t end) {
       for (int64_t g = begin; g < end; ++g) {
+        if (!AnyNonFinite(*a.k, g * a.keys * e, a.keys * e)) continue;
         for (int64_t j = a.keys - 1; j >= 0; --j) {
           if (AnyNonFinite(*a.k, (g * a.keys + j) * e, e)) {
             last_bad_key[g] = j;

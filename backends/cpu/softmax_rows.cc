@@ -21,28 +21,32 @@ namespace {
 // its time on, and GCC 12 emitted the plain loops scalar (no ymm in them,
 // although -fopt-info reported them vectorized): intrinsics.
 //
-// exp(x), x <= 0: 2^(x log2 e) with the exponent rounded to nearest, so the
-// polynomial (Taylor, degree 6) sees |f| <= ln2 / 2 (relative error ~1e-7);
-// exactly 0 below -87 (so -inf, a masked score, gives 0); NaN stays NaN (a
-// NaN score must reach the output, where the GradScaler looks for it).
+// exp(x), x <= 0, as 2^t with t = x log2 e (x rounded to f32 first, as
+// before the multiply: folding log2 e into the softmax multiplier cost ~1e-6
+// relative at x ~ -12): t = n + r, n rounded to nearest, |r| <= 1/2, and 2^r by its
+// Taylor polynomial in r (degree 6, the coefficients ln2^k / k!; relative
+// error ~1e-7); exactly 0 for t below -125 (so -inf, a masked score, gives
+// 0); NaN stays NaN (a NaN score must reach the output, where the
+// GradScaler looks for it). Working in t saves the clamp and the ln2
+// multiply of the argument, per element.
 constexpr float kLog2E = 1.44269504088896341f;
-constexpr float kLn2 = 0.693147180559945309f;
-constexpr float kFloor = -87.0f;
+constexpr float kFloor = -125.0f;  // In t.
+constexpr float kC1 = 0.693147180559945309f, kC2 = 0.240226506959100712f,
+                kC3 = 0.0555041086648215800f, kC4 = 0.00961812910762847716f,
+                kC5 = 0.00133335581464284434f, kC6 = 0.000154035303933816099f;
 
-// The scalar tails, computed as the vector lanes are.
-inline float ExpNonPositive(float x) {
-  if (std::isnan(x)) return x;
-  if (x < kFloor) return 0.0f;
-  const float t = x * kLog2E;
+// The scalar tails, computed as the vector lanes are (same FMAs).
+inline float Exp2NonPositive(float t) {
+  if (std::isnan(t)) return t;
+  if (t < kFloor) return 0.0f;
   const float n = std::nearbyint(t);
-  const float f = (t - n) * kLn2;
-  float p = 1.0f / 720;
-  p = p * f + 1.0f / 120;
-  p = p * f + 1.0f / 24;
-  p = p * f + 1.0f / 6;
-  p = p * f + 0.5f;
-  p = p * f + 1.0f;
-  p = p * f + 1.0f;
+  const float r = t - n;
+  float p = std::fma(kC6, r, kC5);
+  p = std::fma(p, r, kC4);
+  p = std::fma(p, r, kC3);
+  p = std::fma(p, r, kC2);
+  p = std::fma(p, r, kC1);
+  p = std::fma(p, r, 1.0f);
   const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127)
                         << 23;
   return p * __builtin_bit_cast(float, bits);
@@ -50,21 +54,19 @@ inline float ExpNonPositive(float x) {
 
 // ---- AVX2 (8 lanes): the plugin's baseline ----
 
-inline __m256 Exp8(__m256 x) {
-  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(kFloor), _CMP_LT_OQ);
-  // max_ps returns its second operand when either is NaN: x's NaN survives.
-  const __m256 c = _mm256_max_ps(_mm256_set1_ps(kFloor), x);
-  const __m256 t = _mm256_mul_ps(c, _mm256_set1_ps(kLog2E));
+// 2^t on 8 lanes (see Exp2NonPositive).
+inline __m256 Exp2x8(__m256 t) {
+  const __m256 zero = _mm256_cmp_ps(t, _mm256_set1_ps(kFloor), _CMP_LT_OQ);
   const __m256 n =
       _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(kLn2));
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+  const __m256 r = _mm256_sub_ps(t, n);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC6), r, _mm256_set1_ps(kC5));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  // Lanes below the floor (n possibly -inf) are garbage until the andnot.
   const __m256i bits = _mm256_slli_epi32(
       _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_andnot_ps(zero, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
@@ -116,11 +118,13 @@ inline void StoreTail(float p, Out* out) {
 template <typename Out>
 float ExpRowAvx2(const float* x, int64_t n, float shift, float mult, Out* out) {
   const __m256 s8 = _mm256_set1_ps(shift), m8 = _mm256_set1_ps(mult);
+  const __m256 l8 = _mm256_set1_ps(kLog2E);
   __m256 acc = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     const __m256 p =
-        Exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), s8), m8));
+        Exp2x8(_mm256_mul_ps(
+            _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), s8), m8), l8));
     acc = _mm256_add_ps(acc, p);
     if constexpr (std::is_same_v<Out, float>) {
       _mm256_storeu_ps(out + j, p);
@@ -130,7 +134,7 @@ float ExpRowAvx2(const float* x, int64_t n, float shift, float mult, Out* out) {
   }
   float total = Sum8(acc);
   for (; j < n; ++j) {
-    const float p = ExpNonPositive((x[j] - shift) * mult);
+    const float p = Exp2NonPositive((x[j] - shift) * mult * kLog2E);
     StoreTail(p, out + j);
     total += p;
   }
@@ -151,24 +155,21 @@ void ScaleRowAvx2(float* x, int64_t n, float factor) {
 #define MIXRT_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
-// Exp8 on 16 lanes, bit for bit: the same reduction and polynomial, and
-// p * 2^n through vscalefps (exact: n >= -126 after the clamp).
-MIXRT_AVX512 inline __m512 Exp16(__m512 x) {
-  // Lanes kept: x >= -87 or NaN (not-less-than, unordered true).
+// Exp2x8 on 16 lanes, bit for bit: the same reduction and polynomial, and
+// p * 2^n through vscalefps (exact for the kept lanes, n >= -125).
+MIXRT_AVX512 inline __m512 Exp2x16(__m512 t) {
+  // Lanes kept: t >= floor or NaN (not-less-than, unordered true).
   const __mmask16 keep =
-      _mm512_cmp_ps_mask(x, _mm512_set1_ps(kFloor), _CMP_NLT_UQ);
-  const __m512 c = _mm512_max_ps(_mm512_set1_ps(kFloor), x);
-  const __m512 t = _mm512_mul_ps(c, _mm512_set1_ps(kLog2E));
+      _mm512_cmp_ps_mask(t, _mm512_set1_ps(kFloor), _CMP_NLT_UQ);
   const __m512 n =
       _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(kLn2));
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  const __m512 r = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC6), r, _mm512_set1_ps(kC5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
@@ -217,11 +218,13 @@ template <typename Out, typename Rounding = Bf16ByIntegers>
 MIXRT_AVX512_BF16 float ExpRowAvx512(const float* x, int64_t n, float shift,
                                      float mult, Out* out) {
   const __m512 s16 = _mm512_set1_ps(shift), m16 = _mm512_set1_ps(mult);
+  const __m512 l16 = _mm512_set1_ps(kLog2E);
   __m512 acc = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
     const __m512 p =
-        Exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), s16), m16));
+        Exp2x16(_mm512_mul_ps(
+            _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), s16), m16), l16));
     acc = _mm512_add_ps(acc, p);
     if constexpr (std::is_same_v<Out, float>) {
       _mm512_storeu_ps(out + j, p);
@@ -233,7 +236,7 @@ MIXRT_AVX512_BF16 float ExpRowAvx512(const float* x, int64_t n, float shift,
   }
   float total = _mm512_reduce_add_ps(acc);
   for (; j < n; ++j) {
-    const float p = ExpNonPositive((x[j] - shift) * mult);
+    const float p = Exp2NonPositive((x[j] - shift) * mult * kLog2E);
     StoreTail(p, out + j);
     total += p;
   }

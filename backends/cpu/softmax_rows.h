@@ -18,7 +18,8 @@ struct SoftmaxRowKernels {
   // max(x[0..n)); NaN when any element is NaN; -inf for n = 0.
   float (*row_max)(const float* x, int64_t n);
   // out[j] = exp((x[j] - shift) * mult), the argument <= 0 (masked lanes are
-  // -inf: exactly 0; below -87: 0; NaN stays NaN). Returns sum of out.
+  // -inf: exactly 0; below ~-86.6 (2^-125): 0; NaN stays NaN). Returns
+  // sum of out.
   // out may alias x.
   float (*exp_row_f32)(const float* x, int64_t n, float shift, float mult,
                        float* out);
