@@ -68,7 +68,6 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
       ready.push_back(e.node.get());
     }
   }
-  std::vector<Node*> executed;
   while (!ready.empty()) {
     Node* node = ready.front();
     ready.pop_front();
@@ -84,7 +83,14 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
     inputs.resize(node->num_outputs());
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                            node->Apply(std::move(inputs)));
-    executed.push_back(node);
+    // A node's saved tensors are freed as soon as it has run, not when the
+    // whole backward ends (as PyTorch does): activations go while parameter
+    // gradients arrive, and a checkpointed block's recomputation is freed
+    // before the next block's starts.
+    if (!retain_graph && dynamic_cast<AccumulateGrad*>(node) == nullptr) {
+      node->ReleaseSaved();
+      node->mark_released();
+    }
     const std::vector<Edge>& edges = node->next_edges();
     for (size_t k = 0; k < edges.size(); ++k) {
       const Edge& next = edges[k];
@@ -94,13 +100,6 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
       }
       if (--dependencies[next.node.get()] == 0)
         ready.push_back(next.node.get());
-    }
-  }
-  if (!retain_graph) {
-    for (Node* node : executed) {
-      if (dynamic_cast<AccumulateGrad*>(node) != nullptr) continue;
-      node->ReleaseSaved();
-      node->mark_released();
     }
   }
   return absl::OkStatus();

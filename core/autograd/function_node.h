@@ -24,7 +24,12 @@ class FunctionNode : public Node {
       std::vector<Tensor> grad_outputs) override {
     return fn_(grad_outputs, saved_);
   }
-  void ReleaseSaved() override { saved_.clear(); }
+  // The closure goes too: the tensors it captured (forward outputs, masks)
+  // are saved tensors as much as saved_ is.
+  void ReleaseSaved() override {
+    saved_.clear();
+    fn_ = nullptr;
+  }
 
  private:
   std::vector<Tensor> saved_;

@@ -2,10 +2,12 @@
 // central finite differences of its forward, plus the engine's semantics
 // (accumulation, retain_graph, no_grad, detach, dtypes, threads).
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "core/amp/autocast.h"
+#include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/tensor/factories.h"
@@ -220,6 +222,38 @@ TEST_F(AutogradTest, SecondBackwardNeedsRetainGraph) {
   EXPECT_THAT(again.message(),
               HasSubstr("backward through the graph a second time"));
   EXPECT_THAT(again.message(), HasSubstr("retain_graph=true"));
+}
+
+TEST_F(AutogradTest, SavedTensorsAreFreedAsSoonAsTheirNodeHasRun) {
+  // x -> First -> h -> Second (saves `big`) -> y. Backward runs Second,
+  // then First: by then Second's saved tensor must be gone, not kept until
+  // the whole backward ends.
+  auto x = Leaves({{1, 2, 3, 4}}, {{4}}, true)[0];
+  std::weak_ptr<Storage> big_storage;
+  bool freed_before_first_ran = false;
+  Tensor h = *x.to(DType::kF32);
+  h = h.detach();
+  Record("First", {x}, {&h}, {},
+         [&](const std::vector<Tensor>& g, const std::vector<Tensor>&)
+             -> absl::StatusOr<std::vector<Tensor>> {
+           freed_before_first_ran = big_storage.expired();
+           return std::vector<Tensor>{g[0]};
+         });
+  Tensor y = h.detach();
+  {
+    absl::StatusOr<Tensor> big = zeros({1 << 16}, DType::kF32, x.device());
+    ASSERT_TRUE(big.ok());
+    big_storage = big->storage();
+    Record("Second", {h}, {&y}, {*big},
+           [](const std::vector<Tensor>& g, const std::vector<Tensor>&)
+               -> absl::StatusOr<std::vector<Tensor>> {
+             return std::vector<Tensor>{g[0]};
+           });
+  }
+  ASSERT_FALSE(big_storage.expired());  // Held by Second until it runs.
+  ASSERT_TRUE(sum(y)->backward().ok());
+  EXPECT_TRUE(freed_before_first_ran);
+  EXPECT_THAT(Values(x.grad()), ::testing::ElementsAre(1, 1, 1, 1));
 }
 
 TEST_F(AutogradTest, NoGradDetachAndErrors) {
