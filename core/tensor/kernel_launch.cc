@@ -1,8 +1,10 @@
 #include "core/tensor/kernel_launch.h"
 
+#include <chrono>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/tensor/op_profile.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 
@@ -45,8 +47,21 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
   std::vector<MixrtTensorDesc> out_descs;
   for (const Tensor& t : ins) in_descs.push_back(t.desc());
   for (const Tensor& t : outs) out_descs.push_back(t.desc());
-  MIXRT_RETURN_IF_ERROR(
-      device.backend()->Launch(device.index(), op, in_descs, out_descs, attrs));
+  if (OpProfileEnabled()) {
+    const auto start = std::chrono::steady_clock::now();
+    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
+                                                   in_descs, out_descs, attrs));
+    MIXRT_RETURN_IF_ERROR(device.backend()->Synchronize(device.index()));
+    RecordOpTime(
+        absl::StrCat(MixrtOpName(op), " ",
+                     ins.empty() ? "-" : DTypeName(ins[0].dtype()), " -> ",
+                     DTypeName(outs[0].dtype())),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+  } else {
+    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
+                                                   in_descs, out_descs, attrs));
+  }
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].shares_storage_with(outputs[i])) {
       const Tensor src[] = {outs[i]};
