@@ -261,10 +261,21 @@ absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
                   const Block& k = blocks[b];
                   LoadRow(k.tensor->data(), k.tensor->dtype(), k.start, k.count,
                           row.data());
+                  // Eight running sums: one sum's chain of dependent adds
+                  // made this 4 cycles per element (8 ms of a GPT step).
+                  double lanes[8] = {};
+                  int64_t i = 0;
+                  for (; i + 8 <= k.count; i += 8) {
+                    for (int j = 0; j < 8; ++j) {
+                      const double v = row[i + j];
+                      lanes[j] += v * v;
+                    }
+                  }
                   double sum = 0;
-                  for (int64_t i = 0; i < k.count; ++i) {
+                  for (; i < k.count; ++i) {
                     sum += static_cast<double>(row[i]) * row[i];
                   }
+                  for (double l : lanes) sum += l;
                   partials[b] = sum;
                 }
               });
