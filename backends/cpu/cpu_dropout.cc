@@ -21,11 +21,10 @@ constexpr int64_t kGrain = 1 << 14;
 }  // namespace
 
 absl::Status RunDropout(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(const MixrtDropoutAttrs* attrs,
-                         sdk::DecodeDropout(call));
-  const MixrtDropoutAttrs a = *attrs;
-  const sdk::TensorRef& x = call.inputs[0];
-  const sdk::TensorRef& out = call.outputs[0];
+  MIXRT_ASSIGN_OR_RETURN(const sdk::DropoutCall d, sdk::DecodeDropout(call));
+  const MixrtDropoutAttrs& a = d.attrs;
+  const sdk::TensorRef& x = *d.x;
+  const sdk::TensorRef& out = *d.out;
   // The unit is exact in f32, so comparing with p in f32 is DropoutKeeps.
   const float p = static_cast<float>(a.p);
   const float kept = static_cast<float>(1.0 / (1.0 - a.p));

@@ -150,9 +150,8 @@ absl::Status Copy(GpuDevice& device, const sdk::KernelCall& call) {
 }
 
 absl::Status Dropout(GpuDevice& device, const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(const MixrtDropoutAttrs* attrs,
-                         sdk::DecodeDropout(call));
-  const DropoutFunctor f{Out(call, 0), In(call, 0), *attrs};
+  MIXRT_ASSIGN_OR_RETURN(const sdk::DropoutCall d, sdk::DecodeDropout(call));
+  const DropoutFunctor f{Out(call, 0), In(call, 0), d.attrs};
   return Launched(LaunchElementwise(device.ctx, f, f.out.numel), "dropout");
 }
 

@@ -11,19 +11,17 @@
 namespace mixrt::reference {
 
 absl::Status RunDropout(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(const MixrtDropoutAttrs* attrs,
-                         sdk::DecodeDropout(call));
-  const MixrtDropoutAttrs a = *attrs;
-  const sdk::TensorRef& x = call.inputs[0];
-  const sdk::TensorRef& out = call.outputs[0];
+  MIXRT_ASSIGN_OR_RETURN(const sdk::DropoutCall d, sdk::DecodeDropout(call));
+  const MixrtDropoutAttrs& a = d.attrs;
   const double kept = 1.0 / (1.0 - a.p);
   uint64_t index = 0;  // Row-major over the shape, whatever the strides.
   sdk::ForEachElement<2>(
-      out.ndim(), out.shape(), {x.strides(), out.strides()},
+      d.out->ndim(), d.out->shape(), {d.x->strides(), d.out->strides()},
       [&](const std::array<int64_t, 2>& o) {
         const double unit = sdk::PhiloxUniform(a.seed, a.offset, index++, 0, 1);
         const double factor = sdk::DropoutKeeps(unit, a.p) ? kept : 0.0;
-        out.StoreFloat(o[1], static_cast<float>(x.LoadFloat(o[0]) * factor));
+        d.out->StoreFloat(o[1],
+                          static_cast<float>(d.x->LoadFloat(o[0]) * factor));
       });
   return absl::OkStatus();
 }

@@ -90,20 +90,20 @@ absl::Status ExpectMultiTensorNorm(const KernelCall& call) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const MixrtDropoutAttrs*> DecodeDropout(const KernelCall& call) {
+absl::StatusOr<DropoutCall> DecodeDropout(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtDropoutAttrs>());
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
   MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
-  const TensorRef& x = call.inputs[0];
-  if (!IsFloatingDtype(x.dtype()) || call.outputs[0].dtype() != x.dtype()) {
+  const DropoutCall d{*attrs, &call.inputs[0], &call.outputs[0]};
+  if (!IsFloatingDtype(d.x->dtype()) || d.out->dtype() != d.x->dtype()) {
     return absl::InvalidArgumentError(
         "dropout: the input must be floating and the output of its dtype");
   }
-  if (!(attrs->p >= 0 && attrs->p < 1)) {
+  if (!(d.attrs.p >= 0 && d.attrs.p < 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("dropout: p must be in [0, 1), got ", attrs->p));
+        absl::StrCat("dropout: p must be in [0, 1), got ", d.attrs.p));
   }
-  return attrs;
+  return d;
 }
 
 absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {

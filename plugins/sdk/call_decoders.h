@@ -77,8 +77,14 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call);
 absl::Status ExpectMultiTensorNorm(const KernelCall& call);
 
 // dropout (ABI 1.1): one floating input, one output of its shape and dtype,
-// p in [0, 1). Returns the attrs.
-absl::StatusOr<const MixrtDropoutAttrs*> DecodeDropout(const KernelCall& call);
+// p in [0, 1).
+struct DropoutCall {
+  MixrtDropoutAttrs attrs;
+  const TensorRef* x = nullptr;
+  const TensorRef* out = nullptr;
+};
+
+absl::StatusOr<DropoutCall> DecodeDropout(const KernelCall& call);
 
 }  // namespace mixrt::sdk
 
