@@ -147,6 +147,16 @@ TEST(Sdk, TheCpuPluginRefusesMalformedCallsWithTheSdksWords) {
   EXPECT_THAT(status.message(),
               HasSubstr("sgd_step: the gradient must be floating, with the "
                         "param's shape"));
+  MixrtDropoutAttrs dropout{};
+  dropout.struct_size = sizeof(dropout);
+  dropout.p = 1.5;
+  status = dev.backend()->Launch(0, MIXRT_OP_DROPOUT, {&x, 1}, {&x, 1}, &dropout);
+  EXPECT_THAT(status.message(), HasSubstr("dropout: p must be in [0, 1), got 1.5"));
+  dropout.p = 0.5;
+  status = dev.backend()->Launch(0, MIXRT_OP_DROPOUT, {&short_x, 1}, {&x, 1},
+                                 &dropout);
+  EXPECT_THAT(status.message(),
+              HasSubstr("dropout: an input's shape differs from the output's"));
 }
 
 }  // namespace
