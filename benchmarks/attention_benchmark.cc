@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_join.h"
 #include "benchmarks/benchmark_support.h"
 #include "mixrt/mixrt.h"
 
@@ -86,6 +87,24 @@ Measure Time(const mixrt::Device& device, const std::vector<Tensor>& qkv,
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // A misspelt value used to time something else silently (forward for
+  // "forward+backward").
+  const auto refuse_unknown = [](const char* flag,
+                                 const std::vector<std::string>& values,
+                                 std::initializer_list<const char*> allowed) {
+    for (const std::string& v : values) {
+      if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+        std::fprintf(stderr, "--%s: '%s' is not one of %s\n", flag, v.c_str(),
+                     absl::StrJoin(allowed, ", ").c_str());
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!refuse_unknown("passes", absl::GetFlag(FLAGS_passes), {"fwd", "fwd+bwd"}) ||
+      !refuse_unknown("causal", absl::GetFlag(FLAGS_causal), {"yes", "no"})) {
+    return 2;
+  }
   mixrt::bench::LoadPlugins(argv[0]);
   const mixrt::Device device = mixrt::bench::CpuDevice();
   const int64_t b = absl::GetFlag(FLAGS_batch), h = absl::GetFlag(FLAGS_heads),
