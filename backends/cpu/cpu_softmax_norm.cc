@@ -236,12 +236,10 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
         xh[i] = xhat;
         dy_w[i] = gr[i] * wr[i];  // Until the output overwrites it.
       }
-      const float* dyw = out.data();
-      const float* xhat = xr.data();
       const double mean_dyw = SumInLanes(
-          n, [dyw](int64_t i) { return static_cast<double>(dyw[i]); });
-      const double mean_dyw_xhat = SumInLanes(n, [dyw, xhat](int64_t i) {
-        return static_cast<double>(dyw[i] * xhat[i]);
+          n, [dy_w](int64_t i) { return static_cast<double>(dy_w[i]); });
+      const double mean_dyw_xhat = SumInLanes(n, [dy_w, xh](int64_t i) {
+        return static_cast<double>(dy_w[i] * xh[i]);
       });
       const auto a = static_cast<float>(mean_dyw / n);
       const auto c = static_cast<float>(mean_dyw_xhat / n);
