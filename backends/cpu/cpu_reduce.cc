@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/lane_sums.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -261,22 +262,11 @@ absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
                   const Block& k = blocks[b];
                   LoadRow(k.tensor->data(), k.tensor->dtype(), k.start, k.count,
                           row.data());
-                  // Eight running sums: one sum's chain of dependent adds
-                  // made this 4 cycles per element (8 ms of a GPT step).
-                  double lanes[8] = {};
-                  int64_t i = 0;
-                  for (; i + 8 <= k.count; i += 8) {
-                    for (int j = 0; j < 8; ++j) {
-                      const double v = row[i + j];
-                      lanes[j] += v * v;
-                    }
-                  }
-                  double sum = 0;
-                  for (; i < k.count; ++i) {
-                    sum += static_cast<double>(row[i]) * row[i];
-                  }
-                  for (double l : lanes) sum += l;
-                  partials[b] = sum;
+                  const float* v = row.data();
+                  partials[b] = SumInLanes(k.count, [v](int64_t i) {
+                    const double x = v[i];
+                    return x * x;
+                  });
                 }
               });
   double total = 0;

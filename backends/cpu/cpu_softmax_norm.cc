@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/lane_sums.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -128,22 +129,6 @@ absl::Status Softmax(const sdk::KernelCall& call) {
         }
       });
   return absl::OkStatus();
-}
-
-// Row sums in double with eight running sums, in a fixed order: one sum's
-// chain of dependent adds cost 4 cycles per element and made layer_norm and
-// its backward ~6% of a GPT step. f(i) gives element i's term.
-template <typename Term>
-double SumInLanes(int64_t n, Term&& f) {
-  double lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) lanes[j] += f(i + j);
-  }
-  double sum = 0;
-  for (; i < n; ++i) sum += f(i);
-  for (double l : lanes) sum += l;
-  return sum;
 }
 
 absl::Status LayerNorm(const sdk::KernelCall& call) {

@@ -33,8 +33,8 @@ inline __m256 Units(__m256i words) {
 // Blocks counter .. counter + 7 (the low counter word must not wrap): their
 // 32 words, in element order, as units.
 void EightBlocks(uint64_t counter, uint64_t seed, float* units) {
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(sdk::kPhiloxMul0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(sdk::kPhiloxMul1));
   __m256i c0 = _mm256_add_epi32(
       _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(counter))),
       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -53,8 +53,8 @@ void EightBlocks(uint64_t counter, uint64_t seed, float* units) {
     c2 = _mm256_xor_si256(_mm256_xor_si256(p0.hi, c3),
                           _mm256_set1_epi32(static_cast<int>(k1)));
     c3 = p0.lo;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += sdk::kPhiloxWeyl0;
+    k1 += sdk::kPhiloxWeyl1;
   }
   // Word w of block b is element 4 b + w: transpose the 4 x 8 words.
   const __m256i u0 = _mm256_unpacklo_epi32(c0, c1);  // b0, b1 | b4, b5

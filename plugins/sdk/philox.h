@@ -16,24 +16,27 @@ namespace mixrt::sdk {
 
 using PhiloxBlock = std::array<uint32_t, 4>;
 
+// The round multipliers and key increments (vectorized implementations use
+// them too).
+inline constexpr uint32_t kPhiloxMul0 = 0xD2511F53u;
+inline constexpr uint32_t kPhiloxMul1 = 0xCD9E8D57u;
+inline constexpr uint32_t kPhiloxWeyl0 = 0x9E3779B9u;
+inline constexpr uint32_t kPhiloxWeyl1 = 0xBB67AE85u;
+
 MIXRT_HOST_DEVICE inline PhiloxBlock Philox4x32(uint64_t counter,
                                                 uint64_t seed) {
-  constexpr uint32_t kMul0 = 0xD2511F53u;
-  constexpr uint32_t kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u;
-  constexpr uint32_t kWeyl1 = 0xBB67AE85u;
   PhiloxBlock c = {static_cast<uint32_t>(counter),
                    static_cast<uint32_t>(counter >> 32), 0u, 0u};
   uint32_t k0 = static_cast<uint32_t>(seed);
   uint32_t k1 = static_cast<uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
-    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c[2];
+    const uint64_t p0 = static_cast<uint64_t>(kPhiloxMul0) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(kPhiloxMul1) * c[2];
     c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(p1),
          static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1,
          static_cast<uint32_t>(p0)};
-    k0 += kWeyl0;
-    k1 += kWeyl1;
+    k0 += kPhiloxWeyl0;
+    k1 += kPhiloxWeyl1;
   }
   return c;
 }
