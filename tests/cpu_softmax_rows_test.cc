@@ -1,6 +1,6 @@
 // The CPU plugin's softmax row kernels (each implementation this CPU can
 // run) against exp and max computed here in double: f32 weights within a
-// few ulp, bf16 weights within bf16's unit roundoff of them, -inf to exactly 0,
+// few ulp, bf16 weights within bf16's unit roundoff, -inf to exactly 0,
 // NaN kept, sums, and every tail length.
 #include "backends/cpu/softmax_rows.h"
 
@@ -86,13 +86,16 @@ TEST(SoftmaxRows, ExponentialsAndSumsMatchDouble) {
         const double rel = 3e-7 + std::abs(arg) * std::ldexp(1.0, -23);
         EXPECT_NEAR(f32[j], want, rel * want) << k->isa << " j=" << j;
         // bf16 keeps 8 significant bits: within its unit roundoff (2^-8,
-        // relative) of the f32 weight, plus the f32 weight's own error.
+        // relative) of the exact weight, plus the shorter polynomial's
+        // error (degree 4: (ln2 / 2)^5 / 5! = 4.2e-5) and the argument's.
         const double b = sdk::BF16BitsToF32(bf16[j]);
-        EXPECT_NEAR(b, want, want * (std::ldexp(1.0, -8) + rel))
-            << k->isa << " j=" << j;
+        const double bf16_rel = std::ldexp(1.0, -8) + 4.2e-5 + rel;
+        EXPECT_NEAR(b, want, want * bf16_rel) << k->isa << " j=" << j;
       }
       EXPECT_NEAR(sum_f32, want_sum, 1e-6 * want_sum) << k->isa << " n=" << n;
-      EXPECT_EQ(sum_bf16, sum_f32) << k->isa << " n=" << n;
+      // The bf16 kernel's sum is of its unrounded weights: the polynomial's
+      // error only.
+      EXPECT_NEAR(sum_bf16, want_sum, 5e-5 * want_sum) << k->isa << " n=" << n;
     }
   }
 }

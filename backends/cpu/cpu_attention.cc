@@ -6,7 +6,9 @@
 // grows), and multiplied into V. The block GEMMs run on oneDNN in the
 // inputs' dtype (bf16 on avx512_bf16) with f32 accumulation; a dtype oneDNN
 // has no fast matmul for (f16 on most CPUs) runs through f32 copies of the
-// operands. Backward recomputes the weights from the saved log-normalizers,
+// operands. The bf16 forward without dropout runs its GEMMs on AMX tiles
+// where the CPU has them (amx_tiles.h: K and V packed once per group).
+// Backward recomputes the weights from the saved log-normalizers,
 // one group per task, so dK and dV accumulate without atomics.
 #include <omp.h>
 
@@ -18,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/amx_tiles.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_compat.h"
@@ -119,13 +122,13 @@ int64_t KeyExtent(const AttentionCall& a, int64_t r0, int64_t rows) {
   return std::min(a.keys, (needed + kKeyStep - 1) / kKeyStep * kKeyStep);
 }
 
-// scores[i][j] * scale + bias (causal and mask), row by row, for the keys
-// [j0, j0 + cols) of the query rows [r0, r0 + rows).
+// scores[i][j] * scale + bias (causal and mask), row by row (row stride
+// lds), for the keys [j0, j0 + cols) of the query rows [r0, r0 + rows).
 void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
-                  int64_t j0, int64_t cols, float* scores) {
+                  int64_t j0, int64_t cols, int64_t lds, float* scores) {
   const float scale = static_cast<float>(a.attrs->scale);
   for (int64_t i = 0; i < rows; ++i) {
-    float* s = scores + i * cols;
+    float* s = scores + i * lds;
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j) s[j] *= scale;
     if (a.mask != nullptr) {
@@ -144,6 +147,7 @@ void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
 
 struct Scratch {
   std::vector<float> scores, weights_f32, acc, kbuf, vbuf, qbuf;
+  std::vector<uint16_t> qpad;  // A query block's rows padded for the tiles.
   std::vector<float> dropout;  // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
 };
@@ -231,9 +235,15 @@ void Forward(const AttentionCall& a) {
   // Weights go straight to bf16 from the exp; f16 (a oneDNN 3 build has f16
   // matmul) and dropout take the f32 row first.
   const bool low = gemm == MIXRT_DTYPE_BF16 && !dropout;
+  // The tiles take bf16 widths in 32s; rows and keys pad to 32.
+  const bool amx = low && e % 32 == 0 && ev % 32 == 0 && AmxTilesUsable();
   ParallelFor(a.groups * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch s;
     std::vector<RowStats> stats;
+    // This thread's tasks are consecutive blocks, mostly of one group: its
+    // keys and values are packed once per group.
+    std::vector<uint16_t> packed_k, packed_v;
+    int64_t packed_group = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t g = task / blocks, r0 = (task % blocks) * kRows;
       const int64_t rows = std::min(kRows, a.queries - r0);
@@ -247,24 +257,56 @@ void Forward(const AttentionCall& a) {
       const bool folded = foldable && (skip_hidden || !a.attrs->is_causal);
       const float mult = folded ? scale : 1.0f;
       const void* q = InDtype(*a.q, (g * a.queries + r0) * e, rows * e, gemm, &s.qbuf);
-      const void* k = InDtype(*a.k, g * a.keys * e, extent * e, gemm, &s.kbuf);
-      const void* v = InDtype(*a.v, g * a.keys * ev, extent * ev, gemm, &s.vbuf);
+      const void* k = nullptr;
+      const void* v = nullptr;
+      // Rows as the GEMMs see them (the tiles' multiple of 32).
+      const int64_t rows_p = amx ? (rows + 31) / 32 * 32 : rows;
+      if (amx) {
+        if (packed_group != g) {
+          const auto* kg = static_cast<const uint16_t*>(a.k->data()) + g * a.keys * e;
+          const auto* vg = static_cast<const uint16_t*>(a.v->data()) + g * a.keys * ev;
+          packed_k.resize(AmxPaddedKeys(a.keys) * e);
+          packed_v.resize(AmxPaddedKeys(a.keys) * ev);
+          AmxPackKeys(kg, a.keys, e, packed_k.data());
+          AmxPackValues(vg, a.keys, ev, packed_v.data());
+          packed_group = g;
+        }
+        if (rows_p != rows) {
+          s.qpad.assign(rows_p * e, 0);
+          std::memcpy(s.qpad.data(), q, rows * e * sizeof(uint16_t));
+          q = s.qpad.data();
+        }
+      } else {
+        k = InDtype(*a.k, g * a.keys * e, extent * e, gemm, &s.kbuf);
+        v = InDtype(*a.v, g * a.keys * ev, extent * ev, gemm, &s.vbuf);
+      }
       stats.assign(rows, RowStats{});
-      s.acc.assign(rows * ev, 0.0f);
+      s.acc.assign(rows_p * ev, 0.0f);
       for (int64_t j0 = 0; j0 < extent; j0 += kKeyChunk) {
         const int64_t cols = std::min(kKeyChunk, extent - j0);
-        s.scores.resize(rows * cols);
-        // scores = q_block k_chunk^T: k read as [E, cols] through strides.
-        Gemm({q, gemm, rows, e, e, 1},
-             {static_cast<const char*>(k) + j0 * e * Bytes(gemm), gemm, e, cols, 1, e},
-             s.scores.data(), cols, false);
-        if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, s.scores.data());
+        // The scores' and weights' row stride: the tiles read whole 32s of
+        // keys (the packed padding keys score 0 and get weight 0), and rows
+        // 2 KiB apart made each tile store 7x slower (16 rows in a few
+        // cache sets): 16 more.
+        const int64_t cols_p = amx ? AmxPaddedKeys(cols) : cols;
+        const int64_t lds = amx ? cols_p + 16 : cols;
+        s.scores.resize(rows_p * lds);
+        if (amx) {
+          AmxScores(static_cast<const uint16_t*>(q), rows_p, e,
+                    packed_k.data() + j0 * e, cols_p, s.scores.data(), lds);
+        } else {
+          // scores = q_block k_chunk^T: k read as [E, cols] through strides.
+          Gemm({q, gemm, rows, e, e, 1},
+               {static_cast<const char*>(k) + j0 * e * Bytes(gemm), gemm, e, cols, 1, e},
+               s.scores.data(), cols, false);
+        }
+        if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
         s.weights_f32.resize(rows * cols);
-        if (low) s.weights_low.resize(rows * cols);
+        if (low) s.weights_low.resize(rows_p * lds);
         for (int64_t i = 0; i < rows; ++i) {
-          const float* row = s.scores.data() + i * cols;
+          const float* row = s.scores.data() + i * lds;
           float* wf = s.weights_f32.data() + i * cols;
-          uint16_t* wl = low ? s.weights_low.data() + i * cols : nullptr;
+          uint16_t* wl = low ? s.weights_low.data() + i * lds : nullptr;
           // Causal without a mask: only keys j <= r0 + i are visible.
           const int64_t n =
               folded && a.attrs->is_causal
@@ -276,7 +318,7 @@ void Forward(const AttentionCall& a) {
                                 ? NAN
                                 : std::max(st.max, chunk_max);
           if (max == -INFINITY) {  // Nothing visible yet: weights 0.
-            if (low) std::fill(wl, wl + cols, uint16_t{0});
+            if (low) std::fill(wl, wl + lds, uint16_t{0});
             std::fill(wf, wf + cols, 0.0f);
             continue;
           }
@@ -290,7 +332,7 @@ void Forward(const AttentionCall& a) {
           st.total += low ? rows_k.exp_row_bf16(row, n, max, mult, wl)
                           : rows_k.exp_row_f32(row, n, max, mult, wf);
           if (low) {
-            std::fill(wl + n, wl + cols, uint16_t{0});
+            std::fill(wl + n, wl + lds, uint16_t{0});
           } else {
             std::fill(wf + n, wf + cols, 0.0f);
           }
@@ -311,9 +353,18 @@ void Forward(const AttentionCall& a) {
                    gemm, 0);
           p = s.weights_low.data();
         }
-        Gemm({p, gemm, rows, cols, cols, 1},
-             {static_cast<const char*>(v) + j0 * ev * Bytes(gemm), gemm, cols, ev, ev, 1},
-             s.acc.data(), ev, /*accumulate=*/true);
+        if (amx) {
+          // The padding rows' weights: 0 (their outputs are dropped).
+          std::fill(s.weights_low.data() + rows * lds,
+                    s.weights_low.data() + rows_p * lds, uint16_t{0});
+          AmxAccumulateWeightedValues(s.weights_low.data(), rows_p, cols_p, lds,
+                                      packed_v.data() + j0 * ev, ev,
+                                      s.acc.data());
+        } else {
+          Gemm({p, gemm, rows, cols, cols, 1},
+               {static_cast<const char*>(v) + j0 * ev * Bytes(gemm), gemm, cols, ev, ev, 1},
+               s.acc.data(), ev, /*accumulate=*/true);
+        }
       }
       float* lse = static_cast<float*>(a.lse->data()) + g * a.queries + r0;
       for (int64_t i = 0; i < rows; ++i) {
@@ -373,7 +424,7 @@ void Backward(const AttentionCall& a) {
           s.scores.resize(rows * cols);
           Gemm({q, gemm, rows, e, e, 1}, {k_chunk, gemm, e, cols, 1, e},
                s.scores.data(), cols, false);
-          ScaleAndMask(a, g, r0, rows, j0, cols, s.scores.data());
+          ScaleAndMask(a, g, r0, rows, j0, cols, cols, s.scores.data());
           for (int64_t i = 0; i < rows; ++i) {
             float* row = s.scores.data() + i * cols;
             const float l = lse[r0 + i];

@@ -5,7 +5,8 @@
 // oneDNN ISA cap allow it, else AVX2 (the plugin's baseline). All compute
 // every exponential bit-identically (same range reduction, same polynomial);
 // the row sum's order differs, and the bf16 instruction flushes subnormal
-// weights to zero.
+// weights to zero. bf16 weights use a shorter polynomial than f32 weights
+// (4e-5 relative before rounding to bf16's 2^-9).
 #ifndef MIXRT_BACKENDS_CPU_SOFTMAX_ROWS_H_
 #define MIXRT_BACKENDS_CPU_SOFTMAX_ROWS_H_
 
@@ -23,9 +24,10 @@ struct SoftmaxRowKernels {
   // out may alias x.
   float (*exp_row_f32)(const float* x, int64_t n, float shift, float mult,
                        float* out);
-  // As exp_row_f32, each weight rounded to bf16 (nearest even) into out;
-  // the returned sum is of the unrounded f32 values. A NaN weight may round
-  // to any bits: the returned sum carries the NaN to the output instead.
+  // As exp_row_f32 to 4e-5 relative, each weight rounded to bf16 (nearest
+  // even) into out; the returned sum is of the unrounded f32 values. A NaN
+  // weight may round to any bits: the returned sum carries the NaN to the
+  // output instead.
   float (*exp_row_bf16)(const float* x, int64_t n, float shift, float mult,
                         uint16_t* out);
   // x[j] *= factor.

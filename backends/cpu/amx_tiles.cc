@@ -1,0 +1,176 @@
+#include "backends/cpu/amx_tiles.h"
+
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "backends/cpu/cpu_info.h"
+
+namespace mixrt::cpu {
+namespace {
+
+// Linux keeps the tile data state off until a process asks for it.
+constexpr int kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+#define MIXRT_AMX __attribute__((target("amx-tile,amx-bf16")))
+
+// Every kernel call uses eight 16 x 64-byte tiles: four accumulators
+// (tmm0-3, 16 x 16 f32), two left operands (tmm4-5, 16 rows x 32 bf16) and
+// two right operands (tmm6-7, 16 pairs x 16 columns).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Loaded on every call: oneDNN's AMX kernels, which run between ours on the
+// same thread, load their own configuration.
+MIXRT_AMX void ConfigureTiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
+  // GCC 12 does not treat ldtilecfg as reading its operand and dropped the
+  // stores above (the instruction then faulted on an all-zero config).
+  __asm__ volatile("" : : "r"(&config) : "memory");
+  _tile_loadconfig(&config);
+}
+
+// One packed tile: 16 pairs x 16 columns x 2.
+constexpr int64_t kTileElements = 512;
+
+}  // namespace
+
+bool AmxTilesUsable() {
+  static const bool usable = [] {
+    const CpuInfo& cpu = GetCpuInfo();
+    if (!cpu.amx || !absl::StrContains(cpu.onednn_isa, "amx")) return false;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+
+int64_t AmxPaddedKeys(int64_t keys) { return (keys + 31) / 32 * 32; }
+
+// Tile (key block kb of 16, dims d0..d0+31): row p holds, for each of the
+// 16 keys n, the pair k[n][d0 + 2p], k[n][d0 + 2p + 1].
+void AmxPackKeys(const uint16_t* k, int64_t keys, int64_t e, uint16_t* out) {
+  const int64_t blocks = e / 32;
+  for (int64_t kb = 0; kb < AmxPaddedKeys(keys) / 16; ++kb) {
+    for (int64_t db = 0; db < blocks; ++db) {
+      uint16_t* tile = out + (kb * blocks + db) * kTileElements;
+      for (int64_t n = 0; n < 16; ++n) {
+        const int64_t key = kb * 16 + n;
+        // Keys are pairs of adjacent dims: 32-bit elements transposed.
+        for (int64_t p = 0; p < 16; ++p) {
+          const bool real = key < keys;
+          tile[p * 32 + n * 2] = real ? k[key * e + db * 32 + 2 * p] : 0;
+          tile[p * 32 + n * 2 + 1] = real ? k[key * e + db * 32 + 2 * p + 1] : 0;
+        }
+      }
+    }
+  }
+}
+
+// Tile (keys kb*32..kb*32+31, columns cb*16..cb*16+15): row p holds, for
+// each column n, the pair v[kb*32 + 2p][n], v[kb*32 + 2p + 1][n].
+void AmxPackValues(const uint16_t* v, int64_t keys, int64_t ev, uint16_t* out) {
+  const int64_t blocks = ev / 16;
+  for (int64_t kb = 0; kb < AmxPaddedKeys(keys) / 32; ++kb) {
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      uint16_t* tile = out + (kb * blocks + cb) * kTileElements;
+      for (int64_t p = 0; p < 16; ++p) {
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t key = kb * 32 + 2 * p + h;
+          for (int64_t n = 0; n < 16; ++n) {
+            tile[p * 32 + n * 2 + h] = key < keys ? v[key * ev + cb * 16 + n] : 0;
+          }
+        }
+      }
+    }
+  }
+}
+
+// 2 x 2 accumulator tiles per step (32 x 32 outputs): each loaded operand
+// tile serves two multiplies, which on these machines (a tile load costs
+// ~3 multiplies' time) is what the speed depends on.
+MIXRT_AMX void AmxScores(const uint16_t* q, int64_t rows, int64_t e,
+                         const uint16_t* packed_keys, int64_t cols,
+                         float* scores, int64_t lds) {
+  ConfigureTiles();
+  const int64_t blocks = e / 32;
+  const int64_t q_stride = e * 2, s_stride = lds * 4;
+  for (int64_t i = 0; i < rows; i += 32) {
+    const uint16_t* q0 = q + i * e;
+    const uint16_t* q1 = q0 + 16 * e;
+    for (int64_t j = 0; j < cols; j += 32) {
+      const uint16_t* k0 = packed_keys + (j / 16) * blocks * kTileElements;
+      const uint16_t* k1 = k0 + blocks * kTileElements;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t db = 0; db < blocks; ++db) {
+        _tile_loadd(4, q0 + db * 32, q_stride);
+        _tile_loadd(5, q1 + db * 32, q_stride);
+        _tile_loadd(6, k0 + db * kTileElements, 64);
+        _tile_loadd(7, k1 + db * kTileElements, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      float* s = scores + i * lds + j;
+      _tile_stored(0, s, s_stride);
+      _tile_stored(1, s + 16, s_stride);
+      _tile_stored(2, s + 16 * lds, s_stride);
+      _tile_stored(3, s + 16 * lds + 16, s_stride);
+    }
+  }
+  _tile_release();
+}
+
+MIXRT_AMX void AmxAccumulateWeightedValues(const uint16_t* weights,
+                                           int64_t rows, int64_t cols,
+                                           int64_t ldw,
+                                           const uint16_t* packed_values,
+                                           int64_t ev, float* acc) {
+  ConfigureTiles();
+  const int64_t blocks = ev / 16;
+  const int64_t w_stride = ldw * 2, acc_stride = ev * 4;
+  for (int64_t i = 0; i < rows; i += 32) {
+    for (int64_t c = 0; c < ev; c += 32) {
+      float* a = acc + i * ev + c;
+      _tile_loadd(0, a, acc_stride);
+      _tile_loadd(1, a + 16, acc_stride);
+      _tile_loadd(2, a + 16 * ev, acc_stride);
+      _tile_loadd(3, a + 16 * ev + 16, acc_stride);
+      for (int64_t kb = 0; kb < cols / 32; ++kb) {
+        const uint16_t* w = weights + i * ldw + kb * 32;
+        const uint16_t* v = packed_values + (kb * blocks + c / 16) * kTileElements;
+        _tile_loadd(4, w, w_stride);
+        _tile_loadd(5, w + 16 * ldw, w_stride);
+        _tile_loadd(6, v, 64);
+        _tile_loadd(7, v + kTileElements, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, a, acc_stride);
+      _tile_stored(1, a + 16, acc_stride);
+      _tile_stored(2, a + 16 * ev, acc_stride);
+      _tile_stored(3, a + 16 * ev + 16, acc_stride);
+    }
+  }
+  _tile_release();
+}
+
+#undef MIXRT_AMX
+
+}  // namespace mixrt::cpu
