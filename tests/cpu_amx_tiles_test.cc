@@ -6,6 +6,7 @@
 // there, and the conformance suite covers both).
 #include "backends/cpu/amx_tiles.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -61,6 +62,42 @@ TEST(AmxTiles, ScoresAreQueriesTimesKeys) {
             << "e=" << e << " row " << i << " key " << j0 + j;
       }
     }
+  }
+}
+
+// The row maxima found while storing: each row's largest real score (the
+// padding keys' 0 left out: every real score here is negative), and NaN
+// for each row of a 32-row strip holding a NaN score, only there.
+TEST(AmxTiles, ScoresReportEachRowsMaximum) {
+  if (!AmxTilesUsable()) GTEST_SKIP() << "no AMX tiles on this machine";
+  const int64_t rows = 96, e = 64, keys = 1100, j0 = 512, cols = 608;
+  const int64_t valid = keys - j0, lds = cols + 16;
+  std::vector<uint16_t> q = RandomBf16(rows * e, 5);
+  std::vector<uint16_t> k = RandomBf16(keys * e, 6);
+  // Scores q.k < 0: q's dims positive, k's negative.
+  for (uint16_t& b : q) b &= 0x7fff;
+  for (uint16_t& b : k) b |= 0x8000;
+  q[40 * e + 3] = sdk::F32ToBF16Bits(NAN);  // Row 40: strip 32..63.
+  std::vector<uint16_t> packed(AmxPaddedKeys(keys) * e);
+  AmxPackKeys(k.data(), keys, e, packed.data());
+  std::vector<float> scores(rows * lds), row_max(rows);
+  AmxScores(q.data(), rows, e, packed.data() + j0 * e, cols, scores.data(),
+            lds, valid, row_max.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    if (i >= 32 && i < 64) {
+      EXPECT_TRUE(std::isnan(row_max[i])) << "row " << i;
+      continue;
+    }
+    double want = -INFINITY;
+    for (int64_t j = 0; j < valid; ++j) {
+      double dot = 0;
+      for (int64_t c = 0; c < e; ++c) {
+        dot += F(q[i * e + c]) * F(k[(j0 + j) * e + c]);
+      }
+      want = std::max(want, dot);
+    }
+    ASSERT_LT(want, 0) << "row " << i;
+    EXPECT_NEAR(row_max[i], want, Tolerance(std::abs(want), e)) << "row " << i;
   }
 }
 

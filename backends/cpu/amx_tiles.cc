@@ -1,6 +1,7 @@
 #include "backends/cpu/amx_tiles.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@ namespace {
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
 
-#define MIXRT_AMX __attribute__((target("amx-tile,amx-bf16")))
+// AMX machines all have AVX-512, which the fused row maxima use.
+#define MIXRT_AMX \
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl")))
 
 // Every kernel call uses eight 16 x 64-byte tiles: four accumulators
 // (tmm0-3, 16 x 16 f32), two left operands (tmm4-5, 16 rows x 32 bf16) and
@@ -99,15 +102,53 @@ void AmxPackValues(const uint16_t* v, int64_t keys, int64_t ev, uint16_t* out) {
 // 2 x 2 accumulator tiles per step (32 x 32 outputs): each loaded operand
 // tile serves two multiplies, which on these machines (a tile load costs
 // ~3 multiplies' time) is what the speed depends on.
+// Running maxima of a 32-row strip's scores, 16 lanes per row, fed each
+// 32 x 32 block right after the tiles store it (still in L1: a separate
+// pass read the scores back from L2 and took a fifth of the softmax).
+class StripMaxima {
+ public:
+  MIXRT_AMX void Reset() {
+    for (__m512& m : lanes_) m = _mm512_set1_ps(-INFINITY);
+    nan_ = 0;
+  }
+  // The block's columns [0, valid) of rows 0..31 at s (row stride lds).
+  MIXRT_AMX void Add(const float* s, int64_t lds, int64_t valid) {
+    const __mmask16 m0 = valid >= 16 ? 0xffff : (1u << valid) - 1;
+    const __mmask16 m1 =
+        valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1;
+    const __m512 hidden = _mm512_set1_ps(-INFINITY);
+    for (int r = 0; r < 32; ++r) {
+      const __m512 a = _mm512_mask_loadu_ps(hidden, m0, s + r * lds);
+      const __m512 b = _mm512_mask_loadu_ps(hidden, m1, s + r * lds + 16);
+      nan_ |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q);
+      lanes_[r] = _mm512_max_ps(lanes_[r], _mm512_max_ps(a, b));
+    }
+  }
+  // Each row's maximum into out; NaN for every row when any score of the
+  // strip was NaN (max drops NaN operands).
+  MIXRT_AMX void Finish(float* out) const {
+    for (int r = 0; r < 32; ++r) {
+      out[r] = nan_ != 0 ? NAN : _mm512_reduce_max_ps(lanes_[r]);
+    }
+  }
+
+ private:
+  __m512 lanes_[32];
+  __mmask16 nan_ = 0;
+};
+
 MIXRT_AMX void AmxScores(const uint16_t* q, int64_t rows, int64_t e,
                          const uint16_t* packed_keys, int64_t cols,
-                         float* scores, int64_t lds) {
+                         float* scores, int64_t lds, int64_t valid_cols,
+                         float* row_max) {
   ConfigureTiles();
   const int64_t blocks = e / 32;
   const int64_t q_stride = e * 2, s_stride = lds * 4;
+  StripMaxima maxima;
   for (int64_t i = 0; i < rows; i += 32) {
     const uint16_t* q0 = q + i * e;
     const uint16_t* q1 = q0 + 16 * e;
+    if (row_max != nullptr) maxima.Reset();
     for (int64_t j = 0; j < cols; j += 32) {
       const uint16_t* k0 = packed_keys + (j / 16) * blocks * kTileElements;
       const uint16_t* k1 = k0 + blocks * kTileElements;
@@ -130,7 +171,11 @@ MIXRT_AMX void AmxScores(const uint16_t* q, int64_t rows, int64_t e,
       _tile_stored(1, s + 16, s_stride);
       _tile_stored(2, s + 16 * lds, s_stride);
       _tile_stored(3, s + 16 * lds + 16, s_stride);
+      if (row_max != nullptr && j < valid_cols) {
+        maxima.Add(s, lds, valid_cols - j);
+      }
     }
+    if (row_max != nullptr) maxima.Finish(row_max + i);
   }
   _tile_release();
 }

@@ -36,9 +36,12 @@ void AmxPackValues(const uint16_t* v, int64_t keys, int64_t ev, uint16_t* out);
 // scores [rows, cols] (f32, row stride lds) = q [rows, e] (row stride e) x
 // the packed keys [j0, j0 + cols)^T, where packed_keys points at key j0's
 // block (AmxPackKeys's out + j0 * e). rows, cols, j0 and e multiples of 32.
+// With row_max, also row_max[i] = the maximum of row i's first valid_cols
+// scores, or NaN when any score in its 32-row strip is NaN (the caller
+// finds that row's maximum itself).
 void AmxScores(const uint16_t* q, int64_t rows, int64_t e,
                const uint16_t* packed_keys, int64_t cols, float* scores,
-               int64_t lds);
+               int64_t lds, int64_t valid_cols = 0, float* row_max = nullptr);
 
 // acc [rows, ev] (f32, row-major) += weights [rows, cols] (bf16, row
 // stride ldw) x the packed values [j0, j0 + cols), packed_values pointing

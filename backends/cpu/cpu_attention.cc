@@ -148,6 +148,7 @@ void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
 struct Scratch {
   std::vector<float> scores, weights_f32, acc, kbuf, vbuf, qbuf;
   std::vector<uint16_t> qpad;  // A query block's rows padded for the tiles.
+  std::vector<float> row_max;  // The tiles' row maxima of a chunk.
   std::vector<float> dropout;  // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
 };
@@ -291,9 +292,14 @@ void Forward(const AttentionCall& a) {
         const int64_t cols_p = amx ? AmxPaddedKeys(cols) : cols;
         const int64_t lds = amx ? cols_p + 16 : cols;
         s.scores.resize(rows_p * lds);
+        // The tiles find each row's maximum as they store the scores when
+        // those are the softmax's input (folded: no mask to add first).
+        const bool fused_max = amx && folded;
         if (amx) {
+          s.row_max.resize(rows_p);
           AmxScores(static_cast<const uint16_t*>(q), rows_p, e,
-                    packed_k.data() + j0 * e, cols_p, s.scores.data(), lds);
+                    packed_k.data() + j0 * e, cols_p, s.scores.data(), lds,
+                    cols, fused_max ? s.row_max.data() : nullptr);
         } else {
           // scores = q_block k_chunk^T: k read as [E, cols] through strides.
           Gemm({q, gemm, rows, e, e, 1},
@@ -313,7 +319,12 @@ void Forward(const AttentionCall& a) {
                   ? std::clamp<int64_t>(r0 + i + 1 - j0, 0, cols)
                   : cols;
           RowStats& st = stats[i];
-          const float chunk_max = rows_k.row_max(row, n);
+          // The tiles' maximum is over all `cols`: a causal row that sees
+          // fewer, or a NaN in its strip, needs its own.
+          const float chunk_max =
+              fused_max && n == cols && !std::isnan(s.row_max[i])
+                  ? s.row_max[i]
+                  : rows_k.row_max(row, n);
           const float max = std::isnan(chunk_max) || std::isnan(st.max)
                                 ? NAN
                                 : std::max(st.max, chunk_max);
