@@ -26,6 +26,17 @@ sdk::Capability MatmulCapability(MixrtDtype dtype, const MatmulSpeeds& speeds) {
       ratio > 0 ? absl::StrFormat("measured %.2fx f32 throughput", ratio)
                 : absl::StrCat("speed not measured (", speeds.source, ")");
   const std::string impl = OneDnnMatmulImplementation(dtype);
+  if (dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) {
+    const std::string how = absl::StrCat(
+        "emulated: oneDNN ", info.onednn_version,
+        " has no f16 matmul; each operand is split into two bf16 parts and "
+        "three products on oneDNN ",
+        OneDnnMatmulImplementation(MIXRT_DTYPE_BF16),
+        " are summed in f32 (exact to 2^-18 per product) (", measured, ")");
+    // Emulated, so not what AMP picks by itself (it gains little over f32:
+    // three products at AMX's ~4x, plus the splits); autocast to f16 uses it.
+    return {MIXRT_SUPPORT_SLOW, how, ratio};
+  }
   if (impl.empty()) {
     return {MIXRT_SUPPORT_SLOW,
             absl::StrCat("emulated: oneDNN ", info.onednn_version, " has no ",

@@ -32,6 +32,11 @@ absl::Status RunDropout(const sdk::KernelCall& call);    // dense tensors
 std::string OneDnnMatmulImplementation(MixrtDtype dtype);
 // Whether matmul runs `dtype` on oneDNN directly (else widened to f32).
 bool OneDnnHasMatmul(MixrtDtype dtype);
+// Whether f16 matmuls run as three bf16 products of split operands
+// (bf16_pair.h) on AMX: this oneDNN has no f16 matmul and its bf16 matmul
+// runs on AMX tiles (4x its f32 speed on Sapphire Rapids; avx512_bf16
+// alone, at ~2x, would lose to one f32 product).
+bool F16MatmulByBf16Pairs();
 
 }  // namespace mixrt::cpu
 

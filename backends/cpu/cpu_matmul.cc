@@ -1,15 +1,19 @@
 // matmul on oneDNN: strided operands (transposed weights need no copy),
 // broadcast batch dims, and the epilogue (bias, activation, accumulation)
 // fused as oneDNN post-ops. f16 runs natively when this oneDNN build has an
-// f16 matmul, else through f32 (the capability table reports which).
+// f16 matmul, else as three bf16 products where oneDNN's bf16 runs on AMX,
+// else through f32 (the capability table reports which).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/amx_tiles.h"
+#include "backends/cpu/bf16_pair.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/dense_call.h"
 #include "backends/cpu/epilogue.h"
@@ -146,54 +150,46 @@ void FinishEpilogue(const TensorRef& c, const TensorRef& out,
                          });
 }
 
-// A dense f32 copy of an f16 operand, for oneDNN builds without f16 matmul.
-struct WidenedOperand {
-  std::unique_ptr<float[]> data;
+// Converted copies of operands: t's own strides over its elements' dense
+// block when they fill one (a transposed weight stays a transposed view, a
+// weight broadcast over the batch a broadcast, with no gather), else
+// row-major.
+struct CopyLayout {
   std::vector<int64_t> strides;
-  MixrtTensorDesc desc{};
+  int64_t elements = 0;
+  bool in_place_order = false;  // t's strides kept.
 };
 
-// The values are converted unless `values` is false (an output that
-// beta = 0 overwrites needs only the buffer).
-void Widen(const TensorRef& t, WidenedOperand* w, bool values = true) {
-  const int64_t n = t.numel();
+CopyLayout LayoutForCopy(const TensorRef& t) {
+  CopyLayout l;
   if (const int64_t block = DenseBlock(t); block >= 0) {
-    // Convert the block as it lies and keep its strides: a transposed
-    // weight stays a transposed view, a weight broadcast over the batch a
-    // broadcast, with no gather.
-    w->data.reset(new float[block > 0 ? block : 1]);
-    w->strides.assign(t.strides(), t.strides() + t.ndim());
-    w->desc.struct_size = sizeof(w->desc);
-    w->desc.data = w->data.get();
-    w->desc.dtype = MIXRT_DTYPE_F32;
-    w->desc.ndim = t.ndim();
-    w->desc.shape = t.shape();
-    w->desc.strides = w->strides.data();
-    if (!values) return;
-    ParallelFor(block, 1 << 16, [&](int64_t b, int64_t e) {
-      LoadRow(t.data(), t.dtype(), b, e - b, w->data.get() + b);
+    l.strides.assign(t.strides(), t.strides() + t.ndim());
+    l.elements = block;
+    l.in_place_order = true;
+    return l;
+  }
+  l.strides.assign(t.ndim(), 1);
+  for (int i = t.ndim() - 2; i >= 0; --i) {
+    l.strides[i] = l.strides[i + 1] * t.dim(i + 1);
+  }
+  l.elements = t.numel();
+  return l;
+}
+
+// Calls row(src_offset, src_col_stride, n, dst_offset) over rows covering
+// t's elements, in parallel, for a copy laid out as `l`.
+template <typename RowFn>
+void ForEachCopyRow(const TensorRef& t, const CopyLayout& l, RowFn&& row) {
+  if (l.in_place_order) {
+    ParallelFor(l.elements, 1 << 16, [&](int64_t b, int64_t e) {
+      row(b, int64_t{1}, e - b, b);
     });
     return;
   }
-  w->data.reset(new float[n > 0 ? n : 1]);
-  w->strides.assign(t.ndim(), 1);
-  for (int i = t.ndim() - 2; i >= 0; --i) {
-    w->strides[i] = w->strides[i + 1] * t.dim(i + 1);
-  }
-  MixrtTensorDesc& d = w->desc;
-  d.struct_size = sizeof(d);
-  d.data = w->data.get();
-  d.dtype = MIXRT_DTYPE_F32;
-  d.ndim = t.ndim();
-  d.shape = t.shape();
-  d.strides = w->strides.data();
-  if (!values) return;
-  // A gathered copy, row by row (rows of unit stride convert vectorized).
-  float* out = w->data.get();
   const int nd = t.ndim();
   const int64_t cols = nd > 0 ? t.dim(nd - 1) : 1;
   const int64_t col_stride = nd > 0 ? t.stride(nd - 1) : 1;
-  const int64_t rows = cols > 0 ? n / cols : 0;
+  const int64_t rows = cols > 0 ? l.elements / cols : 0;
   ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)),
               [&](int64_t begin, int64_t end) {
                 for (int64_t r = begin; r < end; ++r) {
@@ -202,16 +198,153 @@ void Widen(const TensorRef& t, WidenedOperand* w, bool values = true) {
                     offset += (rem % t.dim(d)) * t.stride(d);
                     rem /= t.dim(d);
                   }
-                  float* dst = out + r * cols;
-                  if (col_stride == 1) {
-                    LoadRow(t.data(), t.dtype(), offset, cols, dst);
-                  } else {
-                    for (int64_t j = 0; j < cols; ++j) {
-                      dst[j] = t.LoadFloat(offset + j * col_stride);
-                    }
-                  }
+                  row(offset, col_stride, cols, r * cols);
                 }
               });
+}
+
+MixrtTensorDesc CopyDesc(const TensorRef& t, const CopyLayout& l, void* data,
+                         MixrtDtype dtype) {
+  MixrtTensorDesc d{};
+  d.struct_size = sizeof(d);
+  d.data = data;
+  d.dtype = dtype;
+  d.ndim = t.ndim();
+  d.shape = t.shape();
+  d.strides = l.strides.data();
+  return d;
+}
+
+// n elements of t from offset, col_stride apart, into f32 at dst.
+void LoadStrided(const TensorRef& t, int64_t offset, int64_t col_stride,
+                 int64_t n, float* dst) {
+  if (col_stride == 1) {
+    LoadRow(t.data(), t.dtype(), offset, n, dst);
+  } else {
+    for (int64_t j = 0; j < n; ++j) dst[j] = t.LoadFloat(offset + j * col_stride);
+  }
+}
+
+// An f32 copy of an f16 operand, for oneDNN builds without f16 matmul.
+struct WidenedOperand {
+  std::unique_ptr<float[]> data;
+  CopyLayout layout;
+  MixrtTensorDesc desc{};
+};
+
+// The values are converted unless `values` is false (an output that
+// beta = 0 overwrites needs only the buffer).
+void Widen(const TensorRef& t, WidenedOperand* w, bool values = true) {
+  w->layout = LayoutForCopy(t);
+  w->data.reset(new float[std::max<int64_t>(w->layout.elements, 1)]);
+  w->desc = CopyDesc(t, w->layout, w->data.get(), MIXRT_DTYPE_F32);
+  if (!values) return;
+  float* out = w->data.get();
+  ForEachCopyRow(t, w->layout, [&](int64_t src, int64_t stride, int64_t n,
+                                   int64_t dst) {
+    LoadStrided(t, src, stride, n, out + dst);
+  });
+}
+
+// An f16 operand as two bf16 operands, hi + lo (bf16_pair.h).
+struct SplitOperand {
+  std::unique_ptr<uint16_t[]> hi, lo;
+  CopyLayout layout;
+  MixrtTensorDesc hi_desc{}, lo_desc{};
+};
+
+// Returns whether every element was finite (else the split is unusable:
+// bf16_pair.h).
+bool Split(const TensorRef& t, SplitOperand* s) {
+  s->layout = LayoutForCopy(t);
+  const int64_t n = std::max<int64_t>(s->layout.elements, 1);
+  s->hi.reset(new uint16_t[n]);
+  s->lo.reset(new uint16_t[n]);
+  s->hi_desc = CopyDesc(t, s->layout, s->hi.get(), MIXRT_DTYPE_BF16);
+  s->lo_desc = CopyDesc(t, s->layout, s->lo.get(), MIXRT_DTYPE_BF16);
+  std::atomic<bool> finite{true};
+  ForEachCopyRow(t, s->layout, [&](int64_t src, int64_t stride, int64_t n,
+                                   int64_t dst) {
+    constexpr int64_t kChunk = 1024;
+    float buf[kChunk];
+    bool f = true;
+    for (int64_t j = 0; j < n; j += kChunk) {
+      const int64_t m = std::min(kChunk, n - j);
+      LoadStrided(t, src + j * stride, stride, m, buf);
+      f &= SplitIntoBf16Pairs(buf, m, s->hi.get() + dst + j,
+                              s->lo.get() + dst + j);
+    }
+    if (!f) finite.store(false, std::memory_order_relaxed);
+  });
+  return finite.load();
+}
+
+// c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
+// not 0, on oneDNN; c is f32 or a's dtype.
+void Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
+             const TensorRef& c, float sum_beta) {
+  const bool has_bias = bias_in != nullptr;
+  const int nd = c.ndim();
+  dnnl::memory::dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
+  Layout(a, &a_dims, &a_strides);
+  Layout(b, &b_dims, &b_strides);
+  Layout(c, &c_dims, &c_strides);
+  dnnl::memory::dims bias_dims, bias_strides;
+  if (has_bias) {
+    const TensorRef& bias = *bias_in;
+    bias_dims.assign(nd, 1);
+    bias_strides.assign(nd, 1);
+    bias_dims[nd - 1] = bias.dim(0);
+    bias_strides[nd - 1] = bias.stride(0) == 0 ? 1 : bias.stride(0);
+  }
+  FoldBroadcastBatch(&a_dims, &a_strides, &b_dims, &b_strides, &c_dims,
+                     &c_strides, &bias_dims, &bias_strides);
+  const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
+  const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
+  const dnnl::memory::desc c_md(c_dims, *OneDnnType(c.dtype()), c_strides);
+  dnnl::memory::desc bias_md;
+  void* bias_data = nullptr;
+  std::unique_ptr<float[]> wide_bias;
+  if (has_bias) {
+    const TensorRef& bias = *bias_in;
+    dnnl::memory::dims& dims = bias_dims;
+    dnnl::memory::dims& strides = bias_strides;
+    const size_t last = dims.size() - 1;
+    MixrtDtype bias_type = bias.dtype();
+    bias_data = bias.data();
+    if (bias_type != MIXRT_DTYPE_F32 && bias_type != a.dtype()) {
+      // Widened or split operands: oneDNN wants an f32 (dense) bias.
+      wide_bias.reset(new float[bias.dim(0)]);
+      for (int64_t i = 0; i < bias.dim(0); ++i) {
+        wide_bias[i] = bias.LoadFloat(i * bias.stride(0));
+      }
+      bias_type = MIXRT_DTYPE_F32;
+      bias_data = wide_bias.get();
+      strides[last] = 1;
+    }
+    bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
+  }
+  const std::string key = absl::StrCat(
+      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(c), "|",
+      has_bias ? absl::StrCat(DescKey(*bias_in), wide_bias != nullptr)
+               : "-",
+      "|", sum_beta);
+  auto prim = GetPrimitive(key, [&] {
+    dnnl::post_ops ops;
+    if (sum_beta != 0) ops.append_sum(sum_beta);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    const dnnl::matmul::primitive_desc pd =
+        MatmulPd(a_md, b_md, has_bias ? &bias_md : nullptr, c_md, attr);
+    return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
+  });
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, Memory(a_md, a.data())},
+      {DNNL_ARG_WEIGHTS, Memory(b_md, b.data())},
+      {DNNL_ARG_DST, Memory(c_md, c.data())}};
+  if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
+  prim->primitive.execute(ThreadStream(), args);
+  ThreadStream().wait();
 }
 
 // out = act(bias) + beta * out when the inner dimension is empty (oneDNN
@@ -301,6 +434,13 @@ bool OneDnnHasMatmul(MixrtDtype dtype) {
   return dtype <= MIXRT_DTYPE_BF16 && has[dtype];
 }
 
+bool F16MatmulByBf16Pairs() {
+  static const bool pairs = !OneDnnHasMatmul(MIXRT_DTYPE_F16) &&
+                            OneDnnHasMatmul(MIXRT_DTYPE_BF16) &&
+                            AmxTilesUsable();
+  return pairs;
+}
+
 absl::Status RunMatmul(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(CheckShapes(call));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
@@ -313,6 +453,28 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     return absl::OkStatus();
   }
 
+  const TensorRef* bias = call.inputs.size() == 3 ? &call.inputs[2] : nullptr;
+  SplitOperand sa, sb;
+  // (ah + al)(bh + bl) in f32, al bl (< 2^-18 of the product) left out; the
+  // products accumulate in f32 (an f32 out directly when nothing follows),
+  // then the epilogue rounds once. Operands holding inf or NaN (overflowed
+  // activations under the GradScaler) go through f32 instead.
+  if (call.inputs[0].dtype() == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs() &&
+      Split(call.inputs[0], &sa) && Split(call.inputs[1], &sb)) {
+    WidenedOperand wc;
+    TensorRef c = out;
+    if (out.dtype() != MIXRT_DTYPE_F32 || beta != 0) {
+      Widen(out, &wc, /*values=*/false);
+      c = TensorRef(wc.desc);
+    }
+    Product(TensorRef(sa.hi_desc), TensorRef(sb.hi_desc), bias, c, 0);
+    Product(TensorRef(sa.hi_desc), TensorRef(sb.lo_desc), nullptr, c, 1);
+    Product(TensorRef(sa.lo_desc), TensorRef(sb.hi_desc), nullptr, c, 1);
+    if (c.data() != out.data() || act != MIXRT_ACTIVATION_NONE) {
+      FinishEpilogue(c, out, act, beta);
+    }
+    return absl::OkStatus();
+  }
   // Operands in a dtype this oneDNN build cannot multiply (f16 in 2.6, bf16
   // below avx512_core) are widened to f32 first.
   TensorRef a = call.inputs[0];
@@ -324,8 +486,6 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     a = TensorRef(wa.desc);
     b = TensorRef(wb.desc);
   }
-  const bool has_bias = call.inputs.size() == 3;
-  dnnl::memory::dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
   // A widened product is computed into an f32 buffer and rounded into
   // `out` afterwards (oneDNN has no f16 destination either).
   // The activation runs as a separate pass (see epilogue.h), so the
@@ -339,65 +499,7 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     Widen(out, &wc, /*values=*/beta != 0);  // Old values when accumulating.
     c = TensorRef(wc.desc);
   }
-  Layout(a, &a_dims, &a_strides);
-  Layout(b, &b_dims, &b_strides);
-  Layout(c, &c_dims, &c_strides);
-  dnnl::memory::dims bias_dims, bias_strides;
-  if (has_bias) {
-    const TensorRef& bias = call.inputs[2];
-    bias_dims.assign(nd, 1);
-    bias_strides.assign(nd, 1);
-    bias_dims[nd - 1] = bias.dim(0);
-    bias_strides[nd - 1] = bias.stride(0) == 0 ? 1 : bias.stride(0);
-  }
-  FoldBroadcastBatch(&a_dims, &a_strides, &b_dims, &b_strides, &c_dims,
-                     &c_strides, &bias_dims, &bias_strides);
-  const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
-  const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
-  const dnnl::memory::desc c_md(c_dims, *OneDnnType(c.dtype()), c_strides);
-  dnnl::memory::desc bias_md;
-  void* bias_data = nullptr;
-  std::unique_ptr<float[]> wide_bias;
-  if (has_bias) {
-    const TensorRef& bias = call.inputs[2];
-    dnnl::memory::dims& dims = bias_dims;
-    dnnl::memory::dims& strides = bias_strides;
-    const size_t last = dims.size() - 1;
-    MixrtDtype bias_type = bias.dtype();
-    bias_data = bias.data();
-    if (bias_type != MIXRT_DTYPE_F32 && a.dtype() == MIXRT_DTYPE_F32) {
-      // Widened operands: oneDNN wants an f32 (dense) bias with them.
-      wide_bias.reset(new float[bias.dim(0)]);
-      for (int64_t i = 0; i < bias.dim(0); ++i) {
-        wide_bias[i] = bias.LoadFloat(i * bias.stride(0));
-      }
-      bias_type = MIXRT_DTYPE_F32;
-      bias_data = wide_bias.get();
-      strides[last] = 1;
-    }
-    bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
-  }
-  const std::string key = absl::StrCat(
-      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(c), "|",
-      has_bias ? absl::StrCat(DescKey(call.inputs[2]), wide_bias != nullptr)
-               : "-",
-      "|", fused_sum ? beta : 0.0f);
-  auto prim = GetPrimitive(key, [&] {
-    dnnl::post_ops ops;
-    if (fused_sum) ops.append_sum(beta);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    const dnnl::matmul::primitive_desc pd =
-        MatmulPd(a_md, b_md, has_bias ? &bias_md : nullptr, c_md, attr);
-    return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
-  });
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, Memory(a_md, a.data())},
-      {DNNL_ARG_WEIGHTS, Memory(b_md, b.data())},
-      {DNNL_ARG_DST, Memory(c_md, c.data())}};
-  if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
-  prim->primitive.execute(ThreadStream(), args);
-  ThreadStream().wait();
+  Product(a, b, bias, c, fused_sum ? beta : 0);
   if (c.data() != out.data() || separate_activation) {
     FinishEpilogue(c, out, act, fused_sum ? 0.0f : beta);
   }

@@ -148,7 +148,8 @@ std::string ProbeCacheKey() {
   // GetCpuInfo may have been cached), which is what the kernels will use.
   return absl::StrCat(info.model, "|oneDNN ", info.onednn_version, "|",
                       info.onednn_isa, "|", omp_get_max_threads(),
-                      " threads|", kM, "x", kK, "x", kN);
+                      " threads|", kM, "x", kK, "x", kN,
+                      F16MatmulByBf16Pairs() ? "|f16 as bf16 pairs" : "");
 }
 
 MatmulSpeeds GetMatmulSpeeds() {
