@@ -36,25 +36,43 @@ def main():
     p.add_argument("--head_dim", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--max_math_seq", type=int, default=2048)
+    # The mixrt benchmark's selection flags, so one command line selects
+    # the same cases in both.
+    p.add_argument("--dtypes", default="f32,bf16")
+    p.add_argument("--causal", default="yes,no")
+    p.add_argument("--passes", default="fwd,fwd+bwd")
+    p.add_argument("--math", default="true")
     a, _ = p.parse_known_args()
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
+    chosen = a.dtypes.split(",")
+    for name in chosen:
+        if name not in dtypes:
+            p.error(f"--dtypes: unknown dtype {name!r} (expected f32, bf16)")
+    for flag, value, allowed in (("--causal", a.causal, ("yes", "no")),
+                                 ("--passes", a.passes, ("fwd", "fwd+bwd"))):
+        for v in value.split(","):
+            if v not in allowed:
+                p.error(f"{flag}: unknown value {v!r} (expected "
+                        f"{', '.join(allowed)})")
+    with_math = a.math.lower() in ("true", "1", "yes")
     print(f"PyTorch {torch.__version__} F.scaled_dot_product_attention, "
           f"{torch.get_num_threads()} threads; median of {a.repeats}")
     print(f"{'seq':<6} {'dtype':<5} {'causal':<7} {'pass':<9} "
           f"{'fused ms':>11} {'math ms':>11} {'speedup':>8}")
     for seq in [int(s) for s in a.seqs.split(",")]:
-        for dtype in (torch.float32, torch.bfloat16):
+        for dtype in (dtypes[n] for n in chosen):
             g = torch.Generator().manual_seed(1)
             q, k, v = (torch.randn(a.batch, a.heads, seq, a.head_dim,
                                    generator=g).to(dtype).requires_grad_()
                        for _ in range(3))
-            for causal in (True, False):
-                for backward in (False, True):
+            for causal in (c == "yes" for c in a.causal.split(",")):
+                for backward in (p_ == "fwd+bwd" for p_ in a.passes.split(",")):
                     fused = run(q, k, v, causal, backward,
                                 SDPBackend.FLASH_ATTENTION, a.repeats)
                     name = "f32" if dtype == torch.float32 else "bf16"
                     line = (f"{seq:<6} {name:<5} {'yes' if causal else 'no':<7} "
                             f"{'fwd+bwd' if backward else 'fwd':<9} {fused:>11.1f}")
-                    if not backward or seq <= a.max_math_seq:
+                    if with_math and (not backward or seq <= a.max_math_seq):
                         math = run(q, k, v, causal, backward, SDPBackend.MATH,
                                    a.repeats)
                         line += f" {math:>11.1f} {math / fused:>7.2f}x"
