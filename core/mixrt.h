@@ -17,6 +17,7 @@
 #include "core/amp/autocast.h"
 #include "core/amp/grad_scaler.h"
 #include "core/autograd/grad_mode.h"
+#include "core/compiler/compile.h"
 #include "core/dtype.h"
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"

@@ -160,6 +160,21 @@ struct AutocastState::Data {
   std::map<std::string, DeviceState> devices;
 };
 
+std::string AutocastStateKey() {
+  std::string key;
+  for (const auto& [device_type, s] : t_state) {
+    // An entry a guard left at the defaults means what no entry means.
+    if (!s.enabled && !s.dtype && !s.auto_precision && s.cache_enabled) {
+      continue;
+    }
+    absl::StrAppend(&key, device_type, ":", s.enabled ? "on" : "off", ",",
+                    s.dtype ? DTypeName(*s.dtype) : "default", ",",
+                    s.auto_precision ? "auto" : "fixed", ",",
+                    s.cache_enabled ? "cache" : "nocache", ";");
+  }
+  return key;
+}
+
 AutocastState CaptureAutocastState() {
   auto data = std::make_shared<AutocastState::Data>();
   data->devices = t_state;

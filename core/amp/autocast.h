@@ -83,6 +83,11 @@ class AutocastStateGuard {
   AutocastState previous_;
 };
 
+// This thread's autocast state as text (every device type's enabled flag,
+// dtype, automatic choice and cache flag): equal strings, equal precision
+// choices. What compiled graphs guard on.
+std::string AutocastStateKey();
+
 bool AutocastEnabled(absl::string_view device_type);
 // The dtype lower-precision ops run in under the innermost guard for
 // `device_type` (DefaultAutocastDType outside any guard), and whether that

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/tensor/capture_hooks.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/float_convert.h"
 #include "mixrt/status_macros.h"
@@ -115,6 +116,9 @@ absl::StatusOr<Tensor> from_bytes(absl::Span<const uint8_t> bytes,
   MIXRT_RETURN_IF_ERROR(
       device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                              out.data_ptr(), bytes.data(), bytes.size()));
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) {
+    hooks->OnHostWrite(out, bytes.data(), bytes.size());
+  }
   return out;
 }
 

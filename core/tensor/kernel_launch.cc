@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/tensor/capture_hooks.h"
 #include "core/tensor/op_profile.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
@@ -61,6 +62,9 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
   } else {
     MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
                                                    in_descs, out_descs, attrs));
+  }
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) {
+    hooks->OnLaunch(op, ins, outs, attrs);
   }
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].shares_storage_with(outputs[i])) {

@@ -1,6 +1,7 @@
 #include "core/tensor/storage.h"
 
 #include "core/allocator/caching_allocator.h"
+#include "core/tensor/capture_hooks.h"
 
 namespace mixrt {
 
@@ -9,7 +10,9 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(const Device& device,
   absl::StatusOr<void*> data =
       device.backend()->allocator(device.index()).Allocate(bytes);
   if (!data.ok()) return data.status();
-  return std::shared_ptr<Storage>(new Storage(device, *data, bytes));
+  std::shared_ptr<Storage> storage(new Storage(device, *data, bytes));
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) hooks->OnAllocate(storage);
+  return storage;
 }
 
 Storage::~Storage() {

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/tensor/capture_hooks.h"
 #include "core/tensor/kernel_launch.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/float_convert.h"
@@ -79,11 +80,15 @@ absl::StatusOr<Tensor> Tensor::to(const Device& target) const {
   MIXRT_RETURN_IF_ERROR(
       target.backend()->Copy(target.index(), MIXRT_COPY_HOST_TO_DEVICE,
                              out.data_ptr(), bytes.data(), bytes.size()));
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) {
+    hooks->OnHostWrite(out, bytes.data(), bytes.size());
+  }
   return out;
 }
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::to_bytes() const {
   MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "to_bytes"));
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) hooks->OnHostRead(*this);
   MIXRT_ASSIGN_OR_RETURN(Tensor dense, contiguous());
   std::vector<uint8_t> bytes(numel() * DTypeSize(dtype()));
   MIXRT_RETURN_IF_ERROR(dense.device().backend()->Copy(

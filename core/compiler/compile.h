@@ -1,0 +1,70 @@
+// mixrt::compile, like torch.compile: the first call of each input
+// signature traces the function into a graph (capture.h) and builds a plan
+// (plan.h); later calls whose guards hold replay it. Guards cover what the
+// trace assumed: every input's dtype, device, shape, strides, aliasing and
+// requires_grad, grad and inference mode, this thread's whole autocast
+// state (PyTorch did not guard the ambient autocast state, pytorch#112260)
+// and MIXRT_DISABLE_AMP. A failed guard recompiles; past the recompile
+// limit the function runs eagerly with one warning naming the guard that
+// kept failing. A call that cannot be captured (a graph break: a host read
+// of tensor data, random draws, a result needing autograd) runs eagerly
+// and is remembered as such; with fullgraph it is an error naming why.
+// `disable` or MIXRT_COMPILE_DISABLE=1 runs eagerly, the guide's debugging
+// switch; MIXRT_COMPILE_LOG=1 prints each compile, break and recompile.
+#ifndef MIXRT_CORE_COMPILER_COMPILE_H_
+#define MIXRT_CORE_COMPILER_COMPILE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/compiler/capture.h"
+#include "core/tensor/tensor.h"
+
+namespace mixrt {
+
+struct CompileOptions {
+  // "default": intermediates from the caching allocator per call;
+  // "reduce-overhead": intermediates held between calls (no allocation in
+  // the steady state); "max-autotune" and "max-autotune-no-cudagraphs" run
+  // as "default" until the plugins' fusion (compiler part 2) gives them
+  // choices to time.
+  std::string mode = "default";
+  bool fullgraph = false;
+  bool disable = false;
+  // "mixrt": traced graphs run as plans; "eager": the function as written
+  // (torch.compile's backend="eager", for bisecting a problem).
+  std::string backend = "mixrt";
+  int recompile_limit = 8;
+};
+
+class CompiledFunction {
+ public:
+  absl::StatusOr<std::vector<Tensor>> operator()(
+      const std::vector<Tensor>& inputs) const;
+
+  // What happened so far: each signature's graph (or why it runs eagerly),
+  // its guards, and each recompile's cause.
+  std::string Explain() const;
+  // Traces so far (recompiles included); graphs replayed; eager calls.
+  int compiles() const;
+  int64_t replays() const;
+  int64_t eager_calls() const;
+
+  struct State;
+
+ private:
+  friend absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction,
+                                                  CompileOptions);
+  std::shared_ptr<State> state_;
+};
+
+// Refuses an unknown mode or backend, or a recompile limit below 1.
+absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
+                                         CompileOptions options = {});
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_COMPILER_COMPILE_H_

@@ -1,0 +1,49 @@
+#include "core/compiler/graph.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "mixrt/op_names.h"
+
+namespace mixrt::compiler {
+namespace {
+
+std::string SlotName(const Graph& g, int slot) {
+  const StorageSlot& s = g.slots[slot];
+  switch (s.kind) {
+    case StorageSlot::Kind::kInput:
+      return absl::StrCat("arg", s.input);
+    case StorageSlot::Kind::kConstant:
+      return absl::StrCat("const", slot);
+    case StorageSlot::Kind::kInternal:
+      return absl::StrCat(s.returned ? "out" : "buf", slot);
+  }
+  return "?";
+}
+
+std::string ValueName(const Graph& g, const ValueRef& v) {
+  return absl::StrCat(SlotName(g, v.slot), v.offset != 0 ? absl::StrCat("+", v.offset) : "",
+                      ":", DTypeName(v.dtype), ShapeToString(v.shape));
+}
+
+}  // namespace
+
+std::string Graph::ToString() const {
+  std::string out;
+  for (const Node& n : nodes) {
+    std::vector<std::string> ins, outs;
+    for (const ValueRef& v : n.inputs) ins.push_back(ValueName(*this, v));
+    for (const ValueRef& v : n.outputs) outs.push_back(ValueName(*this, v));
+    absl::StrAppend(&out, "  ", absl::StrJoin(outs, ", "), " = ",
+                    n.kind == Node::Kind::kHostWrite
+                        ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
+                        : absl::StrCat(MixrtOpName(n.op), "(",
+                                       absl::StrJoin(ins, ", "), ")"),
+                    "\n");
+  }
+  std::vector<std::string> results;
+  for (const ValueRef& v : outputs) results.push_back(ValueName(*this, v));
+  absl::StrAppend(&out, "  return ", absl::StrJoin(results, ", "), "\n");
+  return out;
+}
+
+}  // namespace mixrt::compiler

@@ -1,0 +1,68 @@
+// The compiler's graph IR: what one traced call of a function did on its
+// device, as kernel launches over views of storages. Autocast has already
+// chosen every precision (its casts are launches like any other), so a
+// replay makes the eager run's choices.
+#ifndef MIXRT_CORE_COMPILER_GRAPH_H_
+#define MIXRT_CORE_COMPILER_GRAPH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/plugin/device.h"
+#include "core/tensor/shape.h"
+#include "core/tensor/storage.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt::compiler {
+
+// Memory a graph touches.
+struct StorageSlot {
+  enum class Kind {
+    kInput,     // The view of argument `input` (offsets count from it).
+    kConstant,  // Memory that outlives the call (parameters, buffers).
+    kInternal,  // Allocated by the call: intermediates and results.
+  };
+  Kind kind = Kind::kInternal;
+  int input = -1;
+  std::shared_ptr<Storage> constant;
+  uint64_t bytes = 0;  // kInternal.
+  // kInternal memory a returned tensor views: fresh on every call, so a
+  // result never changes under the caller when the graph runs again.
+  bool returned = false;
+};
+
+// A tensor as a launch sees it: a view of a slot.
+struct ValueRef {
+  int slot = -1;
+  int64_t offset = 0;  // Elements from the slot's start.
+  DType dtype = DType::kF32;
+  Shape shape;
+  Strides strides;
+};
+
+struct Node {
+  enum class Kind { kLaunch, kHostWrite };
+  Kind kind = Kind::kLaunch;
+  MixrtOp op = MIXRT_OP_COPY;
+  std::vector<uint8_t> attrs;  // The op's attribute struct; empty: none.
+  std::vector<ValueRef> inputs;
+  std::vector<ValueRef> outputs;  // kHostWrite: the one destination.
+  std::vector<uint8_t> host_bytes;  // kHostWrite: the data written.
+};
+
+struct Graph {
+  Device device;
+  std::vector<StorageSlot> slots;
+  std::vector<Node> nodes;
+  std::vector<ValueRef> outputs;  // The function's results, in order.
+
+  // One line per node: "%3 = matmul(%1, const0) bf16[4096, 384]".
+  std::string ToString() const;
+};
+
+}  // namespace mixrt::compiler
+
+#endif  // MIXRT_CORE_COMPILER_GRAPH_H_

@@ -1,0 +1,53 @@
+// A graph made executable: its launches with their descriptors prepared
+// once, so a run only fills in data pointers and calls the backend (no op
+// dispatch, shape checks or autocast decisions per op). Memory the call
+// allocated comes from the device's caching allocator on every run, or,
+// preallocated, is held between runs (mode "reduce-overhead", the CPU
+// analogue of CUDA graphs' static memory); results are always fresh.
+#ifndef MIXRT_CORE_COMPILER_PLAN_H_
+#define MIXRT_CORE_COMPILER_PLAN_H_
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/compiler/graph.h"
+#include "core/tensor/tensor.h"
+
+namespace mixrt::compiler {
+
+class Plan {
+ public:
+  static absl::StatusOr<std::unique_ptr<Plan>> Build(Graph graph,
+                                                     bool preallocate);
+
+  // The inputs must match what the graph was captured with (the compiled
+  // function's guards check that). Runs of one plan are serialized: they
+  // share its descriptors and, preallocated, its memory.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs);
+
+  const Graph& graph() const { return graph_; }
+  // Memory held between runs (preallocated intermediates).
+  uint64_t held_bytes() const;
+
+ private:
+  struct Prepared {
+    std::vector<MixrtTensorDesc> inputs, outputs;
+  };
+
+  explicit Plan(Graph graph);
+  absl::Status Allocate(int slot);
+
+  std::mutex mutex_;
+  Graph graph_;
+  std::vector<Prepared> prepared_;
+  std::vector<std::shared_ptr<Storage>> held_;  // Per slot; preallocated.
+  std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
+  std::vector<char*> bases_;                    // Per slot, this run's.
+};
+
+}  // namespace mixrt::compiler
+
+#endif  // MIXRT_CORE_COMPILER_PLAN_H_

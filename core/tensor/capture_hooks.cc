@@ -1,0 +1,19 @@
+#include "core/tensor/capture_hooks.h"
+
+namespace mixrt {
+namespace {
+
+thread_local CaptureHooks* t_hooks = nullptr;
+
+}  // namespace
+
+CaptureHooks* ActiveCaptureHooks() { return t_hooks; }
+
+ScopedCaptureHooks::ScopedCaptureHooks(CaptureHooks* hooks)
+    : previous_(t_hooks) {
+  t_hooks = hooks;
+}
+
+ScopedCaptureHooks::~ScopedCaptureHooks() { t_hooks = previous_; }
+
+}  // namespace mixrt

@@ -1,0 +1,52 @@
+// What a tracer sees of eager execution on this thread: each kernel launch,
+// each storage allocated, each host write into a tensor and each host read
+// of tensor data. The compiler (core/compiler, a layer above) installs an
+// implementation for the duration of a capture; this layer only calls
+// through the interface, so nothing here depends on the compiler.
+#ifndef MIXRT_CORE_TENSOR_CAPTURE_HOOKS_H_
+#define MIXRT_CORE_TENSOR_CAPTURE_HOOKS_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/types/span.h"
+#include "core/tensor/storage.h"
+#include "core/tensor/tensor.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt {
+
+class CaptureHooks {
+ public:
+  virtual ~CaptureHooks() = default;
+  // After a launch succeeded, with the tensors the backend saw.
+  virtual void OnLaunch(MixrtOp op, absl::Span<const Tensor> inputs,
+                        absl::Span<const Tensor> outputs,
+                        const void* attrs) = 0;
+  virtual void OnAllocate(const std::shared_ptr<Storage>& storage) = 0;
+  // `bytes` of host data copied to the start of dst's view.
+  virtual void OnHostWrite(const Tensor& dst, const void* src,
+                           size_t bytes) = 0;
+  // Tensor data copied to the host: what the traced code does next depends
+  // on values a replay would not have (a graph break).
+  virtual void OnHostRead(const Tensor& src) = 0;
+};
+
+// This thread's hooks, or null when nothing is being captured.
+CaptureHooks* ActiveCaptureHooks();
+
+// Installs hooks for its scope (the previous ones come back after).
+class ScopedCaptureHooks {
+ public:
+  explicit ScopedCaptureHooks(CaptureHooks* hooks);
+  ~ScopedCaptureHooks();
+  ScopedCaptureHooks(const ScopedCaptureHooks&) = delete;
+  ScopedCaptureHooks& operator=(const ScopedCaptureHooks&) = delete;
+
+ private:
+  CaptureHooks* previous_;
+};
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_TENSOR_CAPTURE_HOOKS_H_

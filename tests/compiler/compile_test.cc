@@ -1,0 +1,302 @@
+// mixrt::compile on the CPU plugin: replays are bit-identical to eager runs
+// of the same function (the same kernels run in the same order), every
+// guard kind recompiles instead of running a stale graph, graph breaks run
+// eagerly (or fail under fullgraph) with their reason, the recompile limit
+// falls back to eager, results stay the caller's, and bad options are
+// refused.
+#include "core/compiler/compile.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "core/amp/autocast.h"
+#include "core/autograd/grad_mode.h"
+#include "core/functional/ops.h"
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+Device Cpu() {
+  auto b = Registry::Global().Load(
+      testing::RunfilePath("backends/cpu/libmixrt_cpu.so"));
+  EXPECT_TRUE(b.ok()) << b.status();
+  return Device(*b, 0);
+}
+
+// A two-layer MLP's forward with weights held by the closure (constants
+// of the graph, as a module's parameters are).
+struct Mlp {
+  Tensor w1, b1, w2, b2;
+  explicit Mlp(const Device& d) {
+    Generator g(7);
+    w1 = *randn({64, 32}, DType::kF32, d, 0, 0.2, &g);
+    b1 = *randn({64}, DType::kF32, d, 0, 0.2, &g);
+    w2 = *randn({10, 64}, DType::kF32, d, 0, 0.2, &g);
+    b2 = *randn({10}, DType::kF32, d, 0, 0.2, &g);
+  }
+  absl::StatusOr<std::vector<Tensor>> operator()(
+      const std::vector<Tensor>& in) const {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, linear(in[0], w1, b1));
+    MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, linear(h, w2, b2));
+    MIXRT_ASSIGN_OR_RETURN(Tensor p, softmax(out, -1));
+    return std::vector<Tensor>{out, p};
+  }
+};
+
+std::vector<uint8_t> Bytes(const Tensor& t) { return *t.to_bytes(); }
+
+Tensor Input(const Device& d, int64_t rows, uint64_t seed) {
+  Generator g(seed);
+  return *randn({rows, 32}, DType::kF32, d, 0, 1, &g);
+}
+
+TEST(Compile, ReplaysMatchEagerBitForBitInF32AndUnderAutocast) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  for (bool autocast : {false, true}) {
+    InferenceModeGuard inference;
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace("cpu", DType::kBF16);
+    auto f = compile(mlp);
+    ASSERT_TRUE(f.ok()) << f.status();
+    for (uint64_t seed : {1, 2, 3}) {
+      const std::vector<Tensor> in = {Input(d, 16, seed)};
+      auto got = (*f)(in);
+      ASSERT_TRUE(got.ok()) << got.status();
+      auto want = mlp(in);
+      ASSERT_TRUE(want.ok());
+      ASSERT_EQ(got->size(), 2u);
+      for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ((*got)[k].dtype(), (*want)[k].dtype());
+        EXPECT_EQ((*got)[k].shape(), (*want)[k].shape());
+        EXPECT_EQ(Bytes((*got)[k]), Bytes((*want)[k]))
+            << "autocast " << autocast << " seed " << seed << " output " << k;
+      }
+    }
+    EXPECT_EQ(f->compiles(), 1);
+    EXPECT_EQ(f->replays(), 2);
+    EXPECT_EQ(f->eager_calls(), 0);
+    if (autocast) {
+      // The autocast casts are launches of the graph: bf16 matmuls.
+      EXPECT_THAT(f->Explain(), HasSubstr("matmul(buf"));
+      EXPECT_THAT(f->Explain(), HasSubstr(":bf16["));
+    }
+  }
+}
+
+TEST(Compile, EachGuardKindRecompilesInsteadOfRunningAStaleGraph) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  auto f = compile(mlp);
+  ASSERT_TRUE(f.ok());
+  InferenceModeGuard inference;
+  auto check = [&](const std::vector<Tensor>& in, int compiles,
+                   const std::string& cause) {
+    auto got = (*f)(in);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = mlp(in);
+    EXPECT_EQ(Bytes((*got)[1]), Bytes((*want)[1])) << cause;
+    EXPECT_EQ(f->compiles(), compiles) << cause;
+    if (!cause.empty()) EXPECT_THAT(f->Explain(), HasSubstr(cause));
+  };
+  // Each call differs from the one before in one guard.
+  const Tensor x = Input(d, 16, 1);
+  check({x}, 1, "first call");
+  check({Input(d, 8, 2)}, 2, "input 0 shape changed from [16, 32] to [8, 32]");
+  // A transposed view: same shape, other strides.
+  const Tensor t = *(*randn({32, 8}, DType::kF32, d)).transpose(0, 1);
+  check({t}, 3, "input 0 strides changed from [32, 1] to [1, 8]");
+  {
+    AutocastGuard bf16("cpu", DType::kBF16);
+    check({t}, 4, "autocast state changed from  to cpu:on,bf16");
+  }
+  check({x}, 4, "");  // The first signature again: a replay.
+  EXPECT_EQ(f->replays(), 1);
+}
+
+TEST(Compile, InputDtypeIsGuarded) {
+  const Device d = Cpu();
+  auto f = compile([](const std::vector<Tensor>& in)
+                       -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, gelu(in[0]));
+    return std::vector<Tensor>{out};
+  });
+  InferenceModeGuard inference;
+  const Tensor x = Input(d, 4, 1), y = *x.to(DType::kBF16);
+  ASSERT_TRUE((*f)({x}).ok());
+  auto low = (*f)({y});
+  ASSERT_TRUE(low.ok());
+  EXPECT_EQ((*low)[0].dtype(), DType::kBF16);
+  EXPECT_EQ(Bytes((*low)[0]), Bytes(*gelu(y)));
+  EXPECT_EQ(f->compiles(), 2);
+  EXPECT_THAT(f->Explain(), HasSubstr("input 0 dtype changed from f32 to bf16"));
+}
+
+TEST(Compile, GradModeIsGuarded) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  auto f = compile(mlp);
+  ASSERT_TRUE(f.ok());
+  const Tensor x = Input(d, 4, 1);
+  {
+    NoGradGuard no_grad;
+    ASSERT_TRUE((*f)({x}).ok());
+  }
+  ASSERT_TRUE((*f)({x}).ok());
+  EXPECT_EQ(f->compiles(), 2);
+  EXPECT_THAT(f->Explain(), HasSubstr("grad mode changed from off to on"));
+}
+
+TEST(Compile, AHostReadIsAGraphBreakAndFullgraphRefusesIt) {
+  const Device d = Cpu();
+  auto reads = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor s, sum(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(double v, s.item());
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, scale(in[0], v > 0 ? 2.0 : -2.0));
+    return std::vector<Tensor>{out};
+  };
+  const Tensor x = Input(d, 4, 3);
+  auto f = compile(reads);
+  ASSERT_TRUE(f.ok());
+  for (int i = 0; i < 2; ++i) {
+    auto got = (*f)({x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(Bytes((*got)[0]), Bytes((*reads({x}))[0]));
+  }
+  EXPECT_EQ(f->eager_calls(), 1);  // The traced call was the first.
+  EXPECT_THAT(f->Explain(), HasSubstr("a host read of tensor data"));
+  auto strict = compile(reads, {.fullgraph = true});
+  ASSERT_TRUE(strict.ok());
+  auto refused = (*strict)({x});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("fullgraph"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("host read"));
+}
+
+TEST(Compile, RandomDrawsAndAutogradResultsRunEagerlyWithTheirReason) {
+  const Device d = Cpu();
+  auto drops = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, dropout(in[0], 0.5));
+    return std::vector<Tensor>{out};
+  };
+  auto f = compile(drops);
+  const Tensor x = Input(d, 4, 4);
+  ASSERT_TRUE((*f)({x}).ok());
+  EXPECT_THAT(f->Explain(), HasSubstr("random numbers were drawn"));
+  const Mlp mlp(d);
+  auto g = compile([&](const std::vector<Tensor>& in) { return mlp(in); });
+  Tensor w = Input(d, 4, 5);
+  ASSERT_TRUE(w.set_requires_grad(true).ok());
+  ASSERT_TRUE((*g)({w}).ok());
+  EXPECT_THAT(g->Explain(), HasSubstr("a result requires grad"));
+}
+
+TEST(Compile, TheRecompileLimitFallsBackToEager) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  InferenceModeGuard inference;
+  auto f = compile(mlp, {.recompile_limit = 2});
+  ASSERT_TRUE(f.ok());
+  for (int64_t rows : {1, 2, 3, 4}) {
+    const std::vector<Tensor> in = {Input(d, rows, rows)};
+    auto got = (*f)(in);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(Bytes((*got)[0]), Bytes((*mlp(in))[0])) << rows;
+  }
+  EXPECT_EQ(f->compiles(), 2);
+  EXPECT_EQ(f->eager_calls(), 2);
+  EXPECT_THAT(f->Explain(), HasSubstr("recompile limit reached (input 0 shape"));
+}
+
+TEST(Compile, ResultsStayTheCallersInEveryMode) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  InferenceModeGuard inference;
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    auto f = compile(mlp, {.mode = mode});
+    ASSERT_TRUE(f.ok());
+    const std::vector<Tensor> a = {Input(d, 8, 1)}, b = {Input(d, 8, 2)};
+    auto first = (*f)(a);
+    auto second = (*f)(a);  // A replay.
+    const std::vector<uint8_t> kept = Bytes((*second)[0]);
+    auto third = (*f)(b);  // Another replay, other values.
+    ASSERT_TRUE(third.ok());
+    EXPECT_EQ(Bytes((*second)[0]), kept) << mode;
+    EXPECT_NE(Bytes((*third)[0]), kept) << mode;
+    EXPECT_EQ(Bytes((*third)[0]), Bytes((*mlp(b))[0])) << mode;
+  }
+}
+
+TEST(Compile, HostDataWrittenByTheFunctionIsReplayed) {
+  const Device d = Cpu();
+  auto offsets = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, from_floats({1, 2, 3, 4}, {4}, DType::kF32, d));
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, add(in[0], c));
+    return std::vector<Tensor>{out};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(offsets, {.mode = "reduce-overhead"});
+  const Tensor x = *from_floats({10, 20, 30, 40}, {4}, DType::kF32, d);
+  for (int i = 0; i < 3; ++i) {
+    auto got = (*f)({x});
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(*(*got)[0].to_float_vector(), (std::vector<float>{11, 22, 33, 44}));
+  }
+  EXPECT_EQ(f->replays(), 2);
+  EXPECT_THAT(f->Explain(), HasSubstr("host_write(16 bytes)"));
+}
+
+TEST(Compile, DisableAndTheEagerBackendRunAsWritten) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  InferenceModeGuard inference;
+  const std::vector<Tensor> in = {Input(d, 2, 1)};
+  auto off = compile(mlp, {.disable = true});
+  auto eager = compile(mlp, {.backend = "eager"});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*off)(in).ok());
+    ASSERT_TRUE((*eager)(in).ok());
+  }
+  EXPECT_EQ(off->compiles() + eager->compiles(), 0);
+  EXPECT_EQ(off->eager_calls() + eager->eager_calls(), 4);
+  setenv("MIXRT_COMPILE_DISABLE", "1", 1);
+  auto env = compile(mlp);
+  ASSERT_TRUE((*env)(in).ok());
+  unsetenv("MIXRT_COMPILE_DISABLE");
+  EXPECT_EQ(env->compiles(), 0);
+}
+
+TEST(Compile, EagerErrorsAndBadOptionsAreValues) {
+  const Device d = Cpu();
+  auto fails = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, matmul(in[0], in[0]));  // [4,32]x[4,32]
+    return std::vector<Tensor>{out};
+  };
+  auto f = compile(fails);
+  auto eager = fails({Input(d, 4, 1)});
+  auto compiled = (*f)({Input(d, 4, 1)});
+  ASSERT_FALSE(eager.ok());
+  EXPECT_EQ(compiled.status(), eager.status());
+  EXPECT_THAT(compile(fails, {.mode = "fast"}).status().message(),
+              HasSubstr("unknown mode \"fast\""));
+  EXPECT_THAT(compile(fails, {.backend = "inductor"}).status().message(),
+              HasSubstr("unknown backend"));
+  EXPECT_THAT(compile(fails, {.recompile_limit = 0}).status().message(),
+              HasSubstr("recompile_limit"));
+}
+
+}  // namespace
+}  // namespace mixrt
