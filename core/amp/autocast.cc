@@ -76,9 +76,12 @@ void WarnOnce(const std::string& text) {
 
 const char* Name(DType d) { return DTypeName(d).data(); }
 
+thread_local int t_cache_bypass = 0;
+
 absl::StatusOr<Tensor> CastCached(const Tensor& t, DType target,
                                   bool cache_enabled) {
-  const bool cacheable = cache_enabled && !InferenceModeEnabled() &&
+  const bool cacheable = cache_enabled && t_cache_bypass == 0 &&
+                         !InferenceModeEnabled() &&
                          t.is_leaf() && t.requires_grad() &&
                          t.dtype() == DType::kF32;
   if (!cacheable) return cast(t, target);
@@ -159,6 +162,9 @@ AutocastGuard::~AutocastGuard() {
 struct AutocastState::Data {
   std::map<std::string, DeviceState> devices;
 };
+
+AutocastCacheBypass::AutocastCacheBypass() { ++t_cache_bypass; }
+AutocastCacheBypass::~AutocastCacheBypass() { --t_cache_bypass; }
 
 std::string AutocastStateKey() {
   std::string key;

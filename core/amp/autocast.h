@@ -83,6 +83,18 @@ class AutocastStateGuard {
   AutocastState previous_;
 };
 
+// Within its scope this thread's autocast casts neither use nor fill the
+// weight-cast cache: a tracing compiler must see every cast as a launch of
+// its graph (a cached cast would be a constant, stale once its weight or
+// input changes).
+class AutocastCacheBypass {
+ public:
+  AutocastCacheBypass();
+  ~AutocastCacheBypass();
+  AutocastCacheBypass(const AutocastCacheBypass&) = delete;
+  AutocastCacheBypass& operator=(const AutocastCacheBypass&) = delete;
+};
+
 // This thread's autocast state as text (every device type's enabled flag,
 // dtype, automatic choice and cache flag): equal strings, equal precision
 // choices. What compiled graphs guard on.

@@ -87,7 +87,7 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
     // whole backward ends (as PyTorch does): activations go while parameter
     // gradients arrive, and a checkpointed block's recomputation is freed
     // before the next block's starts.
-    if (!retain_graph && dynamic_cast<AccumulateGrad*>(node) == nullptr) {
+    if (!retain_graph && node->HoldsSavedState()) {
       node->ReleaseSaved();
       node->mark_released();
     }

@@ -2,15 +2,17 @@
 
 namespace mixrt {
 
-void Record(const std::string& name, const std::vector<Tensor>& inputs,
-            std::vector<Tensor*> outputs, std::vector<Tensor> saved,
-            BackwardFn fn) {
+namespace {
+
+void RecordNode(const std::string& name, const std::vector<Tensor>& inputs,
+                std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+                BackwardFn fn, bool stateless) {
   if (!AnyRequiresGrad(inputs)) return;
   for (Tensor& t : saved) {
     if (t.defined()) t = t.detach();
   }
-  auto node =
-      std::make_shared<FunctionNode>(name, std::move(saved), std::move(fn));
+  auto node = std::make_shared<FunctionNode>(name, std::move(saved),
+                                             std::move(fn), stateless);
   for (const Tensor& input : inputs) {
     node->next_edges().push_back(input.defined() ? GradientEdge(input)
                                                  : Edge{});
@@ -19,6 +21,21 @@ void Record(const std::string& name, const std::vector<Tensor>& inputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     SetHistory(*outputs[i], node, static_cast<int>(i));
   }
+}
+
+}  // namespace
+
+void Record(const std::string& name, const std::vector<Tensor>& inputs,
+            std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+            BackwardFn fn) {
+  RecordNode(name, inputs, std::move(outputs), std::move(saved), std::move(fn),
+             /*stateless=*/false);
+}
+
+void RecordStateless(const std::string& name, const std::vector<Tensor>& inputs,
+                     std::vector<Tensor*> outputs, BackwardFn fn) {
+  RecordNode(name, inputs, std::move(outputs), {}, std::move(fn),
+             /*stateless=*/true);
 }
 
 }  // namespace mixrt

@@ -17,8 +17,12 @@ using BackwardFn = std::function<absl::StatusOr<std::vector<Tensor>>(
 
 class FunctionNode : public Node {
  public:
-  FunctionNode(std::string name, std::vector<Tensor> saved, BackwardFn fn)
-      : Node(std::move(name)), saved_(std::move(saved)), fn_(std::move(fn)) {}
+  FunctionNode(std::string name, std::vector<Tensor> saved, BackwardFn fn,
+               bool stateless = false)
+      : Node(std::move(name)),
+        saved_(std::move(saved)),
+        fn_(std::move(fn)),
+        stateless_(stateless) {}
 
   absl::StatusOr<std::vector<Tensor>> Apply(
       std::vector<Tensor> grad_outputs) override {
@@ -27,13 +31,16 @@ class FunctionNode : public Node {
   // The closure goes too: the tensors it captured (forward outputs, masks)
   // are saved tensors as much as saved_ is.
   void ReleaseSaved() override {
+    if (stateless_) return;
     saved_.clear();
     fn_ = nullptr;
   }
+  bool HoldsSavedState() const override { return !stateless_; }
 
  private:
   std::vector<Tensor> saved_;
   BackwardFn fn_;
+  bool stateless_;
 };
 
 // Records `fn` as the history of `outputs` when `inputs` need gradients:
@@ -42,6 +49,10 @@ class FunctionNode : public Node {
 void Record(const std::string& name, const std::vector<Tensor>& inputs,
             std::vector<Tensor*> outputs, std::vector<Tensor> saved,
             BackwardFn fn);
+// Record for a backward that saves nothing and whose closure holds no
+// tensor: the node survives backward and may run again (a cast).
+void RecordStateless(const std::string& name, const std::vector<Tensor>& inputs,
+                     std::vector<Tensor*> outputs, BackwardFn fn);
 
 }  // namespace mixrt
 

@@ -42,6 +42,15 @@ absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
   return std::vector<Tensor>{};
 }
 
+namespace {
+std::atomic<uint64_t> g_nodes_created{0};
+}  // namespace
+
+uint64_t NodesCreated() { return g_nodes_created.load(); }
+
+Node::Node(std::string name)
+    : name_(std::move(name)), sequence_(g_nodes_created.fetch_add(1)) {}
+
 Edge GradientEdge(const Tensor& t) {
   const std::shared_ptr<AutogradMeta> meta = t.autograd_meta();
   if (meta == nullptr) return {};

@@ -4,6 +4,8 @@
 #ifndef MIXRT_CORE_AUTOGRAD_NODE_H_
 #define MIXRT_CORE_AUTOGRAD_NODE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,9 +24,14 @@ struct Edge {
   int input_nr = 0;            // Which input slot of `node`.
 };
 
+// Nodes created so far in this process (each node's sequence number is
+// the count before it): a tracer tells the nodes a traced call recorded
+// from those that were there before.
+uint64_t NodesCreated();
+
 class Node {
  public:
-  explicit Node(std::string name) : name_(std::move(name)) {}
+  explicit Node(std::string name);
   virtual ~Node() = default;
 
   // Gradients for each input edge, given one gradient per output (an
@@ -33,16 +40,22 @@ class Node {
       std::vector<Tensor> grad_outputs) = 0;
   // Drops saved tensors after a backward without retain_graph.
   virtual void ReleaseSaved() {}
+  // False for a node whose backward needs nothing a backward frees (a
+  // cast, a leaf's accumulator): it may run in any number of backwards, as
+  // a weight cast cached by autocast and used by several forwards must.
+  virtual bool HoldsSavedState() const { return true; }
 
   const std::string& name() const { return name_; }
   std::vector<Edge>& next_edges() { return next_edges_; }
   int num_outputs() const { return num_outputs_; }
   void set_num_outputs(int n) { num_outputs_ = n; }
+  uint64_t sequence() const { return sequence_; }
   bool released() const { return released_; }
   void mark_released() { released_ = true; }
 
  private:
   std::string name_;
+  uint64_t sequence_;
   std::vector<Edge> next_edges_;
   int num_outputs_ = 1;
   bool released_ = false;
@@ -59,6 +72,7 @@ class AccumulateGrad : public Node {
         shape_(std::move(shape)) {}
   absl::StatusOr<std::vector<Tensor>> Apply(
       std::vector<Tensor> grad_outputs) override;
+  bool HoldsSavedState() const override { return false; }
 
  private:
   std::weak_ptr<AutogradMeta> leaf_;

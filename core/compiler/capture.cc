@@ -5,7 +5,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/amp/autocast.h"
+#include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
+#include "core/tensor/factories.h"
 #include "core/tensor/capture_hooks.h"
 #include "core/tensor/generator.h"
 #include "mixrt/op_names.h"
@@ -21,12 +25,15 @@ struct AttrsHeader {
 
 class Recorder : public CaptureHooks {
  public:
-  explicit Recorder(const std::vector<Tensor>& inputs) : inputs_(inputs) {}
+  // A backward's recorder maps the forward's memory to kSaved slots.
+  explicit Recorder(const std::vector<Tensor>& inputs,
+                    Recorder* forward = nullptr)
+      : inputs_(inputs), forward_(forward) {}
 
   void OnLaunch(MixrtOp op, absl::Span<const Tensor> inputs,
                 absl::Span<const Tensor> outputs, const void* attrs) override {
     if (broken()) return;
-    Node node;
+    GraphNode node;
     node.op = op;
     if (attrs != nullptr) {
       const auto* header = static_cast<const AttrsHeader*>(attrs);
@@ -55,8 +62,8 @@ class Recorder : public CaptureHooks {
 
   void OnHostWrite(const Tensor& dst, const void* src, size_t bytes) override {
     if (broken()) return;
-    Node node;
-    node.kind = Node::Kind::kHostWrite;
+    GraphNode node;
+    node.kind = GraphNode::Kind::kHostWrite;
     node.outputs.push_back(Value(dst));
     const auto* b = static_cast<const uint8_t*>(src);
     node.host_bytes.assign(b, b + bytes);
@@ -126,6 +133,11 @@ class Recorder : public CaptureHooks {
       slot.bytes = a->second->bytes();
       return slot;
     }
+    if (forward_ != nullptr && forward_->Holds(t)) {
+      slot.kind = StorageSlot::Kind::kSaved;
+      slot.forward_slot = forward_->SavedSlot(t);
+      return slot;
+    }
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (inputs_[i].defined() && inputs_[i].storage() == t.storage()) {
         slot.kind = StorageSlot::Kind::kInput;
@@ -138,12 +150,134 @@ class Recorder : public CaptureHooks {
     return slot;
   }
 
+  // Whether t views memory this call allocated or one of its inputs: what
+  // differs between calls, so a backward must be handed it.
+  bool Holds(const Tensor& t) const {
+    if (allocated_.contains(t.storage().get())) return true;
+    for (const Tensor& in : inputs_) {
+      if (in.defined() && in.storage() == t.storage()) return true;
+    }
+    return false;
+  }
+
+  // The forward slot of memory it allocated, marked saved for a backward.
+  int SavedSlot(const Tensor& t) {
+    const int slot = Value(t).slot;
+    graph_.slots[slot].saved = true;
+    return slot;
+  }
+
   const std::vector<Tensor>& inputs_;
+  Recorder* forward_;
   Graph graph_;
   absl::flat_hash_map<const Storage*, int> slot_of_;
   absl::flat_hash_map<const Storage*, std::shared_ptr<Storage>> allocated_;
   std::string reason_;
 };
+
+// Catches the gradient bound for one boundary of the traced region.
+class SinkNode : public Node {
+ public:
+  SinkNode() : Node("CompiledGradientSink") {}
+  absl::StatusOr<std::vector<Tensor>> Apply(
+      std::vector<Tensor> grad_outputs) override {
+    gradient = grad_outputs.empty() ? Tensor() : grad_outputs[0];
+    return std::vector<Tensor>{};
+  }
+  Tensor gradient;
+};
+
+// Traces the backward of `outputs` (the forward recorded by `forward`).
+// Returns the reason when it cannot.
+std::string CaptureBackward(const std::vector<Tensor>& inputs,
+                            const std::vector<Tensor>& outputs,
+                            uint64_t first_node, Recorder* forward,
+                            TrainingGraphs* training) {
+  // Boundaries: edges into an input's history, a leaf's accumulator, or a
+  // node recorded before the call. Each (node, slot) gets one sink.
+  absl::flat_hash_map<std::pair<const Node*, int>, int> input_of;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    const Edge e = GradientEdge(inputs[i]);
+    if (e.node != nullptr) {
+      input_of.try_emplace(std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr}),
+                           static_cast<int>(i));
+    }
+  }
+  struct Redirect {
+    Node* node;
+    size_t k;
+    Edge original;
+  };
+  std::vector<Redirect> redirects;
+  std::vector<std::shared_ptr<SinkNode>> sinks;
+  absl::flat_hash_map<std::pair<const Node*, int>, int> sink_of;
+  std::vector<Tensor> roots, grads;
+  std::vector<Node*> stack;
+  absl::flat_hash_map<const Node*, bool> seen;  // Autograd nodes walked.
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Edge e = GradientEdge(outputs[k]);
+    if (e.node == nullptr) continue;
+    training->grad_outputs.push_back(static_cast<int>(k));
+    roots.push_back(outputs[k]);
+    if (seen.emplace(e.node.get(), true).second) stack.push_back(e.node.get());
+  }
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    std::vector<Edge>& edges = node->next_edges();
+    for (size_t k = 0; k < edges.size(); ++k) {
+      const Edge& e = edges[k];
+      if (e.node == nullptr) continue;
+      const auto key = std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr});
+      const auto input = input_of.find(key);
+      const bool boundary = input != input_of.end() ||
+                            dynamic_cast<AccumulateGrad*>(e.node.get()) != nullptr ||
+                            e.node->sequence() < first_node;
+      if (!boundary) {
+        if (seen.emplace(e.node.get(), true).second) stack.push_back(e.node.get());
+        continue;
+      }
+      auto [it, added] = sink_of.try_emplace(key, static_cast<int>(sinks.size()));
+      if (added) {
+        sinks.push_back(std::make_shared<SinkNode>());
+        GradientSink target;
+        if (input != input_of.end()) {
+          target.input = input->second;
+        } else {
+          target.edge = e;
+        }
+        training->sinks.push_back(target);
+      }
+      redirects.push_back({node, k, e});
+      edges[k] = Edge{sinks[it->second], 0};
+    }
+  }
+  for (const Tensor& r : roots) {
+    absl::StatusOr<Tensor> one = ones(r.shape(), r.dtype(), r.device());
+    if (!one.ok()) return std::string(one.status().message());
+    grads.push_back(*one);
+  }
+  Recorder backward(grads, forward);
+  absl::Status status;
+  {
+    ScopedCaptureHooks hooks(&backward);
+    status = RunBackward(roots, grads, /*retain_graph=*/true);
+  }
+  for (const Redirect& r : redirects) r.node->next_edges()[r.k] = r.original;
+  if (!status.ok()) {
+    return absl::StrCat("its backward failed: ", status.message());
+  }
+  if (backward.broken()) return absl::StrCat("in its backward, ", backward.reason());
+  std::vector<Tensor> results;
+  for (const auto& sink : sinks) {
+    training->sink_result.push_back(
+        sink->gradient.defined() ? static_cast<int>(results.size()) : -1);
+    if (sink->gradient.defined()) results.push_back(sink->gradient);
+  }
+  training->backward = backward.Finish(results);
+  return "";
+}
 
 }  // namespace
 
@@ -151,9 +285,11 @@ absl::StatusOr<CaptureOutcome> CaptureCall(const TracedFunction& fn,
                                            const std::vector<Tensor>& inputs) {
   Recorder recorder(inputs);
   const uint64_t random_offset = DefaultGenerator().offset();
+  const uint64_t first_node = NodesCreated();
   absl::StatusOr<std::vector<Tensor>> outputs;
   {
     ScopedCaptureHooks hooks(&recorder);
+    AutocastCacheBypass casts_are_launches;
     outputs = fn(inputs);
   }
   if (!outputs.ok()) return outputs.status();
@@ -164,21 +300,30 @@ absl::StatusOr<CaptureOutcome> CaptureCall(const TracedFunction& fn,
         "random numbers were drawn (dropout in training mode, random "
         "tensors): a replay would repeat the same draws");
   }
-  if (GradModeEnabled()) {
-    for (const Tensor& t : outcome.outputs) {
-      if (t.defined() && t.requires_grad()) {
-        recorder.Break(
-            "a result requires grad: compiled graphs do not record autograd "
-            "history yet (run the call under NoGradGuard or InferenceMode)");
-        break;
-      }
-    }
-  }
   for (const Tensor& t : outcome.outputs) {
     if (!t.defined()) recorder.Break("a result is an undefined tensor");
   }
+  bool training = false;
+  if (GradModeEnabled()) {
+    for (const Tensor& t : outcome.outputs) {
+      training |= t.defined() && t.requires_grad();
+    }
+  }
+  if (training && !recorder.broken()) {
+    TrainingGraphs graphs;
+    const std::string why =
+        CaptureBackward(inputs, outcome.outputs, first_node, &recorder, &graphs);
+    if (!why.empty()) {
+      recorder.Break(why);
+    } else if (DefaultGenerator().offset() != random_offset) {
+      recorder.Break("random numbers were drawn in the backward");
+    } else {
+      outcome.training = std::move(graphs);
+    }
+  }
   if (recorder.broken()) {
     outcome.not_captured = recorder.reason();
+    outcome.training.reset();
   } else {
     outcome.graph = recorder.Finish(outcome.outputs);
   }

@@ -1,9 +1,11 @@
 // Tracing: one eager call of a function, run for real (its results are the
 // call's results), with every launch, allocation and host write recorded
-// into a Graph. What a replay could not reproduce ends the capture with a
-// reason instead of a graph: a host read of tensor data (the code after it
-// may depend on the values), random draws, autograd history on a result,
-// launches on two devices, an attribute extension the IR cannot copy.
+// into a Graph, and, when results need gradients, its backward into a
+// second graph (AOTAutograd's joint capture, split where the backward reads
+// what the forward saved). What a replay could not reproduce ends the
+// capture with a reason instead of a graph: a host read of tensor data
+// (the code after it may depend on the values), random draws, launches on
+// two devices, an attribute extension the IR cannot copy.
 #ifndef MIXRT_CORE_COMPILER_CAPTURE_H_
 #define MIXRT_CORE_COMPILER_CAPTURE_H_
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/autograd/node.h"
 #include "core/compiler/graph.h"
 #include "core/tensor/tensor.h"
 
@@ -21,9 +24,32 @@ namespace mixrt::compiler {
 using TracedFunction = std::function<absl::StatusOr<std::vector<Tensor>>(
     const std::vector<Tensor>&)>;
 
+// Where one gradient of a compiled backward goes: into the history of
+// input `input` (looked up again on every call: each call's input has its
+// own), or along `edge` (a parameter's accumulator, or history recorded
+// before the call).
+struct GradientSink {
+  int input = -1;
+  Edge edge;
+};
+
+// A call whose results need gradients is traced twice: the forward as it
+// runs, then its backward, run once on ones with every gradient bound for
+// a leaf or an input caught instead of accumulated (retain_graph keeps the
+// eager graph for the caller's own backward of that first call).
+struct TrainingGraphs {
+  // Inputs: one gradient per entry of grad_outputs; results: one gradient
+  // per sink that got one (sink_result[i], -1 for none).
+  Graph backward;
+  std::vector<int> grad_outputs;  // Forward results that take a gradient.
+  std::vector<GradientSink> sinks;
+  std::vector<int> sink_result;
+};
+
 struct CaptureOutcome {
   std::vector<Tensor> outputs;  // The eager call's results.
   std::optional<Graph> graph;
+  std::optional<TrainingGraphs> training;  // When results need gradients.
   std::string not_captured;  // Why there is no graph.
 };
 

@@ -11,7 +11,10 @@
 #include "absl/strings/str_join.h"
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
 #include "core/compiler/plan.h"
+#include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
 #include "core/tensor/shape.h"
 
 namespace mixrt {
@@ -85,6 +88,58 @@ std::string Difference(const std::vector<Guard>& before,
   return "the number of inputs changed";
 }
 
+// The autograd node of a replayed training call: runs the compiled
+// backward on the gradients of the call's results and the activations its
+// forward saved, and hands each gradient to its sink's edge.
+class CompiledBackwardNode : public Node {
+ public:
+  CompiledBackwardNode(std::shared_ptr<compiler::Plan> plan,
+                       const compiler::TrainingGraphs& training,
+                       std::vector<compiler::SavedMemory> saved,
+                       std::vector<Tensor> results)
+      : Node("CompiledFunctionBackward"),
+        plan_(std::move(plan)),
+        sink_result_(training.sink_result),
+        saved_(std::move(saved)) {
+    for (int k : training.grad_outputs) {
+      result_dtypes_.push_back(results[k].dtype());
+      result_shapes_.push_back(results[k].shape());
+    }
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Apply(
+      std::vector<Tensor> grad_outputs) override {
+    // The backward was traced on dense gradients of the results' dtypes.
+    std::vector<Tensor> grads(result_dtypes_.size());
+    for (size_t j = 0; j < grads.size(); ++j) {
+      const Device& device = plan_->graph().device;
+      if (j >= grad_outputs.size() || !grad_outputs[j].defined()) {
+        MIXRT_ASSIGN_OR_RETURN(
+            grads[j], zeros(result_shapes_[j], result_dtypes_[j], device));
+        continue;
+      }
+      MIXRT_ASSIGN_OR_RETURN(Tensor g, grad_outputs[j].to(result_dtypes_[j]));
+      MIXRT_ASSIGN_OR_RETURN(grads[j], g.contiguous());
+    }
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
+                           plan_->Run(grads, saved_));
+    std::vector<Tensor> out;
+    for (int r : sink_result_) {
+      out.push_back(r >= 0 ? results[r] : Tensor());
+    }
+    return out;
+  }
+
+  void ReleaseSaved() override { saved_.clear(); }
+
+ private:
+  std::shared_ptr<compiler::Plan> plan_;
+  std::vector<int> sink_result_;
+  std::vector<compiler::SavedMemory> saved_;
+  std::vector<DType> result_dtypes_;
+  std::vector<Shape> result_shapes_;
+};
+
 }  // namespace
 
 struct CompiledFunction::State {
@@ -95,6 +150,9 @@ struct CompiledFunction::State {
     std::vector<Guard> guards;
     std::shared_ptr<compiler::Plan> plan;  // Null: runs eagerly.
     std::string eager_reason;
+    // Training signatures: the compiled backward and where its gradients go.
+    std::shared_ptr<compiler::Plan> backward;
+    compiler::TrainingGraphs training;  // Its `backward` graph moved out.
   };
 
   std::mutex mutex;
@@ -187,13 +245,25 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       fresh->guards = guards;
       if (outcome->graph) {
         const size_t nodes = outcome->graph->nodes.size();
+        const bool hold = s.options.mode == "reduce-overhead";
         absl::StatusOr<std::unique_ptr<compiler::Plan>> plan =
-            compiler::Plan::Build(*std::move(outcome->graph),
-                                  s.options.mode == "reduce-overhead");
+            compiler::Plan::Build(*std::move(outcome->graph), hold);
         if (!plan.ok()) return plan.status();
         fresh->plan = *std::move(plan);
+        std::string backward_note;
+        if (outcome->training) {
+          compiler::TrainingGraphs& t = *outcome->training;
+          backward_note = absl::StrCat(" + a backward of ",
+                                       t.backward.nodes.size(), " launches");
+          absl::StatusOr<std::unique_ptr<compiler::Plan>> backward =
+              compiler::Plan::Build(std::move(t.backward), hold);
+          if (!backward.ok()) return backward.status();
+          fresh->backward = *std::move(backward);
+          t.backward = compiler::Graph{};
+          fresh->training = std::move(t);
+        }
         s.Event(absl::StrCat("compiled graph ", s.compiles, " (", cause,
-                             "): ", nodes, " launches"));
+                             "): ", nodes, " launches", backward_note));
       } else {
         if (s.options.fullgraph) {
           return absl::FailedPreconditionError(absl::StrCat(
@@ -212,7 +282,22 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
   }
   if (entry->plan == nullptr) return s.Eager(inputs);
   ++s.replays;
-  return entry->plan->Run(inputs);
+  if (entry->backward == nullptr) return entry->plan->Run(inputs);
+  std::vector<compiler::SavedMemory> saved;
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
+                         entry->plan->Run(inputs, {}, &saved));
+  auto node = std::make_shared<CompiledBackwardNode>(
+      entry->backward, entry->training, std::move(saved), results);
+  for (const compiler::GradientSink& sink : entry->training.sinks) {
+    node->next_edges().push_back(
+        sink.input >= 0 ? GradientEdge(inputs[sink.input]) : sink.edge);
+  }
+  node->set_num_outputs(static_cast<int>(entry->training.grad_outputs.size()));
+  for (size_t j = 0; j < entry->training.grad_outputs.size(); ++j) {
+    SetHistory(results[entry->training.grad_outputs[j]], node,
+               static_cast<int>(j));
+  }
+  return results;
 }
 
 std::string CompiledFunction::Explain() const {

@@ -15,7 +15,9 @@ std::string SlotName(const Graph& g, int slot) {
     case StorageSlot::Kind::kConstant:
       return absl::StrCat("const", slot);
     case StorageSlot::Kind::kInternal:
-      return absl::StrCat(s.returned ? "out" : "buf", slot);
+      return absl::StrCat(s.returned ? "out" : s.saved ? "saved" : "buf", slot);
+    case StorageSlot::Kind::kSaved:
+      return absl::StrCat("saved", s.forward_slot);
   }
   return "?";
 }
@@ -29,12 +31,12 @@ std::string ValueName(const Graph& g, const ValueRef& v) {
 
 std::string Graph::ToString() const {
   std::string out;
-  for (const Node& n : nodes) {
+  for (const GraphNode& n : nodes) {
     std::vector<std::string> ins, outs;
     for (const ValueRef& v : n.inputs) ins.push_back(ValueName(*this, v));
     for (const ValueRef& v : n.outputs) outs.push_back(ValueName(*this, v));
     absl::StrAppend(&out, "  ", absl::StrJoin(outs, ", "), " = ",
-                    n.kind == Node::Kind::kHostWrite
+                    n.kind == GraphNode::Kind::kHostWrite
                         ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
                         : absl::StrCat(MixrtOpName(n.op), "(",
                                        absl::StrJoin(ins, ", "), ")"),

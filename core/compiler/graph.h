@@ -24,14 +24,19 @@ struct StorageSlot {
     kInput,     // The view of argument `input` (offsets count from it).
     kConstant,  // Memory that outlives the call (parameters, buffers).
     kInternal,  // Allocated by the call: intermediates and results.
+    kSaved,     // A backward graph's view of forward slot `forward_slot`.
   };
   Kind kind = Kind::kInternal;
   int input = -1;
+  int forward_slot = -1;
   std::shared_ptr<Storage> constant;
   uint64_t bytes = 0;  // kInternal.
   // kInternal memory a returned tensor views: fresh on every call, so a
   // result never changes under the caller when the graph runs again.
   bool returned = false;
+  // kInternal memory the backward graph reads (an activation it saved):
+  // fresh on every call and handed to that call's backward.
+  bool saved = false;
 };
 
 // A tensor as a launch sees it: a view of a slot.
@@ -43,7 +48,7 @@ struct ValueRef {
   Strides strides;
 };
 
-struct Node {
+struct GraphNode {
   enum class Kind { kLaunch, kHostWrite };
   Kind kind = Kind::kLaunch;
   MixrtOp op = MIXRT_OP_COPY;
@@ -56,7 +61,7 @@ struct Node {
 struct Graph {
   Device device;
   std::vector<StorageSlot> slots;
-  std::vector<Node> nodes;
+  std::vector<GraphNode> nodes;
   std::vector<ValueRef> outputs;  // The function's results, in order.
 
   // One line per node: "%3 = matmul(%1, const0) bf16[4096, 384]".

@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   plan->held_.resize(slots);
   plan->run_.resize(slots);
   plan->bases_.resize(slots, nullptr);
-  for (const Node& n : plan->graph_.nodes) {
+  for (const GraphNode& n : plan->graph_.nodes) {
     Prepared p;
     for (const ValueRef& v : n.inputs) p.inputs.push_back(Describe(v));
     for (const ValueRef& v : n.outputs) p.outputs.push_back(Describe(v));
@@ -37,7 +37,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   if (preallocate) {
     for (size_t s = 0; s < slots; ++s) {
       const StorageSlot& slot = plan->graph_.slots[s];
-      if (slot.kind == StorageSlot::Kind::kInternal && !slot.returned) {
+      if (slot.kind == StorageSlot::Kind::kInternal && !slot.returned &&
+          !slot.saved) {
         MIXRT_ASSIGN_OR_RETURN(
             plan->held_[s],
             Storage::Allocate(plan->graph_.device, slot.bytes));
@@ -60,7 +61,10 @@ absl::Status Plan::Allocate(int slot) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Tensor>> Plan::Run(absl::Span<const Tensor> inputs) {
+absl::StatusOr<std::vector<Tensor>> Plan::Run(
+    absl::Span<const Tensor> inputs,
+    absl::Span<const SavedMemory> saved_in,
+    std::vector<SavedMemory>* saved_out) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Device& device = graph_.device;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
@@ -77,6 +81,16 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(absl::Span<const Tensor> inputs) {
       case StorageSlot::Kind::kConstant:
         bases_[s] = static_cast<char*>(slot.constant->data());
         break;
+      case StorageSlot::Kind::kSaved:
+        if (slot.forward_slot >= static_cast<int>(saved_in.size()) ||
+            saved_in[slot.forward_slot].storage == nullptr) {
+          return absl::FailedPreconditionError(
+              "compiled backward: the forward's saved activations are gone "
+              "(a second backward needs retain_graph=true)");
+        }
+        run_[s] = saved_in[slot.forward_slot].storage;
+        bases_[s] = saved_in[slot.forward_slot].base;
+        break;
       case StorageSlot::Kind::kInternal:
         if (held_[s] != nullptr) {
           run_[s] = held_[s];
@@ -91,12 +105,12 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(absl::Span<const Tensor> inputs) {
     d->data = bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
   };
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
-    const Node& n = graph_.nodes[i];
+    const GraphNode& n = graph_.nodes[i];
     Prepared& p = prepared_[i];
     for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
     for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
     absl::Status status;
-    if (n.kind == Node::Kind::kHostWrite) {
+    if (n.kind == GraphNode::Kind::kHostWrite) {
       status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                                       p.outputs[0].data, n.host_bytes.data(),
                                       n.host_bytes.size());
@@ -109,7 +123,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(absl::Span<const Tensor> inputs) {
       return absl::Status(
           status.code(),
           absl::StrCat("compiled graph node ", i, " (",
-                       n.kind == Node::Kind::kHostWrite ? "host_write"
+                       n.kind == GraphNode::Kind::kHostWrite ? "host_write"
                                                         : MixrtOpName(n.op),
                        "): ", status.message()));
     }
@@ -121,11 +135,28 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(absl::Span<const Tensor> inputs) {
       const Tensor& in = inputs[slot.input];
       results.emplace_back(in.storage(), v.dtype, v.shape, v.strides,
                            in.offset() + v.offset);
+    } else if (slot.kind == StorageSlot::Kind::kSaved) {
+      const int64_t base_offset =
+          (bases_[v.slot] - static_cast<char*>(run_[v.slot]->data())) /
+          static_cast<int64_t>(DTypeSize(v.dtype));
+      results.emplace_back(run_[v.slot], v.dtype, v.shape, v.strides,
+                           base_offset + v.offset);
     } else {
       results.emplace_back(slot.kind == StorageSlot::Kind::kConstant
                                ? slot.constant
                                : run_[v.slot],
                            v.dtype, v.shape, v.strides, v.offset);
+    }
+  }
+  if (saved_out != nullptr) {
+    saved_out->assign(graph_.slots.size(), SavedMemory{});
+    for (size_t s = 0; s < graph_.slots.size(); ++s) {
+      const StorageSlot& slot = graph_.slots[s];
+      if (!slot.saved) continue;
+      (*saved_out)[s] = {slot.kind == StorageSlot::Kind::kInput
+                             ? inputs[slot.input].storage()
+                             : run_[s],
+                         bases_[s]};
     }
   }
   // This run's memory goes back (a returned slot lives on in its results).

@@ -18,6 +18,14 @@
 
 namespace mixrt::compiler {
 
+// Memory a forward run hands to its backward: an activation it allocated,
+// or an input the backward reads (a saved input of a linear, say), with the
+// address the graph's offsets count from.
+struct SavedMemory {
+  std::shared_ptr<Storage> storage;
+  char* base = nullptr;
+};
+
 class Plan {
  public:
   static absl::StatusOr<std::unique_ptr<Plan>> Build(Graph graph,
@@ -26,7 +34,13 @@ class Plan {
   // The inputs must match what the graph was captured with (the compiled
   // function's guards check that). Runs of one plan are serialized: they
   // share its descriptors and, preallocated, its memory.
-  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs);
+  // A forward graph with saved slots hands their memory to `saved_out`
+  // (indexed by slot); a backward graph reads its kSaved slots from
+  // `saved_in` (the forward run's saved_out).
+  absl::StatusOr<std::vector<Tensor>> Run(
+      absl::Span<const Tensor> inputs,
+      absl::Span<const SavedMemory> saved_in = {},
+      std::vector<SavedMemory>* saved_out = nullptr);
 
   const Graph& graph() const { return graph_; }
   // Memory held between runs (preallocated intermediates).

@@ -162,6 +162,40 @@ TEST(Autocast, WeightCastCacheLivesForTheOutermostRegion) {
   }
 }
 
+// Gradient accumulation inside one autocast region: each forward uses the
+// cached cast of the weight, and each backward runs through its node (a
+// cast saves nothing, so the first backward must not free it), giving the
+// weight twice one forward's gradient. The bypass (what a tracing
+// compiler uses) neither reads nor fills the cache.
+TEST(Autocast, ACachedCastServesEveryBackwardInTheRegion) {
+  const Device d = testing::ReferenceDevice();
+  auto x = randn({2, 3}, DType::kF32, d);
+  auto w = randn({4, 3}, DType::kF32, d);
+  ASSERT_TRUE(w->set_requires_grad(true).ok());
+  std::vector<double> once;
+  {
+    AutocastGuard bf16("cpu", DType::kBF16);
+    for (int step = 0; step < 2; ++step) {
+      auto y = sum(*linear(*x, *w, Tensor()));
+      ASSERT_TRUE(y.ok());
+      const absl::Status backward = y->backward();
+      ASSERT_TRUE(backward.ok()) << "step " << step << ": " << backward;
+      if (step == 0) once = *w->grad().to_double_vector();
+    }
+    EXPECT_EQ(AutocastCacheSize(), 1u);
+    {
+      AutocastCacheBypass bypass;
+      ASSERT_TRUE(linear(*x, *(*w).detach().clone(), Tensor()).ok());
+      auto fresh = (*w).clone();
+      ASSERT_TRUE(fresh->set_requires_grad(true).ok());
+      ASSERT_TRUE(linear(*x, *fresh, Tensor()).ok());
+      EXPECT_EQ(AutocastCacheSize(), 1u);  // Not filled.
+    }
+  }
+  const std::vector<double> twice = *w->grad().to_double_vector();
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(twice[i], 2 * once[i]) << i;
+}
+
 TEST(Autocast, StateIsPerThread) {
   const Device d = testing::ReferenceDevice();
   AutocastGuard here("cpu", DType::kBF16);

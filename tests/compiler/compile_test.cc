@@ -7,6 +7,8 @@
 #include "core/compiler/compile.h"
 
 #include <cstdlib>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/amp/autocast.h"
@@ -194,12 +196,104 @@ TEST(Compile, RandomDrawsAndAutogradResultsRunEagerlyWithTheirReason) {
   const Tensor x = Input(d, 4, 4);
   ASSERT_TRUE((*f)({x}).ok());
   EXPECT_THAT(f->Explain(), HasSubstr("random numbers were drawn"));
-  const Mlp mlp(d);
-  auto g = compile([&](const std::vector<Tensor>& in) { return mlp(in); });
-  Tensor w = Input(d, 4, 5);
-  ASSERT_TRUE(w.set_requires_grad(true).ok());
-  ASSERT_TRUE((*g)({w}).ok());
-  EXPECT_THAT(g->Explain(), HasSubstr("a result requires grad"));
+}
+
+// Parameters that need gradients, and a loss of an MLP over them.
+struct Trainable {
+  Tensor w1, b1, w2, b2;
+  explicit Trainable(const Device& d) {
+    const Mlp init(d);
+    for (auto [mine, theirs] : {std::pair{&w1, &init.w1}, {&b1, &init.b1},
+                                {&w2, &init.w2}, {&b2, &init.b2}}) {
+      *mine = *theirs->clone();
+      EXPECT_TRUE(mine->set_requires_grad(true).ok());
+    }
+  }
+  absl::StatusOr<std::vector<Tensor>> operator()(
+      const std::vector<Tensor>& in) const {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, linear(in[0], w1, b1));
+    MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
+    MIXRT_ASSIGN_OR_RETURN(Tensor logits, linear(h, w2, b2));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, cross_entropy(logits, in[1]));
+    return std::vector<Tensor>{loss, logits};
+  }
+  std::vector<Tensor> params() const { return {w1, b1, w2, b2}; }
+};
+
+// d loss / d (parameters, x) after `loss.backward()`, cleared after.
+std::vector<std::vector<uint8_t>> TakeGrads(const Trainable& m, Tensor& x) {
+  std::vector<std::vector<uint8_t>> grads;
+  std::vector<Tensor> all = m.params();
+  all.push_back(x);
+  for (Tensor& t : all) {
+    EXPECT_TRUE(t.grad().defined());
+    if (!t.grad().defined()) return grads;
+    grads.push_back(Bytes(t.grad()));
+    t.set_grad(Tensor());
+  }
+  return grads;
+}
+
+TEST(Compile, ACompiledBackwardGivesEagersGradientsBitForBit) {
+  const Device d = Cpu();
+  for (bool autocast : {false, true}) {
+    const Trainable model(d);
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace("cpu", DType::kBF16);
+    auto f = compile(model);
+    ASSERT_TRUE(f.ok());
+    for (uint64_t seed : {1, 2, 3}) {
+      Tensor x = Input(d, 16, seed);
+      ASSERT_TRUE(x.set_requires_grad(true).ok());
+      const Tensor y = *from_ints({1, 3, 5, 7, 9, 0, 2, 4, 6, 8, 1, 3, 5, 7, 9, 0},
+                                  {16}, DType::kI64, d);
+      auto want = model({x, y});
+      ASSERT_TRUE(want.ok());
+      ASSERT_TRUE((*want)[0].backward().ok());
+      const auto eager_grads = TakeGrads(model, x);
+      auto got = (*f)({x, y});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(Bytes((*got)[0]), Bytes((*want)[0])) << seed;
+      ASSERT_TRUE((*got)[0].requires_grad());
+      const absl::Status backward = (*got)[0].backward();
+      ASSERT_TRUE(backward.ok())
+          << backward << " autocast " << autocast << " seed " << seed;
+      EXPECT_EQ(TakeGrads(model, x), eager_grads)
+          << "autocast " << autocast << " seed " << seed;
+    }
+    EXPECT_EQ(f->compiles(), 1);
+    EXPECT_EQ(f->replays(), 2);
+    EXPECT_THAT(f->Explain(), HasSubstr("+ a backward of"));
+  }
+}
+
+TEST(Compile, GradientsFlowIntoAnInputsHistoryAndASecondBackwardIsRefused) {
+  const Device d = Cpu();
+  const Trainable model(d);
+  auto f = compile(model);
+  Generator g(3);
+  const Tensor w0 = *randn({32, 32}, DType::kF32, d, 0, 0.2, &g);
+  const Tensor y = *from_ints({1, 2, 3, 4}, {4}, DType::kI64, d);
+  std::vector<std::vector<uint8_t>> eager;
+  for (int call = 0; call < 3; ++call) {
+    // The compiled region's input comes from an eager op with history.
+    Tensor x0 = Input(d, 4, 9);
+    ASSERT_TRUE(x0.set_requires_grad(true).ok());
+    const Tensor x = *linear(x0, w0, Tensor());
+    auto out = call == 0 ? model({x, y}) : (*f)({x, y});
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE((*out)[0].backward().ok());
+    const std::vector<uint8_t> g0 = Bytes(x0.grad());
+    for (Tensor& p : model.params()) p.set_grad(Tensor());
+    if (call == 0) {
+      eager.push_back(g0);
+    } else {
+      EXPECT_EQ(g0, eager[0]) << "call " << call;
+      auto again = (*out)[0].backward();
+      EXPECT_FALSE(again.ok());
+      EXPECT_THAT(again.message(), HasSubstr("a second time"));
+    }
+  }
 }
 
 TEST(Compile, TheRecompileLimitFallsBackToEager) {
