@@ -7,12 +7,17 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/kernels/pointwise.h"
+#include "core/tensor/capture_hooks.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
 
 absl::Status RunBackward(const std::vector<Tensor>& roots,
                          const std::vector<Tensor>& grads, bool retain_graph) {
+  ReportUntraceable(
+      "backward() inside the traced code (it sets .grad tensors a replay "
+      "would not; compile the loss function and call backward() on its "
+      "result)");
   // Backward itself is not recorded (no double backward).
   NoGradGuard no_grad;
   // Gradients waiting for each node, one slot per node output.

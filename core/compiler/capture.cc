@@ -79,6 +79,12 @@ class Recorder : public CaptureHooks {
         " tensor: what follows may depend on its values"));
   }
 
+  void OnUntraceable(const char* what) override {
+    if (tracing_backward_) return;  // The engine run this recorder traces.
+    Break(what);
+  }
+  void set_tracing_backward() { tracing_backward_ = true; }
+
   void Break(std::string reason) {
     if (!broken()) reason_ = std::move(reason);
   }
@@ -169,6 +175,7 @@ class Recorder : public CaptureHooks {
 
   const std::vector<Tensor>& inputs_;
   Recorder* forward_;
+  bool tracing_backward_ = false;
   Graph graph_;
   absl::flat_hash_map<const Storage*, int> slot_of_;
   absl::flat_hash_map<const Storage*, std::shared_ptr<Storage>> allocated_;
@@ -259,6 +266,7 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     grads.push_back(*one);
   }
   Recorder backward(grads, forward);
+  backward.set_tracing_backward();
   absl::Status status;
   {
     ScopedCaptureHooks hooks(&backward);

@@ -7,6 +7,7 @@
 #include "core/kernels/fill_copy.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
+#include "core/tensor/capture_hooks.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
@@ -114,6 +115,9 @@ absl::StatusOr<std::unique_ptr<SGD>> SGD::Create(std::vector<Tensor> params,
 }
 
 absl::Status SGD::step(const kernels::StepScaling& scaling) {
+  ReportUntraceable(
+      "an optimizer step (its step count and learning rate are host values "
+      "a replay would repeat)");
   MIXRT_RETURN_IF_ERROR(options_status_);
   // Validate everything first: a bad parameter leaves all state unchanged.
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
@@ -171,6 +175,9 @@ absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(
 }
 
 absl::Status AdamW::step(const kernels::StepScaling& scaling) {
+  ReportUntraceable(
+      "an optimizer step (its step count and learning rate are host values "
+      "a replay would repeat)");
   MIXRT_RETURN_IF_ERROR(options_status_);
   for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
   bool creates_state = false;

@@ -9,6 +9,10 @@ thread_local CaptureHooks* t_hooks = nullptr;
 
 CaptureHooks* ActiveCaptureHooks() { return t_hooks; }
 
+void ReportUntraceable(const char* what) {
+  if (t_hooks != nullptr) t_hooks->OnUntraceable(what);
+}
+
 ScopedCaptureHooks::ScopedCaptureHooks(CaptureHooks* hooks)
     : previous_(t_hooks) {
   t_hooks = hooks;

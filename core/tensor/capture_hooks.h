@@ -30,7 +30,15 @@ class CaptureHooks {
   // Tensor data copied to the host: what the traced code does next depends
   // on values a replay would not have (a graph break).
   virtual void OnHostRead(const Tensor& src) = 0;
+  // Work a graph of launches cannot replay faithfully: `what` says which
+  // (a backward inside the traced code sets .grad tensors the graph does
+  // not own; an optimizer step bakes its host-side step count into its
+  // launches).
+  virtual void OnUntraceable(const char* what) = 0;
 };
+
+// Reports `what` to this thread's hooks, if any.
+void ReportUntraceable(const char* what);
 
 // This thread's hooks, or null when nothing is being captured.
 CaptureHooks* ActiveCaptureHooks();

@@ -14,6 +14,7 @@
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
+#include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
@@ -196,6 +197,35 @@ TEST(Compile, RandomDrawsAndAutogradResultsRunEagerlyWithTheirReason) {
   const Tensor x = Input(d, 4, 4);
   ASSERT_TRUE((*f)({x}).ok());
   EXPECT_THAT(f->Explain(), HasSubstr("random numbers were drawn"));
+}
+
+// A whole training step (backward and the optimizer inside the traced
+// code) would replay stale .grad tensors and step counts: a graph break.
+TEST(Compile, BackwardOrAnOptimizerStepInsideTheTraceRunsEagerly) {
+  const Device d = Cpu();
+  Tensor w = *randn({8, 4}, DType::kF32, d);
+  ASSERT_TRUE(w.set_requires_grad(true).ok());
+  SGD opt({w}, {.lr = 0.1});
+  auto whole_step = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, sum(*linear(in[0], w, Tensor())));
+    MIXRT_RETURN_IF_ERROR(loss.backward());
+    MIXRT_RETURN_IF_ERROR(opt.step());
+    opt.zero_grad();
+    return std::vector<Tensor>{loss.detach()};
+  };
+  auto f = compile(whole_step);
+  const Tensor x = Input(d, 2, 1).detach();
+  const Tensor x4 = *(*x.slice(1, 0, 4)).contiguous();
+  ASSERT_TRUE((*f)({x4}).ok());
+  EXPECT_THAT(f->Explain(), HasSubstr("backward() inside the traced code"));
+  auto only_step = compile([&](const std::vector<Tensor>& in)
+                               -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_RETURN_IF_ERROR(opt.step());
+    return in;
+  });
+  ASSERT_TRUE((*only_step)({x4}).ok());
+  EXPECT_THAT(only_step->Explain(), HasSubstr("an optimizer step"));
 }
 
 // Parameters that need gradients, and a loss of an MLP over them.

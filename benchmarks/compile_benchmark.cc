@@ -1,0 +1,136 @@
+// mixrt::compile on training steps: eager vs "default" vs "reduce-overhead"
+// in one run, for a small MLP (width 64, batch 32: per-op overhead
+// dominates) and the AMP recipe's MLP (bf16 autocast + GradScaler). The
+// compiled part is the forward and its backward (the loss function); the
+// optimizer and the scaler run eagerly. Prints median ms per step, the
+// ratio to eager, the first (tracing) call's time and peak tensor memory.
+//   bazel run -c opt //benchmarks:compile_benchmark -- --steps=200
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "benchmarks/benchmark_support.h"
+#include "mixrt/mixrt.h"
+
+ABSL_FLAG(int, steps, 100, "Timed steps per case (the median is printed).");
+ABSL_FLAG(int64_t, recipe_width, 1024,
+          "The recipe MLP's width (the recipe itself uses 4096).");
+ABSL_FLAG(int64_t, recipe_batch, 512, "The recipe MLP's batch.");
+
+namespace {
+
+using mixrt::Tensor;
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> sizes;
+  int64_t batch;
+  bool bf16_scaler;  // bf16 autocast + GradScaler, else f32.
+};
+
+struct Timing {
+  double median_ms = 0, first_ms = 0, peak_mib = 0;
+};
+
+double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+absl::StatusOr<Timing> Run(const mixrt::Device& device, const Case& c,
+                           const std::string& mode, int steps) {
+  mixrt::Generator init(0);
+  MIXRT_ASSIGN_OR_RETURN(auto net, mixrt::nn::MLP(c.sizes, device, &init));
+  mixrt::SGD opt(net->parameters(), {.lr = 0.001});
+  mixrt::GradScaler scaler(device, {.enabled = c.bf16_scaler});
+  MIXRT_ASSIGN_OR_RETURN(Tensor x, mixrt::randn({c.batch, c.sizes.front()},
+                                                mixrt::DType::kF32, device));
+  std::vector<int64_t> labels(c.batch);
+  for (int64_t i = 0; i < c.batch; ++i) labels[i] = i % c.sizes.back();
+  MIXRT_ASSIGN_OR_RETURN(Tensor y, mixrt::from_ints(labels, {c.batch},
+                                                    mixrt::DType::kI64, device));
+  auto loss_fn = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, net->forward(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, mixrt::cross_entropy(out, in[1]));
+    return std::vector<Tensor>{loss};
+  };
+  std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>
+      step_fn = loss_fn;
+  if (mode != "eager") {
+    MIXRT_ASSIGN_OR_RETURN(auto compiled,
+                           mixrt::compile(loss_fn, {.mode = mode}));
+    step_fn = [compiled](const std::vector<Tensor>& in) { return compiled(in); };
+  }
+  auto step = [&]() -> absl::Status {
+    std::optional<mixrt::AutocastGuard> autocast;
+    if (c.bf16_scaler) autocast.emplace("cpu", mixrt::DType::kBF16);
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> loss, step_fn({x, y}));
+    autocast.reset();
+    MIXRT_ASSIGN_OR_RETURN(Tensor scaled, scaler.scale(loss[0]));
+    MIXRT_RETURN_IF_ERROR(scaled.backward());
+    MIXRT_RETURN_IF_ERROR(scaler.step(opt));
+    MIXRT_RETURN_IF_ERROR(scaler.update());
+    opt.zero_grad();
+    return device.backend()->Synchronize(device.index());
+  };
+  mixrt::CachingAllocator& allocator = device.backend()->allocator(device.index());
+  allocator.ResetPeak();
+  Timing t;
+  auto start = std::chrono::steady_clock::now();
+  MIXRT_RETURN_IF_ERROR(step());
+  t.first_ms = Ms(std::chrono::steady_clock::now() - start);
+  for (int i = 0; i < 3; ++i) MIXRT_RETURN_IF_ERROR(step());  // Warm-up.
+  std::vector<double> times;
+  for (int i = 0; i < steps; ++i) {
+    start = std::chrono::steady_clock::now();
+    MIXRT_RETURN_IF_ERROR(step());
+    times.push_back(Ms(std::chrono::steady_clock::now() - start));
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  t.median_ms = times[times.size() / 2];
+  t.peak_mib = allocator.stats().peak_bytes_in_use / (1024.0 * 1024.0);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  mixrt::bench::LoadPlugins(argv[0]);
+  const mixrt::Device device = mixrt::bench::CpuDevice();
+  const int64_t w = absl::GetFlag(FLAGS_recipe_width);
+  const std::vector<Case> cases = {
+      {"small MLP f32 (64, batch 32)", {64, 64, 64, 10}, 32, false},
+      {"small MLP bf16+scaler", {64, 64, 64, 10}, 32, true},
+      {"recipe MLP bf16+scaler", {w, w, w, w}, absl::GetFlag(FLAGS_recipe_batch),
+       true},
+  };
+  std::printf("mixrt::compile train steps on %s; median of %d steps\n",
+              device.ToString().c_str(), absl::GetFlag(FLAGS_steps));
+  std::printf("%-30s %-16s %10s %9s %12s %10s\n", "case", "mode", "ms/step",
+              "vs eager", "first call", "peak MiB");
+  for (const Case& c : cases) {
+    double eager = 0;
+    for (const std::string mode : {"eager", "default", "reduce-overhead"}) {
+      const int steps = c.name.rfind("recipe", 0) == 0
+                            ? std::max(5, absl::GetFlag(FLAGS_steps) / 20)
+                            : absl::GetFlag(FLAGS_steps);
+      absl::StatusOr<Timing> t = Run(device, c, mode, steps);
+      if (!t.ok()) {
+        std::fprintf(stderr, "%s %s: %s\n", c.name.c_str(), mode.c_str(),
+                     std::string(t.status().message()).c_str());
+        return 1;
+      }
+      if (mode == "eager") eager = t->median_ms;
+      std::printf("%-30s %-16s %10.3f %8.2fx %9.1f ms %10.1f\n", c.name.c_str(),
+                  mode.c_str(), t->median_ms, eager / t->median_ms, t->first_ms,
+                  t->peak_mib);
+    }
+  }
+  return 0;
+}
