@@ -1,5 +1,7 @@
 #include "core/compiler/plan.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
@@ -34,25 +36,83 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
     for (const ValueRef& v : n.outputs) p.outputs.push_back(Describe(v));
     plan->prepared_.push_back(std::move(p));
   }
-  if (preallocate) {
-    for (size_t s = 0; s < slots; ++s) {
-      const StorageSlot& slot = plan->graph_.slots[s];
-      if (slot.kind == StorageSlot::Kind::kInternal && !slot.returned &&
-          !slot.saved) {
-        MIXRT_ASSIGN_OR_RETURN(
-            plan->held_[s],
-            Storage::Allocate(plan->graph_.device, slot.bytes));
+  // Each slot's lifetime: the first and last node that touches it.
+  plan->first_use_.assign(slots, -1);
+  plan->last_use_.assign(slots, -1);
+  for (size_t i = 0; i < plan->graph_.nodes.size(); ++i) {
+    const GraphNode& n = plan->graph_.nodes[i];
+    for (const auto* refs : {&n.inputs, &n.outputs}) {
+      for (const ValueRef& v : *refs) {
+        if (plan->first_use_[v.slot] < 0) plan->first_use_[v.slot] = static_cast<int>(i);
+        plan->last_use_[v.slot] = static_cast<int>(i);
       }
     }
   }
+  for (size_t i = 0; i < plan->graph_.nodes.size(); ++i) {
+    plan->frees_after_.emplace_back();
+  }
+  for (size_t s = 0; s < slots; ++s) {
+    if (plan->Temporary(static_cast<int>(s)) && plan->last_use_[s] >= 0) {
+      plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
+    }
+  }
+  if (preallocate) MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
   return plan;
 }
 
-uint64_t Plan::held_bytes() const {
-  uint64_t total = 0;
-  for (const auto& s : held_) total += s ? s->bytes() : 0;
-  return total;
+bool Plan::Temporary(int slot) const {
+  const StorageSlot& s = graph_.slots[slot];
+  return s.kind == StorageSlot::Kind::kInternal && !s.returned && !s.saved;
 }
+
+// Temporaries whose lifetimes do not overlap share one held buffer: slots
+// in order of first use take the smallest free buffer that fits (best
+// fit), else a new one; a buffer frees after its slot's last use.
+absl::Status Plan::PlanBuffers() {
+  struct Buffer {
+    uint64_t bytes;
+    int busy_until;  // Last node of the slot using it.
+    std::shared_ptr<Storage> storage;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<int> order;
+  for (size_t s = 0; s < graph_.slots.size(); ++s) {
+    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0) {
+      order.push_back(static_cast<int>(s));
+    }
+  }
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return first_use_[a] < first_use_[b]; });
+  std::vector<int> buffer_of(graph_.slots.size(), -1);
+  for (int s : order) {
+    const uint64_t need = graph_.slots[s].bytes;
+    int best = -1;
+    for (size_t b = 0; b < buffers.size(); ++b) {
+      // Free strictly before this slot's first node: a node never reads
+      // and writes one buffer through two slots.
+      if (buffers[b].busy_until >= first_use_[s] || buffers[b].bytes < need) {
+        continue;
+      }
+      if (best < 0 || buffers[b].bytes < buffers[best].bytes) best = static_cast<int>(b);
+    }
+    if (best < 0) {
+      buffers.push_back({need, -1, nullptr});
+      best = static_cast<int>(buffers.size() - 1);
+    }
+    buffers[best].busy_until = last_use_[s];
+    buffer_of[s] = best;
+  }
+  for (Buffer& b : buffers) {
+    MIXRT_ASSIGN_OR_RETURN(b.storage, Storage::Allocate(graph_.device, b.bytes));
+    held_total_ += b.bytes;
+  }
+  for (size_t s = 0; s < graph_.slots.size(); ++s) {
+    if (buffer_of[s] >= 0) held_[s] = buffers[buffer_of[s]].storage;
+  }
+  return absl::OkStatus();
+}
+
+uint64_t Plan::held_bytes() const { return held_total_; }
 
 absl::Status Plan::Allocate(int slot) {
   MIXRT_ASSIGN_OR_RETURN(
@@ -92,12 +152,16 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         bases_[s] = saved_in[slot.forward_slot].base;
         break;
       case StorageSlot::Kind::kInternal:
+        // Memory from the allocator comes at the slot's first node.
+        run_[s].reset();  // What a failed run may have left.
         if (held_[s] != nullptr) {
           run_[s] = held_[s];
-        } else {
+          bases_[s] = static_cast<char*>(run_[s]->data());
+        } else if (first_use_[s] < 0) {
+          // Never launched on (a result allocated and returned as is).
           MIXRT_RETURN_IF_ERROR(Allocate(static_cast<int>(s)));
+          bases_[s] = static_cast<char*>(run_[s]->data());
         }
-        bases_[s] = static_cast<char*>(run_[s]->data());
         break;
     }
   }
@@ -107,6 +171,15 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
     Prepared& p = prepared_[i];
+    for (const auto* refs : {&n.inputs, &n.outputs}) {
+      for (const ValueRef& v : *refs) {
+        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+            run_[v.slot] == nullptr) {
+          MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
+          bases_[v.slot] = static_cast<char*>(run_[v.slot]->data());
+        }
+      }
+    }
     for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
     for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
     absl::Status status;
@@ -118,6 +191,11 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
       status = device.backend()->Launch(device.index(), n.op, p.inputs,
                                         p.outputs,
                                         n.attrs.empty() ? nullptr : n.attrs.data());
+    }
+    // Temporaries go back to the allocator after their last node, as eager
+    // tensors do when their last handle goes.
+    for (int slot : frees_after_[i]) {
+      if (held_[slot] == nullptr) run_[slot].reset();
     }
     if (!status.ok()) {
       return absl::Status(

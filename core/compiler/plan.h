@@ -1,9 +1,11 @@
 // A graph made executable: its launches with their descriptors prepared
 // once, so a run only fills in data pointers and calls the backend (no op
 // dispatch, shape checks or autocast decisions per op). Memory the call
-// allocated comes from the device's caching allocator on every run, or,
-// preallocated, is held between runs (mode "reduce-overhead", the CPU
-// analogue of CUDA graphs' static memory); results are always fresh.
+// allocated comes from the device's caching allocator on every run, taken
+// at a temporary's first node and given back after its last; or,
+// preallocated, temporaries whose lifetimes do not overlap share buffers
+// held between runs (mode "reduce-overhead", the CPU analogue of CUDA
+// graphs' static memory). Results and saved activations are always fresh.
 #ifndef MIXRT_CORE_COMPILER_PLAN_H_
 #define MIXRT_CORE_COMPILER_PLAN_H_
 
@@ -53,6 +55,8 @@ class Plan {
 
   explicit Plan(Graph graph);
   absl::Status Allocate(int slot);
+  bool Temporary(int slot) const;  // Internal, neither returned nor saved.
+  absl::Status PlanBuffers();      // Held buffers shared by lifetime.
 
   std::mutex mutex_;
   Graph graph_;
@@ -60,6 +64,9 @@ class Plan {
   std::vector<std::shared_ptr<Storage>> held_;  // Per slot; preallocated.
   std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
   std::vector<char*> bases_;                    // Per slot, this run's.
+  std::vector<int> first_use_, last_use_;       // Per slot: node indexes.
+  std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.
+  uint64_t held_total_ = 0;
 };
 
 }  // namespace mixrt::compiler
