@@ -65,6 +65,46 @@ class CompiledFunction {
 absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
                                          CompileOptions options = {});
 
+// A module compiled (torch.compile(model)): called like the module, its
+// parameters constants of the graphs (updated in place by optimizers, so
+// replays see each step's values).
+template <typename Module>
+class CompiledModule {
+ public:
+  CompiledModule(std::shared_ptr<Module> module, CompiledFunction function)
+      : module_(std::move(module)), function_(std::move(function)) {}
+  absl::StatusOr<Tensor> forward(const Tensor& x) const {
+    absl::StatusOr<std::vector<Tensor>> out = function_({x});
+    if (!out.ok()) return out.status();
+    return (*out)[0];
+  }
+  absl::StatusOr<Tensor> operator()(const Tensor& x) const { return forward(x); }
+  Module& module() const { return *module_; }
+  const CompiledFunction& compiled() const { return function_; }
+
+ private:
+  std::shared_ptr<Module> module_;
+  CompiledFunction function_;
+};
+
+template <typename Module>
+absl::StatusOr<CompiledModule<Module>> compile(std::shared_ptr<Module> module,
+                                               CompileOptions options = {}) {
+  if (module == nullptr) {
+    return absl::InvalidArgumentError("compile: no module given");
+  }
+  Module* m = module.get();
+  absl::StatusOr<CompiledFunction> f = compile(
+      [m](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+        absl::StatusOr<Tensor> out = m->forward(in.at(0));
+        if (!out.ok()) return out.status();
+        return std::vector<Tensor>{*std::move(out)};
+      },
+      std::move(options));
+  if (!f.ok()) return f.status();
+  return CompiledModule<Module>(std::move(module), *std::move(f));
+}
+
 }  // namespace mixrt
 
 #endif  // MIXRT_CORE_COMPILER_COMPILE_H_
