@@ -17,6 +17,7 @@ if [ "$which" = asan ] || [ "$which" = all ]; then
 fi
 if [ "$which" = tsan ] || [ "$which" = all ]; then
   bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan --symlink_prefix=/ \
-    //tests:concurrency_test //tests/plugin:registry_test || status=1
+    //tests:concurrency_test //tests/plugin:registry_test \
+    //tests/compiler:compile_test || status=1
 fi
 exit "$status"

@@ -6,7 +6,9 @@
 // refused.
 #include "core/compiler/compile.h"
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -408,6 +410,35 @@ TEST(Compile, PlannedPeakMemoryIsAtMostEagers) {
                                                   " bytes held between calls")));
     }
   }
+}
+
+// One compiled function called from several threads at once, with two
+// signatures: each thread's results match eager (the cache and the plans
+// are shared; runs of one plan are serialized). Run under TSan in CI.
+TEST(Compile, CallsFromManyThreadsShareOneCache) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  auto f = compile(mlp, {.mode = "reduce-overhead"});
+  ASSERT_TRUE(f.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      InferenceModeGuard inference;
+      for (int i = 0; i < 20; ++i) {
+        const std::vector<Tensor> in = {Input(d, 4 + 4 * ((t + i) % 2), t * 100 + i)};
+        auto got = (*f)(in);
+        auto want = mlp(in);
+        if (!got.ok() || !want.ok() || Bytes((*got)[1]) != Bytes((*want)[1])) {
+          ++mismatches;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(f->compiles(), 2);
+  EXPECT_EQ(f->replays() + f->compiles(), 80);
 }
 
 TEST(Compile, HostDataWrittenByTheFunctionIsReplayed) {
