@@ -67,9 +67,41 @@ std::vector<Guard> GuardsFor(const std::vector<Tensor>& inputs) {
   return g;
 }
 
-std::string KeyOf(const std::vector<Guard>& guards) {
+// The guards' values packed as bytes: what every call computes to find
+// its signature (the named, formatted guards are built only on a trace).
+void Append(std::string* key, int64_t v) {
+  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+std::string KeyFor(const std::vector<Tensor>& inputs) {
   std::string key;
-  for (const Guard& g : guards) absl::StrAppend(&key, g.name, "=", g.value, "\n");
+  key.reserve(64 + inputs.size() * 128);
+  Append(&key, static_cast<int64_t>(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) {
+      Append(&key, -1);
+      continue;
+    }
+    Append(&key, static_cast<int64_t>(t.dtype()));
+    Append(&key, reinterpret_cast<intptr_t>(t.device().backend()));
+    Append(&key, t.device().index());
+    Append(&key, t.ndim());
+    for (int64_t s : t.shape()) Append(&key, s);
+    for (int64_t s : t.strides()) Append(&key, s);
+    Append(&key, t.requires_grad());
+    int64_t alias = -1;
+    for (size_t j = 0; j < i; ++j) {
+      if (inputs[j].defined() && inputs[j].shares_storage_with(t)) {
+        alias = static_cast<int64_t>(j);
+        break;
+      }
+    }
+    Append(&key, alias);
+  }
+  Append(&key, GradModeEnabled() * 2 + InferenceModeEnabled());
+  Append(&key, AmpGloballyDisabled());
+  key += AutocastStateKey();
   return key;
 }
 
@@ -210,8 +242,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       EnvFlag(kDisableEnv)) {
     return s.Eager(inputs);
   }
-  std::vector<Guard> guards = GuardsFor(inputs);
-  const std::string key = KeyOf(guards);
+  const std::string key = KeyFor(inputs);
   std::shared_ptr<State::Entry> entry;
   {
     std::unique_lock<std::mutex> lock(s.mutex);
@@ -220,7 +251,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else if (s.over_limit) {
       lock.unlock();
       return s.Eager(inputs);
-    } else if (s.compiles >= s.options.recompile_limit) {
+    } else if (std::vector<Guard> guards = GuardsFor(inputs);
+               s.compiles >= s.options.recompile_limit) {
       s.over_limit = true;
       const std::string why = Difference(s.last_guards, guards);
       std::fprintf(stderr,
