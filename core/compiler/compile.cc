@@ -12,6 +12,7 @@
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
@@ -276,6 +277,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       auto fresh = std::make_shared<State::Entry>();
       fresh->guards = guards;
       if (outcome->graph) {
+        const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
         const size_t nodes = outcome->graph->nodes.size();
         const bool hold = s.options.mode == "reduce-overhead";
         absl::StatusOr<std::unique_ptr<compiler::Plan>> plan =
@@ -285,6 +287,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
         std::string backward_note;
         if (outcome->training) {
           compiler::TrainingGraphs& t = *outcome->training;
+          compiler::EliminateDeadLaunches(&t.backward);
           backward_note = absl::StrCat(" + a backward of ",
                                        t.backward.nodes.size(), " launches");
           absl::StatusOr<std::unique_ptr<compiler::Plan>> backward =
@@ -295,7 +298,10 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
           fresh->training = std::move(t);
         }
         s.Event(absl::StrCat("compiled graph ", s.compiles, " (", cause,
-                             "): ", nodes, " launches", backward_note));
+                             "): ", nodes, " launches", backward_note,
+                             dead > 0 ? absl::StrCat(" (", dead,
+                                                     " unused launches dropped)")
+                                      : ""));
       } else {
         if (s.options.fullgraph) {
           return absl::FailedPreconditionError(absl::StrCat(

@@ -157,7 +157,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         if (held_[s] != nullptr) {
           run_[s] = held_[s];
           bases_[s] = static_cast<char*>(run_[s]->data());
-        } else if (first_use_[s] < 0) {
+        } else if (first_use_[s] < 0 && !Temporary(static_cast<int>(s))) {
           // Never launched on (a result allocated and returned as is).
           MIXRT_RETURN_IF_ERROR(Allocate(static_cast<int>(s)));
           bases_[s] = static_cast<char*>(run_[s]->data());

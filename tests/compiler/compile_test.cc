@@ -18,6 +18,7 @@
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
 #include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
@@ -439,6 +440,33 @@ TEST(Compile, CallsFromManyThreadsShareOneCache) {
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(f->compiles(), 2);
   EXPECT_EQ(f->replays() + f->compiles(), 80);
+}
+
+// Work whose results nothing uses is dropped from the graph; in-place
+// updates of an input are kept (effects).
+TEST(Compile, UnusedLaunchesAreDroppedAndEffectsKept) {
+  const Device d = Cpu();
+  auto wasteful = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor unused, exp(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor unused2, sum(unused));
+    (void)unused2;
+    MIXRT_RETURN_IF_ERROR(kernels::fill_(in[1], 3.0));  // An effect.
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, relu(in[0]));
+    return std::vector<Tensor>{out};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(wasteful);
+  const Tensor x = Input(d, 4, 1);
+  for (int i = 0; i < 2; ++i) {
+    Tensor side = *zeros({3}, DType::kF32, d);
+    auto got = (*f)({x, side});
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(Bytes((*got)[0]), Bytes(*relu(x)));
+    EXPECT_EQ(*side.to_float_vector(), (std::vector<float>{3, 3, 3})) << i;
+  }
+  // fill_ and relu stay; exp and the sum of it go.
+  EXPECT_THAT(f->Explain(), HasSubstr("2 launches (2 unused launches dropped)"));
 }
 
 TEST(Compile, HostDataWrittenByTheFunctionIsReplayed) {

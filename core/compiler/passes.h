@@ -1,0 +1,18 @@
+// Graph passes run before a graph becomes a plan.
+#ifndef MIXRT_CORE_COMPILER_PASSES_H_
+#define MIXRT_CORE_COMPILER_PASSES_H_
+
+#include "core/compiler/graph.h"
+
+namespace mixrt::compiler {
+
+// Drops launches whose results nothing uses: a launch is kept when it
+// writes memory that outlives the call (an input, a constant: in-place
+// updates are effects), a result, an activation the backward reads, or
+// memory a kept launch reads. Per slot, not per byte: any writer of a
+// live slot is kept. Returns how many launches went.
+int EliminateDeadLaunches(Graph* graph);
+
+}  // namespace mixrt::compiler
+
+#endif  // MIXRT_CORE_COMPILER_PASSES_H_
