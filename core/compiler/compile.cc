@@ -14,6 +14,7 @@
 #include "core/autograd/node.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
+#include "core/compiler/symbolic.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 #include "core/tensor/shape.h"
@@ -74,7 +75,10 @@ void Append(std::string* key, int64_t v) {
   key->append(reinterpret_cast<const char*>(&v), sizeof(v));
 }
 
-std::string KeyFor(const std::vector<Tensor>& inputs) {
+// With `dynamic`, the listed (input, dim) sizes are left out, and the
+// strides of an input holding one are its contiguity (they depend on it).
+std::string KeyFor(const std::vector<Tensor>& inputs,
+                   const std::vector<std::pair<int, int>>* dynamic) {
   std::string key;
   key.reserve(64 + inputs.size() * 128);
   Append(&key, static_cast<int64_t>(inputs.size()));
@@ -88,8 +92,25 @@ std::string KeyFor(const std::vector<Tensor>& inputs) {
     Append(&key, reinterpret_cast<intptr_t>(t.device().backend()));
     Append(&key, t.device().index());
     Append(&key, t.ndim());
-    for (int64_t s : t.shape()) Append(&key, s);
-    for (int64_t s : t.strides()) Append(&key, s);
+    bool symbolic = false;
+    for (int d = 0; d < t.ndim(); ++d) {
+      bool masked = false;
+      if (dynamic != nullptr) {
+        for (const auto& [i2, d2] : *dynamic) {
+          masked |= i2 == static_cast<int>(i) && d2 == d;
+        }
+      }
+      symbolic |= masked;
+      Append(&key, masked ? -2 : t.shape()[d]);
+    }
+    if (symbolic) {
+      Append(&key, t.is_contiguous() ? -3 : -4);
+      if (!t.is_contiguous()) {
+        for (int64_t s : t.strides()) Append(&key, s);
+      }
+    } else {
+      for (int64_t s : t.strides()) Append(&key, s);
+    }
     Append(&key, t.requires_grad());
     int64_t alias = -1;
     for (size_t j = 0; j < i; ++j) {
@@ -181,16 +202,34 @@ struct CompiledFunction::State {
 
   struct Entry {
     std::vector<Guard> guards;
+    std::vector<Shape> input_shapes;
     std::shared_ptr<compiler::Plan> plan;  // Null: runs eagerly.
     std::string eager_reason;
     // Training signatures: the compiled backward and where its gradients go.
     std::shared_ptr<compiler::Plan> backward;
     compiler::TrainingGraphs training;  // Its `backward` graph moved out.
+    // The graphs as traced, for generalizing over a dynamic size.
+    compiler::Graph forward_graph, backward_graph;
+  };
+
+  // A size learned to be dynamic: dims (input, dim) that changed together
+  // between two traces, one symbol N for all of them.
+  struct Dynamic {
+    std::vector<std::pair<int, int>> dims;
+    std::string masked_key;
+    int64_t n1 = 0, n2 = 0;
+    std::optional<compiler::SymbolicGraph> forward, backward;
+    std::shared_ptr<Entry> pattern;  // Training metadata, guards.
+    bool verified = false;
+    bool failed = false;
+    absl::flat_hash_map<int64_t, std::shared_ptr<Entry>> instances;
   };
 
   std::mutex mutex;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache;
   std::vector<Guard> last_guards;
+  std::shared_ptr<Entry> last_entry;
+  std::vector<Dynamic> dynamics;
   std::vector<std::string> events;
   int compiles = 0;
   bool over_limit = false;
@@ -205,6 +244,185 @@ struct CompiledFunction::State {
   absl::StatusOr<std::vector<Tensor>> Eager(const std::vector<Tensor>& inputs) {
     ++eager_calls;
     return fn(inputs);
+  }
+
+  // An entry running `forward` (and `training`'s backward) as plans.
+  absl::StatusOr<std::shared_ptr<Entry>> MakeEntry(
+      compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
+    auto e = std::make_shared<Entry>();
+    const bool hold = options.mode == "reduce-overhead";
+    e->forward_graph = forward;
+    MIXRT_ASSIGN_OR_RETURN(e->plan, compiler::Plan::Build(std::move(forward), hold));
+    if (training) {
+      e->backward_graph = training->backward;
+      MIXRT_ASSIGN_OR_RETURN(
+          e->backward, compiler::Plan::Build(std::move(training->backward), hold));
+      training->backward = compiler::Graph{};
+      e->training = *std::move(training);
+    }
+    return e;
+  }
+
+  // Traces a call (the caller holds the lock and counts the compile).
+  absl::StatusOr<std::pair<std::shared_ptr<Entry>, std::vector<Tensor>>> Trace(
+      const std::vector<Tensor>& inputs, std::vector<Guard> guards,
+      const std::string& cause) {
+    absl::StatusOr<compiler::CaptureOutcome> outcome =
+        compiler::CaptureCall(fn, inputs);
+    if (!outcome.ok()) return outcome.status();
+    std::shared_ptr<Entry> fresh;
+    if (outcome->graph) {
+      const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
+      if (outcome->training) {
+        compiler::EliminateDeadLaunches(&outcome->training->backward);
+      }
+      const size_t nodes = outcome->graph->nodes.size();
+      const std::string backward_note =
+          outcome->training
+              ? absl::StrCat(" + a backward of ",
+                             outcome->training->backward.nodes.size(),
+                             " launches")
+              : "";
+      MIXRT_ASSIGN_OR_RETURN(fresh, MakeEntry(*std::move(outcome->graph),
+                                              std::move(outcome->training)));
+      Event(absl::StrCat("compiled graph ", compiles, " (", cause, "): ",
+                         nodes, " launches", backward_note,
+                         dead > 0 ? absl::StrCat(" (", dead,
+                                                 " unused launches dropped)")
+                                  : ""));
+    } else {
+      if (options.fullgraph) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "compile(fullgraph=true): the function cannot be one graph: ",
+            outcome->not_captured));
+      }
+      fresh = std::make_shared<Entry>();
+      fresh->eager_reason = outcome->not_captured;
+      Event(absl::StrCat("graph break in call ", compiles, " (", cause, "): ",
+                         outcome->not_captured, "; this signature runs eagerly"));
+    }
+    fresh->guards = std::move(guards);
+    for (const Tensor& t : inputs) {
+      fresh->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+    }
+    return std::make_pair(fresh, std::move(outcome->outputs));
+  }
+
+  // After a recompile: when `now` differs from `before` only in sizes that
+  // all changed from one value to another, those dims may be one dynamic
+  // size; their two graphs are generalized (verified on a third size).
+  void LearnDynamic(const std::vector<Tensor>& inputs, const Entry& before,
+                    const Entry& now) {
+    if (options.dynamic.has_value() && !*options.dynamic) return;
+    if (before.plan == nullptr || now.plan == nullptr ||
+        before.input_shapes.size() != now.input_shapes.size() ||
+        (before.backward == nullptr) != (now.backward == nullptr)) {
+      return;
+    }
+    std::vector<std::pair<int, int>> dims;
+    int64_t n1 = -1, n2 = -1;
+    for (size_t i = 0; i < now.input_shapes.size(); ++i) {
+      const Shape& a = before.input_shapes[i];
+      const Shape& b = now.input_shapes[i];
+      if (a.size() != b.size()) return;
+      for (size_t d = 0; d < a.size(); ++d) {
+        if (a[d] == b[d]) continue;
+        if ((n1 >= 0 && (a[d] != n1 || b[d] != n2))) return;
+        n1 = a[d];
+        n2 = b[d];
+        dims.emplace_back(static_cast<int>(i), static_cast<int>(d));
+      }
+    }
+    if (dims.empty()) return;
+    const std::string masked = KeyFor(inputs, &dims);
+    for (const Dynamic& d : dynamics) {
+      if (d.masked_key == masked) return;  // Already learning or learned.
+    }
+    Dynamic dyn;
+    dyn.dims = dims;
+    dyn.masked_key = masked;
+    dyn.n1 = n1;
+    dyn.n2 = n2;
+    dyn.forward = compiler::Generalize(before.forward_graph, n1,
+                                       now.forward_graph, n2);
+    if (now.backward != nullptr) {
+      dyn.backward = compiler::Generalize(before.backward_graph, n1,
+                                          now.backward_graph, n2);
+    }
+    dyn.failed = !dyn.forward || (now.backward != nullptr && !dyn.backward) ||
+                 !SameTraining(before.training, now.training);
+    dyn.pattern = std::make_shared<Entry>(now);
+    Event(absl::StrCat("size ", n1, " -> ", n2, " of ", DimsName(dims),
+                       dyn.failed ? ": the graphs do not generalize; sizes stay static"
+                                  : ": a dynamic size candidate (checked on the next size)"));
+    dynamics.push_back(std::move(dyn));
+  }
+
+  static bool SameTraining(const compiler::TrainingGraphs& a,
+                           const compiler::TrainingGraphs& b) {
+    if (a.grad_outputs != b.grad_outputs || a.sink_result != b.sink_result ||
+        a.sinks.size() != b.sinks.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < a.sinks.size(); ++i) {
+      if (a.sinks[i].input != b.sinks[i].input ||
+          a.sinks[i].edge.node != b.sinks[i].edge.node ||
+          a.sinks[i].edge.input_nr != b.sinks[i].edge.input_nr) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static std::string DimsName(const std::vector<std::pair<int, int>>& dims) {
+    std::vector<std::string> names;
+    for (const auto& [i, d] : dims) names.push_back(absl::StrCat("input ", i, " dim ", d));
+    return absl::StrJoin(names, ", ");
+  }
+
+  // The dynamic record matching `inputs`, and their N; null when none.
+  Dynamic* MatchDynamic(const std::vector<Tensor>& inputs, int64_t* n) {
+    for (Dynamic& d : dynamics) {
+      if (d.failed) continue;
+      int64_t value = -1;
+      bool one = true;
+      for (const auto& [i, dim] : d.dims) {
+        if (i >= static_cast<int>(inputs.size()) || !inputs[i].defined() ||
+            dim >= inputs[i].ndim()) {
+          one = false;
+          break;
+        }
+        const int64_t v = inputs[i].shape()[dim];
+        if (value >= 0 && v != value) one = false;
+        value = v;
+      }
+      if (!one || value < 1) continue;
+      if (KeyFor(inputs, &d.dims) != d.masked_key) continue;
+      *n = value;
+      return &d;
+    }
+    return nullptr;
+  }
+
+  // The verified dynamic graphs instantiated at n (kept for later calls).
+  absl::StatusOr<std::shared_ptr<Entry>> Instance(Dynamic& d, int64_t n) {
+    if (auto it = d.instances.find(n); it != d.instances.end()) return it->second;
+    std::optional<compiler::Graph> forward = compiler::Instantiate(*d.forward, n);
+    std::optional<compiler::TrainingGraphs> training;
+    if (d.backward) {
+      std::optional<compiler::Graph> backward = compiler::Instantiate(*d.backward, n);
+      if (!backward) return std::shared_ptr<Entry>();
+      training = d.pattern->training;
+      training->backward = *std::move(backward);
+    }
+    if (!forward) return std::shared_ptr<Entry>();
+    MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
+                           MakeEntry(*std::move(forward), std::move(training)));
+    e->guards = d.pattern->guards;
+    constexpr size_t kMaxInstances = 16;
+    if (d.instances.size() >= kMaxInstances) d.instances.clear();
+    d.instances[n] = e;
+    return e;
   }
 };
 
@@ -243,12 +461,20 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       EnvFlag(kDisableEnv)) {
     return s.Eager(inputs);
   }
-  const std::string key = KeyFor(inputs);
+  const std::string key = KeyFor(inputs, nullptr);
   std::shared_ptr<State::Entry> entry;
   {
     std::unique_lock<std::mutex> lock(s.mutex);
+    int64_t n = 0;
+    State::Dynamic* dyn = nullptr;
     if (auto it = s.cache.find(key); it != s.cache.end()) {
       entry = it->second;
+    } else if ((dyn = s.MatchDynamic(inputs, &n)) != nullptr && dyn->verified) {
+      MIXRT_ASSIGN_OR_RETURN(entry, s.Instance(*dyn, n));
+      if (entry == nullptr) dyn = nullptr;  // Out of the formulas' range.
+    }
+    if (entry != nullptr) {
+      // Replayed below, without the lock.
     } else if (s.over_limit) {
       lock.unlock();
       return s.Eager(inputs);
@@ -271,51 +497,37 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       const std::string cause =
           s.compiles == 0 ? "first call" : Difference(s.last_guards, guards);
       ++s.compiles;
-      absl::StatusOr<compiler::CaptureOutcome> outcome =
-          compiler::CaptureCall(s.fn, inputs);
-      if (!outcome.ok()) return outcome.status();
-      auto fresh = std::make_shared<State::Entry>();
-      fresh->guards = guards;
-      if (outcome->graph) {
-        const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
-        const size_t nodes = outcome->graph->nodes.size();
-        const bool hold = s.options.mode == "reduce-overhead";
-        absl::StatusOr<std::unique_ptr<compiler::Plan>> plan =
-            compiler::Plan::Build(*std::move(outcome->graph), hold);
-        if (!plan.ok()) return plan.status();
-        fresh->plan = *std::move(plan);
-        std::string backward_note;
-        if (outcome->training) {
-          compiler::TrainingGraphs& t = *outcome->training;
-          compiler::EliminateDeadLaunches(&t.backward);
-          backward_note = absl::StrCat(" + a backward of ",
-                                       t.backward.nodes.size(), " launches");
-          absl::StatusOr<std::unique_ptr<compiler::Plan>> backward =
-              compiler::Plan::Build(std::move(t.backward), hold);
-          if (!backward.ok()) return backward.status();
-          fresh->backward = *std::move(backward);
-          t.backward = compiler::Graph{};
-          fresh->training = std::move(t);
-        }
-        s.Event(absl::StrCat("compiled graph ", s.compiles, " (", cause,
-                             "): ", nodes, " launches", backward_note,
-                             dead > 0 ? absl::StrCat(" (", dead,
-                                                     " unused launches dropped)")
-                                      : ""));
-      } else {
-        if (s.options.fullgraph) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "compile(fullgraph=true): the function cannot be one graph: ",
-              outcome->not_captured));
-        }
-        fresh->eager_reason = outcome->not_captured;
-        s.Event(absl::StrCat("graph break in call ", s.compiles, " (", cause,
-                             "): ", outcome->not_captured,
-                             "; this signature runs eagerly"));
+      MIXRT_ASSIGN_OR_RETURN(auto traced, s.Trace(inputs, guards, cause));
+      auto& [fresh, outputs] = traced;
+      if (dyn != nullptr && !dyn->verified && !dyn->failed) {
+        // The third size checks the formulas learned from the first two.
+        const bool forward_ok =
+            fresh->plan != nullptr &&
+            [&] {
+              auto g = compiler::Instantiate(*dyn->forward, n);
+              return g && compiler::SameGraph(*g, fresh->forward_graph);
+            }();
+        const bool backward_ok =
+            !dyn->backward ||
+            (fresh->backward != nullptr && [&] {
+              auto g = compiler::Instantiate(*dyn->backward, n);
+              return g && compiler::SameGraph(*g, fresh->backward_graph);
+            }());
+        dyn->verified = forward_ok && backward_ok;
+        dyn->failed = !dyn->verified;
+        s.Event(absl::StrCat(
+            State::DimsName(dyn->dims), " at ", n,
+            dyn->verified ? ": matches the formulas from sizes " : ": does not match the formulas from sizes ",
+            dyn->n1, " and ", dyn->n2,
+            dyn->verified ? "; dynamic from now on (no more traces for new sizes)"
+                          : "; sizes stay static"));
+      } else if (s.last_entry != nullptr) {
+        s.LearnDynamic(inputs, *s.last_entry, *fresh);
       }
       s.cache[key] = fresh;
       s.last_guards = std::move(guards);
-      return std::move(outcome->outputs);
+      s.last_entry = fresh;
+      return std::move(outputs);
     }
   }
   if (entry->plan == nullptr) return s.Eager(inputs);
@@ -346,6 +558,14 @@ std::string CompiledFunction::Explain() const {
                                  " traces, ", s.replays.load(), " replays, ",
                                  s.eager_calls.load(), " eager calls\n");
   for (const std::string& e : s.events) absl::StrAppend(&out, "  ", e, "\n");
+  for (const State::Dynamic& d : s.dynamics) {
+    absl::StrAppend(&out, "dynamic size (", State::DimsName(d.dims), "): ",
+                    d.verified ? "verified"
+                    : d.failed ? "not generalizable"
+                               : "candidate",
+                    ", learned from sizes ", d.n1, " and ", d.n2, ", ",
+                    d.instances.size(), " sizes instantiated\n");
+  }
   int n = 0;
   for (const auto& [key, entry] : s.cache) {
     absl::StrAppend(&out, "signature ", ++n, ":\n  guards:\n");

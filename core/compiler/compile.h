@@ -32,6 +32,12 @@ struct CompileOptions {
   // as "default" until the plugins' fusion (compiler part 2) gives them
   // choices to time.
   std::string mode = "default";
+  // Unset (auto): sizes start static; when a recompile comes from sizes
+  // that changed together (one value to another), their two graphs are
+  // generalized into formulas in that size, checked on a third size, and
+  // then serve every size without tracing. false: always static. true:
+  // as auto (a graph generalizes from traces, so the first is static).
+  std::optional<bool> dynamic;
   bool fullgraph = false;
   bool disable = false;
   // "mixrt": traced graphs run as plans; "eager": the function as written

@@ -31,6 +31,7 @@ namespace mixrt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Device Cpu() {
   auto b = Registry::Global().Load(
@@ -467,6 +468,78 @@ TEST(Compile, UnusedLaunchesAreDroppedAndEffectsKept) {
   }
   // fill_ and relu stay; exp and the sum of it go.
   EXPECT_THAT(f->Explain(), HasSubstr("2 launches (2 unused launches dropped)"));
+}
+
+// Automatic dynamic: sizes 4 and 8 trace, 12 traces and confirms the
+// formulas, and every later size instantiates them without a trace; the
+// results stay eager's bit for bit.
+TEST(Compile, ABatchSizeBecomesDynamicAfterTwoSizesAndACheck) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  InferenceModeGuard inference;
+  auto f = compile(mlp);
+  for (int64_t rows : {4, 8, 12, 16, 20, 3, 16}) {
+    const std::vector<Tensor> in = {Input(d, rows, rows)};
+    auto got = (*f)(in);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = mlp(in);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ((*got)[k].shape(), (*want)[k].shape()) << rows;
+      EXPECT_EQ(Bytes((*got)[k]), Bytes((*want)[k])) << rows;
+    }
+  }
+  EXPECT_EQ(f->compiles(), 3);
+  EXPECT_EQ(f->replays(), 4);
+  EXPECT_THAT(f->Explain(), HasSubstr("dynamic from now on"));
+  EXPECT_THAT(f->Explain(), HasSubstr("verified, learned from sizes 4 and 8, 3 sizes"));
+}
+
+TEST(Compile, ADynamicBatchTrainsWithEagersGradients) {
+  const Device d = Cpu();
+  const Trainable model(d);
+  auto f = compile(model);
+  for (int64_t rows : {4, 8, 12, 16}) {
+    Tensor x = Input(d, rows, rows);
+    ASSERT_TRUE(x.set_requires_grad(true).ok());
+    std::vector<int64_t> labels(rows);
+    for (int64_t i = 0; i < rows; ++i) labels[i] = i % 10;
+    const Tensor y = *from_ints(labels, {rows}, DType::kI64, d);
+    ASSERT_TRUE((*(model({x, y})))[0].backward().ok());
+    const auto eager = TakeGrads(model, x);
+    auto got = (*f)({x, y});
+    ASSERT_TRUE(got.ok());
+    ASSERT_TRUE((*got)[0].backward().ok());
+    EXPECT_EQ(TakeGrads(model, x), eager) << rows;
+  }
+  EXPECT_EQ(f->compiles(), 3);  // 16 is an instance of the formulas.
+  EXPECT_THAT(f->Explain(), HasSubstr("input 0 dim 0, input 1 dim 0"));
+}
+
+// [N, 8] x [8, N] holds N^2 elements: two sizes fit a line, the third does
+// not, so sizes stay static; dynamic=false never generalizes.
+TEST(Compile, SizesThatAreNotAffineStayStatic) {
+  const Device d = Cpu();
+  auto gram = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor t, in[0].transpose(0, 1));
+    MIXRT_ASSIGN_OR_RETURN(Tensor g, matmul(in[0], t));
+    return std::vector<Tensor>{g};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(gram);
+  auto never = compile(gram, {.dynamic = false});
+  for (int64_t rows : {2, 4, 6, 8}) {
+    Generator g(rows);
+    const std::vector<Tensor> in = {*randn({rows, 8}, DType::kF32, d, 0, 1, &g)};
+    auto got = (*f)(in);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(Bytes((*got)[0]), Bytes((*gram(in))[0])) << rows;
+    ASSERT_TRUE((*never)(in).ok());
+  }
+  EXPECT_EQ(f->compiles(), 4);
+  EXPECT_THAT(f->Explain(), HasSubstr("does not match the formulas"));
+  EXPECT_EQ(never->compiles(), 4);
+  EXPECT_THAT(never->Explain(), Not(HasSubstr("dynamic size")));
 }
 
 TEST(Compile, HostDataWrittenByTheFunctionIsReplayed) {

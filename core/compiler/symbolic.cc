@@ -1,0 +1,106 @@
+#include "core/compiler/symbolic.h"
+
+#include <functional>
+
+namespace mixrt::compiler {
+namespace {
+
+// Calls f on every integer of g that may depend on a size, in a fixed
+// order: slot sizes, then each node's and each result's views.
+void VisitInts(Graph& g, const std::function<void(int64_t&)>& f) {
+  for (StorageSlot& s : g.slots) {
+    int64_t bytes = static_cast<int64_t>(s.bytes);
+    f(bytes);
+    s.bytes = static_cast<uint64_t>(bytes);
+  }
+  auto view = [&](ValueRef& v) {
+    f(v.offset);
+    for (int64_t& d : v.shape) f(d);
+    for (int64_t& d : v.strides) f(d);
+  };
+  for (GraphNode& n : g.nodes) {
+    for (ValueRef& v : n.inputs) view(v);
+    for (ValueRef& v : n.outputs) view(v);
+  }
+  for (ValueRef& v : g.outputs) view(v);
+}
+
+std::vector<int64_t> Ints(const Graph& g) {
+  Graph copy = g;
+  std::vector<int64_t> out;
+  VisitInts(copy, [&](int64_t& v) { out.push_back(v); });
+  return out;
+}
+
+bool SameViews(const std::vector<ValueRef>& x, const std::vector<ValueRef>& y) {
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].slot != y[i].slot || x[i].dtype != y[i].dtype ||
+        x[i].shape.size() != y[i].shape.size() ||
+        x[i].strides.size() != y[i].strides.size()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SameStructure(const Graph& x, const Graph& y) {
+  if (x.device != y.device || x.slots.size() != y.slots.size() ||
+      x.nodes.size() != y.nodes.size() || !SameViews(x.outputs, y.outputs)) {
+    return false;
+  }
+  for (size_t i = 0; i < x.slots.size(); ++i) {
+    const StorageSlot& a = x.slots[i];
+    const StorageSlot& b = y.slots[i];
+    if (a.kind != b.kind || a.input != b.input ||
+        a.forward_slot != b.forward_slot || a.constant != b.constant ||
+        a.returned != b.returned || a.saved != b.saved) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < x.nodes.size(); ++i) {
+    const GraphNode& a = x.nodes[i];
+    const GraphNode& b = y.nodes[i];
+    if (a.kind != b.kind || a.op != b.op || a.attrs != b.attrs ||
+        a.host_bytes != b.host_bytes || !SameViews(a.inputs, b.inputs) ||
+        !SameViews(a.outputs, b.outputs)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameGraph(const Graph& x, const Graph& y) {
+  return SameStructure(x, y) && Ints(x) == Ints(y);
+}
+
+std::optional<SymbolicGraph> Generalize(const Graph& g1, int64_t n1,
+                                        const Graph& g2, int64_t n2) {
+  if (n1 == n2 || !SameStructure(g1, g2)) return std::nullopt;
+  const std::vector<int64_t> v1 = Ints(g1), v2 = Ints(g2);
+  SymbolicGraph s;
+  s.structure = g1;
+  for (size_t i = 0; i < v1.size(); ++i) {
+    const int64_t d = v2[i] - v1[i];
+    if (d % (n2 - n1) != 0) return std::nullopt;
+    const int64_t b = d / (n2 - n1);
+    s.ints.push_back({v1[i] - b * n1, b});
+  }
+  return s;
+}
+
+std::optional<Graph> Instantiate(const SymbolicGraph& s, int64_t n) {
+  Graph g = s.structure;
+  size_t k = 0;
+  bool ok = true;
+  VisitInts(g, [&](int64_t& v) {
+    v = s.ints[k++].At(n);
+    ok &= v >= 0;
+  });
+  if (!ok) return std::nullopt;
+  return g;
+}
+
+}  // namespace mixrt::compiler
