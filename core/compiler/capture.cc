@@ -27,8 +27,9 @@ class Recorder : public CaptureHooks {
  public:
   // A backward's recorder maps the forward's memory to kSaved slots.
   explicit Recorder(const std::vector<Tensor>& inputs,
-                    Recorder* forward = nullptr)
-      : inputs_(inputs), forward_(forward) {}
+                    Recorder* forward = nullptr,
+                    const std::vector<Tensor>* parameters = nullptr)
+      : inputs_(inputs), forward_(forward), parameters_(parameters) {}
 
   void OnLaunch(MixrtOp op, absl::Span<const Tensor> inputs,
                 absl::Span<const Tensor> outputs, const void* attrs) override {
@@ -153,6 +154,14 @@ class Recorder : public CaptureHooks {
     }
     slot.kind = StorageSlot::Kind::kConstant;
     slot.constant = t.storage();
+    if (parameters_ != nullptr) {
+      for (size_t p = 0; p < parameters_->size(); ++p) {
+        if ((*parameters_)[p].storage() == t.storage()) {
+          slot.parameter = static_cast<int>(p);
+          break;
+        }
+      }
+    }
     return slot;
   }
 
@@ -175,6 +184,7 @@ class Recorder : public CaptureHooks {
 
   const std::vector<Tensor>& inputs_;
   Recorder* forward_;
+  const std::vector<Tensor>* parameters_;
   bool tracing_backward_ = false;
   Graph graph_;
   absl::flat_hash_map<const Storage*, int> slot_of_;
@@ -199,6 +209,7 @@ class SinkNode : public Node {
 std::string CaptureBackward(const std::vector<Tensor>& inputs,
                             const std::vector<Tensor>& outputs,
                             uint64_t first_node, Recorder* forward,
+                            const std::vector<Tensor>* parameters,
                             TrainingGraphs* training) {
   // Boundaries: edges into an input's history, a leaf's accumulator, or a
   // node recorded before the call. Each (node, slot) gets one sink.
@@ -253,6 +264,12 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
           target.input = input->second;
         } else {
           target.edge = e;
+          for (size_t p = 0; parameters != nullptr && p < parameters->size(); ++p) {
+            if (GradientEdge((*parameters)[p]).node == e.node) {
+              target.parameter = static_cast<int>(p);
+              break;
+            }
+          }
         }
         training->sinks.push_back(target);
       }
@@ -265,7 +282,7 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     if (!one.ok()) return std::string(one.status().message());
     grads.push_back(*one);
   }
-  Recorder backward(grads, forward);
+  Recorder backward(grads, forward, parameters);
   backward.set_tracing_backward();
   absl::Status status;
   {
@@ -289,9 +306,10 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
 
 }  // namespace
 
-absl::StatusOr<CaptureOutcome> CaptureCall(const TracedFunction& fn,
-                                           const std::vector<Tensor>& inputs) {
-  Recorder recorder(inputs);
+absl::StatusOr<CaptureOutcome> CaptureCall(
+    const TracedFunction& fn, const std::vector<Tensor>& inputs,
+    const std::vector<Tensor>* parameters) {
+  Recorder recorder(inputs, nullptr, parameters);
   const uint64_t random_offset = DefaultGenerator().offset();
   const uint64_t first_node = NodesCreated();
   absl::StatusOr<std::vector<Tensor>> outputs;
@@ -320,7 +338,8 @@ absl::StatusOr<CaptureOutcome> CaptureCall(const TracedFunction& fn,
   if (training && !recorder.broken()) {
     TrainingGraphs graphs;
     const std::string why =
-        CaptureBackward(inputs, outcome.outputs, first_node, &recorder, &graphs);
+        CaptureBackward(inputs, outcome.outputs, first_node, &recorder,
+                        parameters, &graphs);
     if (!why.empty()) {
       recorder.Break(why);
     } else if (DefaultGenerator().offset() != random_offset) {

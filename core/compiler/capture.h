@@ -31,6 +31,7 @@ using TracedFunction = std::function<absl::StatusOr<std::vector<Tensor>>(
 struct GradientSink {
   int input = -1;
   Edge edge;
+  int parameter = -1;  // The edge is that parameter's accumulator.
 };
 
 // A call whose results need gradients is traced twice: the forward as it
@@ -53,9 +54,12 @@ struct CaptureOutcome {
   std::string not_captured;  // Why there is no graph.
 };
 
-// The function's own error when it fails.
-absl::StatusOr<CaptureOutcome> CaptureCall(const TracedFunction& fn,
-                                           const std::vector<Tensor>& inputs);
+// The function's own error when it fails. With `parameters` (a module's),
+// constants and gradient sinks that are parameters are marked with their
+// index.
+absl::StatusOr<CaptureOutcome> CaptureCall(
+    const TracedFunction& fn, const std::vector<Tensor>& inputs,
+    const std::vector<Tensor>* parameters = nullptr);
 
 }  // namespace mixrt::compiler
 

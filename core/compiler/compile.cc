@@ -194,6 +194,52 @@ class CompiledBackwardNode : public Node {
   std::vector<Shape> result_shapes_;
 };
 
+// Graphs traced on one instance of a module type, for its other
+// instances: constants are parameters by position.
+struct SharedGraphs {
+  struct Template {
+    compiler::Graph forward;
+    std::optional<compiler::Graph> backward;
+    compiler::TrainingGraphs training;
+  };
+  std::mutex mutex;
+  absl::flat_hash_map<std::string, Template> by_signature;
+};
+
+std::shared_ptr<SharedGraphs> SharedGraphsFor(const std::string& module_key) {
+  static std::mutex mutex;
+  static auto* registry =
+      new absl::flat_hash_map<std::string, std::shared_ptr<SharedGraphs>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<SharedGraphs>& g = (*registry)[module_key];
+  if (g == nullptr) g = std::make_shared<SharedGraphs>();
+  return g;
+}
+
+// Whether every constant of g is a whole parameter (offset 0).
+bool ConstantsAreParameters(const compiler::Graph& g,
+                            const std::vector<Tensor>& parameters) {
+  for (const compiler::StorageSlot& slot : g.slots) {
+    if (slot.kind != compiler::StorageSlot::Kind::kConstant) continue;
+    if (slot.parameter < 0 || parameters[slot.parameter].offset() != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// g with its constants bound to `parameters`.
+std::optional<compiler::Graph> Rebind(compiler::Graph g,
+                                      const std::vector<Tensor>& parameters) {
+  if (!ConstantsAreParameters(g, parameters)) return std::nullopt;
+  for (compiler::StorageSlot& slot : g.slots) {
+    if (slot.kind == compiler::StorageSlot::Kind::kConstant) {
+      slot.constant = parameters[slot.parameter].storage();
+    }
+  }
+  return g;
+}
+
 }  // namespace
 
 struct CompiledFunction::State {
@@ -224,6 +270,10 @@ struct CompiledFunction::State {
     bool failed = false;
     absl::flat_hash_map<int64_t, std::shared_ptr<Entry>> instances;
   };
+
+  // A module's forward: its parameters and the graphs its type shares.
+  std::vector<Tensor> parameters;
+  std::shared_ptr<SharedGraphs> shared;
 
   std::mutex mutex;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache;
@@ -263,12 +313,63 @@ struct CompiledFunction::State {
     return e;
   }
 
+  // The entry another instance of this module traced for `key`, bound to
+  // this instance's parameters; null when there is none.
+  absl::StatusOr<std::shared_ptr<Entry>> FromSharedGraphs(
+      const std::string& key, const std::vector<Tensor>& inputs) {
+    if (shared == nullptr) return std::shared_ptr<Entry>();
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    auto it = shared->by_signature.find(key);
+    if (it == shared->by_signature.end()) return std::shared_ptr<Entry>();
+    std::optional<compiler::Graph> forward = Rebind(it->second.forward, parameters);
+    std::optional<compiler::TrainingGraphs> training;
+    if (it->second.backward) {
+      std::optional<compiler::Graph> backward =
+          Rebind(*it->second.backward, parameters);
+      if (!backward) return std::shared_ptr<Entry>();
+      training = it->second.training;
+      training->backward = *std::move(backward);
+      for (compiler::GradientSink& sink : training->sinks) {
+        if (sink.parameter >= 0) sink.edge = GradientEdge(parameters[sink.parameter]);
+      }
+    }
+    if (!forward) return std::shared_ptr<Entry>();
+    MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
+                           MakeEntry(*std::move(forward), std::move(training)));
+    e->guards = GuardsFor(inputs);
+    for (const Tensor& t : inputs) {
+      e->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+    }
+    Event("reused the graph another instance of this module traced "
+          "(regional compilation)");
+    return e;
+  }
+
+  // Offers a traced entry to the module type's other instances.
+  void ShareGraphs(const std::string& key, const Entry& e) {
+    if (shared == nullptr || e.plan == nullptr ||
+        !ConstantsAreParameters(e.forward_graph, parameters) ||
+        (e.backward != nullptr &&
+         !ConstantsAreParameters(e.backward_graph, parameters))) {
+      return;
+    }
+    for (const compiler::GradientSink& sink : e.training.sinks) {
+      if (sink.input < 0 && sink.parameter < 0) return;
+    }
+    SharedGraphs::Template t;
+    t.forward = e.forward_graph;
+    if (e.backward != nullptr) t.backward = e.backward_graph;
+    t.training = e.training;
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->by_signature.try_emplace(key, std::move(t));
+  }
+
   // Traces a call (the caller holds the lock and counts the compile).
   absl::StatusOr<std::pair<std::shared_ptr<Entry>, std::vector<Tensor>>> Trace(
       const std::vector<Tensor>& inputs, std::vector<Guard> guards,
       const std::string& cause) {
-    absl::StatusOr<compiler::CaptureOutcome> outcome =
-        compiler::CaptureCall(fn, inputs);
+    absl::StatusOr<compiler::CaptureOutcome> outcome = compiler::CaptureCall(
+        fn, inputs, shared != nullptr ? &parameters : nullptr);
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
@@ -454,6 +555,18 @@ absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
   return f;
 }
 
+absl::StatusOr<CompiledFunction> CompileModuleForward(
+    compiler::TracedFunction fn, CompileOptions options,
+    std::vector<Tensor> parameters, std::string module_key) {
+  MIXRT_ASSIGN_OR_RETURN(CompiledFunction f,
+                         compile(std::move(fn), options));
+  f.state_->parameters = std::move(parameters);
+  f.state_->shared = SharedGraphsFor(
+      absl::StrCat(module_key, "|", options.mode, "|",
+                   options.dynamic ? (*options.dynamic ? "dyn" : "static") : "auto"));
+  return f;
+}
+
 absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     const std::vector<Tensor>& inputs) const {
   State& s = *state_;
@@ -472,6 +585,10 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else if ((dyn = s.MatchDynamic(inputs, &n)) != nullptr && dyn->verified) {
       MIXRT_ASSIGN_OR_RETURN(entry, s.Instance(*dyn, n));
       if (entry == nullptr) dyn = nullptr;  // Out of the formulas' range.
+    }
+    if (entry == nullptr && dyn == nullptr) {
+      MIXRT_ASSIGN_OR_RETURN(entry, s.FromSharedGraphs(key, inputs));
+      if (entry != nullptr) s.cache[key] = entry;
     }
     if (entry != nullptr) {
       // Replayed below, without the lock.
@@ -525,6 +642,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
         s.LearnDynamic(inputs, *s.last_entry, *fresh);
       }
       s.cache[key] = fresh;
+      s.ShareGraphs(key, *fresh);
       s.last_guards = std::move(guards);
       s.last_entry = fresh;
       return std::move(outputs);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,8 +65,19 @@ class CompiledFunction {
  private:
   friend absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction,
                                                   CompileOptions);
+  friend absl::StatusOr<CompiledFunction> CompileModuleForward(
+      compiler::TracedFunction, CompileOptions, std::vector<Tensor>,
+      std::string);
   std::shared_ptr<State> state_;
 };
+
+// compile() for a module's forward: constants that are its parameters are
+// bound by position, so instances of one module type with parameters of the
+// same names, shapes and dtypes share graphs (regional compilation: each
+// repeated block traces once per signature, process-wide).
+absl::StatusOr<CompiledFunction> CompileModuleForward(
+    compiler::TracedFunction fn, CompileOptions options,
+    std::vector<Tensor> parameters, std::string module_key);
 
 // Refuses an unknown mode or backend, or a recompile limit below 1.
 absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
@@ -100,13 +112,22 @@ absl::StatusOr<CompiledModule<Module>> compile(std::shared_ptr<Module> module,
     return absl::InvalidArgumentError("compile: no module given");
   }
   Module* m = module.get();
-  absl::StatusOr<CompiledFunction> f = compile(
+  std::string key = typeid(Module).name();
+  std::vector<Tensor> parameters;
+  for (const auto& [name, p] : m->named_parameters()) {
+    key += "|" + name + ":" + std::string(DTypeName(p.dtype())) + ":" +
+           std::to_string(p.requires_grad());
+    for (int64_t d : p.shape()) key += "," + std::to_string(d);
+    for (int64_t d : p.strides()) key += "/" + std::to_string(d);
+    parameters.push_back(p);
+  }
+  absl::StatusOr<CompiledFunction> f = CompileModuleForward(
       [m](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
         absl::StatusOr<Tensor> out = m->forward(in.at(0));
         if (!out.ok()) return out.status();
         return std::vector<Tensor>{*std::move(out)};
       },
-      std::move(options));
+      std::move(options), std::move(parameters), std::move(key));
   if (!f.ok()) return f.status();
   return CompiledModule<Module>(std::move(module), *std::move(f));
 }

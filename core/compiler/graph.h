@@ -30,6 +30,9 @@ struct StorageSlot {
   int input = -1;
   int forward_slot = -1;
   std::shared_ptr<Storage> constant;
+  // kConstant memory of parameter `parameter` of the traced module, so
+  // another instance of the module can run the graph on its own.
+  int parameter = -1;
   uint64_t bytes = 0;  // kInternal.
   // kInternal memory a returned tensor views: fresh on every call, so a
   // result never changes under the caller when the graph runs again.

@@ -19,6 +19,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"
+#include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
@@ -540,6 +541,46 @@ TEST(Compile, SizesThatAreNotAffineStayStatic) {
   EXPECT_THAT(f->Explain(), HasSubstr("does not match the formulas"));
   EXPECT_EQ(never->compiles(), 4);
   EXPECT_THAT(never->Explain(), Not(HasSubstr("dynamic size")));
+}
+
+// Regional compilation: two instances of one module type (same parameter
+// names, shapes, dtypes) share graphs; the second runs the first one's
+// graph on its own parameters without a trace, forward and backward.
+TEST(Compile, InstancesOfOneModuleShareGraphs) {
+  const Device d = Cpu();
+  Generator g1(1), g2(2);
+  auto a = *nn::MLP({16, 24, 8}, d, &g1);
+  auto b = *nn::MLP({16, 24, 8}, d, &g2);
+  auto ca = compile(a);
+  auto cb = compile(b);
+  ASSERT_TRUE(ca.ok() && cb.ok());
+  const Tensor x = *randn({5, 16}, DType::kF32, d);
+  for (int call = 0; call < 2; ++call) {
+    for (auto [module, compiled] : {std::pair{a, &*ca}, std::pair{b, &*cb}}) {
+      auto got = (*compiled)(x);
+      ASSERT_TRUE(got.ok()) << got.status();
+      auto want = module->forward(x);
+      EXPECT_EQ(Bytes(*got), Bytes(*want));
+      // Gradients into this instance's own parameters.
+      ASSERT_TRUE((*sum(*want)).backward().ok());
+      std::vector<std::vector<uint8_t>> eager;
+      for (Tensor& p : module->parameters()) {
+        eager.push_back(Bytes(p.grad()));
+        p.set_grad(Tensor());
+      }
+      ASSERT_TRUE((*sum(*got)).backward().ok());
+      std::vector<std::vector<uint8_t>> compiled_grads;
+      for (Tensor& p : module->parameters()) {
+        ASSERT_TRUE(p.grad().defined());
+        compiled_grads.push_back(Bytes(p.grad()));
+        p.set_grad(Tensor());
+      }
+      EXPECT_EQ(compiled_grads, eager) << "call " << call;
+    }
+  }
+  EXPECT_EQ(ca->compiled().compiles() + cb->compiled().compiles(), 1);
+  EXPECT_THAT(ca->compiled().Explain() + cb->compiled().Explain(),
+              HasSubstr("reused the graph another instance"));
 }
 
 TEST(Compile, HostDataWrittenByTheFunctionIsReplayed) {
