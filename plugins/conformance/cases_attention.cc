@@ -73,6 +73,35 @@ bool HasFusedAttention(const Device& device) {
   return !absl::IsUnimplemented(out.status());
 }
 
+// The forward (output and log-normalizers) of q, k, v drawn as `qkv`
+// describes, plain or causal, against the oracle.
+Case ForwardCase(std::string name, DType dtype, std::vector<InputSpec> qkv,
+                 double scale, bool causal) {
+  const double u = UnitRoundoff(dtype);
+  const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
+  const Tolerance lse_tol{1e-5, 1e-4, {}};
+  return {std::move(name), MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
+            if (!HasFusedAttention(d.plugin)) {
+              GTEST_SKIP() << "the plugin has no fused attention";
+            }
+            CompareOp(
+                d, qkv,
+                [=](const std::vector<Tensor>& in) -> Outputs {
+                  kernels::FusedAttentionArgs args;
+                  args.scale = scale;
+                  args.is_causal = causal;
+                  MIXRT_ASSIGN_OR_RETURN(
+                      auto o, kernels::scaled_dot_product_attention(
+                                  in[0], in[1], in[2], args));
+                  return std::vector<Tensor>{o.out, o.lse};
+                },
+                [=](int index, const std::vector<std::vector<double>>&) {
+                  return index == 0 ? out_tol : lse_tol;
+                },
+                kSeed);
+          }};
+}
+
 // Head and value widths in 32s (64 and 32, as in GPT models) take the CPU
 // plugin's AMX tiles in bf16 where the CPU has them, whose query rows and
 // keys pad to 32: 200 queries and 1100 keys leave partial tiles in both,
@@ -80,39 +109,17 @@ bool HasFusedAttention(const Device& device) {
 void AddWideHeadCases(DType dtype, std::vector<Case>* cases) {
   constexpr int64_t kWideGroups = 2, kWideQueries = 200, kWideHead = 64,
                     kWideValue = 32;
-  const double u = UnitRoundoff(dtype);
-  const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
-  const Tolerance lse_tol{1e-5, 1e-4, {}};
   for (bool causal : {false, true}) {
     for (Values q_values : {Values::kNormal, Values::kSpecial}) {
-      const std::vector<InputSpec> qkv = {
-          {{kWideGroups, kWideQueries, kWideHead}, dtype, q_values},
-          {{kWideGroups, kKeys, kWideHead}, dtype},
-          {{kWideGroups, kKeys, kWideValue}, dtype}};
-      cases->push_back(
-          {absl::StrCat("attention/wide_heads",
-                        q_values == Values::kSpecial ? "_special" : "",
-                        causal ? "_causal/" : "/", DTypeName(dtype)),
-           MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
-             if (!HasFusedAttention(d.plugin)) {
-               GTEST_SKIP() << "the plugin has no fused attention";
-             }
-             CompareOp(
-                 d, qkv,
-                 [=](const std::vector<Tensor>& in) -> Outputs {
-                   kernels::FusedAttentionArgs args;
-                   args.scale = 0.125;
-                   args.is_causal = causal;
-                   MIXRT_ASSIGN_OR_RETURN(
-                       auto o, kernels::scaled_dot_product_attention(
-                                   in[0], in[1], in[2], args));
-                   return std::vector<Tensor>{o.out, o.lse};
-                 },
-                 [=](int index, const std::vector<std::vector<double>>&) {
-                   return index == 0 ? out_tol : lse_tol;
-                 },
-                 kSeed);
-           }});
+      cases->push_back(ForwardCase(
+          absl::StrCat("attention/wide_heads",
+                       q_values == Values::kSpecial ? "_special" : "",
+                       causal ? "_causal/" : "/", DTypeName(dtype)),
+          dtype,
+          {{{kWideGroups, kWideQueries, kWideHead}, dtype, q_values},
+           {{kWideGroups, kKeys, kWideHead}, dtype},
+           {{kWideGroups, kKeys, kWideValue}, dtype}},
+          0.125, causal));
     }
   }
 }
@@ -124,35 +131,14 @@ void AddAttentionCases(std::vector<Case>* cases) {
     // NaN and inf in q reach the output as the definition makes them (the
     // GradScaler finds overflow through them): never dropped as a key.
     for (bool causal : {false, true}) {
-      const std::vector<InputSpec> special = {
-          {{kGroups, kQueries, kHead}, dtype, Values::kSpecial},
-          {{kGroups, kKeys, kHead}, dtype},
-          {{kGroups, kKeys, kValue}, dtype}};
-      const double u = UnitRoundoff(dtype);
-      cases->push_back(
-          {absl::StrCat("attention/special", causal ? "_causal/" : "/",
-                        DTypeName(dtype)),
-           MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
-             if (!HasFusedAttention(d.plugin)) {
-               GTEST_SKIP() << "the plugin has no fused attention";
-             }
-             CompareOp(
-                 d, special,
-                 [=](const std::vector<Tensor>& in) -> Outputs {
-                   kernels::FusedAttentionArgs args;
-                   args.scale = 0.25;
-                   args.is_causal = causal;
-                   MIXRT_ASSIGN_OR_RETURN(
-                       auto o, kernels::scaled_dot_product_attention(
-                                   in[0], in[1], in[2], args));
-                   return std::vector<Tensor>{o.out, o.lse};
-                 },
-                 [=](int index, const std::vector<std::vector<double>>&) {
-                   return index == 0 ? Tolerance{8 * u + 1e-5, 8 * u + 1e-5, {}}
-                                     : Tolerance{1e-5, 1e-4, {}};
-                 },
-                 kSeed);
-           }});
+      cases->push_back(ForwardCase(
+          absl::StrCat("attention/special", causal ? "_causal/" : "/",
+                       DTypeName(dtype)),
+          dtype,
+          {{{kGroups, kQueries, kHead}, dtype, Values::kSpecial},
+           {{kGroups, kKeys, kHead}, dtype},
+           {{kGroups, kKeys, kValue}, dtype}},
+          0.25, causal));
     }
     for (Variant v : {Variant::kPlain, Variant::kCausal, Variant::kBoolMask,
                       Variant::kAdditiveMask, Variant::kDropout}) {
