@@ -555,6 +555,15 @@ absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
   return f;
 }
 
+absl::StatusOr<std::string> compile_explain(compiler::TracedFunction fn,
+                                            const std::vector<Tensor>& inputs,
+                                            CompileOptions options) {
+  MIXRT_ASSIGN_OR_RETURN(CompiledFunction f,
+                         compile(std::move(fn), std::move(options)));
+  MIXRT_RETURN_IF_ERROR(f(inputs).status());
+  return f.Explain();
+}
+
 absl::StatusOr<CompiledFunction> CompileModuleForward(
     compiler::TracedFunction fn, CompileOptions options,
     std::vector<Tensor> parameters, std::string module_key) {

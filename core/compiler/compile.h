@@ -71,6 +71,13 @@ class CompiledFunction {
   std::shared_ptr<State> state_;
 };
 
+// torch._dynamo.explain: compiles fn, calls it once on `inputs` (running
+// it for real) and returns what compile made of the call: its graph or the
+// break that kept it eager, and the guards.
+absl::StatusOr<std::string> compile_explain(compiler::TracedFunction fn,
+                                            const std::vector<Tensor>& inputs,
+                                            CompileOptions options = {});
+
 // compile() for a module's forward: constants that are its parameters are
 // bound by position, so instances of one module type with parameters of the
 // same names, shapes and dtypes share graphs (regional compilation: each

@@ -185,6 +185,9 @@ TEST(Compile, AHostReadIsAGraphBreakAndFullgraphRefusesIt) {
   }
   EXPECT_EQ(f->eager_calls(), 1);  // The traced call was the first.
   EXPECT_THAT(f->Explain(), HasSubstr("a host read of tensor data"));
+  auto explained = compile_explain(reads, {x});
+  ASSERT_TRUE(explained.ok());
+  EXPECT_THAT(*explained, HasSubstr("graph break in call 1 (first call): a host read"));
   auto strict = compile(reads, {.fullgraph = true});
   ASSERT_TRUE(strict.ok());
   auto refused = (*strict)({x});
