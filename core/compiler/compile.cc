@@ -570,6 +570,7 @@ absl::StatusOr<CompiledFunction> CompileModuleForward(
   MIXRT_ASSIGN_OR_RETURN(CompiledFunction f,
                          compile(std::move(fn), options));
   f.state_->parameters = std::move(parameters);
+  if (!options.share_across_instances) return f;
   f.state_->shared = SharedGraphsFor(
       absl::StrCat(module_key, "|", options.mode, "|",
                    options.dynamic ? (*options.dynamic ? "dyn" : "static") : "auto"));

@@ -45,6 +45,14 @@ struct CompileOptions {
   // (torch.compile's backend="eager", for bisecting a problem).
   std::string backend = "mixrt";
   int recompile_limit = 8;
+  // compile(module) only: instances of the module's type whose parameters
+  // have the same names, shapes and dtypes share graphs process-wide, so
+  // the repeated blocks of a model trace once (regional compilation). Set
+  // it only for blocks whose forward depends on nothing but their
+  // parameters: settings outside them (a causal flag, an activation
+  // choice) are not guards, and two blocks differing in one would share a
+  // wrong graph.
+  bool share_across_instances = false;
 };
 
 class CompiledFunction {
@@ -92,24 +100,32 @@ absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
 
 // A module compiled (torch.compile(model)): called like the module, its
 // parameters constants of the graphs (updated in place by optimizers, so
-// replays see each step's values).
+// replays see each step's values). Training and eval mode trace apart
+// (batch norm and dropout launch different work), so the module's mode is
+// a guard too.
 template <typename Module>
 class CompiledModule {
  public:
-  CompiledModule(std::shared_ptr<Module> module, CompiledFunction function)
-      : module_(std::move(module)), function_(std::move(function)) {}
+  CompiledModule(std::shared_ptr<Module> module, CompiledFunction training,
+                 CompiledFunction eval)
+      : module_(std::move(module)),
+        training_(std::move(training)),
+        eval_(std::move(eval)) {}
   absl::StatusOr<Tensor> forward(const Tensor& x) const {
-    absl::StatusOr<std::vector<Tensor>> out = function_({x});
+    absl::StatusOr<std::vector<Tensor>> out = compiled()({x});
     if (!out.ok()) return out.status();
     return (*out)[0];
   }
   absl::StatusOr<Tensor> operator()(const Tensor& x) const { return forward(x); }
   Module& module() const { return *module_; }
-  const CompiledFunction& compiled() const { return function_; }
+  // The compiled function of the module's current mode.
+  const CompiledFunction& compiled() const {
+    return module_->is_training() ? training_ : eval_;
+  }
 
  private:
   std::shared_ptr<Module> module_;
-  CompiledFunction function_;
+  CompiledFunction training_, eval_;
 };
 
 template <typename Module>
@@ -119,7 +135,7 @@ absl::StatusOr<CompiledModule<Module>> compile(std::shared_ptr<Module> module,
     return absl::InvalidArgumentError("compile: no module given");
   }
   Module* m = module.get();
-  std::string key = typeid(Module).name();
+  std::string key = typeid(*m).name();
   std::vector<Tensor> parameters;
   for (const auto& [name, p] : m->named_parameters()) {
     key += "|" + name + ":" + std::string(DTypeName(p.dtype())) + ":" +
@@ -128,15 +144,20 @@ absl::StatusOr<CompiledModule<Module>> compile(std::shared_ptr<Module> module,
     for (int64_t d : p.strides()) key += "/" + std::to_string(d);
     parameters.push_back(p);
   }
-  absl::StatusOr<CompiledFunction> f = CompileModuleForward(
-      [m](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-        absl::StatusOr<Tensor> out = m->forward(in.at(0));
-        if (!out.ok()) return out.status();
-        return std::vector<Tensor>{*std::move(out)};
-      },
-      std::move(options), std::move(parameters), std::move(key));
-  if (!f.ok()) return f.status();
-  return CompiledModule<Module>(std::move(module), *std::move(f));
+  auto forward = [m](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    absl::StatusOr<Tensor> out = m->forward(in.at(0));
+    if (!out.ok()) return out.status();
+    return std::vector<Tensor>{*std::move(out)};
+  };
+  absl::StatusOr<CompiledFunction> training =
+      CompileModuleForward(forward, options, parameters, key + "|train");
+  if (!training.ok()) return training.status();
+  absl::StatusOr<CompiledFunction> eval = CompileModuleForward(
+      forward, std::move(options), std::move(parameters), key + "|eval");
+  if (!eval.ok()) return eval.status();
+  return CompiledModule<Module>(std::move(module), *std::move(training),
+                                *std::move(eval));
 }
 
 }  // namespace mixrt

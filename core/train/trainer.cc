@@ -54,6 +54,17 @@ Trainer::Trainer(std::shared_ptr<nn::Module> model,
       device, GradScalerOptions{.enabled = scaler_on});
 }
 
+absl::StatusOr<Tensor> Trainer::Forward(const Tensor& input) {
+  if (options_.compile.has_value() && !compiled_.has_value()) {
+    MIXRT_ASSIGN_OR_RETURN(compiled_, mixrt::compile(model_, *options_.compile));
+  }
+  return compiled_.has_value() ? (*compiled_)(input) : model_->forward(input);
+}
+
+std::string Trainer::CompileExplain() const {
+  return compiled_.has_value() ? compiled_->compiled().Explain() : "";
+}
+
 AutocastOptions Trainer::Autocast() const {
   return AutocastOptions{options_.amp_dtype, options_.auto_precision, amp_,
                          true};
@@ -65,7 +76,7 @@ absl::StatusOr<Tensor> Trainer::train_step(const Tensor& input,
   Tensor loss;
   {
     AutocastGuard autocast(device_.type(), Autocast());
-    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->forward(input));
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, Forward(input));
     MIXRT_ASSIGN_OR_RETURN(loss, criterion_(output, target));
   }
   Tensor to_backprop = loss;
@@ -100,7 +111,7 @@ absl::StatusOr<EvalResult> Trainer::evaluate(
   EvalResult result;
   int64_t correct = 0, total = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor output, model_->forward(inputs[i]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, Forward(inputs[i]));
     MIXRT_ASSIGN_OR_RETURN(Tensor loss, criterion_(output, targets[i]));
     MIXRT_ASSIGN_OR_RETURN(double l, loss.item());
     result.loss += l / static_cast<double>(inputs.size());

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "core/amp/autocast.h"
 #include "core/amp/grad_scaler.h"
+#include "core/compiler/compile.h"
 #include "common/file_lock.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
@@ -35,6 +36,9 @@ struct TrainerOptions {
   std::optional<bool> use_scaler;
   int accumulation_steps = 1;            // Update every N micro-batches.
   std::optional<double> clip_grad_norm;  // Unscale, then clip.
+  // Runs the model's forward compiled (mixrt::compile with these options);
+  // the optimizer, scaler and loss stay eager.
+  std::optional<CompileOptions> compile;
 };
 
 struct EvalResult {
@@ -54,6 +58,9 @@ class Trainer {
   GradScaler& scaler() { return *scaler_; }
   Optimizer& optimizer() { return *optimizer_; }
   int64_t step() const { return step_; }
+  // With TrainerOptions::compile: what the compiler made of the model's
+  // forward in its current mode (CompiledFunction::Explain); else "".
+  std::string CompileExplain() const;
 
   // One micro-batch: forward under autocast, scaled backward, and every
   // accumulation_steps micro-batches the (scaled, clipped) optimizer step.
@@ -78,6 +85,8 @@ class Trainer {
   AutocastOptions Autocast() const;
 
   std::shared_ptr<nn::Module> model_;
+  std::optional<CompiledModule<nn::Module>> compiled_;
+  absl::StatusOr<Tensor> Forward(const Tensor& input);
   std::unique_ptr<Optimizer> optimizer_;
   Criterion criterion_;
   Device device_;

@@ -554,9 +554,16 @@ TEST(Compile, InstancesOfOneModuleShareGraphs) {
   Generator g1(1), g2(2);
   auto a = *nn::MLP({16, 24, 8}, d, &g1);
   auto b = *nn::MLP({16, 24, 8}, d, &g2);
-  auto ca = compile(a);
-  auto cb = compile(b);
+  auto ca = compile(a, {.share_across_instances = true});
+  auto cb = compile(b, {.share_across_instances = true});
   ASSERT_TRUE(ca.ok() && cb.ok());
+  // Without the opt-in, a third instance traces its own graph.
+  Generator g3(3);
+  auto c = *nn::MLP({16, 24, 8}, d, &g3);
+  auto cc = compile(c);
+  const Tensor probe = *randn({5, 16}, DType::kF32, d);
+  ASSERT_TRUE((*cc)(probe).ok());
+  EXPECT_EQ(cc->compiled().compiles(), 1);
   const Tensor x = *randn({5, 16}, DType::kF32, d);
   for (int call = 0; call < 2; ++call) {
     for (auto [module, compiled] : {std::pair{a, &*ca}, std::pair{b, &*cb}}) {

@@ -59,6 +59,35 @@ TEST(Trainer, UseAmpFollowsTheCapabilityMatrix) {
   EXPECT_EQ(off->amp_reason(), "off: use_amp is false");
 }
 
+// TrainerOptions::compile runs the model's forward (and its backward)
+// compiled: the same kernels in the same order, so the same losses as the
+// eager trainer, step by step, under bf16 autocast with the scaler.
+TEST(Trainer, ACompiledModelTrainsLikeTheEagerOne) {
+  const Device d = Cpu();
+  auto x = randn({6, 4}, DType::kF32, d);
+  auto y = from_ints({0, 1, 2, 0, 1, 2}, {6}, DType::kI64, d);
+  std::vector<double> losses[2];
+  for (int compiled = 0; compiled < 2; ++compiled) {
+    TrainerOptions o{.amp_dtype = DType::kBF16, .force_amp = true,
+                     .use_scaler = true};
+    if (compiled) o.compile = CompileOptions{.mode = "reduce-overhead"};
+    auto t = MakeTrainer(d, o);
+    for (int step = 0; step < 4; ++step) {
+      auto loss = t->train_step(*x, *y);
+      ASSERT_TRUE(loss.ok()) << loss.status();
+      losses[compiled].push_back(*loss->item());
+    }
+    if (compiled) {
+      // Training mode: traced once, replayed for steps 2 to 4.
+      EXPECT_THAT(t->CompileExplain(), HasSubstr("1 traces, 3 replays"));
+    }
+    auto eval = t->evaluate({*x}, {*y});
+    ASSERT_TRUE(eval.ok()) << eval.status();
+    losses[compiled].push_back(eval->loss);
+  }
+  EXPECT_EQ(losses[1], losses[0]);
+}
+
 TEST(Trainer, AccumulatesClipsAndNamesNonFiniteGradients) {
   const Device d = Cpu();
   auto t = MakeTrainer(d, {.amp_dtype = DType::kBF16,
