@@ -625,7 +625,10 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
           s.compiles == 0 ? "first call" : Difference(s.last_guards, guards);
       ++s.compiles;
       MIXRT_ASSIGN_OR_RETURN(auto traced, s.Trace(inputs, guards, cause));
-      auto& [fresh, outputs] = traced;
+      // Not a structured binding: lambdas below use it (C++17 cannot
+      // capture those; clang refuses).
+      std::shared_ptr<State::Entry>& fresh = traced.first;
+      std::vector<Tensor>& outputs = traced.second;
       if (dyn != nullptr && !dyn->verified && !dyn->failed) {
         // The third size checks the formulas learned from the first two.
         const bool forward_ok =

@@ -116,7 +116,9 @@ TEST(Compile, EachGuardKindRecompilesInsteadOfRunningAStaleGraph) {
     auto want = mlp(in);
     EXPECT_EQ(Bytes((*got)[1]), Bytes((*want)[1])) << cause;
     EXPECT_EQ(f->compiles(), compiles) << cause;
-    if (!cause.empty()) EXPECT_THAT(f->Explain(), HasSubstr(cause));
+    if (!cause.empty()) {
+      EXPECT_THAT(f->Explain(), HasSubstr(cause));
+    }
   };
   // Each call differs from the one before in one guard.
   const Tensor x = Input(d, 16, 1);
