@@ -32,6 +32,17 @@ bool EnvFlag(const char* name) {
   return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
+// The first input before input i viewing its memory (-1 for none): inputs
+// that share memory were one slot in the trace.
+int FirstAlias(const std::vector<Tensor>& inputs, size_t i) {
+  for (size_t j = 0; j < i; ++j) {
+    if (inputs[j].defined() && inputs[j].shares_storage_with(inputs[i])) {
+      return static_cast<int>(j);
+    }
+  }
+  return -1;
+}
+
 // One assumption of a trace, named for the explain log.
 struct Guard {
   std::string name;
@@ -52,15 +63,8 @@ std::vector<Guard> GuardsFor(const std::vector<Tensor>& inputs) {
     g.push_back({in + "shape", ShapeToString(t.shape())});
     g.push_back({in + "strides", ShapeToString(t.strides())});
     g.push_back({in + "requires_grad", t.requires_grad() ? "yes" : "no"});
-    // Inputs viewing one storage were one memory slot in the trace.
-    int alias = -1;
-    for (size_t j = 0; j < i; ++j) {
-      if (inputs[j].defined() && inputs[j].shares_storage_with(t)) {
-        alias = static_cast<int>(j);
-        break;
-      }
-    }
-    g.push_back({in + "shares memory with input", absl::StrCat(alias)});
+    g.push_back({in + "shares memory with input",
+                 absl::StrCat(FirstAlias(inputs, i))});
   }
   g.push_back({"grad mode", GradModeEnabled() ? "on" : "off"});
   g.push_back({"inference mode", InferenceModeEnabled() ? "on" : "off"});
@@ -112,14 +116,7 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
       for (int64_t s : t.strides()) Append(&key, s);
     }
     Append(&key, t.requires_grad());
-    int64_t alias = -1;
-    for (size_t j = 0; j < i; ++j) {
-      if (inputs[j].defined() && inputs[j].shares_storage_with(t)) {
-        alias = static_cast<int64_t>(j);
-        break;
-      }
-    }
-    Append(&key, alias);
+    Append(&key, FirstAlias(inputs, i));
   }
   Append(&key, GradModeEnabled() * 2 + InferenceModeEnabled());
   Append(&key, AmpGloballyDisabled());
@@ -254,8 +251,18 @@ struct CompiledFunction::State {
     // Training signatures: the compiled backward and where its gradients go.
     std::shared_ptr<compiler::Plan> backward;
     compiler::TrainingGraphs training;  // Its `backward` graph moved out.
-    // The graphs as traced, for generalizing over a dynamic size.
-    compiler::Graph forward_graph, backward_graph;
+    // The traced graphs (the plans keep them), for generalizing over a
+    // dynamic size and for sharing with other instances.
+    const compiler::Graph& forward_graph() const { return plan->graph(); }
+    const compiler::Graph& backward_graph() const { return backward->graph(); }
+    void SetSignature(std::vector<Guard> signature,
+                      const std::vector<Tensor>& inputs) {
+      guards = std::move(signature);
+      input_shapes.clear();
+      for (const Tensor& t : inputs) {
+        input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+      }
+    }
   };
 
   // A size learned to be dynamic: dims (input, dim) that changed together
@@ -265,7 +272,9 @@ struct CompiledFunction::State {
     std::string masked_key;
     int64_t n1 = 0, n2 = 0;
     std::optional<compiler::SymbolicGraph> forward, backward;
-    std::shared_ptr<Entry> pattern;  // Training metadata, guards.
+    // What instances copy from the trace at n2 besides the graphs.
+    std::vector<Guard> guards;
+    compiler::TrainingGraphs training;
     bool verified = false;
     bool failed = false;
     absl::flat_hash_map<int64_t, std::shared_ptr<Entry>> instances;
@@ -277,14 +286,19 @@ struct CompiledFunction::State {
 
   std::mutex mutex;
   absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache;
-  std::vector<Guard> last_guards;
-  std::shared_ptr<Entry> last_entry;
+  std::shared_ptr<Entry> last_entry;  // The latest trace.
   std::vector<Dynamic> dynamics;
   std::vector<std::string> events;
   int compiles = 0;
   bool over_limit = false;
   std::atomic<int64_t> replays{0};
   std::atomic<int64_t> eager_calls{0};
+
+  // The latest trace's guards, what a recompile's cause is told against.
+  const std::vector<Guard>& LastGuards() const {
+    static const std::vector<Guard>* none = new std::vector<Guard>();
+    return last_entry != nullptr ? last_entry->guards : *none;
+  }
 
   void Event(std::string line) {
     if (EnvFlag(kLogEnv)) std::fprintf(stderr, "mixrt::compile: %s\n", line.c_str());
@@ -301,10 +315,8 @@ struct CompiledFunction::State {
       compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
     const bool hold = options.mode == "reduce-overhead";
-    e->forward_graph = forward;
     MIXRT_ASSIGN_OR_RETURN(e->plan, compiler::Plan::Build(std::move(forward), hold));
     if (training) {
-      e->backward_graph = training->backward;
       MIXRT_ASSIGN_OR_RETURN(
           e->backward, compiler::Plan::Build(std::move(training->backward), hold));
       training->backward = compiler::Graph{};
@@ -336,10 +348,7 @@ struct CompiledFunction::State {
     if (!forward) return std::shared_ptr<Entry>();
     MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
                            MakeEntry(*std::move(forward), std::move(training)));
-    e->guards = GuardsFor(inputs);
-    for (const Tensor& t : inputs) {
-      e->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
-    }
+    e->SetSignature(GuardsFor(inputs), inputs);
     Event("reused the graph another instance of this module traced "
           "(regional compilation)");
     return e;
@@ -348,17 +357,17 @@ struct CompiledFunction::State {
   // Offers a traced entry to the module type's other instances.
   void ShareGraphs(const std::string& key, const Entry& e) {
     if (shared == nullptr || e.plan == nullptr ||
-        !ConstantsAreParameters(e.forward_graph, parameters) ||
+        !ConstantsAreParameters(e.forward_graph(), parameters) ||
         (e.backward != nullptr &&
-         !ConstantsAreParameters(e.backward_graph, parameters))) {
+         !ConstantsAreParameters(e.backward_graph(), parameters))) {
       return;
     }
     for (const compiler::GradientSink& sink : e.training.sinks) {
       if (sink.input < 0 && sink.parameter < 0) return;
     }
     SharedGraphs::Template t;
-    t.forward = e.forward_graph;
-    if (e.backward != nullptr) t.backward = e.backward_graph;
+    t.forward = e.forward_graph();
+    if (e.backward != nullptr) t.backward = e.backward_graph();
     t.training = e.training;
     std::lock_guard<std::mutex> lock(shared->mutex);
     shared->by_signature.try_emplace(key, std::move(t));
@@ -402,10 +411,7 @@ struct CompiledFunction::State {
       Event(absl::StrCat("graph break in call ", compiles, " (", cause, "): ",
                          outcome->not_captured, "; this signature runs eagerly"));
     }
-    fresh->guards = std::move(guards);
-    for (const Tensor& t : inputs) {
-      fresh->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
-    }
+    fresh->SetSignature(std::move(guards), inputs);
     return std::make_pair(fresh, std::move(outcome->outputs));
   }
 
@@ -444,15 +450,16 @@ struct CompiledFunction::State {
     dyn.masked_key = masked;
     dyn.n1 = n1;
     dyn.n2 = n2;
-    dyn.forward = compiler::Generalize(before.forward_graph, n1,
-                                       now.forward_graph, n2);
+    dyn.forward = compiler::Generalize(before.forward_graph(), n1,
+                                       now.forward_graph(), n2);
     if (now.backward != nullptr) {
-      dyn.backward = compiler::Generalize(before.backward_graph, n1,
-                                          now.backward_graph, n2);
+      dyn.backward = compiler::Generalize(before.backward_graph(), n1,
+                                          now.backward_graph(), n2);
     }
     dyn.failed = !dyn.forward || (now.backward != nullptr && !dyn.backward) ||
                  !SameTraining(before.training, now.training);
-    dyn.pattern = std::make_shared<Entry>(now);
+    dyn.guards = now.guards;
+    dyn.training = now.training;
     Event(absl::StrCat("size ", n1, " -> ", n2, " of ", DimsName(dims),
                        dyn.failed ? ": the graphs do not generalize; sizes stay static"
                                   : ": a dynamic size candidate (checked on the next size)"));
@@ -513,13 +520,13 @@ struct CompiledFunction::State {
     if (d.backward) {
       std::optional<compiler::Graph> backward = compiler::Instantiate(*d.backward, n);
       if (!backward) return std::shared_ptr<Entry>();
-      training = d.pattern->training;
+      training = d.training;
       training->backward = *std::move(backward);
     }
     if (!forward) return std::shared_ptr<Entry>();
     MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
                            MakeEntry(*std::move(forward), std::move(training)));
-    e->guards = d.pattern->guards;
+    e->guards = d.guards;
     constexpr size_t kMaxInstances = 16;
     if (d.instances.size() >= kMaxInstances) d.instances.clear();
     d.instances[n] = e;
@@ -608,7 +615,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else if (std::vector<Guard> guards = GuardsFor(inputs);
                s.compiles >= s.options.recompile_limit) {
       s.over_limit = true;
-      const std::string why = Difference(s.last_guards, guards);
+      const std::string why = Difference(s.LastGuards(), guards);
       std::fprintf(stderr,
                    "mixrt::compile: warning: recompile limit (%d) reached; "
                    "this function runs eagerly from now on. The guard that "
@@ -622,9 +629,10 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       // Trace under the lock: concurrent first calls of one signature
       // compile once.
       const std::string cause =
-          s.compiles == 0 ? "first call" : Difference(s.last_guards, guards);
+          s.compiles == 0 ? "first call" : Difference(s.LastGuards(), guards);
       ++s.compiles;
-      MIXRT_ASSIGN_OR_RETURN(auto traced, s.Trace(inputs, guards, cause));
+      MIXRT_ASSIGN_OR_RETURN(auto traced,
+                             s.Trace(inputs, std::move(guards), cause));
       // Not a structured binding: lambdas below use it (C++17 cannot
       // capture those; clang refuses).
       std::shared_ptr<State::Entry>& fresh = traced.first;
@@ -635,13 +643,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
             fresh->plan != nullptr &&
             [&] {
               auto g = compiler::Instantiate(*dyn->forward, n);
-              return g && compiler::SameGraph(*g, fresh->forward_graph);
+              return g && compiler::SameGraph(*g, fresh->forward_graph());
             }();
         const bool backward_ok =
             !dyn->backward ||
             (fresh->backward != nullptr && [&] {
               auto g = compiler::Instantiate(*dyn->backward, n);
-              return g && compiler::SameGraph(*g, fresh->backward_graph);
+              return g && compiler::SameGraph(*g, fresh->backward_graph());
             }());
         dyn->verified = forward_ok && backward_ok;
         dyn->failed = !dyn->verified;
@@ -656,7 +664,6 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       }
       s.cache[key] = fresh;
       s.ShareGraphs(key, *fresh);
-      s.last_guards = std::move(guards);
       s.last_entry = fresh;
       return std::move(outputs);
     }
