@@ -23,6 +23,16 @@ struct AttrsHeader {
   MixrtExtensionBase* ext;
 };
 
+// The first tensor of `list` viewing t's memory, or -1.
+int IndexOfStorage(const std::vector<Tensor>& list, const Tensor& t) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].defined() && list[i].storage() == t.storage()) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 class Recorder : public CaptureHooks {
  public:
   // A backward's recorder maps the forward's memory to kSaved slots.
@@ -145,34 +155,22 @@ class Recorder : public CaptureHooks {
       slot.forward_slot = forward_->SavedSlot(t);
       return slot;
     }
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      if (inputs_[i].defined() && inputs_[i].storage() == t.storage()) {
-        slot.kind = StorageSlot::Kind::kInput;
-        slot.input = static_cast<int>(i);
-        return slot;
-      }
+    if (const int input = IndexOfStorage(inputs_, t); input >= 0) {
+      slot.kind = StorageSlot::Kind::kInput;
+      slot.input = input;
+      return slot;
     }
     slot.kind = StorageSlot::Kind::kConstant;
     slot.constant = t.storage();
-    if (parameters_ != nullptr) {
-      for (size_t p = 0; p < parameters_->size(); ++p) {
-        if ((*parameters_)[p].storage() == t.storage()) {
-          slot.parameter = static_cast<int>(p);
-          break;
-        }
-      }
-    }
+    if (parameters_ != nullptr) slot.parameter = IndexOfStorage(*parameters_, t);
     return slot;
   }
 
   // Whether t views memory this call allocated or one of its inputs: what
   // differs between calls, so a backward must be handed it.
   bool Holds(const Tensor& t) const {
-    if (allocated_.contains(t.storage().get())) return true;
-    for (const Tensor& in : inputs_) {
-      if (in.defined() && in.storage() == t.storage()) return true;
-    }
-    return false;
+    return allocated_.contains(t.storage().get()) ||
+           IndexOfStorage(inputs_, t) >= 0;
   }
 
   // The forward slot of memory it allocated, marked saved for a backward.

@@ -48,9 +48,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
       }
     }
   }
-  for (size_t i = 0; i < plan->graph_.nodes.size(); ++i) {
-    plan->frees_after_.emplace_back();
-  }
+  plan->frees_after_.resize(plan->graph_.nodes.size());
   for (size_t s = 0; s < slots; ++s) {
     if (plan->Temporary(static_cast<int>(s)) && plan->last_use_[s] >= 0) {
       plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
@@ -118,6 +116,7 @@ absl::Status Plan::Allocate(int slot) {
   MIXRT_ASSIGN_OR_RETURN(
       run_[slot],
       Storage::Allocate(graph_.device, graph_.slots[slot].bytes));
+  bases_[slot] = static_cast<char*>(run_[slot]->data());
   return absl::OkStatus();
 }
 
@@ -160,7 +159,6 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         } else if (first_use_[s] < 0 && !Temporary(static_cast<int>(s))) {
           // Never launched on (a result allocated and returned as is).
           MIXRT_RETURN_IF_ERROR(Allocate(static_cast<int>(s)));
-          bases_[s] = static_cast<char*>(run_[s]->data());
         }
         break;
     }
@@ -176,7 +174,6 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
             run_[v.slot] == nullptr) {
           MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
-          bases_[v.slot] = static_cast<char*>(run_[v.slot]->data());
         }
       }
     }

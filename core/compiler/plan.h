@@ -54,7 +54,7 @@ class Plan {
   };
 
   explicit Plan(Graph graph);
-  absl::Status Allocate(int slot);
+  absl::Status Allocate(int slot);  // This run's memory and base for it.
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
 
