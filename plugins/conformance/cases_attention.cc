@@ -4,6 +4,8 @@
 // chunks (its online softmax rescales earlier chunks when a later one holds
 // a larger score), with rows whose first chunk, or every key, is hidden.
 // A plugin without the fused op is skipped (the host composes it instead).
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "core/kernels/attention.h"
 #include "core/tensor/factories.h"
@@ -73,10 +75,16 @@ bool HasFusedAttention(const Device& device) {
   return !absl::IsUnimplemented(out.status());
 }
 
+using ArgsOn = std::function<absl::StatusOr<kernels::FusedAttentionArgs>(
+    const Device&)>;
+
 // The forward (output and log-normalizers) of q, k, v drawn as `qkv`
-// describes, plain or causal, against the oracle.
+// describes, with the arguments `args` makes on the tensors' device,
+// against the oracle.
 Case ForwardCase(std::string name, DType dtype, std::vector<InputSpec> qkv,
-                 double scale, bool causal) {
+                 ArgsOn args_on) {
+  // Weights and products are rounded to the dtype once or twice on the
+  // way (bf16 weights into a bf16 GEMM); sums of 1100 terms in f32.
   const double u = UnitRoundoff(dtype);
   const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
   const Tolerance lse_tol{1e-5, 1e-4, {}};
@@ -87,9 +95,7 @@ Case ForwardCase(std::string name, DType dtype, std::vector<InputSpec> qkv,
             CompareOp(
                 d, qkv,
                 [=](const std::vector<Tensor>& in) -> Outputs {
-                  kernels::FusedAttentionArgs args;
-                  args.scale = scale;
-                  args.is_causal = causal;
+                  MIXRT_ASSIGN_OR_RETURN(auto args, args_on(in[0].device()));
                   MIXRT_ASSIGN_OR_RETURN(
                       auto o, kernels::scaled_dot_product_attention(
                                   in[0], in[1], in[2], args));
@@ -100,6 +106,16 @@ Case ForwardCase(std::string name, DType dtype, std::vector<InputSpec> qkv,
                 },
                 kSeed);
           }};
+}
+
+// Plain or causal attention with `scale`, no mask.
+ArgsOn Unmasked(double scale, bool causal) {
+  return [=](const Device&) -> absl::StatusOr<kernels::FusedAttentionArgs> {
+    kernels::FusedAttentionArgs args;
+    args.scale = scale;
+    args.is_causal = causal;
+    return args;
+  };
 }
 
 // Head and value widths in 32s (64 and 32, as in GPT models) take the CPU
@@ -119,7 +135,7 @@ void AddWideHeadCases(DType dtype, std::vector<Case>* cases) {
           {{{kWideGroups, kWideQueries, kWideHead}, dtype, q_values},
            {{kWideGroups, kKeys, kWideHead}, dtype},
            {{kWideGroups, kKeys, kWideValue}, dtype}},
-          0.125, causal));
+          Unmasked(0.125, causal)));
     }
   }
 }
@@ -138,7 +154,7 @@ void AddAttentionCases(std::vector<Case>* cases) {
           {{{kGroups, kQueries, kHead}, dtype, Values::kSpecial},
            {{kGroups, kKeys, kHead}, dtype},
            {{kGroups, kKeys, kValue}, dtype}},
-          0.25, causal));
+          Unmasked(0.25, causal)));
     }
     for (Variant v : {Variant::kPlain, Variant::kCausal, Variant::kBoolMask,
                       Variant::kAdditiveMask, Variant::kDropout}) {
@@ -147,30 +163,9 @@ void AddAttentionCases(std::vector<Case>* cases) {
       const std::vector<InputSpec> qkv = {{{kGroups, kQueries, kHead}, dtype},
                                           {{kGroups, kKeys, kHead}, dtype},
                                           {{kGroups, kKeys, kValue}, dtype}};
-      // Weights and products are rounded to the dtype once or twice on the
-      // way (bf16 weights into a bf16 GEMM); sums of 1100 terms in f32.
       const double u = UnitRoundoff(dtype);
-      const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
-      const Tolerance lse_tol{1e-5, 1e-4, {}};
-      cases->push_back(
-          {base, MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
-             if (!HasFusedAttention(d.plugin)) {
-               GTEST_SKIP() << "the plugin has no fused attention";
-             }
-             CompareOp(
-                 d, qkv,
-                 [=](const std::vector<Tensor>& in) -> Outputs {
-                   MIXRT_ASSIGN_OR_RETURN(auto args, Args(v, in[0].device()));
-                   MIXRT_ASSIGN_OR_RETURN(
-                       auto o, kernels::scaled_dot_product_attention(
-                                   in[0], in[1], in[2], args));
-                   return std::vector<Tensor>{o.out, o.lse};
-                 },
-                 [=](int index, const std::vector<std::vector<double>>&) {
-                   return index == 0 ? out_tol : lse_tol;
-                 },
-                 kSeed);
-           }});
+      cases->push_back(ForwardCase(
+          base, dtype, qkv, [v](const Device& device) { return Args(v, device); }));
       std::vector<InputSpec> with_grad = qkv;
       with_grad.push_back({{kGroups, kQueries, kValue}, dtype});
       // dS is rounded to the dtype before two GEMMs of up to 1100 terms.
