@@ -9,8 +9,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/on_off.h"
 #include "absl/strings/str_format.h"
 #include "core/amp/autocast_policy.h"
 #include "core/autograd/differentiable_cast.h"
@@ -233,11 +233,7 @@ absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,
 }
 
 absl::StatusOr<bool> ParseDisableAmpValue(absl::string_view value) {
-  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
-  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
-  if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") {
-    return false;
-  }
+  if (const std::optional<bool> on = ParseOnOff(value)) return *on;
   return absl::InvalidArgumentError(absl::StrCat(
       kDisableAmpEnv, "='", value,
       "' is not understood: use 1, true, yes or on to disable AMP, or 0, "

@@ -6,9 +6,9 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/on_off.h"
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
@@ -25,11 +25,10 @@ namespace {
 constexpr char kDisableEnv[] = "MIXRT_COMPILE_DISABLE";
 constexpr char kLogEnv[] = "MIXRT_COMPILE_LOG";
 
+// Unset or not understood: off.
 bool EnvFlag(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr) return false;
-  const std::string s = absl::AsciiStrToLower(v);
-  return s == "1" || s == "true" || s == "yes" || s == "on";
+  return v != nullptr && ParseOnOff(v).value_or(false);
 }
 
 // The first input before input i viewing its memory (-1 for none): inputs
