@@ -21,7 +21,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/amx_tiles.h"
+#include "backends/cpu/block_gemm.h"
+#include "backends/cpu/block_gemm.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/f32_tiles.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
@@ -56,35 +59,12 @@ struct Operand {
 };
 
 // c (f32, rows a.rows, cols b.cols, row stride ldc) = a x b, or += with
-// `accumulate`. oneDNN primitives are cached per thread by shape.
+// `accumulate`.
 void Gemm(const Operand& a, const Operand& b, float* c, int64_t ldc,
           bool accumulate) {
-  dnnl::memory::dims a_dims = {a.rows, a.cols}, a_str = {a.row_stride, a.col_stride};
-  dnnl::memory::dims b_dims = {b.rows, b.cols}, b_str = {b.row_stride, b.col_stride};
-  dnnl::memory::dims c_dims = {a.rows, b.cols}, c_str = {ldc, 1};
-  NormalizeUnitStrides(a_dims, &a_str);
-  NormalizeUnitStrides(b_dims, &b_str);
-  NormalizeUnitStrides(c_dims, &c_str);
-  const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype), a_str);
-  const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype), b_str);
-  const dnnl::memory::desc c_md(c_dims, dnnl::memory::data_type::f32, c_str);
-  const std::string key = absl::StrCat(
-      "attention_gemm|", a.dtype, ":", a.rows, "x", a.cols, "/", a_str[0], ",",
-      a_str[1], "|", b.dtype, ":", b.rows, "x", b.cols, "/", b_str[0], ",",
-      b_str[1], "|", ldc, "|", accumulate);
-  auto prim = GetPrimitive(key, [&] {
-    dnnl::post_ops ops;
-    if (accumulate) ops.append_sum(1.0f);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    const dnnl::matmul::primitive_desc pd = MatmulPd(a_md, b_md, nullptr, c_md, attr);
-    return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
-  });
-  prim->primitive.execute(
-      ThreadStream(), {{DNNL_ARG_SRC, Memory(a_md, const_cast<void*>(a.data))},
-                       {DNNL_ARG_WEIGHTS, Memory(b_md, const_cast<void*>(b.data))},
-                       {DNNL_ARG_DST, Memory(c_md, c)}});
-  ThreadStream().wait();
+  BlockGemm({a.dtype, a.rows, a.cols, a.row_stride, a.col_stride}, a.data,
+            {b.dtype, b.rows, b.cols, b.row_stride, b.col_stride}, b.data, c,
+            ldc, accumulate);
 }
 
 // The dtype the block GEMMs run in: the inputs' when oneDNN multiplies it
@@ -238,12 +218,15 @@ void Forward(const AttentionCall& a) {
   const bool low = gemm == MIXRT_DTYPE_BF16 && !dropout;
   // The tiles take bf16 widths in 32s; rows and keys pad to 32.
   const bool amx = low && e % 32 == 0 && ev % 32 == 0 && AmxTilesUsable();
+  // f32 scores from keys packed per group (f32_tiles.h).
+  const bool f32_tiles = gemm == MIXRT_DTYPE_F32 && F32TilesUsable();
   ParallelFor(a.groups * blocks, 1, [&](int64_t begin, int64_t end) {
     Scratch s;
     std::vector<RowStats> stats;
     // This thread's tasks are consecutive blocks, mostly of one group: its
     // keys and values are packed once per group.
     std::vector<uint16_t> packed_k, packed_v;
+    std::vector<float> panels_k;
     int64_t packed_group = -1;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t g = task / blocks, r0 = (task % blocks) * kRows;
@@ -278,7 +261,14 @@ void Forward(const AttentionCall& a) {
           q = s.qpad.data();
         }
       } else {
-        k = InDtype(*a.k, g * a.keys * e, extent * e, gemm, &s.kbuf);
+        if (f32_tiles && packed_group != g) {
+          panels_k.resize(F32PanelKeys(a.keys) * e);
+          F32PackPanels(static_cast<const float*>(InDtype(
+                            *a.k, g * a.keys * e, a.keys * e, gemm, &s.kbuf)),
+                        a.keys, e, e, panels_k.data());
+          packed_group = g;
+        }
+        if (!f32_tiles) k = InDtype(*a.k, g * a.keys * e, extent * e, gemm, &s.kbuf);
         v = InDtype(*a.v, g * a.keys * ev, extent * ev, gemm, &s.vbuf);
       }
       stats.assign(rows, RowStats{});
@@ -300,6 +290,9 @@ void Forward(const AttentionCall& a) {
           AmxScores(static_cast<const uint16_t*>(q), rows_p, e,
                     packed_k.data() + j0 * e, cols_p, s.scores.data(), lds,
                     cols, fused_max ? s.row_max.data() : nullptr);
+        } else if (f32_tiles) {
+          F32TimesPanels(static_cast<const float*>(q), rows, e, e,
+                         panels_k.data() + j0 * e, cols, s.scores.data(), cols);
         } else {
           // scores = q_block k_chunk^T: k read as [E, cols] through strides.
           Gemm({q, gemm, rows, e, e, 1},
@@ -307,11 +300,11 @@ void Forward(const AttentionCall& a) {
                s.scores.data(), cols, false);
         }
         if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
-        s.weights_f32.resize(rows * cols);
         if (low) s.weights_low.resize(rows_p * lds);
         for (int64_t i = 0; i < rows; ++i) {
           const float* row = s.scores.data() + i * lds;
-          float* wf = s.weights_f32.data() + i * cols;
+          // f32 weights replace their scores (one block fewer in L2).
+          float* wf = s.scores.data() + i * lds;
           uint16_t* wl = low ? s.weights_low.data() + i * lds : nullptr;
           // Causal without a mask: only keys j <= r0 + i are visible.
           const int64_t n =
@@ -355,12 +348,12 @@ void Forward(const AttentionCall& a) {
         }
         // Unnormalized weights into the GEMM; each output row is divided by
         // its normalizer at the end (rows x Ev, not rows x S, multiplies).
-        const void* p = s.weights_f32.data();
+        const void* p = s.scores.data();  // Row stride cols without tiles.
         if (low) {
           p = s.weights_low.data();
         } else if (gemm != MIXRT_DTYPE_F32) {
           s.weights_low.resize(rows * cols);
-          StoreRow(s.weights_f32.data(), rows * cols, s.weights_low.data(),
+          StoreRow(s.scores.data(), rows * cols, s.weights_low.data(),
                    gemm, 0);
           p = s.weights_low.data();
         }
@@ -397,8 +390,13 @@ void Backward(const AttentionCall& a) {
   const MixrtDtype dt = a.q->dtype(), gemm = GemmDtype(dt);
   const int64_t e = a.head_dim, ev = a.value_dim;
   const float scale = static_cast<float>(a.attrs->scale);
+  // f32 products whose reduced dimension is e or ev from keys and values
+  // packed per group, and the transposed ones in registers (f32_tiles.h).
+  const bool f32_tiles = gemm == MIXRT_DTYPE_F32 && F32TilesUsable();
+  const bool f32_transposed = f32_tiles && e % 16 == 0 && ev % 16 == 0;
   ParallelFor(a.groups, 1, [&](int64_t begin, int64_t end) {
     Scratch s;
+    std::vector<float> panels_k, panels_v;
     std::vector<float> dk, dv, dp, go_buf, dq, d, out_row, go_row;
     std::vector<uint16_t> ds_low;
     for (int64_t g = begin; g < end; ++g) {
@@ -406,6 +404,12 @@ void Backward(const AttentionCall& a) {
       dv.assign(a.keys * ev, 0.0f);
       const void* k = InDtype(*a.k, g * a.keys * e, a.keys * e, gemm, &s.kbuf);
       const void* v = InDtype(*a.v, g * a.keys * ev, a.keys * ev, gemm, &s.vbuf);
+      if (f32_tiles) {
+        panels_k.resize(F32PanelKeys(a.keys) * e);
+        panels_v.resize(F32PanelKeys(a.keys) * ev);
+        F32PackPanels(static_cast<const float*>(k), a.keys, e, e, panels_k.data());
+        F32PackPanels(static_cast<const float*>(v), a.keys, ev, ev, panels_v.data());
+      }
       const float* lse = static_cast<const float*>(a.lse->data()) + g * a.queries;
       for (int64_t r0 = 0; r0 < a.queries; r0 += kRows) {
         const int64_t rows = std::min(kRows, a.queries - r0);
@@ -433,8 +437,13 @@ void Backward(const AttentionCall& a) {
           const void* k_chunk = static_cast<const char*>(k) + j0 * e * Bytes(gemm);
           const void* v_chunk = static_cast<const char*>(v) + j0 * ev * Bytes(gemm);
           s.scores.resize(rows * cols);
-          Gemm({q, gemm, rows, e, e, 1}, {k_chunk, gemm, e, cols, 1, e},
-               s.scores.data(), cols, false);
+          if (f32_tiles) {
+            F32TimesPanels(static_cast<const float*>(q), rows, e, e,
+                           panels_k.data() + j0 * e, cols, s.scores.data(), cols);
+          } else {
+            Gemm({q, gemm, rows, e, e, 1}, {k_chunk, gemm, e, cols, 1, e},
+                 s.scores.data(), cols, false);
+          }
           ScaleAndMask(a, g, r0, rows, j0, cols, cols, s.scores.data());
           for (int64_t i = 0; i < rows; ++i) {
             float* row = s.scores.data() + i * cols;
@@ -458,12 +467,23 @@ void Backward(const AttentionCall& a) {
           const void* p =
               WeightsForGemm(gemm, rows, cols, s.scores.data(),
                              dropout ? s.dropout.data() : nullptr, &s);
-          Gemm({p, gemm, cols, rows, 1, cols}, {go, gemm, rows, ev, ev, 1},
-               dv.data() + j0 * ev, ev, true);
+          if (f32_transposed) {
+            F32AccumulateTransposedTimes(static_cast<const float*>(p), cols,
+                                         rows, cols, static_cast<const float*>(go),
+                                         ev, ev, dv.data() + j0 * ev, ev);
+          } else {
+            Gemm({p, gemm, cols, rows, 1, cols}, {go, gemm, rows, ev, ev, 1},
+                 dv.data() + j0 * ev, ev, true);
+          }
           // dP = dO V^T, through the dropout mask; dS = P (dP - D) scale.
           dp.resize(rows * cols);
-          Gemm({go, gemm, rows, ev, ev, 1}, {v_chunk, gemm, ev, cols, 1, ev},
-               dp.data(), cols, false);
+          if (f32_tiles) {
+            F32TimesPanels(static_cast<const float*>(go), rows, ev, ev,
+                           panels_v.data() + j0 * ev, cols, dp.data(), cols);
+          } else {
+            Gemm({go, gemm, rows, ev, ev, 1}, {v_chunk, gemm, ev, cols, 1, ev},
+                 dp.data(), cols, false);
+          }
           for (int64_t i = 0; i < rows; ++i) {
             const float* prow = s.scores.data() + i * cols;
             float* dprow = dp.data() + i * cols;
@@ -486,8 +506,14 @@ void Backward(const AttentionCall& a) {
           // dQ += dS K; dK += dS^T Q.
           Gemm({ds, gemm, rows, cols, cols, 1}, {k_chunk, gemm, cols, e, e, 1},
                dq.data(), e, true);
-          Gemm({ds, gemm, cols, rows, 1, cols}, {q, gemm, rows, e, e, 1},
-               dk.data() + j0 * e, e, true);
+          if (f32_transposed) {
+            F32AccumulateTransposedTimes(static_cast<const float*>(ds), cols,
+                                         rows, cols, static_cast<const float*>(q),
+                                         e, e, dk.data() + j0 * e, e);
+          } else {
+            Gemm({ds, gemm, cols, rows, 1, cols}, {q, gemm, rows, e, e, 1},
+                 dk.data() + j0 * e, e, true);
+          }
         }
         StoreRow(dq.data(), rows * e, a.grad_q->data(), dt, at_q);
       }

@@ -79,26 +79,52 @@ bool ViewAsMiddle(uint32_t axes_mask, const TensorRef& in, MiddleView* v) {
   return true;
 }
 
+// Sum of x[0, n) in double, in eight interleaved partial sums: one chain
+// of dependent double adds ran at a quarter of an element per cycle (4 ms
+// for the sum of a 2M-element attention output before its backward).
+double SumInDouble(const float* x, int64_t n) {
+  double lanes[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] += x[j + l];
+  }
+  for (; j < n; ++j) lanes[j % 8] += x[j];
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 // out[o, i] = sum (or mean) over m of in[o, m, i], accumulated in double:
-// blocks of inner columns in parallel, or whole rows when inner is 1.
+// blocks of inner columns in parallel, or, when inner is 1, pieces of each
+// row (partial sums added in a fixed order: the result does not depend on
+// the thread count).
 void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
                const TensorRef& out) {
   constexpr int64_t kColumns = 256;
+  constexpr int64_t kPiece = 1 << 16;
   const double divisor = mean ? static_cast<double>(v.middle) : 1.0;
   if (v.inner == 1) {
-    ParallelFor(v.outer, 1, [&](int64_t begin, int64_t end) {
+    const int64_t pieces = (v.middle + kPiece - 1) / kPiece;
+    std::vector<double> partial(v.outer * pieces);
+    ParallelFor(v.outer * pieces, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> chunk(kColumns);
-      for (int64_t o = begin; o < end; ++o) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t o = task / pieces, p0 = (task % pieces) * kPiece;
+        const int64_t p1 = std::min(v.middle, p0 + kPiece);
         double sum = 0;
-        for (int64_t m0 = 0; m0 < v.middle; m0 += kColumns) {
-          const int64_t n = std::min(kColumns, v.middle - m0);
+        for (int64_t m0 = p0; m0 < p1; m0 += kColumns) {
+          const int64_t n = std::min(kColumns, p1 - m0);
           LoadRow(in.data(), in.dtype(), o * v.middle + m0, n, chunk.data());
-          for (int64_t j = 0; j < n; ++j) sum += chunk[j];
+          sum += SumInDouble(chunk.data(), n);
         }
-        const float result = static_cast<float>(sum / divisor);
-        StoreRow(&result, 1, out.data(), out.dtype(), o);
+        partial[task] = sum;
       }
     });
+    for (int64_t o = 0; o < v.outer; ++o) {
+      double sum = 0;
+      for (int64_t p = 0; p < pieces; ++p) sum += partial[o * pieces + p];
+      const float result = static_cast<float>(sum / divisor);
+      StoreRow(&result, 1, out.data(), out.dtype(), o);
+    }
     return;
   }
   const int64_t blocks = (v.inner + kColumns - 1) / kColumns;

@@ -23,17 +23,45 @@ size_t DtypeBytes(MixrtDtype dtype) {
   }
 }
 
+namespace {
+
+template <typename T>
+void CopyRow(const T* from, int64_t step, int64_t n, T* to) {
+  for (int64_t j = 0; j < n; ++j) to[j] = from[j * step];
+}
+
+// n elements of `bytes` each, `step` elements apart, into a dense row.
+void CopyStridedRow(const uint8_t* from, int64_t step, int64_t n, size_t bytes,
+                    uint8_t* to) {
+  switch (bytes) {
+    case 1: return CopyRow(from, step, n, to);
+    case 2:
+      return CopyRow(reinterpret_cast<const uint16_t*>(from), step, n,
+                     reinterpret_cast<uint16_t*>(to));
+    case 4:
+      return CopyRow(reinterpret_cast<const uint32_t*>(from), step, n,
+                     reinterpret_cast<uint32_t*>(to));
+    default:
+      return CopyRow(reinterpret_cast<const uint64_t*>(from), step, n,
+                     reinterpret_cast<uint64_t*>(to));
+  }
+}
+
+}  // namespace
+
 void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst) {
   const size_t bytes = DtypeBytes(src.dtype());
   const auto* s = static_cast<const uint8_t*>(src.data());
   auto* d = static_cast<uint8_t*>(dst.data());
   const int nd = src.ndim();
   const int64_t inner = nd > 0 ? src.dim(nd - 1) : 0;
-  // Rows contiguous on both sides (a permute that keeps the last axis, as
-  // attention's head split and merge do): one memcpy per row, rows in
-  // parallel. Element by element, this was 11% of a GPT train step.
-  if (nd > 0 && inner >= 8 && src.stride(nd - 1) == 1 &&
-      dst.stride(nd - 1) == 1) {
+  // Destination rows contiguous: rows in parallel, one memcpy per row when
+  // the source's rows are contiguous too (a permute that keeps the last
+  // axis, as attention's head split and merge do; element by element, this
+  // was 11% of a GPT train step), else a strided or broadcast (stride 0:
+  // the gradient of a sum) read.
+  const int64_t src_step = nd > 0 ? src.stride(nd - 1) : 0;
+  if (nd > 0 && inner >= 8 && dst.stride(nd - 1) == 1) {
     const int64_t rows = src.numel() / inner;
     ParallelFor(rows, std::max<int64_t>(1, 16384 / inner),
                 [&](int64_t begin, int64_t end) {
@@ -45,7 +73,12 @@ void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst) {
                       from += index * src.stride(dim);
                       to += index * dst.stride(dim);
                     }
-                    std::memcpy(d + to * bytes, s + from * bytes, inner * bytes);
+                    if (src_step == 1) {
+                      std::memcpy(d + to * bytes, s + from * bytes, inner * bytes);
+                    } else {
+                      CopyStridedRow(s + from * bytes, src_step, inner, bytes,
+                                     d + to * bytes);
+                    }
                   }
                 });
     return;

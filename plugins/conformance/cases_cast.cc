@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/tensor/factories.h"
 #include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
 #include "plugins/conformance/case_util.h"
 
 namespace mixrt::conformance {
@@ -27,6 +28,27 @@ void AddCastCases(std::vector<Case>* cases) {
              }});
       }
     }
+  }
+  // Copies into dense memory (contiguous) from a broadcast (stride 0, as
+  // the gradient of a sum arrives), a permute that keeps the last axis, and
+  // one that moves it: each element lands exactly.
+  for (DType dtype : kFloatTypes) {
+    cases->push_back(
+        {absl::StrCat("copy/strided_to_dense/", DTypeName(dtype)),
+         MIXRT_OP_CLASS_CAST, dtype, [=](const Devices& d) {
+           CompareOp(
+               d, {{{1, 1, 1}, dtype}, {{6, 5, 4, 33}, dtype}},
+               [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+                 MIXRT_ASSIGN_OR_RETURN(Tensor wide, in[0].expand({6, 70, 33}));
+                 MIXRT_ASSIGN_OR_RETURN(Tensor broadcast, wide.contiguous());
+                 MIXRT_ASSIGN_OR_RETURN(Tensor heads, in[1].permute({0, 2, 1, 3}));
+                 MIXRT_ASSIGN_OR_RETURN(Tensor merged, heads.contiguous());
+                 MIXRT_ASSIGN_OR_RETURN(Tensor moved, in[1].permute({3, 1, 0, 2}));
+                 MIXRT_ASSIGN_OR_RETURN(Tensor transposed, moved.contiguous());
+                 return std::vector<Tensor>{broadcast, merged, transposed};
+               },
+               Fixed({0, 0, {}}), kSeed);
+         }});
   }
   for (DType dtype : kFloatTypes) {
     cases->push_back(

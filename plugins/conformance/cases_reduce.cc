@@ -77,6 +77,37 @@ void AddReduceCases(std::vector<Case>* cases) {
       }
     }
   }
+  // Sums long enough that a kernel splits them (a whole 140001-element
+  // tensor, rows of 70001): its pieces' partial sums must still add up.
+  // Positive values, so that the f32 error bound (~500) stays far below
+  // what a lost or repeated piece would cost (~50000).
+  for (DType dtype : kFloatTypes) {
+    for (const R& r : {kinds[0], kinds[1]}) {
+      for (const Axes& a : {Axes{"all", {}, 1, 2 * 70001, 1},
+                            Axes{"rows", {1}, 2, 70001, 1}}) {
+        const InputSpec x{{2, 70001}, dtype, Values::kPositive};
+        cases->push_back(
+            {absl::StrCat("reduce/", r.name, "/long_", a.name, "/",
+                          DTypeName(dtype)),
+             MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
+               CompareOp(
+                   d, {x},
+                   [r, a](const std::vector<Tensor>& in) {
+                     return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true, 0.0));
+                   },
+                   [=](int, const std::vector<std::vector<double>>& in) {
+                     Tolerance t = TranscendentalTolerance(dtype);
+                     t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
+                     if (r.kind == MIXRT_REDUCE_MEAN) {
+                       for (double& e : t.extra) e /= a.group;
+                     }
+                     return t;
+                   },
+                   kSeed);
+             }});
+      }
+    }
+  }
   // ABI 1.1: the total norm of many tensors (sizes past one GPU chunk, an
   // empty one, one element; NaN and inf propagate in "special").
   for (DType dtype : kFloatTypes) {
