@@ -1,6 +1,8 @@
 // mixrt::compile on training steps: eager vs "default" vs "reduce-overhead"
 // in one run, for a small MLP (width 64, batch 32: per-op overhead
-// dominates) and the AMP recipe's MLP (bf16 autocast + GradScaler). The
+// dominates), the AMP recipe's MLP (bf16 autocast + GradScaler) and a
+// transformer block (nn::TransformerBlock: causal attention and a GELU MLP,
+// mse loss, bf16 autocast + GradScaler). The
 // compiled part is the forward and its backward (the loss function); the
 // optimizer and the scaler run eagerly. Prints median ms per step, the
 // ratio to eager, the first (tracing) call's time and the steady state's
@@ -29,10 +31,41 @@ using mixrt::Tensor;
 
 struct Case {
   std::string name;
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes;  // MLP widths, or {sequence, width, heads}.
   int64_t batch;
   bool bf16_scaler;  // bf16 autocast + GradScaler, else f32.
+  bool block = false;  // A transformer block instead of an MLP.
 };
+
+// The case's model, input and loss target (class labels for an MLP).
+struct Setup {
+  std::shared_ptr<mixrt::nn::Module> net;
+  Tensor x, target;
+};
+
+absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
+                                mixrt::Generator* init) {
+  Setup s;
+  if (c.block) {
+    const int64_t seq = c.sizes[0], width = c.sizes[1], heads = c.sizes[2];
+    MIXRT_ASSIGN_OR_RETURN(
+        s.net, mixrt::nn::TransformerBlock::Create(
+                   {.width = width, .heads = heads, .causal = true}, device, init));
+    MIXRT_ASSIGN_OR_RETURN(s.x, mixrt::randn({c.batch, seq, width},
+                                             mixrt::DType::kF32, device, 0, 1, init));
+    MIXRT_ASSIGN_OR_RETURN(s.target, mixrt::randn({c.batch, seq, width},
+                                                  mixrt::DType::kF32, device, 0, 1, init));
+    return s;
+  }
+  MIXRT_ASSIGN_OR_RETURN(s.net, mixrt::nn::MLP(c.sizes, device, init));
+  MIXRT_ASSIGN_OR_RETURN(s.x, mixrt::randn({c.batch, c.sizes.front()},
+                                           mixrt::DType::kF32, device));
+  std::vector<int64_t> labels(c.batch);
+  for (int64_t i = 0; i < c.batch; ++i) labels[i] = i % c.sizes.back();
+  MIXRT_ASSIGN_OR_RETURN(s.target, mixrt::from_ints(labels, {c.batch},
+                                                    mixrt::DType::kI64, device));
+  return s;
+}
 
 struct Timing {
   double median_ms = 0, first_ms = 0, peak_mib = 0;
@@ -45,19 +78,17 @@ double Ms(std::chrono::steady_clock::duration d) {
 absl::StatusOr<Timing> Run(const mixrt::Device& device, const Case& c,
                            const std::string& mode, int steps) {
   mixrt::Generator init(0);
-  MIXRT_ASSIGN_OR_RETURN(auto net, mixrt::nn::MLP(c.sizes, device, &init));
+  MIXRT_ASSIGN_OR_RETURN(Setup setup, MakeSetup(device, c, &init));
+  const std::shared_ptr<mixrt::nn::Module> net = setup.net;
+  const Tensor x = setup.x, y = setup.target;
   mixrt::SGD opt(net->parameters(), {.lr = 0.001});
   mixrt::GradScaler scaler(device, {.enabled = c.bf16_scaler});
-  MIXRT_ASSIGN_OR_RETURN(Tensor x, mixrt::randn({c.batch, c.sizes.front()},
-                                                mixrt::DType::kF32, device));
-  std::vector<int64_t> labels(c.batch);
-  for (int64_t i = 0; i < c.batch; ++i) labels[i] = i % c.sizes.back();
-  MIXRT_ASSIGN_OR_RETURN(Tensor y, mixrt::from_ints(labels, {c.batch},
-                                                    mixrt::DType::kI64, device));
-  auto loss_fn = [&](const std::vector<Tensor>& in)
+  const bool block = c.block;
+  auto loss_fn = [net, block](const std::vector<Tensor>& in)
       -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor out, net->forward(in[0]));
-    MIXRT_ASSIGN_OR_RETURN(Tensor loss, mixrt::cross_entropy(out, in[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, block ? mixrt::mse_loss(out, in[1])
+                                              : mixrt::cross_entropy(out, in[1]));
     return std::vector<Tensor>{loss};
   };
   std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>
@@ -113,6 +144,7 @@ int main(int argc, char** argv) {
       {"small MLP bf16+scaler", {64, 64, 64, 10}, 32, true},
       {"recipe MLP bf16+scaler", {w, w, w, w}, absl::GetFlag(FLAGS_recipe_batch),
        true},
+      {"transformer block bf16+scaler", {128, 256, 4}, 8, true, /*block=*/true},
   };
   std::printf("mixrt::compile train steps on %s; median of %d steps\n",
               device.ToString().c_str(), absl::GetFlag(FLAGS_steps));
@@ -121,7 +153,7 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     double eager = 0;
     for (const std::string mode : {"eager", "default", "reduce-overhead"}) {
-      const int steps = c.name.rfind("recipe", 0) == 0
+      const int steps = c.name.rfind("small", 0) != 0
                             ? std::max(5, absl::GetFlag(FLAGS_steps) / 20)
                             : absl::GetFlag(FLAGS_steps);
       absl::StatusOr<Timing> t = Run(device, c, mode, steps);

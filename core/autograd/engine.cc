@@ -86,6 +86,7 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
     std::vector<Tensor> inputs = std::move(buffers[node]);
     buffers.erase(node);
     inputs.resize(node->num_outputs());
+    node->set_frees_saved_after_apply(!retain_graph && node->HoldsSavedState());
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
                            node->Apply(std::move(inputs)));
     // A node's saved tensors are freed as soon as it has run, not when the

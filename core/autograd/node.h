@@ -52,6 +52,11 @@ class Node {
   uint64_t sequence() const { return sequence_; }
   bool released() const { return released_; }
   void mark_released() { released_ = true; }
+  // Set by the engine before Apply: the backward frees this node's saved
+  // state once it has run (no retain_graph), so Apply may free each piece
+  // as soon as it has used it (a compiled backward's activations).
+  bool frees_saved_after_apply() const { return frees_saved_after_apply_; }
+  void set_frees_saved_after_apply(bool frees) { frees_saved_after_apply_ = frees; }
 
  private:
   std::string name_;
@@ -59,6 +64,7 @@ class Node {
   std::vector<Edge> next_edges_;
   int num_outputs_ = 1;
   bool released_ = false;
+  bool frees_saved_after_apply_ = false;
 };
 
 // Accumulates into a leaf's .grad, converting to the leaf's dtype (so an f32

@@ -171,8 +171,16 @@ class CompiledBackwardNode : public Node {
       MIXRT_ASSIGN_OR_RETURN(Tensor g, grad_outputs[j].to(result_dtypes_[j]));
       MIXRT_ASSIGN_OR_RETURN(grads[j], g.contiguous());
     }
+    // Without retain_graph this is the activations' last use: the run
+    // frees each after its last node.
+    std::vector<compiler::SavedMemory> saved;
+    if (frees_saved_after_apply()) {
+      saved.swap(saved_);
+    } else {
+      saved = saved_;
+    }
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                           plan_->Run(grads, saved_));
+                           plan_->Run(grads, std::move(saved)));
     std::vector<Tensor> out;
     for (int r : sink_result_) {
       out.push_back(r >= 0 ? results[r] : Tensor());

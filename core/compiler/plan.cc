@@ -49,9 +49,16 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
     }
   }
   plan->frees_after_.resize(plan->graph_.nodes.size());
+  plan->saved_done_after_.resize(plan->graph_.nodes.size());
+  std::vector<bool> viewed_by_result(slots, false);
+  for (const ValueRef& v : plan->graph_.outputs) viewed_by_result[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
-    if (plan->Temporary(static_cast<int>(s)) && plan->last_use_[s] >= 0) {
+    if (plan->last_use_[s] < 0) continue;
+    if (plan->Temporary(static_cast<int>(s))) {
       plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
+    } else if (plan->graph_.slots[s].kind == StorageSlot::Kind::kSaved &&
+               !viewed_by_result[s]) {
+      plan->saved_done_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
     }
   }
   if (preallocate) MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
@@ -122,7 +129,7 @@ absl::Status Plan::Allocate(int slot) {
 
 absl::StatusOr<std::vector<Tensor>> Plan::Run(
     absl::Span<const Tensor> inputs,
-    absl::Span<const SavedMemory> saved_in,
+    std::vector<SavedMemory> saved_in,
     std::vector<SavedMemory>* saved_out) {
   std::lock_guard<std::mutex> lock(mutex_);
   const Device& device = graph_.device;
@@ -193,6 +200,10 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     // tensors do when their last handle goes.
     for (int slot : frees_after_[i]) {
       if (held_[slot] == nullptr) run_[slot].reset();
+    }
+    for (int slot : saved_done_after_[i]) {
+      run_[slot].reset();
+      saved_in[graph_.slots[slot].forward_slot].storage.reset();
     }
     if (!status.ok()) {
       return absl::Status(

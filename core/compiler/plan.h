@@ -38,10 +38,13 @@ class Plan {
   // share its descriptors and, preallocated, its memory.
   // A forward graph with saved slots hands their memory to `saved_out`
   // (indexed by slot); a backward graph reads its kSaved slots from
-  // `saved_in` (the forward run's saved_out).
+  // `saved_in` (the forward run's saved_out). The run drops its references
+  // to each saved slot after the slot's last node (the caller moves in the
+  // only other ones when the backward frees the activations, as eager
+  // backward frees each node's as soon as that node has run).
   absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs,
-      absl::Span<const SavedMemory> saved_in = {},
+      std::vector<SavedMemory> saved_in = {},
       std::vector<SavedMemory>* saved_out = nullptr);
 
   const Graph& graph() const { return graph_; }
@@ -66,6 +69,8 @@ class Plan {
   std::vector<char*> bases_;                    // Per slot, this run's.
   std::vector<int> first_use_, last_use_;       // Per slot: node indexes.
   std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.
+  // Per node: kSaved slots last used there (none a result views).
+  std::vector<std::vector<int>> saved_done_after_;
   uint64_t held_total_ = 0;
 };
 

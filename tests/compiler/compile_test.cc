@@ -423,6 +423,65 @@ TEST(Compile, PlannedPeakMemoryIsAtMostEagers) {
 // One compiled function called from several threads at once, with two
 // signatures: each thread's results match eager (the cache and the plans
 // are shared; runs of one plan are serialized). Run under TSan in CI.
+// A training step's peak from the forward through the backward: the
+// compiled backward frees each saved activation after its last use, as
+// eager backward frees each node's after the node runs, so a replay peaks
+// no higher than eager; with retain_graph the activations stay for a
+// second backward, which then gives the same gradients again.
+TEST(Compile, ATrainingReplaysPeakMemoryIsAtMostEagers) {
+  const Device d = Cpu();
+  Generator g(8);
+  std::vector<Tensor> weights;
+  for (int i = 0; i < 8; ++i) {
+    Tensor w = *randn({256, 256}, DType::kF32, d, 0, 0.05, &g);
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    weights.push_back(w);
+  }
+  auto deep = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor h = in[0];
+    for (const Tensor& w : weights) {
+      MIXRT_ASSIGN_OR_RETURN(h, linear(h, w, Tensor()));
+      MIXRT_ASSIGN_OR_RETURN(h, relu(h));
+    }
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, sum(h));
+    return std::vector<Tensor>{loss};
+  };
+  const Tensor x = *randn({512, 256}, DType::kF32, d, 0, 1, &g);
+  CachingAllocator& allocator = d.backend()->allocator(d.index());
+  auto clear_grads = [&] {
+    for (Tensor& w : weights) w.set_grad(Tensor());
+  };
+  for (bool autocast : {false, true}) {
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace("cpu", DType::kBF16);
+    auto step_peak = [&](auto&& call) {
+      clear_grads();
+      allocator.ResetPeak();
+      const uint64_t before = allocator.stats().bytes_in_use;
+      absl::StatusOr<std::vector<Tensor>> out = call();
+      EXPECT_TRUE(out.ok());
+      EXPECT_TRUE((*out)[0].backward().ok());
+      return allocator.stats().peak_bytes_in_use - before;
+    };
+    const uint64_t eager = step_peak([&] { return deep({x}); });
+    auto f = compile(deep);
+    ASSERT_TRUE(f.ok());
+    step_peak([&] { return (*f)({x}); });  // The trace.
+    const uint64_t replay = step_peak([&] { return (*f)({x}); });
+    EXPECT_LE(replay, eager) << "autocast " << autocast;
+    // Kept for a second backward: gradients accumulate twice.
+    clear_grads();
+    auto out = (*f)({x});
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE((*out)[0].backward(Tensor(), /*retain_graph=*/true).ok());
+    const Tensor first = *weights[0].grad().clone();
+    ASSERT_TRUE((*out)[0].backward().ok());
+    EXPECT_EQ(Bytes(weights[0].grad()), Bytes(*add(first, first)))
+        << "autocast " << autocast;
+  }
+}
+
 TEST(Compile, CallsFromManyThreadsShareOneCache) {
   const Device d = Cpu();
   const Mlp mlp(d);
