@@ -17,6 +17,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "benchmarks/benchmark_support.h"
 #include "mixrt/mixrt.h"
 
@@ -24,6 +26,10 @@ ABSL_FLAG(int, steps, 100, "Timed steps per case (the median is printed).");
 ABSL_FLAG(int64_t, recipe_width, 1024,
           "The recipe MLP's width (the recipe itself uses 4096).");
 ABSL_FLAG(int64_t, recipe_batch, 512, "The recipe MLP's batch.");
+ABSL_FLAG(std::string, cases, "",
+          "Only the cases whose name contains this (default: all).");
+ABSL_FLAG(std::string, modes, "eager,default,reduce-overhead",
+          "Modes to time, comma-separated (eager first for the ratios).");
 
 namespace {
 
@@ -150,9 +156,12 @@ int main(int argc, char** argv) {
               device.ToString().c_str(), absl::GetFlag(FLAGS_steps));
   std::printf("%-30s %-16s %10s %9s %12s %10s\n", "case", "mode", "ms/step",
               "vs eager", "first call", "peak MiB");
+  const std::vector<std::string> modes =
+      absl::StrSplit(absl::GetFlag(FLAGS_modes), ',');
   for (const Case& c : cases) {
+    if (!absl::StrContains(c.name, absl::GetFlag(FLAGS_cases))) continue;
     double eager = 0;
-    for (const std::string mode : {"eager", "default", "reduce-overhead"}) {
+    for (const std::string& mode : modes) {
       const int steps = c.name.rfind("small", 0) != 0
                             ? std::max(5, absl::GetFlag(FLAGS_steps) / 20)
                             : absl::GetFlag(FLAGS_steps);
@@ -164,7 +173,8 @@ int main(int argc, char** argv) {
       }
       if (mode == "eager") eager = t->median_ms;
       std::printf("%-30s %-16s %10.3f %8.2fx %9.1f ms %10.1f\n", c.name.c_str(),
-                  mode.c_str(), t->median_ms, eager / t->median_ms, t->first_ms,
+                  mode.c_str(), t->median_ms,
+                  eager > 0 ? eager / t->median_ms : 0.0, t->first_ms,
                   t->peak_mib);
     }
   }

@@ -21,6 +21,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/prepared_matmul.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/pointwise_math.h"
 
@@ -299,17 +300,15 @@ void Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   }
   FoldBroadcastBatch(&a_dims, &a_strides, &b_dims, &b_strides, &c_dims,
                      &c_strides, &bias_dims, &bias_strides);
-  const dnnl::memory::desc a_md(a_dims, *OneDnnType(a.dtype()), a_strides);
-  const dnnl::memory::desc b_md(b_dims, *OneDnnType(b.dtype()), b_strides);
-  const dnnl::memory::desc c_md(c_dims, *OneDnnType(c.dtype()), c_strides);
-  dnnl::memory::desc bias_md;
-  void* bias_data = nullptr;
+  MatmulShape shape;
+  shape.a = {a.dtype(), a_dims, a_strides};
+  shape.b = {b.dtype(), b_dims, b_strides};
+  shape.c = {c.dtype(), c_dims, c_strides};
+  shape.sum_beta = sum_beta;
+  const void* bias_data = nullptr;
   std::unique_ptr<float[]> wide_bias;
   if (has_bias) {
     const TensorRef& bias = *bias_in;
-    dnnl::memory::dims& dims = bias_dims;
-    dnnl::memory::dims& strides = bias_strides;
-    const size_t last = dims.size() - 1;
     MixrtDtype bias_type = bias.dtype();
     bias_data = bias.data();
     if (bias_type != MIXRT_DTYPE_F32 && bias_type != a.dtype()) {
@@ -320,31 +319,15 @@ void Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
       }
       bias_type = MIXRT_DTYPE_F32;
       bias_data = wide_bias.get();
-      strides[last] = 1;
+      bias_strides.back() = 1;
     }
-    bias_md = dnnl::memory::desc(dims, *OneDnnType(bias_type), strides);
+    shape.bias = {bias_type, bias_dims, bias_strides};
   }
-  const std::string key = absl::StrCat(
-      "matmul|", DescKey(a), "|", DescKey(b), "|", DescKey(c), "|",
-      has_bias ? absl::StrCat(DescKey(*bias_in), wide_bias != nullptr)
-               : "-",
-      "|", sum_beta);
-  auto prim = GetPrimitive(key, [&] {
-    dnnl::post_ops ops;
-    if (sum_beta != 0) ops.append_sum(sum_beta);
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    const dnnl::matmul::primitive_desc pd =
-        MatmulPd(a_md, b_md, has_bias ? &bias_md : nullptr, c_md, attr);
-    return CachedPrimitive{dnnl::matmul(pd), pd.impl_info_str()};
-  });
-  std::unordered_map<int, dnnl::memory> args = {
-      {DNNL_ARG_SRC, Memory(a_md, a.data())},
-      {DNNL_ARG_WEIGHTS, Memory(b_md, b.data())},
-      {DNNL_ARG_DST, Memory(c_md, c.data())}};
-  if (has_bias) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias_data));
-  prim->primitive.execute(ThreadStream(), args);
-  ThreadStream().wait();
+  int64_t work = a_dims.back();  // K times every output element.
+  for (int64_t d : c_dims) work *= d;
+  // Created and run under the same thread count (one for small products).
+  const SerialScope serial(work <= kSerialWork);
+  RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data);
 }
 
 // out = act(bias) + beta * out when the inner dimension is empty (oneDNN

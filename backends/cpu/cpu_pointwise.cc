@@ -81,6 +81,21 @@ void UnaryFloat(const sdk::KernelCall& call, float alpha, float beta,
     }
     return;
   }
+  if constexpr (kKind == MIXRT_UNARY_RELU) {
+    if (backward) {
+      // g * (x > 0), without a branch: GCC made the select a branch around
+      // the multiply (it may not speculate a trapping multiply), which
+      // activations of random sign mispredicted half the time (3 ns an
+      // element). The factors first, then the products: two loops that
+      // vectorize. An inf or NaN gradient still gives NaN at x <= 0.
+      FloatRows<2>(call, [](const float (*in)[kChunk], int64_t n,
+                            float* result) {
+        for (int64_t i = 0; i < n; ++i) result[i] = in[1][i] > 0.0f ? 1.0f : 0.0f;
+        for (int64_t i = 0; i < n; ++i) result[i] *= in[0][i];
+      });
+      return;
+    }
+  }
   if (backward) {
     FloatMap<2>(call, [alpha, beta](float g, float x) {
       return g * sdk::UnaryDerivative<float>(kKind, x, alpha, beta);

@@ -1,0 +1,104 @@
+#include "backends/cpu/prepared_matmul.h"
+
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "backends/cpu/onednn_compat.h"
+#include "backends/cpu/onednn_context.h"
+
+namespace mixrt::cpu {
+namespace {
+
+// Shapes a thread keeps before starting over (a causal attention's key
+// extents give a few dozen; a model's layers a few dozen more).
+constexpr size_t kMaxShapes = 512;
+
+using ShapeKey = absl::InlinedVector<int64_t, 48>;
+
+struct Prepared {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c, bias;
+  std::unordered_map<int, dnnl::memory> args;
+};
+
+void AppendOperand(const MatmulOperand& o, ShapeKey* key) {
+  key->push_back(o.dtype);
+  key->push_back(static_cast<int64_t>(o.dims.size()));
+  key->insert(key->end(), o.dims.begin(), o.dims.end());
+  key->insert(key->end(), o.strides.begin(), o.strides.end());
+}
+
+dnnl::memory::desc Desc(const MatmulOperand& o) {
+  return dnnl::memory::desc(o.dims, *OneDnnType(o.dtype), o.strides);
+}
+
+std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
+  const dnnl::memory::desc a_md = Desc(s.a), b_md = Desc(s.b), c_md = Desc(s.c);
+  const bool has_bias = !s.bias.dims.empty();
+  dnnl::memory::desc bias_md;
+  if (has_bias) bias_md = Desc(s.bias);
+  dnnl::post_ops ops;
+  if (s.sum_beta != 0) ops.append_sum(s.sum_beta);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  auto p = std::make_unique<Prepared>();
+  p->primitive =
+      dnnl::matmul(MatmulPd(a_md, b_md, has_bias ? &bias_md : nullptr, c_md, attr));
+  // No data until a call sets it.
+  p->a = Memory(a_md, nullptr);
+  p->b = Memory(b_md, nullptr);
+  p->c = Memory(c_md, nullptr);
+  p->args = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->b}, {DNNL_ARG_DST, p->c}};
+  if (has_bias) {
+    p->bias = Memory(bias_md, nullptr);
+    p->args.emplace(DNNL_ARG_BIAS, p->bias);
+  }
+  return p;
+}
+
+}  // namespace
+
+void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
+                       void* c, const void* bias) {
+  // Per thread: oneDNN primitives run on the thread that created them (see
+  // GetPrimitive), and under the thread count they were created with.
+  thread_local absl::flat_hash_map<ShapeKey, std::unique_ptr<Prepared>> cache;
+  ShapeKey key;
+  AppendOperand(shape.a, &key);
+  AppendOperand(shape.b, &key);
+  AppendOperand(shape.c, &key);
+  AppendOperand(shape.bias, &key);
+  int32_t beta_bits;
+  std::memcpy(&beta_bits, &shape.sum_beta, sizeof(beta_bits));
+  key.push_back(beta_bits);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() >= kMaxShapes) cache.clear();
+    it = cache.emplace(std::move(key), Prepare(shape)).first;
+  }
+  Prepared& p = *it->second;
+  p.a.set_data_handle(const_cast<void*>(a));
+  p.b.set_data_handle(const_cast<void*>(b));
+  p.c.set_data_handle(c);
+  if (bias != nullptr) p.bias.set_data_handle(const_cast<void*>(bias));
+  p.primitive.execute(ThreadStream(), p.args);
+  ThreadStream().wait();
+}
+
+void BlockGemm(const MatrixShape& a, const void* a_data, const MatrixShape& b,
+               const void* b_data, float* c, int64_t ldc, bool accumulate) {
+  MatmulShape s;
+  s.a = {a.dtype, {a.rows, a.cols}, {a.row_stride, a.col_stride}};
+  s.b = {b.dtype, {b.rows, b.cols}, {b.row_stride, b.col_stride}};
+  s.c = {MIXRT_DTYPE_F32, {a.rows, b.cols}, {ldc, 1}};
+  NormalizeUnitStrides(s.a.dims, &s.a.strides);
+  NormalizeUnitStrides(s.b.dims, &s.b.strides);
+  NormalizeUnitStrides(s.c.dims, &s.c.strides);
+  s.sum_beta = accumulate ? 1.0f : 0.0f;
+  RunPreparedMatmul(s, a_data, b_data, c);
+}
+
+}  // namespace mixrt::cpu
