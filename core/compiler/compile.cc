@@ -322,10 +322,15 @@ struct CompiledFunction::State {
       compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
     const bool hold = options.mode == "reduce-overhead";
-    MIXRT_ASSIGN_OR_RETURN(e->plan, compiler::Plan::Build(std::move(forward), hold));
+    // The forward and its backward share held memory (never running at
+    // once: they take turns under its lock).
+    auto held = std::make_shared<compiler::HeldBuffers>();
+    MIXRT_ASSIGN_OR_RETURN(e->plan,
+                           compiler::Plan::Build(std::move(forward), hold, held));
     if (training) {
       MIXRT_ASSIGN_OR_RETURN(
-          e->backward, compiler::Plan::Build(std::move(training->backward), hold));
+          e->backward,
+          compiler::Plan::Build(std::move(training->backward), hold, held));
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }

@@ -23,11 +23,29 @@ MixrtTensorDesc Describe(const ValueRef& v) {
 
 Plan::Plan(Graph graph) : graph_(std::move(graph)) {}
 
-absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
-                                                  bool preallocate) {
+absl::Status HeldBuffers::Reserve(const Device& device,
+                                  const std::vector<uint64_t>& sizes) {
+  if (buffers_.size() < sizes.size()) buffers_.resize(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (buffers_[i] == nullptr || buffers_[i]->bytes() < sizes[i]) {
+      MIXRT_ASSIGN_OR_RETURN(buffers_[i], Storage::Allocate(device, sizes[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t HeldBuffers::bytes() const {
+  uint64_t total = 0;
+  for (const auto& b : buffers_) total += b->bytes();
+  return total;
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
+    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held) {
   std::unique_ptr<Plan> plan(new Plan(std::move(graph)));
+  plan->held_ = held != nullptr ? std::move(held) : std::make_shared<HeldBuffers>();
   const size_t slots = plan->graph_.slots.size();
-  plan->held_.resize(slots);
+  plan->buffer_of_.assign(slots, -1);
   plan->run_.resize(slots);
   plan->bases_.resize(slots, nullptr);
   for (const GraphNode& n : plan->graph_.nodes) {
@@ -77,7 +95,6 @@ absl::Status Plan::PlanBuffers() {
   struct Buffer {
     uint64_t bytes;
     int busy_until;  // Last node of the slot using it.
-    std::shared_ptr<Storage> storage;
   };
   std::vector<Buffer> buffers;
   std::vector<int> order;
@@ -101,23 +118,31 @@ absl::Status Plan::PlanBuffers() {
       if (best < 0 || buffers[b].bytes < buffers[best].bytes) best = static_cast<int>(b);
     }
     if (best < 0) {
-      buffers.push_back({need, -1, nullptr});
+      buffers.push_back({need, -1});
       best = static_cast<int>(buffers.size() - 1);
     }
     buffers[best].busy_until = last_use_[s];
     buffer_of[s] = best;
   }
-  for (Buffer& b : buffers) {
-    MIXRT_ASSIGN_OR_RETURN(b.storage, Storage::Allocate(graph_.device, b.bytes));
-    held_total_ += b.bytes;
+  // Largest first: the i-th largest of each plan sharing the held buffers
+  // take buffer i.
+  std::vector<int> by_size(buffers.size());
+  for (size_t b = 0; b < buffers.size(); ++b) by_size[b] = static_cast<int>(b);
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  std::vector<int> rank(buffers.size());
+  std::vector<uint64_t> sizes;
+  for (size_t r = 0; r < by_size.size(); ++r) {
+    rank[by_size[r]] = static_cast<int>(r);
+    sizes.push_back(buffers[by_size[r]].bytes);
   }
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    if (buffer_of[s] >= 0) held_[s] = buffers[buffer_of[s]].storage;
+    if (buffer_of[s] >= 0) buffer_of_[s] = rank[buffer_of[s]];
   }
-  return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(held_->mutex());
+  return held_->Reserve(graph_.device, sizes);
 }
-
-uint64_t Plan::held_bytes() const { return held_total_; }
 
 absl::Status Plan::Allocate(int slot) {
   MIXRT_ASSIGN_OR_RETURN(
@@ -131,7 +156,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     absl::Span<const Tensor> inputs,
     std::vector<SavedMemory> saved_in,
     std::vector<SavedMemory>* saved_out) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(held_->mutex());
   const Device& device = graph_.device;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     const StorageSlot& slot = graph_.slots[s];
@@ -160,8 +185,8 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
       case StorageSlot::Kind::kInternal:
         // Memory from the allocator comes at the slot's first node.
         run_[s].reset();  // What a failed run may have left.
-        if (held_[s] != nullptr) {
-          run_[s] = held_[s];
+        if (buffer_of_[s] >= 0) {
+          run_[s] = held_->buffer(buffer_of_[s]);
           bases_[s] = static_cast<char*>(run_[s]->data());
         } else if (first_use_[s] < 0 && !Temporary(static_cast<int>(s))) {
           // Never launched on (a result allocated and returned as is).
@@ -199,7 +224,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     // Temporaries go back to the allocator after their last node, as eager
     // tensors do when their last handle goes.
     for (int slot : frees_after_[i]) {
-      if (held_[slot] == nullptr) run_[slot].reset();
+      if (buffer_of_[slot] < 0) run_[slot].reset();
     }
     for (int slot : saved_done_after_[i]) {
       run_[slot].reset();
@@ -247,7 +272,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
   }
   // This run's memory goes back (a returned slot lives on in its results).
   for (size_t s = 0; s < run_.size(); ++s) {
-    if (held_[s] == nullptr) run_[s].reset();
+    if (buffer_of_[s] < 0) run_[s].reset();
   }
   return results;
 }

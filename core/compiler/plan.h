@@ -5,7 +5,8 @@
 // at a temporary's first node and given back after its last; or,
 // preallocated, temporaries whose lifetimes do not overlap share buffers
 // held between runs (mode "reduce-overhead", the CPU analogue of CUDA
-// graphs' static memory). Results and saved activations are always fresh.
+// graphs' static memory pool). Results and saved activations are always
+// fresh.
 #ifndef MIXRT_CORE_COMPILER_PLAN_H_
 #define MIXRT_CORE_COMPILER_PLAN_H_
 
@@ -28,14 +29,37 @@ struct SavedMemory {
   char* base = nullptr;
 };
 
+// Buffers held between runs for plans that never run at once, a forward
+// and its backward: buffer i is the largest any of them asked for as its
+// i-th largest, so the memory of the forward's temporaries serves the
+// backward's, as eager's freed memory does (held apart, the two sets
+// made a transformer block's step peak at 1.4x eager's). Runs of the
+// plans sharing them are serialized by its mutex.
+class HeldBuffers {
+ public:
+  // Grows the buffers to hold `sizes` (largest first).
+  absl::Status Reserve(const Device& device, const std::vector<uint64_t>& sizes);
+  const std::shared_ptr<Storage>& buffer(int i) const { return buffers_[i]; }
+  uint64_t bytes() const;
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Storage>> buffers_;
+};
+
 class Plan {
  public:
-  static absl::StatusOr<std::unique_ptr<Plan>> Build(Graph graph,
-                                                     bool preallocate);
+  // With `preallocate`, temporaries live in `held` (shared with the plans
+  // given the same one; a new one when null).
+  static absl::StatusOr<std::unique_ptr<Plan>> Build(
+      Graph graph, bool preallocate,
+      std::shared_ptr<HeldBuffers> held = nullptr);
 
   // The inputs must match what the graph was captured with (the compiled
-  // function's guards check that). Runs of one plan are serialized: they
-  // share its descriptors and, preallocated, its memory.
+  // function's guards check that). Runs of one plan, and of the plans
+  // sharing its held buffers, are serialized: they share its descriptors
+  // and, preallocated, its memory.
   // A forward graph with saved slots hands their memory to `saved_out`
   // (indexed by slot); a backward graph reads its kSaved slots from
   // `saved_in` (the forward run's saved_out). The run drops its references
@@ -48,8 +72,9 @@ class Plan {
       std::vector<SavedMemory>* saved_out = nullptr);
 
   const Graph& graph() const { return graph_; }
-  // Memory held between runs (preallocated intermediates).
-  uint64_t held_bytes() const;
+  // Memory held between runs (preallocated intermediates), with the plans
+  // sharing it.
+  uint64_t held_bytes() const { return held_->bytes(); }
 
  private:
   struct Prepared {
@@ -61,17 +86,16 @@ class Plan {
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
 
-  std::mutex mutex_;
+  std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
   std::vector<Prepared> prepared_;
-  std::vector<std::shared_ptr<Storage>> held_;  // Per slot; preallocated.
+  std::vector<int> buffer_of_;  // Per slot: its held buffer, or -1.
   std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
   std::vector<char*> bases_;                    // Per slot, this run's.
   std::vector<int> first_use_, last_use_;       // Per slot: node indexes.
   std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.
   // Per node: kSaved slots last used there (none a result views).
   std::vector<std::vector<int>> saved_done_after_;
-  uint64_t held_total_ = 0;
 };
 
 }  // namespace mixrt::compiler
