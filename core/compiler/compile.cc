@@ -138,6 +138,14 @@ std::string Difference(const std::vector<Guard>& before,
   return "the number of inputs changed";
 }
 
+// ", 2 weight casts kept (8388608 bytes)" for a plan with folded casts.
+std::string FoldedText(const compiler::Plan& plan) {
+  if (plan.folded_casts() == 0) return "";
+  return absl::StrCat(", ", plan.folded_casts(), " weight cast",
+                      plan.folded_casts() == 1 ? "" : "s", " kept (",
+                      plan.folded_bytes(), " bytes)");
+}
+
 // The autograd node of a replayed training call: runs the compiled
 // backward on the gradients of the call's results and the activations its
 // forward saved, and hands each gradient to its sink's edge.
@@ -725,8 +733,8 @@ std::string CompiledFunction::Explain() const {
     if (entry->plan != nullptr) {
       absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
                       " launches, ", entry->plan->held_bytes(),
-                      " bytes held between calls):\n",
-                      entry->plan->graph().ToString());
+                      " bytes held between calls", FoldedText(*entry->plan),
+                      "):\n", entry->plan->graph().ToString());
     } else {
       absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");
     }

@@ -66,12 +66,14 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
       }
     }
   }
+  plan->FindFoldedCasts();
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());
   std::vector<bool> viewed_by_result(slots, false);
   for (const ValueRef& v : plan->graph_.outputs) viewed_by_result[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
     if (plan->last_use_[s] < 0) continue;
+    if (plan->kept_[s]) continue;
     if (plan->Temporary(static_cast<int>(s))) {
       plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
     } else if (plan->graph_.slots[s].kind == StorageSlot::Kind::kSaved &&
@@ -81,6 +83,46 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   }
   if (preallocate) MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
   return plan;
+}
+
+// A copy whose input is all of a constant's view and whose output is a
+// temporary no other node writes: an autocast weight cast, the same on
+// every run while the weight is unchanged. (A saved or returned result is
+// fresh per run, so casts feeding a backward are not kept.)
+void Plan::FindFoldedCasts() {
+  const size_t slots = graph_.slots.size();
+  kept_.assign(slots, false);
+  kept_storage_.resize(slots);
+  folded_of_node_.assign(graph_.nodes.size(), -1);
+  std::vector<int> writers(slots, 0);
+  for (const GraphNode& n : graph_.nodes) {
+    for (const ValueRef& v : n.outputs) ++writers[v.slot];
+  }
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const GraphNode& n = graph_.nodes[i];
+    if (n.kind != GraphNode::Kind::kLaunch || n.op != MIXRT_OP_COPY ||
+        n.inputs.size() != 1 || n.outputs.size() != 1) {
+      continue;
+    }
+    const int source = n.inputs[0].slot, result = n.outputs[0].slot;
+    if (graph_.slots[source].kind != StorageSlot::Kind::kConstant ||
+        !Temporary(result) || writers[result] != 1 || kept_[result]) {
+      continue;
+    }
+    folded_of_node_[i] = static_cast<int>(folded_.size());
+    folded_.push_back({static_cast<int>(i), source, std::nullopt});
+    kept_[result] = true;
+  }
+}
+
+int Plan::folded_casts() const { return static_cast<int>(folded_.size()); }
+
+uint64_t Plan::folded_bytes() const {
+  uint64_t total = 0;
+  for (size_t s = 0; s < kept_.size(); ++s) {
+    if (kept_[s]) total += graph_.slots[s].bytes;
+  }
+  return total;
 }
 
 bool Plan::Temporary(int slot) const {
@@ -99,7 +141,7 @@ absl::Status Plan::PlanBuffers() {
   std::vector<Buffer> buffers;
   std::vector<int> order;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0) {
+    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0 && !kept_[s]) {
       order.push_back(static_cast<int>(s));
     }
   }
@@ -185,7 +227,14 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
       case StorageSlot::Kind::kInternal:
         // Memory from the allocator comes at the slot's first node.
         run_[s].reset();  // What a failed run may have left.
-        if (buffer_of_[s] >= 0) {
+        if (kept_[s]) {
+          if (kept_storage_[s] == nullptr) {
+            MIXRT_ASSIGN_OR_RETURN(kept_storage_[s],
+                                   Storage::Allocate(device, slot.bytes));
+          }
+          run_[s] = kept_storage_[s];
+          bases_[s] = static_cast<char*>(run_[s]->data());
+        } else if (buffer_of_[s] >= 0) {
           run_[s] = held_->buffer(buffer_of_[s]);
           bases_[s] = static_cast<char*>(run_[s]->data());
         } else if (first_use_[s] < 0 && !Temporary(static_cast<int>(s))) {
@@ -212,7 +261,21 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
     for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
     absl::Status status;
-    if (n.kind == GraphNode::Kind::kHostWrite) {
+    const int folded = folded_of_node_[i];
+    if (folded >= 0) {
+      // A kept cast runs again only when its constant changed. The version
+      // is read before the launch: a write racing with it leaves the old
+      // version, and the next run casts again.
+      FoldedCast& f = folded_[folded];
+      const uint64_t version = graph_.slots[f.source_slot].constant->version();
+      if (f.version != version) {
+        f.version.reset();
+        status = device.backend()->Launch(
+            device.index(), n.op, p.inputs, p.outputs,
+            n.attrs.empty() ? nullptr : n.attrs.data());
+        if (status.ok()) f.version = version;
+      }
+    } else if (n.kind == GraphNode::Kind::kHostWrite) {
       status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                                       p.outputs[0].data, n.host_bytes.data(),
                                       n.host_bytes.size());

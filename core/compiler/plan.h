@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,11 @@ class Plan {
   // Memory held between runs (preallocated intermediates), with the plans
   // sharing it.
   uint64_t held_bytes() const { return held_->bytes(); }
+  // Casts of constants (an autocast's weight casts) kept between runs and
+  // redone only when their weight's version changed (an optimizer step, a
+  // checkpoint load): their count and bytes.
+  int folded_casts() const;
+  uint64_t folded_bytes() const;
 
  private:
   struct Prepared {
@@ -85,11 +91,23 @@ class Plan {
   absl::Status Allocate(int slot);  // This run's memory and base for it.
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
+  void FindFoldedCasts();
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
   std::vector<Prepared> prepared_;
   std::vector<int> buffer_of_;  // Per slot: its held buffer, or -1.
+  // A cast node whose result is kept: its source constant's version when
+  // it last ran (none yet: nullopt).
+  struct FoldedCast {
+    int node;
+    int source_slot;
+    std::optional<uint64_t> version;
+  };
+  std::vector<FoldedCast> folded_;
+  std::vector<int> folded_of_node_;  // Per node: index in folded_, or -1.
+  std::vector<bool> kept_;           // Per slot: a folded cast's result.
+  std::vector<std::shared_ptr<Storage>> kept_storage_;  // Per slot.
   std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
   std::vector<char*> bases_;                    // Per slot, this run's.
   std::vector<int> first_use_, last_use_;       // Per slot: node indexes.

@@ -203,6 +203,7 @@ absl::Status LoadTrainingCheckpoint(const std::string& path,
     MIXRT_RETURN_IF_ERROR(t.device().backend()->Copy(
         t.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, t.data_ptr(),
         src.data_ptr(), t.numel() * DTypeSize(t.dtype())));
+    t.storage()->BumpVersion();
   }
   if (state.optimizer != nullptr) {
     MIXRT_RETURN_IF_ERROR(state.optimizer->load_state_dict(optim));

@@ -63,6 +63,7 @@ absl::Status LaunchKernel(MixrtOp op, absl::Span<const Tensor> inputs,
     MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
                                                    in_descs, out_descs, attrs));
   }
+  for (const Tensor& t : outputs) t.storage()->BumpVersion();
   if (CaptureHooks* hooks = ActiveCaptureHooks()) {
     hooks->OnLaunch(op, ins, outs, attrs);
   }

@@ -3,6 +3,7 @@
 #ifndef MIXRT_CORE_TENSOR_STORAGE_H_
 #define MIXRT_CORE_TENSOR_STORAGE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -22,6 +23,12 @@ class Storage {
   void* data() const { return data_; }
   uint64_t bytes() const { return bytes_; }
   const Device& device() const { return device_; }
+  // Counts writes through the runtime (kernel launches that output to this
+  // memory, checkpoint loads), as PyTorch's version counter counts
+  // in-place ops: what a compiled graph's folded weight casts check. Bytes
+  // written through data_ptr() by hand are not counted.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void BumpVersion() { version_.fetch_add(1, std::memory_order_acq_rel); }
 
  private:
   Storage(Device device, void* data, uint64_t bytes)
@@ -30,6 +37,7 @@ class Storage {
   Device device_;
   void* data_;
   uint64_t bytes_;
+  std::atomic<uint64_t> version_{0};
 };
 
 }  // namespace mixrt

@@ -355,6 +355,40 @@ TEST(Compile, TheRecompileLimitFallsBackToEager) {
   EXPECT_THAT(f->Explain(), HasSubstr("recompile limit reached (input 0 shape"));
 }
 
+// Serving under autocast: a weight's bf16 cast is kept between replays and
+// redone only when the weight changes through the runtime (an in-place op,
+// an optimizer step), so replays keep eager's results bit for bit.
+TEST(Compile, AWeightCastIsKeptUntilItsWeightChanges) {
+  const Device d = Cpu();
+  Generator g(11);
+  const Tensor w = *randn({96, 64}, DType::kF32, d, 0, 0.1, &g);
+  const Tensor x = *randn({8, 64}, DType::kF32, d, 0, 1, &g);
+  auto serve = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, linear(in[0], w, Tensor()));
+    return std::vector<Tensor>{y};
+  };
+  InferenceModeGuard inference;
+  AutocastGuard autocast("cpu", DType::kBF16);
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    auto f = compile(serve, {.mode = mode});
+    ASSERT_TRUE(f.ok());
+    for (int call = 0; call < 3; ++call) {
+      EXPECT_EQ(Bytes((*(*f)({x}))[0]), Bytes((*serve({x}))[0]))
+          << mode << " call " << call;
+    }
+    EXPECT_THAT(f->Explain(), HasSubstr("1 weight cast kept (12288 bytes)")) << mode;
+    // Changed in place twice: each replay sees the weight of its call.
+    for (double value : {0.25, -0.5}) {
+      ASSERT_TRUE(kernels::fill_(w, value).ok());
+      const std::vector<uint8_t> want = Bytes((*serve({x}))[0]);
+      EXPECT_EQ(Bytes((*(*f)({x}))[0]), want) << mode << " after fill " << value;
+      EXPECT_EQ(Bytes((*(*f)({x}))[0]), want) << mode << " replayed again";
+    }
+    ASSERT_TRUE(kernels::copy_(w, *randn({96, 64}, DType::kF32, d, 0, 0.1, &g)).ok());
+  }
+}
+
 TEST(Compile, ResultsStayTheCallersInEveryMode) {
   const Device d = Cpu();
   const Mlp mlp(d);
