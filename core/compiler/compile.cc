@@ -402,8 +402,10 @@ struct CompiledFunction::State {
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
+      const int repeated = compiler::EliminateCommonLaunches(&*outcome->graph);
       const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
       if (outcome->training) {
+        compiler::EliminateCommonLaunches(&outcome->training->backward);
         compiler::EliminateDeadLaunches(&outcome->training->backward);
       }
       const size_t nodes = outcome->graph->nodes.size();
@@ -417,6 +419,9 @@ struct CompiledFunction::State {
                                               std::move(outcome->training)));
       Event(absl::StrCat("compiled graph ", compiles, " (", cause, "): ",
                          nodes, " launches", backward_note,
+                         repeated > 0 ? absl::StrCat(" (", repeated,
+                                                     " repeated launches merged)")
+                                      : "",
                          dead > 0 ? absl::StrCat(" (", dead,
                                                  " unused launches dropped)")
                                   : ""));

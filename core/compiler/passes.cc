@@ -1,8 +1,39 @@
 #include "core/compiler/passes.h"
 
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace mixrt::compiler {
+namespace {
+
+void AppendInt(std::string* key, int64_t v) {
+  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+void AppendView(std::string* key, const ValueRef& v) {
+  AppendInt(key, v.slot);
+  AppendInt(key, v.offset);
+  AppendInt(key, static_cast<int64_t>(v.dtype));
+  AppendInt(key, static_cast<int64_t>(v.shape.size()));
+  for (int64_t d : v.shape) AppendInt(key, d);
+  for (int64_t d : v.strides) AppendInt(key, d);
+}
+
+// Whether `v` is all of its slot, densely.
+bool WholeSlot(const Graph& g, const ValueRef& v) {
+  if (v.offset != 0) return false;
+  int64_t expected = 1;
+  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
+    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
+    expected *= v.shape[d];
+  }
+  return static_cast<uint64_t>(expected) * DTypeSize(v.dtype) ==
+         g.slots[v.slot].bytes;
+}
+
+}  // namespace
 
 int EliminateDeadLaunches(Graph* graph) {
   std::vector<bool> live(graph->slots.size(), false);
@@ -26,6 +57,82 @@ int EliminateDeadLaunches(Graph* graph) {
   std::vector<GraphNode> kept;
   for (size_t i = 0; i < graph->nodes.size(); ++i) {
     if (keep[i]) kept.push_back(std::move(graph->nodes[i]));
+  }
+  const int removed = static_cast<int>(graph->nodes.size() - kept.size());
+  graph->nodes = std::move(kept);
+  return removed;
+}
+
+int EliminateCommonLaunches(Graph* graph) {
+  const size_t slots = graph->slots.size();
+  std::vector<std::vector<int>> writers(slots);
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    for (const ValueRef& v : graph->nodes[i].outputs) {
+      if (writers[v.slot].empty() || writers[v.slot].back() != static_cast<int>(i)) {
+        writers[v.slot].push_back(static_cast<int>(i));
+      }
+    }
+  }
+  auto written_between = [&](int slot, int after, int before) {
+    for (int w : writers[slot]) {
+      if (w > after && w < before) return true;
+    }
+    return false;
+  };
+  auto single_internal = [&](const ValueRef& v) {
+    return graph->slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+           writers[v.slot].size() == 1;
+  };
+  std::vector<int> replaced(slots, -1);  // Slot -> the slot read instead.
+  absl::flat_hash_map<std::string, int> seen;  // Signature -> node.
+  std::vector<bool> drop(graph->nodes.size(), false);
+  for (size_t j = 0; j < graph->nodes.size(); ++j) {
+    GraphNode& n = graph->nodes[j];
+    for (ValueRef& v : n.inputs) {
+      if (replaced[v.slot] >= 0) v.slot = replaced[v.slot];
+    }
+    if (n.kind != GraphNode::Kind::kLaunch) continue;
+    bool candidate = true;
+    for (const ValueRef& v : n.outputs) candidate &= single_internal(v);
+    if (!candidate) continue;
+    std::string key;
+    AppendInt(&key, n.op);
+    AppendInt(&key, static_cast<int64_t>(n.attrs.size()));
+    key.append(n.attrs.begin(), n.attrs.end());
+    AppendInt(&key, static_cast<int64_t>(n.inputs.size()));
+    for (const ValueRef& v : n.inputs) AppendView(&key, v);
+    for (const ValueRef& v : n.outputs) {
+      ValueRef layout = v;
+      layout.slot = -1;  // Outputs match by layout and size.
+      AppendView(&key, layout);
+      AppendInt(&key, static_cast<int64_t>(graph->slots[v.slot].bytes));
+    }
+    auto [it, fresh] = seen.emplace(key, static_cast<int>(j));
+    if (fresh) continue;
+    const GraphNode& first = graph->nodes[it->second];
+    bool same = true;
+    for (const ValueRef& v : first.inputs) {
+      same &= !written_between(v.slot, it->second, static_cast<int>(j));
+    }
+    for (const ValueRef& v : n.outputs) {
+      const StorageSlot& slot = graph->slots[v.slot];
+      same &= WholeSlot(*graph, v) && !slot.returned && !slot.saved;
+    }
+    if (!same) {
+      it->second = static_cast<int>(j);  // Later repeats compare with this.
+      continue;
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      replaced[n.outputs[k].slot] = first.outputs[k].slot;
+    }
+    drop[j] = true;
+  }
+  for (ValueRef& v : graph->outputs) {
+    if (replaced[v.slot] >= 0) v.slot = replaced[v.slot];
+  }
+  std::vector<GraphNode> kept;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(graph->nodes[i]));
   }
   const int removed = static_cast<int>(graph->nodes.size() - kept.size());
   graph->nodes = std::move(kept);

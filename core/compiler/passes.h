@@ -13,6 +13,14 @@ namespace mixrt::compiler {
 // live slot is kept. Returns how many launches went.
 int EliminateDeadLaunches(Graph* graph);
 
+// Common subexpressions: a launch that repeats an earlier one (same op,
+// attributes and input views, the inputs unwritten in between) is dropped
+// and its results read from the earlier launch's. Only launches whose
+// results are whole temporaries written once (not results of the call,
+// not saved for backward) go, into launches whose results are written
+// once. Returns how many launches went.
+int EliminateCommonLaunches(Graph* graph);
+
 }  // namespace mixrt::compiler
 
 #endif  // MIXRT_CORE_COMPILER_PASSES_H_

@@ -454,9 +454,6 @@ TEST(Compile, PlannedPeakMemoryIsAtMostEagers) {
   }
 }
 
-// One compiled function called from several threads at once, with two
-// signatures: each thread's results match eager (the cache and the plans
-// are shared; runs of one plan are serialized). Run under TSan in CI.
 // A training step's peak from the forward through the backward: the
 // compiled backward frees each saved activation after its last use, as
 // eager backward frees each node's after the node runs, and in
@@ -526,6 +523,9 @@ TEST(Compile, ATrainingReplaysPeakMemoryIsAtMostEagers) {
   }
 }
 
+// One compiled function called from several threads at once, with two
+// signatures: each thread's results match eager (the cache and the plans
+// are shared; runs of one plan are serialized). Run under TSan in CI.
 TEST(Compile, CallsFromManyThreadsShareOneCache) {
   const Device d = Cpu();
   const Mlp mlp(d);
@@ -577,6 +577,35 @@ TEST(Compile, UnusedLaunchesAreDroppedAndEffectsKept) {
   }
   // fill_ and relu stay; exp and the sum of it go.
   EXPECT_THAT(f->Explain(), HasSubstr("2 launches (2 unused launches dropped)"));
+}
+
+// A launch repeating an earlier one on unchanged inputs runs once; one
+// whose input was written in between (an in-place op) runs again.
+TEST(Compile, RepeatedLaunchesRunOnce) {
+  const Device d = Cpu();
+  auto repetitive = [](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor b, relu(in[0]));  // Merged into a.
+    MIXRT_ASSIGN_OR_RETURN(Tensor ab, add(a, b));
+    MIXRT_ASSIGN_OR_RETURN(Tensor before, exp(in[1]));
+    MIXRT_RETURN_IF_ERROR(kernels::fill_(in[1], 0.5));
+    MIXRT_ASSIGN_OR_RETURN(Tensor after, exp(in[1]));  // Not merged.
+    MIXRT_ASSIGN_OR_RETURN(Tensor both, add(before, after));
+    return std::vector<Tensor>{ab, both};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(repetitive);
+  const Tensor x = Input(d, 4, 1);
+  for (int i = 0; i < 3; ++i) {
+    const Tensor side = Input(d, 2, 2 + i), side_eager = *side.clone();
+    auto got = (*f)({x, side});
+    auto want = repetitive({x, side_eager});
+    ASSERT_TRUE(got.ok() && want.ok());
+    EXPECT_EQ(Bytes((*got)[0]), Bytes((*want)[0])) << i;
+    EXPECT_EQ(Bytes((*got)[1]), Bytes((*want)[1])) << i;
+  }
+  EXPECT_THAT(f->Explain(), HasSubstr("6 launches (1 repeated launches merged)"));
 }
 
 // Automatic dynamic: sizes 4 and 8 trace, 12 traces and confirms the
