@@ -138,12 +138,13 @@ std::string Difference(const std::vector<Guard>& before,
   return "the number of inputs changed";
 }
 
-// ", 2 weight casts kept (8388608 bytes)" for a plan with folded casts.
-std::string FoldedText(const compiler::Plan& plan) {
-  if (plan.folded_casts() == 0) return "";
-  return absl::StrCat(", ", plan.folded_casts(), " weight cast",
-                      plan.folded_casts() == 1 ? "" : "s", " kept (",
-                      plan.folded_bytes(), " bytes)");
+// ", 2 launches on constants kept (8388608 bytes)" for a plan keeping
+// some.
+std::string KeptText(const compiler::Plan& plan) {
+  if (plan.kept_launches() == 0) return "";
+  return absl::StrCat(", ", plan.kept_launches(), " launch",
+                      plan.kept_launches() == 1 ? "" : "es",
+                      " on constants kept (", plan.kept_bytes(), " bytes)");
 }
 
 // The autograd node of a replayed training call: runs the compiled
@@ -738,7 +739,7 @@ std::string CompiledFunction::Explain() const {
     if (entry->plan != nullptr) {
       absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
                       " launches, ", entry->plan->held_bytes(),
-                      " bytes held between calls", FoldedText(*entry->plan),
+                      " bytes held between calls", KeptText(*entry->plan),
                       "):\n", entry->plan->graph().ToString());
     } else {
       absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");

@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
       }
     }
   }
-  plan->FindFoldedCasts();
+  plan->FindKeptLaunches();
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());
   std::vector<bool> viewed_by_result(slots, false);
@@ -85,39 +85,45 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   return plan;
 }
 
-// A copy whose input is all of a constant's view and whose output is a
-// temporary no other node writes: an autocast weight cast, the same on
-// every run while the weight is unchanged. (A saved or returned result is
-// fresh per run, so casts feeding a backward are not kept.)
-void Plan::FindFoldedCasts() {
+// A launch that reads only constants and kept results and writes
+// temporaries no other node writes: the same on every run while those are
+// unchanged. (A saved or returned result is fresh per run, so what feeds a
+// backward or the caller is not kept.)
+void Plan::FindKeptLaunches() {
   const size_t slots = graph_.slots.size();
   kept_.assign(slots, false);
+  kept_version_.assign(slots, 0);
   kept_storage_.resize(slots);
-  folded_of_node_.assign(graph_.nodes.size(), -1);
+  kept_of_node_.assign(graph_.nodes.size(), -1);
   std::vector<int> writers(slots, 0);
   for (const GraphNode& n : graph_.nodes) {
     for (const ValueRef& v : n.outputs) ++writers[v.slot];
   }
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
-    if (n.kind != GraphNode::Kind::kLaunch || n.op != MIXRT_OP_COPY ||
-        n.inputs.size() != 1 || n.outputs.size() != 1) {
-      continue;
+    if (n.kind != GraphNode::Kind::kLaunch || n.inputs.empty()) continue;
+    bool keep = true;
+    std::vector<int> sources;
+    for (const ValueRef& v : n.inputs) {
+      keep &= graph_.slots[v.slot].kind == StorageSlot::Kind::kConstant ||
+              kept_[v.slot];
+      sources.push_back(v.slot);
     }
-    const int source = n.inputs[0].slot, result = n.outputs[0].slot;
-    if (graph_.slots[source].kind != StorageSlot::Kind::kConstant ||
-        !Temporary(result) || writers[result] != 1 || kept_[result]) {
-      continue;
+    for (const ValueRef& v : n.outputs) {
+      keep &= Temporary(v.slot) && writers[v.slot] == 1 && !kept_[v.slot];
     }
-    folded_of_node_[i] = static_cast<int>(folded_.size());
-    folded_.push_back({static_cast<int>(i), source, std::nullopt});
-    kept_[result] = true;
+    if (!keep) continue;
+    kept_of_node_[i] = static_cast<int>(kept_launches_.size());
+    kept_launches_.push_back({static_cast<int>(i), std::move(sources), {}});
+    for (const ValueRef& v : n.outputs) kept_[v.slot] = true;
   }
 }
 
-int Plan::folded_casts() const { return static_cast<int>(folded_.size()); }
+uint64_t Plan::SourceVersion(int slot) const {
+  return kept_[slot] ? kept_version_[slot] : graph_.slots[slot].constant->version();
+}
 
-uint64_t Plan::folded_bytes() const {
+uint64_t Plan::kept_bytes() const {
   uint64_t total = 0;
   for (size_t s = 0; s < kept_.size(); ++s) {
     if (kept_[s]) total += graph_.slots[s].bytes;
@@ -261,19 +267,23 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
     for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
     absl::Status status;
-    const int folded = folded_of_node_[i];
-    if (folded >= 0) {
-      // A kept cast runs again only when its constant changed. The version
-      // is read before the launch: a write racing with it leaves the old
-      // version, and the next run casts again.
-      FoldedCast& f = folded_[folded];
-      const uint64_t version = graph_.slots[f.source_slot].constant->version();
-      if (f.version != version) {
-        f.version.reset();
+    const int kept = kept_of_node_[i];
+    if (kept >= 0) {
+      // A kept launch runs again only when what it reads changed. The
+      // versions are read before the launch: a write racing with it leaves
+      // the old version, and the next run computes again.
+      KeptLaunch& k = kept_launches_[kept];
+      std::vector<uint64_t> versions;
+      for (int source : k.sources) versions.push_back(SourceVersion(source));
+      if (versions != k.versions) {
+        k.versions.clear();
         status = device.backend()->Launch(
             device.index(), n.op, p.inputs, p.outputs,
             n.attrs.empty() ? nullptr : n.attrs.data());
-        if (status.ok()) f.version = version;
+        if (status.ok()) {
+          k.versions = std::move(versions);
+          for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
+        }
       }
     } else if (n.kind == GraphNode::Kind::kHostWrite) {
       status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,

@@ -76,11 +76,13 @@ class Plan {
   // Memory held between runs (preallocated intermediates), with the plans
   // sharing it.
   uint64_t held_bytes() const { return held_->bytes(); }
-  // Casts of constants (an autocast's weight casts) kept between runs and
-  // redone only when their weight's version changed (an optimizer step, a
-  // checkpoint load): their count and bytes.
-  int folded_casts() const;
-  uint64_t folded_bytes() const;
+  // Launches on constants only (an autocast's weight casts, a weight's
+  // transpose, and what is computed from those) whose results are kept
+  // between runs and computed again only when a constant's version changed
+  // (an optimizer step, a checkpoint load): freezing that needs no
+  // promise that the weights stay. Their count and the bytes kept.
+  int kept_launches() const { return static_cast<int>(kept_launches_.size()); }
+  uint64_t kept_bytes() const;
 
  private:
   struct Prepared {
@@ -91,22 +93,25 @@ class Plan {
   absl::Status Allocate(int slot);  // This run's memory and base for it.
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
-  void FindFoldedCasts();
+  void FindKeptLaunches();
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
   std::vector<Prepared> prepared_;
   std::vector<int> buffer_of_;  // Per slot: its held buffer, or -1.
-  // A cast node whose result is kept: its source constant's version when
-  // it last ran (none yet: nullopt).
-  struct FoldedCast {
+  // A launch whose results are kept: the versions of the slots it read when
+  // it last ran (none yet: empty). A constant's version is its storage's;
+  // a kept result's is kept_version_, counted up each time it is computed.
+  struct KeptLaunch {
     int node;
-    int source_slot;
-    std::optional<uint64_t> version;
+    std::vector<int> sources;
+    std::vector<uint64_t> versions;
   };
-  std::vector<FoldedCast> folded_;
-  std::vector<int> folded_of_node_;  // Per node: index in folded_, or -1.
-  std::vector<bool> kept_;           // Per slot: a folded cast's result.
+  uint64_t SourceVersion(int slot) const;
+  std::vector<KeptLaunch> kept_launches_;
+  std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
+  std::vector<bool> kept_;         // Per slot: a kept launch's result.
+  std::vector<uint64_t> kept_version_;                  // Per slot.
   std::vector<std::shared_ptr<Storage>> kept_storage_;  // Per slot.
   std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
   std::vector<char*> bases_;                    // Per slot, this run's.

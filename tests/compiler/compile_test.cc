@@ -377,7 +377,7 @@ TEST(Compile, AWeightCastIsKeptUntilItsWeightChanges) {
       EXPECT_EQ(Bytes((*(*f)({x}))[0]), Bytes((*serve({x}))[0]))
           << mode << " call " << call;
     }
-    EXPECT_THAT(f->Explain(), HasSubstr("1 weight cast kept (12288 bytes)")) << mode;
+    EXPECT_THAT(f->Explain(), HasSubstr("1 launch on constants kept (12288 bytes)")) << mode;
     // Changed in place twice: each replay sees the weight of its call.
     for (double value : {0.25, -0.5}) {
       ASSERT_TRUE(kernels::fill_(w, value).ok());
@@ -387,6 +387,33 @@ TEST(Compile, AWeightCastIsKeptUntilItsWeightChanges) {
     }
     ASSERT_TRUE(kernels::copy_(w, *randn({96, 64}, DType::kF32, d, 0, 0.1, &g)).ok());
   }
+}
+
+// Freezing without the promise: what is computed from constants alone (here
+// a chain of two launches) is kept, and recomputed, chain and all, when a
+// constant changes.
+TEST(Compile, LaunchesOnConstantsAloneAreKeptUntilAConstantChanges) {
+  const Device d = Cpu();
+  Generator g(12);
+  const Tensor w = *randn({16, 32}, DType::kF32, d, 0, 0.5, &g);
+  auto fn = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor squared, mul(w, w));
+    MIXRT_ASSIGN_OR_RETURN(Tensor weight, exp(squared));
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, linear(in[0], weight, Tensor()));
+    return std::vector<Tensor>{y};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(fn);
+  const Tensor x = Input(d, 4, 7);
+  for (double value : {0.0, 0.125, -0.25}) {
+    if (value != 0.0) ASSERT_TRUE(kernels::fill_(w, value).ok());
+    for (int call = 0; call < 2; ++call) {
+      EXPECT_EQ(Bytes((*(*f)({x}))[0]), Bytes((*fn({x}))[0]))
+          << "weight " << value << " call " << call;
+    }
+  }
+  EXPECT_THAT(f->Explain(), HasSubstr("2 launches on constants kept"));
 }
 
 TEST(Compile, ResultsStayTheCallersInEveryMode) {
