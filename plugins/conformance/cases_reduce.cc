@@ -25,23 +25,54 @@ std::vector<double> AbsSumBound(const std::vector<double>& x, int64_t outer,
   return bound;
 }
 
+struct R {
+  const char* name;
+  MixrtReduceKind kind;
+};
+
+// [outer, group, inner] views of the input for an axis set.
+struct Axes {
+  const char* name;
+  std::vector<int64_t> dims;
+  int64_t outer, group, inner;
+};
+
+// Reduction r over axes a of x, within the f32 accumulation bound.
+void AddReduceCase(const std::string& name, const R& r, const Axes& a,
+                   const InputSpec& x, std::vector<Case>* cases) {
+  const DType dtype = x.dtype;
+  cases->push_back(
+      {name, MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
+         CompareOp(
+             d, {x},
+             [r, a](const std::vector<Tensor>& in) {
+               return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true,
+                                 r.kind == MIXRT_REDUCE_VAR ? 1.0 : 0.0));
+             },
+             [=](int, const std::vector<std::vector<double>>& in) {
+               Tolerance t = TranscendentalTolerance(dtype);
+               t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
+               if (r.kind == MIXRT_REDUCE_MEAN) {
+                 for (double& e : t.extra) e /= a.group;
+               }
+               if (r.kind == MIXRT_REDUCE_VAR) {
+                 // Sums of squares: bounded by the squares' sum.
+                 for (double& e : t.extra) e = e * 8 / (a.group - 1);
+               }
+               return t;
+             },
+             kSeed);
+       }});
+}
+
 }  // namespace
 
 void AddReduceCases(std::vector<Case>* cases) {
-  struct R {
-    const char* name;
-    MixrtReduceKind kind;
-  };
   const R kinds[] = {
       {"sum", MIXRT_REDUCE_SUM},         {"mean", MIXRT_REDUCE_MEAN},
       {"amax", MIXRT_REDUCE_MAX},        {"amin", MIXRT_REDUCE_MIN},
       {"abs_max", MIXRT_REDUCE_ABS_MAX}, {"var", MIXRT_REDUCE_VAR}};
-  // [outer, group, inner] views of a [513, 7, 3] tensor for each axis set.
-  struct Axes {
-    const char* name;
-    std::vector<int64_t> dims;
-    int64_t outer, group, inner;
-  };
+  // Views of a [513, 7, 3] tensor.
   const Axes axes[] = {{"last", {2}, 513 * 7, 3, 1},
                        {"first", {0}, 1, 513, 21},
                        {"middle", {1}, 513, 7, 3},
@@ -49,35 +80,13 @@ void AddReduceCases(std::vector<Case>* cases) {
   for (DType dtype : kFloatTypes) {
     for (const R& r : kinds) {
       for (const Axes& a : axes) {
-        const InputSpec x{{513, 7, 3}, dtype};
-        cases->push_back(
-            {absl::StrCat("reduce/", r.name, "/", a.name, "/",
-                          DTypeName(dtype)),
-             MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
-               CompareOp(
-                   d, {x},
-                   [r, a](const std::vector<Tensor>& in) {
-                     return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true,
-                                       r.kind == MIXRT_REDUCE_VAR ? 1.0 : 0.0));
-                   },
-                   [=](int, const std::vector<std::vector<double>>& in) {
-                     Tolerance t = TranscendentalTolerance(dtype);
-                     t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
-                     if (r.kind == MIXRT_REDUCE_MEAN) {
-                       for (double& e : t.extra) e /= a.group;
-                     }
-                     if (r.kind == MIXRT_REDUCE_VAR) {
-                       // Sums of squares: bounded by the squares' sum.
-                       for (double& e : t.extra) e = e * 8 / (a.group - 1);
-                     }
-                     return t;
-                   },
-                   kSeed);
-             }});
+        AddReduceCase(absl::StrCat("reduce/", r.name, "/", a.name, "/",
+                                   DTypeName(dtype)),
+                      r, a, {{513, 7, 3}, dtype}, cases);
       }
     }
   }
-  // Sums long enough that a kernel splits them (a whole 140001-element
+  // Sums long enough that a kernel splits them (a whole 140002-element
   // tensor, rows of 70001): its pieces' partial sums must still add up.
   // Positive values, so that the f32 error bound (~500) stays far below
   // what a lost or repeated piece would cost (~50000).
@@ -85,26 +94,9 @@ void AddReduceCases(std::vector<Case>* cases) {
     for (const R& r : {kinds[0], kinds[1]}) {
       for (const Axes& a : {Axes{"all", {}, 1, 2 * 70001, 1},
                             Axes{"rows", {1}, 2, 70001, 1}}) {
-        const InputSpec x{{2, 70001}, dtype, Values::kPositive};
-        cases->push_back(
-            {absl::StrCat("reduce/", r.name, "/long_", a.name, "/",
-                          DTypeName(dtype)),
-             MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
-               CompareOp(
-                   d, {x},
-                   [r, a](const std::vector<Tensor>& in) {
-                     return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true, 0.0));
-                   },
-                   [=](int, const std::vector<std::vector<double>>& in) {
-                     Tolerance t = TranscendentalTolerance(dtype);
-                     t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
-                     if (r.kind == MIXRT_REDUCE_MEAN) {
-                       for (double& e : t.extra) e /= a.group;
-                     }
-                     return t;
-                   },
-                   kSeed);
-             }});
+        AddReduceCase(absl::StrCat("reduce/", r.name, "/long_", a.name, "/",
+                                   DTypeName(dtype)),
+                      r, a, {{2, 70001}, dtype, Values::kPositive}, cases);
       }
     }
   }

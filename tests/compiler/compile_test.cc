@@ -69,6 +69,22 @@ Tensor Input(const Device& d, int64_t rows, uint64_t seed) {
   return *randn({rows, 32}, DType::kF32, d, 0, 1, &g);
 }
 
+// linear + relu over each of `weights` in turn; with `loss`, summed.
+compiler::TracedFunction LinearReluChain(std::vector<Tensor> weights, bool loss) {
+  return [weights, loss](const std::vector<Tensor>& in)
+             -> absl::StatusOr<std::vector<Tensor>> {
+    Tensor h = in[0];
+    for (const Tensor& w : weights) {
+      MIXRT_ASSIGN_OR_RETURN(h, linear(h, w, Tensor()));
+      MIXRT_ASSIGN_OR_RETURN(h, relu(h));
+    }
+    if (loss) {
+      MIXRT_ASSIGN_OR_RETURN(h, sum(h));
+    }
+    return std::vector<Tensor>{h};
+  };
+}
+
 TEST(Compile, ReplaysMatchEagerBitForBitInF32AndUnderAutocast) {
   const Device d = Cpu();
   const Mlp mlp(d);
@@ -445,15 +461,7 @@ TEST(Compile, PlannedPeakMemoryIsAtMostEagers) {
   for (int i = 0; i < 10; ++i) {
     weights.push_back(*randn({256, 256}, DType::kF32, d, 0, 0.05, &g));
   }
-  auto deep = [&](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
-    Tensor h = in[0];
-    for (const Tensor& w : weights) {
-      MIXRT_ASSIGN_OR_RETURN(h, linear(h, w, Tensor()));
-      MIXRT_ASSIGN_OR_RETURN(h, relu(h));
-    }
-    return std::vector<Tensor>{h};
-  };
+  const auto deep = LinearReluChain(weights, /*loss=*/false);
   InferenceModeGuard inference;
   const Tensor x = *randn({128, 256}, DType::kF32, d);
   CachingAllocator& allocator = d.backend()->allocator(d.index());
@@ -497,16 +505,7 @@ TEST(Compile, ATrainingReplaysPeakMemoryIsAtMostEagers) {
     ASSERT_TRUE(w.set_requires_grad(true).ok());
     weights.push_back(w);
   }
-  auto deep = [&](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
-    Tensor h = in[0];
-    for (const Tensor& w : weights) {
-      MIXRT_ASSIGN_OR_RETURN(h, linear(h, w, Tensor()));
-      MIXRT_ASSIGN_OR_RETURN(h, relu(h));
-    }
-    MIXRT_ASSIGN_OR_RETURN(Tensor loss, sum(h));
-    return std::vector<Tensor>{loss};
-  };
+  const auto deep = LinearReluChain(weights, /*loss=*/true);
   const Tensor x = *randn({512, 256}, DType::kF32, d, 0, 1, &g);
   CachingAllocator& allocator = d.backend()->allocator(d.index());
   auto clear_grads = [&] {
