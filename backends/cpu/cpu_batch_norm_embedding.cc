@@ -52,7 +52,7 @@ absl::Status BatchNorm(const sdk::KernelCall& call) {
   float* running_mean = F32(call.outputs[3]);
   float* running_var = F32(call.outputs[4]);
   const TensorRef& y = call.outputs[0];
-  ParallelFor(l.c, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(l.c, GrainFor(l.n * l.plane), [&](int64_t begin, int64_t end) {
     std::vector<float> row(l.plane);
     for (int64_t ch = begin; ch < end; ++ch) {
       double mean = running_mean[ch], var = running_var[ch];
@@ -106,7 +106,7 @@ absl::Status BatchNormBackward(const sdk::KernelCall& call) {
   const float* mean = F32(call.inputs[3]);
   const float* invstd = F32(call.inputs[4]);
   const TensorRef& gx = call.outputs[0];
-  ParallelFor(l.c, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(l.c, GrainFor(l.n * l.plane), [&](int64_t begin, int64_t end) {
     std::vector<float> g(l.plane), xr(l.plane);
     for (int64_t ch = begin; ch < end; ++ch) {
       double sum_g = 0, sum_gx = 0;

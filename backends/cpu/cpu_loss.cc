@@ -30,7 +30,7 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     LoadRow(call.inputs[0].data(), call.inputs[0].dtype(), 0, rows,
             grad_loss.data());
   }
-  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+  ParallelFor(rows, GrainFor(classes), [&](int64_t begin, int64_t end) {
     std::vector<float> z(classes);
     for (int64_t r = begin; r < end; ++r) {
       LoadRow(logits.data(), logits.dtype(), r * classes, classes, z.data());

@@ -31,7 +31,7 @@ absl::Status RunPool(const sdk::KernelCall& call) {
   const bool max = a.kind == MIXRT_POOL_MAX;
   const float divisor = static_cast<float>(a.kernel[0] * a.kernel[1]);
   const sdk::TensorRef& out = call.outputs[0];
-  ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(planes, GrainFor(h * w), [&](int64_t begin, int64_t end) {
     std::vector<float> in(h * w), go(ho * wo),
         result(backward ? h * w : ho * wo);
     for (int64_t p = begin; p < end; ++p) {

@@ -105,7 +105,8 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
   if (v.inner == 1) {
     const int64_t pieces = (v.middle + kPiece - 1) / kPiece;
     std::vector<double> partial(v.outer * pieces);
-    ParallelFor(v.outer * pieces, 1, [&](int64_t begin, int64_t end) {
+    const int64_t grain = GrainFor(std::min(v.middle, kPiece));
+    ParallelFor(v.outer * pieces, grain, [&](int64_t begin, int64_t end) {
       std::vector<float> chunk(kColumns);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t o = task / pieces, p0 = (task % pieces) * kPiece;
@@ -128,7 +129,8 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
     return;
   }
   const int64_t blocks = (v.inner + kColumns - 1) / kColumns;
-  ParallelFor(v.outer * blocks, 1, [&](int64_t begin, int64_t end) {
+  const int64_t grain = GrainFor(v.middle * std::min(kColumns, v.inner));
+  ParallelFor(v.outer * blocks, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> row(kColumns), result(kColumns);
     std::vector<double> acc(kColumns);
     for (int64_t task = begin; task < end; ++task) {

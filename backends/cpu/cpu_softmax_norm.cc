@@ -44,7 +44,7 @@ RowGeometry Geometry(const TensorRef& t, int axis) {
 template <typename Fn>
 void ForEachRow(const sdk::KernelCall& call, const RowGeometry& g, Fn&& fn) {
   const TensorRef& out = call.outputs[0];
-  ParallelFor(g.outer * g.inner, 64, [&](int64_t begin, int64_t end) {
+  ParallelFor(g.outer * g.inner, GrainFor(g.n), [&](int64_t begin, int64_t end) {
     std::vector<std::vector<float>> rows(call.inputs.size(),
                                          std::vector<float>(g.n));
     std::vector<float> result(g.n);
@@ -156,7 +156,7 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
   }
   auto* mean_out = static_cast<float*>(call.outputs[1].data());
   auto* rstd_out = static_cast<float*>(call.outputs[2].data());
-  ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
     std::vector<float> row(n);
     for (int64_t r = begin; r < end; ++r) {
       LoadRow(x.data(), x.dtype(), r * n, n, row.data());
@@ -199,7 +199,7 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
   // Per-thread partial sums for the parameter gradients, added at the end.
   std::vector<std::vector<double>> gw(threads, std::vector<double>(n, 0.0));
   std::vector<std::vector<double>> gb(threads, std::vector<double>(n, 0.0));
-  ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
     const int t = omp_get_thread_num();
     std::vector<float> g(n), xr(n), out(n);
     for (int64_t r = begin; r < end; ++r) {
