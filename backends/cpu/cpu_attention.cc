@@ -29,6 +29,7 @@
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/philox_rows.h"
 #include "backends/cpu/softmax_rows.h"
 #include "mixrt/float_convert.h"
 #include "mixrt/status_macros.h"
@@ -132,6 +133,14 @@ struct Scratch {
   std::vector<float> dropout;  // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
 };
+
+// sdk::AttentionDropoutRow's factors for (g, i, j0 .. j0 + n), vectorized.
+void AttentionDropout(const AttentionCall& a, int64_t g, int64_t i, int64_t j0,
+                      int64_t n, float* factors) {
+  DropoutFactorsRow(a.attrs->seed, a.attrs->offset,
+                    static_cast<uint64_t>((g * a.queries + i) * a.keys + j0), n,
+                    a.attrs->dropout_p, factors);
+}
 
 // Weights of the keys [j0, j0 + cols) in the GEMM dtype, multiplied by the
 // chunk's dropout factors when there are any, for the next GEMM.
@@ -342,7 +351,7 @@ void Forward(const AttentionCall& a) {
           }
           if (dropout) {
             s.dropout.resize(n);
-            sdk::AttentionDropoutRow(a, g, r0 + i, j0, n, s.dropout.data());
+            AttentionDropout(a, g, r0 + i, j0, n, s.dropout.data());
             for (int64_t j = 0; j < n; ++j) wf[j] *= s.dropout[j];
           }
         }
@@ -459,7 +468,7 @@ void Backward(const AttentionCall& a) {
           if (dropout) {
             s.dropout.resize(rows * cols);
             for (int64_t i = 0; i < rows; ++i) {
-              sdk::AttentionDropoutRow(a, g, r0 + i, j0, cols,
+              AttentionDropout(a, g, r0 + i, j0, cols,
                                        s.dropout.data() + i * cols);
             }
           }

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "plugins/sdk/philox.h"
@@ -95,6 +96,26 @@ void PhiloxUnitsRow(uint64_t seed, uint64_t offset, uint64_t first, int64_t n,
     }
   }
   ScalarUnits(seed, offset, first + i, n - i, units + i);
+}
+
+void DropoutFactorsRow(uint64_t seed, uint64_t offset, uint64_t first,
+                       int64_t n, double p, float* factors) {
+  const auto kept = static_cast<float>(1.0 / (1.0 - p));
+  if (p == 0) {
+    std::fill(factors, factors + n, kept);
+    return;
+  }
+  PhiloxUnitsRow(seed, offset, first, n, factors);
+  // Units are floats: unit < p exactly when unit < the least float >= p.
+  float least = static_cast<float>(p);
+  if (least < p) least = std::nextafter(least, INFINITY);
+  const __m256 vp = _mm256_set1_ps(least), vk = _mm256_set1_ps(kept);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(factors + i), vp, _CMP_GE_OQ);
+    _mm256_storeu_ps(factors + i, _mm256_and_ps(keep, vk));
+  }
+  for (; i < n; ++i) factors[i] = factors[i] < least ? 0.0f : kept;
 }
 
 }  // namespace mixrt::cpu

@@ -14,6 +14,12 @@ namespace mixrt::cpu {
 void PhiloxUnitsRow(uint64_t seed, uint64_t offset, uint64_t first, int64_t n,
                     float* units);
 
+// factors[i] = 0 where element first + i's unit is below p (dropped), else
+// 1 / (1 - p): sdk::AttentionDropoutRow's factors (its double compare,
+// exactly), at PhiloxUnitsRow's speed.
+void DropoutFactorsRow(uint64_t seed, uint64_t offset, uint64_t first,
+                       int64_t n, double p, float* factors);
+
 }  // namespace mixrt::cpu
 
 #endif  // MIXRT_BACKENDS_CPU_PHILOX_ROWS_H_
