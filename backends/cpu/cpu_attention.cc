@@ -21,8 +21,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/amx_tiles.h"
-#include "backends/cpu/prepared_matmul.h"
-#include "backends/cpu/prepared_matmul.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/f32_tiles.h"
 #include "backends/cpu/float_rows.h"
@@ -30,6 +28,7 @@
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/philox_rows.h"
+#include "backends/cpu/prepared_matmul.h"
 #include "backends/cpu/softmax_rows.h"
 #include "mixrt/float_convert.h"
 #include "mixrt/status_macros.h"
@@ -63,9 +62,15 @@ struct Operand {
 // `accumulate`.
 void Gemm(const Operand& a, const Operand& b, float* c, int64_t ldc,
           bool accumulate) {
-  BlockGemm({a.dtype, a.rows, a.cols, a.row_stride, a.col_stride}, a.data,
-            {b.dtype, b.rows, b.cols, b.row_stride, b.col_stride}, b.data, c,
-            ldc, accumulate);
+  MatmulShape s;
+  s.a = {a.dtype, {a.rows, a.cols}, {a.row_stride, a.col_stride}};
+  s.b = {b.dtype, {b.rows, b.cols}, {b.row_stride, b.col_stride}};
+  s.c = {MIXRT_DTYPE_F32, {a.rows, b.cols}, {ldc, 1}};
+  for (MatmulOperand* m : {&s.a, &s.b, &s.c}) {
+    NormalizeUnitStrides(m->dims, &m->strides);
+  }
+  s.sum_beta = accumulate ? 1.0f : 0.0f;
+  RunPreparedMatmul(s, a.data, b.data, c);
 }
 
 // The dtype the block GEMMs run in: the inputs' when oneDNN multiplies it
@@ -311,9 +316,8 @@ void Forward(const AttentionCall& a) {
         if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
         if (low) s.weights_low.resize(rows_p * lds);
         for (int64_t i = 0; i < rows; ++i) {
-          const float* row = s.scores.data() + i * lds;
           // f32 weights replace their scores (one block fewer in L2).
-          float* wf = s.scores.data() + i * lds;
+          float* row = s.scores.data() + i * lds;
           uint16_t* wl = low ? s.weights_low.data() + i * lds : nullptr;
           // Causal without a mask: only keys j <= r0 + i are visible.
           const int64_t n =
@@ -332,7 +336,7 @@ void Forward(const AttentionCall& a) {
                                 : std::max(st.max, chunk_max);
           if (max == -INFINITY) {  // Nothing visible yet: weights 0.
             if (low) std::fill(wl, wl + lds, uint16_t{0});
-            std::fill(wf, wf + cols, 0.0f);
+            std::fill(row, row + cols, 0.0f);
             continue;
           }
           if (max != st.max) {  // Rescale what earlier chunks summed.
@@ -343,16 +347,16 @@ void Forward(const AttentionCall& a) {
             st.max = max;
           }
           st.total += low ? rows_k.exp_row_bf16(row, n, max, mult, wl)
-                          : rows_k.exp_row_f32(row, n, max, mult, wf);
+                          : rows_k.exp_row_f32(row, n, max, mult, row);
           if (low) {
             std::fill(wl + n, wl + lds, uint16_t{0});
           } else {
-            std::fill(wf + n, wf + cols, 0.0f);
+            std::fill(row + n, row + cols, 0.0f);
           }
           if (dropout) {
             s.dropout.resize(n);
             AttentionDropout(a, g, r0 + i, j0, n, s.dropout.data());
-            for (int64_t j = 0; j < n; ++j) wf[j] *= s.dropout[j];
+            for (int64_t j = 0; j < n; ++j) row[j] *= s.dropout[j];
           }
         }
         // Unnormalized weights into the GEMM; each output row is divided by

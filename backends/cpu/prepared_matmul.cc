@@ -88,17 +88,4 @@ void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
   ThreadStream().wait();
 }
 
-void BlockGemm(const MatrixShape& a, const void* a_data, const MatrixShape& b,
-               const void* b_data, float* c, int64_t ldc, bool accumulate) {
-  MatmulShape s;
-  s.a = {a.dtype, {a.rows, a.cols}, {a.row_stride, a.col_stride}};
-  s.b = {b.dtype, {b.rows, b.cols}, {b.row_stride, b.col_stride}};
-  s.c = {MIXRT_DTYPE_F32, {a.rows, b.cols}, {ldc, 1}};
-  NormalizeUnitStrides(s.a.dims, &s.a.strides);
-  NormalizeUnitStrides(s.b.dims, &s.b.strides);
-  NormalizeUnitStrides(s.c.dims, &s.c.strides);
-  s.sum_beta = accumulate ? 1.0f : 0.0f;
-  RunPreparedMatmul(s, a_data, b_data, c);
-}
-
 }  // namespace mixrt::cpu

@@ -30,18 +30,6 @@ struct MatmulShape {
 void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
                        void* c, const void* bias = nullptr);
 
-// A matrix operand's shape: element (r, c) at data + r * row_stride +
-// c * col_stride (in elements of dtype).
-struct MatrixShape {
-  MixrtDtype dtype;
-  int64_t rows, cols, row_stride, col_stride;
-};
-
-// The blocked kernels' GEMM: c (f32, rows a.rows, cols b.cols, row stride
-// ldc) = a x b (+ c with `accumulate`).
-void BlockGemm(const MatrixShape& a, const void* a_data, const MatrixShape& b,
-               const void* b_data, float* c, int64_t ldc, bool accumulate);
-
 }  // namespace mixrt::cpu
 
 #endif  // MIXRT_BACKENDS_CPU_PREPARED_MATMUL_H_
