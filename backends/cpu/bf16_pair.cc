@@ -54,8 +54,7 @@ bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
 
 bool SplitIntoBf16Pairs(const float* x, int64_t n, uint16_t* hi,
                         uint16_t* lo) {
-  static const bool vector = GetCpuInfo().avx512 && GetCpuInfo().avx512_bf16 &&
-                             GetCpuInfo().onednn_avx512;
+  static const bool vector = OwnAvx512Usable() && GetCpuInfo().avx512_bf16;
   return vector ? SplitAvx512Bf16(x, n, hi, lo) : SplitScalar(x, n, hi, lo);
 }
 

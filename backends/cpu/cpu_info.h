@@ -25,6 +25,18 @@ struct CpuInfo {
 
 const CpuInfo& GetCpuInfo();
 
+// Whether the plugin's own AVX-512 kernels run: the CPU has AVX-512 and
+// ONEDNN_MAX_CPU_ISA does not cap oneDNN below it.
+inline bool OwnAvx512Usable() {
+  const CpuInfo& cpu = GetCpuInfo();
+  return cpu.avx512 && cpu.onednn_avx512;
+}
+
+// Compiles one function of a file built for AVX2 for AVX-512; it runs only
+// where OwnAvx512Usable().
+#define MIXRT_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
 }  // namespace mixrt::cpu
 
 #endif  // MIXRT_BACKENDS_CPU_CPU_INFO_H_

@@ -10,8 +10,6 @@
 namespace mixrt::cpu {
 namespace {
 
-#define MIXRT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-
 constexpr int64_t kPanel = 32;  // Keys per panel: two vectors of f32.
 
 // Rows of the scores tile: 12 x 2 accumulators, two panel loads and twelve
@@ -114,13 +112,7 @@ void TransposedColumns(const float* a, int64_t m, int64_t depth, int64_t lda,
 
 }  // namespace
 
-bool F32TilesUsable() {
-  static const bool usable = [] {
-    const CpuInfo& cpu = GetCpuInfo();
-    return cpu.avx512 && cpu.onednn_avx512;
-  }();
-  return usable;
-}
+bool F32TilesUsable() { return OwnAvx512Usable(); }
 
 int64_t F32PanelKeys(int64_t keys) { return (keys + kPanel - 1) / kPanel * kPanel; }
 

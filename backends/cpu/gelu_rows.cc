@@ -18,23 +18,12 @@ extern "C" __m512 _ZGVeN16v_expf(__m512);
 namespace mixrt::cpu {
 namespace {
 
-#define MIXRT_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-
 constexpr float kMinusRsqrt2 = -0.7071067811865476f;
 constexpr float kRsqrt2Pi = 0.3989422804014327f;
 
-// Sixteen lanes where the CPU has AVX-512 and ONEDNN_MAX_CPU_ISA allows it
-// (the plugin's own kernels follow oneDNN's cap): the GELU and its
-// gradient were 10% of a bf16 GPT train step on eight.
-bool Wide() {
-  static const bool wide = [] {
-    const CpuInfo& cpu = GetCpuInfo();
-    return cpu.avx512 && cpu.onednn_avx512;
-  }();
-  return wide;
-}
-
-// The first multiple of 16 elements of the row; returns how many.
+// Sixteen lanes where OwnAvx512Usable(): the GELU and its gradient were
+// 10% of a bf16 GPT train step on eight. The first multiple of 16 elements
+// of the row; returns how many.
 MIXRT_AVX512 int64_t GeluRow16(const float* x, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -66,7 +55,7 @@ MIXRT_AVX512 int64_t GeluGradRow16(const float* g, const float* x, int64_t n,
 }  // namespace
 
 void GeluRow(const float* x, int64_t n, float* out) {
-  int64_t i = Wide() ? GeluRow16(x, n, out) : 0;
+  int64_t i = OwnAvx512Usable() ? GeluRow16(x, n, out) : 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     const __m256 c = _ZGVdN8v_erfcf(_mm256_mul_ps(v, _mm256_set1_ps(kMinusRsqrt2)));
@@ -79,7 +68,7 @@ void GeluRow(const float* x, int64_t n, float* out) {
 }
 
 void GeluGradRow(const float* g, const float* x, int64_t n, float* out) {
-  int64_t i = Wide() ? GeluGradRow16(g, x, n, out) : 0;
+  int64_t i = OwnAvx512Usable() ? GeluGradRow16(g, x, n, out) : 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     const __m256 cdf = _mm256_mul_ps(

@@ -163,9 +163,6 @@ void ScaleRowAvx2(float* x, int64_t n, float factor) {
 
 // ---- AVX-512 (16 lanes), compiled for it function by function ----
 
-#define MIXRT_AVX512 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
-
 // Exp2x8 on 16 lanes, bit for bit: the same reduction and polynomial, and
 // p * 2^n through vscalefps (exact for the kept lanes, n >= -125).
 template <int kDegree>
@@ -292,7 +289,7 @@ const SoftmaxRowKernels& Avx512Bf16SoftmaxRows() {
 const SoftmaxRowKernels& SoftmaxRows() {
   static const SoftmaxRowKernels& k = [] {
     const CpuInfo& cpu = GetCpuInfo();
-    if (!cpu.avx512 || !cpu.onednn_avx512) return std::cref(Avx2SoftmaxRows());
+    if (!OwnAvx512Usable()) return std::cref(Avx2SoftmaxRows());
     return std::cref(cpu.avx512_bf16 ? Avx512Bf16SoftmaxRows()
                                      : Avx512SoftmaxRows());
   }().get();
