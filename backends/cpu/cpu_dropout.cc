@@ -4,8 +4,6 @@
 // where and mul took ~20% of a GPT train step).
 #include <algorithm>
 
-#include <immintrin.h>
-
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/parallel.h"
@@ -38,18 +36,9 @@ absl::Status RunDropout(const sdk::KernelCall& call) {
       LoadRow(x.data(), x.dtype(), b, n, values);
       PhiloxUnitsRow(a.seed, a.offset, static_cast<uint64_t>(b), n, units);
       // A product even where dropped: inf and NaN become NaN, as x * 0 in
-      // PyTorch, so the grad scaler still sees an overflow. In vector
-      // registers: GCC made the select a branch around a scalar multiply
-      // (under -ftrapping-math it keeps a float compare scalar).
-      const __m256 vp = _mm256_set1_ps(p), vk = _mm256_set1_ps(kept);
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        const __m256 keep =
-            _mm256_cmp_ps(_mm256_loadu_ps(units + i), vp, _CMP_GE_OQ);
-        _mm256_storeu_ps(values + i, _mm256_mul_ps(_mm256_loadu_ps(values + i),
-                                                   _mm256_and_ps(keep, vk)));
-      }
-      for (; i < n; ++i) values[i] *= units[i] >= p ? kept : 0.0f;
+      // PyTorch, so the grad scaler still sees an overflow.
+      KeepFactorsRow(units, n, p, kept);
+      for (int64_t i = 0; i < n; ++i) values[i] *= units[i];
       StoreRow(values, n, out.data(), out.dtype(), b);
     }
   });

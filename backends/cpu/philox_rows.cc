@@ -109,13 +109,17 @@ void DropoutFactorsRow(uint64_t seed, uint64_t offset, uint64_t first,
   // Units are floats: unit < p exactly when unit < the least float >= p.
   float least = static_cast<float>(p);
   if (least < p) least = std::nextafter(least, INFINITY);
-  const __m256 vp = _mm256_set1_ps(least), vk = _mm256_set1_ps(kept);
+  KeepFactorsRow(factors, n, least, kept);
+}
+
+void KeepFactorsRow(float* units, int64_t n, float least_kept, float kept) {
+  const __m256 least = _mm256_set1_ps(least_kept), factor = _mm256_set1_ps(kept);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(factors + i), vp, _CMP_GE_OQ);
-    _mm256_storeu_ps(factors + i, _mm256_and_ps(keep, vk));
+    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(units + i), least, _CMP_GE_OQ);
+    _mm256_storeu_ps(units + i, _mm256_and_ps(keep, factor));
   }
-  for (; i < n; ++i) factors[i] = factors[i] < least ? 0.0f : kept;
+  for (; i < n; ++i) units[i] = units[i] >= least_kept ? kept : 0.0f;
 }
 
 }  // namespace mixrt::cpu

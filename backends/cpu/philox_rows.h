@@ -14,6 +14,10 @@ namespace mixrt::cpu {
 void PhiloxUnitsRow(uint64_t seed, uint64_t offset, uint64_t first, int64_t n,
                     float* units);
 
+// In place: units[i] becomes `kept` where it is >= least_kept, else 0 (a
+// vector compare; GCC kept the float select scalar and branched on it).
+void KeepFactorsRow(float* units, int64_t n, float least_kept, float kept);
+
 // factors[i] = 0 where element first + i's unit is below p (dropped), else
 // 1 / (1 - p): sdk::AttentionDropoutRow's factors (its double compare,
 // exactly), at PhiloxUnitsRow's speed.
