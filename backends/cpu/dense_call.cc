@@ -63,7 +63,7 @@ void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst) {
   const int64_t src_step = nd > 0 ? src.stride(nd - 1) : 0;
   if (nd > 0 && inner >= 8 && dst.stride(nd - 1) == 1) {
     const int64_t rows = src.numel() / inner;
-    ParallelFor(rows, std::max<int64_t>(1, 16384 / inner),
+    ParallelFor(rows, GrainFor(inner),
                 [&](int64_t begin, int64_t end) {
                   for (int64_t r = begin; r < end; ++r) {
                     int64_t rest = r, from = 0, to = 0;
