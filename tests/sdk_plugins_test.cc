@@ -8,6 +8,7 @@
 #include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_fallback.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mixrt/op_names.h"
@@ -41,19 +42,59 @@ TEST(ExamplePlugin, AddsStridedTensorsThroughContiguousCopies) {
   EXPECT_THAT(*sum->to_float_vector(), ElementsAre(11, 14, 12, 15, 13, 16));
 }
 
-TEST(ExamplePlugin, UnsupportedWorkIsAStatus) {
+TEST(ExamplePlugin, OpsItDeclaresUnsupportedAreNeverLaunchedOnIt) {
   const Device dev = Load("plugins/example/libmixrt_example.so");
   ASSERT_TRUE(dev.valid());
   EXPECT_EQ(dev.info().capability(MIXRT_OP_CLASS_MATMUL, DType::kF32).level,
             MIXRT_SUPPORT_UNSUPPORTED);
+  ASSERT_TRUE(SetFallbackPolicy("off").ok());
   auto h = full({4}, 1, DType::kF16, dev);
   ASSERT_FALSE(h.ok());
   EXPECT_TRUE(absl::IsUnimplemented(h.status())) << h.status();
+  EXPECT_TRUE(IsDeclaredUnsupported(h.status())) << h.status();
+  // Named by op, variant and dtype, with the plugin's reason and the way out.
   EXPECT_THAT(h.status().message(),
-              HasSubstr("the example plugin does not run op 0"));
-  auto x = full({4}, 1, DType::kF32, dev);
-  ASSERT_TRUE(x.ok());
-  EXPECT_THAT(mul(*x, *x).status().message(), HasSubstr("does not run op 5"));
+              HasSubstr("example:0 does not run fill f16: declared "
+                        "unsupported: the example plugin only runs f32"));
+  EXPECT_THAT(h.status().message(), HasSubstr("MIXRT_FALLBACK=0"));
+  auto x = full({4}, 3, DType::kF32, dev);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_THAT(mul(*x, *x).status().message(),
+              HasSubstr("does not run binary/mul f32"));
+  ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok());
+}
+
+TEST(ExamplePlugin, OpsItLacksRunOnTheFallbackBackend) {
+  const Device dev = Load("plugins/example/libmixrt_example.so");
+  ASSERT_TRUE(dev.valid());
+  ASSERT_TRUE(Registry::Global()
+                  .Load(testing::RunfilePath("backends/cpu/libmixrt_cpu.so"))
+                  .ok());
+  ASSERT_TRUE(SetFallbackPolicy("auto").ok());
+  const FallbackCounters before = GetFallbackCounters();
+  auto x = from_floats({1, 2, 3, 4, 5, 6}, {2, 3}, DType::kF32, dev);
+  ASSERT_TRUE(x.ok()) << x.status();
+  auto t = x->transpose(0, 1);
+  auto product = mul(*t, *t);  // On the CPU plugin, written into example's.
+  ASSERT_TRUE(product.ok()) << product.status();
+  EXPECT_EQ(product->device(), dev);
+  EXPECT_THAT(*product->to_float_vector(), ElementsAre(1, 16, 4, 25, 9, 36));
+  auto sum = add(*product, *product);  // The plugin's own add.
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_THAT(*sum->to_float_vector(), ElementsAre(2, 32, 8, 50, 18, 72));
+  auto half = full({3}, 1.5, DType::kF16, dev);
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_THAT(*half->to_float_vector(), ElementsAre(1.5, 1.5, 1.5));
+  const FallbackCounters after = GetFallbackCounters();
+  EXPECT_EQ(after.launches - before.launches, 2);  // mul, fill f16.
+  // Both devices are host memory: the CPU plugin reads example's memory.
+  EXPECT_EQ(after.bytes_copied, before.bytes_copied);
+  EXPECT_THAT(FallbackLog(),
+              ::testing::IsSupersetOf(
+                  {HasSubstr("example: binary/mul f32 ran on cpu:0 (declared "
+                             "unsupported: the example plugin only runs"),
+                   HasSubstr("example: fill f16 ran on cpu:0")}));
+  ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok());
 }
 
 TEST(Sdk, ExceptionsBecomeErrorsAtTheBoundary) {

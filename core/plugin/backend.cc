@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/allocator/caching_allocator.h"
+#include "mixrt/op_class.h"
+#include "mixrt/op_names.h"
 
 namespace mixrt {
 
@@ -28,7 +30,34 @@ absl::string_view SupportLevelName(MixrtSupportLevel level) {
   }
 }
 
+std::string OpSignatureName(const OpSignature& sig) {
+  const char* variant = MixrtOpVariantName(sig.op, sig.variant);
+  return absl::StrCat(
+      MixrtOpName(sig.op), *variant != '\0' ? "/" : "", variant, " ",
+      DTypeName(sig.dtype),
+      sig.out_dtype != sig.dtype ? absl::StrCat("->", DTypeName(sig.out_dtype))
+                                 : "");
+}
+
 namespace {
+
+// Signatures with op < kCachedOps and variant < kCachedVariants are cached.
+constexpr uint32_t kCachedOps = 64;
+constexpr uint32_t kCachedVariants = 32;
+constexpr size_t kOpSlots =
+    size_t{kCachedOps} * kCachedVariants * kNumDTypes * kNumDTypes;
+
+int OpSlot(const OpSignature& sig) {
+  if (static_cast<uint32_t>(sig.op) >= kCachedOps ||
+      sig.variant >= kCachedVariants) {
+    return -1;
+  }
+  return ((static_cast<int>(sig.op) * kCachedVariants + sig.variant) *
+              kNumDTypes +
+          static_cast<int>(sig.dtype)) *
+             kNumDTypes +
+         static_cast<int>(sig.out_dtype);
+}
 
 // A plugin's message_size is not trusted: a wrong one must not make the host
 // read past the string, so the length is the NUL's position, at most
@@ -91,6 +120,7 @@ Backend::Backend(void* handle, const MixrtPluginApi* api,
   for (const DeviceInfo& device : devices_) {
     allocators_.push_back(
         std::make_unique<CachingAllocator>(this, device.index));
+    op_runs_.push_back(std::make_unique<std::atomic<uint8_t>[]>(kOpSlots));
   }
 }
 
@@ -195,8 +225,76 @@ absl::Status Backend::Launch(int device, MixrtOp op,
   args.num_outputs = static_cast<int32_t>(outputs.size());
   args.outputs = outputs.data();
   args.attrs = attrs;
-  return PluginErrorToStatus(api_, api_->kernel_launch(&args), name(),
-                             absl::StrCat("kernel_launch(op ", op, ")"));
+  return PluginErrorToStatus(
+      api_, api_->kernel_launch(&args), name(),
+      absl::StrCat("kernel_launch(", MixrtOpName(op), ")"));
+}
+
+bool Backend::has_op_support_query() const {
+  return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, device_get_op_support) &&
+         api_->device_get_op_support != nullptr;
+}
+
+OpSupport Backend::QueryOpSupport(int device, const OpSignature& sig) const {
+  OpSupport support;
+  if (!CheckDevice(device).ok()) {
+    support.reason = absl::StrCat("no device ", device);
+    return support;
+  }
+  if (!has_op_support_query()) {
+    // The class matrix speaks for floating dtypes only: integer and bool
+    // operands (indices, masks, counters) are assumed to run.
+    support.from_class_matrix = true;
+    const MixrtOpClass op_class = MixrtOpClassOf(sig.op);
+    if (op_class == MIXRT_OP_CLASS_COUNT || !IsFloating(sig.dtype)) {
+      support.level = MIXRT_SUPPORT_NATIVE;
+      return support;
+    }
+    const CapabilityEntry& cap =
+        devices_[device].capability(op_class, sig.dtype);
+    support.level = cap.level;
+    support.reason = cap.reason;
+    return support;
+  }
+  MixrtDevice_GetOpSupport_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.op = sig.op;
+  args.variant = sig.variant;
+  args.dtype = ToAbi(sig.dtype);
+  args.out_dtype = ToAbi(sig.out_dtype);
+  const absl::Status asked =
+      PluginErrorToStatus(api_, api_->device_get_op_support(&args), name(),
+                          "device_get_op_support");
+  if (!asked.ok()) {
+    support.reason = std::string(asked.message());
+    return support;
+  }
+  if (args.level > MIXRT_SUPPORT_NATIVE) {
+    support.reason = absl::StrCat("device_get_op_support reported level ",
+                                  args.level, ", which does not exist");
+    return support;
+  }
+  support.level = static_cast<MixrtSupportLevel>(args.level);
+  if (args.reason != nullptr) support.reason = args.reason;
+  return support;
+}
+
+bool Backend::RunsOp(int device, const OpSignature& sig) const {
+  const int slot = OpSlot(sig);
+  if (slot < 0 || device < 0 || device >= static_cast<int>(op_runs_.size())) {
+    return QueryOpSupport(device, sig).level != MIXRT_SUPPORT_UNSUPPORTED;
+  }
+  std::atomic<uint8_t>& cached = op_runs_[device][slot];
+  uint8_t known = cached.load(std::memory_order_relaxed);
+  if (known == 0) {
+    // Two threads may both ask; the plugin gives both the same answer.
+    known = QueryOpSupport(device, sig).level != MIXRT_SUPPORT_UNSUPPORTED
+                ? 2
+                : 1;
+    cached.store(known, std::memory_order_relaxed);
+  }
+  return known == 2;
 }
 
 }  // namespace mixrt

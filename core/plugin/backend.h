@@ -6,6 +6,7 @@
 #define MIXRT_CORE_PLUGIN_BACKEND_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,6 +56,25 @@ struct BackendIdentity {
   int32_t score = 1;
 };
 
+// One op as the per-op support query sees it (MixrtDevice_GetOpSupport_Args
+// in plugin_api.h): the op, its kind, its first input's and first output's
+// dtypes.
+struct OpSignature {
+  MixrtOp op = MIXRT_OP_FILL;
+  uint32_t variant = 0;
+  DType dtype = DType::kF32;
+  DType out_dtype = DType::kF32;
+};
+// "binary/sub f32", "copy f32->bf16": how errors and logs name an op.
+std::string OpSignatureName(const OpSignature& sig);
+
+struct OpSupport {
+  MixrtSupportLevel level = MIXRT_SUPPORT_UNSUPPORTED;
+  std::string reason;
+  // True when the plugin has no per-op query and its class matrix answered.
+  bool from_class_matrix = false;
+};
+
 class Backend : public RawDeviceMemory {
  public:
   // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
@@ -85,6 +105,14 @@ class Backend : public RawDeviceMemory {
   // The caching allocator of one device (created with the backend).
   CachingAllocator& allocator(int device) const;
 
+  // Whether `device` runs `sig`, asked of the plugin once per signature and
+  // cached (lock-free after the first answer).
+  bool RunsOp(int device, const OpSignature& sig) const;
+  // The full answer, asked afresh: for messages and `mixrt info`.
+  OpSupport QueryOpSupport(int device, const OpSignature& sig) const;
+  // Whether the plugin answers per op (ABI 1.1) or by its class matrix.
+  bool has_op_support_query() const;
+
  private:
   absl::Status CheckDevice(int device) const;
 
@@ -94,6 +122,9 @@ class Backend : public RawDeviceMemory {
   std::vector<DeviceInfo> devices_;
   std::string no_device_reason_;
   std::vector<std::unique_ptr<CachingAllocator>> allocators_;
+  // Per device, one slot per signature: 0 not asked yet, else 1 + whether
+  // it runs.
+  std::vector<std::unique_ptr<std::atomic<uint8_t>[]>> op_runs_;
 };
 
 // Converts a plugin error (or NULL) to a Status, destroying the error.

@@ -57,6 +57,38 @@ static inline const char* MixrtOpName(MixrtOp op) {
   }
 }
 
+/* The name of an op's variant (the `variant` of the per-op support query:
+ * see MixrtDevice_GetOpSupport_Args), e.g. "sub" for binary kind 1; "" for
+ * ops without variants or unknown values. */
+static inline const char* MixrtOpVariantName(MixrtOp op, uint32_t variant) {
+  static const char* const kBinary[] = {"add", "sub", "mul", "div",
+                                        "pow", "maximum", "minimum"};
+  static const char* const kUnary[] = {
+      "neg",  "abs", "relu",  "leaky_relu", "gelu", "gelu_tanh",
+      "silu", "sigmoid", "tanh", "exp", "log", "log1p",
+      "sqrt", "rsqrt", "clamp", "pow_scalar", "scale"};
+  static const char* const kCompare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  static const char* const kReduce[] = {"sum", "mean", "max",
+                                        "min", "abs_max", "var"};
+  static const char* const kPool[] = {"max", "avg"};
+  static const char* const kActivation[] = {"", "relu", "gelu", "gelu_tanh"};
+#define MIXRT_VARIANT_(table) \
+  (variant < sizeof(table) / sizeof(table[0]) ? table[variant] : "")
+  switch (op) {
+    case MIXRT_OP_BINARY: return MIXRT_VARIANT_(kBinary);
+    case MIXRT_OP_UNARY:
+    case MIXRT_OP_UNARY_BACKWARD: return MIXRT_VARIANT_(kUnary);
+    case MIXRT_OP_COMPARE: return MIXRT_VARIANT_(kCompare);
+    case MIXRT_OP_REDUCE: return MIXRT_VARIANT_(kReduce);
+    case MIXRT_OP_POOL2D:
+    case MIXRT_OP_POOL2D_BACKWARD: return MIXRT_VARIANT_(kPool);
+    case MIXRT_OP_MATMUL:
+    case MIXRT_OP_CONV2D: return MIXRT_VARIANT_(kActivation);
+    default: return "";
+  }
+#undef MIXRT_VARIANT_
+}
+
 /* clang-format on */
 
 #endif /* MIXRT_OP_NAMES_H_ */

@@ -1,4 +1,4 @@
-/* mixrt plugin ABI, version 1.0.
+/* mixrt plugin ABI, version 1.1.
  *
  * The one stable interface between the mixrt core (the "host") and a backend
  * plugin (a shared object loaded with dlopen). Pure C, self-contained: a plugin
@@ -466,6 +466,22 @@ typedef struct MixrtDevice_GetProperties_Args {
 typedef MixrtError* MixrtDevice_GetProperties(
     MixrtDevice_GetProperties_Args* args);
 
+/* Which capability class each op belongs to (MixrtOpClassOf in
+ * mixrt/op_class.h returns it):
+ *   cast:          fill, copy, arange, random_uniform, random_normal
+ *   elementwise:   binary, unary, unary_backward, compare, where, dropout
+ *   reduction:     reduce, multi_tensor_norm
+ *   matmul:        matmul, scaled_dot_product_attention (+ backward)
+ *   softmax:       softmax, log_softmax (+ backwards)
+ *   normalization: layer_norm, batch_norm (+ backwards)
+ *   loss:          cross_entropy (+ backward)
+ *   optimizer:     non_finite_check_and_unscale, update_scale, sgd_step,
+ *                  adamw_step
+ *   conv:          conv2d (+ backward data, backward weights)
+ *   pool:          pool2d (+ backward)
+ *   embedding:     embedding (+ backward)
+ * The class matrix summarizes a device for autocast and `mixrt info`; the
+ * per-op query below (since 1.1) says exactly which ops it runs. */
 typedef struct MixrtDevice_GetCapability_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
@@ -482,6 +498,37 @@ typedef struct MixrtDevice_GetCapability_Args {
 } MixrtDevice_GetCapability_Args;
 typedef MixrtError* MixrtDevice_GetCapability(
     MixrtDevice_GetCapability_Args* args);
+
+/* Since 1.1 (optional): does the device run one op, in one variant, on
+ * these dtypes? The host asks before its first launch of each combination
+ * and caches the answer per device: an op answered UNSUPPORTED is never
+ * launched on this device, but run on a fallback backend (the host copies
+ * operands across) or, for the ops the host can compose from others
+ * (multi_tensor_norm, scaled_dot_product_attention and its backward,
+ * dropout), composed. Without this function (a 1.0 plugin, or NULL) the
+ * host uses the class matrix: device_get_capability for
+ * MixrtOpClassOf(op) and `dtype`, for floating dtypes. SLOW and NATIVE are
+ * both launched; the level is informational here. */
+typedef struct MixrtDevice_GetOpSupport_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device; /* in */
+  uint32_t op;    /* in: MixrtOp */
+  /* in: the op's kind, 0 for ops without one: MixrtBinaryKind (binary),
+   * MixrtUnaryKind (unary, unary_backward), MixrtCompareKind (compare),
+   * MixrtReduceKind (reduce), MixrtPoolKind (pool2d and its backward),
+   * MixrtActivation (matmul, conv2d). */
+  uint32_t variant;
+  /* in: MixrtDtype of the first input (of the first output for ops without
+   * inputs: fill, arange, random). */
+  uint32_t dtype;
+  uint32_t out_dtype; /* in: MixrtDtype of the first output. */
+  uint32_t level;     /* out: MixrtSupportLevel */
+  /* out: why, in words, when not NATIVE (shown in the fallback log). */
+  const char* reason;
+} MixrtDevice_GetOpSupport_Args;
+typedef MixrtError* MixrtDevice_GetOpSupport(
+    MixrtDevice_GetOpSupport_Args* args);
 
 /* ------------------------------------------------------------------------ */
 /* Memory                                                                    */
@@ -776,6 +823,8 @@ typedef struct MixrtPluginApi {
 
   MixrtKernel_Launch* kernel_launch;
   /* Version 1.0 ends here. Append only. */
+
+  MixrtDevice_GetOpSupport* device_get_op_support; /* 1.1, optional (NULL) */
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */

@@ -1,8 +1,10 @@
 // The example from plugins/README.md, built and tested in CI: a third-party
 // backend written with the SDK. It runs f32 fill, copy and add on host
-// memory and declares everything else unsupported, so the host never calls
-// it for anything else.
+// memory and says so per op (GetOpSupport), so the host runs everything
+// else on a fallback backend and conformance grades the rest "not
+// implemented".
 #include "absl/strings/str_cat.h"
+#include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
@@ -38,6 +40,18 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
             "the example plugin only runs f32 "
             "fill, copy and add",
             0};
+  }
+
+  mixrt::sdk::Capability GetOpSupport(
+      int, const mixrt::sdk::OpQuery& q) override {
+    const bool ours =
+        q.op == MIXRT_OP_FILL || q.op == MIXRT_OP_COPY ||
+        (q.op == MIXRT_OP_BINARY && q.variant == MIXRT_BINARY_ADD);
+    if (ours && q.dtype == MIXRT_DTYPE_F32 && q.out_dtype == MIXRT_DTYPE_F32) {
+      return {MIXRT_SUPPORT_NATIVE, "", 0};
+    }
+    return mixrt::sdk::Unsupported(
+        "the example plugin only runs f32 fill, copy and add");
   }
 
   absl::Status Launch(const mixrt::sdk::KernelCall& call) override {
@@ -83,8 +97,9 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
 
  private:
   static absl::Status Unsupported(const mixrt::sdk::KernelCall& call) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the example plugin does not run op ", call.op, " with these dtypes"));
+    return absl::UnimplementedError(
+        absl::StrCat("the example plugin does not run ", MixrtOpName(call.op),
+                     " with these dtypes"));
   }
 };
 

@@ -8,6 +8,8 @@
 
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "mixrt/op_class.h"
+#include "mixrt/op_names.h"
 
 // The ABI's opaque error object, as every SDK plugin defines it.
 struct MixrtError {
@@ -50,6 +52,8 @@ struct PluginState {
   std::mutex strings_mu;
   absl::node_hash_set<std::string> strings;  // Stable addresses.
   PluginInfo info;
+  // Why the plugin declined the host (AcceptHost); reported by initialize.
+  absl::Status host_declined;
 
   const char* Intern(const std::string& s) {
     std::lock_guard<std::mutex> lock(strings_mu);
@@ -174,6 +178,7 @@ MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
 MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
   return Guard("plugin_initialize", [&]() -> absl::Status {
     MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, ext, "plugin_initialize");
+    if (!State().host_declined.ok()) return State().host_declined;
     return State().plugin->Initialize();
   });
 }
@@ -232,6 +237,38 @@ MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
     args->level = cap.level;
     args->reason = State().Intern(cap.reason);
     args->speed_vs_f32 = cap.speed_vs_f32;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
+  return Guard("device_get_op_support", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetOpSupport_Args, reason,
+                         "device_get_op_support");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    if (args->dtype >= MIXRT_DTYPE_COUNT ||
+        args->out_dtype >= MIXRT_DTYPE_COUNT) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_get_op_support: unknown dtype ", args->dtype,
+                       " or ", args->out_dtype));
+    }
+    Capability cap;
+    if (args->op >= MIXRT_OP_COUNT) {
+      cap = Unsupported(absl::StrCat("op ", args->op,
+                                     " is newer than this plugin (ABI ",
+                                     MIXRT_PLUGIN_API_MAJOR, ".",
+                                     MIXRT_PLUGIN_API_MINOR, ")"));
+    } else {
+      OpQuery query;
+      query.op = static_cast<MixrtOp>(args->op);
+      query.variant = args->variant;
+      query.dtype = static_cast<MixrtDtype>(args->dtype);
+      query.out_dtype = static_cast<MixrtDtype>(args->out_dtype);
+      cap = State().plugin->GetOpSupport(args->device, query);
+    }
+    args->level = cap.level;
+    args->reason = State().Intern(cap.reason);
     return absl::OkStatus();
   });
 }
@@ -327,6 +364,30 @@ MixrtError* Launch(MixrtKernel_Launch_Args* args) {
 
 }  // namespace
 
+// ---- Plugin defaults ---------------------------------------------------------
+
+Capability Plugin::GetOpSupport(int device, const OpQuery& query) {
+  const MixrtOpClass op_class = MixrtOpClassOf(query.op);
+  if (op_class == MIXRT_OP_CLASS_COUNT) {
+    return Unsupported(absl::StrCat("this plugin does not know op ",
+                                    MixrtOpName(query.op)));
+  }
+  if (query.dtype != MIXRT_DTYPE_F32 && query.dtype != MIXRT_DTYPE_F16 &&
+      query.dtype != MIXRT_DTYPE_BF16) {
+    return {MIXRT_SUPPORT_NATIVE, "", 0.0};
+  }
+  return GetCapability(device, op_class, query.dtype);
+}
+
+absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
+  if (host_major != MIXRT_PLUGIN_API_MAJOR) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the plugin was built for ABI ", MIXRT_PLUGIN_API_MAJOR, ".x; the host "
+        "speaks ", host_major, ".", host_minor));
+  }
+  return absl::OkStatus();
+}
+
 // ---- HostMemoryPlugin ------------------------------------------------------
 
 absl::StatusOr<void*> HostMemoryPlugin::Allocate(int device, uint64_t bytes) {
@@ -369,16 +430,26 @@ absl::Status HostMemoryPlugin::Synchronize(int /*device*/) {
 
 namespace internal {
 
-const MixrtPluginApi* GetApi(PluginFactory factory) {
-  static const MixrtPluginApi* api = [factory]() {
+const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
+                             uint32_t host_minor, uint32_t table_minor) {
+  static const MixrtPluginApi* api = [=]() {
     PluginState& state = State();
     state.plugin.reset(factory());
     state.info = state.plugin->Info();
+    try {
+      state.host_declined = state.plugin->AcceptHost(host_major, host_minor);
+    } catch (const std::exception& e) {
+      state.host_declined = absl::InternalError(
+          absl::StrCat("AcceptHost threw an exception: ", e.what()));
+    }
     auto* table = new MixrtPluginApi();
     std::memset(table, 0, sizeof(*table));
-    table->struct_size = sizeof(MixrtPluginApi);
+    const bool is_1_0 = table_minor == 0;
+    table->struct_size =
+        is_1_0 ? MIXRT_PLUGIN_API_STRUCT_SIZE_1_0 : sizeof(MixrtPluginApi);
     table->abi_major = MIXRT_PLUGIN_API_MAJOR;
-    table->abi_minor = MIXRT_PLUGIN_API_MINOR;
+    table->abi_minor = is_1_0 ? 0 : MIXRT_PLUGIN_API_MINOR;
+    if (!is_1_0) table->device_get_op_support = &GetOpSupport;
     table->error_destroy = &ErrorDestroy;
     table->error_message = &ErrorMessage;
     table->error_get_code = &ErrorGetCode;

@@ -20,6 +20,7 @@
 #define MIXRT_PLUGINS_SDK_PLUGIN_H_
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "mixrt/plugin_api.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -61,6 +63,43 @@ struct DeviceCount {
   std::string no_device_reason;  // Why, when count is 0.
 };
 
+// One op as the host asks about it (MixrtDevice_GetOpSupport_Args).
+struct OpQuery {
+  MixrtOp op = MIXRT_OP_FILL;
+  uint32_t variant = 0;  // The op's kind; see plugin_api.h.
+  MixrtDtype dtype = MIXRT_DTYPE_F32;
+  MixrtDtype out_dtype = MIXRT_DTYPE_F32;
+};
+
+// The size of each attribute struct as its first ABI version defined it:
+// the part every host sends. Fields appended later are zero when an older
+// host's struct lacks them. Frozen: appending a field never changes these.
+template <typename Attrs>
+struct AttrsFirstVersion;
+#define MIXRT_SDK_ATTRS_FIRST_VERSION(Type, last_field)                   \
+  template <>                                                            \
+  struct AttrsFirstVersion<Type> {                                       \
+    static constexpr size_t kSize = MIXRT_STRUCT_SIZE_THROUGH(Type, last_field); \
+  }
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtScalarAttrs, value);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtArangeAttrs, step);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtRandomAttrs, b);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPointwiseAttrs, beta);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtReduceAttrs, correction);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtMatmulAttrs, beta);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAxisAttrs, axis);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAttentionAttrs, mask_kind);  // 1.1
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtDropoutAttrs, offset);       // 1.1
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtNormAttrs, eps);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtCrossEntropyAttrs, log_probs_input);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtConvAttrs, activation);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPoolAttrs, padding);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtBatchNormAttrs, eps);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtEmbeddingAttrs, padding_idx);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtUpdateScaleAttrs, growth_interval);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtSgdAttrs, first_step);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAdamWAttrs, weight_decay);
+
 // One kernel launch, with the descriptors wrapped for convenient access.
 struct KernelCall {
   int device = 0;
@@ -69,16 +108,33 @@ struct KernelCall {
   std::vector<TensorRef> outputs;
   const void* attrs = nullptr;
 
-  // The op's attribute struct, checked for presence and minimum size.
+  // The op's attribute struct. A struct from an older host that ends before
+  // fields this plugin's header has (but holds at least the first version's)
+  // is copied into a zero-filled one that lives as long as this call; one
+  // from a newer host is read as far as this plugin knows it.
   template <typename Attrs>
   absl::StatusOr<const Attrs*> GetAttrs() const {
     const auto* a = static_cast<const Attrs*>(attrs);
-    if (a == nullptr || a->struct_size < sizeof(Attrs)) {
+    constexpr size_t kFirst = AttrsFirstVersion<Attrs>::kSize;
+    if (a == nullptr) {
       return absl::InvalidArgumentError(
-          "kernel attributes missing or smaller than the plugin expects");
+          "kernel attributes missing: the op takes an attribute struct");
     }
-    return a;
+    if (a->struct_size < kFirst) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel attributes have struct_size ", a->struct_size,
+          "; the op's attribute struct has at least ", kFirst, " bytes"));
+    }
+    if (a->struct_size >= sizeof(Attrs)) return a;
+    auto padded = std::make_shared<Attrs>();
+    std::memset(padded.get(), 0, sizeof(Attrs));
+    std::memcpy(padded.get(), a, a->struct_size);
+    padded_attrs_.push_back(padded);
+    return padded.get();
   }
+
+ private:
+  mutable std::vector<std::shared_ptr<const void>> padded_attrs_;
 };
 
 // Every method may be called from many threads at once after Initialize
@@ -95,6 +151,18 @@ class Plugin {
   virtual absl::StatusOr<DeviceProperties> GetDeviceProperties(int device) = 0;
   virtual Capability GetCapability(int device, MixrtOpClass op_class,
                                    MixrtDtype dtype) = 0;
+  // Whether the device runs one op (ABI 1.1's per-op query). The host never
+  // launches what this calls unsupported: it runs it elsewhere. The default
+  // answers from GetCapability for the op's class (MixrtOpClassOf) on
+  // floating dtypes and supports integer ones; override it when you run
+  // only some ops of a class.
+  virtual Capability GetOpSupport(int device, const OpQuery& query);
+
+  // Called with the host's ABI version before anything else; an error
+  // declines that host, and the loader prints the message as the reason
+  // (e.g. "needs a 1.1 host for multi_tensor_norm"). The default accepts
+  // every host of this major version.
+  virtual absl::Status AcceptHost(uint32_t host_major, uint32_t host_minor);
 
   virtual absl::StatusOr<void*> Allocate(int device, uint64_t bytes) = 0;
   virtual absl::Status Free(int device, void* ptr) = 0;
@@ -124,20 +192,30 @@ class HostMemoryPlugin : public Plugin {
 
 namespace internal {
 using PluginFactory = Plugin* (*)();
-// Builds (once) and returns the table for the plugin made by `factory`.
-const MixrtPluginApi* GetApi(PluginFactory factory);
+// Builds (once) and returns the table for the plugin made by `factory`,
+// laid out for ABI 1.`table_minor` (1.0's table has no per-op query).
+const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
+                             uint32_t host_minor, uint32_t table_minor);
 }  // namespace internal
 
 }  // namespace mixrt::sdk
 
 #define MIXRT_SDK_EXPORT extern "C" __attribute__((visibility("default")))
 
+// The ABI minor version a plugin's table is laid out for. Define it to 0
+// (before including this header, or with -D) to build a plugin exactly as
+// one built against the 1.0 header: every 1.x host loads either.
+#ifndef MIXRT_SDK_ABI_MINOR
+#define MIXRT_SDK_ABI_MINOR MIXRT_PLUGIN_API_MINOR
+#endif
+
 // Defines the plugin's entry symbol for PluginClass (default-constructible).
-#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                          \
-  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(          \
-      uint32_t /*host_major*/, uint32_t /*host_minor*/) {             \
-    return ::mixrt::sdk::internal::GetApi(                            \
-        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); }); \
+#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                               \
+  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(               \
+      uint32_t host_major, uint32_t host_minor) {                          \
+    return ::mixrt::sdk::internal::GetApi(                                 \
+        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); },       \
+        host_major, host_minor, MIXRT_SDK_ABI_MINOR);                      \
   }
 
 // Defines the optional score symbol from an `int32_t fn()`.

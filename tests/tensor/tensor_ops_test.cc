@@ -6,6 +6,7 @@
 #include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_fallback.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plugins/sdk/philox.h"
@@ -238,11 +239,19 @@ TEST_F(TensorOpsTest, MovesBetweenDevicesAndRefusesMixedOperands) {
   ASSERT_FALSE(mixed.ok());
   EXPECT_THAT(mixed.status().message(),
               HasSubstr("different devices (reference:0 and fixture_ok:0)"));
-  // The fixture runs no kernels: its error comes back as a Status.
+  // The fixture claims elementwise f32 but runs no kernels: with fallback
+  // off its refusal comes back as a Status naming the op...
+  ASSERT_TRUE(SetFallbackPolicy("off").ok());
   auto failed = add(*moved, *moved);
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(),
-              HasSubstr("backend 'fixture_ok' kernel_launch"));
+              HasSubstr("backend 'fixture_ok' kernel_launch(binary)"));
+  // ...and by default the op runs on a host backend that has it.
+  ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok());
+  auto doubled = add(*moved, *moved);
+  ASSERT_TRUE(doubled.ok()) << doubled.status();
+  EXPECT_EQ(doubled->device().ToString(), "fixture_ok:0");
+  EXPECT_THAT(*doubled->to_float_vector(), ElementsAre(2, 8, 4, 10, 6, 12));
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// A third-party backend built outside mixrt's tree, against the installed
+// SDK (see CMakeLists.txt and README.md here). It runs five ops in f32 —
+// fill, copy, add, mul and matmul — and says so per op (ABI 1.1's
+// GetOpSupport), so the host runs everything else on a fallback backend,
+// and the conformance suite grades those ops "not implemented" instead of
+// failing them.
+#include <cstring>
+
+#include "mixrt/op_names.h"
+#include "mixrt/sdk/plugin.h"
+#include "mixrt/status_macros.h"
+
+namespace partial {
+
+using mixrt::sdk::Capability;
+using mixrt::sdk::KernelCall;
+using mixrt::sdk::OpQuery;
+
+constexpr Capability kRuns = {MIXRT_SUPPORT_NATIVE, "", 0.0};
+
+class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
+ public:
+  mixrt::sdk::PluginInfo Info() const override {
+    return {/*name=*/"partial", /*version=*/"0.1.0",
+            /*build_info=*/"examples/out_of_tree_plugin, f32 fill, copy, "
+                           "add, mul, matmul",
+            /*device_type=*/"cpu"};
+  }
+
+  mixrt::sdk::DeviceCount CountDevices() override { return {1, ""}; }
+
+  absl::StatusOr<mixrt::sdk::DeviceProperties> GetDeviceProperties(
+      int) override {
+    mixrt::sdk::DeviceProperties props;
+    props.name = "partial host device";
+    // Dense tensors only: the host makes inputs contiguous first.
+    props.flags =
+        MIXRT_DEVICE_FLAG_HOST_MEMORY | MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
+    return props;
+  }
+
+  // The summary `mixrt info` shows and autocast reads: f32 in the classes
+  // where this plugin runs something.
+  Capability GetCapability(int, MixrtOpClass op_class,
+                           MixrtDtype dtype) override {
+    const bool ours = op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
+                      op_class == MIXRT_OP_CLASS_CAST ||
+                      op_class == MIXRT_OP_CLASS_MATMUL;
+    if (ours && dtype == MIXRT_DTYPE_F32) return kRuns;
+    return mixrt::sdk::Unsupported("the partial plugin runs f32 only");
+  }
+
+  // Exactly what Launch implements.
+  Capability GetOpSupport(int, const OpQuery& q) override {
+    if (q.dtype != MIXRT_DTYPE_F32 || q.out_dtype != MIXRT_DTYPE_F32) {
+      return mixrt::sdk::Unsupported("the partial plugin runs f32 only");
+    }
+    switch (q.op) {
+      case MIXRT_OP_FILL:
+      case MIXRT_OP_COPY:
+        return kRuns;
+      case MIXRT_OP_BINARY:
+        if (q.variant == MIXRT_BINARY_ADD || q.variant == MIXRT_BINARY_MUL) {
+          return kRuns;
+        }
+        return mixrt::sdk::Unsupported("binary: only add and mul");
+      case MIXRT_OP_MATMUL:
+        if (q.variant == MIXRT_ACTIVATION_NONE) return kRuns;
+        return mixrt::sdk::Unsupported("matmul: no fused activation");
+      default:
+        return mixrt::sdk::Unsupported("not one of fill, copy, add, mul, "
+                                       "matmul");
+    }
+  }
+
+  absl::Status Launch(const KernelCall& call) override {
+    switch (call.op) {
+      case MIXRT_OP_FILL: {
+        MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
+        float* out = Floats(call.outputs[0]);
+        for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
+          out[i] = static_cast<float>(attrs->value);
+        }
+        return absl::OkStatus();
+      }
+      case MIXRT_OP_COPY: {  // The one op whose input may be strided.
+        const auto& in = call.inputs[0];
+        const auto& out = call.outputs[0];
+        mixrt::sdk::ForEachElement<2>(
+            out.ndim(), out.shape(), {in.strides(), out.strides()},
+            [&](const std::array<int64_t, 2>& o) {
+              out.StoreFloat(o[1], in.LoadFloat(o[0]));
+            });
+        return absl::OkStatus();
+      }
+      case MIXRT_OP_BINARY: {
+        MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                               call.GetAttrs<MixrtPointwiseAttrs>());
+        const float* x = Floats(call.inputs[0]);
+        const float* y = Floats(call.inputs[1]);
+        float* out = Floats(call.outputs[0]);
+        const int64_t n = call.outputs[0].numel();
+        if (attrs->kind == MIXRT_BINARY_ADD) {
+          for (int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+        } else if (attrs->kind == MIXRT_BINARY_MUL) {
+          for (int64_t i = 0; i < n; ++i) out[i] = x[i] * y[i];
+        } else {
+          return Refuse(call);
+        }
+        return absl::OkStatus();
+      }
+      case MIXRT_OP_MATMUL:
+        return Matmul(call);
+      default:
+        return Refuse(call);
+    }
+  }
+
+ private:
+  static float* Floats(const mixrt::sdk::TensorRef& t) {
+    return static_cast<float*>(t.data());
+  }
+
+  // out[b] = a[b] @ w[b] (+ bias) + beta * out[b], dense f32.
+  static absl::Status Matmul(const KernelCall& call) {
+    MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
+    if (attrs->activation != MIXRT_ACTIVATION_NONE) return Refuse(call);
+    const auto& a = call.inputs[0];
+    const auto& w = call.inputs[1];
+    const auto& out = call.outputs[0];
+    const int nd = out.ndim();
+    if (nd < 2 || a.ndim() != nd || w.ndim() != nd) {
+      return absl::InvalidArgumentError("matmul: operands of unequal rank");
+    }
+    const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1];
+    const int64_t k = a.shape()[nd - 1];
+    const int64_t batches = out.numel() / (m * n > 0 ? m * n : 1);
+    const float* bias = call.inputs.size() > 2 ? Floats(call.inputs[2]) : nullptr;
+    for (int64_t b = 0; b < batches && m * n > 0; ++b) {
+      const float* ab = Floats(a) + b * m * k;
+      const float* wb = Floats(w) + b * k * n;
+      float* ob = Floats(out) + b * m * n;
+      for (int64_t i = 0; i < m; ++i) {
+        float* row = ob + i * n;
+        for (int64_t j = 0; j < n; ++j) {
+          // beta 0 overwrites: whatever out held (NaN included) is gone.
+          row[j] = (attrs->beta != 0.0f ? attrs->beta * row[j] : 0.0f) +
+                   (bias != nullptr ? bias[j] : 0.0f);
+        }
+        for (int64_t p = 0; p < k; ++p) {
+          const float s = ab[i * k + p];
+          const float* wr = wb + p * n;
+          for (int64_t j = 0; j < n; ++j) row[j] += s * wr[j];
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::Status Refuse(const KernelCall& call) {
+    return absl::UnimplementedError(
+        absl::StrCat("the partial plugin does not run ", MixrtOpName(call.op),
+                     " in this form"));
+  }
+};
+
+}  // namespace partial
+
+MIXRT_SDK_DEFINE_PLUGIN(partial::PartialPlugin)
