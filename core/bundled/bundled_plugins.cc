@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "core/plugin/plugin_search_path.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 namespace mixrt {
@@ -36,14 +37,18 @@ std::unique_ptr<Runfiles> OpenRunfiles(const char* argv0) {
 }  // namespace
 
 std::string BundledPluginPath(const char* argv0, const std::string& backend) {
-  std::unique_ptr<Runfiles> runfiles = OpenRunfiles(argv0);
-  if (runfiles == nullptr) return "";
-  for (const auto& entry : kBundled) {
-    if (backend != entry[0]) continue;
-    const std::string path = runfiles->Rlocation(entry[1]);
-    return IsFile(path) ? path : "";
+  if (std::unique_ptr<Runfiles> runfiles = OpenRunfiles(argv0)) {
+    for (const auto& entry : kBundled) {
+      if (backend != entry[0]) continue;
+      const std::string path = runfiles->Rlocation(entry[1]);
+      if (IsFile(path)) return path;
+    }
   }
-  return "";
+  // Installed (plugins/install.sh): the plugins sit beside the binaries.
+  const std::string dir = CoreObjectDirectory();
+  const std::string beside =
+      dir.empty() ? "" : dir + "/libmixrt_" + backend + ".so";
+  return IsFile(beside) ? beside : "";
 }
 
 std::vector<std::string> BundledPluginPaths(const char* argv0) {

@@ -92,13 +92,14 @@ void AddOptimizerCases(std::vector<Case>* cases) {
          for (int k = 0; k < 2; ++k) {
            auto scale = full({1}, 65536, DType::kF32, devices[k]);
            auto tracker = zeros({1}, DType::kI32, devices[k]);
-           ASSERT_TRUE(scale.ok() && tracker.ok());
+           CONFORMANCE_ASSERT_RAN(scale.status());
+           CONFORMANCE_ASSERT_RAN(tracker.status());
            for (int step = 0; step < 12; ++step) {
              auto found =
                  full({1}, step % 5 == 4 ? 1.0 : 0.0, DType::kF32, devices[k]);
-             ASSERT_TRUE(found.ok());
-             ASSERT_TRUE(
-                 update_scale_(*scale, *tracker, *found, 2.0, 0.5, 3).ok());
+             CONFORMANCE_ASSERT_RAN(found.status());
+             CONFORMANCE_ASSERT_RAN(
+                 update_scale_(*scale, *tracker, *found, 2.0, 0.5, 3));
              trajectory[k].push_back(*scale->item());
              trajectory[k].push_back(*tracker->item());
            }
@@ -113,16 +114,20 @@ void AddOptimizerCases(std::vector<Case>* cases) {
          auto grad = full({5}, 0.0, DType::kF32, d.plugin);
          auto found = zeros({1}, DType::kF32, d.plugin);
          auto inv = full({1}, INFINITY, DType::kF32, d.plugin);
-         ASSERT_TRUE(grad.ok() && found.ok() && inv.ok());
-         ASSERT_TRUE(non_finite_check_and_unscale_({*grad}, *found, *inv).ok());
+         CONFORMANCE_ASSERT_RAN(grad.status());
+         CONFORMANCE_ASSERT_RAN(found.status());
+         CONFORMANCE_ASSERT_RAN(inv.status());
+         CONFORMANCE_ASSERT_RAN(
+             non_finite_check_and_unscale_({*grad}, *found, *inv));
          EXPECT_EQ(*found->item(), 1.0);
          EXPECT_EQ(*grad->to_double_vector(), std::vector<double>(5, 0.0));
          auto scale = full({1}, 1e-37, DType::kF32, d.plugin);
          auto tracker = zeros({1}, DType::kI32, d.plugin);
-         ASSERT_TRUE(scale.ok() && tracker.ok());
+         CONFORMANCE_ASSERT_RAN(scale.status());
+         CONFORMANCE_ASSERT_RAN(tracker.status());
          for (int i = 0; i < 8; ++i) {
-           ASSERT_TRUE(
-               update_scale_(*scale, *tracker, *found, 2.0, 0.5, 2000).ok());
+           CONFORMANCE_ASSERT_RAN(
+               update_scale_(*scale, *tracker, *found, 2.0, 0.5, 2000));
          }
          EXPECT_EQ(*scale->item(), FLT_MIN);
        }});
@@ -134,14 +139,15 @@ void AddOptimizerCases(std::vector<Case>* cases) {
        DType::kF32, [](const Devices& d) {
          auto scale = full({1}, 1000, DType::kF32, d.plugin);
          auto tracker = zeros({1}, DType::kI32, d.plugin);
-         ASSERT_TRUE(scale.ok() && tracker.ok());
+         CONFORMANCE_ASSERT_RAN(scale.status());
+         CONFORMANCE_ASSERT_RAN(tracker.status());
          float want = 1000.0f;
          for (int step = 0; step < 12; ++step) {
            const bool inf = step >= 8;
            auto found = full({1}, inf ? 1.0 : 0.0, DType::kF32, d.plugin);
-           ASSERT_TRUE(found.ok());
-           ASSERT_TRUE(
-               update_scale_(*scale, *tracker, *found, 1.1, 0.3, 1).ok());
+           CONFORMANCE_ASSERT_RAN(found.status());
+           CONFORMANCE_ASSERT_RAN(
+               update_scale_(*scale, *tracker, *found, 1.1, 0.3, 1));
            want = static_cast<float>(static_cast<double>(want) *
                                      (inf ? 0.3 : 1.1));
            ASSERT_EQ(*scale->item(), want) << "after update " << step;

@@ -19,7 +19,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/plugin/device.h"
+#include "core/tensor/op_fallback.h"
 #include "core/tensor/tensor.h"
+#include "gtest/gtest.h"
 
 namespace mixrt::conformance {
 
@@ -62,8 +64,26 @@ struct Devices {
   Device reference;
 };
 
+// How a skipped case's message starts when the plugin does not run the op:
+// the per-op table counts such cases as "not implemented".
+inline constexpr char kNotImplemented[] = "not implemented: ";
+
+// For cases that run ops on the plugin themselves: asserts that `status`
+// is OK, or skips the case as not implemented when the host refused an op
+// the plugin declares unsupported.
+#define CONFORMANCE_ASSERT_RAN(status_expr)                               \
+  do {                                                                    \
+    const absl::Status conformance_status_ = (status_expr);               \
+    if (::mixrt::IsDeclaredUnsupported(conformance_status_)) {            \
+      GTEST_SKIP() << ::mixrt::conformance::kNotImplemented               \
+                   << conformance_status_.message();                      \
+    }                                                                     \
+    ASSERT_TRUE(conformance_status_.ok()) << "plugin: " << conformance_status_; \
+  } while (0)
+
 // Builds the inputs on both devices (identical values), runs `op` on each,
-// and compares every output. Failures are reported with gtest.
+// and compares every output. Failures are reported with gtest; an op the
+// plugin declares unsupported skips the case as not implemented.
 void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
                const OpFn& op, const ToleranceFn& tolerance, uint64_t seed);
 

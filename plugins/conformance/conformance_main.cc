@@ -3,18 +3,27 @@
 //
 //   conformance --plugin=/path/libmixrt_x.so [--reference=...] [gtest flags]
 //
-// A case whose op class and dtype the plugin reports unsupported is skipped
-// (never called), and says so. A plugin with no device prints "skipped: no
-// device" with the driver's reason and exits with status 77: not a pass.
+// An op the plugin declares unsupported (ABI 1.1's per-op query, or its
+// class matrix) is never launched: its cases are skipped as "not
+// implemented" and the table printed at the end counts them apart from
+// failures. Fallback is off, so every op a case runs on the plugin is the
+// plugin's own. A plugin with no device prints "skipped: no device" with the
+// driver's reason and exits with status 77: not a pass.
+//
+// The reference plugin is found in Bazel's runfiles or beside this binary
+// (an installed SDK's bin/), else name it with --reference.
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "core/bundled/bundled_plugins.h"
+#include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
+#include "core/tensor/op_fallback.h"
 #include "gtest/gtest.h"
 #include "plugins/conformance/conformance_cases.h"
+#include "plugins/conformance/conformance_table.h"
 
 ABSL_FLAG(std::string, plugin, "", "The plugin .so under test (required).");
 ABSL_FLAG(std::string, reference, "",
@@ -35,7 +44,8 @@ class ConformanceTest : public ::testing::Test {
     const CapabilityEntry& cap =
         devices_->plugin.info().capability(case_->op_class, case_->dtype);
     if (cap.level == MIXRT_SUPPORT_UNSUPPORTED) {
-      GTEST_SKIP() << "plugin reports " << OpClassName(case_->op_class) << "/"
+      GTEST_SKIP() << kNotImplemented << "the plugin reports "
+                   << OpClassName(case_->op_class) << "/"
                    << DTypeName(case_->dtype) << " unsupported: " << cap.reason;
     }
     case_->run(*devices_);
@@ -58,7 +68,17 @@ int Main(int argc, char** argv) {
   std::string reference_path = absl::GetFlag(FLAGS_reference);
   if (reference_path.empty()) {
     reference_path = BundledPluginPath(argv[0], "reference");
+    if (reference_path.empty()) {
+      std::fprintf(stderr,
+                   "conformance: no reference plugin in Bazel's runfiles or "
+                   "beside this binary (%s); name it with "
+                   "--reference=/path/libmixrt_reference.so\n",
+                   CoreObjectDirectory().c_str());
+      return 2;
+    }
   }
+  // Every op a case launches on the plugin must be the plugin's own.
+  (void)SetFallbackPolicy("off");
   static Registry registry;
   auto reference = registry.Load(reference_path);
   if (!reference.ok()) {
@@ -97,6 +117,8 @@ int Main(int argc, char** argv) {
   std::printf("conformance: %zu cases for plugin '%s' against '%s'\n",
               cases.size(), (*plugin)->name().c_str(),
               (*reference)->name().c_str());
+  ::testing::UnitTest::GetInstance()->listeners().Append(
+      new ConformanceTable((*plugin)->name()));
   return RUN_ALL_TESTS();
 }
 
