@@ -21,6 +21,24 @@ out=$("$mixrt" info --plugin=/nonexistent/libmixrt_missing.so)
 grep -q "\[not found\] /nonexistent/libmixrt_missing.so" <<<"$out" || fail "missing --plugin not listed: $out"
 grep -q "reason: not found: No such file or directory" <<<"$out" || fail "no reason for the missing plugin"
 
+out=$(MIXRT_PLUGIN_PATH=/nonexistent/plugin_dir "$mixrt" info)
+grep -q "\[not found\] /nonexistent/plugin_dir" <<<"$out" || fail "missing MIXRT_PLUGIN_PATH entry not listed: $out"
+grep -q "(listed in MIXRT_PLUGIN_PATH)" <<<"$out" || fail "no origin for the missing entry: $out"
+
+# A conformance binary copied out of bazel-bin asks for the reference
+# plugin, and finds one placed beside it.
+conformance="$PWD/$2"
+mkdir -p "$TEST_TMPDIR/sdk_bin"
+cp "$conformance" "$TEST_TMPDIR/sdk_bin/conformance"
+if env -i "$TEST_TMPDIR/sdk_bin/conformance" --plugin=/nonexistent.so >"$TEST_TMPDIR/out" 2>&1; then
+  fail "conformance ran without a reference plugin"
+fi
+grep -q "name it with --reference=" "$TEST_TMPDIR/out" || fail "conformance did not ask for the reference: $(cat "$TEST_TMPDIR/out")"
+cp "$PWD/$3" "$TEST_TMPDIR/sdk_bin/libmixrt_reference.so"
+env -i "$TEST_TMPDIR/sdk_bin/conformance" --plugin="$TEST_TMPDIR/sdk_bin/libmixrt_reference.so" \
+  --gtest_filter='binary.add*' >"$TEST_TMPDIR/out" 2>&1 || fail "conformance beside its reference failed: $(cat "$TEST_TMPDIR/out")"
+grep -q "total: 21 ok, 0 failed, 0 not implemented" "$TEST_TMPDIR/out" || fail "no per-op table: $(cat "$TEST_TMPDIR/out")"
+
 # A path with bytes that are not UTF-8: the JSON stays valid.
 bad_path="$TEST_TMPDIR/$(printf 'bad\xff\xfename')/libmixrt_x.so"
 "$mixrt" info --json --plugin="$bad_path" >"$TEST_TMPDIR/info.json" || fail "mixrt info --json failed on a non-UTF-8 path"

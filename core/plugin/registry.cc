@@ -112,28 +112,47 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
 
 void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
                        const LoadOptions& options) {
-  // (location, named explicitly)
-  std::vector<std::pair<std::string, bool>> locations;
-  for (const std::string& p : explicit_paths) locations.emplace_back(p, true);
+  // Where each location came from: named ones are trusted as given, and
+  // named or listed ones that yield nothing are reported.
+  enum class Origin { kNamed, kEnvironment, kBinaryDirectory };
+  std::vector<std::pair<std::string, Origin>> locations;
+  for (const std::string& p : explicit_paths) {
+    locations.emplace_back(p, Origin::kNamed);
+  }
   if (const char* env = std::getenv(kPluginPathEnv)) {
     for (const std::string& entry : SplitPluginPath(env)) {
-      locations.emplace_back(entry, false);
+      locations.emplace_back(entry, Origin::kEnvironment);
     }
   }
   const std::string core_dir = CoreObjectDirectory();
-  if (!core_dir.empty()) locations.emplace_back(core_dir, false);
-  for (const auto& [location, named] : locations) {
+  if (!core_dir.empty()) {
+    locations.emplace_back(core_dir, Origin::kBinaryDirectory);
+  }
+  for (const auto& [location, origin] : locations) {
+    const bool named = origin == Origin::kNamed;
     const std::vector<std::string> files = ExpandPluginLocation(location);
-    if (named && files.empty()) {
+    // A typo, or a relative path resolved from another directory (bazel run
+    // changes it), must not pass silently.
+    if (origin != Origin::kBinaryDirectory && files.empty()) {
       struct stat st;
       std::lock_guard<std::shared_mutex> lock(mu_);
+      const bool reported = std::any_of(
+          reports_.begin(), reports_.end(), [&](const PluginReport& r) {
+            return r.path == location && r.state == PluginState::kNotFound;
+          });
+      if (reported) continue;
       PluginReport report;
       report.path = location;
       report.state = PluginState::kNotFound;
-      report.reason =
+      report.reason = absl::StrCat(
           ::stat(location.c_str(), &st) != 0
               ? absl::StrCat("not found: ", std::strerror(errno))
-              : "not found: the directory holds no libmixrt_*.so file";
+              : std::string("not found: the directory holds no libmixrt_*.so "
+                            "file"),
+          named ? "" : absl::StrCat(" (listed in ", kPluginPathEnv, ")"),
+          !location.empty() && location[0] == '/'
+              ? ""
+              : " (a relative path, resolved from the current directory)");
       reports_.push_back(report);
       continue;
     }

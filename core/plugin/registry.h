@@ -74,7 +74,8 @@ class Registry {
   // A file not named in `explicit_paths` is skipped as untrusted unless
   // UntrustedReason (plugin_search_path.h) finds nothing: anyone who could
   // write to it or a directory above it could have dropped code there.
-  // A named path that does not exist is reported as kNotFound.
+  // A named path or MIXRT_PLUGIN_PATH entry that yields no plugin file is
+  // reported as kNotFound (once).
   void LoadAll(const std::vector<std::string>& explicit_paths = {},
                const LoadOptions& options = {});
 

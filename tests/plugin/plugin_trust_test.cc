@@ -173,6 +173,36 @@ TEST(PluginTrust, NamedPathsThatDoNotExistAreReported) {
   EXPECT_STREQ(PluginStateName(PluginState::kNotFound), "not found");
 }
 
+TEST(PluginTrust, PluginPathEntriesThatDoNotExistAreReportedOnce) {
+  const char* old_env = std::getenv(kPluginPathEnv);
+  const std::string saved = old_env != nullptr ? old_env : "";
+  setenv(kPluginPathEnv, "/nonexistent/plugins:bazel-bin/nowhere", 1);
+  Registry registry;
+  registry.LoadAll({testing::ReferencePluginPath()});
+  registry.LoadAll({testing::ReferencePluginPath()});
+  int absolute = 0, relative = 0;
+  for (const PluginReport& r : registry.Reports()) {
+    if (r.path == "/nonexistent/plugins") {
+      ++absolute;
+      EXPECT_EQ(r.state, PluginState::kNotFound);
+      EXPECT_THAT(r.reason, HasSubstr("No such file or directory (listed in "
+                                      "MIXRT_PLUGIN_PATH)"));
+    }
+    if (r.path == "bazel-bin/nowhere") {
+      ++relative;
+      EXPECT_THAT(r.reason, HasSubstr("a relative path, resolved from the "
+                                      "current directory"));
+    }
+  }
+  EXPECT_EQ(absolute, 1);
+  EXPECT_EQ(relative, 1);
+  if (old_env != nullptr) {
+    setenv(kPluginPathEnv, saved.c_str(), 1);
+  } else {
+    unsetenv(kPluginPathEnv);
+  }
+}
+
 TEST(PluginTrust, ABackendThatFailedIsNeverPassedOverSilently) {
   Registry registry;
   registry.LoadAll({testing::FixturePath("init_fails"), testing::ReferencePluginPath()});
