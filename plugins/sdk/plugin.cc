@@ -436,12 +436,6 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
     PluginState& state = State();
     state.plugin.reset(factory());
     state.info = state.plugin->Info();
-    try {
-      state.host_declined = state.plugin->AcceptHost(host_major, host_minor);
-    } catch (const std::exception& e) {
-      state.host_declined = absl::InternalError(
-          absl::StrCat("AcceptHost threw an exception: ", e.what()));
-    }
     auto* table = new MixrtPluginApi();
     std::memset(table, 0, sizeof(*table));
     const bool is_1_0 = table_minor == 0;
@@ -467,6 +461,15 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
     table->kernel_launch = &Launch;
     return table;
   }();
+  // Asked at every entry call: the host that calls plugin_initialize next
+  // is the one that was just asked about.
+  PluginState& state = State();
+  try {
+    state.host_declined = state.plugin->AcceptHost(host_major, host_minor);
+  } catch (const std::exception& e) {
+    state.host_declined = absl::InternalError(
+        absl::StrCat("AcceptHost threw an exception: ", e.what()));
+  }
   return api;
 }
 
