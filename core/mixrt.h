@@ -28,6 +28,7 @@
 #include "core/plugin/device.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_fallback.h"
 #include "core/tensor/tensor.h"
 #include "core/train/trainer.h"
 #include "mixrt/status_macros.h"

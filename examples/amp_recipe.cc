@@ -167,6 +167,20 @@ absl::Status Run(const char* argv0) {
   for (const std::string& w : mixrt::AutocastWarnings()) {
     std::printf("autocast note: %s\n", w.c_str());
   }
+  // A backend that lacks ops (a partial plugin) trains with the rest on a
+  // fallback backend: say what ran where, and what it cost in copies.
+  const mixrt::FallbackCounters fallbacks = mixrt::GetFallbackCounters();
+  if (fallbacks.launches > 0) {
+    std::printf(
+        "fallback: %lld launches ran on another backend (%lld copies, %.1f "
+        "MiB copied):\n",
+        static_cast<long long>(fallbacks.launches),
+        static_cast<long long>(fallbacks.copies),
+        fallbacks.bytes_copied / 1048576.0);
+    for (const std::string& line : mixrt::FallbackLog()) {
+      std::printf("  %s\n", line.c_str());
+    }
+  }
   return absl::OkStatus();
 }
 

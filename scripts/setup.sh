@@ -19,6 +19,7 @@ PACKAGES=(
   fortunes             # the text examples/gpt trains on (/usr/share/games/fortunes)
   python3-matplotlib   # examples/gpt's loss-curve plot
   python3-pip          # fetches oneDNN 3.x from PyPI (scripts/setup_onednn3.sh)
+  cmake pkgconf        # build the out-of-tree plugin example against the SDK
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
 )
 

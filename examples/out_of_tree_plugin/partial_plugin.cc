@@ -16,7 +16,7 @@ using mixrt::sdk::Capability;
 using mixrt::sdk::KernelCall;
 using mixrt::sdk::OpQuery;
 
-constexpr Capability kRuns = {MIXRT_SUPPORT_NATIVE, "", 0.0};
+Capability Runs() { return {MIXRT_SUPPORT_NATIVE, "", 0.0}; }
 
 class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
  public:
@@ -46,7 +46,7 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
     const bool ours = op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
                       op_class == MIXRT_OP_CLASS_CAST ||
                       op_class == MIXRT_OP_CLASS_MATMUL;
-    if (ours && dtype == MIXRT_DTYPE_F32) return kRuns;
+    if (ours && dtype == MIXRT_DTYPE_F32) return Runs();
     return mixrt::sdk::Unsupported("the partial plugin runs f32 only");
   }
 
@@ -58,14 +58,14 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
     switch (q.op) {
       case MIXRT_OP_FILL:
       case MIXRT_OP_COPY:
-        return kRuns;
+        return Runs();
       case MIXRT_OP_BINARY:
         if (q.variant == MIXRT_BINARY_ADD || q.variant == MIXRT_BINARY_MUL) {
-          return kRuns;
+          return Runs();
         }
         return mixrt::sdk::Unsupported("binary: only add and mul");
       case MIXRT_OP_MATMUL:
-        if (q.variant == MIXRT_ACTIVATION_NONE) return kRuns;
+        if (q.variant == MIXRT_ACTIVATION_NONE) return Runs();
         return mixrt::sdk::Unsupported("matmul: no fused activation");
       default:
         return mixrt::sdk::Unsupported("not one of fill, copy, add, mul, "

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/tensor/op_fallback.h"
 
 namespace mixrt::tools {
 namespace {
@@ -88,6 +89,76 @@ void AppendDeviceText(const DeviceInfo& device, std::string* out) {
   }
 }
 
+// The variants of `op` the per-op query distinguishes (plugin_api.h).
+uint32_t VariantCount(MixrtOp op) {
+  switch (op) {
+    case MIXRT_OP_BINARY:
+      return MIXRT_BINARY_COUNT;
+    case MIXRT_OP_UNARY:
+    case MIXRT_OP_UNARY_BACKWARD:
+      return MIXRT_UNARY_COUNT;
+    case MIXRT_OP_COMPARE:
+      return MIXRT_COMPARE_COUNT;
+    case MIXRT_OP_REDUCE:
+      return MIXRT_REDUCE_COUNT;
+    case MIXRT_OP_POOL2D:
+    case MIXRT_OP_POOL2D_BACKWARD:
+      return 2;
+    case MIXRT_OP_MATMUL:
+    case MIXRT_OP_CONV2D:
+      return MIXRT_ACTIVATION_GELU_TANH + 1;
+    default:
+      return 1;
+  }
+}
+
+// The op variants device 0 of `backend` runs in `dtype`, and how many
+// there are.
+std::vector<std::string> OpsRun(const Backend& backend, const DeviceInfo& device,
+                                DType dtype, int* total) {
+  std::vector<std::string> runs;
+  *total = 0;
+  for (int op = 0; op < MIXRT_OP_COUNT; ++op) {
+    const auto o = static_cast<MixrtOp>(op);
+    for (uint32_t v = 0; v < VariantCount(o); ++v) {
+      ++*total;
+      const OpSignature sig{o, v, dtype, dtype};
+      if (backend.QueryOpSupport(device.index, sig).level !=
+          MIXRT_SUPPORT_UNSUPPORTED) {
+        std::string name = OpSignatureName(sig);
+        runs.push_back(name.substr(0, name.rfind(' ')));
+      }
+    }
+  }
+  return runs;
+}
+
+void AppendOpSupportText(const Backend& backend, const DeviceInfo& device,
+                         std::string* out) {
+  absl::StrAppend(out, "      ops run (",
+                  backend.has_op_support_query()
+                      ? "the plugin's per-op answers, ABI 1.1"
+                      : "from the class matrix: the plugin has no per-op "
+                        "query",
+                  "; the rest run on the fallback backend):\n");
+  for (DType d : kFloatDTypes) {
+    int total = 0;
+    const std::vector<std::string> runs = OpsRun(backend, device, d, &total);
+    std::string list;
+    if (runs.empty()) {
+      list = "none";
+    } else if (static_cast<int>(runs.size()) == total) {
+      list = absl::StrCat("all ", total);
+    } else if (runs.size() <= 12) {
+      list = absl::StrCat(runs.size(), " of ", total, ": ",
+                          absl::StrJoin(runs, ", "));
+    } else {
+      list = absl::StrCat(runs.size(), " of ", total);
+    }
+    absl::StrAppend(out, "        ", DTypeName(d), ": ", list, "\n");
+  }
+}
+
 }  // namespace
 
 nlohmann::json InfoJson(const Registry& registry) {
@@ -105,17 +176,32 @@ nlohmann::json InfoJson(const Registry& registry) {
       p["device_type"] = id.device_type;
       p["score"] = id.score;
       p["abi"] = absl::StrCat(id.abi_major, ".", id.abi_minor);
+      p["per_op_query"] = report.backend->has_op_support_query();
       nlohmann::json devices = nlohmann::json::array();
       for (const DeviceInfo& device : report.backend->devices()) {
-        devices.push_back(DeviceJson(device));
+        nlohmann::json d = DeviceJson(device);
+        nlohmann::json runs = nlohmann::json::object();
+        for (DType dtype : kFloatDTypes) {
+          int total = 0;
+          runs[std::string(DTypeName(dtype))] =
+              OpsRun(*report.backend, device, dtype, &total);
+        }
+        d["ops_run"] = runs;
+        devices.push_back(d);
       }
       p["devices"] = devices;
     }
     plugins.push_back(p);
   }
   absl::StatusOr<Device> selected = registry.SelectDevice();
+  const FallbackCounters fallbacks = GetFallbackCounters();
   return {{"host_abi",
            absl::StrCat(MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR)},
+          {"fallback",
+           {{"policy", FallbackPolicy()},
+            {"launches", fallbacks.launches},
+            {"copies", fallbacks.copies},
+            {"bytes_copied", fallbacks.bytes_copied}}},
           {"plugins", plugins},
           {"selected", selected.ok() ? nlohmann::json(selected->ToString())
                                      : nlohmann::json(nullptr)},
@@ -144,8 +230,20 @@ std::string InfoText(const Registry& registry) {
                     "    build: ", id.build_info, "\n");
     for (const DeviceInfo& device : report.backend->devices()) {
       AppendDeviceText(device, &out);
+      AppendOpSupportText(*report.backend, device, &out);
     }
   }
+  const std::string policy = FallbackPolicy();
+  absl::StrAppend(
+      &out, "\nfallback: ",
+      policy == "auto"
+          ? "auto (an op a device does not run goes to the best host backend "
+            "that runs it; MIXRT_FALLBACK=0 turns this off)"
+          : policy == "off" ? "off (MIXRT_FALLBACK): an op a device does not "
+                              "run fails, naming it"
+                            : absl::StrCat("to backend '", policy,
+                                           "' (MIXRT_FALLBACK)"),
+      "\n");
   absl::StatusOr<Device> selected = registry.SelectDevice();
   absl::StrAppend(&out, "\nselected: ",
                   selected.ok() ? selected->ToString()

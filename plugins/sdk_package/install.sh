@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Installs the mixrt plugin SDK for authors of out-of-tree plugins:
+#
+#   bazel run //plugins:install -- --prefix=DIR
+#
+# DIR/include/mixrt/       the C ABI (plugin_api.h, op_names.h, ...) and
+#                          the C++ SDK under mixrt/sdk/
+# DIR/lib/libmixrt_plugin_sdk.a               the SDK (static, PIC); it
+#                          uses absl::Status from the system's Abseil
+#                          (libabsl-dev), which both files below name
+# DIR/lib/cmake/mixrt_plugin_sdk/             find_package(mixrt_plugin_sdk)
+# DIR/lib/pkgconfig/mixrt_plugin_sdk.pc       pkg-config --cflags --libs
+# DIR/share/mixrt/plugin_exports.lds          the export version script
+# DIR/bin/mixrt, DIR/bin/conformance          the CLI and the conformance
+#                          suite, with libmixrt_reference.so (the oracle) and
+#                          libmixrt_cpu.so (a fallback backend) beside them
+#
+# A relative DIR is taken from the directory the command was typed in
+# (bazel run itself runs elsewhere).
+set -euo pipefail
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+
+prefix=""
+for arg in "$@"; do
+  case "$arg" in
+    --prefix=*) prefix="${arg#--prefix=}" ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "install: unknown argument '$arg'; expected --prefix=DIR" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$prefix" ]; then
+  echo "install: --prefix=DIR is required (where the SDK goes)" >&2
+  exit 2
+fi
+case "$prefix" in
+  /*) ;;
+  *) prefix="${BUILD_WORKING_DIRECTORY:-$PWD}/$prefix" ;;
+esac
+
+# The files this script ships, from its runfiles.
+root="${RUNFILES_DIR:-$0.runfiles}/mixrt"
+[ -d "$root" ] || root="$PWD"
+[ -f "$root/include/mixrt/plugin_api.h" ] || {
+  echo "install: cannot find the SDK files (looked in $root); run it with bazel run //plugins:install" >&2
+  exit 1
+}
+
+major=$(sed -n 's/^#define MIXRT_PLUGIN_API_MAJOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
+minor=$(sed -n 's/^#define MIXRT_PLUGIN_API_MINOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
+
+install -d "$prefix/include/mixrt/sdk" "$prefix/lib/cmake/mixrt_plugin_sdk" \
+  "$prefix/lib/pkgconfig" "$prefix/share/mixrt" "$prefix/bin"
+for h in "$root"/include/mixrt/*.h; do
+  install -m 644 "$h" "$prefix/include/mixrt/"
+done
+# In the tree the SDK headers include each other as plugins/sdk/...;
+# installed they live under mixrt/sdk/.
+for h in "$root"/plugins/sdk/*.h; do
+  sed 's|#include "plugins/sdk/|#include "mixrt/sdk/|' "$h" >"$prefix/include/mixrt/sdk/$(basename "$h")"
+  chmod 644 "$prefix/include/mixrt/sdk/$(basename "$h")"
+done
+install -m 644 "$root/plugins/libmixrt_plugin_sdk.a" "$prefix/lib/"
+install -m 644 "$root/plugins/sdk/plugin_exports.lds" "$prefix/share/mixrt/"
+install -m 644 "$root/plugins/sdk_package/mixrt_plugin_sdkConfig.cmake" \
+  "$prefix/lib/cmake/mixrt_plugin_sdk/"
+cat >"$prefix/lib/cmake/mixrt_plugin_sdk/mixrt_plugin_sdkConfigVersion.cmake" <<CMAKE
+# ABI $major.$minor: a plugin built for 1.x loads on every 1.y host.
+set(PACKAGE_VERSION "$major.$minor")
+if(PACKAGE_FIND_VERSION_MAJOR AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL $major)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+cat >"$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc" <<'PC'
+prefix=${pcfiledir}/../..
+includedir=${prefix}/include
+libdir=${prefix}/lib
+PC
+cat >>"$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc" <<PC
+Name: mixrt_plugin_sdk
+Description: SDK for mixrt backend plugins (plugin ABI $major.$minor)
+Version: $major.$minor
+Requires: absl_status absl_statusor absl_strings absl_node_hash_set
+Cflags: -I\${includedir} -std=c++17 -fPIC -fvisibility=hidden
+Libs: -shared \${libdir}/libmixrt_plugin_sdk.a -Wl,--version-script=\${prefix}/share/mixrt/plugin_exports.lds -Wl,--no-undefined
+PC
+
+install -m 755 "$root/tools/mixrt" "$prefix/bin/mixrt"
+install -m 755 "$root/plugins/conformance/conformance" "$prefix/bin/conformance"
+install -m 755 "$root/plugins/reference/libmixrt_reference.so" "$prefix/bin/"
+install -m 755 "$root/backends/cpu/libmixrt_cpu.so" "$prefix/bin/"
+
+echo "install: mixrt plugin SDK (ABI $major.$minor) installed in $prefix"
+echo "  CMake:      find_package(mixrt_plugin_sdk) with -DCMAKE_PREFIX_PATH=$prefix"
+echo "  pkg-config: PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs mixrt_plugin_sdk"
+echo "  check:      $prefix/bin/conformance --plugin=/path/libmixrt_yours.so"

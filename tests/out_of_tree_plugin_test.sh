@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The plugin-author path end to end (examples/out_of_tree_plugin): install
+# the SDK, build the example plugin with CMake and with pkg-config against
+# it, load it through MIXRT_PLUGIN_PATH, grade it with the installed
+# conformance suite, and train the AMP recipe on it with fallback.
+set -euo pipefail
+install_sdk="$PWD/$1"
+example_dir="$PWD/$2"
+recipe="$PWD/$3"
+fail() { echo "FAIL: $*"; exit 1; }
+export MIXRT_CACHE_DIR="$TEST_TMPDIR/cache" MIXRT_CPU_SKIP_PROBE=1
+
+prefix="$TEST_TMPDIR/sdk"
+RUNFILES_DIR="${RUNFILES_DIR:-$PWD/..}" "$install_sdk" --prefix="$prefix" >"$TEST_TMPDIR/install.log" 2>&1 ||
+  fail "install: $(cat "$TEST_TMPDIR/install.log")"
+for f in include/mixrt/plugin_api.h include/mixrt/sdk/plugin.h lib/libmixrt_plugin_sdk.a \
+  lib/cmake/mixrt_plugin_sdk/mixrt_plugin_sdkConfig.cmake lib/pkgconfig/mixrt_plugin_sdk.pc \
+  share/mixrt/plugin_exports.lds bin/mixrt bin/conformance bin/libmixrt_reference.so; do
+  [ -e "$prefix/$f" ] || fail "the SDK lacks $f"
+done
+if grep -rq '#include "plugins/' "$prefix/include"; then
+  fail "installed headers still include the source tree's paths"
+fi
+
+# CMake, as the example's README says.
+build="$TEST_TMPDIR/build"
+cmake -S "$example_dir" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" >"$TEST_TMPDIR/cmake.log" 2>&1 ||
+  fail "cmake configure: $(cat "$TEST_TMPDIR/cmake.log")"
+cmake --build "$build" >>"$TEST_TMPDIR/cmake.log" 2>&1 || fail "cmake build: $(cat "$TEST_TMPDIR/cmake.log")"
+plugin="$build/libmixrt_partial.so"
+[ -f "$plugin" ] || fail "no $plugin"
+exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort | tr '\n' ' ')
+[ "$exported" = "mixrt_plugin_entry " ] || fail "the plugin exports more than its entry: $exported"
+
+# pkg-config, for authors without CMake.
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ -o "$TEST_TMPDIR/libmixrt_partial_pc.so" \
+  "$example_dir/partial_plugin.cc" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mixrt_plugin_sdk) \
+  >"$TEST_TMPDIR/pc.log" 2>&1 || fail "pkg-config build: $(cat "$TEST_TMPDIR/pc.log")"
+
+# Loaded through MIXRT_PLUGIN_PATH by the installed CLI.
+MIXRT_PLUGIN_PATH="$build" "$prefix/bin/mixrt" info >"$TEST_TMPDIR/info.txt" 2>&1 || true
+grep -q "^partial \[usable\] $plugin" "$TEST_TMPDIR/info.txt" || fail "mixrt info: $(cat "$TEST_TMPDIR/info.txt")"
+grep -q "f32: 5 of [0-9]*: fill, copy, binary/add, binary/mul, matmul" "$TEST_TMPDIR/info.txt" ||
+  fail "mixrt info does not list the plugin's ops: $(cat "$TEST_TMPDIR/info.txt")"
+
+# Graded by the installed conformance suite, which finds the reference
+# plugin beside itself: its five ops pass, the rest are not implemented.
+"$prefix/bin/conformance" --plugin="$plugin" --gtest_brief=1 >"$TEST_TMPDIR/conformance.txt" 2>&1 ||
+  fail "conformance: $(tail -40 "$TEST_TMPDIR/conformance.txt")"
+for row in "binary/add  *7 ok " "binary/mul  *7 ok " "matmul/batched  *1 ok " "copy/strided_to_dense  *1 ok " \
+  "unary/relu  *3 n/i" "total: [0-9]* ok, 0 failed, [0-9]* not implemented"; do
+  grep -q "$row" "$TEST_TMPDIR/conformance.txt" || fail "conformance table lacks '$row': $(sed -n '/conformance table/,$p' "$TEST_TMPDIR/conformance.txt")"
+done
+
+# The AMP recipe trains on it, everything it lacks on the CPU plugin, to
+# the CPU plugin's f32 loss.
+recipe_flags=(--width=64 --batch=32 --batches=3)
+MIXRT_PLUGIN_PATH="$build" "$recipe" --backend=partial "${recipe_flags[@]}" >"$TEST_TMPDIR/recipe.txt" 2>&1 ||
+  fail "recipe on the partial plugin: $(cat "$TEST_TMPDIR/recipe.txt")"
+"$recipe" --backend=cpu "${recipe_flags[@]}" >"$TEST_TMPDIR/recipe_cpu.txt" 2>&1 || fail "recipe on cpu"
+grep -q "partial: unary/relu f32 ran on cpu:0 (declared unsupported" "$TEST_TMPDIR/recipe.txt" ||
+  fail "no fallback listed: $(cat "$TEST_TMPDIR/recipe.txt")"
+grep -q "^fallback: [0-9]* launches ran on another backend" "$TEST_TMPDIR/recipe.txt" || fail "no fallback count"
+loss() { sed -n 's/^default precision .*final loss \([0-9.]*\)$/\1/p' "$1"; }
+python3 - "$(loss "$TEST_TMPDIR/recipe.txt")" "$(loss "$TEST_TMPDIR/recipe_cpu.txt")" <<'PY' || fail "losses differ: $(cat "$TEST_TMPDIR/recipe.txt")"
+import sys
+partial, cpu = float(sys.argv[1]), float(sys.argv[2])
+# f32 throughout; only the matmuls' summation order differs (K = 64).
+assert abs(partial - cpu) <= 1e-4 * abs(cpu), (partial, cpu)
+PY
+echo "out-of-tree plugin: installed, built (CMake and pkg-config), loaded, graded and trained"
