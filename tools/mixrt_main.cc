@@ -4,7 +4,13 @@
 //
 // Plugins are searched as core/plugin/plugin_search_path.h says, plus those
 // built in this workspace when run through Bazel.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +18,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "core/bundled/bundled_plugins.h"
+#include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
+#include "tools/cpp/runfiles/runfiles.h"
 #include "tools/info/info_report.h"
 
 ABSL_FLAG(bool, json, false, "Print machine-readable JSON.");
@@ -32,7 +40,8 @@ constexpr char kUsage[] =
     "mixrt <command> [flags]\n"
     "commands:\n"
     "  info   list plugins (loaded or skipped, and why), devices and the\n"
-    "         precision capability matrix";
+    "         precision capability matrix\n"
+    "  bench  benchmark backends x precisions x modes (mixrt bench --help)";
 
 int RunInfo(const char* argv0) {
   std::vector<std::string> paths = absl::GetFlag(FLAGS_plugin);
@@ -69,7 +78,42 @@ int RunInfo(const char* argv0) {
 
 }  // namespace
 
+// `mixrt bench ...` is its own binary (tools/bench), found in Bazel's
+// runfiles or beside this one; its flags are its own.
+int ExecBench(int argc, char** argv) {
+  std::string path;
+  std::string error;
+  std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
+      bazel::tools::cpp::runfiles::Runfiles::Create(argv[0], &error));
+  if (runfiles != nullptr) {
+    path = runfiles->Rlocation("mixrt/tools/bench/mixrt_bench");
+  }
+  if (path.empty() || access(path.c_str(), X_OK) != 0) {
+    path = mixrt::CoreObjectDirectory() + "/mixrt_bench";
+  }
+  if (access(path.c_str(), X_OK) != 0) {
+    std::fprintf(stderr,
+                 "mixrt bench: the benchmark binary mixrt_bench is neither in "
+                 "this binary's runfiles nor beside it (%s)\n",
+                 path.c_str());
+    return 2;
+  }
+  std::vector<char*> args = {const_cast<char*>(path.c_str())};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  if (runfiles != nullptr) {
+    for (const auto& [key, value] : runfiles->EnvVars()) {
+      setenv(key.c_str(), value.c_str(), 0);
+    }
+  }
+  execv(path.c_str(), args.data());
+  std::fprintf(stderr, "mixrt bench: cannot run %s: %s\n", path.c_str(),
+               std::strerror(errno));
+  return 2;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "bench") return ExecBench(argc, argv);
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() < 2) {

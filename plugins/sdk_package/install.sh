@@ -11,7 +11,7 @@
 # DIR/lib/cmake/mixrt_plugin_sdk/             find_package(mixrt_plugin_sdk)
 # DIR/lib/pkgconfig/mixrt_plugin_sdk.pc       pkg-config --cflags --libs
 # DIR/share/mixrt/plugin_exports.lds          the export version script
-# DIR/bin/mixrt, DIR/bin/conformance          the CLI and the conformance
+# DIR/bin/mixrt, DIR/bin/conformance          the CLI (with mixrt bench) and the conformance
 #                          suite, with libmixrt_reference.so (the oracle) and
 #                          libmixrt_cpu.so (a fallback backend) beside them
 #
@@ -93,6 +93,8 @@ Libs: -shared \${libdir}/libmixrt_plugin_sdk.a -Wl,--version-script=\${prefix}/s
 PC
 
 install -m 755 "$root/tools/mixrt" "$prefix/bin/mixrt"
+install -m 755 "$root/tools/bench/mixrt_bench" "$prefix/bin/mixrt_bench"
+install -m 644 "$root/tools/bench/pytorch_peer.py" "$root/tools/bench/plot_bench.py" "$prefix/bin/"
 install -m 755 "$root/plugins/conformance/conformance" "$prefix/bin/conformance"
 install -m 755 "$root/plugins/reference/libmixrt_reference.so" "$prefix/bin/"
 install -m 755 "$root/backends/cpu/libmixrt_cpu.so" "$prefix/bin/"

@@ -27,6 +27,18 @@ std::string Skew(const std::string& variant) {
                               ".so");
 }
 
+// The table `variant`'s entry returns to a host of ABI major.minor.
+const MixrtPluginApi* Entry(const std::string& variant, uint32_t major,
+                            uint32_t minor) {
+  void* handle = dlopen(Skew(variant).c_str(), RTLD_NOW | RTLD_LOCAL);
+  EXPECT_NE(handle, nullptr) << dlerror();
+  if (handle == nullptr) return nullptr;
+  auto* entry = reinterpret_cast<MixrtPluginEntryFn*>(
+      dlsym(handle, MIXRT_PLUGIN_ENTRY_SYMBOL));
+  EXPECT_NE(entry, nullptr);
+  return entry != nullptr ? entry(major, minor) : nullptr;
+}
+
 // Every test loads into its own registry; fallbacks go nowhere.
 class AbiSkew : public ::testing::Test {
  protected:
@@ -92,12 +104,7 @@ TEST_F(AbiSkew, NewerPluginOnOlderHost) {
 
   // And a table from a newer SDK serves a 1.0 host, which reads only the
   // 1.0 part of it.
-  void* handle = dlopen(Skew("1_1").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto* entry = reinterpret_cast<MixrtPluginEntryFn*>(
-      dlsym(handle, MIXRT_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(entry, nullptr);
-  const MixrtPluginApi* api = entry(1, 0);
+  const MixrtPluginApi* api = Entry("1_1", 1, 0);
   ASSERT_NE(api, nullptr);
   EXPECT_GE(api->struct_size, MIXRT_PLUGIN_API_STRUCT_SIZE_1_0);
   MixrtPlugin_Initialize_Args init{};
@@ -108,12 +115,7 @@ TEST_F(AbiSkew, NewerPluginOnOlderHost) {
 TEST_F(AbiSkew, MajorMismatchIsDeclinedWithBothVersions) {
   // The host refuses a plugin of another major (fixture_wrong_major, in
   // plugin_loader_test); here the SDK declines a host of another major.
-  void* handle = dlopen(Skew("needs_1_2").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto* entry = reinterpret_cast<MixrtPluginEntryFn*>(
-      dlsym(handle, MIXRT_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(entry, nullptr);
-  const MixrtPluginApi* api = entry(2, 0);
+  const MixrtPluginApi* api = Entry("needs_1_2", 2, 0);
   ASSERT_NE(api, nullptr);
   MixrtPlugin_Initialize_Args init{};
   init.struct_size = sizeof(init);

@@ -1,0 +1,92 @@
+// The suite format's parser: what it accepts, and that every mistake is
+// reported with file:line and what was expected.
+#include "tools/bench/bench_suite.h"
+
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace mixrt::bench {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Error(const std::string& text) {
+  auto parsed = ParseSuite(text, "t.suite", ".");
+  EXPECT_FALSE(parsed.ok());
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+TEST(BenchSuite, ParsesCasesWithDefaults) {
+  auto cases = ParseSuite(
+      "# a comment\n\nmixrt-bench-suite 1\n"
+      "case gemm g1 m=8 n=4 k=2   # trailing comment\n"
+      "case sdpa a1 batch=1 heads=2 seq=16 head_dim=8\n",
+      "t.suite", ".");
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 2u);
+  EXPECT_EQ((*cases)[0].kind, "gemm");
+  EXPECT_EQ((*cases)[0].param("m"), 8);
+  EXPECT_EQ((*cases)[0].param("batch"), 1);  // Default.
+  EXPECT_EQ((*cases)[0].where, "t.suite:4");
+  EXPECT_EQ((*cases)[1].param("causal"), 0);
+}
+
+TEST(BenchSuite, EveryMistakeNamesFileAndLine) {
+  EXPECT_THAT(Error("case gemm g m=1 n=1 k=1\n"),
+              HasSubstr("t.suite:1: expected the header 'mixrt-bench-suite 1'"));
+  EXPECT_THAT(Error("mixrt-bench-suite 2\n"),
+              HasSubstr("t.suite:1: suite format version 2; this mixrt reads "
+                        "version 1"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1\n"),
+              HasSubstr("t.suite:2: gemm needs k"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase matmul g m=1\n"),
+              HasSubstr("t.suite:2: unknown case kind 'matmul' (known: conv, "
+                        "gemm,"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\n\ncase gemm g m=1 n=1 k=x\n"),
+              HasSubstr("t.suite:3: k=x is not a non-negative integer"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1 q=2\n"),
+              HasSubstr("t.suite:2: 'q=2' is not KEY=VALUE with a key of gemm "
+                        "(batch, k, m, n)"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1 m=2\n"),
+              HasSubstr("t.suite:2: m is given twice"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1\n"
+                    "case gemm g m=2 n=2 k=2\n"),
+              HasSubstr("t.suite:3: a case named 'g' is already in the suite"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g/h m=1 n=1 k=1\n"),
+              HasSubstr("t.suite:2: case name 'g/h' must be"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\nrun gemm\n"),
+              HasSubstr("t.suite:2: unknown directive 'run'"));
+  EXPECT_THAT(Error("# only comments\n"), HasSubstr("t.suite: empty suite"));
+}
+
+TEST(BenchSuite, IncludesNestAndCyclesAreRefused) {
+  std::string dir = ::testing::TempDir();
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();
+  std::ofstream(dir + "/inner.suite")
+      << "mixrt-bench-suite 1\ncase gemm inner_g m=2 n=2 k=2\n";
+  std::ofstream(dir + "/outer.suite")
+      << "mixrt-bench-suite 1\ncase gemm outer_g m=1 n=1 k=1\n"
+         "include inner.suite\n";
+  auto cases = LoadSuite(dir + "/outer.suite");
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  ASSERT_EQ(cases->size(), 2u);
+  EXPECT_EQ((*cases)[1].name, "inner_g");
+  EXPECT_EQ((*cases)[1].where, dir + "/inner.suite:2");
+
+  std::ofstream(dir + "/a.suite") << "mixrt-bench-suite 1\ninclude b.suite\n";
+  std::ofstream(dir + "/b.suite") << "mixrt-bench-suite 1\ninclude a.suite\n";
+  auto cycle = LoadSuite(dir + "/a.suite");
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_THAT(std::string(cycle.status().message()), HasSubstr("includes itself"));
+  auto missing = ParseSuite("mixrt-bench-suite 1\ninclude nowhere.suite\n",
+                            "t.suite", dir);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("t.suite:2: cannot read suite file"));
+}
+
+}  // namespace
+}  // namespace mixrt::bench

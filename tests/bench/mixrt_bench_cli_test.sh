@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `mixrt bench` end to end: the --quick suite on the CPU plugin, its JSON
+# valid against the schema, compare of a run with itself, a bad suite file's
+# message, and the exit status for a regression.
+set -euo pipefail
+mixrt="$PWD/$1"
+schema="$PWD/$2"
+fail() { echo "FAIL: $*"; exit 1; }
+export MIXRT_CACHE_DIR="$TEST_TMPDIR/cache" MIXRT_CPU_SKIP_PROBE=1
+out="$TEST_TMPDIR/quick.json"
+
+"$mixrt" bench --quick --backend=cpu --json="$out" --md --csv="$TEST_TMPDIR/quick.csv" \
+  >"$TEST_TMPDIR/md.txt" 2>"$TEST_TMPDIR/log.txt" ||
+  fail "mixrt bench --quick: $(tail -20 "$TEST_TMPDIR/log.txt")"
+/usr/bin/python3 - "$schema" "$out" <<'PY' || fail "the JSON does not validate"
+import json, sys
+import jsonschema
+schema, run = (json.load(open(p)) for p in sys.argv[1:3])
+jsonschema.validate(run, schema)
+results = run["results"]
+kinds = {r["kind"] for r in results}
+assert {"gemm", "conv", "sdpa", "mlp_train", "mlp_infer", "transformer_infer"} <= kinds, kinds
+assert {r["precision"] for r in results} == {"f32", "bf16", "f16"}
+for r in results:
+    # The CPU plugin runs every precision: each case is checked, then timed.
+    assert r["status"] == "ok", r
+    assert r["check"]["error"] <= r["check"]["tolerance"], r
+    t = r["timing"]
+    assert t["min_ms"] <= t["median_ms"] <= t["max_ms"], t
+    assert t["count"] == len(t["samples"]) >= 2, t
+    assert "--cases=" + r["case"] in r["reproduce"], r["reproduce"]
+m = run["machine"]
+assert m["cpu"] and m["logical_cpus"] >= 1 and "avx512_bf16" in m["isa"], m
+assert any(p["name"] == "cpu" for p in m["plugins"]), m["plugins"]
+assert "MIXRT_CPU_SKIP_PROBE" in m["environment"], m["environment"]
+PY
+grep -q "^| gemm_256 | cpu | bf16 | eager |" "$TEST_TMPDIR/md.txt" || fail "no Markdown row: $(cat "$TEST_TMPDIR/md.txt")"
+head -1 "$TEST_TMPDIR/quick.csv" | grep -q "^case,backend,precision,mode,status,median_ms" || fail "bad CSV header"
+
+# A run against itself: every case present, nothing significant.
+"$mixrt" bench compare "$out" "$out" --fail_above=0.05 >"$TEST_TMPDIR/cmp.txt" ||
+  fail "compare of a run with itself failed: $(cat "$TEST_TMPDIR/cmp.txt")"
+grep -q "| gemm_256 cpu f32 eager |" "$TEST_TMPDIR/cmp.txt" || fail "compare table: $(cat "$TEST_TMPDIR/cmp.txt")"
+grep -q "geometric mean | | | 1.00x" "$TEST_TMPDIR/cmp.txt" || fail "geomean: $(cat "$TEST_TMPDIR/cmp.txt")"
+
+# A slower copy is a regression: exit status 3.
+/usr/bin/python3 - "$out" "$TEST_TMPDIR/slow.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+for r in run["results"]:
+    t = r["timing"]
+    t["samples"] = [s * 3 + 1 for s in t["samples"]] + [s * 3 + 1.5 for s in t["samples"]]
+    t["median_ms"] = t["median_ms"] * 3 + 1
+json.dump(run, open(sys.argv[2], "w"))
+PY
+set +e
+"$mixrt" bench compare "$out" "$TEST_TMPDIR/slow.json" --fail_above=0.05 >"$TEST_TMPDIR/cmp2.txt"
+rc=$?
+set -e
+[ "$rc" = 3 ] || fail "a 3x slower run exited $rc, expected 3: $(cat "$TEST_TMPDIR/cmp2.txt")"
+grep -q "^regression: gemm_256 cpu f32 eager (run 1)" "$TEST_TMPDIR/cmp2.txt" || fail "regression not named"
+
+# A bad suite file: file:line and what was expected.
+printf 'mixrt-bench-suite 1\ncase gemm g m=4 n=4\n' >"$TEST_TMPDIR/bad.suite"
+if "$mixrt" bench --suite="$TEST_TMPDIR/bad.suite" >"$TEST_TMPDIR/bad.txt" 2>&1; then
+  fail "a bad suite ran"
+fi
+grep -q "bad.suite:2: gemm needs k" "$TEST_TMPDIR/bad.txt" || fail "bad suite message: $(cat "$TEST_TMPDIR/bad.txt")"
+echo "mixrt bench: quick run valid, compare and regressions, suite errors"

@@ -1,0 +1,116 @@
+#include "tools/bench/bench_machine.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tools/info/info_report.h"
+
+extern char** environ;
+
+namespace mixrt::bench {
+namespace {
+
+// The first "key : value" line of /proc/cpuinfo with this key.
+std::string CpuInfoField(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> kv = absl::StrSplit(line, absl::MaxSplits(':', 1));
+    if (kv.size() == 2 && absl::StripAsciiWhitespace(kv[0]) == key) {
+      return std::string(absl::StripAsciiWhitespace(kv[1]));
+    }
+  }
+  return "";
+}
+
+uint64_t MemTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key) {
+    if (key == "MemTotal:") {
+      in >> kib;
+      return kib * 1024;
+    }
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string GitCommit() {
+  if (const char* env = std::getenv("MIXRT_GIT_COMMIT")) return env;
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  const std::string dir = workspace != nullptr ? workspace : ".";
+  const std::string command =
+      absl::StrCat("git -C '", dir, "' rev-parse HEAD 2>/dev/null");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "unknown";
+  char buffer[64] = {0};
+  const bool read = fgets(buffer, sizeof(buffer), pipe) != nullptr;
+  pclose(pipe);
+  std::string commit = read ? std::string(absl::StripAsciiWhitespace(buffer))
+                            : "";
+  return commit.size() == 40 ? commit : "unknown";
+}
+
+nlohmann::json MachineRecord(const Registry& registry) {
+  nlohmann::json m;
+  m["cpu"] = CpuInfoField("model name");
+  m["logical_cpus"] = std::thread::hardware_concurrency();
+  const std::set<std::string> flags = [] {
+    std::vector<std::string> all =
+        absl::StrSplit(CpuInfoField("flags"), ' ', absl::SkipEmpty());
+    return std::set<std::string>(all.begin(), all.end());
+  }();
+  nlohmann::json isa = nlohmann::json::object();
+  for (const char* f : {"avx2", "fma", "f16c", "avx512f", "avx512_bf16",
+                        "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"}) {
+    isa[f] = flags.count(f) > 0;
+  }
+  m["isa"] = isa;
+  m["memory_bytes"] = MemTotalBytes();
+  struct utsname u;
+  if (uname(&u) == 0) {
+    m["os"] = absl::StrCat(u.sysname, " ", u.release, " ", u.machine);
+  }
+  m["hostname"] = u.nodename;
+  m["compiler"] = __VERSION__;
+#ifdef NDEBUG
+  m["build"] = "opt";
+#else
+  m["build"] = "debug";
+#endif
+  m["mixrt_commit"] = GitCommit();
+  nlohmann::json env = nlohmann::json::object();
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    for (const char* prefix :
+         {"MIXRT_", "ONEDNN_", "DNNL_", "OMP_", "KMP_", "CUDA_", "HIP_"}) {
+      if (absl::StartsWith(key, prefix)) {
+        env[key] = entry.substr(key.size() + 1);
+      }
+    }
+  }
+  m["environment"] = env;
+  // Plugins, devices and capability matrices, as `mixrt info --json`.
+  m["plugins"] = tools::InfoJson(registry)["plugins"];
+  return m;
+}
+
+}  // namespace mixrt::bench

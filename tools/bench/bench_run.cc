@@ -1,0 +1,159 @@
+#include "tools/bench/bench_run.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/amp/autocast.h"
+#include "core/tensor/op_fallback.h"
+#include "tools/bench/bench_cases.h"
+
+namespace mixrt::bench {
+namespace {
+
+// max |got - want| / max |want|: normwise, so cancellation in one element
+// does not fail a correct kernel.
+double NormwiseError(const std::vector<double>& got,
+                     const std::vector<double>& want) {
+  if (got.size() != want.size()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(want[i])) return INFINITY;
+    if (std::isnan(want[i])) continue;
+    diff = std::max(diff, std::fabs(got[i] - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+std::string Reproducer(const RunOptions& options, const SuiteCase& c,
+                       const std::string& backend,
+                       const std::string& precision, const std::string& mode) {
+  std::string suites;
+  for (const std::string& s : options.suite_paths) {
+    absl::StrAppend(&suites, " --suite=", s);
+  }
+  return absl::StrCat(options.command, suites, " --cases=", c.name,
+                      " --backend=", backend, " --dtype=", precision,
+                      " --mode=", mode);
+}
+
+void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
+            const std::string& precision, const std::string& mode,
+            const RunOptions& options, CaseResult* r) {
+  // The precision's support, as the backend reports it.
+  if (precision != "auto") {
+    const DType dtype = *ParseDType(precision);
+    const CapabilityEntry& cap =
+        device.info().capability(CaseOpClass(c.kind), dtype);
+    r->support = std::string(SupportLevelName(cap.level));
+    r->reason = cap.reason;
+    if (cap.level == MIXRT_SUPPORT_UNSUPPORTED) {
+      r->status = "unsupported";
+      return;
+    }
+  } else {
+    const PrecisionChoice choice = AutoPrecision(device, CaseOpClass(c.kind));
+    r->support = absl::StrCat("auto: ", DTypeName(choice.dtype));
+    r->reason = choice.reason;
+  }
+  // Correct first: small shapes against the reference plugin.
+  const SuiteCase small = SmallShapes(c);
+  absl::StatusOr<std::vector<double>> got =
+      CheckValues(small, device, precision, mode);
+  absl::StatusOr<std::vector<double>> want =
+      CheckValues(small, reference, precision, "eager");
+  if (!got.ok() || !want.ok()) {
+    r->status = "error";
+    r->reason = std::string(got.ok() ? want.status().message()
+                                     : got.status().message());
+    return;
+  }
+  r->check_error = NormwiseError(*got, *want);
+  r->check_tolerance = CheckTolerance(precision);
+  if (!(r->check_error <= r->check_tolerance)) {
+    r->status = "wrong";
+    r->reason = absl::StrCat("differs from the reference plugin by ",
+                             r->check_error, " (normwise; allowed ",
+                             r->check_tolerance, ") on small shapes");
+    return;
+  }
+  absl::StatusOr<Workload> w = MakeWorkload(c, device, precision, mode);
+  if (!w.ok()) {
+    r->status = "error";
+    r->reason = std::string(w.status().message());
+    return;
+  }
+  r->flops = w->flops;
+  CachingAllocator& allocator = device.backend()->allocator(device.index());
+  // The first step (tracing, for compiled modes) is the warm-up's; the peak
+  // is the steady state's.
+  absl::Status first = w->step();
+  allocator.ResetPeak();
+  const int64_t fallbacks_before = GetFallbackCounters().launches;
+  absl::StatusOr<Timing> t =
+      first.ok() ? TimeSteps(w->step, options.timing) : first;
+  if (!t.ok()) {
+    r->status = "error";
+    r->reason = std::string(t.status().message());
+    return;
+  }
+  r->status = "ok";
+  r->timing = *t;
+  r->stats = Summarize(t->samples_ms);
+  r->gflops = r->flops > 0 && r->stats.median > 0
+                  ? r->flops / (r->stats.median * 1e6)
+                  : 0;
+  r->peak_mib = allocator.stats().peak_bytes_in_use / 1048576.0;
+  r->fallback_launches = GetFallbackCounters().launches - fallbacks_before;
+}
+
+}  // namespace
+
+std::vector<CaseResult> RunSuite(
+    const std::vector<SuiteCase>& cases, const std::vector<Device>& devices,
+    const Device& reference, const RunOptions& options,
+    const std::function<void(int, int, const CaseResult&)>& progress) {
+  struct Job {
+    const SuiteCase* c;
+    Device device;
+    std::string precision, mode;
+  };
+  std::vector<Job> jobs;
+  for (const SuiteCase& c : cases) {
+    for (const Device& device : devices) {
+      for (const std::string& precision : options.precisions) {
+        for (const std::string& mode : options.modes) {
+          if (Applies(c.kind, precision, mode)) {
+            jobs.push_back({&c, device, precision, mode});
+          }
+        }
+      }
+    }
+  }
+  std::vector<CaseResult> results;
+  for (const Job& job : jobs) {
+    CaseResult r;
+    r.case_name = job.c->name;
+    r.kind = job.c->kind;
+    r.where = job.c->where;
+    r.params = job.c->params;
+    r.backend = job.device.backend()->name();
+    r.device = job.device.info().name;
+    r.precision = job.precision;
+    r.mode = job.mode;
+    r.reproduce =
+        Reproducer(options, *job.c, r.backend, job.precision, job.mode);
+    RunOne(*job.c, job.device, reference, job.precision, job.mode, options,
+           &r);
+    results.push_back(std::move(r));
+    if (progress) {
+      progress(static_cast<int>(results.size()),
+               static_cast<int>(jobs.size()), results.back());
+    }
+  }
+  return results;
+}
+
+}  // namespace mixrt::bench

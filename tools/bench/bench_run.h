@@ -1,0 +1,56 @@
+// Runs a suite: every case on every selected backend, precision and mode,
+// checked against the reference plugin on small shapes first, then timed.
+#ifndef MIXRT_TOOLS_BENCH_BENCH_RUN_H_
+#define MIXRT_TOOLS_BENCH_BENCH_RUN_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/plugin/device.h"
+#include "tools/bench/bench_stats.h"
+#include "tools/bench/bench_suite.h"
+#include "tools/bench/bench_timing.h"
+
+namespace mixrt::bench {
+
+// What happened to one (case, backend, precision, mode).
+struct CaseResult {
+  std::string case_name, kind, where;
+  std::map<std::string, int64_t> params;
+  std::string backend, device, precision, mode;
+  // "ok" (timed), "unsupported" (the backend says so; reason given),
+  // "wrong" (the check against the reference failed; not timed), "error".
+  std::string status;
+  std::string support;  // The capability level: native, slow, unsupported.
+  std::string reason;   // The backend's reason, the check's or the error.
+  double check_error = 0, check_tolerance = 0;
+  Timing timing;
+  SampleStats stats;  // Of timing.samples_ms.
+  double flops = 0;   // Per step.
+  double gflops = 0;  // flops / median.
+  double peak_mib = 0;
+  int64_t fallback_launches = 0;  // During the timed steps.
+  std::string reproduce;          // The command that reruns just this.
+};
+
+struct RunOptions {
+  std::vector<std::string> precisions = {"f32", "bf16", "f16"};
+  std::vector<std::string> modes = {"eager"};
+  TimingOptions timing;
+  // The command line prefix the reproducers start with.
+  std::string command = "mixrt bench";
+  std::vector<std::string> suite_paths;
+};
+
+// `progress(done, total, line)` after each result.
+std::vector<CaseResult> RunSuite(
+    const std::vector<SuiteCase>& cases, const std::vector<Device>& devices,
+    const Device& reference, const RunOptions& options,
+    const std::function<void(int, int, const CaseResult&)>& progress);
+
+}  // namespace mixrt::bench
+
+#endif  // MIXRT_TOOLS_BENCH_BENCH_RUN_H_
