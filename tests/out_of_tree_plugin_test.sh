@@ -22,9 +22,18 @@ if grep -rq '#include "plugins/' "$prefix/include"; then
   fail "installed headers still include the source tree's paths"
 fi
 
+# Under scripts/sanitizers.sh the SDK archive is instrumented: the plugin
+# must be linked with the same sanitizers (a user's build is not).
+sanitize=()
+if nm "$prefix/lib/libmixrt_plugin_sdk.a" 2>/dev/null | grep -q "__asan_"; then
+  sanitize=(-fsanitize=address,undefined)
+fi
+
 # CMake, as the example's README says.
 build="$TEST_TMPDIR/build"
-cmake -S "$example_dir" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" >"$TEST_TMPDIR/cmake.log" 2>&1 ||
+cmake -S "$example_dir" -B "$build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CXX_FLAGS="${sanitize[*]:-}" -DCMAKE_MODULE_LINKER_FLAGS="${sanitize[*]:-}" \
+  >"$TEST_TMPDIR/cmake.log" 2>&1 ||
   fail "cmake configure: $(cat "$TEST_TMPDIR/cmake.log")"
 cmake --build "$build" >>"$TEST_TMPDIR/cmake.log" 2>&1 || fail "cmake build: $(cat "$TEST_TMPDIR/cmake.log")"
 plugin="$build/libmixrt_partial.so"
@@ -33,7 +42,7 @@ exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort | tr '\n' ' 
 [ "$exported" = "mixrt_plugin_entry " ] || fail "the plugin exports more than its entry: $exported"
 
 # pkg-config, for authors without CMake.
-PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ -o "$TEST_TMPDIR/libmixrt_partial_pc.so" \
+PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ ${sanitize[@]+"${sanitize[@]}"} -o "$TEST_TMPDIR/libmixrt_partial_pc.so" \
   "$example_dir/partial_plugin.cc" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mixrt_plugin_sdk) \
   >"$TEST_TMPDIR/pc.log" 2>&1 || fail "pkg-config build: $(cat "$TEST_TMPDIR/pc.log")"
 
