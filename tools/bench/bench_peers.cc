@@ -1,5 +1,6 @@
 #include "tools/bench/bench_peers.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,14 +38,19 @@ std::string Script(const std::string& name) {
   return IsFile(beside) ? beside : "";
 }
 
-// Runs `argv`; its stderr goes to ours.
-absl::Status RunProgram(const std::vector<std::string>& argv) {
+// Runs `argv`; its stderr goes to ours unless `quiet`.
+absl::Status RunProgram(const std::vector<std::string>& argv,
+                        bool quiet = false) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
+    if (quiet) {
+      const int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) dup2(null, STDERR_FILENO);
+    }
     execvp(args[0], args.data());
     _exit(127);
   }
@@ -59,7 +65,7 @@ absl::Status RunProgram(const std::vector<std::string>& argv) {
 }
 
 bool Imports(const std::string& python, const std::string& module) {
-  return RunProgram({python, "-c", "import " + module}).ok();
+  return RunProgram({python, "-c", "import " + module}, /*quiet=*/true).ok();
 }
 
 std::string PythonWith(const std::string& module) {

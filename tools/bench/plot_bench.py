@@ -21,8 +21,9 @@ def ok(rows):
     return [r for r in rows if r.get("status") == "ok"]
 
 
-def grouped_bars(path, title, ylabel, cases, series, value):
-    """series: list of (label, {case: row}); value(row) -> float or None."""
+def grouped_bars(path, title, ylabel, cases, series, value, ratio=False):
+    """series: list of (label, {case: row}); value(row) -> float or None.
+    ratio: a log axis with a line at 1 (speedups either way read alike)."""
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(cases) + 2), 4.5))
     width = 0.8 / max(1, len(series))
     for i, (label, rows) in enumerate(series):
@@ -33,6 +34,9 @@ def grouped_bars(path, title, ylabel, cases, series, value):
                 xs.append(j + i * width)
                 ys.append(v)
         ax.bar(xs, ys, width, label=label)
+    if ratio:
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))])
     ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
@@ -62,13 +66,13 @@ def main():
     grouped_bars(os.path.join(out, "speedup_vs_f32.png"), "Speedup over f32",
                  "x (same case, backend, mode)", cases, sorted(speed.items()),
                  lambda r: f32.get((r["case"], r["backend"], r["mode"]), 0) / r["timing"]["median_ms"]
-                 if (r["case"], r["backend"], r["mode"]) in f32 else None)
+                 if (r["case"], r["backend"], r["mode"]) in f32 else None, ratio=True)
     if peers:
         peer = {(p["case"], p["precision"], p["mode"]): p["timing"]["median_ms"] for p in peers}
         grouped_bars(os.path.join(out, "vs_peer.png"), "mixrt over PyTorch (same run)",
                      "x (> 1: mixrt faster)", cases, sorted(series.items()),
                      lambda r: peer[(r["case"], r["precision"], r["mode"])] / r["timing"]["median_ms"]
-                     if (r["case"], r["precision"], r["mode"]) in peer else None)
+                     if (r["case"], r["precision"], r["mode"]) in peer else None, ratio=True)
     grouped_bars(os.path.join(out, "memory.png"), "Peak tensor memory", "MiB",
                  cases, sorted(series.items()), lambda r: r.get("peak_mib"))
     print(f"plots in {out}")
