@@ -25,7 +25,7 @@ fi
 # Under scripts/sanitizers.sh the SDK archive is instrumented: the plugin
 # must be linked with the same sanitizers (a user's build is not).
 sanitize=()
-if nm "$prefix/lib/libmixrt_plugin_sdk.a" 2>/dev/null | grep -q "__asan_"; then
+if nm "$prefix/lib/libmixrt_plugin_sdk.a" 2>/dev/null | grep "__asan_" >/dev/null; then  # not -q: nm would die of SIGPIPE and pipefail say no
   sanitize=(-fsanitize=address,undefined)
 fi
 

@@ -128,7 +128,11 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
   if (!core_dir.empty()) {
     locations.emplace_back(core_dir, Origin::kBinaryDirectory);
   }
-  for (const auto& [location, origin] : locations) {
+  for (const auto& entry : locations) {
+    // Not a structured binding: the lambda below captures it, which clang
+    // (the fuzz build) refuses before C++20.
+    const std::string& location = entry.first;
+    const Origin origin = entry.second;
     const bool named = origin == Origin::kNamed;
     const std::vector<std::string> files = ExpandPluginLocation(location);
     // A typo, or a relative path resolved from another directory (bazel run
