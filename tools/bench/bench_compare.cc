@@ -125,10 +125,14 @@ std::string ComparisonMarkdown(const Comparison& c) {
         out += " - | - | - |";
         continue;
       }
-      absl::StrAppend(&out, absl::StrFormat(" %.3f | %.2fx%s | %.3g |",
+      // erfc underflows past ~1e-308: say so rather than print p = 0.
+      const std::string p = cell.p_value > 0
+                                ? absl::StrFormat("%.3g", cell.p_value)
+                                : std::string("<1e-300");
+      absl::StrAppend(&out, absl::StrFormat(" %.3f | %.2fx%s | %s |",
                                             cell.median_ms, cell.speedup,
                                             cell.significant ? "" : " (n.s.)",
-                                            cell.p_value));
+                                            p));
     }
     out += "\n";
   }

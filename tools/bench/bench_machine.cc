@@ -72,6 +72,11 @@ nlohmann::json MachineRecord(const Registry& registry) {
   nlohmann::json m;
   m["cpu"] = CpuInfoField("model name");
   m["logical_cpus"] = std::thread::hardware_concurrency();
+  // The threads the backends' kernels use: OMP_NUM_THREADS, else all.
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  m["threads"] = omp != nullptr && std::atoi(omp) > 0
+                     ? std::atoi(omp)
+                     : static_cast<int>(std::thread::hardware_concurrency());
   const std::set<std::string> flags = [] {
     std::vector<std::string> all =
         absl::StrSplit(CpuInfoField("flags"), ' ', absl::SkipEmpty());

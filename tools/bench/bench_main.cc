@@ -284,6 +284,7 @@ int RunBench(const char* argv0) {
     std::printf("%s", MarkdownTable(run).c_str());
   }
   if (!plot_dir.empty()) {
+    std::fflush(stdout);  // The table before the plot script's own lines.
     absl::Status s = Plot(json_path, plot_dir);
     if (!s.ok()) {
       std::fprintf(stderr, "mixrt bench: plots: %s\n",
