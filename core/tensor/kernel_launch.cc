@@ -140,8 +140,10 @@ absl::Status Transfer(const Device& from, const void* src, const Device& to,
   std::vector<uint8_t> host(bytes);
   MIXRT_RETURN_IF_ERROR(from.backend()->Copy(
       from.index(), MIXRT_COPY_DEVICE_TO_HOST, host.data(), src, bytes));
-  return to.backend()->Copy(to.index(), MIXRT_COPY_HOST_TO_DEVICE, dst,
-                            host.data(), bytes);
+  MIXRT_RETURN_IF_ERROR(to.backend()->Copy(
+      to.index(), MIXRT_COPY_HOST_TO_DEVICE, dst, host.data(), bytes));
+  // The ABI lets a copy to a device finish later; `host` dies here.
+  return to.backend()->Synchronize(to.index());
 }
 
 // Runs `op` on `target` with every operand copied there and the outputs
@@ -216,8 +218,13 @@ absl::Status LaunchOnFallback(const Device& device, const OpSignature& sig,
   // Views of host memory are valid on every host device: nothing to copy.
   if (device.has_flag(MIXRT_DEVICE_FLAG_HOST_MEMORY) &&
       target->has_flag(MIXRT_DEVICE_FLAG_HOST_MEMORY)) {
+    // Two devices' queues over one memory: what the device has queued is
+    // finished before the target reads, and the target's writes before the
+    // device's next launch.
+    MIXRT_RETURN_IF_ERROR(device.backend()->Synchronize(device.index()));
     MIXRT_RETURN_IF_ERROR(RunOn(*target, sig.op, inputs, outputs, attrs,
                                 /*captured=*/false));
+    MIXRT_RETURN_IF_ERROR(target->backend()->Synchronize(target->index()));
   } else {
     MIXRT_ASSIGN_OR_RETURN(bytes, RunCopiedTo(*target, sig.op, inputs,
                                               outputs, attrs, &copies));
