@@ -72,6 +72,12 @@ else
   echo "NOTE: PyPI unreachable; the oneDNN 3.x build was not checked"
 fi
 
+# The GPU proof kit: assembled from the build above and loaded in a scrubbed
+# environment (every library from the kit, glibc or CUDA; "no device" here).
+kit_dir=$(mktemp -d)
+check "GPU proof kit builds and loads scrubbed" scripts/gpu_kit.sh "$kit_dir/gpu_kit"
+rm -rf "$kit_dir"
+
 # The suite under ASan+UBSan (leaks included) and the threaded tests under
 # TSan, each in its own output base: zero reports or the run fails.
 check "sanitizers (ASan+UBSan suite, TSan threaded tests)" \

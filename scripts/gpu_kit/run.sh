@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU proof kit's runner (built by scripts/gpu_kit.sh). On a machine with
+# an NVIDIA GPU, the driver and CUDA:
+#
+#   ./run.sh [OUT]      # OUT defaults to $OUT, else ./results
+#
+# runs, each under a time limit so the whole stays under 8 minutes:
+#   mixrt info; the conformance suite on the cuda plugin; the GPU GEMM
+#   benchmark in f32, TF32 (MIXRT_FLOAT32_MATMUL_PRECISION=high), f16 and
+#   bf16; the AMP recipe on cuda (f32, f16 autocast + GradScaler, bf16);
+#   digits on cuda; mixrt bench --quick on cuda and cpu.
+# and writes OUT/summary.json and OUT/summary.md (with the rows for the
+# proof table in plugins/README.md), plus every step's log.
+#
+#   ./run.sh --check    # here or there: the bundle loads; prints the cuda
+#                       # plugin's state ("no device" without a GPU)
+set -uo pipefail
+kit=$(cd "$(dirname "$0")" && pwd)
+
+# Plugins found by searching must sit where only this user or root can
+# write (the loader's trust rule); the kit may have landed anywhere, so it
+# runs from a private copy.
+home="${MIXRT_KIT_HOME:-${HOME:-/root}/.cache/mixrt-gpu-kit}"
+mkdir -p "$home" && chmod 700 "$home"
+rm -rf "$home/bin" "$home/lib"
+cp -R "$kit/bin" "$kit/lib" "$home/"
+chmod -R go-w "$home"
+bin="$home/bin"
+export LD_LIBRARY_PATH="$home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+plugins="--plugin=$bin/libmixrt_cuda.so,$bin/libmixrt_cpu.so,$bin/libmixrt_reference.so"
+
+if [ "${1:-}" = "--check" ]; then
+  info=$("$bin/mixrt" info "$plugins" 2>&1)
+  line=$(grep "^cuda \[" <<<"$info")
+  echo "gpu_kit: $line"
+  grep -A1 "^cuda \[" <<<"$info" | grep "reason:" || true
+  case "$line" in
+    "cuda [usable]"* | "cuda [no device]"*) exit 0 ;;
+    *) echo "$info"; exit 1 ;;
+  esac
+fi
+
+out="${1:-${OUT:-$PWD/results}}"
+mkdir -p "$out"
+export MIXRT_CACHE_DIR="$out/cache"
+steps="$out/steps.jsonl"
+: >"$steps"
+
+# step NAME SECONDS COMMAND...: runs it, its output to OUT/NAME.log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS rc=0
+  echo "gpu_kit: $name ..."
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  printf '{"step": "%s", "rc": %d, "seconds": %d, "limit": %d}\n' \
+    "$name" "$rc" $((SECONDS - start)) "$limit" >>"$steps"
+  echo "gpu_kit: $name: exit $rc in $((SECONDS - start)) s"
+}
+
+step info 20 sh -c "'$bin/mixrt' info --json '$plugins' > '$out/info.json'"
+step conformance 150 "$bin/conformance" --gtest_brief=1 --plugin="$bin/libmixrt_cuda.so" \
+  --reference="$bin/libmixrt_reference.so"
+step gemm 60 "$bin/gpu_gemm_benchmark" --benchmark_min_time=0.2 \
+  --benchmark_out="$out/gemm.json" --benchmark_out_format=json
+step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchmark" \
+  --benchmark_min_time=0.2 --benchmark_filter=/f32 \
+  --benchmark_out="$out/gemm_tf32.json" --benchmark_out_format=json
+step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
+step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
+step digits 45 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --check
+step bench 60 "$bin/mixrt" bench --quick --backend=cuda,cpu --json="$out/bench.json" --md
+
+python3 "$kit/summarize.py" "$out"
