@@ -41,6 +41,8 @@ digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 install -m 755 scripts/gpu_kit/run.sh "$kit/run.sh"
 install -m 644 scripts/gpu_kit/summarize.py "$kit/summarize.py"
 
+is_elf() { [ "$(head -c 4 "$1" | tail -c 3)" = "ELF" ]; }
+
 # What the GPU machine has without us: glibc (its loader, libc, libm,
 # libmvec, libdl, librt, libpthread), the driver (libcuda) and the CUDA
 # toolkit under /usr/local/cuda (cuBLASLt alone is ~500 MiB).
@@ -53,7 +55,7 @@ system_lib() {
   return 1
 }
 for f in "$kit"/bin/*; do
-  file -b "$f" | grep -q ELF || continue
+  is_elf "$f" || continue
   while read -r lib; do
     [ -n "$lib" ] && ! system_lib "$lib" && [ ! -e "$kit/lib/$(basename "$lib")" ] &&
       cp -L "$lib" "$kit/lib/"
@@ -71,7 +73,7 @@ fi
 # The bundle as the GPU machine sees it: a scrubbed environment, libraries
 # from lib/ or from what that machine has.
 for f in "$kit"/bin/*; do
-  file -b "$f" | grep -q ELF || continue
+  is_elf "$f" || continue
   while read -r name arrow path rest; do
     if [ "$path" = "not" ]; then
       echo "gpu_kit: $(basename "$f") needs $name, found nowhere" >&2
