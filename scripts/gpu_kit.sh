@@ -41,7 +41,7 @@ digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 install -m 755 scripts/gpu_kit/run.sh "$kit/run.sh"
 install -m 644 scripts/gpu_kit/summarize.py "$kit/summarize.py"
 
-is_elf() { [ "$(head -c 4 "$1" | tail -c 3)" = "ELF" ]; }
+is_elf() { [ "$(od -An -c -N4 "$1" | tr -d " ")" = "177ELF" ]; }
 
 # What the GPU machine has without us: glibc (its loader, libc, libm,
 # libmvec, libdl, librt, libpthread), the driver (libcuda) and the CUDA
