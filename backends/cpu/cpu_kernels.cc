@@ -81,12 +81,14 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
     return Dispatch(call);
   } catch (const dnnl::error& e) {
     std::string tensors;
-    for (const auto* list : {&call.inputs, &call.outputs}) {
-      for (const sdk::TensorRef& t : *list) {
-        absl::StrAppend(&tensors, " ", DescKey(t));
-      }
-      absl::StrAppend(&tensors, " ->");
+    for (const sdk::TensorRef& t : call.inputs) {
+      absl::StrAppend(&tensors, " ", DescKey(t));
     }
+    absl::StrAppend(&tensors, " ->");
+    for (const sdk::TensorRef& t : call.outputs) {
+      absl::StrAppend(&tensors, " ", DescKey(t));
+    }
+    absl::StrAppend(&tensors, " ->");
     return absl::InternalError(
         absl::StrCat("oneDNN failed on op ", call.op, ": ", e.what(),
                      " (status ", static_cast<int>(e.status),

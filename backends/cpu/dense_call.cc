@@ -104,22 +104,22 @@ DenseCall::DenseCall(const sdk::KernelCall& call) : original_(call) {
 
 sdk::TensorRef DenseCall::Densify(const sdk::TensorRef& t, bool copy_in) {
   if (t.is_contiguous()) return t;
-  std::vector<int64_t>& strides = strides_.emplace_back(t.ndim());
+  Copy& copy = *copies_.emplace_back(std::make_unique<Copy>());
+  copy.strides.resize(t.ndim());
   int64_t stride = 1;
   for (int i = t.ndim() - 1; i >= 0; --i) {
-    strides[i] = stride;
+    copy.strides[i] = stride;
     stride *= t.dim(i);
   }
-  auto buffer = std::make_unique<uint8_t[]>(
+  copy.buffer = std::make_unique<uint8_t[]>(
       static_cast<size_t>(t.numel()) * DtypeBytes(t.dtype()) + 1);
-  MixrtTensorDesc& desc = descs_.emplace_back();
+  MixrtTensorDesc& desc = copy.desc;
   desc.struct_size = sizeof(desc);
-  desc.data = buffer.get();
+  desc.data = copy.buffer.get();
   desc.dtype = t.dtype();
   desc.ndim = t.ndim();
   desc.shape = t.shape();
-  desc.strides = strides.data();
-  buffers_.push_back(std::move(buffer));
+  desc.strides = copy.strides.data();
   const sdk::TensorRef dense(desc);
   if (copy_in) StridedCopy(t, dense);
   return dense;

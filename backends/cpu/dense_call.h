@@ -6,7 +6,6 @@
 #define MIXRT_BACKENDS_CPU_DENSE_CALL_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -33,11 +32,18 @@ class DenseCall {
  private:
   sdk::TensorRef Densify(const sdk::TensorRef& t, bool copy_in);
 
+  // A dense copy of one strided tensor: its descriptor points into it, so it
+  // must not move. Made only for tensors that need one (two std::deques
+  // here allocated on every launch, dense or not).
+  struct Copy {
+    MixrtTensorDesc desc{};
+    std::vector<int64_t> strides;
+    std::unique_ptr<uint8_t[]> buffer;
+  };
+
   const sdk::KernelCall& original_;
   sdk::KernelCall dense_;
-  std::deque<MixrtTensorDesc> descs_;
-  std::deque<std::vector<int64_t>> strides_;
-  std::vector<std::unique_ptr<uint8_t[]>> buffers_;
+  std::vector<std::unique_ptr<Copy>> copies_;
 };
 
 }  // namespace mixrt::cpu
