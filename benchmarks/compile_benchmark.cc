@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ ABSL_FLAG(int64_t, recipe_width, 1024,
 ABSL_FLAG(int64_t, recipe_batch, 512, "The recipe MLP's batch.");
 ABSL_FLAG(std::string, cases, "",
           "Only the cases whose name contains this (default: all).");
+ABSL_FLAG(bool, explain, false,
+          "Print each compiled case's graphs (compile's Explain()) after it.");
 ABSL_FLAG(std::string, modes, "eager,default,reduce-overhead",
           "Modes to time, comma-separated (eager first for the ratios).");
 
@@ -99,10 +102,10 @@ absl::StatusOr<Timing> Run(const mixrt::Device& device, const Case& c,
   };
   std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>
       step_fn = loss_fn;
+  std::optional<mixrt::CompiledFunction> compiled;
   if (mode != "eager") {
-    MIXRT_ASSIGN_OR_RETURN(auto compiled,
-                           mixrt::compile(loss_fn, {.mode = mode}));
-    step_fn = [compiled](const std::vector<Tensor>& in) { return compiled(in); };
+    MIXRT_ASSIGN_OR_RETURN(compiled, mixrt::compile(loss_fn, {.mode = mode}));
+    step_fn = [f = *compiled](const std::vector<Tensor>& in) { return f(in); };
   }
   auto step = [&]() -> absl::Status {
     std::optional<mixrt::AutocastGuard> autocast;
@@ -131,6 +134,9 @@ absl::StatusOr<Timing> Run(const mixrt::Device& device, const Case& c,
     start = std::chrono::steady_clock::now();
     MIXRT_RETURN_IF_ERROR(step());
     times.push_back(Ms(std::chrono::steady_clock::now() - start));
+  }
+  if (compiled.has_value() && absl::GetFlag(FLAGS_explain)) {
+    std::printf("%s\n", compiled->Explain().c_str());
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   t.median_ms = times[times.size() / 2];

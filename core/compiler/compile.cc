@@ -740,7 +740,14 @@ std::string CompiledFunction::Explain() const {
       absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
                       " launches, ", entry->plan->held_bytes(),
                       " bytes held between calls", KeptText(*entry->plan),
-                      "):\n", entry->plan->graph().ToString());
+                      "; ", entry->plan->execution(), "):\n",
+                      entry->plan->graph().ToString());
+      if (entry->backward != nullptr) {
+        absl::StrAppend(&out, "  backward (",
+                        entry->backward->graph().nodes.size(), " launches; ",
+                        entry->backward->execution(), "):\n",
+                        entry->backward->graph().ToString());
+      }
     } else {
       absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");
     }

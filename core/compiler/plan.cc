@@ -1,13 +1,18 @@
 #include "core/compiler/plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/on_off.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::compiler {
 namespace {
+
+constexpr char kKernelGraphsEnv[] = "MIXRT_COMPILE_KERNEL_GRAPHS";
 
 MixrtTensorDesc Describe(const ValueRef& v) {
   MixrtTensorDesc d{};
@@ -81,8 +86,159 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
       plan->saved_done_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
     }
   }
-  if (preallocate) MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
+  plan->order_.resize(plan->graph_.nodes.size());
+  for (size_t i = 0; i < plan->order_.size(); ++i) plan->order_[i] = static_cast<int>(i);
+  plan->segment_at_.assign(plan->order_.size(), -1);
+  if (preallocate) {
+    MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
+    const Device& device = plan->graph_.device;
+    const char* env = std::getenv(kKernelGraphsEnv);
+    if (env != nullptr && !ParseOnOff(env).value_or(true)) {
+      plan->execution_ = absl::StrCat("one by one (", kKernelGraphsEnv, "=0)");
+    } else if (device.valid() && device.backend()->has_kernel_graphs()) {
+      plan->OrderForGraphs();
+      if (absl::Status built = plan->BuildKernelGraphs(); !built.ok()) {
+        plan->segments_.clear();
+        plan->segment_at_.assign(plan->order_.size(), -1);
+        plan->execution_ = absl::StrCat("one by one (", built.message(), ")");
+      }
+    } else if (device.valid()) {
+      plan->execution_ = absl::StrCat("one by one (", device.backend()->name(),
+                                      " makes no kernel graphs)");
+    }
+  }
   return plan;
+}
+
+void Plan::OrderForGraphs() {
+  std::vector<bool> written(graph_.slots.size(), false);
+  std::vector<int> hoisted, rest;
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const GraphNode& n = graph_.nodes[i];
+    if (kept_of_node_[i] >= 0) {
+      bool free = true;
+      for (const ValueRef& v : n.inputs) free &= !written[v.slot];
+      if (free) {
+        hoisted.push_back(static_cast<int>(i));
+        continue;
+      }
+    }
+    rest.push_back(static_cast<int>(i));
+    for (const ValueRef& v : n.outputs) written[v.slot] = true;
+  }
+  order_ = std::move(hoisted);
+  order_.insert(order_.end(), rest.begin(), rest.end());
+}
+
+absl::Status Plan::BuildKernelGraphs() {
+  const Device& device = graph_.device;
+  auto graphable = [&](int node) {
+    const GraphNode& n = graph_.nodes[node];
+    if (n.kind != GraphNode::Kind::kLaunch || kept_of_node_[node] >= 0) return false;
+    for (const auto* refs : {&n.inputs, &n.outputs}) {
+      for (const ValueRef& v : *refs) {
+        if (v.offset < 0) return false;  // Before its input's view.
+      }
+    }
+    return true;
+  };
+  int launches = 0;
+  const int count = static_cast<int>(order_.size());
+  for (int pos = 0; pos < count;) {
+    if (!graphable(order_[pos])) {
+      ++pos;
+      continue;
+    }
+    // A graph frees what its nodes release only when it ends, so it ends
+    // before a node that takes fresh memory after an earlier node released
+    // some: the backward frees each activation before allocating what
+    // follows, as eager does (one graph for a whole backward held them all
+    // to the end, 1.6x eager's peak).
+    auto releases = [&](int node) {
+      if (!saved_done_after_[node].empty()) return true;
+      for (int slot : frees_after_[node]) {
+        if (buffer_of_[slot] < 0) return true;
+      }
+      return false;
+    };
+    auto allocates = [&](int node) {
+      const GraphNode& n = graph_.nodes[node];
+      for (const auto* refs : {&n.inputs, &n.outputs}) {
+        for (const ValueRef& v : *refs) {
+          if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+              buffer_of_[v.slot] < 0 && !kept_[v.slot] &&
+              first_use_[v.slot] == node) {
+            return true;
+          }
+        }
+      }
+      return false;
+    };
+    int last = pos;
+    bool released = releases(order_[pos]);
+    while (last + 1 < count && graphable(order_[last + 1]) &&
+           !(released && allocates(order_[last + 1]))) {
+      ++last;
+      released |= releases(order_[last]);
+    }
+    if (last == pos) {  // One launch gains nothing from a graph.
+      ++pos;
+      continue;
+    }
+    // Descriptors come from prepared_ (shapes and strides in graph_, which
+    // does not move); locations from the value refs.
+    struct Locations {
+      std::vector<int32_t> in_buffers, out_buffers;
+      std::vector<uint64_t> in_offsets, out_offsets;
+    };
+    std::vector<Locations> where(last - pos + 1);
+    std::vector<MixrtKernelGraphStep> steps(last - pos + 1);
+    Segment segment;
+    segment.first = pos;
+    segment.last = last;
+    std::vector<bool> listed(graph_.slots.size(), false);
+    for (int k = pos; k <= last; ++k) {
+      const int node = order_[k];
+      const GraphNode& n = graph_.nodes[node];
+      Locations& w = where[k - pos];
+      auto locate = [&](const ValueRef& v, std::vector<int32_t>* buffers,
+                        std::vector<uint64_t>* offsets) {
+        buffers->push_back(v.slot);
+        offsets->push_back(static_cast<uint64_t>(v.offset) * DTypeSize(v.dtype));
+        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+            !listed[v.slot]) {
+          listed[v.slot] = true;
+          segment.internal_slots.push_back(v.slot);
+        }
+      };
+      for (const ValueRef& v : n.inputs) locate(v, &w.in_buffers, &w.in_offsets);
+      for (const ValueRef& v : n.outputs) locate(v, &w.out_buffers, &w.out_offsets);
+      MixrtKernelGraphStep& step = steps[k - pos];
+      step.struct_size = sizeof(step);
+      step.op = n.op;
+      step.num_inputs = static_cast<int32_t>(n.inputs.size());
+      step.inputs = prepared_[node].inputs.data();
+      step.num_outputs = static_cast<int32_t>(n.outputs.size());
+      step.outputs = prepared_[node].outputs.data();
+      step.input_buffers = w.in_buffers.data();
+      step.input_offsets = w.in_offsets.data();
+      step.output_buffers = w.out_buffers.data();
+      step.output_offsets = w.out_offsets.data();
+      step.attrs = n.attrs.empty() ? nullptr : n.attrs.data();
+    }
+    MIXRT_ASSIGN_OR_RETURN(
+        segment.graph,
+        device.backend()->CreateKernelGraph(
+            device.index(), static_cast<int>(graph_.slots.size()), steps));
+    segment_at_[pos] = static_cast<int>(segments_.size());
+    segments_.push_back(std::move(segment));
+    launches += last - pos + 1;
+    pos = last + 1;
+  }
+  graph_buffers_.assign(graph_.slots.size(), nullptr);
+  execution_ = absl::StrCat("kernel graphs: ", segments_.size(), " (", launches,
+                            " of ", graph_.nodes.size(), " nodes)");
+  return absl::OkStatus();
 }
 
 // A launch that reads only constants and kept results and writes
@@ -200,6 +356,104 @@ absl::Status Plan::Allocate(int slot) {
   return absl::OkStatus();
 }
 
+// Temporaries go back to the allocator after their last node, as eager
+// tensors do when their last handle goes.
+void Plan::ReleaseAfter(int i, std::vector<SavedMemory>& saved_in) {
+  for (int slot : frees_after_[i]) {
+    if (buffer_of_[slot] < 0) run_[slot].reset();
+  }
+  for (int slot : saved_done_after_[i]) {
+    run_[slot].reset();
+    saved_in[graph_.slots[slot].forward_slot].storage.reset();
+  }
+}
+
+absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
+  const Device& device = graph_.device;
+  const GraphNode& n = graph_.nodes[i];
+  Prepared& p = prepared_[i];
+  for (const auto* refs : {&n.inputs, &n.outputs}) {
+    for (const ValueRef& v : *refs) {
+      if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+          run_[v.slot] == nullptr) {
+        MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
+      }
+    }
+  }
+  auto place = [&](const ValueRef& v, MixrtTensorDesc* d) {
+    d->data = bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
+  };
+  for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
+  for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
+  absl::Status status;
+  const int kept = kept_of_node_[i];
+  if (kept >= 0) {
+    // A kept launch runs again only when what it reads changed. The
+    // versions are read before the launch: a write racing with it leaves
+    // the old version, and the next run computes again.
+    KeptLaunch& k = kept_launches_[kept];
+    std::vector<uint64_t> versions;
+    for (int source : k.sources) versions.push_back(SourceVersion(source));
+    if (versions != k.versions) {
+      k.versions.clear();
+      status = device.backend()->Launch(
+          device.index(), n.op, p.inputs, p.outputs,
+          n.attrs.empty() ? nullptr : n.attrs.data());
+      if (status.ok()) {
+        k.versions = std::move(versions);
+        for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
+      }
+    }
+  } else if (n.kind == GraphNode::Kind::kHostWrite) {
+    status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
+                                    p.outputs[0].data, n.host_bytes.data(),
+                                    n.host_bytes.size());
+  } else {
+    status = device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
+                                      n.attrs.empty() ? nullptr : n.attrs.data());
+  }
+  ReleaseAfter(i, saved_in);
+  if (status.ok()) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrCat("compiled graph node ", i, " (",
+                   n.kind == GraphNode::Kind::kHostWrite ? "host_write"
+                                                    : MixrtOpName(n.op),
+                   "): ", status.message()));
+}
+
+absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
+  Segment& segment = segments_[s];
+  for (int slot : segment.internal_slots) {
+    if (run_[slot] == nullptr) MIXRT_RETURN_IF_ERROR(Allocate(slot));
+  }
+  for (size_t slot = 0; slot < bases_.size(); ++slot) {
+    graph_buffers_[slot] = bases_[slot];
+  }
+  const absl::Status status = segment.graph->Run(graph_buffers_);
+  for (int pos = segment.first; pos <= segment.last; ++pos) {
+    ReleaseAfter(order_[pos], saved_in);
+  }
+  if (status.ok()) return status;
+  // The plugin names the failing step ("step 3 (matmul): ..."): name the
+  // graph node it came from.
+  int node = order_[segment.first];
+  if (const size_t at = status.message().find("step "); at != absl::string_view::npos) {
+    int step = 0;
+    absl::string_view rest = status.message().substr(at + 5);
+    rest = rest.substr(0, rest.find(' '));
+    if (absl::SimpleAtoi(rest, &step) && step >= 0 &&
+        step <= segment.last - segment.first) {
+      node = order_[segment.first + step];
+    }
+  }
+  return absl::Status(
+      status.code(),
+      absl::StrCat("compiled graph node ", node, " (",
+                   MixrtOpName(graph_.nodes[node].op),
+                   ", in a kernel graph): ", status.message()));
+}
+
 absl::StatusOr<std::vector<Tensor>> Plan::Run(
     absl::Span<const Tensor> inputs,
     std::vector<SavedMemory> saved_in,
@@ -250,66 +504,13 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         break;
     }
   }
-  auto place = [&](const ValueRef& v, MixrtTensorDesc* d) {
-    d->data = bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
-  };
-  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
-    const GraphNode& n = graph_.nodes[i];
-    Prepared& p = prepared_[i];
-    for (const auto* refs : {&n.inputs, &n.outputs}) {
-      for (const ValueRef& v : *refs) {
-        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-            run_[v.slot] == nullptr) {
-          MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
-        }
-      }
-    }
-    for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
-    for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
-    absl::Status status;
-    const int kept = kept_of_node_[i];
-    if (kept >= 0) {
-      // A kept launch runs again only when what it reads changed. The
-      // versions are read before the launch: a write racing with it leaves
-      // the old version, and the next run computes again.
-      KeptLaunch& k = kept_launches_[kept];
-      std::vector<uint64_t> versions;
-      for (int source : k.sources) versions.push_back(SourceVersion(source));
-      if (versions != k.versions) {
-        k.versions.clear();
-        status = device.backend()->Launch(
-            device.index(), n.op, p.inputs, p.outputs,
-            n.attrs.empty() ? nullptr : n.attrs.data());
-        if (status.ok()) {
-          k.versions = std::move(versions);
-          for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
-        }
-      }
-    } else if (n.kind == GraphNode::Kind::kHostWrite) {
-      status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
-                                      p.outputs[0].data, n.host_bytes.data(),
-                                      n.host_bytes.size());
+  for (size_t pos = 0; pos < order_.size();) {
+    if (const int segment = segment_at_[pos]; segment >= 0) {
+      MIXRT_RETURN_IF_ERROR(RunSegment(segment, saved_in));
+      pos = segments_[segment].last + 1;
     } else {
-      status = device.backend()->Launch(device.index(), n.op, p.inputs,
-                                        p.outputs,
-                                        n.attrs.empty() ? nullptr : n.attrs.data());
-    }
-    // Temporaries go back to the allocator after their last node, as eager
-    // tensors do when their last handle goes.
-    for (int slot : frees_after_[i]) {
-      if (buffer_of_[slot] < 0) run_[slot].reset();
-    }
-    for (int slot : saved_done_after_[i]) {
-      run_[slot].reset();
-      saved_in[graph_.slots[slot].forward_slot].storage.reset();
-    }
-    if (!status.ok()) {
-      return absl::Status(
-          status.code(),
-          absl::StrCat("compiled graph node ", i, " (",
-                       n.kind == GraphNode::Kind::kHostWrite ? "host_write"
-                                                        : MixrtOpName(n.op),
-                       "): ", status.message()));
+      MIXRT_RETURN_IF_ERROR(RunNode(order_[pos], saved_in));
+      ++pos;
     }
   }
   std::vector<Tensor> results;

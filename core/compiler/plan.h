@@ -13,11 +13,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/compiler/graph.h"
+#include "core/plugin/backend.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt::compiler {
@@ -53,6 +55,9 @@ class Plan {
  public:
   // With `preallocate`, temporaries live in `held` (shared with the plans
   // given the same one; a new one when null).
+  // With `preallocate` on a backend that makes kernel graphs (ABI 1.1),
+  // runs of launches become kernel graphs, each replayed by one call
+  // (MIXRT_COMPILE_KERNEL_GRAPHS=0 launches one by one, to compare).
   static absl::StatusOr<std::unique_ptr<Plan>> Build(
       Graph graph, bool preallocate,
       std::shared_ptr<HeldBuffers> held = nullptr);
@@ -83,6 +88,9 @@ class Plan {
   // promise that the weights stay. Their count and the bytes kept.
   int kept_launches() const { return static_cast<int>(kept_launches_.size()); }
   uint64_t kept_bytes() const;
+  // How the launches run: "kernel graphs: 2 (27 launches)", or "one by
+  // one" with the reason when the backend made no graphs.
+  const std::string& execution() const { return execution_; }
 
  private:
   struct Prepared {
@@ -94,6 +102,13 @@ class Plan {
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
   void FindKeptLaunches();
+  // Kept launches no earlier node's output feeds go first, so they do not
+  // split the kernel graphs; then runs of plain launches become graphs.
+  void OrderForGraphs();
+  absl::Status BuildKernelGraphs();
+  absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
+  absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
+  void ReleaseAfter(int i, std::vector<SavedMemory>& saved_in);
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
@@ -119,6 +134,18 @@ class Plan {
   std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.
   // Per node: kSaved slots last used there (none a result views).
   std::vector<std::vector<int>> saved_done_after_;
+  // The order nodes run in, and the runs of it that are kernel graphs
+  // (positions [first, last] of order_; buffers are the graph's slots).
+  std::vector<int> order_;
+  struct Segment {
+    int first = 0, last = 0;
+    std::unique_ptr<PluginKernelGraph> graph;
+    std::vector<int> internal_slots;  // Allocated before the graph runs.
+  };
+  std::vector<Segment> segments_;
+  std::vector<int> segment_at_;  // Per position of order_: a segment, or -1.
+  std::vector<void*> graph_buffers_;
+  std::string execution_ = "one by one";
 };
 
 }  // namespace mixrt::compiler

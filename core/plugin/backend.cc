@@ -8,6 +8,7 @@
 #include "core/allocator/caching_allocator.h"
 #include "mixrt/op_class.h"
 #include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -228,6 +229,54 @@ absl::Status Backend::Launch(int device, MixrtOp op,
   return PluginErrorToStatus(
       api_, api_->kernel_launch(&args), name(),
       absl::StrCat("kernel_launch(", MixrtOpName(op), ")"));
+}
+
+bool Backend::has_kernel_graphs() const {
+  return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, kernel_graph_destroy) &&
+         api_->kernel_graph_create != nullptr &&
+         api_->kernel_graph_run != nullptr &&
+         api_->kernel_graph_destroy != nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<PluginKernelGraph>> Backend::CreateKernelGraph(
+    int device, int num_buffers,
+    absl::Span<const MixrtKernelGraphStep> steps) const {
+  if (!has_kernel_graphs()) {
+    return absl::UnimplementedError(
+        absl::StrCat(name(), " makes no kernel graphs (a 1.0 plugin, or one "
+                             "without kernel_graph_create)"));
+  }
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  MixrtKernelGraph_Create_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.num_buffers = num_buffers;
+  args.num_steps = static_cast<int32_t>(steps.size());
+  args.steps = steps.data();
+  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(
+      api_, api_->kernel_graph_create(&args), name(), "kernel_graph_create"));
+  if (args.graph == nullptr) {
+    return absl::InternalError(absl::StrCat(
+        name(), ": kernel_graph_create succeeded but returned no graph"));
+  }
+  return std::make_unique<PluginKernelGraph>(this, args.graph);
+}
+
+PluginKernelGraph::~PluginKernelGraph() {
+  MixrtKernelGraph_Destroy_Args args{};
+  args.struct_size = sizeof(args);
+  args.graph = graph_;
+  backend_->api()->kernel_graph_destroy(&args);
+}
+
+absl::Status PluginKernelGraph::Run(absl::Span<void* const> buffers) const {
+  MixrtKernelGraph_Run_Args args{};
+  args.struct_size = sizeof(args);
+  args.graph = graph_;
+  args.buffers = buffers.data();
+  return PluginErrorToStatus(backend_->api(),
+                             backend_->api()->kernel_graph_run(&args),
+                             backend_->name(), "kernel_graph_run");
 }
 
 bool Backend::has_op_support_query() const {

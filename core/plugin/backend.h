@@ -75,6 +75,25 @@ struct OpSupport {
   bool from_class_matrix = false;
 };
 
+class Backend;
+
+// A kernel graph a plugin made (ABI 1.1): launches fixed once, run with
+// new buffer base addresses each time. Destroyed through its plugin.
+class PluginKernelGraph {
+ public:
+  PluginKernelGraph(const Backend* backend, MixrtKernelGraph* graph)
+      : backend_(backend), graph_(graph) {}
+  ~PluginKernelGraph();
+  PluginKernelGraph(const PluginKernelGraph&) = delete;
+  PluginKernelGraph& operator=(const PluginKernelGraph&) = delete;
+  // One base address per buffer the graph was made with.
+  absl::Status Run(absl::Span<void* const> buffers) const;
+
+ private:
+  const Backend* backend_;
+  MixrtKernelGraph* graph_;
+};
+
 class Backend : public RawDeviceMemory {
  public:
   // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
@@ -112,6 +131,14 @@ class Backend : public RawDeviceMemory {
   OpSupport QueryOpSupport(int device, const OpSignature& sig) const;
   // Whether the plugin answers per op (ABI 1.1) or by its class matrix.
   bool has_op_support_query() const;
+
+  // Whether the plugin makes kernel graphs (ABI 1.1, all three functions).
+  bool has_kernel_graphs() const;
+  // UNIMPLEMENTED when it does not, or declines these steps (launch them
+  // one by one then).
+  absl::StatusOr<std::unique_ptr<PluginKernelGraph>> CreateKernelGraph(
+      int device, int num_buffers,
+      absl::Span<const MixrtKernelGraphStep> steps) const;
 
  private:
   absl::Status CheckDevice(int device) const;

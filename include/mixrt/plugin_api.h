@@ -793,6 +793,69 @@ typedef struct MixrtKernel_Launch_Args {
  * says so. */
 typedef MixrtError* MixrtKernel_Launch(MixrtKernel_Launch_Args* args);
 
+/* Since 1.1 (optional: all three functions or none). A kernel graph:
+ * launches fixed once (op, attributes, dtypes, shapes, strides, and for
+ * each tensor the buffer and byte offset it lives at) and run many times
+ * with only the buffers' base addresses given anew: what the compiler's
+ * "reduce-overhead" mode replays. A run does exactly what launching the
+ * steps in order would, on the device's stream, asynchronously as
+ * launches are. A plugin checks and prepares each step once, at creation:
+ * the CUDA plugin captures a CUDA graph and replays it (captured again when
+ * base addresses change); a host plugin skips per-launch checks, dispatch
+ * and per-shape setup. Creation copies everything it needs (the caller's
+ * arrays, descriptors and attribute structs may go right after); a step the
+ * plugin cannot put in a graph makes creation fail with UNIMPLEMENTED, and
+ * the host launches one by one instead. */
+typedef struct MixrtKernelGraph MixrtKernelGraph; /* Opaque, plugin-owned. */
+
+typedef struct MixrtKernelGraphStep {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t op; /* MixrtOp */
+  int32_t num_inputs;
+  const MixrtTensorDesc* inputs; /* `data` is ignored: see input_buffers. */
+  int32_t num_outputs;
+  const MixrtTensorDesc* outputs;
+  /* Per input and output: the buffer (0 <= buffer < num_buffers) and the
+   * byte offset from its base where the tensor's element 0 is. */
+  const int32_t* input_buffers;
+  const uint64_t* input_offsets;
+  const int32_t* output_buffers;
+  const uint64_t* output_offsets;
+  const void* attrs; /* As for kernel_launch; copied (struct_size bytes). */
+} MixrtKernelGraphStep;
+
+typedef struct MixrtKernelGraph_Create_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;    /* in */
+  int32_t num_buffers; /* in */
+  int32_t num_steps; /* in */
+  const MixrtKernelGraphStep* steps; /* in */
+  MixrtKernelGraph* graph; /* out */
+} MixrtKernelGraph_Create_Args;
+/* Bad steps are refused as kernel_launch refuses them, naming the step. */
+typedef MixrtError* MixrtKernelGraph_Create(MixrtKernelGraph_Create_Args* args);
+
+typedef struct MixrtKernelGraph_Run_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtKernelGraph* graph; /* in */
+  /* in: num_buffers base addresses on the graph's device (NULL only for a
+   * buffer no step with elements uses). */
+  void* const* buffers;
+} MixrtKernelGraph_Run_Args;
+/* An error names the step and its op ("step 3 (matmul): ..."); the steps
+ * before it have run. */
+typedef MixrtError* MixrtKernelGraph_Run(MixrtKernelGraph_Run_Args* args);
+
+typedef struct MixrtKernelGraph_Destroy_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtKernelGraph* graph; /* in: may be NULL */
+} MixrtKernelGraph_Destroy_Args;
+typedef void MixrtKernelGraph_Destroy(MixrtKernelGraph_Destroy_Args* args);
+
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -825,6 +888,10 @@ typedef struct MixrtPluginApi {
   /* Version 1.0 ends here. Append only. */
 
   MixrtDevice_GetOpSupport* device_get_op_support; /* 1.1, optional (NULL) */
+  /* 1.1, optional (all three NULL): kernel graphs. */
+  MixrtKernelGraph_Create* kernel_graph_create;
+  MixrtKernelGraph_Run* kernel_graph_run;
+  MixrtKernelGraph_Destroy* kernel_graph_destroy;
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */

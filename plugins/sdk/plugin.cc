@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "mixrt/op_class.h"
 #include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 
 // The ABI's opaque error object, as every SDK plugin defines it.
 struct MixrtError {
@@ -17,7 +18,36 @@ struct MixrtError {
   std::string message;
 };
 
+// The ABI's opaque kernel graph.
+struct MixrtKernelGraph {
+  std::unique_ptr<mixrt::sdk::KernelGraph> graph;
+};
+
 namespace mixrt::sdk {
+
+absl::Status internal::CheckTensorShape(const MixrtTensorDesc& d,
+                                        const char* what, int index,
+                                        absl::string_view where) {
+  if (d.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtTensorDesc, strides)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", what, " ", index, " has struct_size ", d.struct_size));
+  }
+  if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 || d.ndim > MIXRT_MAX_DIMS ||
+      (d.ndim > 0 && (d.shape == nullptr || d.strides == nullptr))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": ", what, " ", index, " has dtype ", d.dtype, ", ndim ",
+        d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
+  }
+  for (int k = 0; k < d.ndim; ++k) {
+    if (d.shape[k] < 0 || d.strides[k] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", what, " ", index,
+                       " has a negative size or stride in dim ", k));
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 MixrtErrorCode ToErrorCode(absl::StatusCode code) {
@@ -118,25 +148,10 @@ absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
   }
   for (int32_t i = 0; i < n; ++i) {
     const MixrtTensorDesc& d = descs[i];
-    if (d.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtTensorDesc, strides)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel_launch: ", what, " ", i, " has struct_size ", d.struct_size));
-    }
-    if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 || d.ndim > MIXRT_MAX_DIMS ||
-        (d.ndim > 0 && (d.shape == nullptr || d.strides == nullptr))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel_launch: ", what, " ", i, " has dtype ", d.dtype, ", ndim ",
-          d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
-    }
+    MIXRT_RETURN_IF_ERROR(
+        internal::CheckTensorShape(d, what, i, "kernel_launch"));
     bool empty = false;
-    for (int k = 0; k < d.ndim; ++k) {
-      if (d.shape[k] < 0 || d.strides[k] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("kernel_launch: ", what, " ", i,
-                         " has a negative size or stride in dim ", k));
-      }
-      empty |= d.shape[k] == 0;
-    }
+    for (int k = 0; k < d.ndim; ++k) empty |= d.shape[k] == 0;
     if (!empty && d.data == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel_launch: ", what, " ", i, " has elements but a NULL data"));
@@ -362,6 +377,46 @@ MixrtError* Launch(MixrtKernel_Launch_Args* args) {
   });
 }
 
+MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
+  return Guard("kernel_graph_create", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Create_Args, graph,
+                         "kernel_graph_create");
+    MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
+    if (args->num_steps < 0 || (args->num_steps > 0 && args->steps == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_graph_create: bad step list (count ", args->num_steps, ")"));
+    }
+    Plugin* plugin = State().plugin.get();
+    MIXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<StepGraph> steps,
+        StepGraph::Create(plugin, args->device, args->num_buffers,
+                          absl::MakeConstSpan(args->steps, args->num_steps)));
+    MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<KernelGraph> graph,
+                           plugin->CreateKernelGraph(args->device, std::move(steps)));
+    args->graph = new MixrtKernelGraph{std::move(graph)};
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* GraphRun(MixrtKernelGraph_Run_Args* args) {
+  return Guard("kernel_graph_run", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, buffers, "kernel_graph_run");
+    if (args->graph == nullptr) {
+      return absl::InvalidArgumentError("kernel_graph_run: graph is NULL");
+    }
+    KernelGraph& graph = *args->graph->graph;
+    const int n = graph.num_buffers();
+    if (n > 0 && args->buffers == nullptr) {
+      return absl::InvalidArgumentError("kernel_graph_run: buffers is NULL");
+    }
+    return graph.Run(absl::MakeConstSpan(args->buffers, n));
+  });
+}
+
+void GraphDestroy(MixrtKernelGraph_Destroy_Args* args) {
+  if (args != nullptr) delete args->graph;
+}
+
 }  // namespace
 
 // ---- Plugin defaults ---------------------------------------------------------
@@ -386,6 +441,11 @@ absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
         "speaks ", host_major, ".", host_minor));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KernelGraph>> Plugin::CreateKernelGraph(
+    int /*device*/, std::unique_ptr<StepGraph> steps) {
+  return steps;
 }
 
 // ---- HostMemoryPlugin ------------------------------------------------------
@@ -443,7 +503,12 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
         is_1_0 ? MIXRT_PLUGIN_API_STRUCT_SIZE_1_0 : sizeof(MixrtPluginApi);
     table->abi_major = MIXRT_PLUGIN_API_MAJOR;
     table->abi_minor = is_1_0 ? 0 : MIXRT_PLUGIN_API_MINOR;
-    if (!is_1_0) table->device_get_op_support = &GetOpSupport;
+    if (!is_1_0) {
+      table->device_get_op_support = &GetOpSupport;
+      table->kernel_graph_create = &GraphCreate;
+      table->kernel_graph_run = &GraphRun;
+      table->kernel_graph_destroy = &GraphDestroy;
+    }
     table->error_destroy = &ErrorDestroy;
     table->error_message = &ErrorMessage;
     table->error_get_code = &ErrorGetCode;

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/plugin_api.h"
+#include "plugins/sdk/kernel_graph.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::sdk {
@@ -176,6 +177,13 @@ class Plugin {
   virtual absl::Status Synchronize(int device) = 0;
 
   virtual absl::Status Launch(const KernelCall& call) = 0;
+
+  // A kernel graph (ABI 1.1) from its steps, checked and copied: what
+  // kernel_graph_run will run. The default runs the steps' calls through
+  // Launch in order; a device with its own graphs (CUDA graphs) wraps them.
+  // Return UNIMPLEMENTED to have the host launch one by one.
+  virtual absl::StatusOr<std::unique_ptr<KernelGraph>> CreateKernelGraph(
+      int device, std::unique_ptr<StepGraph> steps);
 };
 
 // A plugin whose "device" is host memory (CPU backends, the reference
@@ -194,6 +202,10 @@ class HostMemoryPlugin : public Plugin {
 };
 
 namespace internal {
+// The checks kernel_launch makes of a descriptor, but its data pointer.
+absl::Status CheckTensorShape(const MixrtTensorDesc& desc, const char* what,
+                              int index, absl::string_view where);
+
 using PluginFactory = Plugin* (*)();
 // Builds (once) and returns the table for the plugin made by `factory`,
 // laid out for ABI 1.`table_minor` (1.0's table has no per-op query).
