@@ -31,6 +31,7 @@
 namespace mixrt {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -294,11 +295,14 @@ std::vector<std::vector<uint8_t>> TakeGrads(const Trainable& m, Tensor& x) {
 
 TEST(Compile, ACompiledBackwardGivesEagersGradientsBitForBit) {
   const Device d = Cpu();
+  // reduce-overhead replays runs of launches as kernel graphs (ABI 1.1).
+  for (const char* mode : {"default", "reduce-overhead"})
   for (bool autocast : {false, true}) {
+    SCOPED_TRACE(mode);
     const Trainable model(d);
     std::optional<AutocastGuard> guard;
     if (autocast) guard.emplace("cpu", DType::kBF16);
-    auto f = compile(model);
+    auto f = compile(model, {.mode = mode});
     ASSERT_TRUE(f.ok());
     for (uint64_t seed : {1, 2, 3}) {
       Tensor x = Input(d, 16, seed);
@@ -322,6 +326,12 @@ TEST(Compile, ACompiledBackwardGivesEagersGradientsBitForBit) {
     EXPECT_EQ(f->compiles(), 1);
     EXPECT_EQ(f->replays(), 2);
     EXPECT_THAT(f->Explain(), HasSubstr("+ a backward of"));
+    if (std::string(mode) == "reduce-overhead") {
+      EXPECT_THAT(f->Explain(), HasSubstr("; kernel graphs: 1 ("));
+      EXPECT_THAT(f->Explain(), ContainsRegex("backward \\([0-9]+ launches; kernel graphs: [1-9]"));
+    } else {
+      EXPECT_THAT(f->Explain(), Not(HasSubstr("kernel graphs")));
+    }
   }
 }
 

@@ -59,6 +59,7 @@ TEST_F(AbiSkew, CurrentPluginAnswersPerOp) {
   ASSERT_TRUE(dev.valid());
   EXPECT_EQ(dev.backend()->identity().abi_minor, 1u);
   EXPECT_TRUE(dev.backend()->has_op_support_query());
+  EXPECT_TRUE(dev.backend()->has_kernel_graphs());
   OpSignature sub{MIXRT_OP_BINARY, MIXRT_BINARY_SUB, DType::kF32, DType::kF32};
   EXPECT_FALSE(dev.backend()->RunsOp(0, sub));
   OpSignature add{MIXRT_OP_BINARY, MIXRT_BINARY_ADD, DType::kF32, DType::kF32};
@@ -74,6 +75,10 @@ TEST_F(AbiSkew, OlderPluginOnNewerHost) {
   EXPECT_EQ(dev.backend()->api()->struct_size,
             MIXRT_PLUGIN_API_STRUCT_SIZE_1_0);
   EXPECT_FALSE(dev.backend()->has_op_support_query());
+  // No kernel graphs either: the compiler launches one by one.
+  EXPECT_FALSE(dev.backend()->has_kernel_graphs());
+  EXPECT_TRUE(absl::IsUnimplemented(
+      dev.backend()->CreateKernelGraph(0, 0, {}).status()));
   auto x = full({3}, 1.5, DType::kF32, dev);
   ASSERT_TRUE(x.ok()) << x.status();
   auto sum = kernels::add(*x, *x);
