@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "backends/cuda/cublaslt_plan.h"
 #include "backends/cuda/cuda_capability.h"
 #include "backends/gpu/gpu_plugin.h"
+#include "backends/gpu/graph_replay.h"
 #include "backends/gpu/matmul_call.h"
 #include "mixrt/status_macros.h"
 
@@ -36,6 +38,77 @@ ComputeCapability CapabilityOf(const gpu::GpuDevice& device) {
   return {device.props.major, device.props.minor};
 }
 
+// A kernel graph (ABI 1.1) as a CUDA graph: the steps captured from the
+// device's stream, instantiated once, and replayed with one
+// cudaGraphLaunch while the buffer bases stay those captured with
+// (gpu::GraphReplay decides; other bases capture again and update the
+// instantiated graph). Steps that cannot be captured run as launches.
+class CudaKernelGraph : public sdk::KernelGraph {
+ public:
+  CudaKernelGraph(std::unique_ptr<sdk::StepGraph> steps, cudaStream_t stream,
+                  int device)
+      : steps_(std::move(steps)), stream_(stream), device_(device) {}
+  ~CudaKernelGraph() override {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
+  }
+
+  int num_buffers() const override { return steps_->num_buffers(); }
+
+  absl::Status Run(absl::Span<void* const> buffers) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    switch (replay_.Next(buffers)) {
+      case gpu::GraphReplay::Action::kLaunch:
+        return steps_->Run(buffers);
+      case gpu::GraphReplay::Action::kReplay:
+        replay_.Replayed();
+        return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+      case gpu::GraphReplay::Action::kCapture:
+        break;
+    }
+    if (absl::Status captured = Capture(buffers); !captured.ok()) {
+      replay_.CaptureFailed(std::string(captured.message()));
+      (void)cudaGetLastError();  // A failed capture leaves a sticky error.
+      return steps_->Run(buffers);  // Nothing ran during the capture.
+    }
+    replay_.Captured(buffers);
+    return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+  }
+
+ private:
+  absl::Status Capture(absl::Span<void* const> buffers) {
+    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
+        cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture"));
+    const absl::Status steps = steps_->Run(buffers);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    absl::Status status = steps;
+    if (status.ok()) status = gpu::RuntimeStatus(ended, "cudaStreamEndCapture");
+    if (status.ok() && exec_ != nullptr) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(exec_, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)cudaGraphExecDestroy(exec_);
+        exec_ = nullptr;
+      }
+    }
+    if (status.ok() && exec_ == nullptr) {
+      status = gpu::RuntimeStatus(cudaGraphInstantiate(&exec_, graph, 0),
+                                  "cudaGraphInstantiate");
+    }
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    return status;
+  }
+
+  std::mutex mutex_;
+  std::unique_ptr<sdk::StepGraph> steps_;
+  cudaStream_t stream_;
+  int device_;
+  cudaGraphExec_t exec_ = nullptr;
+  gpu::GraphReplay replay_;
+};
+
 class CudaPlugin : public gpu::GpuPlugin {
  public:
   sdk::PluginInfo Info() const override {
@@ -57,6 +130,13 @@ class CudaPlugin : public gpu::GpuPlugin {
   absl::Status Shutdown() override {
     blas_.clear();
     return gpu::GpuPlugin::Shutdown();
+  }
+
+  absl::StatusOr<std::unique_ptr<sdk::KernelGraph>> CreateKernelGraph(
+      int device, std::unique_ptr<sdk::StepGraph> steps) override {
+    MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
+    return std::make_unique<CudaKernelGraph>(
+        std::move(steps), static_cast<cudaStream_t>(d->stream), device);
   }
 
   sdk::Capability GetCapability(int device, MixrtOpClass op_class,
