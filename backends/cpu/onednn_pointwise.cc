@@ -49,7 +49,13 @@ std::optional<Eltwise> ToEltwise(const MixrtPointwiseAttrs& a) {
   }
 }
 
+// Below this many elements the plugin's own loops win: a oneDNN call's
+// primitive lookup (a string key) and three memory objects cost ~3 us,
+// more than a few thousand elements of work.
+constexpr int64_t kMinElements = 16 * 1024;
+
 bool Supported(const sdk::KernelCall& call) {
+  if (call.outputs[0].numel() < kMinElements) return false;
   const MixrtDtype dtype = call.outputs[0].dtype();
   if (dtype != MIXRT_DTYPE_F32 && dtype != MIXRT_DTYPE_BF16) return false;
   for (const sdk::TensorRef& t : call.inputs) {
