@@ -357,8 +357,18 @@ absl::Status Plan::Allocate(int slot) {
 }
 
 // Temporaries go back to the allocator after their last node, as eager
-// tensors do when their last handle goes.
-void Plan::ReleaseAfter(int i, std::vector<SavedMemory>& saved_in) {
+// tensors do when their last handle goes; constants the node wrote count a
+// write, as launches through the runtime do (kept launches of every plan
+// compare versions).
+void Plan::AfterNode(int i, std::vector<SavedMemory>& saved_in) {
+  for (const ValueRef& v : graph_.nodes[i].outputs) {
+    const StorageSlot& slot = graph_.slots[v.slot];
+    if (slot.kind == StorageSlot::Kind::kConstant) {
+      slot.constant->BumpVersion();
+    } else if (slot.kind == StorageSlot::Kind::kInput) {
+      run_inputs_[slot.input].storage()->BumpVersion();
+    }
+  }
   for (int slot : frees_after_[i]) {
     if (buffer_of_[slot] < 0) run_[slot].reset();
   }
@@ -412,7 +422,7 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     status = device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
                                       n.attrs.empty() ? nullptr : n.attrs.data());
   }
-  ReleaseAfter(i, saved_in);
+  AfterNode(i, saved_in);
   if (status.ok()) return status;
   return absl::Status(
       status.code(),
@@ -432,7 +442,7 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   }
   const absl::Status status = segment.graph->Run(graph_buffers_);
   for (int pos = segment.first; pos <= segment.last; ++pos) {
-    ReleaseAfter(order_[pos], saved_in);
+    AfterNode(order_[pos], saved_in);
   }
   if (status.ok()) return status;
   // The plugin names the failing step ("step 3 (matmul): ..."): name the
@@ -460,6 +470,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     std::vector<SavedMemory>* saved_out) {
   std::lock_guard<std::mutex> lock(held_->mutex());
   const Device& device = graph_.device;
+  run_inputs_ = inputs;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     const StorageSlot& slot = graph_.slots[s];
     switch (slot.kind) {

@@ -108,7 +108,8 @@ class Plan {
   absl::Status BuildKernelGraphs();
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
-  void ReleaseAfter(int i, std::vector<SavedMemory>& saved_in);
+  // Frees and version counts due after node i.
+  void AfterNode(int i, std::vector<SavedMemory>& saved_in);
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
@@ -145,6 +146,7 @@ class Plan {
   std::vector<Segment> segments_;
   std::vector<int> segment_at_;  // Per position of order_: a segment, or -1.
   std::vector<void*> graph_buffers_;
+  absl::Span<const Tensor> run_inputs_;  // This run's inputs.
   std::string execution_ = "one by one";
 };
 

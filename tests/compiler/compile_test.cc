@@ -415,6 +415,44 @@ TEST(Compile, AWeightCastIsKeptUntilItsWeightChanges) {
   }
 }
 
+// A weight written by a compiled function (an update replayed as a
+// launch, not through the eager runtime) still counts as changed: another
+// compiled function's kept cast of it is computed again.
+TEST(Compile, AWeightWrittenByAReplayInvalidatesKeptCasts) {
+  const Device d = Cpu();
+  Generator g(13);
+  const Tensor w = *randn({32, 64}, DType::kF32, d, 0, 0.1, &g);
+  const Tensor x = *randn({4, 64}, DType::kF32, d, 0, 1, &g);
+  auto serve = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, linear(in[0], w, Tensor()));
+    return std::vector<Tensor>{y};
+  };
+  auto update = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_RETURN_IF_ERROR(kernels::copy_(w, in[0]));
+    return std::vector<Tensor>{in[0]};
+  };
+  InferenceModeGuard inference;
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    auto f = compile(serve, {.mode = mode});
+    auto set = compile(update, {.mode = mode});
+    ASSERT_TRUE(f.ok() && set.ok());
+    for (int call = 0; call < 4; ++call) {
+      const Tensor next = *randn({32, 64}, DType::kF32, d, 0, 0.1, &g);
+      ASSERT_TRUE((*set)({next}).ok());
+      std::vector<uint8_t> want, got;
+      {
+        AutocastGuard autocast("cpu", DType::kBF16);
+        want = Bytes((*serve({x}))[0]);
+        got = Bytes((*(*f)({x}))[0]);
+      }
+      EXPECT_EQ(got, want) << mode << " call " << call;
+    }
+    EXPECT_GE(set->replays(), 2) << mode;
+  }
+}
+
 // Freezing without the promise: what is computed from constants alone (here
 // a chain of two launches) is kept, and recomputed, chain and all, when a
 // constant changes.
