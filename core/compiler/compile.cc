@@ -12,6 +12,8 @@
 #include "core/amp/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/compiler/artifact_cache.h"
+#include "core/compiler/dynamic_artifact.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/compiler/symbolic.h"
@@ -80,8 +82,11 @@ void Append(std::string* key, int64_t v) {
 
 // With `dynamic`, the listed (input, dim) sizes are left out, and the
 // strides of an input holding one are its contiguity (they depend on it).
+// With `stable`, backends are named, not addressed: the same in every
+// process (for the compile cache).
 std::string KeyFor(const std::vector<Tensor>& inputs,
-                   const std::vector<std::pair<int, int>>* dynamic) {
+                   const std::vector<std::pair<int, int>>* dynamic,
+                   bool stable = false) {
   std::string key;
   key.reserve(64 + inputs.size() * 128);
   Append(&key, static_cast<int64_t>(inputs.size()));
@@ -92,7 +97,11 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
       continue;
     }
     Append(&key, static_cast<int64_t>(t.dtype()));
-    Append(&key, reinterpret_cast<intptr_t>(t.device().backend()));
+    if (stable) {
+      key += t.device().backend()->name() + "|";
+    } else {
+      Append(&key, reinterpret_cast<intptr_t>(t.device().backend()));
+    }
     Append(&key, t.device().index());
     Append(&key, t.ndim());
     bool symbolic = false;
@@ -286,6 +295,8 @@ struct CompiledFunction::State {
   struct Dynamic {
     std::vector<std::pair<int, int>> dims;
     std::string masked_key;
+    std::string stable_masked_key;  // KeyFor(..., stable): for the cache.
+    bool from_cache = false;
     int64_t n1 = 0, n2 = 0;
     std::optional<compiler::SymbolicGraph> forward, backward;
     // What instances copy from the trace at n2 besides the graphs.
@@ -474,6 +485,7 @@ struct CompiledFunction::State {
     Dynamic dyn;
     dyn.dims = dims;
     dyn.masked_key = masked;
+    dyn.stable_masked_key = KeyFor(inputs, &dims, /*stable=*/true);
     dyn.n1 = n1;
     dyn.n2 = n2;
     dyn.forward = compiler::Generalize(before.forward_graph(), n1,
@@ -557,6 +569,134 @@ struct CompiledFunction::State {
     if (d.instances.size() >= kMaxInstances) d.instances.clear();
     d.instances[n] = e;
     return e;
+  }
+
+  // The compile cache's key for what a trace like `e` teaches: its graphs'
+  // structure and where they run (the cache adds its format and the ISA).
+  std::string ArtifactKey(const Entry& e) const {
+    std::string key = compiler::CacheKeyPrefix();
+    absl::StrAppend(&key, "mode ", options.mode, "\n");
+    const Device& device = e.forward_graph().device;
+    if (device.valid()) {
+      const BackendIdentity& id = device.backend()->identity();
+      absl::StrAppend(&key, "backend ", id.name, " ", id.version, " abi ",
+                      id.abi_major, ".", id.abi_minor, " ", id.build_info, "\n");
+    }
+    key += compiler::StructureKey(e.forward_graph());
+    if (e.backward != nullptr) {
+      absl::StrAppend(&key, "backward\n", compiler::StructureKey(e.backward_graph()),
+                      "gradients ", absl::StrJoin(e.training.grad_outputs, ","),
+                      " -> ", absl::StrJoin(e.training.sink_result, ","), "\n");
+      for (const compiler::GradientSink& sink : e.training.sinks) {
+        absl::StrAppend(&key, "sink ", sink.input, " ", sink.parameter, "\n");
+      }
+    }
+    return key;
+  }
+
+  // A verified dynamic size goes to the compile cache, for other processes.
+  void StoreDynamic(const Dynamic& d, const Entry& e) {
+    compiler::DynamicArtifact a;
+    a.dims = d.dims;
+    a.n1 = d.n1;
+    a.n2 = d.n2;
+    a.masked_key = d.stable_masked_key;
+    a.forward = d.forward->ints;
+    if (d.backward) a.backward = d.backward->ints;
+    compiler::ArtifactCache::Global().Store(ArtifactKey(e),
+                                            compiler::EncodeDynamic(a));
+  }
+
+  // After a trace no dynamic size covered: a dynamic size another process
+  // learned for this graph, if the cache has one whose formulas reproduce
+  // this trace exactly. Then later sizes run without a trace.
+  void LoadDynamic(const std::vector<Tensor>& inputs,
+                   const std::shared_ptr<Entry>& e) {
+    if ((options.dynamic.has_value() && !*options.dynamic) || e->plan == nullptr) {
+      return;
+    }
+    compiler::ArtifactCache& cache = compiler::ArtifactCache::Global();
+    const std::string key = ArtifactKey(*e);
+    std::string why;
+    const std::optional<std::string> payload = cache.Load(key, &why);
+    if (!payload.has_value()) {
+      if (!why.empty()) {
+        Event(absl::StrCat("compile cache entry ignored (", why,
+                           "); it is written again when learned"));
+      }
+      return;
+    }
+    std::optional<compiler::DynamicArtifact> a = compiler::DecodeDynamic(*payload);
+    std::string mismatch;
+    Dynamic d;
+    int64_t n = -1;
+    if (!a.has_value()) {
+      mismatch = "its payload is damaged";
+    } else {
+      d.dims = a->dims;
+      for (const auto& [i, dim] : d.dims) {
+        if (i >= static_cast<int>(inputs.size()) || !inputs[i].defined() ||
+            dim >= inputs[i].ndim() || (n >= 0 && inputs[i].shape()[dim] != n)) {
+          mismatch = "its dims do not fit these inputs";
+          break;
+        }
+        n = inputs[i].shape()[dim];
+      }
+    }
+    if (mismatch.empty() && KeyFor(inputs, &d.dims, true) != a->masked_key) {
+      mismatch = "the input signature differs";
+    }
+    if (mismatch.empty()) {
+      d.forward = compiler::SymbolicGraph{e->forward_graph(), a->forward};
+      if (e->backward != nullptr && a->backward.has_value()) {
+        d.backward = compiler::SymbolicGraph{e->backward_graph(), *a->backward};
+      }
+      auto reproduces = [n](const std::optional<compiler::SymbolicGraph>& sym,
+                            const compiler::Graph& traced) {
+        if (!sym || sym->ints.size() != IntCount(traced)) return false;
+        std::optional<compiler::Graph> g = compiler::Instantiate(*sym, n);
+        return g && compiler::SameGraph(*g, traced);
+      };
+      if (!reproduces(d.forward, e->forward_graph()) ||
+          (e->backward != nullptr && !reproduces(d.backward, e->backward_graph()))) {
+        mismatch = "its formulas do not reproduce this trace";
+      }
+    }
+    if (!mismatch.empty()) {
+      Event(absl::StrCat("compile cache entry ignored (", mismatch, ")"));
+      return;
+    }
+    d.masked_key = KeyFor(inputs, &d.dims);
+    for (const Dynamic& known : dynamics) {
+      if (known.masked_key == d.masked_key) return;
+    }
+    d.stable_masked_key = a->masked_key;
+    d.n1 = a->n1;
+    d.n2 = a->n2;
+    d.guards = e->guards;
+    d.training = e->training;
+    d.verified = true;
+    d.from_cache = true;
+    Event(absl::StrCat("dynamic size (", DimsName(d.dims),
+                       ") loaded from the compile cache",
+                       cache.directory().empty() ? "" : absl::StrCat(" (", cache.PathFor(key), ")"),
+                       ": new sizes run without a trace"));
+    dynamics.push_back(std::move(d));
+  }
+
+  static size_t IntCount(const compiler::Graph& g) {
+    // As many as symbolic.cc's visit has: each slot's size, each view's
+    // offset, sizes and strides.
+    size_t count = g.slots.size();
+    auto view = [&](const compiler::ValueRef& v) {
+      count += 1 + v.shape.size() + v.strides.size();
+    };
+    for (const compiler::GraphNode& node : g.nodes) {
+      for (const compiler::ValueRef& v : node.inputs) view(v);
+      for (const compiler::ValueRef& v : node.outputs) view(v);
+    }
+    for (const compiler::ValueRef& v : g.outputs) view(v);
+    return count;
   }
 };
 
@@ -679,14 +819,16 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
             }());
         dyn->verified = forward_ok && backward_ok;
         dyn->failed = !dyn->verified;
+        if (dyn->verified) s.StoreDynamic(*dyn, *fresh);
         s.Event(absl::StrCat(
             State::DimsName(dyn->dims), " at ", n,
             dyn->verified ? ": matches the formulas from sizes " : ": does not match the formulas from sizes ",
             dyn->n1, " and ", dyn->n2,
             dyn->verified ? "; dynamic from now on (no more traces for new sizes)"
                           : "; sizes stay static"));
-      } else if (s.last_entry != nullptr) {
-        s.LearnDynamic(inputs, *s.last_entry, *fresh);
+      } else {
+        if (s.last_entry != nullptr) s.LearnDynamic(inputs, *s.last_entry, *fresh);
+        if (dyn == nullptr) s.LoadDynamic(inputs, fresh);
       }
       s.cache[key] = fresh;
       s.ShareGraphs(key, *fresh);

@@ -2,6 +2,9 @@
 
 #include <functional>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
 namespace mixrt::compiler {
 namespace {
 
@@ -70,6 +73,38 @@ bool SameStructure(const Graph& x, const Graph& y) {
     }
   }
   return true;
+}
+
+std::string StructureKey(const Graph& g) {
+  std::string key = absl::StrCat("device ", g.device.ToString(), "\n");
+  auto views = [&](const std::vector<ValueRef>& refs) {
+    for (const ValueRef& v : refs) {
+      absl::StrAppend(&key, " ", v.slot, ":", DTypeName(v.dtype), ":",
+                      v.shape.size(), ":", v.strides.size());
+    }
+  };
+  for (const StorageSlot& s : g.slots) {
+    absl::StrAppend(&key, "slot ", static_cast<int>(s.kind), " ", s.input, " ",
+                    s.forward_slot, " ", s.parameter, " ", s.returned, " ",
+                    s.saved, "\n");
+  }
+  for (const GraphNode& n : g.nodes) {
+    absl::StrAppend(&key, "node ", static_cast<int>(n.kind), " ", n.op, " ",
+                    absl::BytesToHexString(absl::string_view(
+                        reinterpret_cast<const char*>(n.attrs.data()), n.attrs.size())),
+                    " ",
+                    absl::BytesToHexString(absl::string_view(
+                        reinterpret_cast<const char*>(n.host_bytes.data()),
+                        n.host_bytes.size())),
+                    " in");
+    views(n.inputs);
+    key += " out";
+    views(n.outputs);
+    key += "\n";
+  }
+  key += "results";
+  views(g.outputs);
+  return key + "\n";
 }
 
 bool SameGraph(const Graph& x, const Graph& y) {

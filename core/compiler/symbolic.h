@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/compiler/graph.h"
@@ -31,6 +32,10 @@ struct SymbolicGraph {
 bool SameStructure(const Graph& x, const Graph& y);
 // SameStructure and every integer equal.
 bool SameGraph(const Graph& x, const Graph& y);
+
+// What SameStructure compares, as text (constants by slot, not by
+// storage): equal for two graphs of one structure, in any process.
+std::string StructureKey(const Graph& g);
 
 // Null when the graphs differ in structure, or an integer does not change
 // by a whole multiple of n2 - n1.

@@ -1,0 +1,223 @@
+#include "core/compiler/artifact_cache.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/atomic_write.h"
+#include "common/cache_dir.h"
+#include "common/on_off.h"
+#include "common/regular_file_read.h"
+
+namespace mixrt::compiler {
+namespace {
+
+// Bump when what an entry means changes (its payload's layout, or how a
+// graph's structure is written into keys).
+constexpr int kFormat = 1;
+constexpr char kMagic[] = "mixrt-compile-cache";
+constexpr uint64_t kMaxEntryBytes = 64 << 20;
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "<magic> <format>\n<key bytes> <payload bytes> <checksum>\n<key><payload>"
+// with the checksum over key and payload.
+std::string Encode(const std::string& key, const std::string& payload) {
+  return absl::StrCat(kMagic, " ", kFormat, "\n", key.size(), " ",
+                      payload.size(), " ", Hex(StableHash(key + payload)), "\n",
+                      key, payload);
+}
+
+// The payload, or the reason the file is not an entry for `key`.
+std::optional<std::string> Decode(const std::string& file,
+                                  const std::string& key, std::string* why) {
+  const size_t line1 = file.find('\n');
+  const size_t line2 = line1 == std::string::npos ? line1 : file.find('\n', line1 + 1);
+  if (line2 == std::string::npos ||
+      file.substr(0, line1) != absl::StrCat(kMagic, " ", kFormat)) {
+    *why = absl::StrCat("not a format ", kFormat, " entry");
+    return std::nullopt;
+  }
+  const std::vector<std::string> sizes =
+      absl::StrSplit(file.substr(line1 + 1, line2 - line1 - 1), ' ');
+  uint64_t key_bytes = 0, payload_bytes = 0;
+  if (sizes.size() != 3 || !absl::SimpleAtoi(sizes[0], &key_bytes) ||
+      !absl::SimpleAtoi(sizes[1], &payload_bytes) ||
+      file.size() - line2 - 1 != key_bytes + payload_bytes) {
+    *why = "truncated or damaged (its sizes do not add up)";
+    return std::nullopt;
+  }
+  const std::string body = file.substr(line2 + 1);
+  if (Hex(StableHash(body)) != sizes[2]) {
+    *why = "damaged (checksum mismatch)";
+    return std::nullopt;
+  }
+  if (body.compare(0, key_bytes, key) != 0 || key_bytes != key.size()) {
+    *why = "written for another key (another build, backend or CPU)";
+    return std::nullopt;
+  }
+  return body.substr(key_bytes);
+}
+
+std::vector<std::pair<const char*, bool>> IsaFeatures() {
+  __builtin_cpu_init();
+  return {{"avx2", __builtin_cpu_supports("avx2")},
+          {"fma", __builtin_cpu_supports("fma")},
+          {"avx512f", __builtin_cpu_supports("avx512f")},
+          {"avx512bw", __builtin_cpu_supports("avx512bw")},
+          {"avx512vl", __builtin_cpu_supports("avx512vl")},
+          {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
+          {"avx512fp16", __builtin_cpu_supports("avx512fp16")}};
+}
+
+ArtifactCache*& GlobalSlot() {
+  static ArtifactCache* cache = nullptr;
+  return cache;
+}
+
+std::mutex& GlobalMutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
+}  // namespace
+
+uint64_t StableHash(absl::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string CacheKeyPrefix() {
+  std::string key = absl::StrCat("mixrt compile cache ", kFormat, "; isa");
+  for (const auto& [name, has] : IsaFeatures()) {
+    if (has) absl::StrAppend(&key, " ", name);
+  }
+  return key + "\n";
+}
+
+ArtifactCache::ArtifactCache(const std::string& base_dir) {
+  const char* env = std::getenv("MIXRT_COMPILE_CACHE");
+  if (base_dir.empty() && env != nullptr && !ParseOnOff(env).value_or(true)) {
+    memory_only_reason_ = "MIXRT_COMPILE_CACHE=0";
+    warned_ = true;  // Asked for: nothing to warn about.
+    return;
+  }
+  const std::string base = base_dir.empty() ? files::MixrtCacheDir() : base_dir;
+  if (base.empty()) {
+    memory_only_reason_ =
+        "no cache directory (set MIXRT_CACHE_DIR, XDG_CACHE_HOME or HOME)";
+    return;
+  }
+  const std::string dir = base + "/compile";
+  if (!files::MakeCacheDirectories(dir)) {
+    memory_only_reason_ = absl::StrCat("cannot create ", dir);
+    return;
+  }
+  if (absl::Status can = files::CheckCanCreate(dir + "/probe"); !can.ok()) {
+    memory_only_reason_ = std::string(can.message());
+    return;
+  }
+  dir_ = dir;
+}
+
+ArtifactCache& ArtifactCache::Global() {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  ArtifactCache*& cache = GlobalSlot();
+  if (cache == nullptr) cache = new ArtifactCache();
+  return *cache;
+}
+
+void ArtifactCache::ResetForTest() {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  // Leaked: callers may still hold a reference to the old one.
+  GlobalSlot() = new ArtifactCache();
+}
+
+std::string ArtifactCache::directory() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dir_;
+}
+
+std::string ArtifactCache::memory_only_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return memory_only_reason_;
+}
+
+std::string ArtifactCache::PathFor(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (dir_.empty()) return "";
+  return absl::StrCat(dir_, "/", Hex(StableHash(key)), ".entry");
+}
+
+std::optional<std::string> ArtifactCache::Load(const std::string& key,
+                                               std::string* why) {
+  why->clear();
+  const std::string path = PathFor(key);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  }
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<std::string> file = files::ReadRegularFile(path, kMaxEntryBytes);
+  if (!file.ok()) {
+    if (!absl::IsNotFound(file.status())) {
+      *why = absl::StrCat(path, ": ", file.status().message());
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> payload = Decode(*file, key, why);
+  if (!payload.has_value()) {
+    *why = absl::StrCat(path, ": ", *why);
+    return std::nullopt;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_[key] = *payload;
+  return payload;
+}
+
+void ArtifactCache::Store(const std::string& key, const std::string& payload) {
+  const std::string path = PathFor(key);
+  std::string warning;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    memory_[key] = payload;
+    if (path.empty()) {
+      if (!warned_) {
+        warned_ = true;
+        warning = absl::StrCat("the compile cache keeps entries in memory only: ",
+                               memory_only_reason_);
+      }
+    }
+  }
+  if (!path.empty()) {
+    absl::Status written = files::WriteFileAtomically(path, Encode(key, payload));
+    if (!written.ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      memory_only_reason_ = absl::StrCat("writing ", path, " failed: ",
+                                         written.message());
+      dir_.clear();
+      if (!warned_) {
+        warned_ = true;
+        warning = absl::StrCat("the compile cache keeps entries in memory only: ",
+                               memory_only_reason_);
+      }
+    }
+  }
+  if (!warning.empty()) {
+    std::fprintf(stderr, "mixrt::compile: warning: %s\n", warning.c_str());
+  }
+}
+
+}  // namespace mixrt::compiler
