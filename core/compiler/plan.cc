@@ -257,7 +257,12 @@ void Plan::FindKeptLaunches() {
   }
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
-    if (n.kind != GraphNode::Kind::kLaunch || n.inputs.empty()) continue;
+    // A launch without inputs is kept only when it is a constant: fill and
+    // arange (random draws never reach a graph).
+    if (n.kind != GraphNode::Kind::kLaunch ||
+        (n.inputs.empty() && n.op != MIXRT_OP_FILL && n.op != MIXRT_OP_ARANGE)) {
+      continue;
+    }
     bool keep = true;
     std::vector<int> sources;
     for (const ValueRef& v : n.inputs) {
@@ -404,13 +409,14 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     KeptLaunch& k = kept_launches_[kept];
     std::vector<uint64_t> versions;
     for (int source : k.sources) versions.push_back(SourceVersion(source));
-    if (versions != k.versions) {
-      k.versions.clear();
+    if (!k.computed || versions != k.versions) {
+      k.computed = false;
       status = device.backend()->Launch(
           device.index(), n.op, p.inputs, p.outputs,
           n.attrs.empty() ? nullptr : n.attrs.data());
       if (status.ok()) {
         k.versions = std::move(versions);
+        k.computed = true;
         for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
       }
     }

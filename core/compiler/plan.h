@@ -122,6 +122,7 @@ class Plan {
     int node;
     std::vector<int> sources;
     std::vector<uint64_t> versions;
+    bool computed = false;  // Once: a fill reads nothing to compare.
   };
   uint64_t SourceVersion(int slot) const;
   std::vector<KeptLaunch> kept_launches_;
