@@ -13,6 +13,7 @@ namespace mixrt::compiler {
 namespace {
 
 constexpr char kKernelGraphsEnv[] = "MIXRT_COMPILE_KERNEL_GRAPHS";
+constexpr uint64_t kMaxHeldBytes = 1 << 20;
 
 MixrtTensorDesc Describe(const ValueRef& v) {
   MixrtTensorDesc d{};
@@ -297,7 +298,10 @@ bool Plan::Temporary(int slot) const {
   return s.kind == StorageSlot::Kind::kInternal && !s.returned && !s.saved;
 }
 
-// Temporaries whose lifetimes do not overlap share one held buffer: slots
+// Temporaries whose lifetimes do not overlap share one held buffer (large
+// ones come from the caching allocator at their first node, as in
+// "default": their kernels dwarf an allocation, and held they kept a
+// transformer block's step 1.4x above eager's peak): slots
 // in order of first use take the smallest free buffer that fits (best
 // fit), else a new one; a buffer frees after its slot's last use.
 absl::Status Plan::PlanBuffers() {
@@ -308,7 +312,8 @@ absl::Status Plan::PlanBuffers() {
   std::vector<Buffer> buffers;
   std::vector<int> order;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0 && !kept_[s]) {
+    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0 && !kept_[s] &&
+        graph_.slots[s].bytes < kMaxHeldBytes) {
       order.push_back(static_cast<int>(s));
     }
   }
