@@ -13,7 +13,7 @@ namespace mixrt::compiler {
 namespace {
 
 constexpr char kKernelGraphsEnv[] = "MIXRT_COMPILE_KERNEL_GRAPHS";
-constexpr uint64_t kMaxHeldBytes = 1 << 20;
+constexpr uint64_t kMaxHeldBytes = 64 << 10;
 
 MixrtTensorDesc Describe(const ValueRef& v) {
   MixrtTensorDesc d{};
