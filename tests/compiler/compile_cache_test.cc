@@ -34,12 +34,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-Device Cpu() {
-  auto b = Registry::Global().Load(
-      testing::RunfilePath("backends/cpu/libmixrt_cpu.so"));
-  EXPECT_TRUE(b.ok()) << b.status();
-  return Device(*b, 0);
-}
+Device Cpu() { return testing::CpuDevice(); }
 
 std::string FreshDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");

@@ -35,12 +35,7 @@ using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-Device Cpu() {
-  auto b = Registry::Global().Load(
-      testing::RunfilePath("backends/cpu/libmixrt_cpu.so"));
-  EXPECT_TRUE(b.ok()) << b.status();
-  return Device(*b, 0);
-}
+Device Cpu() { return testing::CpuDevice(); }
 
 // A two-layer MLP's forward with weights held by the closure (constants
 // of the graph, as a module's parameters are).

@@ -15,15 +15,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const Backend* Cpu() {
-  static const Backend* backend = [] {
-    auto b = Registry::Global().Load(
-        testing::RunfilePath("backends/cpu/libmixrt_cpu.so"));
-    EXPECT_TRUE(b.ok()) << b.status();
-    return b.ok() ? *b : nullptr;
-  }();
-  return backend;
-}
+const Backend* Cpu() { return testing::CpuDevice().backend(); }
 
 MixrtTensorDesc Desc(const int64_t* shape, const int64_t* strides) {
   MixrtTensorDesc d{};

@@ -44,4 +44,14 @@ Device ReferenceDevice() {
   return Device(*backend, 0);
 }
 
+Device CpuDevice() {
+  absl::StatusOr<const Backend*> backend = Registry::Global().Load(
+      RunfilePath("backends/cpu/libmixrt_cpu.so"));
+  if (!backend.ok()) {
+    ADD_FAILURE() << backend.status();
+    return Device();
+  }
+  return Device(*backend, 0);
+}
+
 }  // namespace mixrt::testing

@@ -22,6 +22,10 @@ std::string ReferencePluginPath();
 // The reference plugin's device, loaded into Registry::Global().
 Device ReferenceDevice();
 
+// The CPU plugin's device, loaded into Registry::Global() (the test needs
+// //backends/cpu:libmixrt_cpu.so as data).
+Device CpuDevice();
+
 }  // namespace mixrt::testing
 
 #endif  // MIXRT_TESTS_TESTING_TEST_PLUGINS_H_
