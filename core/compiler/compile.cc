@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/on_off.h"
@@ -26,6 +27,7 @@ namespace {
 
 constexpr char kDisableEnv[] = "MIXRT_COMPILE_DISABLE";
 constexpr char kLogEnv[] = "MIXRT_COMPILE_LOG";
+constexpr char kVerifyEnv[] = "MIXRT_COMPILE_VERIFY";
 
 // Unset or not understood: off.
 bool EnvFlag(const char* name) {
@@ -320,6 +322,8 @@ struct CompiledFunction::State {
   bool over_limit = false;
   std::atomic<int64_t> replays{0};
   std::atomic<int64_t> eager_calls{0};
+  int64_t verified_calls = 0;  // Under the mutex.
+  absl::flat_hash_set<std::string> warned_signatures;
 
   // The latest trace's guards, what a recompile's cause is told against.
   const std::vector<Guard>& LastGuards() const {
@@ -684,6 +688,48 @@ struct CompiledFunction::State {
     dynamics.push_back(std::move(d));
   }
 
+  // MIXRT_COMPILE_VERIFY: trace the call again (its eager results are
+  // returned) and compare the graph with `entry`'s.
+  absl::StatusOr<std::vector<Tensor>> Verify(
+      const std::string& key, const std::shared_ptr<Entry>& entry,
+      const std::vector<Tensor>& inputs) {
+    std::lock_guard<std::mutex> lock(mutex);
+    absl::StatusOr<compiler::CaptureOutcome> again = compiler::CaptureCall(
+        fn, inputs, shared != nullptr ? &parameters : nullptr);
+    if (!again.ok()) return again.status();
+    std::string difference;
+    if (!again->graph) {
+      difference = absl::StrCat("the call cannot be captured now: ", again->not_captured);
+    } else {
+      compiler::EliminateCommonLaunches(&*again->graph);
+      compiler::EliminateDeadLaunches(&*again->graph);
+      difference = compiler::FirstDifference(entry->forward_graph(), *again->graph);
+      if (difference.empty() && (entry->backward != nullptr) != again->training.has_value()) {
+        difference = "whether its results need gradients changed";
+      }
+      if (difference.empty() && entry->backward != nullptr) {
+        compiler::EliminateCommonLaunches(&again->training->backward);
+        compiler::EliminateDeadLaunches(&again->training->backward);
+        difference = compiler::FirstDifference(entry->backward_graph(),
+                                               again->training->backward);
+        if (!difference.empty()) difference = "in the backward, " + difference;
+      }
+    }
+    ++verified_calls;
+    if (!difference.empty()) {
+      const std::string line = absl::StrCat(
+          "verify: a replay would have differed from this call: ", difference,
+          "; this signature traces again");
+      if (warned_signatures.insert(key).second) {
+        std::fprintf(stderr, "mixrt::compile: warning: %s\n", line.c_str());
+      }
+      Event(line);
+      cache.erase(key);
+      if (last_entry == entry) last_entry = nullptr;
+    }
+    return std::move(again->outputs);
+  }
+
   static size_t IntCount(const compiler::Graph& g) {
     // As many as symbolic.cc's visit has: each slot's size, each view's
     // offset, sizes and strides.
@@ -837,6 +883,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     }
   }
   if (entry->plan == nullptr) return s.Eager(inputs);
+  if (s.options.verify || EnvFlag(kVerifyEnv)) return s.Verify(key, entry, inputs);
   ++s.replays;
   if (entry->backward == nullptr) return entry->plan->Run(inputs);
   std::vector<compiler::SavedMemory> saved;
@@ -862,7 +909,11 @@ std::string CompiledFunction::Explain() const {
   std::string out = absl::StrCat("mode ", s.options.mode, ", backend ",
                                  s.options.backend, "; ", s.compiles,
                                  " traces, ", s.replays.load(), " replays, ",
-                                 s.eager_calls.load(), " eager calls\n");
+                                 s.eager_calls.load(), " eager calls",
+                                 s.verified_calls > 0
+                                     ? absl::StrCat(", ", s.verified_calls, " verified calls")
+                                     : "",
+                                 "\n");
   for (const std::string& e : s.events) absl::StrAppend(&out, "  ", e, "\n");
   for (const State::Dynamic& d : s.dynamics) {
     absl::StrAppend(&out, "dynamic size (", State::DimsName(d.dims), "): ",

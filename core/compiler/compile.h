@@ -45,6 +45,15 @@ struct CompileOptions {
   // (torch.compile's backend="eager", for bisecting a problem).
   std::string backend = "mixrt";
   int recompile_limit = 8;
+  // torch._dynamo's verify_correctness, for finding host values a graph
+  // baked in: every call whose graph would replay traces the function
+  // again (running it eagerly: its results are returned) and compares the
+  // new graph with the cached one. A difference (a scalar argument, host
+  // data written into a tensor, another weight tensor, another path) is
+  // printed once per signature, naming the first differing node, and the
+  // signature traces anew on its next call. MIXRT_COMPILE_VERIFY=1 turns
+  // it on for every compiled function. Slower than eager: for debugging.
+  bool verify = false;
   // compile(module) only: instances of the module's type whose parameters
   // have the same names, shapes and dtypes share graphs process-wide, so
   // the repeated blocks of a model trace once (regional compilation). Set

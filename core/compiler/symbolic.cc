@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "mixrt/op_names.h"
 
 namespace mixrt::compiler {
 namespace {
@@ -109,6 +110,52 @@ std::string StructureKey(const Graph& g) {
 
 bool SameGraph(const Graph& x, const Graph& y) {
   return SameStructure(x, y) && Ints(x) == Ints(y);
+}
+
+std::string FirstDifference(const Graph& x, const Graph& y) {
+  if (x.nodes.size() != y.nodes.size()) {
+    return absl::StrCat("the call made ", y.nodes.size(), " launches, the graph has ",
+                        x.nodes.size(), " (the function took another path)");
+  }
+  if (x.slots.size() != y.slots.size()) {
+    return absl::StrCat("the call touched ", y.slots.size(),
+                        " memory slots, the graph ", x.slots.size());
+  }
+  for (size_t i = 0; i < x.slots.size(); ++i) {
+    const StorageSlot& a = x.slots[i];
+    const StorageSlot& b = y.slots[i];
+    if (a.kind != b.kind || a.input != b.input || a.constant != b.constant) {
+      return absl::StrCat("slot ", i, " is other memory (",
+                          a.kind == StorageSlot::Kind::kConstant
+                              ? "the function reads another tensor than it did when traced"
+                              : "inputs or allocations differ",
+                          ")");
+    }
+  }
+  for (size_t i = 0; i < x.nodes.size(); ++i) {
+    const GraphNode& a = x.nodes[i];
+    const GraphNode& b = y.nodes[i];
+    const std::string name = absl::StrCat(
+        "node ", i, " (",
+        a.kind == GraphNode::Kind::kHostWrite ? "host_write" : MixrtOpName(a.op), ")");
+    if (a.kind != b.kind || a.op != b.op) {
+      return absl::StrCat(name, " is another op now (the function took another path)");
+    }
+    if (a.attrs != b.attrs) {
+      return absl::StrCat(name, ": its attributes changed (a host value the "
+                                "function passes to the op, such as a scalar, "
+                                "changed; pass it as a tensor)");
+    }
+    if (a.host_bytes != b.host_bytes) {
+      return absl::StrCat(name, ": the host data it writes changed (pass changing "
+                                "values as tensors)");
+    }
+    if (!SameViews(a.inputs, b.inputs) || !SameViews(a.outputs, b.outputs)) {
+      return absl::StrCat(name, " reads or writes other memory");
+    }
+  }
+  if (!SameGraph(x, y)) return "a shape, stride or offset differs";
+  return "";
 }
 
 std::optional<SymbolicGraph> Generalize(const Graph& g1, int64_t n1,

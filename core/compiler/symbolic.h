@@ -33,6 +33,10 @@ bool SameStructure(const Graph& x, const Graph& y);
 // SameStructure and every integer equal.
 bool SameGraph(const Graph& x, const Graph& y);
 
+// Where y first differs from x, in words naming the node or slot and what
+// that usually means; "" when SameGraph.
+std::string FirstDifference(const Graph& x, const Graph& y);
+
 // What SameStructure compares, as text (constants by slot, not by
 // storage): equal for two graphs of one structure, in any process.
 std::string StructureKey(const Graph& g);

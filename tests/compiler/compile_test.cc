@@ -448,6 +448,42 @@ TEST(Compile, AWeightWrittenByAReplayInvalidatesKeptCasts) {
   }
 }
 
+// Host values are constants of a graph (a replay repeats them). verify
+// traces every call again and compares: a changed scalar argument or a
+// different weight tensor is found, named, and the call's results are
+// eager's; the signature then traces anew.
+TEST(Compile, VerifyFindsHostValuesAGraphBakedIn) {
+  const Device d = Cpu();
+  Generator g(17);
+  const Tensor x = *randn({4, 8}, DType::kF32, d, 0, 1, &g);
+  Tensor weight = *randn({8, 8}, DType::kF32, d, 0, 1, &g);
+  double factor = 2.0;
+  auto fn = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, scale(in[0], factor));
+    MIXRT_ASSIGN_OR_RETURN(y, linear(y, weight, Tensor()));
+    return std::vector<Tensor>{y};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(fn, {.verify = true});
+  ASSERT_TRUE(f.ok());
+  auto call = [&] { return Bytes((*(*f)({x}))[0]); };
+  EXPECT_EQ(call(), Bytes((*fn({x}))[0]));
+  EXPECT_EQ(call(), Bytes((*fn({x}))[0]));  // Verified: nothing differs.
+  EXPECT_THAT(f->Explain(), Not(HasSubstr("verify:")));
+  factor = 3.0;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(call(), Bytes((*fn({x}))[0]));
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("node 0 (unary): its attributes changed"));
+  EXPECT_EQ(f->compiles(), 1);
+  EXPECT_EQ(call(), Bytes((*fn({x}))[0]));  // Traced anew at 3.0.
+  EXPECT_EQ(f->compiles(), 2);
+  weight = *randn({8, 8}, DType::kF32, d, 0, 1, &g);  // Another tensor.
+  EXPECT_EQ(call(), Bytes((*fn({x}))[0]));
+  EXPECT_THAT(f->Explain(), HasSubstr("reads another tensor than it did when traced"));
+}
+
 // Freezing without the promise: what is computed from constants alone (here
 // a chain of two launches) is kept, and recomputed, chain and all, when a
 // constant changes.
