@@ -1,5 +1,7 @@
 #include "core/compiler/artifact_cache.h"
 
+#include <cpuid.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -67,15 +69,26 @@ std::optional<std::string> Decode(const std::string& file,
   return body.substr(key_bytes);
 }
 
+// Read from CPUID, not __builtin_cpu_supports: clang 14 knows no
+// avx512fp16. Identity only (whether the OS enables a feature is the
+// plugins' business; the backend's build string carries what they chose).
 std::vector<std::pair<const char*, bool>> IsaFeatures() {
-  __builtin_cpu_init();
-  return {{"avx2", __builtin_cpu_supports("avx2")},
-          {"fma", __builtin_cpu_supports("fma")},
-          {"avx512f", __builtin_cpu_supports("avx512f")},
-          {"avx512bw", __builtin_cpu_supports("avx512bw")},
-          {"avx512vl", __builtin_cpu_supports("avx512vl")},
-          {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
-          {"avx512fp16", __builtin_cpu_supports("avx512fp16")}};
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    b7 = b;
+    c7 = c;
+    d7 = d;
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+  unsigned c1 = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) c1 = c;
+  auto bit = [](unsigned v, int i) { return ((v >> i) & 1u) != 0; };
+  return {{"fma", bit(c1, 12)},          {"avx2", bit(b7, 5)},
+          {"avx512f", bit(b7, 16)},      {"avx512bw", bit(b7, 30)},
+          {"avx512vl", bit(b7, 31)},     {"avx512_vnni", bit(c7, 11)},
+          {"avx512_bf16", bit(a71, 5)},  {"avx512_fp16", bit(d7, 23)},
+          {"amx_bf16", bit(d7, 22)},     {"amx_tile", bit(d7, 24)}};
 }
 
 ArtifactCache*& GlobalSlot() {
