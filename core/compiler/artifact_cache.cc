@@ -154,7 +154,9 @@ ArtifactCache& ArtifactCache::Global() {
 
 void ArtifactCache::ResetForTest() {
   std::lock_guard<std::mutex> lock(GlobalMutex());
-  // Leaked: callers may still hold a reference to the old one.
+  // The old one stays alive: callers may still hold a reference to it.
+  static auto* retired = new std::vector<std::unique_ptr<ArtifactCache>>();
+  if (GlobalSlot() != nullptr) retired->emplace_back(GlobalSlot());
   GlobalSlot() = new ArtifactCache();
 }
 
