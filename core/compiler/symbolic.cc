@@ -178,10 +178,12 @@ std::optional<Graph> Instantiate(const SymbolicGraph& s, int64_t n) {
   size_t k = 0;
   bool ok = true;
   VisitInts(g, [&](int64_t& v) {
+    ok &= k < s.ints.size();
+    if (!ok) return;
     v = s.ints[k++].At(n);
     ok &= v >= 0;
   });
-  if (!ok) return std::nullopt;
+  if (!ok || k != s.ints.size()) return std::nullopt;
   return g;
 }
 

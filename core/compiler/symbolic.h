@@ -46,7 +46,8 @@ std::string StructureKey(const Graph& g);
 std::optional<SymbolicGraph> Generalize(const Graph& g1, int64_t n1,
                                         const Graph& g2, int64_t n2);
 
-// Null when some integer would be negative at n.
+// Null when some integer would be negative at n, or when s has not one
+// formula per integer of its structure (formulas read from elsewhere).
 std::optional<Graph> Instantiate(const SymbolicGraph& s, int64_t n);
 
 }  // namespace mixrt::compiler
