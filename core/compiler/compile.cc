@@ -134,6 +134,19 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
   return key;
 }
 
+// The passes every traced graph goes through (its backward too), as a
+// trace and verify's second trace must run them alike. Returns how many
+// launches CSE merged and how many were dead in the forward.
+std::pair<int, int> RunPasses(compiler::CaptureOutcome* outcome) {
+  const int repeated = compiler::EliminateCommonLaunches(&*outcome->graph);
+  const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
+  if (outcome->training) {
+    compiler::EliminateCommonLaunches(&outcome->training->backward);
+    compiler::EliminateDeadLaunches(&outcome->training->backward);
+  }
+  return {repeated, dead};
+}
+
 // The first guard of `now` that differs from `before`, for the log.
 std::string Difference(const std::vector<Guard>& before,
                        const std::vector<Guard>& now) {
@@ -297,8 +310,6 @@ struct CompiledFunction::State {
   struct Dynamic {
     std::vector<std::pair<int, int>> dims;
     std::string masked_key;
-    std::string stable_masked_key;  // KeyFor(..., stable): for the cache.
-    bool from_cache = false;
     int64_t n1 = 0, n2 = 0;
     std::optional<compiler::SymbolicGraph> forward, backward;
     // What instances copy from the trace at n2 besides the graphs.
@@ -418,12 +429,7 @@ struct CompiledFunction::State {
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
-      const int repeated = compiler::EliminateCommonLaunches(&*outcome->graph);
-      const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
-      if (outcome->training) {
-        compiler::EliminateCommonLaunches(&outcome->training->backward);
-        compiler::EliminateDeadLaunches(&outcome->training->backward);
-      }
+      const auto [repeated, dead] = RunPasses(&*outcome);
       const size_t nodes = outcome->graph->nodes.size();
       const std::string backward_note =
           outcome->training
@@ -489,7 +495,6 @@ struct CompiledFunction::State {
     Dynamic dyn;
     dyn.dims = dims;
     dyn.masked_key = masked;
-    dyn.stable_masked_key = KeyFor(inputs, &dims, /*stable=*/true);
     dyn.n1 = n1;
     dyn.n2 = n2;
     dyn.forward = compiler::Generalize(before.forward_graph(), n1,
@@ -598,13 +603,15 @@ struct CompiledFunction::State {
     return key;
   }
 
-  // A verified dynamic size goes to the compile cache, for other processes.
-  void StoreDynamic(const Dynamic& d, const Entry& e) {
+  // A verified dynamic size goes to the compile cache, for other processes
+  // (`inputs`: a call of it).
+  void StoreDynamic(const Dynamic& d, const Entry& e,
+                    const std::vector<Tensor>& inputs) {
     compiler::DynamicArtifact a;
     a.dims = d.dims;
     a.n1 = d.n1;
     a.n2 = d.n2;
-    a.masked_key = d.stable_masked_key;
+    a.masked_key = KeyFor(inputs, &d.dims, /*stable=*/true);
     a.forward = d.forward->ints;
     if (d.backward) a.backward = d.backward->ints;
     compiler::ArtifactCache::Global().Store(ArtifactKey(e),
@@ -657,7 +664,7 @@ struct CompiledFunction::State {
       }
       auto reproduces = [n](const std::optional<compiler::SymbolicGraph>& sym,
                             const compiler::Graph& traced) {
-        if (!sym || sym->ints.size() != IntCount(traced)) return false;
+        if (!sym) return false;
         std::optional<compiler::Graph> g = compiler::Instantiate(*sym, n);
         return g && compiler::SameGraph(*g, traced);
       };
@@ -674,13 +681,11 @@ struct CompiledFunction::State {
     for (const Dynamic& known : dynamics) {
       if (known.masked_key == d.masked_key) return;
     }
-    d.stable_masked_key = a->masked_key;
     d.n1 = a->n1;
     d.n2 = a->n2;
     d.guards = e->guards;
     d.training = e->training;
     d.verified = true;
-    d.from_cache = true;
     Event(absl::StrCat("dynamic size (", DimsName(d.dims),
                        ") loaded from the compile cache",
                        cache.directory().empty() ? "" : absl::StrCat(" (", cache.PathFor(key), ")"),
@@ -701,15 +706,12 @@ struct CompiledFunction::State {
     if (!again->graph) {
       difference = absl::StrCat("the call cannot be captured now: ", again->not_captured);
     } else {
-      compiler::EliminateCommonLaunches(&*again->graph);
-      compiler::EliminateDeadLaunches(&*again->graph);
+      RunPasses(&*again);
       difference = compiler::FirstDifference(entry->forward_graph(), *again->graph);
       if (difference.empty() && (entry->backward != nullptr) != again->training.has_value()) {
         difference = "whether its results need gradients changed";
       }
       if (difference.empty() && entry->backward != nullptr) {
-        compiler::EliminateCommonLaunches(&again->training->backward);
-        compiler::EliminateDeadLaunches(&again->training->backward);
         difference = compiler::FirstDifference(entry->backward_graph(),
                                                again->training->backward);
         if (!difference.empty()) difference = "in the backward, " + difference;
@@ -730,20 +732,6 @@ struct CompiledFunction::State {
     return std::move(again->outputs);
   }
 
-  static size_t IntCount(const compiler::Graph& g) {
-    // As many as symbolic.cc's visit has: each slot's size, each view's
-    // offset, sizes and strides.
-    size_t count = g.slots.size();
-    auto view = [&](const compiler::ValueRef& v) {
-      count += 1 + v.shape.size() + v.strides.size();
-    };
-    for (const compiler::GraphNode& node : g.nodes) {
-      for (const compiler::ValueRef& v : node.inputs) view(v);
-      for (const compiler::ValueRef& v : node.outputs) view(v);
-    }
-    for (const compiler::ValueRef& v : g.outputs) view(v);
-    return count;
-  }
 };
 
 absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
@@ -865,7 +853,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
             }());
         dyn->verified = forward_ok && backward_ok;
         dyn->failed = !dyn->verified;
-        if (dyn->verified) s.StoreDynamic(*dyn, *fresh);
+        if (dyn->verified) s.StoreDynamic(*dyn, *fresh, inputs);
         s.Event(absl::StrCat(
             State::DimsName(dyn->dims), " at ", n,
             dyn->verified ? ": matches the formulas from sizes " : ": does not match the formulas from sizes ",
