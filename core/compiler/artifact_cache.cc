@@ -204,30 +204,21 @@ std::optional<std::string> ArtifactCache::Load(const std::string& key,
 
 void ArtifactCache::Store(const std::string& key, const std::string& payload) {
   const std::string path = PathFor(key);
+  absl::Status written;
+  if (!path.empty()) written = files::WriteFileAtomically(path, Encode(key, payload));
   std::string warning;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     memory_[key] = payload;
-    if (path.empty()) {
-      if (!warned_) {
-        warned_ = true;
-        warning = absl::StrCat("the compile cache keeps entries in memory only: ",
-                               memory_only_reason_);
-      }
-    }
-  }
-  if (!path.empty()) {
-    absl::Status written = files::WriteFileAtomically(path, Encode(key, payload));
     if (!written.ok()) {
-      std::lock_guard<std::mutex> lock(mutex_);
       memory_only_reason_ = absl::StrCat("writing ", path, " failed: ",
                                          written.message());
       dir_.clear();
-      if (!warned_) {
-        warned_ = true;
-        warning = absl::StrCat("the compile cache keeps entries in memory only: ",
-                               memory_only_reason_);
-      }
+    }
+    if (dir_.empty() && !warned_) {
+      warned_ = true;
+      warning = absl::StrCat("the compile cache keeps entries in memory only: ",
+                             memory_only_reason_);
     }
   }
   if (!warning.empty()) {

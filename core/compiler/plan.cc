@@ -143,6 +143,31 @@ absl::Status Plan::BuildKernelGraphs() {
     }
     return true;
   };
+  // A graph frees what its nodes release only when it ends, so it ends
+  // before a node that takes fresh memory after an earlier node released
+  // some: the backward frees each activation before allocating what
+  // follows, as eager does (one graph for a whole backward held them all
+  // to the end, 1.6x eager's peak).
+  auto releases = [&](int node) {
+    if (!saved_done_after_[node].empty()) return true;
+    for (int slot : frees_after_[node]) {
+      if (buffer_of_[slot] < 0) return true;
+    }
+    return false;
+  };
+  auto allocates = [&](int node) {
+    const GraphNode& n = graph_.nodes[node];
+    for (const auto* refs : {&n.inputs, &n.outputs}) {
+      for (const ValueRef& v : *refs) {
+        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+            buffer_of_[v.slot] < 0 && !kept_[v.slot] &&
+            first_use_[v.slot] == node) {
+          return true;
+        }
+      }
+    }
+    return false;
+  };
   int launches = 0;
   const int count = static_cast<int>(order_.size());
   for (int pos = 0; pos < count;) {
@@ -150,31 +175,6 @@ absl::Status Plan::BuildKernelGraphs() {
       ++pos;
       continue;
     }
-    // A graph frees what its nodes release only when it ends, so it ends
-    // before a node that takes fresh memory after an earlier node released
-    // some: the backward frees each activation before allocating what
-    // follows, as eager does (one graph for a whole backward held them all
-    // to the end, 1.6x eager's peak).
-    auto releases = [&](int node) {
-      if (!saved_done_after_[node].empty()) return true;
-      for (int slot : frees_after_[node]) {
-        if (buffer_of_[slot] < 0) return true;
-      }
-      return false;
-    };
-    auto allocates = [&](int node) {
-      const GraphNode& n = graph_.nodes[node];
-      for (const auto* refs : {&n.inputs, &n.outputs}) {
-        for (const ValueRef& v : *refs) {
-          if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-              buffer_of_[v.slot] < 0 && !kept_[v.slot] &&
-              first_use_[v.slot] == node) {
-            return true;
-          }
-        }
-      }
-      return false;
-    };
     int last = pos;
     bool released = releases(order_[pos]);
     while (last + 1 < count && graphable(order_[last + 1]) &&
@@ -434,13 +434,19 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
                                       n.attrs.empty() ? nullptr : n.attrs.data());
   }
   AfterNode(i, saved_in);
+  return NodeError(i, "", status);
+}
+
+absl::Status Plan::NodeError(int node, absl::string_view where,
+                             const absl::Status& status) const {
   if (status.ok()) return status;
+  const GraphNode& n = graph_.nodes[node];
   return absl::Status(
       status.code(),
-      absl::StrCat("compiled graph node ", i, " (",
+      absl::StrCat("compiled graph node ", node, " (",
                    n.kind == GraphNode::Kind::kHostWrite ? "host_write"
                                                     : MixrtOpName(n.op),
-                   "): ", status.message()));
+                   where, "): ", status.message()));
 }
 
 absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
@@ -468,11 +474,7 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
       node = order_[segment.first + step];
     }
   }
-  return absl::Status(
-      status.code(),
-      absl::StrCat("compiled graph node ", node, " (",
-                   MixrtOpName(graph_.nodes[node].op),
-                   ", in a kernel graph): ", status.message()));
+  return NodeError(node, ", in a kernel graph", status);
 }
 
 absl::StatusOr<std::vector<Tensor>> Plan::Run(

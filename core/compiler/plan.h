@@ -108,6 +108,9 @@ class Plan {
   absl::Status BuildKernelGraphs();
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
+  // A failed node's status, naming it ("compiled graph node 3 (matmul...").
+  absl::Status NodeError(int node, absl::string_view where,
+                         const absl::Status& status) const;
   // Frees and version counts due after node i.
   void AfterNode(int i, std::vector<SavedMemory>& saved_in);
 
