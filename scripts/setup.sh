@@ -23,6 +23,7 @@ PACKAGES=(
   python3-jsonschema   # validates mixrt bench's JSON against its schema
   python3-scipy        # reference Mann-Whitney U for mixrt bench's tests
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
+  libopenmpi-dev openmpi-bin  # Open MPI 4.1, the CPU collectives (core/distributed)
 )
 
 missing=()

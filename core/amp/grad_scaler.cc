@@ -95,16 +95,27 @@ absl::Status GradScaler::unscale_(Optimizer& optimizer) {
     grads.push_back(g);
   }
   state.stage = Stage::kUnscaled;
-  // No gradients, no inf check: step() refuses the optimizer, as PyTorch's
-  // does, instead of counting a clean step.
-  if (grads.empty()) return absl::OkStatus();
+  if (grads.empty()) {
+    // Peers reducing found_inf expect this rank's verdict even so.
+    if (found_inf_reducer_) {
+      MIXRT_ASSIGN_OR_RETURN(Tensor none, zeros({1}, DType::kF32, device_));
+      MIXRT_RETURN_IF_ERROR(found_inf_reducer_(none));
+    }
+    // No gradients, no inf check: step() refuses the optimizer, as
+    // PyTorch's does, instead of counting a clean step.
+    return absl::OkStatus();
+  }
   MIXRT_ASSIGN_OR_RETURN(state.found_inf, zeros({1}, DType::kF32, device_));
   // PyTorch takes the reciprocal in f64 and rounds it to f32; an f32
   // division is correctly rounded too, so the two agree bit for bit.
   MIXRT_ASSIGN_OR_RETURN(Tensor one, ones({1}, DType::kF32, device_));
   MIXRT_ASSIGN_OR_RETURN(Tensor inv_scale, kernels::div(one, scale_));
-  return kernels::non_finite_check_and_unscale_(grads, state.found_inf,
-                                                inv_scale);
+  MIXRT_RETURN_IF_ERROR(kernels::non_finite_check_and_unscale_(
+      grads, state.found_inf, inv_scale));
+  if (found_inf_reducer_) {
+    MIXRT_RETURN_IF_ERROR(found_inf_reducer_(state.found_inf));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status GradScaler::step(Optimizer& optimizer) {

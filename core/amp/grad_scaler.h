@@ -22,6 +22,7 @@
 #ifndef MIXRT_CORE_AMP_GRAD_SCALER_H_
 #define MIXRT_CORE_AMP_GRAD_SCALER_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -78,6 +79,16 @@ class GradScaler {
   void set_growth_interval(int interval) {
     options_.growth_interval = interval;
   }
+  // Called by unscale_ with the optimizer's found_inf (f32 [1], 0 or
+  // more), which it may change in place before step() reads it: how ranks
+  // that unscale different gradients agree on skipping a step
+  // (distributed::SyncFoundInf). Called on every unscale_, even one that
+  // found no gradients, so that every rank takes part.
+  void set_found_inf_reducer(
+      std::function<absl::Status(const Tensor& found_inf)> reducer) {
+    found_inf_reducer_ = std::move(reducer);
+  }
+
   // Whether the last step() was skipped (reads found_inf from the device).
   absl::StatusOr<bool> last_step_skipped() const;
 
@@ -118,6 +129,7 @@ class GradScaler {
   Tensor growth_tracker_;  // i32 [1]
   absl::flat_hash_map<const Optimizer*, PerOptimizer> per_optimizer_;
   Tensor last_found_inf_;
+  std::function<absl::Status(const Tensor&)> found_inf_reducer_;
 };
 
 }  // namespace mixrt

@@ -11,8 +11,48 @@
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
+namespace {
+
+// The callbacks of the backwards running on this thread, innermost last (a
+// hook may itself run a backward).
+thread_local std::vector<std::vector<std::function<absl::Status()>>>*
+    t_backward_callbacks = nullptr;
+
+absl::Status RunBackwardNodes(const std::vector<Tensor>& roots,
+                              const std::vector<Tensor>& grads,
+                              bool retain_graph);
+
+}  // namespace
+
+absl::Status QueueBackwardCallback(std::function<absl::Status()> callback) {
+  if (t_backward_callbacks == nullptr || t_backward_callbacks->empty()) {
+    return absl::FailedPreconditionError(
+        "QueueBackwardCallback: no backward is running on this thread");
+  }
+  t_backward_callbacks->back().push_back(std::move(callback));
+  return absl::OkStatus();
+}
 
 absl::Status RunBackward(const std::vector<Tensor>& roots,
+                         const std::vector<Tensor>& grads, bool retain_graph) {
+  std::vector<std::vector<std::function<absl::Status()>>> stack;
+  if (t_backward_callbacks == nullptr) t_backward_callbacks = &stack;
+  t_backward_callbacks->emplace_back();
+  absl::Status status = RunBackwardNodes(roots, grads, retain_graph);
+  // Callbacks may queue more callbacks; run until none is left.
+  for (size_t i = 0; i < t_backward_callbacks->back().size(); ++i) {
+    std::function<absl::Status()> callback =
+        t_backward_callbacks->back()[i];
+    if (status.ok()) status = callback();
+  }
+  t_backward_callbacks->pop_back();
+  if (t_backward_callbacks == &stack) t_backward_callbacks = nullptr;
+  return status;
+}
+
+namespace {
+
+absl::Status RunBackwardNodes(const std::vector<Tensor>& roots,
                          const std::vector<Tensor>& grads, bool retain_graph) {
   ReportUntraceable(
       "backward() inside the traced code (it sets .grad tensors a replay "
@@ -111,4 +151,5 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
   return absl::OkStatus();
 }
 
+}  // namespace
 }  // namespace mixrt

@@ -3,6 +3,7 @@
 #ifndef MIXRT_CORE_AUTOGRAD_ENGINE_H_
 #define MIXRT_CORE_AUTOGRAD_ENGINE_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +16,12 @@ namespace mixrt {
 // error that says so.
 absl::Status RunBackward(const std::vector<Tensor>& roots,
                          const std::vector<Tensor>& grads, bool retain_graph);
+
+// PyTorch's Variable._execution_engine.queue_callback: runs `callback` once
+// the backward that is running on this thread has finished every node
+// (DistributedDataParallel waits for its last all-reduces there). An error
+// fails that backward. Outside a backward it is FailedPrecondition.
+absl::Status QueueBackwardCallback(std::function<absl::Status()> callback);
 
 }  // namespace mixrt
 

@@ -33,12 +33,22 @@ absl::StatusOr<std::vector<Tensor>> AccumulateGrad::Apply(
   } else {
     MIXRT_ASSIGN_OR_RETURN(converted, g.clone());
   }
-  std::lock_guard<std::mutex> lock(leaf->accumulator_mutex);
-  if (!leaf->grad.defined()) {
-    leaf->grad = converted;
-  } else {
-    MIXRT_ASSIGN_OR_RETURN(leaf->grad, kernels::add(leaf->grad, converted));
+  Tensor grad;
+  std::vector<std::function<absl::Status(const Tensor&)>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(leaf->accumulator_mutex);
+    if (!leaf->grad.defined()) {
+      leaf->grad = converted;
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(leaf->grad, kernels::add(leaf->grad, converted));
+    }
+    grad = leaf->grad;
+    for (const auto& [id, hook] : leaf->post_accumulate_grad_hooks) {
+      hooks.push_back(hook);
+    }
   }
+  // Outside the lock: a hook may read or replace .grad itself.
+  for (const auto& hook : hooks) MIXRT_RETURN_IF_ERROR(hook(grad));
   return std::vector<Tensor>{};
 }
 

@@ -14,6 +14,7 @@
 #define MIXRT_CORE_TENSOR_TENSOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -115,6 +116,14 @@ class Tensor {
   Tensor grad() const;
   void set_grad(const Tensor& grad);
   bool is_leaf() const;
+  // PyTorch's register_post_accumulate_grad_hook, on a leaf that requires
+  // grad: `hook` runs with the new .grad each time backward has accumulated
+  // into it (DistributedDataParallel starts a bucket's all-reduce from
+  // here). An error from a hook fails the backward. Returns an id for
+  // remove_post_accumulate_grad_hook.
+  absl::StatusOr<int> register_post_accumulate_grad_hook(
+      std::function<absl::Status(const Tensor& grad)> hook);
+  void remove_post_accumulate_grad_hook(int id);
   // The same data with no autograd history.
   Tensor detach() const;
   // Back-propagates from this tensor: a scalar, unless `gradient` (same shape)
@@ -145,6 +154,11 @@ struct AutogradMeta {
   // AccumulateGrad adds into it (PyTorch's AutogradMeta mutex).
   std::weak_ptr<Node> grad_accumulator;
   std::mutex accumulator_mutex;
+  // Run by AccumulateGrad after each accumulation, in registration order;
+  // guarded by accumulator_mutex.
+  std::vector<std::pair<int, std::function<absl::Status(const Tensor&)>>>
+      post_accumulate_grad_hooks;
+  int next_hook_id = 0;
 };
 
 // One tensor: its view of the storage and its autograd state.

@@ -1,7 +1,10 @@
 // Tensor's autograd state (declared in core/tensor/tensor.h). It is data the
 // tensor owns; the autograd layer records and reads it.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/tensor/tensor.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 
@@ -44,6 +47,31 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) {
   if (impl_ != nullptr) impl_->autograd.grad = grad;
+}
+
+absl::StatusOr<int> Tensor::register_post_accumulate_grad_hook(
+    std::function<absl::Status(const Tensor& grad)> hook) {
+  MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "register_post_accumulate_grad_hook"));
+  if (!is_leaf() || !requires_grad()) {
+    return absl::FailedPreconditionError(
+        "register_post_accumulate_grad_hook: only a leaf that requires grad "
+        "accumulates a .grad; this tensor is not one");
+  }
+  AutogradMeta& meta = impl_->autograd;
+  std::lock_guard<std::mutex> lock(meta.accumulator_mutex);
+  const int id = meta.next_hook_id++;
+  meta.post_accumulate_grad_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(int id) {
+  if (impl_ == nullptr) return;
+  AutogradMeta& meta = impl_->autograd;
+  std::lock_guard<std::mutex> lock(meta.accumulator_mutex);
+  auto& hooks = meta.post_accumulate_grad_hooks;
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                             [id](const auto& h) { return h.first == id; }),
+              hooks.end());
 }
 
 bool Tensor::is_leaf() const {

@@ -1,0 +1,683 @@
+// libmixrtcomm_mpi.so: the collectives ABI (include/mixrt/collectives_api.h)
+// on MPI, for buffers in host memory.
+//
+// One worker thread owns MPI (MPI_THREAD_FUNNELED: it initializes it and
+// makes every call), so the caller's thread never blocks in MPI and a
+// bucket's all-reduce proceeds while backward computes the next one. The
+// worker runs one non-blocking collective at a time, in issue order, and
+// drives it with MPI_Test; between tests it answers its peers' status
+// requests on a second communicator. That is how a rank whose collective
+// times out names the culprit: a peer that answers but has not reached the
+// collective (its training thread hangs), or one that does not answer at
+// all (its process is stopped or gone).
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mixrt/collectives_api.h"
+#include "mixrt/float_convert.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTagStatusRequest = 1;
+constexpr int kTagStatusReply = 2;
+// How long a timed-out rank waits for its peers' answers.
+constexpr double kStatusAnswerSeconds = 2.0;
+
+int Fail(char* error, size_t error_size, int code, const std::string& text) {
+  if (error != nullptr && error_size > 0) {
+    std::snprintf(error, error_size, "%s", text.c_str());
+  }
+  return code;
+}
+
+std::string MpiErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
+    return "MPI error " + std::to_string(code);
+  }
+  return std::string(text, length);
+}
+
+// 16-bit floats have no MPI type: they travel as MPI_UINT16_T and are
+// reduced by these user operations, which round each pairwise result to
+// nearest even like the device kernels do.
+template <float (*ToF32)(uint16_t), uint16_t (*FromF32)(float), bool kMax>
+void Reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
+  const uint16_t* a = static_cast<const uint16_t*>(in);
+  uint16_t* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = ToF32(a[i]), y = ToF32(b[i]);
+    float r;
+    if (kMax) {
+      r = (x != x || x > y) ? x : y;  // NaN wins, as in the device kernels.
+    } else {
+      r = x + y;
+    }
+    b[i] = FromF32(r);
+  }
+}
+
+// MPI_MAX on floats drops a NaN on one side (a > b ? a : b); a reduction
+// must not hide one, so f32 max is ours too.
+void MaxF32(void* in, void* inout, int* len, MPI_Datatype*) {
+  const float* a = static_cast<const float*>(in);
+  float* b = static_cast<float*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    if (a[i] != a[i] || a[i] > b[i]) b[i] = a[i];
+  }
+}
+
+struct WorkState {
+  enum class Kind { kAllReduce, kBroadcast, kAllGather, kBarrier };
+  Kind kind;
+  uint64_t sequence = 0;
+  void* data = nullptr;
+  const void* send = nullptr;
+  size_t count = 0;  // Elements (all-reduce) or bytes.
+  MixrtDtype dtype = MIXRT_DTYPE_F32;
+  MixrtCollectiveOp op = MIXRT_COLLECTIVE_SUM;
+  int root = 0;
+  // Set by a caller whose own wait timeout is shorter than the
+  // communicator's; read by the worker.
+  std::atomic<double> timeout_s{0};
+
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  int code = MIXRT_ERROR_CODE_OK;
+  std::string error;
+
+  std::string Name() const {
+    static const char* const kNames[] = {"all_reduce", "broadcast",
+                                         "all_gather", "barrier"};
+    return std::string(kNames[static_cast<int>(kind)]) + " #" +
+           std::to_string(sequence);
+  }
+};
+
+}  // namespace
+
+struct MixrtCollectiveWork {
+  std::shared_ptr<WorkState> state;
+};
+
+struct MixrtCommunicator {
+  int rank = 0;
+  int world_size = 1;
+  double timeout_s = 300;
+  std::string library = "Open MPI";
+
+  std::thread worker;
+  std::mutex mutex;
+  std::condition_variable queue_cv;
+  std::deque<std::shared_ptr<WorkState>> queue;
+  bool stopping = false;
+  std::string stop_reason;
+  uint64_t issued = 0;
+  // Set once a collective has timed out or failed: later calls fail at
+  // once, and leaving the job aborts it.
+  std::atomic<bool> broken{false};
+  std::string broken_reason;
+
+  // Worker-only state.
+  MPI_Comm collectives = MPI_COMM_NULL;
+  MPI_Comm control = MPI_COMM_NULL;
+  MPI_Op sum_bf16 = MPI_OP_NULL, sum_f16 = MPI_OP_NULL;
+  MPI_Op max_bf16 = MPI_OP_NULL, max_f16 = MPI_OP_NULL, max_f32 = MPI_OP_NULL;
+  uint64_t completed = 0;  // Sequence of the last completed collective.
+  uint64_t in_flight = 0;  // Sequence of the running one, 0 when idle.
+  std::vector<MPI_Request> replies;
+  uint64_t reply_buffer[64][2];
+  int next_reply = 0;
+
+  // Initialization handshake with the caller.
+  bool started = false;
+  int start_code = MIXRT_ERROR_CODE_OK;
+  std::string start_error;
+};
+
+namespace {
+
+void Complete(WorkState& work, int code, std::string error) {
+  std::lock_guard<std::mutex> lock(work.mutex);
+  work.done = true;
+  work.code = code;
+  work.error = std::move(error);
+  work.done_cv.notify_all();
+}
+
+// Answers every status request that has arrived: {last completed, running}.
+void AnswerStatusRequests(MixrtCommunicator& c) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagStatusRequest, c.control, &flag,
+                   &status) != MPI_SUCCESS ||
+        !flag) {
+      return;
+    }
+    uint64_t ignored = 0;
+    MPI_Recv(&ignored, 1, MPI_UINT64_T, status.MPI_SOURCE, kTagStatusRequest,
+             c.control, MPI_STATUS_IGNORE);
+    uint64_t* reply = c.reply_buffer[c.next_reply];
+    c.next_reply = (c.next_reply + 1) % 64;
+    reply[0] = c.completed;
+    reply[1] = c.in_flight;
+    MPI_Request request;
+    MPI_Isend(reply, 2, MPI_UINT64_T, status.MPI_SOURCE, kTagStatusReply,
+              c.control, &request);
+    c.replies.push_back(request);
+  }
+}
+
+void ReapReplies(MixrtCommunicator& c) {
+  auto& r = c.replies;
+  r.erase(std::remove_if(r.begin(), r.end(),
+                         [](MPI_Request& q) {
+                           int flag = 0;
+                           MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+                           return flag != 0;
+                         }),
+          r.end());
+}
+
+// Asks every peer where it is, for the message of a timed-out collective.
+std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
+                            double waited_s) {
+  const int n = c.world_size;
+  std::vector<uint64_t> answers(2 * n, 0);
+  std::vector<MPI_Request> receives(n, MPI_REQUEST_NULL);
+  std::vector<MPI_Request> sends(n, MPI_REQUEST_NULL);
+  uint64_t ask = work.sequence;
+  for (int r = 0; r < n; ++r) {
+    if (r == c.rank) continue;
+    MPI_Irecv(&answers[2 * r], 2, MPI_UINT64_T, r, kTagStatusReply, c.control,
+              &receives[r]);
+    MPI_Isend(&ask, 1, MPI_UINT64_T, r, kTagStatusRequest, c.control,
+              &sends[r]);
+  }
+  std::vector<bool> answered(n, false);
+  const Clock::time_point until =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(kStatusAnswerSeconds));
+  int pending = n - 1;
+  while (pending > 0 && Clock::now() < until) {
+    AnswerStatusRequests(c);
+    for (int r = 0; r < n; ++r) {
+      if (r == c.rank || answered[r]) continue;
+      int flag = 0;
+      MPI_Test(&receives[r], &flag, MPI_STATUS_IGNORE);
+      if (flag) {
+        answered[r] = true;
+        --pending;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string culprits, reached;
+  for (int r = 0; r < n; ++r) {
+    if (r == c.rank) continue;
+    if (!answered[r]) {
+      culprits += "; rank " + std::to_string(r) + " does not answer (its " +
+                  "process crashed, was stopped or is unreachable)";
+      continue;
+    }
+    const uint64_t last = answers[2 * r], running = answers[2 * r + 1];
+    if (running == work.sequence || last >= work.sequence) {
+      reached += (reached.empty() ? "" : ", ") + std::to_string(r);
+    } else {
+      culprits += "; rank " + std::to_string(r) +
+                  " has not reached it (its last completed collective is #" +
+                  std::to_string(last) +
+                  (running != 0 ? ", it is in #" + std::to_string(running)
+                                : ", and it is not in any") +
+                  ": its training loop is stuck or took another path)";
+    }
+  }
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f", waited_s);
+  std::string message = "rank " + std::to_string(c.rank) + ": " +
+                        work.Name() + " did not complete within " + seconds +
+                        " s" + culprits;
+  if (!reached.empty()) message += "; ranks that reached it: " + reached;
+  if (culprits.empty()) {
+    message += "; every rank reached it (the network or MPI itself is "
+               "stalled)";
+  }
+  // The requests' buffers go out of scope: cancel what is still pending.
+  for (int r = 0; r < n; ++r) {
+    if (receives[r] != MPI_REQUEST_NULL && !answered[r]) {
+      MPI_Cancel(&receives[r]);
+      MPI_Request_free(&receives[r]);
+    }
+    if (sends[r] != MPI_REQUEST_NULL) MPI_Request_free(&sends[r]);
+  }
+  return message;
+}
+
+int Start(MixrtCommunicator& c, WorkState& w, MPI_Request* request) {
+  switch (w.kind) {
+    case WorkState::Kind::kAllReduce: {
+      MPI_Datatype type = MPI_FLOAT;
+      MPI_Op op = MPI_SUM;
+      const bool max = w.op == MIXRT_COLLECTIVE_MAX;
+      switch (w.dtype) {
+        case MIXRT_DTYPE_F32:
+          op = max ? c.max_f32 : MPI_SUM;
+          break;
+        case MIXRT_DTYPE_BF16:
+          type = MPI_UINT16_T;
+          op = max ? c.max_bf16 : c.sum_bf16;
+          break;
+        default:
+          type = MPI_UINT16_T;
+          op = max ? c.max_f16 : c.sum_f16;
+          break;
+      }
+      return MPI_Iallreduce(MPI_IN_PLACE, w.data, static_cast<int>(w.count),
+                            type, op, c.collectives, request);
+    }
+    case WorkState::Kind::kBroadcast:
+      return MPI_Ibcast(w.data, static_cast<int>(w.count), MPI_BYTE, w.root,
+                        c.collectives, request);
+    case WorkState::Kind::kAllGather:
+      return MPI_Iallgather(w.send, static_cast<int>(w.count), MPI_BYTE,
+                            w.data, static_cast<int>(w.count), MPI_BYTE,
+                            c.collectives, request);
+    case WorkState::Kind::kBarrier:
+      return MPI_Ibarrier(c.collectives, request);
+  }
+  return MPI_ERR_OTHER;
+}
+
+void Average(MixrtCommunicator& c, WorkState& w) {
+  const float inv = 1.0f / static_cast<float>(c.world_size);
+  if (w.dtype == MIXRT_DTYPE_F32) {
+    float* p = static_cast<float*>(w.data);
+    for (size_t i = 0; i < w.count; ++i) p[i] *= inv;
+    return;
+  }
+  // Divided, not multiplied by 1/n, so that 16-bit results round once.
+  const float n = static_cast<float>(c.world_size);
+  uint16_t* p = static_cast<uint16_t*>(w.data);
+  for (size_t i = 0; i < w.count; ++i) {
+    p[i] = w.dtype == MIXRT_DTYPE_BF16
+               ? mixrt::sdk::F32ToBF16Bits(mixrt::sdk::BF16BitsToF32(p[i]) / n)
+               : mixrt::sdk::F32ToF16Bits(mixrt::sdk::F16BitsToF32(p[i]) / n);
+  }
+}
+
+// Runs one collective to completion (or to its timeout).
+void Run(MixrtCommunicator& c, WorkState& w) {
+  c.in_flight = w.sequence;
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int started = Start(c, w, &request);
+  if (started != MPI_SUCCESS) {
+    c.in_flight = 0;
+    c.broken = true;
+    Complete(w, MIXRT_ERROR_CODE_INTERNAL,
+             w.Name() + " failed to start: " + MpiErrorString(started));
+    return;
+  }
+  const Clock::time_point begin = Clock::now();
+  // Spin briefly (small collectives finish in microseconds), then poll
+  // with growing sleeps so that the worker leaves the core to the training
+  // thread while a large one is in transit.
+  int polls = 0;
+  for (;;) {
+    int flag = 0;
+    const int tested = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+    if (tested != MPI_SUCCESS) {
+      c.in_flight = 0;
+      c.broken = true;
+      Complete(w, MIXRT_ERROR_CODE_INTERNAL,
+               w.Name() + " failed: " + MpiErrorString(tested));
+      return;
+    }
+    if (flag) break;
+    AnswerStatusRequests(c);
+    const double elapsed =
+        std::chrono::duration<double>(Clock::now() - begin).count();
+    double timeout = c.timeout_s;
+    const double asked = w.timeout_s.load();
+    if (asked > 0 && asked < timeout) timeout = asked;
+    if (elapsed > timeout) {
+      c.broken = true;
+      std::string message = DiagnoseTimeout(c, w, elapsed);
+      {
+        std::lock_guard<std::mutex> lock(c.mutex);
+        c.broken_reason = message;
+      }
+      Complete(w, MIXRT_ERROR_CODE_UNAVAILABLE, message);
+      // The request stays pending forever: the job is aborted on destroy.
+      return;
+    }
+    ++polls;
+    if (polls > 200) {
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(std::min(polls - 200, 100)));
+    }
+  }
+  if (w.kind == WorkState::Kind::kAllReduce && w.op == MIXRT_COLLECTIVE_AVG) {
+    Average(c, w);
+  }
+  c.completed = w.sequence;
+  c.in_flight = 0;
+  Complete(w, MIXRT_ERROR_CODE_OK, "");
+}
+
+void WorkerMain(MixrtCommunicator* c) {
+  int provided = 0;
+  int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  if (code == MPI_SUCCESS) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c->world_size);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c->collectives);
+    MPI_Comm_dup(MPI_COMM_WORLD, &c->control);
+    MPI_Comm_set_errhandler(c->collectives, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(c->control, MPI_ERRORS_RETURN);
+    using mixrt::sdk::BF16BitsToF32;
+    using mixrt::sdk::F16BitsToF32;
+    using mixrt::sdk::F32ToBF16Bits;
+    using mixrt::sdk::F32ToF16Bits;
+    MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, false>, 1,
+                  &c->sum_bf16);
+    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, false>, 1,
+                  &c->sum_f16);
+    MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, true>, 1,
+                  &c->max_bf16);
+    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, true>, 1,
+                  &c->max_f16);
+    MPI_Op_create(&MaxF32, 1, &c->max_f32);
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int length = 0;
+    if (MPI_Get_library_version(version, &length) == MPI_SUCCESS) {
+      std::string v(version, length);
+      c->library = v.substr(0, v.find(','));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    c->started = true;
+    if (code != MPI_SUCCESS) {
+      c->start_code = MIXRT_ERROR_CODE_UNAVAILABLE;
+      c->start_error = "MPI_Init_thread failed: " + MpiErrorString(code);
+    }
+    c->queue_cv.notify_all();
+  }
+  if (code != MPI_SUCCESS) return;
+
+  for (;;) {
+    std::shared_ptr<WorkState> next;
+    {
+      std::unique_lock<std::mutex> lock(c->mutex);
+      // Idle: still answer status requests every few milliseconds.
+      c->queue_cv.wait_for(lock, std::chrono::milliseconds(5), [c] {
+        return c->stopping || !c->queue.empty();
+      });
+      if (!c->queue.empty()) {
+        next = c->queue.front();
+        c->queue.pop_front();
+      } else if (c->stopping) {
+        break;
+      }
+    }
+    if (next != nullptr) {
+      if (c->broken) {
+        std::lock_guard<std::mutex> lock(c->mutex);
+        Complete(*next, MIXRT_ERROR_CODE_FAILED_PRECONDITION,
+                 "the communicator is broken: " + c->broken_reason);
+      } else {
+        Run(*c, *next);
+      }
+    }
+    AnswerStatusRequests(*c);
+    ReapReplies(*c);
+  }
+  if (c->broken) {
+    std::fprintf(stderr, "mixrt: rank %d aborts the job: %s\n", c->rank,
+                 c->stop_reason.empty() ? c->broken_reason.c_str()
+                                        : c->stop_reason.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return;
+  }
+  // Every rank leaves together; peers' late status requests are answered
+  // until then (a rank that left cannot be asked, so it waits for all).
+  MPI_Request barrier;
+  MPI_Ibarrier(c->control, &barrier);
+  const Clock::time_point begin = Clock::now();
+  for (int flag = 0; !flag;) {
+    MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
+    AnswerStatusRequests(*c);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (!flag &&
+        std::chrono::duration<double>(Clock::now() - begin).count() >
+            c->timeout_s) {
+      std::fprintf(stderr,
+                   "mixrt: rank %d aborts the job: not every rank left it "
+                   "within %.1f s of this one\n",
+                   c->rank, c->timeout_s);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return;
+    }
+  }
+  for (MPI_Request& r : c->replies) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  for (MPI_Op* op : {&c->sum_bf16, &c->sum_f16, &c->max_bf16, &c->max_f16,
+                     &c->max_f32}) {
+    MPI_Op_free(op);
+  }
+  MPI_Comm_free(&c->collectives);
+  MPI_Comm_free(&c->control);
+  MPI_Finalize();
+}
+
+// MPI may be initialized once per process, and finalized never to return.
+std::mutex g_create_mutex;
+bool g_created = false;
+
+int Create(const MixrtCommunicatorOptions* options, MixrtCommunicator** out,
+           char* error, size_t error_size) {
+  if (options == nullptr || out == nullptr ||
+      options->struct_size < sizeof(MixrtCommunicatorOptions)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "create: options and out are required");
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_create_mutex);
+    if (g_created) {
+      return Fail(error, error_size, MIXRT_ERROR_CODE_FAILED_PRECONDITION,
+                  "create: MPI can be initialized once per process, and "
+                  "this process already did (keep one process group)");
+    }
+    g_created = true;
+  }
+  auto* c = new MixrtCommunicator;
+  if (options->timeout_s > 0) c->timeout_s = options->timeout_s;
+  c->worker = std::thread(WorkerMain, c);
+  std::unique_lock<std::mutex> lock(c->mutex);
+  c->queue_cv.wait(lock, [c] { return c->started; });
+  if (c->start_code != MIXRT_ERROR_CODE_OK) {
+    const int code = c->start_code;
+    const std::string message = c->start_error;
+    lock.unlock();
+    c->worker.join();
+    delete c;
+    return Fail(error, error_size, code, message);
+  }
+  *out = c;
+  return MIXRT_ERROR_CODE_OK;
+}
+
+int GetInfo(MixrtCommunicator* c, MixrtCommunicatorInfo* info, char* error,
+            size_t error_size) {
+  if (c == nullptr || info == nullptr ||
+      info->struct_size < sizeof(MixrtCommunicatorInfo)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "get_info: communicator and info are required");
+  }
+  info->rank = c->rank;
+  info->world_size = c->world_size;
+  info->library = c->library.c_str();
+  info->device_memory = 0;
+  return MIXRT_ERROR_CODE_OK;
+}
+
+int Enqueue(MixrtCommunicator* c, std::shared_ptr<WorkState> w,
+            MixrtCollectiveWork** work, char* error, size_t error_size) {
+  if (c == nullptr || work == nullptr) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "a communicator and a work pointer are required");
+  }
+  std::lock_guard<std::mutex> lock(c->mutex);
+  if (c->broken) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_FAILED_PRECONDITION,
+                "the communicator is broken: " + c->broken_reason);
+  }
+  w->sequence = ++c->issued;
+  c->queue.push_back(w);
+  c->queue_cv.notify_all();
+  *work = new MixrtCollectiveWork{std::move(w)};
+  return MIXRT_ERROR_CODE_OK;
+}
+
+int AllReduce(MixrtCommunicator* c, void* data, size_t count,
+              MixrtDtype dtype, MixrtCollectiveOp op, MixrtCollectiveWork** work,
+              char* error, size_t error_size) {
+  if (dtype != MIXRT_DTYPE_F32 && dtype != MIXRT_DTYPE_BF16 &&
+      dtype != MIXRT_DTYPE_F16) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "all_reduce: dtype must be f32, bf16 or f16");
+  }
+  if (op != MIXRT_COLLECTIVE_SUM && op != MIXRT_COLLECTIVE_AVG &&
+      op != MIXRT_COLLECTIVE_MAX) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "all_reduce: op must be sum, avg or max");
+  }
+  if (count > static_cast<size_t>(INT32_MAX) || (data == nullptr && count)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "all_reduce: at most 2^31-1 elements, with a buffer");
+  }
+  auto w = std::make_shared<WorkState>();
+  w->kind = WorkState::Kind::kAllReduce;
+  w->data = data;
+  w->count = count;
+  w->dtype = dtype;
+  w->op = op;
+  return Enqueue(c, std::move(w), work, error, error_size);
+}
+
+int Broadcast(MixrtCommunicator* c, void* data, size_t bytes, int root,
+              MixrtCollectiveWork** work, char* error, size_t error_size) {
+  if (c != nullptr && (root < 0 || root >= c->world_size)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "broadcast: root " + std::to_string(root) +
+                    " is not a rank of this job of " +
+                    std::to_string(c->world_size));
+  }
+  if (bytes > static_cast<size_t>(INT32_MAX)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "broadcast: at most 2^31-1 bytes at once");
+  }
+  auto w = std::make_shared<WorkState>();
+  w->kind = WorkState::Kind::kBroadcast;
+  w->data = data;
+  w->count = bytes;
+  w->root = root;
+  return Enqueue(c, std::move(w), work, error, error_size);
+}
+
+int AllGather(MixrtCommunicator* c, const void* send, void* recv,
+              size_t bytes, MixrtCollectiveWork** work, char* error,
+              size_t error_size) {
+  if (bytes > static_cast<size_t>(INT32_MAX)) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "all_gather: at most 2^31-1 bytes per rank");
+  }
+  auto w = std::make_shared<WorkState>();
+  w->kind = WorkState::Kind::kAllGather;
+  w->send = send;
+  w->data = recv;
+  w->count = bytes;
+  return Enqueue(c, std::move(w), work, error, error_size);
+}
+
+int Barrier(MixrtCommunicator* c, MixrtCollectiveWork** work, char* error,
+            size_t error_size) {
+  auto w = std::make_shared<WorkState>();
+  w->kind = WorkState::Kind::kBarrier;
+  return Enqueue(c, std::move(w), work, error, error_size);
+}
+
+int Wait(MixrtCollectiveWork* work, double timeout_s, char* error,
+         size_t error_size) {
+  if (work == nullptr) {
+    return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                "wait: no work");
+  }
+  WorkState& w = *work->state;
+  if (timeout_s > 0) w.timeout_s = timeout_s;
+  std::unique_lock<std::mutex> lock(w.mutex);
+  w.done_cv.wait(lock, [&w] { return w.done; });
+  if (w.code != MIXRT_ERROR_CODE_OK) {
+    return Fail(error, error_size, w.code, w.error);
+  }
+  return MIXRT_ERROR_CODE_OK;
+}
+
+void ReleaseWork(MixrtCollectiveWork* work) { delete work; }
+
+void Destroy(MixrtCommunicator* c, const char* reason) {
+  if (c == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    c->stopping = true;
+    if (reason != nullptr && reason[0] != '\0') {
+      c->broken = true;
+      c->stop_reason = reason;
+    }
+    c->queue_cv.notify_all();
+  }
+  c->worker.join();
+  // MPI_Abort does not return on success; reaching here means MPI is done.
+  delete c;
+}
+
+const MixrtCollectivesApi kApi = {
+    sizeof(MixrtCollectivesApi),
+    MIXRT_COLLECTIVES_ABI_VERSION,
+    "mpi",
+    &Create,
+    &GetInfo,
+    &AllReduce,
+    &Broadcast,
+    &AllGather,
+    &Barrier,
+    &Wait,
+    &ReleaseWork,
+    &Destroy,
+};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const MixrtCollectivesApi*
+MixrtCollectivesGetApi(void) {
+  return &kApi;
+}

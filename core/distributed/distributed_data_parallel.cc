@@ -1,0 +1,309 @@
+#include "core/distributed/distributed_data_parallel.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/grad_mode.h"
+#include "core/kernels/fill_copy.h"
+#include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
+
+namespace mixrt::distributed {
+namespace {
+
+// A parameter list as integers: per parameter its dtype, rank and sizes.
+std::vector<int64_t> Signature(
+    const std::vector<std::pair<std::string, Tensor>>& params) {
+  std::vector<int64_t> sig;
+  for (const auto& [name, t] : params) {
+    sig.push_back(static_cast<int64_t>(t.dtype()));
+    sig.push_back(t.ndim());
+    for (int64_t d : t.shape()) sig.push_back(d);
+  }
+  return sig;
+}
+
+// Parameter `index` of a signature, as "[64, 32] f32"; "none" past its end.
+std::string Describe(const std::vector<int64_t>& sig, size_t start, size_t end,
+                     int index) {
+  size_t at = start;
+  for (int i = 0; at + 1 < end; ++i) {
+    const int64_t ndim = sig[at + 1];
+    if (ndim < 0 || at + 2 + ndim > end) break;
+    if (i == index) {
+      std::vector<int64_t> dims(sig.begin() + at + 2,
+                                sig.begin() + at + 2 + ndim);
+      return absl::StrCat("[", absl::StrJoin(dims, ", "), "] ",
+                          DTypeName(static_cast<DType>(sig[at])));
+    }
+    at += 2 + ndim;
+  }
+  return "none (it has fewer parameters)";
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<DistributedDataParallel>>
+DistributedDataParallel::Create(std::shared_ptr<nn::Module> module,
+                                std::shared_ptr<ProcessGroup> group,
+                                DistributedDataParallelOptions options) {
+  if (module == nullptr || group == nullptr) {
+    return absl::InvalidArgumentError(
+        "DistributedDataParallel: a module and a process group are required");
+  }
+  if (!(options.bucket_cap_mb > 0) || !(options.first_bucket_cap_mb > 0)) {
+    return absl::InvalidArgumentError(
+        "DistributedDataParallel: bucket sizes must be positive");
+  }
+  std::shared_ptr<DistributedDataParallel> ddp(new DistributedDataParallel);
+  ddp->module_ = module;
+  ddp->group_ = std::move(group);
+  ddp->options_ = options;
+  ddp->register_module("module", module);
+  for (auto& [name, t] : module->named_parameters()) {
+    if (t.requires_grad()) ddp->params_.emplace_back(name, t);
+  }
+  MIXRT_RETURN_IF_ERROR(ddp->CheckSameParameters());
+  {
+    std::vector<Tensor> state = module->parameters();
+    for (auto& [name, t] : module->named_buffers()) state.push_back(t);
+    MIXRT_RETURN_IF_ERROR(ddp->BroadcastFromRankZero(state));
+  }
+
+  // Buckets in reverse registration order, one dtype each.
+  const int n = static_cast<int>(ddp->params_.size());
+  ddp->bucket_of_.assign(n, -1);
+  ddp->has_grad_.assign(n, false);
+  const auto cap_bytes = [&options](int bucket) {
+    return static_cast<int64_t>(
+        (bucket == 0 ? options.first_bucket_cap_mb : options.bucket_cap_mb) *
+        1024 * 1024);
+  };
+  int open = -1;
+  for (int p = n - 1; p >= 0; --p) {
+    const Tensor& t = ddp->params_[p].second;
+    const int64_t size = static_cast<int64_t>(DTypeSize(t.dtype()));
+    const bool fits =
+        open >= 0 && ddp->buckets_[open].dtype == t.dtype() &&
+        (ddp->buckets_[open].numel + t.numel()) * size <= cap_bytes(open);
+    if (!fits) {
+      ddp->buckets_.emplace_back();
+      open = static_cast<int>(ddp->buckets_.size()) - 1;
+      ddp->buckets_[open].dtype = t.dtype();
+    }
+    Bucket& b = ddp->buckets_[open];
+    b.params.push_back(p);
+    b.offsets.push_back(b.numel);
+    b.numel += t.numel();
+    ddp->bucket_of_[p] = open;
+  }
+
+  DistributedDataParallel* self = ddp.get();
+  for (int p = 0; p < n; ++p) {
+    MIXRT_ASSIGN_OR_RETURN(
+        int id, ddp->params_[p].second.register_post_accumulate_grad_hook(
+                    [self, p](const Tensor& grad) {
+                      return self->OnGradient(p, grad);
+                    }));
+    ddp->hook_ids_.push_back(id);
+  }
+  return ddp;
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (size_t p = 0; p < hook_ids_.size(); ++p) {
+    params_[p].second.remove_post_accumulate_grad_hook(hook_ids_[p]);
+  }
+  AbandonBackward();
+}
+
+absl::Status DistributedDataParallel::CheckSameParameters() {
+  if (group_->world_size() == 1) return absl::OkStatus();
+  // Rank 0 names the device for the exchange; a module without parameters
+  // still takes part (its peers must learn that it has none).
+  const std::vector<int64_t> mine = Signature(params_);
+  Device device;
+  for (auto& [name, t] : module_->named_parameters()) {
+    device = t.device();
+    break;
+  }
+  if (!device.valid()) {
+    return params_.empty() ? absl::OkStatus()
+                           : absl::InternalError("no device");
+  }
+  const int world = group_->world_size();
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor length, from_ints({static_cast<int64_t>(mine.size())}, {1},
+                               DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor lengths, zeros({world}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Work w1, group_->AllGather(length, lengths));
+  MIXRT_RETURN_IF_ERROR(w1.Wait());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, lengths.to_int_vector());
+  int64_t longest = 1;
+  for (int64_t s : sizes) longest = std::max(longest, s);
+  std::vector<int64_t> padded = mine;
+  padded.resize(longest, -1);
+  MIXRT_ASSIGN_OR_RETURN(Tensor local,
+                         from_ints(padded, {longest}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor all,
+                         zeros({world * longest}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Work w2, group_->AllGather(local, all));
+  MIXRT_RETURN_IF_ERROR(w2.Wait());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs, all.to_int_vector());
+  // Every rank compares every rank against rank 0, so all fail alike.
+  auto begin = [&](int r) { return static_cast<size_t>(r * longest); };
+  for (int r = 1; r < world; ++r) {
+    const size_t a = begin(0), ae = a + sizes[0];
+    const size_t b = begin(r), be = b + sizes[r];
+    if (std::equal(sigs.begin() + a, sigs.begin() + ae, sigs.begin() + b,
+                   sigs.begin() + be)) {
+      continue;
+    }
+    for (int i = 0;; ++i) {
+      const std::string zero = Describe(sigs, a, ae, i);
+      const std::string other = Describe(sigs, b, be, i);
+      if (zero == other) continue;
+      const std::string here =
+          i < static_cast<int>(params_.size())
+              ? absl::StrCat(" ('", params_[i].first, "' on rank ",
+                             group_->rank(), ")")
+              : "";
+      return absl::FailedPreconditionError(absl::StrCat(
+          "DistributedDataParallel: rank ", r,
+          "'s parameters differ from rank 0's: parameter ", i, here, " is ",
+          other, " on rank ", r, " but ", zero,
+          " on rank 0 (every rank must build the same model)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::BroadcastFromRankZero(
+    const std::vector<Tensor>& tensors) {
+  if (group_->world_size() == 1) return absl::OkStatus();
+  std::vector<Work> works;
+  for (const Tensor& t : tensors) {
+    if (!t.is_contiguous()) {
+      return absl::FailedPreconditionError(
+          "DistributedDataParallel: parameters and buffers must be "
+          "contiguous to be broadcast");
+    }
+    MIXRT_ASSIGN_OR_RETURN(Work w, group_->Broadcast(t, 0));
+    works.push_back(std::move(w));
+  }
+  for (Work& w : works) MIXRT_RETURN_IF_ERROR(w.Wait());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> DistributedDataParallel::forward(const Tensor& x) {
+  // A backward that failed half-way left buckets in flight; its peers are
+  // out of step, so the error it returned is the one to act on. Here the
+  // state is only made safe to reuse.
+  AbandonBackward();
+  if (options_.broadcast_buffers && is_training()) {
+    std::vector<Tensor> buffers;
+    for (auto& [name, t] : module_->named_buffers()) buffers.push_back(t);
+    MIXRT_RETURN_IF_ERROR(BroadcastFromRankZero(buffers));
+  }
+  return module_->forward(x);
+}
+
+absl::Status DistributedDataParallel::OnGradient(int param,
+                                                 const Tensor& grad) {
+  if (!sync_) return absl::OkStatus();
+  if (!in_backward_) {
+    in_backward_ = true;
+    next_launch_ = 0;
+    std::fill(has_grad_.begin(), has_grad_.end(), false);
+    for (Bucket& b : buckets_) {
+      b.pending = static_cast<int>(b.params.size());
+      // Fresh each backward: the previous step's .grad tensors are views of
+      // the old buckets and may still be in use.
+      MIXRT_ASSIGN_OR_RETURN(b.flat,
+                             empty({b.numel}, b.dtype, grad.device()));
+    }
+    MIXRT_RETURN_IF_ERROR(
+        QueueBackwardCallback([this] { return FinishBackward(); }));
+  }
+  if (has_grad_[param]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "DistributedDataParallel: parameter '", params_[param].first,
+        "' received a second gradient in one synchronized backward"));
+  }
+  has_grad_[param] = true;
+  Bucket& b = buckets_[bucket_of_[param]];
+  const auto it = std::find(b.params.begin(), b.params.end(), param);
+  const int64_t offset = b.offsets[it - b.params.begin()];
+  const int64_t numel = grad.numel();
+  MIXRT_ASSIGN_OR_RETURN(Tensor slot, b.flat.slice(0, offset, offset + numel));
+  MIXRT_ASSIGN_OR_RETURN(Tensor flat_grad, grad.reshape({numel}));
+  MIXRT_RETURN_IF_ERROR(kernels::copy_(slot, flat_grad));
+  if (--b.pending == 0) MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
+  return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::LaunchReadyBuckets() {
+  // In bucket order on every rank: collectives must be issued in the same
+  // order everywhere, and the order gradients become ready need not be.
+  while (next_launch_ < buckets_.size() &&
+         buckets_[next_launch_].pending == 0) {
+    Bucket& b = buckets_[next_launch_];
+    MIXRT_ASSIGN_OR_RETURN(b.work, group_->AllReduce(b.flat, ReduceOp::kAvg));
+    ++next_launch_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::FinishBackward() {
+  in_backward_ = false;
+  // Parameters this rank's graph did not use contribute zeros, so every
+  // rank reduces the same buckets and ends with the same gradients.
+  for (size_t p = 0; p < params_.size(); ++p) {
+    if (has_grad_[p]) continue;
+    Bucket& b = buckets_[bucket_of_[p]];
+    const auto it = std::find(b.params.begin(), b.params.end(),
+                              static_cast<int>(p));
+    const int64_t offset = b.offsets[it - b.params.begin()];
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor slot,
+        b.flat.slice(0, offset, offset + params_[p].second.numel()));
+    MIXRT_RETURN_IF_ERROR(kernels::fill_(slot, 0.0));
+    --b.pending;
+  }
+  MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
+  const auto start = std::chrono::steady_clock::now();
+  stats_ = CommunicationStats{};
+  for (Bucket& b : buckets_) {
+    MIXRT_RETURN_IF_ERROR(b.work.Wait());
+    stats_.bytes += b.numel * static_cast<int64_t>(DTypeSize(b.dtype));
+  }
+  stats_.exposed_ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  stats_.buckets = static_cast<int>(buckets_.size());
+  for (Bucket& b : buckets_) {
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      Tensor& param = params_[b.params[i]].second;
+      MIXRT_ASSIGN_OR_RETURN(
+          Tensor slot,
+          b.flat.slice(0, b.offsets[i], b.offsets[i] + param.numel()));
+      MIXRT_ASSIGN_OR_RETURN(Tensor grad, slot.view(param.shape()));
+      param.set_grad(grad);
+    }
+    b.flat = Tensor();
+  }
+  return absl::OkStatus();
+}
+
+void DistributedDataParallel::AbandonBackward() {
+  if (!in_backward_) return;
+  for (Bucket& b : buckets_) {
+    b.work.Wait().IgnoreError();
+    b.flat = Tensor();
+  }
+  in_backward_ = false;
+}
+
+}  // namespace mixrt::distributed

@@ -1,0 +1,124 @@
+// torch.nn.parallel.DistributedDataParallel: every rank holds a replica of
+// the module, computes gradients on its shard of the batch, and backward
+// leaves every replica with the same averaged gradients.
+//
+//   MIXRT_ASSIGN_OR_RETURN(auto ddp,
+//       distributed::DistributedDataParallel::Create(model, group));
+//   MIXRT_ASSIGN_OR_RETURN(Tensor out, ddp->forward(x));   // this rank's shard
+//   MIXRT_RETURN_IF_ERROR(scaler.scale(loss)->backward());  // all-reduced
+//   MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));          // same on every rank
+//
+// Construction checks that every rank's parameters have the same shapes and
+// dtypes (an error naming the first difference) and copies rank 0's values
+// everywhere. Gradients are packed into buckets (25 MiB, the first 1 MiB
+// so that communication starts early) in reverse registration order, which
+// is roughly the order backward produces them; a bucket's all-reduce starts
+// as soon as its last gradient is accumulated and runs on the collectives'
+// own thread while backward goes on. The end of backward waits for the
+// rest and makes each .grad a view of its reduced bucket.
+//
+// AMP: the gradients every rank unscales are the same bytes (the all-reduce
+// returns identical results everywhere, and inf/NaN survive a sum), so every
+// rank's GradScaler finds the same inf and skips the same step with no
+// communication of its own. Where gradients are not reduced this way (a
+// sharded optimizer, hand-made reductions), SyncFoundInf
+// (grad_scaler_sync.h) all-reduces the scaler's verdict instead.
+#ifndef MIXRT_CORE_DISTRIBUTED_DISTRIBUTED_DATA_PARALLEL_H_
+#define MIXRT_CORE_DISTRIBUTED_DISTRIBUTED_DATA_PARALLEL_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/distributed/process_group.h"
+#include "core/nn/module.h"
+
+namespace mixrt::distributed {
+
+struct DistributedDataParallelOptions {
+  double bucket_cap_mb = 25;
+  double first_bucket_cap_mb = 1;
+  // Rank 0's buffers (batch norm statistics) copied to every rank before
+  // each forward in training mode, as PyTorch does.
+  bool broadcast_buffers = true;
+};
+
+// What the last synchronized backward communicated.
+struct CommunicationStats {
+  int buckets = 0;
+  int64_t bytes = 0;
+  // How long the end of backward waited for all-reduces still in flight:
+  // the communication backward did not hide.
+  double exposed_ms = 0;
+};
+
+class DistributedDataParallel : public nn::Module {
+ public:
+  static absl::StatusOr<std::shared_ptr<DistributedDataParallel>> Create(
+      std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
+      DistributedDataParallelOptions options = {});
+  ~DistributedDataParallel() override;
+
+  absl::StatusOr<Tensor> forward(const Tensor& x) override;
+
+  nn::Module& module() { return *module_; }
+  const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
+  ProcessGroup& group() { return *group_; }
+  int bucket_count() const { return static_cast<int>(buckets_.size()); }
+  const CommunicationStats& last_stats() const { return stats_; }
+
+  // PyTorch's no_sync(): while the returned guard lives, backward only
+  // accumulates local gradients; the first backward after it reduces the
+  // accumulated sum (gradient accumulation with one all-reduce per step).
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel* ddp)
+        : ddp_(ddp), previous_(ddp->sync_) {
+      ddp_->sync_ = false;
+    }
+    ~NoSync() { ddp_->sync_ = previous_; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    DistributedDataParallel* ddp_;
+    bool previous_;
+  };
+  NoSync no_sync() { return NoSync(this); }
+
+ private:
+  struct Bucket {
+    DType dtype = DType::kF32;
+    std::vector<int> params;
+    std::vector<int64_t> offsets;
+    int64_t numel = 0;
+    Tensor flat;
+    int pending = 0;
+    Work work;
+  };
+
+  DistributedDataParallel() = default;
+  absl::Status CheckSameParameters();
+  absl::Status BroadcastFromRankZero(const std::vector<Tensor>& tensors);
+  absl::Status OnGradient(int param, const Tensor& grad);
+  absl::Status LaunchReadyBuckets();
+  absl::Status FinishBackward();
+  void AbandonBackward();
+
+  std::shared_ptr<nn::Module> module_;
+  std::shared_ptr<ProcessGroup> group_;
+  DistributedDataParallelOptions options_;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<int> hook_ids_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_;
+  std::vector<bool> has_grad_;
+  bool sync_ = true;
+  bool in_backward_ = false;
+  size_t next_launch_ = 0;
+  CommunicationStats stats_;
+};
+
+}  // namespace mixrt::distributed
+
+#endif  // MIXRT_CORE_DISTRIBUTED_DISTRIBUTED_DATA_PARALLEL_H_

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs a test binary under mpirun: mpirun_test.sh RANKS BINARY [ARGS...].
+# --oversubscribe lets 2 ranks share fewer cores; --allow-run-as-root is for
+# CI containers; the vader single-copy mechanism is off because containers
+# often forbid process_vm_readv (CMA) between processes.
+set -euo pipefail
+ranks=$1
+binary=$2
+shift 2
+# One gtest per rank: they must not share the files Bazel names for one.
+unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE GTEST_OUTPUT
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export MIXRT_DIST_TIMEOUT_S=${MIXRT_DIST_TIMEOUT_S:-60}
+exec mpirun --oversubscribe --allow-run-as-root -np "$ranks" \
+  -x MIXRT_DIST_TIMEOUT_S -x MIXRT_CPU_SKIP_PROBE -x MIXRT_NUM_THREADS \
+  -x TEST_TMPDIR -x RUNFILES_DIR -x TEST_SRCDIR \
+  "$binary" "$@"
