@@ -90,7 +90,6 @@ Work& Work::operator=(Work&& other) noexcept {
     api_ = other.api_;
     work_ = other.work_;
     keep_alive_ = std::move(other.keep_alive_);
-    what_ = std::move(other.what_);
     status_ = std::move(other.status_);
     other.work_ = nullptr;
   }
@@ -109,7 +108,7 @@ absl::Status Work::Wait(double timeout_s) {
   api_->release_work(work_);
   work_ = nullptr;
   keep_alive_.clear();
-  status_ = FromCode(code, absl::StrCat(what_, ": ", error));
+  status_ = FromCode(code, error);
   return status_;
 }
 
@@ -242,7 +241,6 @@ absl::StatusOr<Work> ProcessGroup::Finish(int code, MixrtCollectiveWork* work,
   w.api_ = api_;
   w.work_ = work;
   w.keep_alive_ = std::move(keep);
-  w.what_ = absl::StrCat("distributed (rank ", rank_, ")");
   return w;
 }
 

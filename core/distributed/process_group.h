@@ -64,7 +64,6 @@ class Work {
   const MixrtCollectivesApi* api_ = nullptr;
   MixrtCollectiveWork* work_ = nullptr;
   std::vector<Tensor> keep_alive_;
-  std::string what_;
   absl::Status status_;
 };
 

@@ -12,7 +12,10 @@ unset TEST_PREMATURE_EXIT_FILE XML_OUTPUT_FILE GTEST_OUTPUT
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export MIXRT_DIST_TIMEOUT_S=${MIXRT_DIST_TIMEOUT_S:-60}
-exec mpirun --oversubscribe --allow-run-as-root -np "$ranks" \
-  -x MIXRT_DIST_TIMEOUT_S -x MIXRT_CPU_SKIP_PROBE -x MIXRT_NUM_THREADS \
-  -x TEST_TMPDIR -x RUNFILES_DIR -x TEST_SRCDIR \
+forward=()
+for name in MIXRT_DIST_TIMEOUT_S MIXRT_CPU_SKIP_PROBE MIXRT_NUM_THREADS \
+            TEST_TMPDIR RUNFILES_DIR TEST_SRCDIR; do
+  if [ -n "${!name+x}" ]; then forward+=(-x "$name"); fi
+done
+exec mpirun --oversubscribe --allow-run-as-root -np "$ranks" "${forward[@]}" \
   "$binary" "$@"

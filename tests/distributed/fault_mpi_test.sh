@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# A rank that is killed, hangs or is stopped ends the 2-rank job within the
+# collective timeout, with a message naming it; no rank waits forever.
+set -uo pipefail
+worker=$1
+runner=$2
+export MIXRT_DIST_TIMEOUT_S=3
+fail=0
+
+run() {  # run FAULT: sets out, rc, seconds
+  local start=$SECONDS
+  out=$(timeout 60 "$runner" 2 "$worker" "$1" 2>&1)
+  rc=$?
+  seconds=$((SECONDS - start))
+}
+
+expect() {  # expect FAULT TEXT...
+  local fault=$1
+  shift
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$seconds" -gt 20 ]; then
+    echo "FAIL ($fault): rc=$rc after ${seconds}s (want a failure within 20s)"
+    fail=1
+  fi
+  for text in "$@"; do
+    if ! grep -qF -- "$text" <<<"$out"; then
+      echo "FAIL ($fault): the output does not say: $text"
+      fail=1
+    fi
+  done
+  echo "--- $fault: rc=$rc in ${seconds}s"
+  echo "$out" | grep -v '^\s*$' | head -30
+}
+
+run none
+if [ "$rc" -ne 0 ] || [ "$(grep -c ': done' <<<"$out")" -ne 2 ]; then
+  echo "FAIL (none): a clean run must end with both ranks done, rc=$rc"
+  echo "$out"
+  fail=1
+fi
+
+# mpirun sees the dead process and ends the job, naming its rank.
+run kill
+expect kill "rank 1"
+
+# Rank 1 is alive but never reaches the all-reduce: rank 0 times out, asks
+# it where it is, names it and aborts the job.
+run hang
+expect hang "did not complete within" "rank 1 has not reached it"
+
+# Rank 1's whole process is stopped: it cannot answer.
+run stop
+expect stop "did not complete within" "rank 1 does not answer"
+
+exit $fail

@@ -1,0 +1,55 @@
+// A 2-rank DDP training loop in which rank 1 fails at step 3, for
+// fault_mpi_test.sh: `fault_worker kill|hang|stop|none`. The surviving rank
+// must end the job with an error naming rank 1 within the timeout.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/distributed/distributed_data_parallel.h"
+#include "core/functional/ops.h"
+#include "core/nn/module.h"
+#include "core/tensor/factories.h"
+#include "tests/testing/test_plugins.h"
+
+int main(int argc, char** argv) {
+  using namespace mixrt;
+  const char* fault = argc > 1 ? argv[1] : "none";
+  auto group = distributed::ProcessGroup::Create();
+  if (!group.ok()) {
+    std::fprintf(stderr, "%s\n", group.status().ToString().c_str());
+    return 2;
+  }
+  const int rank = (*group)->rank();
+  const Device device = testing::CpuDevice();
+  Generator g(1);
+  auto model = *nn::MLP({8, 16, 2}, device, &g);
+  auto ddp = distributed::DistributedDataParallel::Create(model, *group);
+  if (!ddp.ok()) {
+    std::fprintf(stderr, "%s\n", ddp.status().ToString().c_str());
+    return 2;
+  }
+  for (int step = 0; step < 6; ++step) {
+    if (step == 3 && rank == 1) {
+      std::fprintf(stderr, "rank 1: injecting '%s' at step 3\n", fault);
+      std::fflush(stderr);
+      if (std::strcmp(fault, "kill") == 0) raise(SIGKILL);
+      if (std::strcmp(fault, "stop") == 0) raise(SIGSTOP);
+      if (std::strcmp(fault, "hang") == 0) {
+        for (;;) pause();
+      }
+    }
+    Tensor x = *randn({4, 8}, DType::kF32, device, 0, 1, &g);
+    Tensor y = *randn({4, 2}, DType::kF32, device, 0, 1, &g);
+    absl::Status status = (*mse_loss(*(*ddp)->forward(x), y)).backward();
+    if (!status.ok()) {
+      std::fprintf(stderr, "rank %d: step %d failed: %s\n", rank, step,
+                   status.ToString().c_str());
+      // Peers stuck in the collective can never leave: end the job.
+      (*group)->Abort(std::string(status.message()));
+    }
+  }
+  std::printf("rank %d: done\n", rank);
+  return 0;
+}
