@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/atomic_write.h"
 #include "common/regular_file_read.h"
@@ -103,6 +104,9 @@ absl::Status SaveTrainingCheckpoint(const std::string& path,
     ckpt.integers["rng.offset"] = state.generator->offset();
   }
   ckpt.integers["step"] = static_cast<uint64_t>(state.step);
+  for (const auto& [name, value] : state.metadata) {
+    ckpt.integers["meta." + name] = value;
+  }
   return SaveCheckpoint(path, ckpt);
 }
 
@@ -214,6 +218,12 @@ absl::Status LoadTrainingCheckpoint(const std::string& path,
     state.generator->set_state(*seed, offset.value_or(0));
   }
   state.step = static_cast<int64_t>(step.value_or(0));
+  state.metadata.clear();
+  for (const auto& [name, value] : ckpt.integers) {
+    if (absl::StartsWith(name, "meta.")) {
+      state.metadata[name.substr(5)] = value;
+    }
+  }
   return absl::OkStatus();
 }
 

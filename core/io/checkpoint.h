@@ -53,6 +53,9 @@ struct TrainingState {
   GradScaler* scaler = nullptr;    // Optional.
   Generator* generator = nullptr;  // Optional.
   int64_t step = 0;
+  // Further integers of the run (the world size of a data-parallel run),
+  // stored as "meta.<name>"; a load replaces them with the file's.
+  std::map<std::string, uint64_t> metadata;
 };
 
 // Refuses a negative step.

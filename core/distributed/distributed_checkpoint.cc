@@ -1,0 +1,66 @@
+#include "core/distributed/distributed_checkpoint.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/tensor/factories.h"
+#include "mixrt/status_macros.h"
+
+namespace mixrt::distributed {
+namespace {
+
+// Every rank ends with the worst status code any rank had (as a number: the
+// message stays with the rank that failed).
+absl::Status AgreeOnOutcome(ProcessGroup& group, const Device& device,
+                            const absl::Status& mine,
+                            const std::string& what) {
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor code,
+      from_floats({static_cast<float>(static_cast<int>(mine.code()))}, {1},
+                  DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(Work work, group.AllReduce(code, ReduceOp::kMax));
+  MIXRT_RETURN_IF_ERROR(work.Wait());
+  MIXRT_ASSIGN_OR_RETURN(double worst, code.item());
+  if (!mine.ok()) return mine;
+  if (worst != 0) {
+    return absl::Status(
+        static_cast<absl::StatusCode>(static_cast<int>(worst)),
+        absl::StrCat(what, " failed on another rank (its own error says why)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Device> DeviceOf(const TrainingState& state) {
+  if (state.model != nullptr) {
+    for (const Tensor& p : state.model->parameters()) return p.device();
+  }
+  return absl::InvalidArgumentError(
+      "distributed checkpoint: the state needs a model with parameters");
+}
+
+}  // namespace
+
+absl::Status SaveDistributedCheckpoint(ProcessGroup& group,
+                                       const std::string& path,
+                                       TrainingState state) {
+  MIXRT_ASSIGN_OR_RETURN(Device device, DeviceOf(state));
+  MIXRT_RETURN_IF_ERROR(group.Barrier());
+  absl::Status written;
+  if (group.rank() == 0) {
+    state.metadata["world_size"] = static_cast<uint64_t>(group.world_size());
+    written = SaveTrainingCheckpoint(path, state);
+  }
+  return AgreeOnOutcome(group, device, written,
+                        absl::StrCat("saving checkpoint ", path, " on rank 0"));
+}
+
+absl::StatusOr<int> LoadDistributedCheckpoint(ProcessGroup& group,
+                                              const std::string& path,
+                                              TrainingState& state) {
+  MIXRT_ASSIGN_OR_RETURN(Device device, DeviceOf(state));
+  const absl::Status loaded = LoadTrainingCheckpoint(path, state);
+  MIXRT_RETURN_IF_ERROR(AgreeOnOutcome(
+      group, device, loaded, absl::StrCat("loading checkpoint ", path)));
+  const auto it = state.metadata.find("world_size");
+  return it == state.metadata.end() ? 1 : static_cast<int>(it->second);
+}
+
+}  // namespace mixrt::distributed
