@@ -5,6 +5,12 @@
 // measured); --check makes the program fail when it does not.
 //
 //   bazel run //examples:digits
+//   mpirun -np 2 bazel-bin/examples/digits --distributed
+//
+// With --distributed every rank trains a DistributedDataParallel replica on
+// its DistributedSampler shard of each global batch (--batch is the global
+// batch, reshuffled per epoch) and evaluates its share of the test batches;
+// rank 0 prints.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +19,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "examples/digits_data.h"
@@ -26,6 +33,9 @@ ABSL_FLAG(int, epochs, 40, "Training epochs.");
 ABSL_FLAG(int64_t, batch, 64, "Batch size.");
 ABSL_FLAG(uint64_t, seed, 0,
           "Seed for the split, the initialization and shuffling.");
+ABSL_FLAG(bool, distributed, false,
+          "Data-parallel over the ranks of the mpirun job this process is "
+          "in (a single process is a job of one).");
 ABSL_FLAG(bool, check, false,
           "Exit 1 unless both AMP runs reach the f32 "
           "accuracy within one percentage point.");
@@ -36,6 +46,9 @@ using mixrt::Tensor;
 
 struct Split {
   std::vector<Tensor> train_x, train_y, test_x, test_y;
+  // The training rows on the host, for per-epoch distributed batches.
+  std::vector<float> train_pixels;
+  std::vector<int64_t> train_labels;
 };
 
 // 80/20 split and batches, from a seeded permutation.
@@ -64,6 +77,10 @@ absl::StatusOr<Split> MakeSplit(const mixrt::examples::Digits& d,
       lab.push_back(d.labels[order[k]]);
     }
     const int64_t n = end - start;
+    if (train) {
+      s.train_pixels.insert(s.train_pixels.end(), px.begin(), px.end());
+      s.train_labels.insert(s.train_labels.end(), lab.begin(), lab.end());
+    }
     MIXRT_ASSIGN_OR_RETURN(
         Tensor x, mixrt::from_floats(px, {n, 64}, mixrt::DType::kF32, device));
     MIXRT_ASSIGN_OR_RETURN(
@@ -96,18 +113,60 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
       },
       device, options);
   const auto start = std::chrono::steady_clock::now();
+  const std::shared_ptr<mixrt::distributed::ProcessGroup>& group =
+      options.process_group;
+  std::optional<mixrt::distributed::DistributedSampler> sampler;
+  if (group != nullptr) {
+    MIXRT_ASSIGN_OR_RETURN(
+        sampler, mixrt::distributed::DistributedSampler::Create(
+                     static_cast<int64_t>(s.train_labels.size()),
+                     group->world_size(), group->rank(),
+                     {.seed = absl::GetFlag(FLAGS_seed)}));
+  }
   for (int epoch = 0; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
-    for (size_t i = 0; i < s.train_x.size(); ++i) {
-      MIXRT_RETURN_IF_ERROR(
-          trainer.train_step(s.train_x[i], s.train_y[i]).status());
+    if (!sampler.has_value()) {
+      for (size_t i = 0; i < s.train_x.size(); ++i) {
+        MIXRT_RETURN_IF_ERROR(
+            trainer.train_step(s.train_x[i], s.train_y[i]).status());
+      }
+      continue;
+    }
+    // This rank's share of each global batch, from this epoch's shuffle.
+    sampler->set_epoch(epoch);
+    const std::vector<int64_t> mine = sampler->indices();
+    const int64_t per_rank =
+        std::max<int64_t>(1, absl::GetFlag(FLAGS_batch) / group->world_size());
+    for (size_t at = 0; at < mine.size(); at += per_rank) {
+      const size_t end = std::min(mine.size(), at + per_rank);
+      std::vector<float> px;
+      std::vector<int64_t> lab;
+      for (size_t k = at; k < end; ++k) {
+        px.insert(px.end(), s.train_pixels.begin() + mine[k] * 64,
+                  s.train_pixels.begin() + mine[k] * 64 + 64);
+        lab.push_back(s.train_labels[mine[k]]);
+      }
+      const auto n = static_cast<int64_t>(end - at);
+      MIXRT_ASSIGN_OR_RETURN(
+          Tensor x, mixrt::from_floats(px, {n, 64}, mixrt::DType::kF32, device));
+      MIXRT_ASSIGN_OR_RETURN(
+          Tensor y, mixrt::from_ints(lab, {n}, mixrt::DType::kI64, device));
+      MIXRT_RETURN_IF_ERROR(trainer.train_step(x, y).status());
     }
   }
   Outcome o;
   o.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  std::vector<Tensor> test_x, test_y;  // This rank's share.
+  for (size_t i = 0; i < s.test_x.size(); ++i) {
+    if (group == nullptr ||
+        static_cast<int>(i % group->world_size()) == group->rank()) {
+      test_x.push_back(s.test_x[i]);
+      test_y.push_back(s.test_y[i]);
+    }
+  }
   MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult eval,
-                         trainer.evaluate(s.test_x, s.test_y));
+                         trainer.evaluate(test_x, test_y));
   o.accuracy = 100 * eval.accuracy;
   o.amp = trainer.amp_reason();
   return o;
@@ -126,9 +185,22 @@ absl::Status Run(const char* argv0) {
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, digits.count() * 4 / 5));
   MIXRT_ASSIGN_OR_RETURN(Split split, MakeSplit(digits, device));
-  std::printf("digits: %lld images on %s, MLP 64-128-64-10, AdamW, %d epochs\n",
-              static_cast<long long>(digits.count()), device.ToString().c_str(),
-              absl::GetFlag(FLAGS_epochs));
+  std::shared_ptr<mixrt::distributed::ProcessGroup> group;
+  if (absl::GetFlag(FLAGS_distributed)) {
+    MIXRT_ASSIGN_OR_RETURN(group, mixrt::distributed::ProcessGroup::Create());
+  }
+  const bool prints = group == nullptr || group->rank() == 0;
+  if (prints) {
+    std::printf(
+        "digits: %lld images on %s, MLP 64-128-64-10, AdamW, %d epochs%s\n",
+        static_cast<long long>(digits.count()), device.ToString().c_str(),
+        absl::GetFlag(FLAGS_epochs),
+        group == nullptr
+            ? ""
+            : absl::StrCat(", data-parallel on ", group->world_size(),
+                           " ranks over ", group->description())
+                  .c_str());
+  }
   struct Config {
     const char* name;
     mixrt::TrainerOptions options;
@@ -143,12 +215,13 @@ absl::Status Run(const char* argv0) {
   };
   double f32_accuracy = 0;
   bool within = true;
-  for (const Config& c : configs) {
+  for (Config c : configs) {
+    c.options.process_group = group;
     MIXRT_ASSIGN_OR_RETURN(Outcome o, TrainOnce(device, split, c.options));
-    if (&c == &configs[0]) f32_accuracy = o.accuracy;
+    if (c.name == configs[0].name) f32_accuracy = o.accuracy;
     const double gap = f32_accuracy - o.accuracy;
     within &= gap <= 1.0;
-    std::printf(
+    if (prints) std::printf(
         "%-26s test accuracy %6.2f%% (%+.2f vs f32)  %6.2f s   AMP %s\n",
         c.name, o.accuracy, -gap, o.seconds, o.amp.c_str());
   }

@@ -3,9 +3,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/autograd/grad_mode.h"
+#include "core/distributed/distributed_checkpoint.h"
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
 #include "core/kernels/reduce.h"
+#include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -54,11 +56,25 @@ Trainer::Trainer(std::shared_ptr<nn::Module> model,
       device, GradScalerOptions{.enabled = scaler_on});
 }
 
+absl::Status Trainer::EnsureDistributed() {
+  if (options_.process_group == nullptr || ddp_ != nullptr) {
+    return absl::OkStatus();
+  }
+  MIXRT_ASSIGN_OR_RETURN(ddp_, distributed::DistributedDataParallel::Create(
+                                   model_, options_.process_group));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> Trainer::Forward(const Tensor& input) {
+  MIXRT_RETURN_IF_ERROR(EnsureDistributed());
   if (options_.compile.has_value() && !compiled_.has_value()) {
     MIXRT_ASSIGN_OR_RETURN(compiled_, mixrt::compile(model_, *options_.compile));
   }
-  return compiled_.has_value() ? (*compiled_)(input) : model_->forward(input);
+  // Compiled, the model's forward runs as a graph and DDP only reduces its
+  // gradients (its hooks sit on the parameters); rank 0's buffers are not
+  // broadcast then.
+  if (compiled_.has_value()) return (*compiled_)(input);
+  return ddp_ != nullptr ? ddp_->forward(input) : model_->forward(input);
 }
 
 std::string Trainer::CompileExplain() const {
@@ -86,7 +102,14 @@ absl::StatusOr<Tensor> Trainer::train_step(const Tensor& input,
                            scale(loss, 1.0 / options_.accumulation_steps));
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor scaled, scaler_->scale(to_backprop));
-  MIXRT_RETURN_IF_ERROR(scaled.backward());
+  {
+    // Only the last micro-batch of an accumulation all-reduces.
+    std::optional<distributed::DistributedDataParallel::NoSync> no_sync;
+    if (ddp_ != nullptr && micro_ + 1 < options_.accumulation_steps) {
+      no_sync.emplace(ddp_.get());
+    }
+    MIXRT_RETURN_IF_ERROR(scaled.backward());
+  }
   if (++micro_ == options_.accumulation_steps) {
     micro_ = 0;
     if (options_.clip_grad_norm.has_value()) {
@@ -131,6 +154,25 @@ absl::StatusOr<EvalResult> Trainer::evaluate(
       }
     }
   }
+  double batches = static_cast<double>(inputs.size());
+  if (options_.process_group != nullptr) {
+    // Every rank evaluated its shard: sum the loss, batches and counts.
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor sums,
+        from_floats({static_cast<float>(result.loss * batches),
+                     static_cast<float>(batches), static_cast<float>(correct),
+                     static_cast<float>(total)},
+                    {4}, DType::kF32, device_));
+    MIXRT_ASSIGN_OR_RETURN(
+        distributed::Work work,
+        options_.process_group->AllReduce(sums, distributed::ReduceOp::kSum));
+    MIXRT_RETURN_IF_ERROR(work.Wait());
+    MIXRT_ASSIGN_OR_RETURN(std::vector<double> v, sums.to_double_vector());
+    batches = v[1];
+    result.loss = batches > 0 ? v[0] / batches : 0;
+    correct = static_cast<int64_t>(v[2]);
+    total = static_cast<int64_t>(v[3]);
+  }
   result.accuracy = total > 0 ? static_cast<double>(correct) / total : 0;
   model_->train();
   return result;
@@ -155,16 +197,30 @@ absl::Status Trainer::claim_checkpoint_path(const std::string& path) {
 }
 
 absl::Status Trainer::save_checkpoint(const std::string& path) {
-  MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       step_};
+  if (options_.process_group != nullptr) {
+    // Only rank 0 writes, so only it claims the path.
+    if (options_.process_group->rank() == 0) {
+      MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
+    }
+    return distributed::SaveDistributedCheckpoint(*options_.process_group,
+                                                  path, state);
+  }
+  MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
   return SaveTrainingCheckpoint(path, state);
 }
 
 absl::Status Trainer::load_checkpoint(const std::string& path) {
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       0};
-  MIXRT_RETURN_IF_ERROR(LoadTrainingCheckpoint(path, state));
+  if (options_.process_group != nullptr) {
+    MIXRT_RETURN_IF_ERROR(distributed::LoadDistributedCheckpoint(
+                              *options_.process_group, path, state)
+                              .status());
+  } else {
+    MIXRT_RETURN_IF_ERROR(LoadTrainingCheckpoint(path, state));
+  }
   step_ = state.step;
   return absl::OkStatus();
 }

@@ -16,6 +16,7 @@
 #include "core/amp/autocast.h"
 #include "core/amp/grad_scaler.h"
 #include "core/compiler/compile.h"
+#include "core/distributed/distributed_data_parallel.h"
 #include "common/file_lock.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
@@ -39,6 +40,13 @@ struct TrainerOptions {
   // Runs the model's forward compiled (mixrt::compile with these options);
   // the optimizer, scaler and loss stay eager.
   std::optional<CompileOptions> compile;
+  // Data-parallel training over this group (mpirun -np N): the model is
+  // wrapped in DistributedDataParallel before the first step, each rank
+  // passes train_step its shard of the global batch (DistributedSampler),
+  // micro-batches before the last of an accumulation skip the all-reduce
+  // (no_sync), evaluate() sums every rank's shard, and checkpoints are
+  // written by rank 0 (distributed_checkpoint.h).
+  std::shared_ptr<distributed::ProcessGroup> process_group;
 };
 
 struct EvalResult {
@@ -86,7 +94,10 @@ class Trainer {
 
   std::shared_ptr<nn::Module> model_;
   std::optional<CompiledModule<nn::Module>> compiled_;
+  std::shared_ptr<distributed::DistributedDataParallel> ddp_;
   absl::StatusOr<Tensor> Forward(const Tensor& input);
+  // Wraps the model in DDP once, on every rank at the same call.
+  absl::Status EnsureDistributed();
   std::unique_ptr<Optimizer> optimizer_;
   Criterion criterion_;
   Device device_;

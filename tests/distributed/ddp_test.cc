@@ -12,6 +12,7 @@
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
+#include "core/train/trainer.h"
 #include "gtest/gtest.h"
 #include "tests/distributed/mpi_group.h"
 #include "tests/testing/test_plugins.h"
@@ -253,6 +254,30 @@ TEST(DdpTest, NoSyncAccumulationEqualsPlainAccumulation) {
           << "parameter " << i << " element " << k;
     }
   }
+}
+
+TEST(DdpTest, TrainerWithAProcessGroupMatchesOneProcess) {
+  // Accumulating 2 micro-batches per step: the distributed Trainer skips
+  // the first micro-batch's all-reduce (no_sync) and must still match.
+  auto criterion = [](const Tensor& out, const Tensor& y) {
+    return mse_loss(out, y);
+  };
+  auto reference = Model(1);
+  auto replica = Model(1);
+  Trainer one(reference, Sgd(*reference), criterion, CpuDevice(),
+              {.use_amp = false, .accumulation_steps = 2});
+  Trainer many(replica, Sgd(*replica), criterion, CpuDevice(),
+               {.use_amp = false, .accumulation_steps = 2,
+                .process_group = Group()});
+  for (int micro = 0; micro < 8; ++micro) {
+    const Batch batch = GlobalBatch(micro);
+    const Batch shard = Shard(batch);
+    ASSERT_TRUE(one.train_step(batch.x, batch.y).ok());
+    ASSERT_TRUE(many.train_step(shard.x, shard.y).ok());
+  }
+  EXPECT_EQ(many.step(), 4);
+  EXPECT_LE(MaxRelativeDifference(*replica, *reference), 1e-6);
+  EXPECT_GT(MaxRelativeDifference(*replica, *Model(1)), 1e-3);
 }
 
 }  // namespace
