@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bazel-bin/benchmarks
 mpi=(mpirun --oversubscribe --allow-run-as-root)
-echo "== train step, recipe MLP (3 x Linear 4096, global batch 512)"
+echo "== train step, recipe MLP (3 x Linear 4096; global batch: --global_batch, default 512)"
 one=$("${mpi[@]}" -np 1 --bind-to none -x MIXRT_NUM_THREADS=2 \
   "$bin/ddp_benchmark" --mode=train "$@" | tee /dev/stderr)
 two=$("${mpi[@]}" -np 2 --bind-to core -x MIXRT_NUM_THREADS=1 \

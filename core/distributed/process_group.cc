@@ -135,9 +135,9 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
     const char* why = dlerror();
     return absl::FailedPreconditionError(absl::StrCat(
         "distributed: cannot load ", path, ": ", why ? why : "unknown error",
-        options.backend == "mpi"
-            ? " (is Open MPI installed? Debian: apt-get install "
-              "libopenmpi3 openmpi-bin; scripts/setup.sh installs it)"
+        why != nullptr && std::string(why).find("libmpi") != std::string::npos
+            ? " (Open MPI is not installed: Debian's libopenmpi3 and "
+              "openmpi-bin; scripts/setup.sh installs them)"
             : ""));
   }
   auto* get_api = reinterpret_cast<MixrtCollectivesGetApiFn*>(
@@ -151,6 +151,16 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
         MIXRT_COLLECTIVES_ABI_VERSION,
         api ? absl::StrCat(" (it has version ", api->abi_version, ")")
             : " (no MixrtCollectivesGetApi)"));
+  }
+  if (!options.expected_world_size.has_value()) {
+    if (const char* env = std::getenv(kExpectedWorldSizeEnv); env && env[0]) {
+      int n = 0;
+      if (!absl::SimpleAtoi(env, &n) || n < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            kExpectedWorldSizeEnv, "=", env, " is not a number of ranks >= 1"));
+      }
+      options.expected_world_size = n;
+    }
   }
   double timeout = options.timeout_s;
   if (timeout <= 0) {

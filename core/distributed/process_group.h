@@ -32,6 +32,8 @@ enum class ReduceOp { kSum, kAvg, kMax };
 inline constexpr char kTimeoutEnv[] = "MIXRT_DIST_TIMEOUT_S";
 // An explicit collectives plugin file (else the bundled or installed one).
 inline constexpr char kCommPluginEnv[] = "MIXRT_COMM_PLUGIN";
+// The number of ranks a job script expects (expected_world_size's default).
+inline constexpr char kExpectedWorldSizeEnv[] = "MIXRT_EXPECTED_WORLD_SIZE";
 
 struct ProcessGroupOptions {
   std::string backend = "mpi";  // Loads libmixrtcomm_<backend>.so.
@@ -39,8 +41,8 @@ struct ProcessGroupOptions {
   // else 300 s (PyTorch's default is 30 minutes; a stuck job should not
   // hold a machine that long by default).
   double timeout_s = 0;
-  // When set, a launch with another number of ranks is refused (the
-  // mismatch a hostfile or -np typo makes).
+  // When set (else from MIXRT_EXPECTED_WORLD_SIZE), a launch with another
+  // number of ranks is refused (the mismatch a hostfile or -np typo makes).
   std::optional<int> expected_world_size;
   std::string plugin_path;  // Explicit file; else kCommPluginEnv, else found.
 };

@@ -51,4 +51,15 @@ expect hang "did not complete within" "rank 1 has not reached it"
 run stop
 expect stop "did not complete within" "rank 1 does not answer"
 
+# Bad launches: every rank refuses with the reason, nobody hangs.
+out=$(MIXRT_EXPECTED_WORLD_SIZE=4 timeout 60 "$runner" 2 "$worker" none 2>&1)
+rc=$?
+seconds=0
+expect "world size" "launched with 2 ranks but expects 4"
+
+out=$(MIXRT_COMM_PLUGIN=/nonexistent/libmixrtcomm_mpi.so timeout 60 \
+      "$runner" 2 "$worker" none 2>&1)
+rc=$?
+expect "missing plugin" "cannot load /nonexistent/libmixrtcomm_mpi.so"
+
 exit $fail

@@ -14,6 +14,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 export MIXRT_DIST_TIMEOUT_S=${MIXRT_DIST_TIMEOUT_S:-60}
 forward=()
 for name in MIXRT_DIST_TIMEOUT_S MIXRT_CPU_SKIP_PROBE MIXRT_NUM_THREADS \
+            MIXRT_EXPECTED_WORLD_SIZE MIXRT_COMM_PLUGIN \
             TEST_TMPDIR RUNFILES_DIR TEST_SRCDIR; do
   if [ -n "${!name+x}" ]; then forward+=(-x "$name"); fi
 done
