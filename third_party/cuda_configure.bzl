@@ -26,7 +26,7 @@ constraint_value(
 [cc_library(
     name = name,
     target_compatible_with = [":missing"],
-) for name in ["cuda_headers", "cudart", "cudart_static", "cublaslt", "nvrtc"]]
+) for name in ["cuda_headers", "cudart", "cudart_static", "cublaslt", "nvrtc", "nccl"]]
 
 cc_library(
     name = "missing_reason",

@@ -30,6 +30,8 @@ absl::Status FromCode(int code, const std::string& message) {
       return absl::DeadlineExceededError(message);
     case MIXRT_ERROR_CODE_UNIMPLEMENTED:
       return absl::UnimplementedError(message);
+    case MIXRT_ERROR_CODE_NO_DEVICE:
+      return absl::UnavailableError(message);
     default:
       return absl::InternalError(message);
   }
@@ -172,8 +174,27 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
       }
     }
   }
-  MixrtCommunicatorOptions comm_options{sizeof(MixrtCommunicatorOptions),
-                                        timeout, 0};
+  MixrtCommunicatorOptions comm_options{};
+  comm_options.struct_size = sizeof(MixrtCommunicatorOptions);
+  comm_options.timeout_s = timeout;
+  std::shared_ptr<ProcessGroup> bootstrap = options.bootstrap;
+  if (std::string(api->name) != "mpi") {
+    if (bootstrap == nullptr) {
+      MIXRT_ASSIGN_OR_RETURN(bootstrap, Create({.timeout_s = timeout}));
+    }
+    if (bootstrap->device_memory_) {
+      return absl::InvalidArgumentError(
+          "distributed: the bootstrap group must move host memory (MPI)");
+    }
+    comm_options.rank = bootstrap->rank();
+    comm_options.world_size = bootstrap->world_size();
+    // One device per rank on a node: the local rank picks it.
+    if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) {
+      absl::SimpleAtoi(local, &comm_options.device_index);
+    }
+    comm_options.bootstrap_broadcast = &ProcessGroup::BootstrapBroadcast;
+    comm_options.bootstrap_context = bootstrap.get();
+  }
   MixrtCommunicator* comm = nullptr;
   char error[kErrorSize] = "";
   const int code = api->create(&comm_options, &comm, error, sizeof(error));
@@ -187,6 +208,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
   group->comm_ = comm;
   group->backend_ = api->name;
   group->timeout_s_ = timeout;
+  group->bootstrap_ = std::move(bootstrap);
   MixrtCommunicatorInfo info{sizeof(MixrtCommunicatorInfo)};
   if (api->get_info(comm, &info, error, sizeof(error)) != 0) {
     return absl::InternalError(absl::StrCat("distributed: ", error));
@@ -210,6 +232,19 @@ ProcessGroup::~ProcessGroup() {
   if (comm_ != nullptr) api_->destroy(comm_, nullptr);
   // The library stays loaded: MPI cannot be initialized twice anyway, and
   // its atexit handlers live in it.
+}
+
+int ProcessGroup::BootstrapBroadcast(void* context, void* data,
+                                     size_t bytes) {
+  auto* group = static_cast<ProcessGroup*>(context);
+  char error[kErrorSize] = "";
+  MixrtCollectiveWork* work = nullptr;
+  int code = group->api_->broadcast(group->comm_, data, bytes, 0, &work, error,
+                                    sizeof(error));
+  if (code != MIXRT_ERROR_CODE_OK) return code;
+  code = group->api_->wait(work, 0, error, sizeof(error));
+  group->api_->release_work(work);
+  return code;
 }
 
 std::string ProcessGroup::description() const {

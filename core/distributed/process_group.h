@@ -45,6 +45,10 @@ struct ProcessGroupOptions {
   // number of ranks is refused (the mismatch a hostfile or -np typo makes).
   std::optional<int> expected_world_size;
   std::string plugin_path;  // Explicit file; else kCommPluginEnv, else found.
+  // Device-memory plugins (NCCL) learn their rank and exchange their
+  // rendezvous data through a host group: this one (an MPI group the
+  // program already has), else one created for the purpose.
+  std::shared_ptr<class ProcessGroup> bootstrap;
 };
 
 // One collective in flight. Holds the tensors it reads and writes until it
@@ -99,6 +103,7 @@ class ProcessGroup {
 
  private:
   ProcessGroup() = default;
+  static int BootstrapBroadcast(void* group, void* data, size_t bytes);
   absl::StatusOr<Work> Finish(int code, MixrtCollectiveWork* work,
                               std::string what, std::vector<Tensor> keep);
   absl::Status CheckTensor(const Tensor& t, const char* op) const;
@@ -110,6 +115,7 @@ class ProcessGroup {
   int world_size_ = 1;
   bool device_memory_ = false;
   std::string backend_, library_name_;
+  std::shared_ptr<ProcessGroup> bootstrap_;
   double timeout_s_ = 300;
 };
 

@@ -50,12 +50,23 @@ typedef enum MixrtCollectiveOp {
 typedef struct MixrtCommunicator MixrtCommunicator; /* Owned by the plugin. */
 typedef struct MixrtCollectiveWork MixrtCollectiveWork;
 
+/* Copies `bytes` at `data` from rank 0 to every rank (host memory). */
+typedef int MixrtBootstrapBroadcast(void* context, void* data, size_t bytes);
+
 typedef struct MixrtCommunicatorOptions {
   size_t struct_size;
   /* How long `wait` waits for a collective by default when given <= 0. */
   double timeout_s;
   /* Device memory (NCCL): the plugin device index this process uses. */
   int device_index;
+  /* Plugins that cannot find their peers themselves (NCCL) are told who
+   * they are and given a way to share their rendezvous data: the host
+   * runs them beside a host-memory communicator (MPI) that provides both.
+   * Zero/NULL when the plugin joins the job on its own (MPI). */
+  int rank;
+  int world_size;
+  MixrtBootstrapBroadcast* bootstrap_broadcast;
+  void* bootstrap_context;
 } MixrtCommunicatorOptions;
 
 typedef struct MixrtCommunicatorInfo {

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   }
   mixrt::testing::Group() = *group;
   int failed = RUN_ALL_TESTS();
-  // Every rank returns the job's verdict.
+  // Every rank returns the job's verdict; failing to exchange it fails.
+  bool exchanged = false;
   auto verdict = mixrt::from_floats({static_cast<float>(failed != 0)}, {1},
                                     mixrt::DType::kF32,
                                     mixrt::testing::CpuDevice());
@@ -35,8 +36,15 @@ int main(int argc, char** argv) {
     auto work = (*group)->AllReduce(*verdict, mixrt::distributed::ReduceOp::kMax);
     if (work.ok() && work->Wait().ok()) {
       auto value = verdict->item();
-      if (value.ok()) failed = *value != 0;
+      if (value.ok()) {
+        failed = *value != 0;
+        exchanged = true;
+      }
     }
+  }
+  if (!exchanged) {
+    std::fprintf(stderr, "could not exchange the test verdict between ranks\n");
+    failed = 1;
   }
   mixrt::testing::Group().reset();
   group->reset();
