@@ -92,6 +92,7 @@ Work& Work::operator=(Work&& other) noexcept {
     api_ = other.api_;
     work_ = other.work_;
     keep_alive_ = std::move(other.keep_alive_);
+    written_ = std::move(other.written_);
     status_ = std::move(other.status_);
     other.work_ = nullptr;
   }
@@ -109,7 +110,11 @@ absl::Status Work::Wait(double timeout_s) {
   const int code = api_->wait(work_, timeout_s, error, sizeof(error));
   api_->release_work(work_);
   work_ = nullptr;
+  if (code == MIXRT_ERROR_CODE_OK) {
+    for (const Tensor& t : written_) t.storage()->BumpVersion();
+  }
   keep_alive_.clear();
+  written_.clear();
   status_ = FromCode(code, error);
   return status_;
 }
@@ -280,12 +285,14 @@ absl::Status ProcessGroup::CheckTensor(const Tensor& t, const char* op) const {
 
 absl::StatusOr<Work> ProcessGroup::Finish(int code, MixrtCollectiveWork* work,
                                           std::string what,
-                                          std::vector<Tensor> keep) {
+                                          std::vector<Tensor> keep,
+                                          std::vector<Tensor> written) {
   if (code != MIXRT_ERROR_CODE_OK) return FromCode(code, what);
   Work w;
   w.api_ = api_;
   w.work_ = work;
   w.keep_alive_ = std::move(keep);
+  w.written_ = std::move(written);
   return w;
 }
 
@@ -302,7 +309,7 @@ absl::StatusOr<Work> ProcessGroup::AllReduce(const Tensor& tensor,
   const int code = api_->all_reduce(
       comm_, tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
       mixrt::ToAbi(tensor.dtype()), ToAbi(op), &work, error, sizeof(error));
-  return Finish(code, work, absl::StrCat("all_reduce: ", error), {tensor});
+  return Finish(code, work, absl::StrCat("all_reduce: ", error), {}, {tensor});
 }
 
 absl::StatusOr<Work> ProcessGroup::Broadcast(const Tensor& tensor, int root) {
@@ -313,7 +320,7 @@ absl::StatusOr<Work> ProcessGroup::Broadcast(const Tensor& tensor, int root) {
       comm_, tensor.data_ptr(),
       static_cast<size_t>(tensor.numel()) * DTypeSize(tensor.dtype()), root,
       &work, error, sizeof(error));
-  return Finish(code, work, absl::StrCat("broadcast: ", error), {tensor});
+  return Finish(code, work, absl::StrCat("broadcast: ", error), {}, {tensor});
 }
 
 absl::StatusOr<Work> ProcessGroup::AllGather(const Tensor& input,
@@ -336,8 +343,8 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Tensor& input,
   const int code =
       api_->all_gather(comm_, input.data_ptr(), output.data_ptr(), bytes,
                        &work, error, sizeof(error));
-  return Finish(code, work, absl::StrCat("all_gather: ", error),
-                {input, output});
+  return Finish(code, work, absl::StrCat("all_gather: ", error), {input},
+                {output});
 }
 
 absl::Status ProcessGroup::Barrier() {
@@ -345,7 +352,7 @@ absl::Status ProcessGroup::Barrier() {
   MixrtCollectiveWork* work = nullptr;
   const int code = api_->barrier(comm_, &work, error, sizeof(error));
   MIXRT_ASSIGN_OR_RETURN(
-      Work w, Finish(code, work, absl::StrCat("barrier: ", error), {}));
+      Work w, Finish(code, work, absl::StrCat("barrier: ", error), {}, {}));
   return w.Wait();
 }
 

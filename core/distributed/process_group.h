@@ -70,6 +70,10 @@ class Work {
   const MixrtCollectivesApi* api_ = nullptr;
   MixrtCollectiveWork* work_ = nullptr;
   std::vector<Tensor> keep_alive_;
+  // Written by the collective: their storage versions are bumped when it
+  // completes, so that nothing keyed by a version (autocast's cached weight
+  // casts) outlives data that changed behind the runtime's back.
+  std::vector<Tensor> written_;
   absl::Status status_;
 };
 
@@ -105,7 +109,8 @@ class ProcessGroup {
   ProcessGroup() = default;
   static int BootstrapBroadcast(void* group, void* data, size_t bytes);
   absl::StatusOr<Work> Finish(int code, MixrtCollectiveWork* work,
-                              std::string what, std::vector<Tensor> keep);
+                              std::string what, std::vector<Tensor> keep,
+                              std::vector<Tensor> written);
   absl::Status CheckTensor(const Tensor& t, const char* op) const;
 
   void* library_ = nullptr;

@@ -82,10 +82,14 @@ TEST(CollectivesTest, BroadcastAllGatherAndBarrier) {
   const int rank = Group()->rank();
   Tensor t = *from_ints({rank * 10 + 1, rank * 10 + 2}, {2}, DType::kI32,
                         CpuDevice());
+  const uint64_t version = t.storage()->version();
   auto bcast = Group()->Broadcast(t, 1);
   ASSERT_TRUE(bcast.ok());
   ASSERT_TRUE(bcast->Wait().ok());
   EXPECT_EQ(*t.to_int_vector(), (std::vector<int64_t>{11, 12}));
+  // Written behind the runtime's back: what is keyed by the version (kept
+  // autocast casts of a weight) must see a new one.
+  EXPECT_GT(t.storage()->version(), version);
 
   Tensor mine = *from_floats({static_cast<float>(rank), 0.5f}, {2},
                              DType::kBF16, CpuDevice());
