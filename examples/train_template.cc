@@ -5,6 +5,13 @@
 //
 //   bazel run //examples:train_template -- --amp --dtype=bf16
 //   bazel run //examples:train_template -- --checkpoint=/tmp/run.ckpt --resume
+//   mpirun -np 2 bazel-bin/examples/train_template --distributed \
+//       --checkpoint=/tmp/run.ckpt
+//
+// --distributed hands the Trainer the job's process group: each rank trains
+// on its rows of every batch (--batch stays the global batch), validates
+// its share of the validation batches, and rank 0 writes the checkpoints
+// and prints. A checkpoint resumes on any number of ranks.
 #include <cstdio>
 #include <numeric>
 #include <string>
@@ -25,6 +32,9 @@ ABSL_FLAG(int64_t, batch, 64, "Batch size.");
 ABSL_FLAG(int, log_every, 5, "Log the loss every N steps.");
 ABSL_FLAG(std::string, checkpoint, "", "Save a checkpoint here every epoch.");
 ABSL_FLAG(bool, resume, false, "Resume from --checkpoint.");
+ABSL_FLAG(bool, distributed, false,
+          "Data-parallel over the ranks of the mpirun job this process is "
+          "in.");
 
 namespace {
 
@@ -50,10 +60,30 @@ absl::Status Run(const char* argv0) {
   const int64_t n_train = data.count() * 4 / 5,
                 batch = absl::GetFlag(FLAGS_batch);
   MIXRT_RETURN_IF_ERROR(CheckFlag("batch", batch, 1, n_train));
+  std::shared_ptr<mixrt::distributed::ProcessGroup> group;
+  int rank = 0, world = 1;
+  if (absl::GetFlag(FLAGS_distributed)) {
+    MIXRT_ASSIGN_OR_RETURN(group, mixrt::distributed::ProcessGroup::Create());
+    rank = group->rank();
+    world = group->world_size();
+  }
   std::vector<Tensor> xs, ys, vx, vy;
-  for (int64_t s = 0; s < data.count(); s += batch) {
-    const bool train = s < n_train;
-    const int64_t e = std::min(train ? n_train : data.count(), s + batch);
+  int64_t validation_batch = 0;
+  for (int64_t b = 0; b < data.count(); b += batch) {
+    const bool train = b < n_train;
+    const int64_t begin = b;
+    const int64_t batch_end = std::min(train ? n_train : data.count(), b + batch);
+    if (train && batch_end == n_train) b = n_train - batch;  // Validation next.
+    // This rank's rows of a training batch; its share of validation batches.
+    int64_t s = begin, e = batch_end;
+    if (train) {
+      const int64_t per = (batch_end - begin) / world;
+      s = begin + rank * per;
+      e = s + per;
+      if (per == 0) continue;
+    } else if (validation_batch++ % world != rank) {
+      continue;
+    }
     std::vector<float> px(data.pixels.begin() + s * 64,
                           data.pixels.begin() + e * 64);
     std::vector<int64_t> lab(data.labels.begin() + s, data.labels.begin() + e);
@@ -64,7 +94,6 @@ absl::Status Run(const char* argv0) {
         Tensor y, mixrt::from_ints(lab, {e - s}, mixrt::DType::kI64, device));
     (train ? xs : vx).push_back(x);
     (train ? ys : vy).push_back(y);
-    if (train && e == n_train) s = n_train - batch;
   }
 
   mixrt::Generator init(0);
@@ -72,6 +101,7 @@ absl::Status Run(const char* argv0) {
                          mixrt::nn::MLP({64, 128, 10}, device, &init));
   mixrt::TrainerOptions options;
   options.use_amp = absl::GetFlag(FLAGS_amp);
+  options.process_group = group;
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   if (dtype == "auto") {
     options.auto_precision = true;
@@ -86,18 +116,29 @@ absl::Status Run(const char* argv0) {
         return mixrt::cross_entropy(out, y);
       },
       device, options);
-  std::printf("device %s; AMP %s; scaler %s\n", device.ToString().c_str(),
-              trainer.amp_reason().c_str(),
-              trainer.scaler().is_enabled() ? "on" : "off");
+  // One rank speaks for the job.
+  auto print = [rank](auto... args) {
+    if (rank == 0) std::printf(args...);
+  };
+  print("device %s; AMP %s; scaler %s%s\n", device.ToString().c_str(),
+        trainer.amp_reason().c_str(),
+        trainer.scaler().is_enabled() ? "on" : "off",
+        group ? ("; " + std::to_string(world) + " ranks over " +
+                 group->description())
+                    .c_str()
+              : "");
 
   const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
   // Before any training: an unwritable path, or another run writing the
   // same checkpoint, is reported now rather than after the first epoch.
-  if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.claim_checkpoint_path(ckpt));
+  // Only rank 0 writes it.
+  if (!ckpt.empty() && rank == 0) {
+    MIXRT_RETURN_IF_ERROR(trainer.claim_checkpoint_path(ckpt));
+  }
   if (absl::GetFlag(FLAGS_resume) && !ckpt.empty()) {
     MIXRT_RETURN_IF_ERROR(trainer.load_checkpoint(ckpt));
-    std::printf("resumed from %s at step %lld\n", ckpt.c_str(),
-                static_cast<long long>(trainer.step()));
+    print("resumed from %s at step %lld\n", ckpt.c_str(),
+          static_cast<long long>(trainer.step()));
   }
   const int steps_per_epoch = static_cast<int>(xs.size());
   const int64_t first_epoch = trainer.step() / steps_per_epoch;
@@ -116,15 +157,15 @@ absl::Status Run(const char* argv0) {
       if ((i + 1) % absl::GetFlag(FLAGS_log_every) == 0 ||
           i + 1 == steps_per_epoch) {
         MIXRT_ASSIGN_OR_RETURN(double total, running.item());
-        std::printf("\repoch %2lld %s loss %.4f", static_cast<long long>(epoch + 1),
-                    ProgressBar((i + 1.0) / steps_per_epoch).c_str(),
-                    total / (i + 1));
+        print("\repoch %2lld %s loss %.4f", static_cast<long long>(epoch + 1),
+              ProgressBar((i + 1.0) / steps_per_epoch).c_str(),
+              total / (i + 1));
         std::fflush(stdout);
       }
     }
     MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult val, trainer.evaluate(vx, vy));
-    std::printf("  | val loss %.4f  val accuracy %.2f%%\n", val.loss,
-                100 * val.accuracy);
+    print("  | val loss %.4f  val accuracy %.2f%%\n", val.loss,
+          100 * val.accuracy);
     if (!ckpt.empty()) MIXRT_RETURN_IF_ERROR(trainer.save_checkpoint(ckpt));
   }
   return absl::OkStatus();
