@@ -17,6 +17,16 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=0"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export MIXRT_DIST_TIMEOUT_S=${MIXRT_DIST_TIMEOUT_S:-60}
+# Bazel runs tests side by side, each in its own PID namespace, so two
+# mpiruns can get the same PID and with it the same Open MPI job id: they
+# then share session directories and shared-memory segments, and corrupt
+# each other (seen: a segfault in vader's fragment handling, a hang). Each
+# job gets directories of its own; short, because PMIx puts a Unix socket
+# there (108 bytes at most, and TEST_TMPDIR is longer).
+session=$(mktemp -d /tmp/mixrt-mpi.XXXXXX)
+trap 'rm -rf "$session"' EXIT
+export OMPI_MCA_orte_tmpdir_base=$session
+export OMPI_MCA_btl_vader_backing_directory=$session
 forward=()
 for name in MIXRT_DIST_TIMEOUT_S MIXRT_CPU_SKIP_PROBE MIXRT_NUM_THREADS \
             MIXRT_EXPECTED_WORLD_SIZE MIXRT_COMM_PLUGIN LSAN_OPTIONS \
@@ -24,5 +34,5 @@ for name in MIXRT_DIST_TIMEOUT_S MIXRT_CPU_SKIP_PROBE MIXRT_NUM_THREADS \
             TEST_TMPDIR RUNFILES_DIR TEST_SRCDIR; do
   if [ -n "${!name+x}" ]; then forward+=(-x "$name"); fi
 done
-exec mpirun --oversubscribe --allow-run-as-root -np "$ranks" "${forward[@]}" \
+mpirun --oversubscribe --allow-run-as-root -np "$ranks" "${forward[@]}" \
   "$binary" "$@"
