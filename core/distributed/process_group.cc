@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/plugin/backend.h"
 #include "core/plugin/plugin_search_path.h"
 #include "mixrt/status_macros.h"
 #include "tools/cpp/runfiles/runfiles.h"
@@ -19,22 +20,7 @@ namespace {
 constexpr size_t kErrorSize = 2048;
 
 absl::Status FromCode(int code, const std::string& message) {
-  switch (code) {
-    case MIXRT_ERROR_CODE_OK:
-      return absl::OkStatus();
-    case MIXRT_ERROR_CODE_INVALID_ARGUMENT:
-      return absl::InvalidArgumentError(message);
-    case MIXRT_ERROR_CODE_FAILED_PRECONDITION:
-      return absl::FailedPreconditionError(message);
-    case MIXRT_ERROR_CODE_UNAVAILABLE:
-      return absl::DeadlineExceededError(message);
-    case MIXRT_ERROR_CODE_UNIMPLEMENTED:
-      return absl::UnimplementedError(message);
-    case MIXRT_ERROR_CODE_NO_DEVICE:
-      return absl::UnavailableError(message);
-    default:
-      return absl::InternalError(message);
-  }
+  return StatusFromErrorCode(static_cast<MixrtErrorCode>(code), message);
 }
 
 bool IsFile(const std::string& path) {

@@ -60,8 +60,9 @@ class Work {
   Work& operator=(Work&& other) noexcept;
   ~Work();
 
-  // Blocks until done: OK, or the error (DeadlineExceeded after a timeout
-  // of `timeout_s`, else the group's). Later calls return the same status.
+  // Blocks until done: OK, or the error (Unavailable, naming the ranks that
+  // never arrived, after a timeout of `timeout_s`, else the group's). Later
+  // calls return the same status.
   absl::Status Wait(double timeout_s = 0);
   bool pending() const { return work_ != nullptr; }
 

@@ -70,6 +70,27 @@ size_t BoundedMessageLength(const MixrtError_Message_Args& msg) {
 
 }  // namespace
 
+absl::Status StatusFromErrorCode(MixrtErrorCode code, const std::string& text) {
+  switch (code) {
+    case MIXRT_ERROR_CODE_OK:
+      return absl::OkStatus();
+    case MIXRT_ERROR_CODE_INVALID_ARGUMENT:
+      return absl::InvalidArgumentError(text);
+    case MIXRT_ERROR_CODE_UNIMPLEMENTED:
+      return absl::UnimplementedError(text);
+    case MIXRT_ERROR_CODE_OUT_OF_MEMORY:
+      return absl::ResourceExhaustedError(text);
+    case MIXRT_ERROR_CODE_NO_DEVICE:
+      return absl::NotFoundError(text);
+    case MIXRT_ERROR_CODE_FAILED_PRECONDITION:
+      return absl::FailedPreconditionError(text);
+    case MIXRT_ERROR_CODE_UNAVAILABLE:
+      return absl::UnavailableError(text);
+    default:
+      return absl::InternalError(text);
+  }
+}
+
 absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
                                  absl::string_view backend,
                                  absl::string_view what) {
@@ -92,22 +113,7 @@ absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
   destroy.struct_size = sizeof(destroy);
   destroy.error = error;
   api->error_destroy(&destroy);
-  switch (code.code) {
-    case MIXRT_ERROR_CODE_INVALID_ARGUMENT:
-      return absl::InvalidArgumentError(text);
-    case MIXRT_ERROR_CODE_UNIMPLEMENTED:
-      return absl::UnimplementedError(text);
-    case MIXRT_ERROR_CODE_OUT_OF_MEMORY:
-      return absl::ResourceExhaustedError(text);
-    case MIXRT_ERROR_CODE_NO_DEVICE:
-      return absl::NotFoundError(text);
-    case MIXRT_ERROR_CODE_FAILED_PRECONDITION:
-      return absl::FailedPreconditionError(text);
-    case MIXRT_ERROR_CODE_UNAVAILABLE:
-      return absl::UnavailableError(text);
-    default:
-      return absl::InternalError(text);
-  }
+  return StatusFromErrorCode(static_cast<MixrtErrorCode>(code.code), text);
 }
 
 Backend::Backend(void* handle, const MixrtPluginApi* api,

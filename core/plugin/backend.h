@@ -154,6 +154,10 @@ class Backend : public RawDeviceMemory {
   std::vector<std::unique_ptr<std::atomic<uint8_t>[]>> op_runs_;
 };
 
+// The Status for an ABI error code (OK for MIXRT_ERROR_CODE_OK): one mapping
+// for every plugin kind (backends, collectives).
+absl::Status StatusFromErrorCode(MixrtErrorCode code, const std::string& text);
+
 // Converts a plugin error (or NULL) to a Status, destroying the error.
 // `what` names the call, e.g. "memory_allocate".
 absl::Status PluginErrorToStatus(const MixrtPluginApi* api, MixrtError* error,
