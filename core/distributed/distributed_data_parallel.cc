@@ -74,7 +74,7 @@ DistributedDataParallel::Create(std::shared_ptr<nn::Module> module,
 
   // Buckets in reverse registration order, one dtype each.
   const int n = static_cast<int>(ddp->params_.size());
-  ddp->bucket_of_.assign(n, -1);
+  ddp->slots_.resize(n);
   ddp->has_grad_.assign(n, false);
   const auto cap_bytes = [&options](int bucket) {
     return static_cast<int64_t>(
@@ -94,10 +94,9 @@ DistributedDataParallel::Create(std::shared_ptr<nn::Module> module,
       ddp->buckets_[open].dtype = t.dtype();
     }
     Bucket& b = ddp->buckets_[open];
-    b.params.push_back(p);
-    b.offsets.push_back(b.numel);
+    ddp->slots_[p] = {open, b.numel};
+    ++b.size;
     b.numel += t.numel();
-    ddp->bucket_of_[p] = open;
   }
 
   DistributedDataParallel* self = ddp.get();
@@ -210,6 +209,12 @@ absl::StatusOr<Tensor> DistributedDataParallel::forward(const Tensor& x) {
   return module_->forward(x);
 }
 
+absl::StatusOr<Tensor> DistributedDataParallel::SlotOf(int param) const {
+  const Slot& slot = slots_[param];
+  return buckets_[slot.bucket].flat.slice(
+      0, slot.offset, slot.offset + params_[param].second.numel());
+}
+
 absl::Status DistributedDataParallel::OnGradient(int param,
                                                  const Tensor& grad) {
   if (!sync_) return absl::OkStatus();
@@ -218,7 +223,7 @@ absl::Status DistributedDataParallel::OnGradient(int param,
     next_launch_ = 0;
     std::fill(has_grad_.begin(), has_grad_.end(), false);
     for (Bucket& b : buckets_) {
-      b.pending = static_cast<int>(b.params.size());
+      b.pending = b.size;
       // Fresh each backward: the previous step's .grad tensors are views of
       // the old buckets and may still be in use.
       MIXRT_ASSIGN_OR_RETURN(b.flat,
@@ -233,14 +238,12 @@ absl::Status DistributedDataParallel::OnGradient(int param,
         "' received a second gradient in one synchronized backward"));
   }
   has_grad_[param] = true;
-  Bucket& b = buckets_[bucket_of_[param]];
-  const auto it = std::find(b.params.begin(), b.params.end(), param);
-  const int64_t offset = b.offsets[it - b.params.begin()];
-  const int64_t numel = grad.numel();
-  MIXRT_ASSIGN_OR_RETURN(Tensor slot, b.flat.slice(0, offset, offset + numel));
-  MIXRT_ASSIGN_OR_RETURN(Tensor flat_grad, grad.reshape({numel}));
+  MIXRT_ASSIGN_OR_RETURN(Tensor slot, SlotOf(param));
+  MIXRT_ASSIGN_OR_RETURN(Tensor flat_grad, grad.reshape({grad.numel()}));
   MIXRT_RETURN_IF_ERROR(kernels::copy_(slot, flat_grad));
-  if (--b.pending == 0) MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
+  if (--buckets_[slots_[param].bucket].pending == 0) {
+    MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
+  }
   return absl::OkStatus();
 }
 
@@ -260,17 +263,12 @@ absl::Status DistributedDataParallel::FinishBackward() {
   in_backward_ = false;
   // Parameters this rank's graph did not use contribute zeros, so every
   // rank reduces the same buckets and ends with the same gradients.
-  for (size_t p = 0; p < params_.size(); ++p) {
+  const int n = static_cast<int>(params_.size());
+  for (int p = 0; p < n; ++p) {
     if (has_grad_[p]) continue;
-    Bucket& b = buckets_[bucket_of_[p]];
-    const auto it = std::find(b.params.begin(), b.params.end(),
-                              static_cast<int>(p));
-    const int64_t offset = b.offsets[it - b.params.begin()];
-    MIXRT_ASSIGN_OR_RETURN(
-        Tensor slot,
-        b.flat.slice(0, offset, offset + params_[p].second.numel()));
+    MIXRT_ASSIGN_OR_RETURN(Tensor slot, SlotOf(p));
     MIXRT_RETURN_IF_ERROR(kernels::fill_(slot, 0.0));
-    --b.pending;
+    --buckets_[slots_[p].bucket].pending;
   }
   MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
   const auto start = std::chrono::steady_clock::now();
@@ -283,17 +281,13 @@ absl::Status DistributedDataParallel::FinishBackward() {
                           std::chrono::steady_clock::now() - start)
                           .count();
   stats_.buckets = static_cast<int>(buckets_.size());
-  for (Bucket& b : buckets_) {
-    for (size_t i = 0; i < b.params.size(); ++i) {
-      Tensor& param = params_[b.params[i]].second;
-      MIXRT_ASSIGN_OR_RETURN(
-          Tensor slot,
-          b.flat.slice(0, b.offsets[i], b.offsets[i] + param.numel()));
-      MIXRT_ASSIGN_OR_RETURN(Tensor grad, slot.view(param.shape()));
-      param.set_grad(grad);
-    }
-    b.flat = Tensor();
+  for (int p = 0; p < n; ++p) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor slot, SlotOf(p));
+    MIXRT_ASSIGN_OR_RETURN(Tensor grad, slot.view(params_[p].second.shape()));
+    params_[p].second.set_grad(grad);
   }
+  // The .grad views keep the buckets' memory alive.
+  for (Bucket& b : buckets_) b.flat = Tensor();
   return absl::OkStatus();
 }
 

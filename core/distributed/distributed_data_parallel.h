@@ -89,17 +89,23 @@ class DistributedDataParallel : public nn::Module {
  private:
   struct Bucket {
     DType dtype = DType::kF32;
-    std::vector<int> params;
-    std::vector<int64_t> offsets;
+    int size = 0;  // Parameters in it.
     int64_t numel = 0;
     Tensor flat;
     int pending = 0;
     Work work;
   };
+  // Where a parameter's gradient lives in the buckets.
+  struct Slot {
+    int bucket = 0;
+    int64_t offset = 0;
+  };
 
   DistributedDataParallel() = default;
   absl::Status CheckSameParameters();
   absl::Status BroadcastFromRankZero(const std::vector<Tensor>& tensors);
+  // Parameter `param`'s elements of its bucket's current flat tensor.
+  absl::StatusOr<Tensor> SlotOf(int param) const;
   absl::Status OnGradient(int param, const Tensor& grad);
   absl::Status LaunchReadyBuckets();
   absl::Status FinishBackward();
@@ -111,7 +117,7 @@ class DistributedDataParallel : public nn::Module {
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<int> hook_ids_;
   std::vector<Bucket> buckets_;
-  std::vector<int> bucket_of_;
+  std::vector<Slot> slots_;  // By parameter.
   std::vector<bool> has_grad_;
   bool sync_ = true;
   bool in_backward_ = false;
