@@ -20,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "examples/digits_data.h"
@@ -44,11 +45,35 @@ namespace {
 
 using mixrt::Tensor;
 
+struct Batch {
+  Tensor x, y;  // Pixels [n, 64] and labels [n].
+};
+
+// The data set's images `rows` as one batch.
+absl::StatusOr<Batch> Gather(const mixrt::examples::Digits& d,
+                             absl::Span<const int64_t> rows,
+                             const mixrt::Device& device) {
+  std::vector<float> px;
+  std::vector<int64_t> lab;
+  for (int64_t r : rows) {
+    px.insert(px.end(), d.pixels.begin() + r * 64,
+              d.pixels.begin() + r * 64 + 64);
+    lab.push_back(d.labels[r]);
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  Batch b;
+  MIXRT_ASSIGN_OR_RETURN(
+      b.x, mixrt::from_floats(px, {n, 64}, mixrt::DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(
+      b.y, mixrt::from_ints(lab, {n}, mixrt::DType::kI64, device));
+  return b;
+}
+
 struct Split {
   std::vector<Tensor> train_x, train_y, test_x, test_y;
-  // The training rows on the host, for per-epoch distributed batches.
-  std::vector<float> train_pixels;
-  std::vector<int64_t> train_labels;
+  // The data set's rows that form the training set, for per-epoch
+  // distributed batches.
+  std::vector<int64_t> train_rows;
 };
 
 // 80/20 split and batches, from a seeded permutation.
@@ -69,26 +94,15 @@ absl::StatusOr<Split> MakeSplit(const mixrt::examples::Digits& d,
     const bool train = start < n_train;
     const int64_t end = std::min(train ? n_train : d.count(), start + batch);
     if (train && end <= start) continue;
-    std::vector<float> px;
-    std::vector<int64_t> lab;
-    for (int64_t k = start; k < end; ++k) {
-      px.insert(px.end(), d.pixels.begin() + order[k] * 64,
-                d.pixels.begin() + order[k] * 64 + 64);
-      lab.push_back(d.labels[order[k]]);
-    }
-    const int64_t n = end - start;
-    if (train) {
-      s.train_pixels.insert(s.train_pixels.end(), px.begin(), px.end());
-      s.train_labels.insert(s.train_labels.end(), lab.begin(), lab.end());
-    }
     MIXRT_ASSIGN_OR_RETURN(
-        Tensor x, mixrt::from_floats(px, {n, 64}, mixrt::DType::kF32, device));
-    MIXRT_ASSIGN_OR_RETURN(
-        Tensor y, mixrt::from_ints(lab, {n}, mixrt::DType::kI64, device));
-    (train ? s.train_x : s.test_x).push_back(x);
-    (train ? s.train_y : s.test_y).push_back(y);
+        Batch b,
+        Gather(d, absl::MakeConstSpan(order).subspan(start, end - start),
+               device));
+    (train ? s.train_x : s.test_x).push_back(b.x);
+    (train ? s.train_y : s.test_y).push_back(b.y);
     if (train && end == n_train) start = n_train - batch;  // Test starts here.
   }
+  s.train_rows.assign(order.begin(), order.begin() + n_train);
   return s;
 }
 
@@ -98,7 +112,9 @@ struct Outcome {
   std::string amp;
 };
 
-absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
+absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device,
+                                  const mixrt::examples::Digits& digits,
+                                  const Split& s,
                                   mixrt::TrainerOptions options) {
   mixrt::Generator init(absl::GetFlag(FLAGS_seed) + 1);
   MIXRT_ASSIGN_OR_RETURN(auto model,
@@ -119,7 +135,7 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
   if (group != nullptr) {
     MIXRT_ASSIGN_OR_RETURN(
         sampler, mixrt::distributed::DistributedSampler::Create(
-                     static_cast<int64_t>(s.train_labels.size()),
+                     static_cast<int64_t>(s.train_rows.size()),
                      group->world_size(), group->rank(),
                      {.seed = absl::GetFlag(FLAGS_seed)}));
   }
@@ -138,19 +154,10 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device, const Split& s,
         std::max<int64_t>(1, absl::GetFlag(FLAGS_batch) / group->world_size());
     for (size_t at = 0; at < mine.size(); at += per_rank) {
       const size_t end = std::min(mine.size(), at + per_rank);
-      std::vector<float> px;
-      std::vector<int64_t> lab;
-      for (size_t k = at; k < end; ++k) {
-        px.insert(px.end(), s.train_pixels.begin() + mine[k] * 64,
-                  s.train_pixels.begin() + mine[k] * 64 + 64);
-        lab.push_back(s.train_labels[mine[k]]);
-      }
-      const auto n = static_cast<int64_t>(end - at);
-      MIXRT_ASSIGN_OR_RETURN(
-          Tensor x, mixrt::from_floats(px, {n, 64}, mixrt::DType::kF32, device));
-      MIXRT_ASSIGN_OR_RETURN(
-          Tensor y, mixrt::from_ints(lab, {n}, mixrt::DType::kI64, device));
-      MIXRT_RETURN_IF_ERROR(trainer.train_step(x, y).status());
+      std::vector<int64_t> rows;
+      for (size_t k = at; k < end; ++k) rows.push_back(s.train_rows[mine[k]]);
+      MIXRT_ASSIGN_OR_RETURN(Batch b, Gather(digits, rows, device));
+      MIXRT_RETURN_IF_ERROR(trainer.train_step(b.x, b.y).status());
     }
   }
   Outcome o;
@@ -217,7 +224,7 @@ absl::Status Run(const char* argv0) {
   bool within = true;
   for (Config c : configs) {
     c.options.process_group = group;
-    MIXRT_ASSIGN_OR_RETURN(Outcome o, TrainOnce(device, split, c.options));
+    MIXRT_ASSIGN_OR_RETURN(Outcome o, TrainOnce(device, digits, split, c.options));
     if (c.name == configs[0].name) f32_accuracy = o.accuracy;
     const double gap = f32_accuracy - o.accuracy;
     within &= gap <= 1.0;
