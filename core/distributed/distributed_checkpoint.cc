@@ -40,13 +40,15 @@ absl::StatusOr<Device> DeviceOf(const TrainingState& state) {
 
 absl::Status SaveDistributedCheckpoint(ProcessGroup& group,
                                        const std::string& path,
-                                       TrainingState state) {
+                                       TrainingState state,
+                                       const absl::Status& rank0_ready) {
   MIXRT_ASSIGN_OR_RETURN(Device device, DeviceOf(state));
   MIXRT_RETURN_IF_ERROR(group.Barrier());
   absl::Status written;
   if (group.rank() == 0) {
     state.metadata["world_size"] = static_cast<uint64_t>(group.world_size());
-    written = SaveTrainingCheckpoint(path, state);
+    written = rank0_ready.ok() ? SaveTrainingCheckpoint(path, state)
+                               : rank0_ready;
   }
   return AgreeOnOutcome(group, device, written,
                         absl::StrCat("saving checkpoint ", path, " on rank 0"));

@@ -23,9 +23,12 @@
 
 namespace mixrt::distributed {
 
-absl::Status SaveDistributedCheckpoint(ProcessGroup& group,
-                                       const std::string& path,
-                                       TrainingState state);
+// `rank0_ready`: a failure rank 0 already had before writing (claiming the
+// path): it writes nothing, and every rank returns the failure instead of
+// waiting for a write that never comes.
+absl::Status SaveDistributedCheckpoint(
+    ProcessGroup& group, const std::string& path, TrainingState state,
+    const absl::Status& rank0_ready = absl::OkStatus());
 
 // Returns the world size the checkpoint was written with (1 for a
 // checkpoint of a single-process run).

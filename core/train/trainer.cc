@@ -200,12 +200,13 @@ absl::Status Trainer::save_checkpoint(const std::string& path) {
   TrainingState state{model_.get(), optimizer_.get(), scaler_.get(), nullptr,
                       step_};
   if (options_.process_group != nullptr) {
-    // Only rank 0 writes, so only it claims the path.
-    if (options_.process_group->rank() == 0) {
-      MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
-    }
+    // Only rank 0 writes, so only it claims the path; a failed claim must
+    // still reach its peers, or they wait for the write until the timeout.
+    const absl::Status claimed = options_.process_group->rank() == 0
+                                     ? claim_checkpoint_path(path)
+                                     : absl::OkStatus();
     return distributed::SaveDistributedCheckpoint(*options_.process_group,
-                                                  path, state);
+                                                  path, state, claimed);
   }
   MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
   return SaveTrainingCheckpoint(path, state);

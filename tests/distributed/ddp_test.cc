@@ -280,5 +280,24 @@ TEST(DdpTest, TrainerWithAProcessGroupMatchesOneProcess) {
   EXPECT_GT(MaxRelativeDifference(*replica, *Model(1)), 1e-3);
 }
 
+TEST(DdpTest, ACheckpointPathRankZeroCannotClaimFailsOnEveryRank) {
+  auto criterion = [](const Tensor& out, const Tensor& y) {
+    return mse_loss(out, y);
+  };
+  auto model = Model(1);
+  Trainer trainer(model, Sgd(*model), criterion, CpuDevice(),
+                  {.use_amp = false, .process_group = Group()});
+  const absl::Status s =
+      trainer.save_checkpoint("/nonexistent-mixrt-dir/run.ckpt");
+  ASSERT_FALSE(s.ok());
+  // Rank 0's own error; the others learn of it at once (not after the
+  // collective timeout) and the group stays usable.
+  if (Group()->rank() != 0) {
+    EXPECT_NE(s.message().find("failed on another rank"), std::string::npos)
+        << s;
+  }
+  EXPECT_TRUE(Group()->Barrier().ok());
+}
+
 }  // namespace
 }  // namespace mixrt
