@@ -13,7 +13,8 @@ one=$("${mpi[@]}" -np 1 --bind-to none -x MIXRT_NUM_THREADS=2 \
   "$bin/ddp_benchmark" --mode=train "$@" | tee /dev/stderr)
 two=$("${mpi[@]}" -np 2 --bind-to core -x MIXRT_NUM_THREADS=1 \
   "$bin/ddp_benchmark" --mode=train "$@" | tee /dev/stderr)
-rate() { sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' <<<"$1" | head -1; }
+# The job runs at the pace of its slowest rank.
+rate() { sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' <<<"$1" | sort -g | head -1; }
 awk -v a="$(rate "$one")" -v b="$(rate "$two")" \
   'BEGIN { printf "throughput 2 ranks x 1 thread / 1 rank x 2 threads: %.2f\n", b / a }'
 echo "== all-reduce, 2 ranks"

@@ -62,6 +62,32 @@ TEST(CollectivesTest, SixteenBitSumsRoundToNearestEven) {
             std::vector<float>{2.0078125f});
 }
 
+TEST(CollectivesTest, AllReducesLargerThanOnePieceReduceEveryElement) {
+  // The MPI plugin all-reduces in pieces of 4 MiB (the
+  // collectives_chunked_mpi_test target: 12 bytes): 1M + 5 f32 elements and
+  // 2M + 3 bf16 ones span pieces and end in a ragged one.
+  const float r = static_cast<float>(Group()->rank());
+  for (const auto& [dtype, n] :
+       {std::pair{DType::kF32, (int64_t{1} << 20) + 5},
+        std::pair{DType::kBF16, (int64_t{2} << 20) + 3}}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    // Element i holds (i % 7 - 3) * (r + 1) on rank r: small integers,
+    // exact in bf16, whose sum over the ranks is (i % 7 - 3) * 3.
+    std::vector<float> in(n);
+    for (int64_t i = 0; i < n; ++i) in[i] = (i % 7 - 3) * (r + 1);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+      const std::vector<float> out = Reduced(in, dtype, op);
+      ASSERT_EQ(static_cast<int64_t>(out.size()), n);
+      int64_t wrong = 0, first_wrong = -1;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = (i % 7 - 3) * (op == ReduceOp::kSum ? 3.0f : 1.5f);
+        if (out[i] != want && wrong++ == 0) first_wrong = i;
+      }
+      EXPECT_EQ(wrong, 0) << "first at element " << first_wrong;
+    }
+  }
+}
+
 TEST(CollectivesTest, NonFiniteValuesSurviveEveryReduction) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -29,7 +29,8 @@ export OMPI_MCA_orte_tmpdir_base=$session
 export OMPI_MCA_btl_vader_backing_directory=$session
 forward=()
 for name in MIXRT_DIST_TIMEOUT_S MIXRT_CPU_SKIP_PROBE MIXRT_NUM_THREADS \
-            MIXRT_EXPECTED_WORLD_SIZE MIXRT_COMM_PLUGIN LSAN_OPTIONS \
+            MIXRT_EXPECTED_WORLD_SIZE MIXRT_COMM_PLUGIN \
+            MIXRT_MPI_ALLREDUCE_CHUNK_BYTES LSAN_OPTIONS \
             ASAN_OPTIONS UBSAN_OPTIONS \
             TEST_TMPDIR RUNFILES_DIR TEST_SRCDIR; do
   if [ -n "${!name+x}" ]; then forward+=(-x "$name"); fi
