@@ -25,6 +25,7 @@ constexpr Shape kShapes[] = {
     {"512x4096x4096", 512, 4096, 4096},
     {"1024x1024x1024", 1024, 1024, 1024},
     {"16x4096x4096", 16, 4096, 4096},  // Small M: memory-bound.
+    {"32x64x64", 32, 64, 64},  // A small MLP layer: fixed costs per call.
 };
 
 dnnl::memory::data_type OneDnnType(DType t) {

@@ -1,0 +1,182 @@
+#include "backends/cpu/small_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu/cpu_info.h"
+
+namespace mixrt::cpu {
+namespace {
+
+constexpr int kTileRows = 8;   // 8 x 2 accumulators: 16 of 32 registers.
+constexpr int64_t kStrip = 32;  // Columns per tile: two vectors.
+
+// b (p, j) = b[j * b_cols + p] for the rows p0 .. p0 + 8 and columns
+// j0 .. j0 + 8, transposed into out (row stride ldo) with AVX's 8 x 8
+// shuffle network: a Linear's weight read as its transpose (x W^T), whose
+// scalar packing cost more than oneDNN's whole overhead.
+void Transpose8x8(const float* b, int64_t b_cols, float* out, int64_t ldo) {
+  __m256 r0 = _mm256_loadu_ps(b + 0 * b_cols), r1 = _mm256_loadu_ps(b + 1 * b_cols);
+  __m256 r2 = _mm256_loadu_ps(b + 2 * b_cols), r3 = _mm256_loadu_ps(b + 3 * b_cols);
+  __m256 r4 = _mm256_loadu_ps(b + 4 * b_cols), r5 = _mm256_loadu_ps(b + 5 * b_cols);
+  __m256 r6 = _mm256_loadu_ps(b + 6 * b_cols), r7 = _mm256_loadu_ps(b + 7 * b_cols);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(out + 0 * ldo, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + 1 * ldo, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 2 * ldo, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 3 * ldo, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 4 * ldo, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 5 * ldo, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 6 * ldo, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+// b as a row-major [k, n] f32 block in out (row stride n).
+void PackRows(const SmallGemm& g, float* out) {
+  const int64_t n = g.n, k = g.k;
+  if (g.b_rows == 1) {  // Rows of b^T are contiguous: 8 x 8 transposes.
+    int64_t j0 = 0;
+    for (; j0 + 8 <= n; j0 += 8) {
+      int64_t p0 = 0;
+      for (; p0 + 8 <= k; p0 += 8) {
+        Transpose8x8(g.b + j0 * g.b_cols + p0, g.b_cols, out + p0 * n + j0, n);
+      }
+      for (; p0 < k; ++p0) {
+        for (int64_t j = j0; j < j0 + 8; ++j) out[p0 * n + j] = g.b[j * g.b_cols + p0];
+      }
+    }
+    for (; j0 < n; ++j0) {
+      for (int64_t p = 0; p < k; ++p) out[p * n + j0] = g.b[j0 * g.b_cols + p];
+    }
+    return;
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) out[p * n + j] = g.b[p * g.b_rows + j * g.b_cols];
+  }
+}
+
+__mmask16 Lanes(int64_t count) {
+  return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
+}
+
+// The epilogue of one vector of c: + bias, + beta c, stored under mask.
+MIXRT_AVX512 inline void Finish(__m512 v, __mmask16 mask, const float* bias,
+                                float beta, float* c) {
+  if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias));
+  if (beta != 0) {
+    v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c), v);
+  }
+  _mm512_mask_storeu_ps(c, mask, v);
+}
+
+// Rows [i0, i0 + rows) x columns [j0, j0 + cols) of c, rows <= 8, cols <=
+// 32 (more than 16 when kTwo). b is row-major [k, n] with row stride ldb;
+// bias (dense, already loaded) or null. Sixteen named accumulators: GCC 12
+// kept an array of them on the stack, storing every one on every step of
+// the reduction (a third of the speed). Rows past `rows` repeat the last
+// row and are not stored.
+template <bool kTwo>
+MIXRT_AVX512 void Tile(const SmallGemm& g, const float* b, int64_t ldb,
+                       const float* bias, int64_t i0, int64_t rows, int64_t j0,
+                       int64_t cols) {
+  const __mmask16 m0 = Lanes(cols), m1 = Lanes(cols - 16);
+  const int64_t k = g.k, a_cols = g.a_cols;
+  int64_t at[kTileRows];
+  for (int r = 0; r < kTileRows; ++r) {
+    at[r] = std::min<int64_t>(r, rows - 1) * g.a_rows;
+  }
+  const int64_t o0 = at[0], o1 = at[1], o2 = at[2], o3 = at[3], o4 = at[4],
+                o5 = at[5], o6 = at[6], o7 = at[7];
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
+         c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
+         c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  const float* a = g.a + i0 * g.a_rows;
+  const float* row = b + j0;
+  for (int64_t p = 0; p < k; ++p, a += a_cols, row += ldb) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, row);
+    const __m512 b1 = kTwo ? _mm512_maskz_loadu_ps(m1, row + 16) : b0;
+#define MIXRT_SMALL_GEMM_ROW(r)                        \
+  {                                                    \
+    const __m512 x = _mm512_set1_ps(a[o##r]);          \
+    c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0);         \
+    if (kTwo) c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1); \
+  }
+    MIXRT_SMALL_GEMM_ROW(0)
+    MIXRT_SMALL_GEMM_ROW(1)
+    MIXRT_SMALL_GEMM_ROW(2)
+    MIXRT_SMALL_GEMM_ROW(3)
+    MIXRT_SMALL_GEMM_ROW(4)
+    MIXRT_SMALL_GEMM_ROW(5)
+    MIXRT_SMALL_GEMM_ROW(6)
+    MIXRT_SMALL_GEMM_ROW(7)
+#undef MIXRT_SMALL_GEMM_ROW
+  }
+  const __m512 first[kTileRows] = {c00, c10, c20, c30, c40, c50, c60, c70};
+  const __m512 second[kTileRows] = {c01, c11, c21, c31, c41, c51, c61, c71};
+  for (int64_t r = 0; r < rows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j0;
+    Finish(first[r], m0, bias == nullptr ? nullptr : bias + j0, g.beta, c);
+    if (kTwo) {
+      Finish(second[r], m1, bias == nullptr ? nullptr : bias + j0 + 16, g.beta,
+             c + 16);
+    }
+  }
+}
+
+template <bool kTwo>
+MIXRT_AVX512 void Strip(const SmallGemm& g, const float* b, int64_t ldb,
+                        const float* bias, int64_t j0, int64_t cols) {
+  for (int64_t i = 0; i < g.m; i += kTileRows) {
+    Tile<kTwo>(g, b, ldb, bias, i, std::min<int64_t>(kTileRows, g.m - i), j0,
+               cols);
+  }
+}
+
+}  // namespace
+
+bool SmallGemmApplies(int64_t m, int64_t n, int64_t k) {
+  return m > 0 && n > 0 && k > 0 && m * n * k <= kSmallGemmWork &&
+         OwnAvx512Usable();
+}
+
+void RunSmallGemm(const SmallGemm& g) {
+  // Grown, never shrunk: at most kSmallGemmWork floats each.
+  thread_local std::vector<float> packed, bias;
+  const float* b = g.b;
+  int64_t ldb = g.b_rows;
+  if (g.b_cols != 1) {
+    packed.resize(std::max<size_t>(packed.size(), g.k * g.n));
+    PackRows(g, packed.data());
+    b = packed.data();
+    ldb = g.n;
+  }
+  const float* dense_bias = nullptr;
+  if (g.bias != nullptr) {
+    bias.resize(std::max<size_t>(bias.size(), g.n));
+    for (int64_t j = 0; j < g.n; ++j) bias[j] = g.bias[j * g.bias_stride];
+    dense_bias = bias.data();
+  }
+  for (int64_t j0 = 0; j0 < g.n; j0 += kStrip) {
+    const int64_t cols = std::min(kStrip, g.n - j0);
+    if (cols > 16) {
+      Strip<true>(g, b, ldb, dense_bias, j0, cols);
+    } else {
+      Strip<false>(g, b, ldb, dense_bias, j0, cols);
+    }
+  }
+}
+
+}  // namespace mixrt::cpu
