@@ -107,15 +107,20 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
     std::vector<double> partial(v.outer * pieces);
     const int64_t grain = GrainFor(std::min(v.middle, kPiece));
     ParallelFor(v.outer * pieces, grain, [&](int64_t begin, int64_t end) {
-      std::vector<float> chunk(kColumns);
+      float chunk[kColumns];
       for (int64_t task = begin; task < end; ++task) {
         const int64_t o = task / pieces, p0 = (task % pieces) * kPiece;
         const int64_t p1 = std::min(v.middle, p0 + kPiece);
         double sum = 0;
         for (int64_t m0 = p0; m0 < p1; m0 += kColumns) {
           const int64_t n = std::min(kColumns, p1 - m0);
-          LoadRow(in.data(), in.dtype(), o * v.middle + m0, n, chunk.data());
-          sum += SumInDouble(chunk.data(), n);
+          const int64_t offset = o * v.middle + m0;
+          if (in.dtype() == MIXRT_DTYPE_F32) {
+            sum += SumInDouble(static_cast<const float*>(in.data()) + offset, n);
+          } else {
+            LoadRow(in.data(), in.dtype(), offset, n, chunk);
+            sum += SumInDouble(chunk, n);
+          }
         }
         partial[task] = sum;
       }
@@ -130,22 +135,29 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
   }
   const int64_t blocks = (v.inner + kColumns - 1) / kColumns;
   const int64_t grain = GrainFor(v.middle * std::min(kColumns, v.inner));
+  // On the stack, f32 rows read in place: vectors allocated per call and
+  // rows copied first made a [32, 64] bias gradient take 0.9 us.
   ParallelFor(v.outer * blocks, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(kColumns), result(kColumns);
-    std::vector<double> acc(kColumns);
+    float row[kColumns], result[kColumns];
+    double acc[kColumns];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / blocks, c0 = (task % blocks) * kColumns;
       const int64_t n = std::min(kColumns, v.inner - c0);
-      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(acc, acc + n, 0.0);
       for (int64_t m = 0; m < v.middle; ++m) {
-        LoadRow(in.data(), in.dtype(), (o * v.middle + m) * v.inner + c0, n,
-                row.data());
-        for (int64_t j = 0; j < n; ++j) acc[j] += row[j];
+        const int64_t offset = (o * v.middle + m) * v.inner + c0;
+        const float* values = row;
+        if (in.dtype() == MIXRT_DTYPE_F32) {
+          values = static_cast<const float*>(in.data()) + offset;
+        } else {
+          LoadRow(in.data(), in.dtype(), offset, n, row);
+        }
+        for (int64_t j = 0; j < n; ++j) acc[j] += values[j];
       }
       for (int64_t j = 0; j < n; ++j) {
         result[j] = static_cast<float>(acc[j] / divisor);
       }
-      StoreRow(result.data(), n, out.data(), out.dtype(), o * v.inner + c0);
+      StoreRow(result, n, out.data(), out.dtype(), o * v.inner + c0);
     }
   });
 }
