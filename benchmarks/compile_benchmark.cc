@@ -125,7 +125,12 @@ absl::StatusOr<Timing> Run(const mixrt::Device& device, const Case& c,
   auto start = std::chrono::steady_clock::now();
   MIXRT_RETURN_IF_ERROR(step());
   t.first_ms = Ms(std::chrono::steady_clock::now() - start);
-  for (int i = 0; i < 3; ++i) MIXRT_RETURN_IF_ERROR(step());  // Warm-up.
+  // Warm-up: a tenth of the timed steps, at least 3 (the first case of a
+  // process ran 40% slower over its first thousand small steps: clocks and
+  // caches still settling).
+  for (int i = 0; i < std::max(3, steps / 10); ++i) {
+    MIXRT_RETURN_IF_ERROR(step());
+  }
   // Peak memory of the steady state (the tracing call also runs an eager
   // step and its traced backward).
   allocator.ResetPeak();
