@@ -14,17 +14,14 @@
 
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
+#include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
 namespace {
 
 std::vector<uint16_t> RandomBf16(int64_t n, uint32_t seed) {
-  std::vector<uint16_t> v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    const float x = static_cast<float>(seed >> 8) / (1 << 24) * 4.0f - 2.0f;
-    v[i] = sdk::F32ToBF16Bits(x);
-  }
+  std::vector<uint16_t> v;
+  for (float x : testing::UniformFloats(n, seed)) v.push_back(sdk::F32ToBF16Bits(x));
   return v;
 }
 

@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
 namespace {
 
-std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = static_cast<float>(seed >> 8) / (1 << 24) * 4.0f - 2.0f;
-  }
-  return v;
-}
+using testing::UniformFloats;
 
 double Tolerance(double magnitudes, int64_t terms) {
   return magnitudes * static_cast<double>(terms) * std::ldexp(1.0, -24) + 1e-30;
@@ -37,8 +31,8 @@ TEST(F32Tiles, TimesPanelsIsRowsTimesKeysTransposed) {
   for (int64_t depth : {16, 64, 80}) {
     const int64_t rows = 29, keys = 1100, j0 = 512, cols = keys - j0;
     const int64_t lda = depth + 3, ld = depth + 1, ldc = cols + 7;
-    const std::vector<float> a = RandomFloats(rows * lda, 1);
-    const std::vector<float> k = RandomFloats(keys * ld, 2);
+    const std::vector<float> a = UniformFloats(rows * lda, 1);
+    const std::vector<float> k = UniformFloats(keys * ld, 2);
     std::vector<float> panels(F32PanelKeys(keys) * depth);
     F32PackPanels(k.data(), keys, depth, ld, panels.data());
     std::vector<float> c(rows * ldc, NAN);
@@ -70,9 +64,9 @@ TEST(F32Tiles, AccumulateTransposedTimesAddsATransposedB) {
   // vectors) and 16, depth 37, leading dimensions wider than the rows.
   for (int64_t n : {16, 64, 112}) {
     const int64_t m = 515, depth = 37, lda = m + 5, ldb = n + 16, ldc = n + 3;
-    const std::vector<float> a = RandomFloats(depth * lda, 3);
-    const std::vector<float> b = RandomFloats(depth * ldb, 4);
-    const std::vector<float> c0 = RandomFloats(m * ldc, 5);
+    const std::vector<float> a = UniformFloats(depth * lda, 3);
+    const std::vector<float> b = UniformFloats(depth * ldb, 4);
+    const std::vector<float> c0 = UniformFloats(m * ldc, 5);
     std::vector<float> c = c0;
     F32AccumulateTransposedTimes(a.data(), m, depth, lda, b.data(), n, ldb,
                                  c.data(), ldc);

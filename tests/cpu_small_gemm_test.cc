@@ -16,18 +16,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
 namespace {
 
-std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) {
-    seed = seed * 1664525u + 1013904223u;
-    v[i] = static_cast<float>(seed >> 8) / (1 << 24) * 4.0f - 2.0f;
-  }
-  return v;
-}
+using testing::UniformFloats;
 
 // How b is laid out in memory.
 enum class BLayout { kRowMajor, kTransposed, kStrided };
@@ -42,7 +36,7 @@ struct Case {
 };
 
 void Check(const Case& t) {
-  SCOPED_TRACE(testing::Message()
+  SCOPED_TRACE(::testing::Message()
                << "m " << t.m << " n " << t.n << " k " << t.k << " b layout "
                << static_cast<int>(t.b_layout) << " a transposed "
                << t.a_transposed << " bias " << t.bias << " stride "
@@ -50,11 +44,11 @@ void Check(const Case& t) {
   ASSERT_TRUE(SmallGemmApplies(t.m, t.n, t.k));
   // Padded leading dimensions: reading or writing past a row shows.
   const int64_t pad = 3;
-  const std::vector<float> a = RandomFloats((t.m + pad) * (t.k + pad), 1);
-  const std::vector<float> b = RandomFloats(3 * (t.k + pad) * (t.n + pad), 2);
-  const std::vector<float> bias = RandomFloats(t.n + 1, 3);
+  const std::vector<float> a = UniformFloats((t.m + pad) * (t.k + pad), 1);
+  const std::vector<float> b = UniformFloats(3 * (t.k + pad) * (t.n + pad), 2);
+  const std::vector<float> bias = UniformFloats(t.n + 1, 3);
   const int64_t ldc = t.n + pad;
-  std::vector<float> c = RandomFloats(t.m * ldc, 4);
+  std::vector<float> c = UniformFloats(t.m * ldc, 4);
   const std::vector<float> c_before = c;
 
   SmallGemm g;
