@@ -29,7 +29,8 @@ constexpr int64_t kGrain = 1 << 14;
 
 // rows(in, n, result) over f32 chunks of the inputs: in[k][0 .. n) holds
 // input k's elements, result[0 .. n) receives the output's (rows must allow
-// result to alias an input). f32 tensors are read and written in place;
+// result to be an input: an in-place op's output is its input, element for
+// element). f32 tensors are read and written in place;
 // other dtypes go through f32 copies (copying f32 in and out was a twentieth
 // of a small MLP's compiled train step).
 template <int kInputs, typename Rows>

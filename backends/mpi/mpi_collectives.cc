@@ -305,7 +305,8 @@ void Average(const MixrtCommunicator& c, MixrtDtype dtype, void* data,
 // 2 ranks of these machines: a large call cycles buffers far past the
 // caches), so a large all-reduce runs as pieces of this size, each averaged
 // while it is still in cache. MIXRT_MPI_ALLREDUCE_CHUNK_BYTES overrides it
-// (0: one call, as MPI alone does).
+// (0: one call, as MPI alone does); every rank must use the same value, or
+// their calls no longer match (the deadline then names the collective).
 size_t AllReduceChunkBytes() {
   static const size_t bytes = [] {
     const char* env = std::getenv("MIXRT_MPI_ALLREDUCE_CHUNK_BYTES");
@@ -372,7 +373,6 @@ int64_t NowNs() {
              Clock::now().time_since_epoch())
       .count();
 }
-
 
 // The worker: runs queued collectives until told to stop.
 void WorkerMain(MixrtCommunicator* c) {
