@@ -201,12 +201,18 @@ absl::StatusOr<Tensor> DistributedDataParallel::forward(const Tensor& x) {
   // out of step, so the error it returned is the one to act on. Here the
   // state is only made safe to reuse.
   AbandonBackward();
-  if (options_.broadcast_buffers && is_training()) {
-    std::vector<Tensor> buffers;
-    for (auto& [name, t] : module_->named_buffers()) buffers.push_back(t);
-    MIXRT_RETURN_IF_ERROR(BroadcastFromRankZero(buffers));
-  }
+  MIXRT_RETURN_IF_ERROR(SyncBuffers());
   return module_->forward(x);
+}
+
+absl::Status DistributedDataParallel::SyncBuffers() {
+  // The wrapped module's mode: a Trainer switches it, not this wrapper.
+  if (!options_.broadcast_buffers || !module_->is_training()) {
+    return absl::OkStatus();
+  }
+  std::vector<Tensor> buffers;
+  for (auto& [name, t] : module_->named_buffers()) buffers.push_back(t);
+  return BroadcastFromRankZero(buffers);
 }
 
 absl::StatusOr<Tensor> DistributedDataParallel::SlotOf(int param) const {

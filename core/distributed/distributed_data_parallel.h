@@ -61,6 +61,12 @@ class DistributedDataParallel : public nn::Module {
 
   absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
+  // Copies rank 0's buffers to every rank when broadcast_buffers is set and
+  // the wrapped module is training; forward() does it first. For callers
+  // that run the module's forward themselves (a compiled Trainer runs the
+  // module as a graph).
+  absl::Status SyncBuffers();
+
   nn::Module& module() { return *module_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
   ProcessGroup& group() { return *group_; }

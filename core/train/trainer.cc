@@ -71,9 +71,13 @@ absl::StatusOr<Tensor> Trainer::Forward(const Tensor& input) {
     MIXRT_ASSIGN_OR_RETURN(compiled_, mixrt::compile(model_, *options_.compile));
   }
   // Compiled, the model's forward runs as a graph and DDP only reduces its
-  // gradients (its hooks sit on the parameters); rank 0's buffers are not
-  // broadcast then.
-  if (compiled_.has_value()) return (*compiled_)(input);
+  // gradients (its hooks sit on the parameters), so rank 0's buffers are
+  // broadcast here, as DDP's forward does (the graph reads the buffers in
+  // place; the broadcast counts as a write for its kept launches).
+  if (compiled_.has_value()) {
+    if (ddp_ != nullptr) MIXRT_RETURN_IF_ERROR(ddp_->SyncBuffers());
+    return (*compiled_)(input);
+  }
   return ddp_ != nullptr ? ddp_->forward(input) : model_->forward(input);
 }
 

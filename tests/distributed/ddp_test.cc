@@ -6,14 +6,17 @@
 
 #include "core/amp/autocast.h"
 #include "core/amp/grad_scaler.h"
+#include "core/autograd/grad_mode.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/grad_scaler_sync.h"
 #include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "core/train/trainer.h"
 #include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
 #include "tests/distributed/mpi_group.h"
 #include "tests/testing/test_plugins.h"
 
@@ -278,6 +281,57 @@ TEST(DdpTest, TrainerWithAProcessGroupMatchesOneProcess) {
   EXPECT_EQ(many.step(), 4);
   EXPECT_LE(MaxRelativeDifference(*replica, *reference), 1e-6);
   EXPECT_GT(MaxRelativeDifference(*replica, *Model(1)), 1e-3);
+}
+
+// The MLP's output shifted by a buffer: state that is not a parameter, as
+// batch norm's running statistics are, and that forward reads.
+class ShiftedMlp : public nn::Module {
+ public:
+  ShiftedMlp() : mlp_(Model(1)) {
+    register_module("mlp", mlp_);
+    shift_ = register_buffer("shift", *zeros({4}, DType::kF32, CpuDevice()));
+  }
+  absl::StatusOr<Tensor> forward(const Tensor& x) override {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, mlp_->forward(x));
+    return add(y, shift_);
+  }
+  nn::Module& mlp() { return *mlp_; }
+  const Tensor& shift() const { return shift_; }
+
+ private:
+  std::shared_ptr<nn::Sequential> mlp_;
+  Tensor shift_;
+};
+
+TEST(DdpTest, EveryTrainingForwardRunsWithRankZerosBuffers) {
+  auto criterion = [](const Tensor& out, const Tensor& y) {
+    return mse_loss(out, y);
+  };
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled Trainer" : "eager Trainer");
+    auto model = std::make_shared<ShiftedMlp>();
+    TrainerOptions options{.use_amp = false, .process_group = Group()};
+    if (compiled) options.compile = CompileOptions{};
+    Trainer trainer(model, Sgd(*model), criterion, CpuDevice(), options);
+    const Batch first = Shard(GlobalBatch(0));
+    ASSERT_TRUE(trainer.train_step(first.x, first.y).ok());
+    // The ranks' buffers drift apart (as each rank's batch statistics do).
+    const bool zero = Group()->rank() == 0;
+    ASSERT_TRUE(kernels::fill_(model->shift(), zero ? 0.5 : 7.0).ok());
+    // The loss this rank's forward gives with rank 0's shift.
+    const Batch second = Shard(GlobalBatch(1));
+    Tensor want;
+    {
+      NoGradGuard no_grad;
+      Tensor y = *model->mlp().forward(second.x);
+      Tensor half = *full({4}, 0.5, DType::kF32, CpuDevice());
+      want = *mse_loss(*add(y, half), second.y);
+    }
+    absl::StatusOr<Tensor> loss = trainer.train_step(second.x, second.y);
+    ASSERT_TRUE(loss.ok()) << loss.status();
+    EXPECT_NEAR(*loss->item(), *want.item(), 1e-6 * std::fabs(*want.item()));
+    EXPECT_EQ(*model->shift().to_float_vector(), std::vector<float>(4, 0.5f));
+  }
 }
 
 TEST(DdpTest, ACheckpointPathRankZeroCannotClaimFailsOnEveryRank) {
