@@ -131,8 +131,8 @@ absl::Status Run(const char* argv0) {
   const std::string ckpt = absl::GetFlag(FLAGS_checkpoint);
   // Before any training: an unwritable path, or another run writing the
   // same checkpoint, is reported now rather than after the first epoch.
-  // Only rank 0 writes it.
-  if (!ckpt.empty() && rank == 0) {
+  // Only rank 0 writes it; every rank learns whether it can.
+  if (!ckpt.empty()) {
     MIXRT_RETURN_IF_ERROR(trainer.claim_checkpoint_path(ckpt));
   }
   if (absl::GetFlag(FLAGS_resume) && !ckpt.empty()) {

@@ -1,32 +1,10 @@
 #include "core/distributed/distributed_checkpoint.h"
 
 #include "absl/strings/str_cat.h"
-#include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::distributed {
 namespace {
-
-// Every rank ends with the worst status code any rank had (as a number: the
-// message stays with the rank that failed).
-absl::Status AgreeOnOutcome(ProcessGroup& group, const Device& device,
-                            const absl::Status& mine,
-                            const std::string& what) {
-  MIXRT_ASSIGN_OR_RETURN(
-      Tensor code,
-      from_floats({static_cast<float>(static_cast<int>(mine.code()))}, {1},
-                  DType::kF32, device));
-  MIXRT_ASSIGN_OR_RETURN(Work work, group.AllReduce(code, ReduceOp::kMax));
-  MIXRT_RETURN_IF_ERROR(work.Wait());
-  MIXRT_ASSIGN_OR_RETURN(double worst, code.item());
-  if (!mine.ok()) return mine;
-  if (worst != 0) {
-    return absl::Status(
-        static_cast<absl::StatusCode>(static_cast<int>(worst)),
-        absl::StrCat(what, " failed on another rank (its own error says why)"));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<Device> DeviceOf(const TrainingState& state) {
   if (state.model != nullptr) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/plugin/backend.h"
 #include "core/plugin/plugin_search_path.h"
+#include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
@@ -340,6 +341,25 @@ absl::Status ProcessGroup::Barrier() {
   MIXRT_ASSIGN_OR_RETURN(
       Work w, Finish(code, work, absl::StrCat("barrier: ", error), {}, {}));
   return w.Wait();
+}
+
+absl::Status AgreeOnOutcome(ProcessGroup& group, const Device& device,
+                            const absl::Status& mine,
+                            const std::string& what) {
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor code,
+      from_floats({static_cast<float>(static_cast<int>(mine.code()))}, {1},
+                  DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(Work work, group.AllReduce(code, ReduceOp::kMax));
+  MIXRT_RETURN_IF_ERROR(work.Wait());
+  MIXRT_ASSIGN_OR_RETURN(double worst, code.item());
+  if (!mine.ok()) return mine;
+  if (worst != 0) {
+    return absl::Status(
+        static_cast<absl::StatusCode>(static_cast<int>(worst)),
+        absl::StrCat(what, " failed on another rank (its own error says why)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mixrt::distributed

@@ -125,6 +125,15 @@ class ProcessGroup {
   double timeout_s_ = 300;
 };
 
+// Every rank returns the worst status any rank passed in: its own when it
+// failed, else "`what` failed on another rank (its own error says why)"
+// with the failing rank's code (the message stays with that rank). A
+// collective: every rank calls it. For steps one rank does for all (rank
+// 0 claims and writes a checkpoint) whose failure must not leave the
+// others waiting until the collective timeout.
+absl::Status AgreeOnOutcome(ProcessGroup& group, const Device& device,
+                            const absl::Status& mine, const std::string& what);
+
 }  // namespace mixrt::distributed
 
 #endif  // MIXRT_CORE_DISTRIBUTED_PROCESS_GROUP_H_

@@ -193,11 +193,19 @@ absl::StatusOr<std::vector<std::string>> Trainer::non_finite_gradients() const {
   return names;
 }
 
-absl::Status Trainer::claim_checkpoint_path(const std::string& path) {
+absl::Status Trainer::ClaimLocally(const std::string& path) {
   if (claimed_.count(path) > 0) return absl::OkStatus();
   MIXRT_ASSIGN_OR_RETURN(files::FileLock lock, ClaimCheckpointPath(path));
   claimed_.emplace(path, std::move(lock));
   return absl::OkStatus();
+}
+
+absl::Status Trainer::claim_checkpoint_path(const std::string& path) {
+  if (options_.process_group == nullptr) return ClaimLocally(path);
+  distributed::ProcessGroup& group = *options_.process_group;
+  return distributed::AgreeOnOutcome(
+      group, device_, group.rank() == 0 ? ClaimLocally(path) : absl::OkStatus(),
+      absl::StrCat("claiming checkpoint path ", path, " on rank 0"));
 }
 
 absl::Status Trainer::save_checkpoint(const std::string& path) {
@@ -207,12 +215,12 @@ absl::Status Trainer::save_checkpoint(const std::string& path) {
     // Only rank 0 writes, so only it claims the path; a failed claim must
     // still reach its peers, or they wait for the write until the timeout.
     const absl::Status claimed = options_.process_group->rank() == 0
-                                     ? claim_checkpoint_path(path)
+                                     ? ClaimLocally(path)
                                      : absl::OkStatus();
     return distributed::SaveDistributedCheckpoint(*options_.process_group,
                                                   path, state, claimed);
   }
-  MIXRT_RETURN_IF_ERROR(claim_checkpoint_path(path));
+  MIXRT_RETURN_IF_ERROR(ClaimLocally(path));
   return SaveTrainingCheckpoint(path, state);
 }
 

@@ -85,11 +85,15 @@ class Trainer {
   // Checks `path` can be written and locks it for this trainer's lifetime
   // (see ClaimCheckpointPath): call it before training so a bad path fails
   // at once. save_checkpoint claims its path itself when not yet claimed.
+  // With a process group only rank 0 (the writer) claims, and every rank
+  // must call it: each returns rank 0's outcome.
   absl::Status claim_checkpoint_path(const std::string& path);
   absl::Status save_checkpoint(const std::string& path);
   absl::Status load_checkpoint(const std::string& path);
 
  private:
+  // Claims `path` in this process (save_checkpoint on rank 0 alone).
+  absl::Status ClaimLocally(const std::string& path);
   AutocastOptions Autocast() const;
 
   std::shared_ptr<nn::Module> model_;

@@ -341,16 +341,21 @@ TEST(DdpTest, ACheckpointPathRankZeroCannotClaimFailsOnEveryRank) {
   auto model = Model(1);
   Trainer trainer(model, Sgd(*model), criterion, CpuDevice(),
                   {.use_amp = false, .process_group = Group()});
-  const absl::Status s =
-      trainer.save_checkpoint("/nonexistent-mixrt-dir/run.ckpt");
-  ASSERT_FALSE(s.ok());
-  // Rank 0's own error; the others learn of it at once (not after the
-  // collective timeout) and the group stays usable.
-  if (Group()->rank() != 0) {
-    EXPECT_NE(s.message().find("failed on another rank"), std::string::npos)
-        << s;
+  // Claimed before training, as train_template does, and at the first save.
+  for (bool claim : {true, false}) {
+    SCOPED_TRACE(claim ? "claim_checkpoint_path" : "save_checkpoint");
+    const std::string path = "/nonexistent-mixrt-dir/run.ckpt";
+    const absl::Status s = claim ? trainer.claim_checkpoint_path(path)
+                                 : trainer.save_checkpoint(path);
+    ASSERT_FALSE(s.ok());
+    // Rank 0's own error; the others learn of it at once (not after the
+    // collective timeout) and the group stays usable.
+    if (Group()->rank() != 0) {
+      EXPECT_NE(s.message().find("failed on another rank"), std::string::npos)
+          << s;
+    }
+    EXPECT_TRUE(Group()->Barrier().ok());
   }
-  EXPECT_TRUE(Group()->Barrier().ok());
 }
 
 }  // namespace
