@@ -19,10 +19,10 @@
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/onednn_compat.h"
-#include "backends/cpu/small_gemm.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/prepared_matmul.h"
+#include "backends/cpu/small_gemm.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/pointwise_math.h"
 

@@ -44,12 +44,7 @@ void FloatRows(const sdk::KernelCall& call, Rows&& rows) {
       const int64_t n = std::min(kChunk, end - b);
       for (int k = 0; k < kInputs; ++k) {
         const TensorRef& t = call.inputs[k];
-        if (t.dtype() == MIXRT_DTYPE_F32) {
-          in[k] = static_cast<const float*>(t.data()) + b;
-        } else {
-          LoadRow(t.data(), t.dtype(), b, n, copies[k]);
-          in[k] = copies[k];
-        }
+        in[k] = FloatsAt(t.data(), t.dtype(), b, n, copies[k]);
       }
       if (out.dtype() == MIXRT_DTYPE_F32) {
         rows(in, n, static_cast<float*>(out.data()) + b);

@@ -114,13 +114,8 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
         double sum = 0;
         for (int64_t m0 = p0; m0 < p1; m0 += kColumns) {
           const int64_t n = std::min(kColumns, p1 - m0);
-          const int64_t offset = o * v.middle + m0;
-          if (in.dtype() == MIXRT_DTYPE_F32) {
-            sum += SumInDouble(static_cast<const float*>(in.data()) + offset, n);
-          } else {
-            LoadRow(in.data(), in.dtype(), offset, n, chunk);
-            sum += SumInDouble(chunk, n);
-          }
+          sum += SumInDouble(
+              FloatsAt(in.data(), in.dtype(), o * v.middle + m0, n, chunk), n);
         }
         partial[task] = sum;
       }
@@ -145,13 +140,8 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
       const int64_t n = std::min(kColumns, v.inner - c0);
       std::fill(acc, acc + n, 0.0);
       for (int64_t m = 0; m < v.middle; ++m) {
-        const int64_t offset = (o * v.middle + m) * v.inner + c0;
-        const float* values = row;
-        if (in.dtype() == MIXRT_DTYPE_F32) {
-          values = static_cast<const float*>(in.data()) + offset;
-        } else {
-          LoadRow(in.data(), in.dtype(), offset, n, row);
-        }
+        const float* values = FloatsAt(
+            in.data(), in.dtype(), (o * v.middle + m) * v.inner + c0, n, row);
         for (int64_t j = 0; j < n; ++j) acc[j] += values[j];
       }
       for (int64_t j = 0; j < n; ++j) {

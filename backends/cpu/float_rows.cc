@@ -51,6 +51,13 @@ void LoadRow(const void* src, MixrtDtype dtype, int64_t offset, int64_t n,
   }
 }
 
+const float* FloatsAt(const void* src, MixrtDtype dtype, int64_t offset,
+                      int64_t n, float* scratch) {
+  if (dtype == MIXRT_DTYPE_F32) return static_cast<const float*>(src) + offset;
+  LoadRow(src, dtype, offset, n, scratch);
+  return scratch;
+}
+
 void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
               int64_t offset) {
   switch (dtype) {

@@ -16,6 +16,10 @@ namespace mixrt::cpu {
 // dst[i] = float(src[offset + i]) for i < n.
 void LoadRow(const void* src, MixrtDtype dtype, int64_t offset, int64_t n,
              float* dst);
+// src[offset, offset + n) as floats: the tensor's own memory when it is
+// f32 (no copy), else LoadRow's copy in `scratch` (room for n).
+const float* FloatsAt(const void* src, MixrtDtype dtype, int64_t offset,
+                      int64_t n, float* scratch);
 // dst[offset + i] = round(src[i]) for i < n.
 void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
               int64_t offset);
