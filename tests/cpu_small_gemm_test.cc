@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_info.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +34,7 @@ struct Case {
   bool bias;
   int64_t bias_stride;
   float beta;
+  bool relu = false;
 };
 
 void Check(const Case& t) {
@@ -40,7 +42,7 @@ void Check(const Case& t) {
                << "m " << t.m << " n " << t.n << " k " << t.k << " b layout "
                << static_cast<int>(t.b_layout) << " a transposed "
                << t.a_transposed << " bias " << t.bias << " stride "
-               << t.bias_stride << " beta " << t.beta);
+               << t.bias_stride << " beta " << t.beta << " relu " << t.relu);
   ASSERT_TRUE(SmallGemmApplies(t.m, t.n, t.k));
   // Padded leading dimensions: reading or writing past a row shows.
   const int64_t pad = 3;
@@ -79,6 +81,7 @@ void Check(const Case& t) {
   g.bias = t.bias ? bias.data() : nullptr;
   g.bias_stride = t.bias_stride;
   g.beta = t.beta;
+  g.relu = t.relu;
   RunSmallGemm(g);
 
   for (int64_t i = 0; i < t.m; ++i) {
@@ -99,6 +102,7 @@ void Check(const Case& t) {
         want += bias[j * t.bias_stride];
         magnitudes += std::fabs(bias[j * t.bias_stride]);
       }
+      if (t.relu) want = std::max(want, 0.0);  // After the bias, before beta.
       if (t.beta != 0) {
         want += t.beta * c_before[i * ldc + j];
         magnitudes += std::fabs(t.beta * c_before[i * ldc + j]);
@@ -130,6 +134,9 @@ TEST(SmallGemm, ProductsMatchDoubleOnRaggedShapesAndEveryLayout) {
       Check({m, n, k, layout, false, true, 0, 0});  // One broadcast value.
       Check({m, n, k, layout, true, true, 1, 1.5f});
       Check({m, n, k, layout, false, false, 1, 1.0f});
+      Check({m, n, k, layout, false, true, 1, 0, /*relu=*/true});
+      Check({m, n, k, layout, true, false, 1, 0, /*relu=*/true});
+      Check({m, n, k, layout, false, true, 1, 0.5f, /*relu=*/true});
     }
   }
 }
@@ -163,6 +170,42 @@ TEST(SmallGemm, NonFiniteValuesPropagate) {
     EXPECT_EQ(c[j], inf) << j;  // Column 5: inf + 1 x 0.
     EXPECT_TRUE(std::isnan(c[n + j])) << j;  // inf - inf; inf + NaN at 5.
     EXPECT_TRUE(std::isnan(c[2 * n + j])) << j;
+  }
+}
+
+TEST(SmallGemm, TheReluEpilogueKeepsNaNAndInfAndZeroesTheRest) {
+  if (!OwnAvx512Usable()) GTEST_SKIP() << "no AVX-512 on this machine";
+  // The SDK's relu: NaN stays NaN (a fused epilogue must not hide an
+  // overflow from the GradScaler, as oneDNN 2.6.3's relu post-op would),
+  // inf stays, -inf, negatives and -0 become +0.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t m = 6, n = 17, k = 1;
+  const std::vector<float> a = {nan, inf, -inf, -2.0f, 3.0f, -0.0f};
+  const std::vector<float> b(n, 1.0f);
+  std::vector<float> c(m * n, 7.0f);
+  SmallGemm g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a.data();
+  g.a_rows = k;
+  g.a_cols = 1;
+  g.b = b.data();
+  g.b_rows = n;
+  g.b_cols = 1;
+  g.c = c.data();
+  g.ldc = n;
+  g.relu = true;
+  RunSmallGemm(g);
+  for (int64_t j = 0; j < n; ++j) {
+    EXPECT_TRUE(std::isnan(c[j])) << j;
+    EXPECT_EQ(c[n + j], inf) << j;
+    for (int64_t i : {2, 3, 5}) {
+      EXPECT_EQ(c[i * n + j], 0.0f) << i << ", " << j;
+      EXPECT_FALSE(std::signbit(c[i * n + j])) << i << ", " << j;
+    }
+    EXPECT_EQ(c[4 * n + j], 3.0f) << j;
   }
 }
 

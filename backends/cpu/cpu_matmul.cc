@@ -283,8 +283,11 @@ bool Split(const TensorRef& t, SplitOperand* s) {
 
 // c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
 // not 0, on oneDNN; c is f32 or a's dtype.
-void Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
-             const TensorRef& c, float sum_beta) {
+// c = a x b (+ bias) (+ sum_beta c). Returns whether it also applied `act`
+// (the small products fuse a relu; otherwise the caller's epilogue does).
+bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
+             const TensorRef& c, float sum_beta,
+             MixrtActivation act = MIXRT_ACTIVATION_NONE) {
   const bool has_bias = bias_in != nullptr;
   const int nd = c.ndim();
   // Reused per thread: its vectors keep their capacity, so a call in the
@@ -350,14 +353,16 @@ void Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     g.bias = static_cast<const float*>(bias_data);
     g.bias_stride = wide_bias != nullptr ? 1 : has_bias ? bias_in->stride(0) : 0;
     g.beta = sum_beta;
+    g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
     RunSmallGemm(g);
-    return;
+    return g.relu;
   }
   int64_t work = shape.a.dims.back();  // K times every output element.
   for (int64_t d : shape.c.dims) work *= d;
   // Created and run under the same thread count (one for small products).
   const SerialScope serial(work <= kSerialWork);
   RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data);
+  return false;
 }
 
 // out = act(bias) + beta * out when the inner dimension is empty (oneDNN
@@ -493,7 +498,14 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   TensorRef a = call.inputs[0];
   TensorRef b = call.inputs[1];
   WidenedOperand wa, wb;
-  if (!OneDnnHasMatmul(a.dtype())) {
+  // Small bf16 and f16 products run in the plugin's own f32 tiles on
+  // widened copies too: widening is exact and oneDNN accumulates in f32
+  // as well, but its fixed cost per call (primitive lookup, the brgemm
+  // driver) was most of such a product's time.
+  const bool small_low_precision =
+      a.dtype() != MIXRT_DTYPE_F32 && nd == 2 &&
+      SmallGemmApplies(out.dim(0), out.dim(1), a.dim(1));
+  if (!OneDnnHasMatmul(a.dtype()) || small_low_precision) {
     Widen(a, &wa);
     Widen(b, &wb);
     a = TensorRef(wa.desc);
@@ -512,9 +524,13 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     Widen(out, &wc, /*values=*/beta != 0);  // Old values when accumulating.
     c = TensorRef(wc.desc);
   }
-  Product(a, b, bias, c, fused_sum ? beta : 0);
-  if (c.data() != out.data() || separate_activation) {
-    FinishEpilogue(c, out, act, fused_sum ? 0.0f : beta);
+  // Product applies a relu itself where it can (c = relu(a x b + bias)
+  // before any accumulation): what is left of the epilogue follows.
+  const MixrtActivation rest =
+      Product(a, b, bias, c, fused_sum ? beta : 0, act) ? MIXRT_ACTIVATION_NONE
+                                                          : act;
+  if (c.data() != out.data() || rest != MIXRT_ACTIVATION_NONE) {
+    FinishEpilogue(c, out, rest, fused_sum ? 0.0f : beta);
   }
   return absl::OkStatus();
 }

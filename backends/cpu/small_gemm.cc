@@ -72,10 +72,15 @@ __mmask16 Lanes(int64_t count) {
   return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
 }
 
-// The epilogue of one vector of c: + bias, + beta c, stored under mask.
+// The epilogue of one vector of c: + bias, relu, + beta c, stored under
+// mask.
 MIXRT_AVX512 inline void Finish(__m512 v, __mmask16 mask, const float* bias,
-                                float beta, float* c) {
+                                bool relu, float beta, float* c) {
   if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias));
+  if (relu) {
+    // Kept where v > 0 or v is NaN (not-less-or-equal, unordered true).
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+  }
   if (beta != 0) {
     v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c), v);
   }
@@ -128,10 +133,10 @@ MIXRT_AVX512 void Tile(const SmallGemm& g, const float* b, int64_t ldb,
   const __m512 second[kTileRows] = {c01, c11, c21, c31, c41, c51, c61, c71};
   for (int64_t r = 0; r < rows; ++r) {
     float* c = g.c + (i0 + r) * g.ldc + j0;
-    Finish(first[r], m0, bias == nullptr ? nullptr : bias + j0, g.beta, c);
+    Finish(first[r], m0, bias == nullptr ? nullptr : bias + j0, g.relu, g.beta, c);
     if (kTwo) {
-      Finish(second[r], m1, bias == nullptr ? nullptr : bias + j0 + 16, g.beta,
-             c + 16);
+      Finish(second[r], m1, bias == nullptr ? nullptr : bias + j0 + 16, g.relu,
+             g.beta, c + 16);
     }
   }
 }

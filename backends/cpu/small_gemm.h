@@ -10,7 +10,7 @@
 
 namespace mixrt::cpu {
 
-// c = a x b (+ bias) (+ beta c), all f32. Element (i, p) of a is
+// c = relu?(a x b (+ bias)) (+ beta c), all f32. Element (i, p) of a is
 // a[i * a_rows + p * a_cols]; (p, j) of b is b[p * b_rows + j * b_cols]; c
 // is row-major with row stride ldc; bias (when not null) is [n] with stride
 // bias_stride (0 broadcasts one value).
@@ -25,6 +25,9 @@ struct SmallGemm {
   const float* bias = nullptr;
   int64_t bias_stride = 0;
   float beta = 0;
+  // The matmul's relu epilogue, as the SDK's relu: NaN stays NaN (an
+  // overflow must reach the grad scaler), anything not above 0 becomes +0.
+  bool relu = false;
 };
 
 // Multiply-adds up to which a product runs here: below it oneDNN's fixed

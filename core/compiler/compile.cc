@@ -18,6 +18,8 @@
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/compiler/symbolic.h"
+#include "core/compiler/training_passes.h"
+#include "core/plugin/backend.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 #include "core/tensor/shape.h"
@@ -134,17 +136,39 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
   return key;
 }
 
+// What the passes did to a traced graph, for the log.
+struct PassCounts {
+  int repeated = 0;      // Launches CSE merged in the forward.
+  int dead = 0;          // Unused launches dropped from the forward.
+  int relus_fused = 0;   // Relus that became matmul epilogues.
+  int reused = 0;        // Backward launches reading forward results.
+};
+
 // The passes every traced graph goes through (its backward too), as a
-// trace and verify's second trace must run them alike. Returns how many
-// launches CSE merged and how many were dead in the forward.
-std::pair<int, int> RunPasses(compiler::CaptureOutcome* outcome) {
-  const int repeated = compiler::EliminateCommonLaunches(&*outcome->graph);
-  const int dead = compiler::EliminateDeadLaunches(&*outcome->graph);
-  if (outcome->training) {
-    compiler::EliminateCommonLaunches(&outcome->training->backward);
-    compiler::EliminateDeadLaunches(&outcome->training->backward);
+// trace and verify's second trace must run them alike.
+PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
+  PassCounts counts;
+  compiler::Graph& forward = *outcome->graph;
+  compiler::Graph* backward =
+      outcome->training ? &outcome->training->backward : nullptr;
+  counts.repeated = compiler::EliminateCommonLaunches(&forward);
+  counts.dead = compiler::EliminateDeadLaunches(&forward);
+  if (backward != nullptr) {
+    compiler::EliminateCommonLaunches(backward);
+    compiler::EliminateDeadLaunches(backward);
   }
-  return {repeated, dead};
+  const Device device = forward.device;
+  counts.relus_fused = compiler::FuseMatmulRelu(
+      &forward, backward, [&](const compiler::GraphNode& matmul) {
+        return device.backend()->RunsOp(
+            device.index(), {MIXRT_OP_MATMUL, MIXRT_ACTIVATION_RELU,
+                             matmul.inputs[0].dtype, matmul.outputs[0].dtype});
+      });
+  if (backward != nullptr) {
+    counts.reused = compiler::ReuseForwardResults(&forward, backward);
+    compiler::EliminateDeadLaunches(backward);
+  }
+  return counts;
 }
 
 // The first guard of `now` that differs from `before`, for the log.
@@ -429,7 +453,7 @@ struct CompiledFunction::State {
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
-      const auto [repeated, dead] = RunPasses(&*outcome);
+      const PassCounts counts = RunPasses(&*outcome);
       const size_t nodes = outcome->graph->nodes.size();
       const std::string backward_note =
           outcome->training
@@ -439,14 +463,16 @@ struct CompiledFunction::State {
               : "";
       MIXRT_ASSIGN_OR_RETURN(fresh, MakeEntry(*std::move(outcome->graph),
                                               std::move(outcome->training)));
+      auto note = [](int count, absl::string_view what) {
+        return count > 0 ? absl::StrCat(" (", count, " ", what, ")") : "";
+      };
       Event(absl::StrCat("compiled graph ", compiles, " (", cause, "): ",
                          nodes, " launches", backward_note,
-                         repeated > 0 ? absl::StrCat(" (", repeated,
-                                                     " repeated launches merged)")
-                                      : "",
-                         dead > 0 ? absl::StrCat(" (", dead,
-                                                 " unused launches dropped)")
-                                  : ""));
+                         note(counts.repeated, "repeated launches merged"),
+                         note(counts.dead, "unused launches dropped"),
+                         note(counts.relus_fused, "relus fused into matmuls"),
+                         note(counts.reused,
+                              "backward launches read forward results")));
     } else {
       if (options.fullgraph) {
         return absl::FailedPreconditionError(absl::StrCat(

@@ -4,36 +4,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/compiler/launch_key.h"
 
 namespace mixrt::compiler {
-namespace {
-
-void AppendInt(std::string* key, int64_t v) {
-  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-void AppendView(std::string* key, const ValueRef& v) {
-  AppendInt(key, v.slot);
-  AppendInt(key, v.offset);
-  AppendInt(key, static_cast<int64_t>(v.dtype));
-  AppendInt(key, static_cast<int64_t>(v.shape.size()));
-  for (int64_t d : v.shape) AppendInt(key, d);
-  for (int64_t d : v.strides) AppendInt(key, d);
-}
-
-// Whether `v` is all of its slot, densely.
-bool WholeSlot(const Graph& g, const ValueRef& v) {
-  if (v.offset != 0) return false;
-  int64_t expected = 1;
-  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
-    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
-    expected *= v.shape[d];
-  }
-  return static_cast<uint64_t>(expected) * DTypeSize(v.dtype) ==
-         g.slots[v.slot].bytes;
-}
-
-}  // namespace
 
 int EliminateDeadLaunches(Graph* graph) {
   std::vector<bool> live(graph->slots.size(), false);
@@ -95,18 +68,8 @@ int EliminateCommonLaunches(Graph* graph) {
     bool candidate = true;
     for (const ValueRef& v : n.outputs) candidate &= single_internal(v);
     if (!candidate) continue;
-    std::string key;
-    AppendInt(&key, n.op);
-    AppendInt(&key, static_cast<int64_t>(n.attrs.size()));
-    key.append(n.attrs.begin(), n.attrs.end());
-    AppendInt(&key, static_cast<int64_t>(n.inputs.size()));
-    for (const ValueRef& v : n.inputs) AppendView(&key, v);
-    for (const ValueRef& v : n.outputs) {
-      ValueRef layout = v;
-      layout.slot = -1;  // Outputs match by layout and size.
-      AppendView(&key, layout);
-      AppendInt(&key, static_cast<int64_t>(graph->slots[v.slot].bytes));
-    }
+    const std::string key =
+        LaunchKey(*graph, n, [](int slot) -> int64_t { return slot; });
     auto [it, fresh] = seen.emplace(key, static_cast<int>(j));
     if (fresh) continue;
     const GraphNode& first = graph->nodes[it->second];

@@ -7,7 +7,9 @@
 #include "core/compiler/compile.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 #include <optional>
 #include <utility>
@@ -255,7 +257,8 @@ TEST(Compile, BackwardOrAnOptimizerStepInsideTheTraceRunsEagerly) {
 // Parameters that need gradients, and a loss of an MLP over them.
 struct Trainable {
   Tensor w1, b1, w2, b2;
-  explicit Trainable(const Device& d) {
+  bool relu_hidden = false;  // relu between the layers instead of gelu.
+  explicit Trainable(const Device& d, bool relu = false) : relu_hidden(relu) {
     const Mlp init(d);
     for (auto [mine, theirs] : {std::pair{&w1, &init.w1}, {&b1, &init.b1},
                                 {&w2, &init.w2}, {&b2, &init.b2}}) {
@@ -266,7 +269,7 @@ struct Trainable {
   absl::StatusOr<std::vector<Tensor>> operator()(
       const std::vector<Tensor>& in) const {
     MIXRT_ASSIGN_OR_RETURN(Tensor h, linear(in[0], w1, b1));
-    MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
+    MIXRT_ASSIGN_OR_RETURN(h, relu_hidden ? relu(h) : gelu(h));
     MIXRT_ASSIGN_OR_RETURN(Tensor logits, linear(h, w2, b2));
     MIXRT_ASSIGN_OR_RETURN(Tensor loss, cross_entropy(logits, in[1]));
     return std::vector<Tensor>{loss, logits};
@@ -327,6 +330,54 @@ TEST(Compile, ACompiledBackwardGivesEagersGradientsBitForBit) {
     } else {
       EXPECT_THAT(f->Explain(), Not(HasSubstr("kernel graphs")));
     }
+  }
+}
+
+// The joint passes: the relu becomes the first matmul's epilogue (its
+// gradient reads the relu's result instead of the pre-activation) and the
+// backward reads the mean cross entropy's count of targets from the
+// forward instead of counting again. Same kernels on the same values: the
+// loss and every gradient stay eager's bit for bit, NaN rows included (an
+// overflow must still reach the GradScaler).
+TEST(Compile, FusedReluAndReusedForwardResultsKeepEagersGradientsBitForBit) {
+  const Device d = Cpu();
+  for (const char* mode : {"default", "reduce-overhead"})
+  for (bool autocast : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << mode << " autocast " << autocast);
+    const Trainable model(d, /*relu=*/true);
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace("cpu", DType::kBF16);
+    auto f = compile(model, {.mode = mode});
+    ASSERT_TRUE(f.ok());
+    for (uint64_t seed : {1, 2, 3}) {
+      Tensor x = Input(d, 16, seed);
+      if (seed == 3) {
+        // A NaN in row 2: its logits, the loss and every gradient are NaN.
+        std::vector<float> v = *x.to_float_vector();
+        v[2 * 32 + 5] = std::numeric_limits<float>::quiet_NaN();
+        x = *from_floats(v, {16, 32}, DType::kF32, d);
+      }
+      ASSERT_TRUE(x.set_requires_grad(true).ok());
+      const Tensor y = *from_ints({1, 3, 5, 7, 9, 0, 2, 4, 6, 8, 1, 3, 5, 7, 9, 0},
+                                  {16}, DType::kI64, d);
+      auto want = model({x, y});
+      ASSERT_TRUE(want.ok());
+      ASSERT_TRUE((*want)[0].backward().ok());
+      const auto eager_grads = TakeGrads(model, x);
+      auto got = (*f)({x, y});
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(Bytes((*got)[0]), Bytes((*want)[0])) << seed;
+      EXPECT_EQ(Bytes((*got)[1]), Bytes((*want)[1])) << seed;
+      ASSERT_TRUE((*got)[0].backward().ok());
+      EXPECT_EQ(TakeGrads(model, x), eager_grads) << seed;
+      if (seed == 3) EXPECT_TRUE(std::isnan(*(*got)[0].item())) << seed;
+    }
+    EXPECT_EQ(f->compiles(), 1);
+    EXPECT_THAT(f->Explain(), HasSubstr("(1 relus fused into matmuls)"));
+    EXPECT_THAT(f->Explain(),
+                ContainsRegex("\\([1-9] backward launches read forward results\\)"));
+    // The pre-activation is no longer a launch's result in the forward.
+    EXPECT_THAT(f->Explain(), Not(HasSubstr("= unary(")));
   }
 }
 
