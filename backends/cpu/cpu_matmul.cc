@@ -498,14 +498,7 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   TensorRef a = call.inputs[0];
   TensorRef b = call.inputs[1];
   WidenedOperand wa, wb;
-  // Small bf16 and f16 products run in the plugin's own f32 tiles on
-  // widened copies too: widening is exact and oneDNN accumulates in f32
-  // as well, but its fixed cost per call (primitive lookup, the brgemm
-  // driver) was most of such a product's time.
-  const bool small_low_precision =
-      a.dtype() != MIXRT_DTYPE_F32 && nd == 2 &&
-      SmallGemmApplies(out.dim(0), out.dim(1), a.dim(1));
-  if (!OneDnnHasMatmul(a.dtype()) || small_low_precision) {
+  if (!OneDnnHasMatmul(a.dtype())) {
     Widen(a, &wa);
     Widen(b, &wb);
     a = TensorRef(wa.desc);
