@@ -91,6 +91,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   for (size_t i = 0; i < plan->order_.size(); ++i) plan->order_[i] = static_cast<int>(i);
   plan->segment_at_.assign(plan->order_.size(), -1);
   if (preallocate) {
+    plan->recycle_ = true;
+    plan->recycled_.resize(slots);
     MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
     const Device& device = plan->graph_.device;
     const char* env = std::getenv(kKernelGraphsEnv);
@@ -359,10 +361,25 @@ absl::Status Plan::PlanBuffers() {
 }
 
 absl::Status Plan::Allocate(int slot) {
-  MIXRT_ASSIGN_OR_RETURN(
-      run_[slot],
-      Storage::Allocate(graph_.device, graph_.slots[slot].bytes));
+  const uint64_t bytes = graph_.slots[slot].bytes;
+  std::shared_ptr<Storage>* last = nullptr;
+  const StorageSlot& s = graph_.slots[slot];
+  if (recycle_ && s.saved && !s.returned && bytes <= kRecycledBytes) {
+    last = &recycled_[slot];
+    // Nobody else holds the last run's memory any more (its backward ran
+    // or was dropped): the same memory again, as a CUDA graph's pool gives
+    // it, instead of an allocation and a free per slot per run. (Not
+    // results: a reference kept here would stop AccumulateGrad from
+    // taking a gradient as it is, and make it copy.)
+    if (*last != nullptr && last->use_count() == 1) {
+      run_[slot] = *last;
+      bases_[slot] = static_cast<char*>(run_[slot]->data());
+      return absl::OkStatus();
+    }
+  }
+  MIXRT_ASSIGN_OR_RETURN(run_[slot], Storage::Allocate(graph_.device, bytes));
   bases_[slot] = static_cast<char*>(run_[slot]->data());
+  if (last != nullptr) *last = run_[slot];
   return absl::OkStatus();
 }
 

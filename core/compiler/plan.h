@@ -134,6 +134,14 @@ class Plan {
   std::vector<uint64_t> kept_version_;                  // Per slot.
   std::vector<std::shared_ptr<Storage>> kept_storage_;  // Per slot.
   std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
+  // Preallocated plans hand saved slots (activations for the backward) of
+  // at most kRecycledBytes the memory of an earlier run again once nothing
+  // else holds it (per slot: the last run's). Larger ones come from the
+  // allocator each run: their kernels dwarf an allocation, and kept they
+  // would raise the memory held between steps.
+  static constexpr uint64_t kRecycledBytes = 64 << 10;
+  bool recycle_ = false;
+  std::vector<std::shared_ptr<Storage>> recycled_;
   std::vector<char*> bases_;                    // Per slot, this run's.
   std::vector<int> first_use_, last_use_;       // Per slot: node indexes.
   std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.

@@ -686,6 +686,46 @@ TEST(Compile, ATrainingReplaysPeakMemoryIsAtMostEagers) {
 // One compiled function called from several threads at once, with two
 // signatures: each thread's results match eager (the cache and the plans
 // are shared; runs of one plan are serialized). Run under TSan in CI.
+// reduce-overhead's steady state allocates only what the caller gets: the
+// activations its backward reads reuse the last step's memory once that
+// backward let go of it (a kept reference makes the next run allocate).
+TEST(Compile, AReduceOverheadReplayAllocatesOnlyItsResults) {
+  const Device d = Cpu();
+  Generator g(5);
+  std::vector<Tensor> weights;
+  for (int i = 0; i < 3; ++i) {
+    Tensor w = *randn({32, 32}, DType::kF32, d, 0, 0.2, &g);
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    weights.push_back(w);
+  }
+  const auto chain = LinearReluChain(weights, /*loss=*/true);
+  const Tensor x = *randn({8, 32}, DType::kF32, d, 0, 1, &g);
+  CachingAllocator& allocator = d.backend()->allocator(d.index());
+  auto f = compile(chain, {.mode = "reduce-overhead"});
+  ASSERT_TRUE(f.ok());
+  std::vector<uint8_t> first_grad;
+  for (int step = 0; step < 4; ++step) {
+    for (Tensor& w : weights) w.set_grad(Tensor());
+    const uint64_t before = allocator.stats().num_allocations;
+    auto out = (*f)({x});
+    ASSERT_TRUE(out.ok());
+    const uint64_t forward_allocations = allocator.stats().num_allocations - before;
+    ASSERT_TRUE((*out)[0].backward().ok());
+    if (step == 0) first_grad = Bytes(weights[0].grad());
+    EXPECT_EQ(Bytes(weights[0].grad()), first_grad) << step;
+    if (step >= 2) EXPECT_EQ(forward_allocations, 1u) << step;  // The loss.
+  }
+  // A backward graph kept alive holds its activations: the next call
+  // takes fresh memory and both backwards see their own.
+  for (Tensor& w : weights) w.set_grad(Tensor());
+  auto kept = (*f)({x});
+  const Tensor x2 = *randn({8, 32}, DType::kF32, d, 0, 1, &g);  // Other masks.
+  auto second = (*f)({x2});
+  ASSERT_TRUE(kept.ok() && second.ok());
+  ASSERT_TRUE((*kept)[0].backward().ok());
+  EXPECT_EQ(Bytes(weights[0].grad()), first_grad);
+}
+
 TEST(Compile, CallsFromManyThreadsShareOneCache) {
   const Device d = Cpu();
   const Mlp mlp(d);
