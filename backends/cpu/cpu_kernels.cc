@@ -49,6 +49,7 @@ absl::Status Dispatch(const sdk::KernelCall& call) {
     case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
     case MIXRT_OP_UPDATE_SCALE:
     case MIXRT_OP_SGD_STEP:
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunDense(call, RunOptimizer);
     case MIXRT_OP_CONV2D:

@@ -1,5 +1,6 @@
 // Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -94,11 +95,11 @@ absl::Status Sgd(const sdk::KernelCall& call) {
       a.momentum != 0 ? static_cast<float*>(call.outputs[1].data()) : nullptr;
   const TensorRef& g = *decoded.grad;
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
-    float grad[kChunk];
+    float scratch[kChunk];
     float unused = 0;
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
-      LoadRow(g.data(), g.dtype(), b, n, grad);
+      const float* grad = FloatsAt(g.data(), g.dtype(), b, n, scratch);
       for (int64_t i = 0; i < n; ++i) {
         p[b + i] =
             sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale,
@@ -125,10 +126,10 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   const TensorRef& g = *decoded.grad;
   const sdk::AdamWStepConstants<float> c = sdk::AdamWConstants<float>(a, t);
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
-    float grad[kChunk];
+    float scratch[kChunk];
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
-      LoadRow(g.data(), g.dtype(), b, n, grad);
+      const float* grad = FloatsAt(g.data(), g.dtype(), b, n, scratch);
       for (int64_t i = 0; i < n; ++i) {
         p[b + i] = sdk::AdamWElement<float>(c, p[b + i], grad[i] * inv_scale,
                                             &m[b + i], &v[b + i]);
@@ -148,6 +149,14 @@ absl::Status RunOptimizer(const sdk::KernelCall& call) {
       return UpdateScale(call);
     case MIXRT_OP_SGD_STEP:
       return Sgd(call);
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: {
+      MIXRT_ASSIGN_OR_RETURN(std::vector<sdk::KernelCall> steps,
+                             sdk::SplitMultiTensorSgd(call));
+      for (const sdk::KernelCall& step : steps) {
+        MIXRT_RETURN_IF_ERROR(Sgd(step));
+      }
+      return absl::OkStatus();
+    }
     default:
       return AdamW(call);
   }

@@ -196,6 +196,7 @@ absl::Status RunOp(GpuDevice& device, const sdk::KernelCall& call) {
     case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
     case MIXRT_OP_UPDATE_SCALE:
     case MIXRT_OP_SGD_STEP:
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunOptimizer(device, call);
     case MIXRT_OP_EMBEDDING:

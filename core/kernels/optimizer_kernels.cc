@@ -79,6 +79,63 @@ absl::Status sgd_step_(const Tensor& param, const Tensor& grad,
   return LaunchKernel(MIXRT_OP_SGD_STEP, ins, outs, &attrs);
 }
 
+absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
+                                    absl::Span<const Tensor> grads,
+                                    absl::Span<const Tensor> momentum_buffers,
+                                    MixrtSgdAttrs attrs,
+                                    const StepScaling& scaling) {
+  constexpr absl::string_view kOp = "multi_tensor_sgd_step_";
+  const bool momentum = attrs.momentum != 0;
+  if (grads.size() != params.size() ||
+      momentum_buffers.size() != (momentum ? params.size() : 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kOp, ": ", params.size(), " parameters need as many gradients",
+        momentum ? " and momentum buffers" : "", ", got ", grads.size(), " and ",
+        momentum_buffers.size()));
+  }
+  std::vector<Tensor> ins, outs, buffers, scalars;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    MIXRT_RETURN_IF_ERROR(CheckDefined(p, kOp));
+    if (p.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
+                       DTypeName(p.dtype())));
+    }
+    if (i > 0) MIXRT_RETURN_IF_ERROR(CheckSameDevice(params[0], p, kOp));
+    if (momentum) {
+      MIXRT_RETURN_IF_ERROR(
+          CheckState(p, momentum_buffers[i], "momentum buffer", kOp));
+    }
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> step,
+                           Inputs(p, grads[i], scaling, kOp, &attrs.flags));
+    if (i == 0) scalars.assign(step.begin() + 1, step.end());
+    if (p.numel() == 0) continue;  // As sgd_step_: nothing to launch.
+    ins.push_back(step[0]);
+    outs.push_back(p);
+    if (momentum) buffers.push_back(momentum_buffers[i]);
+  }
+  attrs.struct_size = sizeof(attrs);
+  if (outs.empty()) return absl::OkStatus();
+  auto one_by_one = [&]() -> absl::Status {
+    for (size_t i = 0; i < params.size(); ++i) {
+      MIXRT_RETURN_IF_ERROR(sgd_step_(params[i], grads[i],
+                                      momentum ? momentum_buffers[i] : Tensor(),
+                                      attrs, scaling));
+    }
+    return absl::OkStatus();
+  };
+  const Device& device = params[0].device();
+  if (device.backend()->identity().abi_minor < 1) return one_by_one();
+  ins.insert(ins.end(), scalars.begin(), scalars.end());
+  outs.insert(outs.end(), buffers.begin(), buffers.end());
+  const absl::Status launched =
+      LaunchKernel(MIXRT_OP_MULTI_TENSOR_SGD_STEP, ins, outs, &attrs);
+  // A 1.1 plugin without the op refuses it before touching anything.
+  if (absl::IsUnimplemented(launched)) return one_by_one();
+  return launched;
+}
+
 absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
                          const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& step, MixrtAdamWAttrs attrs,

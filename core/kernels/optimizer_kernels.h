@@ -5,6 +5,7 @@
 #define MIXRT_CORE_KERNELS_OPTIMIZER_KERNELS_H_
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
@@ -21,6 +22,17 @@ struct StepScaling {
 absl::Status sgd_step_(const Tensor& param, const Tensor& grad,
                        const Tensor& momentum_buffer, MixrtSgdAttrs attrs,
                        const StepScaling& scaling = {});
+
+// Every params[i] stepped as sgd_step_(params[i], grads[i],
+// momentum_buffers[i], attrs, scaling) would step it, in one launch
+// (MIXRT_OP_MULTI_TENSOR_SGD_STEP) where the device has it, else one
+// launch per parameter. momentum_buffers is empty when momentum == 0.
+// Everything is checked before anything changes.
+absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
+                                    absl::Span<const Tensor> grads,
+                                    absl::Span<const Tensor> momentum_buffers,
+                                    MixrtSgdAttrs attrs,
+                                    const StepScaling& scaling = {});
 
 // param, exp_avg, exp_avg_sq (f32) and step (f32 [1]) updated in place.
 absl::Status adamw_step_(const Tensor& param, const Tensor& grad,

@@ -129,22 +129,34 @@ absl::Status SGD::step(const kernels::StepScaling& scaling) {
   MIXRT_ASSIGN_OR_RETURN(bool skipped,
                          SkippedBeforeStateExists(scaling, creates_state));
   if (skipped) return absl::OkStatus();
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    if (!p.grad().defined()) continue;
+  // One launch per group of parameters with the same first_step (a
+  // momentum buffer made now starts as the gradient), as torch's fused SGD
+  // steps a parameter group.
+  std::vector<bool> fresh(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) fresh[i] = !momentum_[i].defined();
+  for (bool first_step : {true, false}) {
+    std::vector<Tensor> params, grads, buffers;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const Tensor& p = params_[i];
+      if (!p.grad().defined() || fresh[i] != first_step) continue;
+      if (options_.momentum != 0 && first_step) {
+        MIXRT_ASSIGN_OR_RETURN(momentum_[i],
+                               zeros(p.shape(), DType::kF32, p.device()));
+      }
+      params.push_back(p.detach());
+      grads.push_back(p.grad());
+      if (options_.momentum != 0) buffers.push_back(momentum_[i]);
+    }
+    if (params.empty()) continue;
     MixrtSgdAttrs a{};
     a.lr = lr_;
     a.momentum = options_.momentum;
     a.dampening = options_.dampening;
     a.weight_decay = options_.weight_decay;
     a.nesterov = options_.nesterov;
-    a.first_step = !momentum_[i].defined();
-    if (options_.momentum != 0 && !momentum_[i].defined()) {
-      MIXRT_ASSIGN_OR_RETURN(momentum_[i],
-                             zeros(p.shape(), DType::kF32, p.device()));
-    }
+    a.first_step = first_step;
     MIXRT_RETURN_IF_ERROR(
-        kernels::sgd_step_(p.detach(), p.grad(), momentum_[i], a, scaling));
+        kernels::multi_tensor_sgd_step_(params, grads, buffers, a, scaling));
   }
   return absl::OkStatus();
 }

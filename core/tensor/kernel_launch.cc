@@ -21,6 +21,7 @@ namespace {
 // (plugin_api.h): composing on the device beats copying to a fallback.
 bool HostComposes(MixrtOp op) {
   return op == MIXRT_OP_MULTI_TENSOR_NORM ||
+         op == MIXRT_OP_MULTI_TENSOR_SGD_STEP ||
          op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION ||
          op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD ||
          op == MIXRT_OP_DROPOUT;

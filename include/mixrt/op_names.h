@@ -53,6 +53,7 @@ static inline const char* MixrtOpName(MixrtOp op) {
     case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
       return "scaled_dot_product_attention_backward";
     case MIXRT_OP_DROPOUT: return "dropout";
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: return "multi_tensor_sgd_step";
     default: return "unknown op";
   }
 }

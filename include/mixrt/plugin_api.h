@@ -307,8 +307,20 @@ typedef enum MixrtOp {
    * MIXRT_ERROR_CODE_UNIMPLEMENTED and the host composes those ops.
    * attrs: MixrtDropoutAttrs. */
   MIXRT_OP_DROPOUT = 36,
+  /* Every parameter's SGD step in one launch (ABI 1.1), as torch's fused
+   * SGD steps a parameter group: inputs (grad_0 .. grad_{n-1}
+   * [, grad_scale f32 [1]] [, found_inf f32 [1]]) as flagged in the attrs;
+   * outputs (param_0 .. param_{n-1} [, momentum_buffer_0 ..
+   * momentum_buffer_{n-1}] when attrs.momentum != 0), in place, f32. Each
+   * parameter steps exactly as MIXRT_OP_SGD_STEP with the same attrs
+   * (first_step for all of them) would step it; found_inf skips them all.
+   * n >= 1; the tensors need not share shapes. Capability:
+   * MIXRT_OP_CLASS_OPTIMIZER. A plugin without it answers
+   * MIXRT_ERROR_CODE_UNIMPLEMENTED and the host launches MIXRT_OP_SGD_STEP
+   * per parameter. attrs: MixrtSgdAttrs. */
+  MIXRT_OP_MULTI_TENSOR_SGD_STEP = 37,
 
-  MIXRT_OP_COUNT = 37
+  MIXRT_OP_COUNT = 38
 } MixrtOp;
 
 typedef enum MixrtBinaryKind {

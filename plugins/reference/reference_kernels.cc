@@ -37,6 +37,7 @@ absl::Status RunKernel(const sdk::KernelCall& call) {
     case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
     case MIXRT_OP_UPDATE_SCALE:
     case MIXRT_OP_SGD_STEP:
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
     case MIXRT_OP_ADAMW_STEP:
       return RunOptimizer(call);
     case MIXRT_OP_CONV2D:

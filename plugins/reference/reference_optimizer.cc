@@ -1,10 +1,12 @@
 // Grad-scaler kernels and fused SGD / AdamW steps.
 #include <array>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 #include "plugins/reference/reference_kernels.h"
+#include "plugins/sdk/call_decoders.h"
 #include "plugins/sdk/optimizer_math.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -131,6 +133,14 @@ absl::Status RunOptimizer(const sdk::KernelCall& call) {
       return UpdateScale(call);
     case MIXRT_OP_SGD_STEP:
       return Sgd(call);
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: {
+      MIXRT_ASSIGN_OR_RETURN(std::vector<sdk::KernelCall> steps,
+                             sdk::SplitMultiTensorSgd(call));
+      for (const sdk::KernelCall& step : steps) {
+        MIXRT_RETURN_IF_ERROR(Sgd(step));
+      }
+      return absl::OkStatus();
+    }
     default:
       return AdamW(call);
   }

@@ -40,6 +40,32 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
   return step;
 }
 
+absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
+  const size_t extras = OptimizerOptionalInputs(attrs->flags);
+  const size_t per_param = attrs->momentum != 0 ? 2 : 1;
+  const size_t n = call.inputs.size() > extras ? call.inputs.size() - extras : 0;
+  if (n == 0 || call.outputs.size() != n * per_param) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "multi_tensor_sgd_step: ", call.inputs.size(), " inputs and ",
+        call.outputs.size(), " outputs do not make n >= 1 steps of (grad",
+        extras > 0 ? " + shared scalars" : "", ") -> (param",
+        per_param == 2 ? ", momentum_buffer" : "", ")"));
+  }
+  std::vector<KernelCall> steps(n);
+  for (size_t i = 0; i < n; ++i) {
+    KernelCall& step = steps[i];
+    step.device = call.device;
+    step.op = MIXRT_OP_SGD_STEP;
+    step.attrs = call.attrs;
+    step.inputs.push_back(call.inputs[i]);
+    for (size_t e = 0; e < extras; ++e) step.inputs.push_back(call.inputs[n + e]);
+    step.outputs.push_back(call.outputs[i]);
+    if (per_param == 2) step.outputs.push_back(call.outputs[n + i]);
+  }
+  return steps;
+}
+
 absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call) {
   CrossEntropyCall ce;
   ce.backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;

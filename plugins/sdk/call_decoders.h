@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "plugins/sdk/plugin.h"
@@ -31,6 +32,11 @@ struct OptimizerStepCall {
 absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
                                                       uint32_t flags,
                                                       size_t state_outputs);
+
+// A multi_tensor_sgd_step (ABI 1.1) as the single-parameter sgd_step calls
+// it stands for, each sharing the optional grad_scale and found_inf, in
+// parameter order. Refuses counts that do not split into n >= 1 steps.
+absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call);
 
 // cross_entropy: inputs (logits [N, C], target i64 [N]); backward:
 // (grad_loss [N], logits, target). One output.
