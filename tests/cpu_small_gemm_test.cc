@@ -141,6 +141,24 @@ TEST(SmallGemm, ProductsMatchDoubleOnRaggedShapesAndEveryLayout) {
   }
 }
 
+// c [m, n] = a [m, k] x b [k, n], all dense and row-major.
+SmallGemm RowMajor(int64_t m, int64_t n, int64_t k, const float* a,
+                   const float* b, float* c) {
+  SmallGemm g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.a_rows = k;
+  g.a_cols = 1;
+  g.b = b;
+  g.b_rows = n;
+  g.b_cols = 1;
+  g.c = c;
+  g.ldc = n;
+  return g;
+}
+
 TEST(SmallGemm, NonFiniteValuesPropagate) {
   if (!OwnAvx512Usable()) GTEST_SKIP() << "no AVX-512 on this machine";
   // An overflowed activation must reach the GradScaler's check: inf times a
@@ -153,19 +171,7 @@ TEST(SmallGemm, NonFiniteValuesPropagate) {
   std::vector<float> b(k * n, 1.0f);  // Every column (1, 1)...
   b[n + 5] = 0.0f;                    // ...but column 5: (1, 0).
   std::vector<float> c(m * n, 7.0f);
-  SmallGemm g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a.data();
-  g.a_rows = k;
-  g.a_cols = 1;
-  g.b = b.data();
-  g.b_rows = n;
-  g.b_cols = 1;
-  g.c = c.data();
-  g.ldc = n;
-  RunSmallGemm(g);
+  RunSmallGemm(RowMajor(m, n, k, a.data(), b.data(), c.data()));
   for (int64_t j = 0; j < n; ++j) {
     EXPECT_EQ(c[j], inf) << j;  // Column 5: inf + 1 x 0.
     EXPECT_TRUE(std::isnan(c[n + j])) << j;  // inf - inf; inf + NaN at 5.
@@ -184,18 +190,7 @@ TEST(SmallGemm, TheReluEpilogueKeepsNaNAndInfAndZeroesTheRest) {
   const std::vector<float> a = {nan, inf, -inf, -2.0f, 3.0f, -0.0f};
   const std::vector<float> b(n, 1.0f);
   std::vector<float> c(m * n, 7.0f);
-  SmallGemm g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.a = a.data();
-  g.a_rows = k;
-  g.a_cols = 1;
-  g.b = b.data();
-  g.b_rows = n;
-  g.b_cols = 1;
-  g.c = c.data();
-  g.ldc = n;
+  SmallGemm g = RowMajor(m, n, k, a.data(), b.data(), c.data());
   g.relu = true;
   RunSmallGemm(g);
   for (int64_t j = 0; j < n; ++j) {

@@ -1,6 +1,5 @@
 // Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
 #include <cmath>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -149,14 +148,8 @@ absl::Status RunOptimizer(const sdk::KernelCall& call) {
       return UpdateScale(call);
     case MIXRT_OP_SGD_STEP:
       return Sgd(call);
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: {
-      MIXRT_ASSIGN_OR_RETURN(std::vector<sdk::KernelCall> steps,
-                             sdk::SplitMultiTensorSgd(call));
-      for (const sdk::KernelCall& step : steps) {
-        MIXRT_RETURN_IF_ERROR(Sgd(step));
-      }
-      return absl::OkStatus();
-    }
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
+      return sdk::RunEachSgdStep(call, Sgd);
     default:
       return AdamW(call);
   }

@@ -108,14 +108,9 @@ absl::Status RunOptimizer(GpuDevice& device, const sdk::KernelCall& call) {
       return UpdateScale(device, call);
     case MIXRT_OP_SGD_STEP:
       return Sgd(device, call);
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: {
-      MIXRT_ASSIGN_OR_RETURN(std::vector<sdk::KernelCall> steps,
-                             sdk::SplitMultiTensorSgd(call));
-      for (const sdk::KernelCall& step : steps) {
-        MIXRT_RETURN_IF_ERROR(Sgd(device, step));
-      }
-      return absl::OkStatus();
-    }
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
+      return sdk::RunEachSgdStep(
+          call, [&](const sdk::KernelCall& step) { return Sgd(device, step); });
     default:
       return AdamW(device, call);
   }

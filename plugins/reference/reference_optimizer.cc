@@ -133,14 +133,8 @@ absl::Status RunOptimizer(const sdk::KernelCall& call) {
       return UpdateScale(call);
     case MIXRT_OP_SGD_STEP:
       return Sgd(call);
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP: {
-      MIXRT_ASSIGN_OR_RETURN(std::vector<sdk::KernelCall> steps,
-                             sdk::SplitMultiTensorSgd(call));
-      for (const sdk::KernelCall& step : steps) {
-        MIXRT_RETURN_IF_ERROR(Sgd(step));
-      }
-      return absl::OkStatus();
-    }
+    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
+      return sdk::RunEachSgdStep(call, Sgd);
     default:
       return AdamW(call);
   }

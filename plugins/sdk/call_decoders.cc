@@ -66,6 +66,13 @@ absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& ca
   return steps;
 }
 
+absl::Status RunEachSgdStep(const KernelCall& call,
+                            absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step) {
+  MIXRT_ASSIGN_OR_RETURN(std::vector<KernelCall> steps, SplitMultiTensorSgd(call));
+  for (const KernelCall& step : steps) MIXRT_RETURN_IF_ERROR(sgd_step(step));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call) {
   CrossEntropyCall ce;
   ce.backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "plugins/sdk/plugin.h"
 
@@ -37,6 +38,11 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
 // it stands for, each sharing the optional grad_scale and found_inf, in
 // parameter order. Refuses counts that do not split into n >= 1 steps.
 absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call);
+
+// Runs `sgd_step` on each of SplitMultiTensorSgd's calls in turn: how a
+// plugin implements multi_tensor_sgd_step with its single-parameter step.
+absl::Status RunEachSgdStep(const KernelCall& call,
+                            absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step);
 
 // cross_entropy: inputs (logits [N, C], target i64 [N]); backward:
 // (grad_loss [N], logits, target). One output.
