@@ -258,6 +258,9 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
       continue;
     }
     const ValueRef& result = relu.outputs[0];
+    // Into an intermediate of its own: an in-place relu on an input or a
+    // weight the product may read stays a launch of its own.
+    if (forward->slots[result.slot].kind != StorageSlot::Kind::kInternal) continue;
     if (result.dtype != product.dtype || result.shape != product.shape ||
         result.strides != product.strides || writers[result.slot].size() != 1 ||
         !WholeSlot(*forward, result) || !runs_fused(m)) {
@@ -276,18 +279,16 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
       // Read the relu's result through the backward's existing view of it
       // (one backward slot per forward slot: a plan frees a saved slot
       // after its last reader), or retarget the product's view.
-      const int existing = saved_views[result.slot].empty()
-                               ? -1
-                               : saved_views[result.slot][0];
-      for (const auto& [node, input] : saved_reads[a]) {
-        if (existing >= 0) backward->nodes[node].inputs[input].slot = existing;
+      int view = saved_views[result.slot].empty() ? -1 : saved_views[result.slot][0];
+      if (view < 0) {
+        view = saved_views[a][0];
+        backward->slots[view].forward_slot = result.slot;
       }
-      for (int view : saved_views[a]) {
-        if (existing >= 0) {
-          backward->slots[view] = StorageSlot{};  // Unused from now on.
-        } else {
-          backward->slots[view].forward_slot = result.slot;
-        }
+      for (const auto& [node, input] : saved_reads[a]) {
+        backward->nodes[node].inputs[input].slot = view;
+      }
+      for (int other : saved_views[a]) {
+        if (other != view) backward->slots[other] = StorageSlot{};  // Unused now.
       }
       forward->slots[result.slot].saved = true;
       forward->slots[a].saved = false;
