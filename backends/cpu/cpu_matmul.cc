@@ -282,9 +282,9 @@ bool Split(const TensorRef& t, SplitOperand* s) {
 }
 
 // c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
-// not 0, on oneDNN; c is f32 or a's dtype.
-// c = a x b (+ bias) (+ sum_beta c). Returns whether it also applied `act`
-// (the small products fuse a relu; otherwise the caller's epilogue does).
+// not 0, on oneDNN or the small f32 tiles; c is f32 or a's dtype. Returns
+// whether it also applied `act` (the tiles apply a relu when sum_beta is
+// 0; otherwise the caller's epilogue does).
 bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
              const TensorRef& c, float sum_beta,
              MixrtActivation act = MIXRT_ACTIVATION_NONE) {

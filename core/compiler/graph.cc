@@ -29,6 +29,17 @@ std::string ValueName(const Graph& g, const ValueRef& v) {
 
 }  // namespace
 
+std::vector<std::vector<int>> SlotWriters(const Graph& g) {
+  std::vector<std::vector<int>> writers(g.slots.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const ValueRef& v : g.nodes[i].outputs) {
+      std::vector<int>& w = writers[v.slot];
+      if (w.empty() || w.back() != static_cast<int>(i)) w.push_back(static_cast<int>(i));
+    }
+  }
+  return writers;
+}
+
 std::string Graph::ToString() const {
   std::string out;
   for (const GraphNode& n : nodes) {

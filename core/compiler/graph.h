@@ -71,6 +71,10 @@ struct Graph {
   std::string ToString() const;
 };
 
+// Per slot, the nodes (launches and host writes) writing it, in order,
+// each once.
+std::vector<std::vector<int>> SlotWriters(const Graph& g);
+
 }  // namespace mixrt::compiler
 
 #endif  // MIXRT_CORE_COMPILER_GRAPH_H_

@@ -38,14 +38,7 @@ int EliminateDeadLaunches(Graph* graph) {
 
 int EliminateCommonLaunches(Graph* graph) {
   const size_t slots = graph->slots.size();
-  std::vector<std::vector<int>> writers(slots);
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    for (const ValueRef& v : graph->nodes[i].outputs) {
-      if (writers[v.slot].empty() || writers[v.slot].back() != static_cast<int>(i)) {
-        writers[v.slot].push_back(static_cast<int>(i));
-      }
-    }
-  }
+  const std::vector<std::vector<int>> writers = SlotWriters(*graph);
   auto written_between = [&](int slot, int after, int before) {
     for (int w : writers[slot]) {
       if (w > after && w < before) return true;

@@ -10,18 +10,6 @@
 namespace mixrt::compiler {
 namespace {
 
-// Per slot, the launches (and host writes) writing it, in order.
-std::vector<std::vector<int>> Writers(const Graph& g) {
-  std::vector<std::vector<int>> writers(g.slots.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const ValueRef& v : g.nodes[i].outputs) {
-      std::vector<int>& w = writers[v.slot];
-      if (w.empty() || w.back() != static_cast<int>(i)) w.push_back(static_cast<int>(i));
-    }
-  }
-  return writers;
-}
-
 // Slots that follow from constants alone, as a plan finds the launches it
 // keeps between runs (Plan::FindKeptLaunches): constants, and what one
 // launch on such slots (or a fill or arange on none) writes.
@@ -78,7 +66,7 @@ bool SameView(const ValueRef& a, const ValueRef& b) {
 }  // namespace
 
 int ReuseForwardResults(Graph* forward, Graph* backward) {
-  const std::vector<std::vector<int>> fwd_writers = Writers(*forward);
+  const std::vector<std::vector<int>> fwd_writers = SlotWriters(*forward);
   const std::vector<bool> fwd_constant = ConstantDerived(*forward, fwd_writers);
   // The forward's launches by key, with the forward's own slot numbers.
   absl::flat_hash_map<std::string, int> fwd_launch;
@@ -105,7 +93,7 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
       fwd_constant_slot.try_emplace(slot.constant.get(), static_cast<int>(s));
     }
   }
-  const std::vector<std::vector<int>> bwd_writers = Writers(*backward);
+  const std::vector<std::vector<int>> bwd_writers = SlotWriters(*backward);
   // Per backward slot, the forward slot holding the same values, or -1.
   std::vector<int> same_as(backward->slots.size(), -1);
   for (size_t s = 0; s < backward->slots.size(); ++s) {
@@ -198,7 +186,7 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
 
 int FuseMatmulRelu(Graph* forward, Graph* backward,
                    absl::FunctionRef<bool(const GraphNode& matmul)> runs_fused) {
-  const std::vector<std::vector<int>> writers = Writers(*forward);
+  const std::vector<std::vector<int>> writers = SlotWriters(*forward);
   std::vector<std::vector<int>> readers(forward->slots.size());
   for (size_t i = 0; i < forward->nodes.size(); ++i) {
     for (const ValueRef& v : forward->nodes[i].inputs) {

@@ -10,6 +10,17 @@
 namespace mixrt::kernels {
 namespace {
 
+// Optimizers step f32 parameters (autocast casts them per op).
+absl::Status CheckMasterWeight(const Tensor& param, absl::string_view op) {
+  MIXRT_RETURN_IF_ERROR(CheckDefined(param, op));
+  if (param.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": parameters must be f32 master weights, got ",
+                     DTypeName(param.dtype())));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckState(const Tensor& param, const Tensor& t,
                         absl::string_view what, absl::string_view op) {
   MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, t, op));
@@ -60,12 +71,7 @@ absl::Status sgd_step_(const Tensor& param, const Tensor& grad,
                        const Tensor& momentum_buffer, MixrtSgdAttrs attrs,
                        const StepScaling& scaling) {
   constexpr absl::string_view kOp = "sgd_step_";
-  MIXRT_RETURN_IF_ERROR(CheckDefined(param, kOp));
-  if (param.dtype() != DType::kF32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
-                     DTypeName(param.dtype())));
-  }
+  MIXRT_RETURN_IF_ERROR(CheckMasterWeight(param, kOp));
   std::vector<Tensor> outs = {param};
   if (attrs.momentum != 0) {
     MIXRT_RETURN_IF_ERROR(
@@ -96,12 +102,7 @@ absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
   std::vector<Tensor> ins, outs, buffers, scalars;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
-    MIXRT_RETURN_IF_ERROR(CheckDefined(p, kOp));
-    if (p.dtype() != DType::kF32) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
-                       DTypeName(p.dtype())));
-    }
+    MIXRT_RETURN_IF_ERROR(CheckMasterWeight(p, kOp));
     if (i > 0) MIXRT_RETURN_IF_ERROR(CheckSameDevice(params[0], p, kOp));
     if (momentum) {
       MIXRT_RETURN_IF_ERROR(
@@ -141,12 +142,7 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
                          const Tensor& step, MixrtAdamWAttrs attrs,
                          const StepScaling& scaling) {
   constexpr absl::string_view kOp = "adamw_step_";
-  MIXRT_RETURN_IF_ERROR(CheckDefined(param, kOp));
-  if (param.dtype() != DType::kF32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": parameters must be f32 master weights, got ",
-                     DTypeName(param.dtype())));
-  }
+  MIXRT_RETURN_IF_ERROR(CheckMasterWeight(param, kOp));
   MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg, "exp_avg", kOp));
   MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg_sq, "exp_avg_sq", kOp));
   MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, step, kOp));
