@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/fused_loop.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
@@ -72,6 +73,17 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   sdk::Capability GetCapability(int, MixrtOpClass op_class,
                                 MixrtDtype dtype) override {
     return table_.Get(op_class, dtype);
+  }
+
+  absl::StatusOr<std::vector<int>> ClaimFusion(
+      int, const sdk::FusionGraph& graph) override {
+    return ClaimFusedLoops(graph);
+  }
+
+  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
+      int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+      int group) override {
+    return CompileFusedLoop(graph, group_of_node, group);
   }
 
   absl::Status Launch(const sdk::KernelCall& call) override {

@@ -384,12 +384,12 @@ struct CompiledFunction::State {
     // The forward and its backward share held memory (never running at
     // once: they take turns under its lock).
     auto held = std::make_shared<compiler::HeldBuffers>();
-    MIXRT_ASSIGN_OR_RETURN(e->plan,
-                           compiler::Plan::Build(std::move(forward), hold, held));
+    MIXRT_ASSIGN_OR_RETURN(
+        e->plan, compiler::Plan::Build(std::move(forward), hold, held, /*fuse=*/true));
     if (training) {
       MIXRT_ASSIGN_OR_RETURN(
-          e->backward,
-          compiler::Plan::Build(std::move(training->backward), hold, held));
+          e->backward, compiler::Plan::Build(std::move(training->backward), hold,
+                                             held, /*fuse=*/true));
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }
@@ -947,13 +947,15 @@ std::string CompiledFunction::Explain() const {
       absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
                       " launches, ", entry->plan->held_bytes(),
                       " bytes held between calls", KeptText(*entry->plan),
-                      "; ", entry->plan->execution(), "):\n",
-                      entry->plan->graph().ToString());
+                      "; ", entry->plan->execution(), "; fusion: ",
+                      entry->plan->fusion(), "):\n",
+                      entry->plan->executed_graph().ToString());
       if (entry->backward != nullptr) {
         absl::StrAppend(&out, "  backward (",
                         entry->backward->graph().nodes.size(), " launches; ",
-                        entry->backward->execution(), "):\n",
-                        entry->backward->graph().ToString());
+                        entry->backward->execution(), "; fusion: ",
+                        entry->backward->fusion(), "):\n",
+                        entry->backward->executed_graph().ToString());
       }
     } else {
       absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");

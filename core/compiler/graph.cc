@@ -40,6 +40,25 @@ std::vector<std::vector<int>> SlotWriters(const Graph& g) {
   return writers;
 }
 
+std::vector<bool> ConstantDerived(const Graph& g,
+                                  const std::vector<std::vector<int>>& writers) {
+  std::vector<bool> derived(g.slots.size(), false);
+  for (size_t s = 0; s < g.slots.size(); ++s) {
+    derived[s] = g.slots[s].kind == StorageSlot::Kind::kConstant;
+  }
+  for (const GraphNode& n : g.nodes) {
+    if (n.kind != GraphNode::Kind::kLaunch) continue;
+    bool from_constants = !n.inputs.empty() || n.op == MIXRT_OP_FILL ||
+                          n.op == MIXRT_OP_ARANGE;
+    for (const ValueRef& v : n.inputs) from_constants &= derived[v.slot];
+    for (const ValueRef& v : n.outputs) {
+      derived[v.slot] = from_constants && writers[v.slot].size() == 1 &&
+                        g.slots[v.slot].kind == StorageSlot::Kind::kInternal;
+    }
+  }
+  return derived;
+}
+
 std::string Graph::ToString() const {
   std::string out;
   for (const GraphNode& n : nodes) {
@@ -49,6 +68,9 @@ std::string Graph::ToString() const {
     absl::StrAppend(&out, "  ", absl::StrJoin(outs, ", "), " = ",
                     n.kind == GraphNode::Kind::kHostWrite
                         ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
+                    : n.kind == GraphNode::Kind::kFused
+                        ? absl::StrCat("fused[", n.fused->kernel->description(),
+                                       "](", absl::StrJoin(ins, ", "), ")")
                         : absl::StrCat(MixrtOpName(n.op), "(",
                                        absl::StrJoin(ins, ", "), ")"),
                     "\n");

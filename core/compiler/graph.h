@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/plugin/backend.h"
 #include "core/plugin/device.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/storage.h"
@@ -51,14 +52,26 @@ struct ValueRef {
   Strides strides;
 };
 
+// Launches a backend fused into one kernel (ABI 1.1's fusion), run as one
+// node: its inputs are what the group reads from outside, its outputs what
+// it stores for others.
+struct FusedGroup {
+  std::unique_ptr<PluginFusedKernel> kernel;
+  int num_values = 0;  // The fusion graph's, which value_data is indexed by.
+  // The fusion graph's value of each of the node's inputs and outputs.
+  std::vector<int> input_values, output_values;
+  int launches = 0;  // How many launches it replaced.
+};
+
 struct GraphNode {
-  enum class Kind { kLaunch, kHostWrite };
+  enum class Kind { kLaunch, kHostWrite, kFused };
   Kind kind = Kind::kLaunch;
   MixrtOp op = MIXRT_OP_COPY;
   std::vector<uint8_t> attrs;  // The op's attribute struct; empty: none.
   std::vector<ValueRef> inputs;
   std::vector<ValueRef> outputs;  // kHostWrite: the one destination.
   std::vector<uint8_t> host_bytes;  // kHostWrite: the data written.
+  std::shared_ptr<const FusedGroup> fused;  // kFused.
 };
 
 struct Graph {
@@ -74,6 +87,12 @@ struct Graph {
 // Per slot, the nodes (launches and host writes) writing it, in order,
 // each once.
 std::vector<std::vector<int>> SlotWriters(const Graph& g);
+
+// Slots that follow from constants alone, as a plan finds the launches it
+// keeps between runs (Plan::FindKeptLaunches): constants, and what one
+// launch on such slots (or a fill or arange on none) writes.
+std::vector<bool> ConstantDerived(const Graph& g,
+                                  const std::vector<std::vector<int>>& writers);
 
 }  // namespace mixrt::compiler
 

@@ -5,6 +5,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/compiler/fusion.h"
 #include "common/on_off.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
@@ -13,7 +15,23 @@ namespace mixrt::compiler {
 namespace {
 
 constexpr char kKernelGraphsEnv[] = "MIXRT_COMPILE_KERNEL_GRAPHS";
+constexpr char kFusionEnv[] = "MIXRT_COMPILE_FUSION";
 constexpr uint64_t kMaxHeldBytes = 64 << 10;
+
+std::string DescribeFusion(const FusionOutcome& o) {
+  std::string text =
+      o.groups > 0
+          ? absl::StrCat(o.groups, " fused kernels for ", o.launches, " of ",
+                         o.offered, " launches offered: ",
+                         absl::StrJoin(o.kernels, "; "))
+      : !o.not_offered.empty() ? absl::StrCat("none (", o.not_offered, ")")
+                               : absl::StrCat("none (", o.offered,
+                                              " launches offered, none claimed)");
+  for (const std::string& r : o.refused) {
+    absl::StrAppend(&text, "; refused ", r);
+  }
+  return text;
+}
 
 MixrtTensorDesc Describe(const ValueRef& v) {
   MixrtTensorDesc d{};
@@ -47,8 +65,24 @@ uint64_t HeldBuffers::bytes() const {
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
-    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held) {
+    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held,
+    bool fuse) {
+  std::unique_ptr<const Graph> traced;
+  std::string fusion;
+  if (fuse) {
+    const char* env = std::getenv(kFusionEnv);
+    if (env != nullptr && !ParseOnOff(env).value_or(true)) {
+      fusion = absl::StrCat("none (", kFusionEnv, "=0)");
+    } else {
+      auto before = std::make_unique<const Graph>(graph);
+      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome, FuseWithBackend(&graph));
+      fusion = DescribeFusion(outcome);
+      if (outcome.groups > 0) traced = std::move(before);
+    }
+  }
   std::unique_ptr<Plan> plan(new Plan(std::move(graph)));
+  plan->traced_ = std::move(traced);
+  plan->fusion_ = std::move(fusion);
   plan->held_ = held != nullptr ? std::move(held) : std::make_shared<HeldBuffers>();
   const size_t slots = plan->graph_.slots.size();
   plan->buffer_of_.assign(slots, -1);
@@ -137,7 +171,10 @@ absl::Status Plan::BuildKernelGraphs() {
   const Device& device = graph_.device;
   auto graphable = [&](int node) {
     const GraphNode& n = graph_.nodes[node];
-    if (n.kind != GraphNode::Kind::kLaunch || kept_of_node_[node] >= 0) return false;
+    if ((n.kind != GraphNode::Kind::kLaunch && n.kind != GraphNode::Kind::kFused) ||
+        kept_of_node_[node] >= 0) {
+      return false;
+    }
     for (const auto* refs : {&n.inputs, &n.outputs}) {
       for (const ValueRef& v : *refs) {
         if (v.offset < 0) return false;  // Before its input's view.
@@ -193,6 +230,7 @@ absl::Status Plan::BuildKernelGraphs() {
     struct Locations {
       std::vector<int32_t> in_buffers, out_buffers;
       std::vector<uint64_t> in_offsets, out_offsets;
+      std::vector<int32_t> fused_values;
     };
     std::vector<Locations> where(last - pos + 1);
     std::vector<MixrtKernelGraphStep> steps(last - pos + 1);
@@ -228,6 +266,14 @@ absl::Status Plan::BuildKernelGraphs() {
       step.output_buffers = w.out_buffers.data();
       step.output_offsets = w.out_offsets.data();
       step.attrs = n.attrs.empty() ? nullptr : n.attrs.data();
+      if (n.kind == GraphNode::Kind::kFused) {
+        step.op = 0;
+        step.fused_kernel = n.fused->kernel->handle();
+        w.fused_values = n.fused->input_values;
+        w.fused_values.insert(w.fused_values.end(), n.fused->output_values.begin(),
+                              n.fused->output_values.end());
+        step.fused_values = w.fused_values.data();
+      }
     }
     MIXRT_ASSIGN_OR_RETURN(
         segment.graph,
@@ -442,6 +488,16 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
         for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
       }
     }
+  } else if (n.kind == GraphNode::Kind::kFused) {
+    const FusedGroup& f = *n.fused;
+    p.value_data.resize(f.num_values, nullptr);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      p.value_data[f.input_values[k]] = p.inputs[k].data;
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      p.value_data[f.output_values[k]] = p.outputs[k].data;
+    }
+    status = f.kernel->Run(p.value_data, {});
   } else if (n.kind == GraphNode::Kind::kHostWrite) {
     status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                                     p.outputs[0].data, n.host_bytes.data(),
@@ -462,7 +518,9 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
       status.code(),
       absl::StrCat("compiled graph node ", node, " (",
                    n.kind == GraphNode::Kind::kHostWrite ? "host_write"
-                                                    : MixrtOpName(n.op),
+                   : n.kind == GraphNode::Kind::kFused
+                       ? absl::StrCat("fused: ", n.fused->kernel->description())
+                       : std::string(MixrtOpName(n.op)),
                    where, "): ", status.message()));
 }
 

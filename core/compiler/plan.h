@@ -58,9 +58,11 @@ class Plan {
   // With `preallocate` on a backend that makes kernel graphs (ABI 1.1),
   // runs of launches become kernel graphs, each replayed by one call
   // (MIXRT_COMPILE_KERNEL_GRAPHS=0 launches one by one, to compare).
+  // With `fuse`, the graph's launches are first offered to the backend's
+  // fusion (ABI 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare).
   static absl::StatusOr<std::unique_ptr<Plan>> Build(
       Graph graph, bool preallocate,
-      std::shared_ptr<HeldBuffers> held = nullptr);
+      std::shared_ptr<HeldBuffers> held = nullptr, bool fuse = false);
 
   // The inputs must match what the graph was captured with (the compiled
   // function's guards check that). Runs of one plan, and of the plans
@@ -77,7 +79,13 @@ class Plan {
       std::vector<SavedMemory> saved_in = {},
       std::vector<SavedMemory>* saved_out = nullptr);
 
-  const Graph& graph() const { return graph_; }
+  // The graph as traced (what generalizing and sharing compare).
+  const Graph& graph() const { return traced_ != nullptr ? *traced_ : graph_; }
+  // The graph it runs: the traced one with fused groups in place.
+  const Graph& executed_graph() const { return graph_; }
+  // What fusion did, for the log: "2 fused kernels for 5 launches: ...",
+  // or why nothing was fused ("" when not asked).
+  const std::string& fusion() const { return fusion_; }
   // Memory held between runs (preallocated intermediates), with the plans
   // sharing it.
   uint64_t held_bytes() const { return held_->bytes(); }
@@ -95,6 +103,7 @@ class Plan {
  private:
   struct Prepared {
     std::vector<MixrtTensorDesc> inputs, outputs;
+    std::vector<void*> value_data;  // A fused node's, per fusion value.
   };
 
   explicit Plan(Graph graph);
@@ -116,6 +125,8 @@ class Plan {
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
+  std::unique_ptr<const Graph> traced_;  // Set when fusion changed graph_.
+  std::string fusion_;
   std::vector<Prepared> prepared_;
   std::vector<int> buffer_of_;  // Per slot: its held buffer, or -1.
   // A launch whose results are kept: the versions of the slots it read when

@@ -10,28 +10,6 @@
 namespace mixrt::compiler {
 namespace {
 
-// Slots that follow from constants alone, as a plan finds the launches it
-// keeps between runs (Plan::FindKeptLaunches): constants, and what one
-// launch on such slots (or a fill or arange on none) writes.
-std::vector<bool> ConstantDerived(const Graph& g,
-                                  const std::vector<std::vector<int>>& writers) {
-  std::vector<bool> derived(g.slots.size(), false);
-  for (size_t s = 0; s < g.slots.size(); ++s) {
-    derived[s] = g.slots[s].kind == StorageSlot::Kind::kConstant;
-  }
-  for (const GraphNode& n : g.nodes) {
-    if (n.kind != GraphNode::Kind::kLaunch) continue;
-    bool from_constants = !n.inputs.empty() || n.op == MIXRT_OP_FILL ||
-                          n.op == MIXRT_OP_ARANGE;
-    for (const ValueRef& v : n.inputs) from_constants &= derived[v.slot];
-    for (const ValueRef& v : n.outputs) {
-      derived[v.slot] = from_constants && writers[v.slot].size() == 1 &&
-                        g.slots[v.slot].kind == StorageSlot::Kind::kInternal;
-    }
-  }
-  return derived;
-}
-
 // Whether `v` is an intermediate written once, whole, by one launch: what
 // a launch may be replaced by, or replace.
 bool WrittenOnceWhole(const Graph& g, const std::vector<std::vector<int>>& writers,

@@ -285,6 +285,78 @@ absl::Status PluginKernelGraph::Run(absl::Span<void* const> buffers) const {
                              backend_->name(), "kernel_graph_run");
 }
 
+bool Backend::has_fusion() const {
+  return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, fused_kernel_destroy) &&
+         api_->fusion_claim != nullptr && api_->fusion_compile != nullptr &&
+         api_->fused_kernel_run != nullptr &&
+         api_->fused_kernel_destroy != nullptr;
+}
+
+absl::StatusOr<std::vector<int32_t>> Backend::ClaimFusion(
+    int device, const MixrtFusionGraph& graph) const {
+  if (!has_fusion()) {
+    return absl::UnimplementedError(absl::StrCat(
+        name(), " fuses nothing (a 1.0 plugin, or one without fusion_claim)"));
+  }
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  std::vector<int32_t> groups(graph.num_nodes, -1);
+  MixrtFusion_Claim_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.graph = &graph;
+  args.group_of_node = groups.data();
+  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(api_, api_->fusion_claim(&args),
+                                            name(), "fusion_claim"));
+  for (int32_t g : groups) {
+    if (g < -1 || g >= args.num_groups) {
+      return absl::InternalError(absl::StrCat(
+          name(), ": fusion_claim answered group ", g, " of ", args.num_groups));
+    }
+  }
+  return groups;
+}
+
+absl::StatusOr<std::unique_ptr<PluginFusedKernel>> Backend::CompileFusion(
+    int device, const MixrtFusionGraph& graph,
+    absl::Span<const int32_t> group_of_node, int group) const {
+  if (!has_fusion()) {
+    return absl::UnimplementedError(absl::StrCat(name(), " fuses nothing"));
+  }
+  MixrtFusion_Compile_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.graph = &graph;
+  args.group_of_node = group_of_node.data();
+  args.group = group;
+  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(api_, api_->fusion_compile(&args),
+                                            name(), "fusion_compile"));
+  if (args.kernel == nullptr) {
+    return absl::InternalError(absl::StrCat(
+        name(), ": fusion_compile succeeded but returned no kernel"));
+  }
+  return std::make_unique<PluginFusedKernel>(
+      this, args.kernel, args.description != nullptr ? args.description : "");
+}
+
+PluginFusedKernel::~PluginFusedKernel() {
+  MixrtFusedKernel_Destroy_Args args{};
+  args.struct_size = sizeof(args);
+  args.kernel = kernel_;
+  backend_->api()->fused_kernel_destroy(&args);
+}
+
+absl::Status PluginFusedKernel::Run(absl::Span<void* const> value_data,
+                                    absl::Span<const int64_t> symbol_sizes) const {
+  MixrtFusedKernel_Run_Args args{};
+  args.struct_size = sizeof(args);
+  args.kernel = kernel_;
+  args.value_data = value_data.data();
+  args.symbol_sizes = symbol_sizes.empty() ? nullptr : symbol_sizes.data();
+  return PluginErrorToStatus(backend_->api(),
+                             backend_->api()->fused_kernel_run(&args),
+                             backend_->name(), "fused_kernel_run");
+}
+
 bool Backend::has_op_support_query() const {
   return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, device_get_op_support) &&
          api_->device_get_op_support != nullptr;

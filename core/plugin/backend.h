@@ -94,6 +94,28 @@ class PluginKernelGraph {
   MixrtKernelGraph* graph_;
 };
 
+// A fusion group a plugin compiled (ABI 1.1). Destroyed through its plugin.
+class PluginFusedKernel {
+ public:
+  PluginFusedKernel(const Backend* backend, MixrtFusedKernel* kernel,
+                    std::string description)
+      : backend_(backend), kernel_(kernel), description_(std::move(description)) {}
+  ~PluginFusedKernel();
+  PluginFusedKernel(const PluginFusedKernel&) = delete;
+  PluginFusedKernel& operator=(const PluginFusedKernel&) = delete;
+  // One address per value of the graph it was compiled from.
+  absl::Status Run(absl::Span<void* const> value_data,
+                   absl::Span<const int64_t> symbol_sizes) const;
+  const std::string& description() const { return description_; }
+  // For a kernel graph's step (MixrtKernelGraphStep::fused_kernel).
+  MixrtFusedKernel* handle() const { return kernel_; }
+
+ private:
+  const Backend* backend_;
+  MixrtFusedKernel* kernel_;
+  std::string description_;
+};
+
 class Backend : public RawDeviceMemory {
  public:
   // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
@@ -139,6 +161,15 @@ class Backend : public RawDeviceMemory {
   absl::StatusOr<std::unique_ptr<PluginKernelGraph>> CreateKernelGraph(
       int device, int num_buffers,
       absl::Span<const MixrtKernelGraphStep> steps) const;
+
+  // Whether the plugin fuses (ABI 1.1, all four fusion functions).
+  bool has_fusion() const;
+  // Per node of `graph`, the group the plugin claimed it for, or -1.
+  absl::StatusOr<std::vector<int32_t>> ClaimFusion(
+      int device, const MixrtFusionGraph& graph) const;
+  absl::StatusOr<std::unique_ptr<PluginFusedKernel>> CompileFusion(
+      int device, const MixrtFusionGraph& graph,
+      absl::Span<const int32_t> group_of_node, int group) const;
 
  private:
   absl::Status CheckDevice(int device) const;

@@ -79,7 +79,6 @@ typedef struct MixrtExtensionBase {
 
 typedef enum MixrtExtensionType {
   MIXRT_EXTENSION_TYPE_NONE = 0
-  /* Fusion and compiler extensions arrive in later minor versions. */
 } MixrtExtensionType;
 
 /* ------------------------------------------------------------------------ */
@@ -819,6 +818,7 @@ typedef MixrtError* MixrtKernel_Launch(MixrtKernel_Launch_Args* args);
  * plugin cannot put in a graph makes creation fail with UNIMPLEMENTED, and
  * the host launches one by one instead. */
 typedef struct MixrtKernelGraph MixrtKernelGraph; /* Opaque, plugin-owned. */
+typedef struct MixrtFusedKernel MixrtFusedKernel; /* Opaque, plugin-owned. */
 
 typedef struct MixrtKernelGraphStep {
   size_t struct_size;
@@ -835,6 +835,13 @@ typedef struct MixrtKernelGraphStep {
   const int32_t* output_buffers;
   const uint64_t* output_offsets;
   const void* attrs; /* As for kernel_launch; copied (struct_size bytes). */
+  /* When not NULL, the step runs this fused kernel (made by this plugin's
+   * fusion_compile, alive as long as the graph) instead of `op`, whose
+   * value is then ignored, as are attrs: input k is the kernel's value
+   * fused_values[k], output k its value fused_values[num_inputs + k]
+   * (every value its run needs, as MixrtFusedKernel_Run_Args says). */
+  MixrtFusedKernel* fused_kernel;
+  const int32_t* fused_values;
 } MixrtKernelGraphStep;
 
 typedef struct MixrtKernelGraph_Create_Args {
@@ -867,6 +874,117 @@ typedef struct MixrtKernelGraph_Destroy_Args {
   MixrtKernelGraph* graph; /* in: may be NULL */
 } MixrtKernelGraph_Destroy_Args;
 typedef void MixrtKernelGraph_Destroy(MixrtKernelGraph_Destroy_Args* args);
+
+/* Since 1.1 (optional: all four functions or none). Fusion: the host
+ * offers a subgraph of a compiled graph; the plugin claims groups of its
+ * nodes and compiles each group into a kernel it owns, which runs the
+ * group's nodes as one (one pass over memory, an epilogue, generated
+ * code: the plugin's choice). What it leaves unclaimed the host launches
+ * op by op, as it runs everything for a plugin without these functions.
+ *
+ * The subgraph is values and nodes. A value is a tensor: its descriptor
+ * (`data` NULL; shape and strides as traced), per dim an optional symbol
+ * (a size known only when the kernel runs), and flags. A value is written
+ * by exactly one node of the subgraph or by none (then it is an INPUT),
+ * never partly. A value may view another value's memory (`view_of`): a
+ * transposed or broadcast read of it, whose element 0 is `view_offset`
+ * elements from the viewed value's; a view is never written. Nodes are in
+ * an order that respects their data dependences, and each reads and writes
+ * values as kernel_launch's op with these descriptors would. */
+#define MIXRT_FUSION_VALUE_INPUT (1u << 0)  /* Written by no node here. */
+/* Read after the subgraph (a result, an activation saved for a backward):
+ * a group writing it must store it. */
+#define MIXRT_FUSION_VALUE_OUTPUT (1u << 1)
+/* An INPUT the same between runs until the host says otherwise (a model's
+ * parameters): a plugin may prepare from its contents when a kernel runs,
+ * never when it compiles. */
+#define MIXRT_FUSION_VALUE_WEIGHT (1u << 2)
+
+typedef struct MixrtFusionValue {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtTensorDesc desc; /* data is NULL. */
+  /* NULL (every dim static), or per dim: -1 for a static size, else the
+   * symbol (0 <= s < num_symbols) whose run-time value the dim is. */
+  const int32_t* dim_symbols;
+  uint32_t flags; /* MIXRT_FUSION_VALUE_* */
+  int32_t view_of; /* -1, or the value whose memory this one reads. */
+  int64_t view_offset; /* Elements from view_of's element 0. */
+} MixrtFusionValue;
+
+typedef struct MixrtFusionNode {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  uint32_t op; /* MixrtOp */
+  const void* attrs; /* As for kernel_launch. */
+  int32_t num_inputs;
+  const int32_t* inputs; /* Value indexes. */
+  int32_t num_outputs;
+  const int32_t* outputs; /* Value indexes; none is a view. */
+} MixrtFusionNode;
+
+typedef struct MixrtFusionGraph {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t num_values;
+  const MixrtFusionValue* values;
+  int32_t num_nodes;
+  const MixrtFusionNode* nodes;
+  int32_t num_symbols;
+} MixrtFusionGraph;
+
+typedef struct MixrtFusion_Claim_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;               /* in */
+  const MixrtFusionGraph* graph; /* in */
+  /* out: num_nodes entries (the host's array): -1 for a node left to the
+   * host, else its group, 0 <= group < num_groups. */
+  int32_t* group_of_node;
+  int32_t num_groups; /* out */
+} MixrtFusion_Claim_Args;
+/* The host runs each group as one unit where all its inputs are ready, and
+ * refuses (running its nodes op by op, and saying why in its log) a group
+ * that would have to run both before and after some node it left out. A
+ * plugin claiming nothing answers num_groups 0. */
+typedef MixrtError* MixrtFusion_Claim(MixrtFusion_Claim_Args* args);
+
+typedef struct MixrtFusion_Compile_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;                /* in */
+  const MixrtFusionGraph* graph; /* in: the graph claim saw. */
+  const int32_t* group_of_node;  /* in: as claim answered. */
+  int32_t group;                 /* in */
+  MixrtFusedKernel* kernel;      /* out */
+  /* out: what the kernel is, in words, for the host's log ("fused loop:
+   * unary_backward, reduce"); valid until fused_kernel_destroy. */
+  const char* description;
+} MixrtFusion_Compile_Args;
+/* Copies everything it needs: the graph may go right after. */
+typedef MixrtError* MixrtFusion_Compile(MixrtFusion_Compile_Args* args);
+
+typedef struct MixrtFusedKernel_Run_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtFusedKernel* kernel; /* in */
+  /* in: num_values addresses (the compiled graph's), set for every value
+   * the group reads but no node of it writes, and for every value it
+   * writes that is OUTPUT or read by a node outside the group (directly or
+   * through a view); the others may be NULL: the group keeps them to
+   * itself. */
+  void* const* value_data;
+  const int64_t* symbol_sizes; /* in: num_symbols sizes (NULL if none). */
+} MixrtFusedKernel_Run_Args;
+/* Asynchronous on the device's stream, as kernel_launch is. */
+typedef MixrtError* MixrtFusedKernel_Run(MixrtFusedKernel_Run_Args* args);
+
+typedef struct MixrtFusedKernel_Destroy_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtFusedKernel* kernel; /* in: may be NULL */
+} MixrtFusedKernel_Destroy_Args;
+typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
@@ -904,6 +1022,11 @@ typedef struct MixrtPluginApi {
   MixrtKernelGraph_Create* kernel_graph_create;
   MixrtKernelGraph_Run* kernel_graph_run;
   MixrtKernelGraph_Destroy* kernel_graph_destroy;
+  /* 1.1, optional (all four NULL): fusion. */
+  MixrtFusion_Claim* fusion_claim;
+  MixrtFusion_Compile* fusion_compile;
+  MixrtFusedKernel_Run* fused_kernel_run;
+  MixrtFusedKernel_Destroy* fused_kernel_destroy;
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */

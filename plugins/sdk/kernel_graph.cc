@@ -27,6 +27,10 @@ struct StepGraph::Step {
   std::vector<uint64_t> offsets;
   std::vector<bool> has_elements;
   std::unique_ptr<std::max_align_t[]> attrs;
+  // A fused kernel's step: per desc, its value; the run's value addresses.
+  MixrtFusedKernel* fused = nullptr;
+  std::vector<int32_t> values;
+  std::vector<void*> value_data;
 };
 
 StepGraph::StepGraph(Plugin* plugin, int num_buffers)
@@ -45,13 +49,16 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     const MixrtKernelGraphStep& s = steps[i];
     const std::string where = absl::StrCat(
         "kernel_graph_create: step ", i, " (",
-        s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op)) : "?",
+        s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op)) : "fused",
         ")");
     if (s.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtKernelGraphStep, attrs)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": struct_size ", s.struct_size));
     }
-    if (s.op >= MIXRT_OP_COUNT) {
+    const bool fused =
+        MIXRT_STRUCT_HAS(&s, MixrtKernelGraphStep, fused_values) &&
+        s.fused_kernel != nullptr;
+    if (s.op >= MIXRT_OP_COUNT && !fused) {
       return absl::UnimplementedError(
           absl::StrCat(where, ": op ", s.op, " is newer than this plugin"));
     }
@@ -95,7 +102,22 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
       step->offsets.push_back(offset);
       step->has_elements.push_back(!empty);
     }
-    if (s.attrs != nullptr) {
+    if (fused) {
+      if (s.fused_values == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": a fused kernel's step without fused_values"));
+      }
+      step->fused = s.fused_kernel;
+      const int values = internal::FusedKernelValues(s.fused_kernel);
+      step->values.assign(s.fused_values, s.fused_values + n_in + n_out);
+      for (int32_t v : step->values) {
+        if (v < 0 || v >= values) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": fused value ", v, " of a kernel with ", values));
+        }
+      }
+      step->value_data.assign(values, nullptr);
+    } else if (s.attrs != nullptr) {
       const auto* header = static_cast<const AttrsHeader*>(s.attrs);
       if (header->ext != nullptr) {
         return absl::UnimplementedError(absl::StrCat(
@@ -135,10 +157,19 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
       }
       step.descs[k].data = base == nullptr ? nullptr : base + step.offsets[k];
     }
-    absl::Status status = plugin_->Launch(step.call);
+    absl::Status status;
+    if (step.fused != nullptr) {
+      for (size_t k = 0; k < step.descs.size(); ++k) {
+        step.value_data[step.values[k]] = step.descs[k].data;
+      }
+      status = internal::RunFusedKernel(step.fused, step.value_data);
+    } else {
+      status = plugin_->Launch(step.call);
+    }
     if (!status.ok()) {
       return absl::Status(status.code(),
-                          absl::StrCat("step ", i, " (", MixrtOpName(step.call.op),
+                          absl::StrCat("step ", i, " (",
+                                       step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
                                        "): ", status.message()));
     }
   }

@@ -1,5 +1,6 @@
 #include "plugins/sdk/plugin.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -23,7 +24,24 @@ struct MixrtKernelGraph {
   std::unique_ptr<mixrt::sdk::KernelGraph> graph;
 };
 
+// The ABI's opaque fused kernel.
+struct MixrtFusedKernel {
+  std::unique_ptr<mixrt::sdk::FusedKernel> kernel;
+  std::string description;
+  int num_values = 0;
+  int num_symbols = 0;
+};
+
 namespace mixrt::sdk {
+
+absl::Status internal::RunFusedKernel(MixrtFusedKernel* kernel,
+                                      absl::Span<void* const> value_data) {
+  return kernel->kernel->Run(value_data, {});
+}
+
+int internal::FusedKernelValues(const MixrtFusedKernel* kernel) {
+  return kernel->num_values;
+}
 
 absl::Status internal::CheckTensorShape(const MixrtTensorDesc& d,
                                         const char* what, int index,
@@ -417,6 +435,100 @@ void GraphDestroy(MixrtKernelGraph_Destroy_Args* args) {
   if (args != nullptr) delete args->graph;
 }
 
+absl::StatusOr<FusionGraph> DecodeFusionGraph(const MixrtFusionGraph* graph,
+                                              absl::string_view function) {
+  if (graph == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(function, ": graph is NULL"));
+  }
+  return FusionGraph::Decode(*graph);
+}
+
+MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
+  return Guard("fusion_claim", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Claim_Args, num_groups, "fusion_claim");
+    MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
+    MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
+                           DecodeFusionGraph(args->graph, "fusion_claim"));
+    if (!graph.nodes.empty() && args->group_of_node == nullptr) {
+      return absl::InvalidArgumentError("fusion_claim: group_of_node is NULL");
+    }
+    MIXRT_ASSIGN_OR_RETURN(std::vector<int> groups,
+                           State().plugin->ClaimFusion(args->device, graph));
+    if (groups.size() != graph.nodes.size()) {
+      return absl::InternalError(absl::StrCat(
+          "fusion_claim: the plugin answered for ", groups.size(),
+          " nodes of ", graph.nodes.size()));
+    }
+    int num_groups = 0;
+    for (int g : groups) num_groups = std::max(num_groups, g + 1);
+    std::vector<bool> seen(num_groups, false);
+    for (int g : groups) {
+      if (g < -1) return absl::InternalError("fusion_claim: a group below -1");
+      if (g >= 0) seen[g] = true;
+    }
+    for (int g = 0; g < num_groups; ++g) {
+      if (!seen[g]) {
+        return absl::InternalError(
+            absl::StrCat("fusion_claim: group ", g, " has no node"));
+      }
+    }
+    std::copy(groups.begin(), groups.end(), args->group_of_node);
+    args->num_groups = num_groups;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
+  return Guard("fusion_compile", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, description, "fusion_compile");
+    MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
+    MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
+                           DecodeFusionGraph(args->graph, "fusion_compile"));
+    if (!graph.nodes.empty() && args->group_of_node == nullptr) {
+      return absl::InvalidArgumentError("fusion_compile: group_of_node is NULL");
+    }
+    const auto groups =
+        absl::MakeConstSpan(args->group_of_node, graph.nodes.size());
+    if (FusionGraph::GroupNodes(groups, args->group).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fusion_compile: group ", args->group, " has no node"));
+    }
+    MIXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<FusedKernel> kernel,
+        State().plugin->CompileFusion(args->device, graph, groups, args->group));
+    auto* out = new MixrtFusedKernel{std::move(kernel), "",
+                                     static_cast<int>(graph.values.size()),
+                                     graph.num_symbols};
+    out->description = out->kernel->Description();
+    args->kernel = out;
+    args->description = out->description.c_str();
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
+  return Guard("fused_kernel_run", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_Run_Args, symbol_sizes,
+                         "fused_kernel_run");
+    MixrtFusedKernel* k = args->kernel;
+    if (k == nullptr) {
+      return absl::InvalidArgumentError("fused_kernel_run: kernel is NULL");
+    }
+    if ((k->num_values > 0 && args->value_data == nullptr) ||
+        (k->num_symbols > 0 && args->symbol_sizes == nullptr)) {
+      return absl::InvalidArgumentError(
+          "fused_kernel_run: value_data or symbol_sizes is NULL");
+    }
+    return k->kernel->Run(
+        absl::MakeConstSpan(args->value_data, k->num_values),
+        absl::MakeConstSpan(args->symbol_sizes, k->num_symbols));
+  });
+}
+
+void FusedKernelDestroy(MixrtFusedKernel_Destroy_Args* args) {
+  if (args != nullptr) delete args->kernel;
+}
+
 }  // namespace
 
 // ---- Plugin defaults ---------------------------------------------------------
@@ -446,6 +558,18 @@ absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
 absl::StatusOr<std::unique_ptr<KernelGraph>> Plugin::CreateKernelGraph(
     int /*device*/, std::unique_ptr<StepGraph> steps) {
   return steps;
+}
+
+absl::StatusOr<std::vector<int>> Plugin::ClaimFusion(
+    int /*device*/, const FusionGraph& graph) {
+  return std::vector<int>(graph.nodes.size(), -1);
+}
+
+absl::StatusOr<std::unique_ptr<FusedKernel>> Plugin::CompileFusion(
+    int /*device*/, const FusionGraph& /*graph*/,
+    absl::Span<const int> /*group_of_node*/, int group) {
+  return absl::UnimplementedError(
+      absl::StrCat("this plugin compiles no fusion group (asked for ", group, ")"));
 }
 
 // ---- HostMemoryPlugin ------------------------------------------------------
@@ -508,6 +632,10 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
       table->kernel_graph_create = &GraphCreate;
       table->kernel_graph_run = &GraphRun;
       table->kernel_graph_destroy = &GraphDestroy;
+      table->fusion_claim = &FusionClaim;
+      table->fusion_compile = &FusionCompile;
+      table->fused_kernel_run = &FusedKernelRun;
+      table->fused_kernel_destroy = &FusedKernelDestroy;
     }
     table->error_destroy = &ErrorDestroy;
     table->error_message = &ErrorMessage;

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/plugin_api.h"
+#include "plugins/sdk/fusion.h"
 #include "plugins/sdk/kernel_graph.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -184,6 +185,17 @@ class Plugin {
   // Return UNIMPLEMENTED to have the host launch one by one.
   virtual absl::StatusOr<std::unique_ptr<KernelGraph>> CreateKernelGraph(
       int device, std::unique_ptr<StepGraph> steps);
+
+  // Fusion (ABI 1.1): per node of `graph`, its group (0, 1, ... with no
+  // gaps) or -1 for a node the host runs op by op. The default claims
+  // nothing. A group of one node gains nothing; the host runs what the
+  // plugin claims where all its inputs are ready (see plugin_api.h).
+  virtual absl::StatusOr<std::vector<int>> ClaimFusion(
+      int device, const FusionGraph& graph);
+  // The kernel running `group` as ClaimFusion claimed it.
+  virtual absl::StatusOr<std::unique_ptr<FusedKernel>> CompileFusion(
+      int device, const FusionGraph& graph,
+      absl::Span<const int> group_of_node, int group);
 };
 
 // A plugin whose "device" is host memory (CPU backends, the reference
@@ -205,6 +217,12 @@ namespace internal {
 // The checks kernel_launch makes of a descriptor, but its data pointer.
 absl::Status CheckTensorShape(const MixrtTensorDesc& desc, const char* what,
                               int index, absl::string_view where);
+
+// Runs a fused kernel of this plugin with one address per value of the
+// graph it was compiled from (`value_data` has that many).
+absl::Status RunFusedKernel(MixrtFusedKernel* kernel,
+                            absl::Span<void* const> value_data);
+int FusedKernelValues(const MixrtFusedKernel* kernel);
 
 using PluginFactory = Plugin* (*)();
 // Builds (once) and returns the table for the plugin made by `factory`,

@@ -1,0 +1,394 @@
+#include "core/compiler/fusion.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <queue>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/compiler/launch_key.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
+
+namespace mixrt::compiler {
+namespace {
+
+// The fusion subgraph in ABI form, with the storage its pointers point into.
+struct Offer {
+  std::vector<int> node_of;          // Per fusion node: the graph node.
+  std::vector<int> fusion_node;      // Per graph node: its fusion node or -1.
+  std::vector<ValueRef> refs;        // Per value.
+  std::vector<int> producer;         // Per value: fusion node writing it, or -1.
+  std::vector<std::vector<int>> readers;  // Per value, views' readers included.
+  std::vector<std::vector<int32_t>> inputs, outputs;  // Per fusion node.
+  std::vector<MixrtFusionValue> values;
+  std::vector<MixrtFusionNode> nodes;
+  MixrtFusionGraph graph{};
+};
+
+bool Accumulates(const GraphNode& n) {
+  if (n.op != MIXRT_OP_MATMUL) return false;
+  MixrtMatmulAttrs a{};
+  if (n.attrs.size() < sizeof(a)) return true;
+  std::memcpy(&a, n.attrs.data(), sizeof(a));
+  return a.beta != 0.0f;
+}
+
+// Launches that write whole intermediates no other node writes, from inputs
+// written (if at all) once, earlier: each value then has one meaning, which
+// the ABI's subgraph requires. Launches on constants alone stay with the
+// plan, which keeps their results between runs.
+std::vector<bool> Offerable(const Graph& g) {
+  const std::vector<std::vector<int>> writers = SlotWriters(g);
+  const std::vector<bool> constant = ConstantDerived(g, writers);
+  std::vector<bool> offer(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    if (n.kind != GraphNode::Kind::kLaunch || n.outputs.empty() || Accumulates(n)) {
+      continue;
+    }
+    bool ok = true;
+    for (const ValueRef& v : n.outputs) {
+      ok &= g.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+            writers[v.slot].size() == 1 && WholeSlot(g, v) && !constant[v.slot];
+    }
+    for (const ValueRef& v : n.inputs) {
+      const std::vector<int>& w = writers[v.slot];
+      ok &= w.empty() || (w.size() == 1 && w[0] < static_cast<int>(i));
+    }
+    offer[i] = ok;
+  }
+  return offer;
+}
+
+MixrtTensorDesc Describe(const ValueRef& v) {
+  MixrtTensorDesc d{};
+  d.struct_size = sizeof(d);
+  d.dtype = ToAbi(v.dtype);
+  d.ndim = static_cast<int32_t>(v.shape.size());
+  d.shape = v.shape.data();
+  d.strides = v.strides.data();
+  return d;
+}
+
+void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
+  using Key = std::tuple<int, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+  auto key = [](const ValueRef& v) {
+    return Key{v.slot, v.offset, static_cast<int>(v.dtype),
+               std::vector<int64_t>(v.shape.begin(), v.shape.end()),
+               std::vector<int64_t>(v.strides.begin(), v.strides.end())};
+  };
+  std::map<Key, int> value_of;
+  std::vector<int> produced(g.slots.size(), -1);  // Per slot: its value.
+  std::vector<uint32_t> flags;
+  std::vector<int> view_of;
+  auto add = [&](const ValueRef& v, uint32_t f, int base) {
+    o->refs.push_back(v);
+    flags.push_back(f);
+    view_of.push_back(base);
+    o->producer.push_back(-1);
+    o->readers.emplace_back();
+    return static_cast<int>(o->refs.size() - 1);
+  };
+  o->fusion_node.assign(g.nodes.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!offerable[i]) continue;
+    const int f = static_cast<int>(o->node_of.size());
+    o->node_of.push_back(static_cast<int>(i));
+    o->fusion_node[i] = f;
+    const GraphNode& n = g.nodes[i];
+    std::vector<int32_t> ins, outs;
+    for (const ValueRef& v : n.inputs) {
+      auto [it, fresh] = value_of.try_emplace(key(v), -1);
+      if (fresh) {
+        const int base = produced[v.slot];
+        const bool weight = g.slots[v.slot].kind == StorageSlot::Kind::kConstant;
+        it->second =
+            base >= 0 ? add(v, 0, base)
+                      : add(v, MIXRT_FUSION_VALUE_INPUT |
+                                   (weight ? MIXRT_FUSION_VALUE_WEIGHT : 0u),
+                            -1);
+      }
+      const int value = it->second;
+      ins.push_back(value);
+      o->readers[value].push_back(f);
+      if (view_of[value] >= 0) o->readers[view_of[value]].push_back(f);
+    }
+    for (const ValueRef& v : n.outputs) {
+      const int value = add(v, 0, -1);
+      value_of[key(v)] = value;
+      produced[v.slot] = value;
+      o->producer[value] = f;
+      outs.push_back(value);
+    }
+    o->inputs.push_back(std::move(ins));
+    o->outputs.push_back(std::move(outs));
+  }
+  // Read after the subgraph: results, saved activations, what a launch
+  // not offered reads.
+  std::vector<bool> read_outside(g.slots.size(), false);
+  for (const ValueRef& v : g.outputs) read_outside[v.slot] = true;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (offerable[i]) continue;
+    for (const ValueRef& v : g.nodes[i].inputs) read_outside[v.slot] = true;
+  }
+  for (size_t v = 0; v < o->refs.size(); ++v) {
+    if (o->producer[v] < 0) continue;
+    const StorageSlot& slot = g.slots[o->refs[v].slot];
+    if (slot.returned || slot.saved || read_outside[o->refs[v].slot]) {
+      flags[v] |= MIXRT_FUSION_VALUE_OUTPUT;
+    }
+  }
+  for (size_t v = 0; v < o->refs.size(); ++v) {
+    MixrtFusionValue value{};
+    value.struct_size = sizeof(value);
+    value.desc = Describe(o->refs[v]);
+    value.flags = flags[v];
+    value.view_of = view_of[v];
+    value.view_offset =
+        view_of[v] >= 0 ? o->refs[v].offset - o->refs[view_of[v]].offset : 0;
+    o->values.push_back(value);
+  }
+  for (size_t f = 0; f < o->node_of.size(); ++f) {
+    const GraphNode& n = g.nodes[o->node_of[f]];
+    MixrtFusionNode node{};
+    node.struct_size = sizeof(node);
+    node.op = n.op;
+    node.attrs = n.attrs.empty() ? nullptr : n.attrs.data();
+    node.num_inputs = static_cast<int32_t>(o->inputs[f].size());
+    node.inputs = o->inputs[f].data();
+    node.num_outputs = static_cast<int32_t>(o->outputs[f].size());
+    node.outputs = o->outputs[f].data();
+    o->nodes.push_back(node);
+  }
+  o->graph.struct_size = sizeof(o->graph);
+  o->graph.num_values = static_cast<int32_t>(o->values.size());
+  o->graph.values = o->values.data();
+  o->graph.num_nodes = static_cast<int32_t>(o->nodes.size());
+  o->graph.nodes = o->nodes.data();
+  o->graph.num_symbols = 0;  // Plans are per size: every dim is static.
+}
+
+// Per graph node, the nodes that must run after it: a later node touching
+// a slot it wrote, or writing a slot it read.
+std::vector<std::vector<int>> Successors(const Graph& g) {
+  std::vector<std::vector<int>> next(g.nodes.size());
+  std::vector<int> last_writer(g.slots.size(), -1);
+  std::vector<std::vector<int>> readers_since(g.slots.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const int b = static_cast<int>(i);
+    for (const ValueRef& v : g.nodes[i].inputs) {
+      if (last_writer[v.slot] >= 0 && last_writer[v.slot] != b) {
+        next[last_writer[v.slot]].push_back(b);
+      }
+      readers_since[v.slot].push_back(b);
+    }
+    for (const ValueRef& v : g.nodes[i].outputs) {
+      if (last_writer[v.slot] >= 0 && last_writer[v.slot] != b) {
+        next[last_writer[v.slot]].push_back(b);
+      }
+      for (int r : readers_since[v.slot]) {
+        if (r != b) next[r].push_back(b);
+      }
+      readers_since[v.slot].clear();
+      last_writer[v.slot] = b;
+    }
+  }
+  return next;
+}
+
+// Whether a path leaves group `group` and comes back into it: then no one
+// place in the order can run it.
+bool Convex(const std::vector<std::vector<int>>& next,
+            const std::vector<int>& group_of, int group) {
+  std::vector<bool> seen(next.size(), false);
+  std::vector<int> stack;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (group_of[i] != group) continue;
+    for (int s : next[i]) {
+      if (group_of[s] != group && !seen[s]) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+    }
+  }
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    for (int s : next[x]) {
+      if (group_of[s] == group) return false;
+      if (!seen[s]) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+    }
+  }
+  return true;
+}
+
+// The units (a group, or a node of none) in an order respecting `next`,
+// earliest original node first among the ready ones; empty on a cycle.
+std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& next,
+                                         const std::vector<int>& group_of) {
+  const int n = static_cast<int>(next.size());
+  std::vector<int> unit_of(n);
+  std::vector<std::vector<int>> members;
+  absl::flat_hash_map<int, int> unit_of_group;
+  for (int i = 0; i < n; ++i) {
+    if (group_of[i] >= 0) {
+      auto [it, fresh] = unit_of_group.try_emplace(group_of[i], members.size());
+      if (fresh) members.emplace_back();
+      unit_of[i] = it->second;
+    } else {
+      unit_of[i] = static_cast<int>(members.size());
+      members.emplace_back();
+    }
+    members[unit_of[i]].push_back(i);
+  }
+  const int units = static_cast<int>(members.size());
+  std::vector<int> pending(units, 0);
+  std::vector<std::vector<int>> unit_next(units);
+  for (int i = 0; i < n; ++i) {
+    for (int s : next[i]) {
+      if (unit_of[s] == unit_of[i]) continue;
+      unit_next[unit_of[i]].push_back(unit_of[s]);
+      ++pending[unit_of[s]];
+    }
+  }
+  using Ready = std::pair<int, int>;  // (first node, unit)
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+  for (int u = 0; u < units; ++u) {
+    if (pending[u] == 0) ready.push({members[u].front(), u});
+  }
+  std::vector<std::vector<int>> order;
+  while (!ready.empty()) {
+    const int u = ready.top().second;
+    ready.pop();
+    order.push_back(members[u]);
+    for (int s : unit_next[u]) {
+      if (--pending[s] == 0) ready.push({members[s].front(), s});
+    }
+  }
+  if (static_cast<int>(order.size()) != units) order.clear();
+  return order;
+}
+
+}  // namespace
+
+absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
+  FusionOutcome outcome;
+  const Device device = g->device;
+  if (!device.valid() || !device.backend()->has_fusion()) {
+    outcome.not_offered = device.valid()
+                              ? absl::StrCat(device.backend()->name(),
+                                             " fuses nothing (no fusion_claim)")
+                              : "no device";
+    return outcome;
+  }
+  const std::vector<bool> offerable = Offerable(*g);
+  Offer offer;
+  BuildOffer(*g, offerable, &offer);
+  outcome.offered = static_cast<int>(offer.node_of.size());
+  if (offer.node_of.empty()) {
+    outcome.not_offered = "no launch writes an intermediate once";
+    return outcome;
+  }
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int32_t> claimed,
+                         device.backend()->ClaimFusion(device.index(), offer.graph));
+  // Per graph node: its group, or -1.
+  std::vector<int> group_of(g->nodes.size(), -1);
+  int num_groups = 0;
+  for (size_t f = 0; f < claimed.size(); ++f) {
+    group_of[offer.node_of[f]] = claimed[f];
+    num_groups = std::max(num_groups, claimed[f] + 1);
+  }
+  if (num_groups == 0) return outcome;
+  const std::vector<std::vector<int>> next = Successors(*g);
+  auto refuse = [&](int group, const std::string& why) {
+    for (size_t f = 0; f < claimed.size(); ++f) {
+      if (claimed[f] == group) claimed[f] = -1;
+    }
+    for (int& x : group_of) {
+      if (x == group) x = -1;
+    }
+    outcome.refused.push_back(absl::StrCat("group ", group, ": ", why));
+  };
+  for (int group = 0; group < num_groups; ++group) {
+    if (!Convex(next, group_of, group)) {
+      refuse(group, "a node it left out both reads from it and feeds it");
+    }
+  }
+  std::vector<std::vector<int>> order = OrderUnits(next, group_of);
+  if (order.empty()) {
+    for (int group = 0; group < num_groups; ++group) {
+      if (std::count(group_of.begin(), group_of.end(), group) > 0) {
+        refuse(group, "the groups depend on each other in a cycle");
+      }
+    }
+    return outcome;
+  }
+  // Compile each group; describe its node as the values it reads from
+  // outside and the ones it stores (what the ABI says it must).
+  std::vector<std::shared_ptr<FusedGroup>> fused(num_groups);
+  for (int group = 0; group < num_groups; ++group) {
+    if (std::count(group_of.begin(), group_of.end(), group) == 0) continue;
+    absl::StatusOr<std::unique_ptr<PluginFusedKernel>> kernel =
+        device.backend()->CompileFusion(device.index(), offer.graph, claimed, group);
+    if (!kernel.ok()) {
+      refuse(group, std::string(kernel.status().message()));
+      continue;
+    }
+    auto f = std::make_shared<FusedGroup>();
+    f->kernel = *std::move(kernel);
+    f->num_values = static_cast<int>(offer.refs.size());
+    std::vector<bool> input(offer.refs.size(), false), store(offer.refs.size(), false);
+    for (size_t node = 0; node < offer.node_of.size(); ++node) {
+      if (claimed[node] != group) continue;
+      ++f->launches;
+      for (int v : offer.inputs[node]) {
+        const int base = offer.values[v].view_of >= 0 ? offer.values[v].view_of : v;
+        if (offer.producer[base] < 0 || claimed[offer.producer[base]] != group) {
+          input[v] = true;
+        } else if (base != v) {
+          store[base] = true;  // Read through a view: it needs memory.
+        }
+      }
+      for (int v : offer.outputs[node]) {
+        store[v] = store[v] ||
+                   (offer.values[v].flags & MIXRT_FUSION_VALUE_OUTPUT) != 0;
+        for (int r : offer.readers[v]) store[v] = store[v] || claimed[r] != group;
+      }
+    }
+    for (size_t v = 0; v < offer.refs.size(); ++v) {
+      if (input[v]) f->input_values.push_back(static_cast<int>(v));
+      if (store[v]) f->output_values.push_back(static_cast<int>(v));
+    }
+    fused[group] = std::move(f);
+  }
+  // The fused nodes, each where its unit falls in the order.
+  std::vector<GraphNode> nodes;
+  for (const std::vector<int>& unit : order) {
+    const int group = group_of[unit.front()];
+    if (group < 0 || fused[group] == nullptr) {
+      for (int i : unit) nodes.push_back(std::move(g->nodes[i]));
+      continue;
+    }
+    GraphNode n;
+    n.kind = GraphNode::Kind::kFused;
+    n.op = MIXRT_OP_COUNT;
+    for (int v : fused[group]->input_values) n.inputs.push_back(offer.refs[v]);
+    for (int v : fused[group]->output_values) n.outputs.push_back(offer.refs[v]);
+    outcome.kernels.push_back(fused[group]->kernel->description());
+    outcome.launches += fused[group]->launches;
+    ++outcome.groups;
+    n.fused = std::move(fused[group]);
+    nodes.push_back(std::move(n));
+  }
+  g->nodes = std::move(nodes);
+  return outcome;
+}
+
+}  // namespace mixrt::compiler

@@ -1,0 +1,182 @@
+#include "plugins/sdk/fusion.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::sdk {
+
+int64_t FusionValue::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+bool FusionValue::is_contiguous() const {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+bool FusionValue::is_static() const {
+  for (int32_t s : symbols) {
+    if (s >= 0) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
+  if (g.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionGraph, num_symbols) ||
+      g.num_values < 0 || g.num_nodes < 0 || g.num_symbols < 0 ||
+      (g.num_values > 0 && g.values == nullptr) ||
+      (g.num_nodes > 0 && g.nodes == nullptr)) {
+    return absl::InvalidArgumentError(
+        "fusion graph: short struct, negative counts or missing arrays");
+  }
+  FusionGraph out;
+  out.num_symbols = g.num_symbols;
+  out.values.resize(g.num_values);
+  for (int v = 0; v < g.num_values; ++v) {
+    const MixrtFusionValue& in = g.values[v];
+    const std::string where = absl::StrCat("fusion graph value ", v);
+    if (in.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionValue, view_offset)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " has struct_size ", in.struct_size));
+    }
+    MIXRT_RETURN_IF_ERROR(
+        internal::CheckTensorShape(in.desc, "descriptor", v, "fusion graph"));
+    FusionValue& value = out.values[v];
+    value.dtype = static_cast<MixrtDtype>(in.desc.dtype);
+    value.shape.assign(in.desc.shape, in.desc.shape + in.desc.ndim);
+    value.strides.assign(in.desc.strides, in.desc.strides + in.desc.ndim);
+    if (in.dim_symbols != nullptr) {
+      value.symbols.assign(in.dim_symbols, in.dim_symbols + in.desc.ndim);
+      for (int32_t s : value.symbols) {
+        if (s < -1 || s >= g.num_symbols) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, " names symbol ", s, "; the graph has ", g.num_symbols));
+        }
+      }
+    }
+    value.flags = in.flags;
+    value.view_of = in.view_of;
+    value.view_offset = in.view_offset;
+    if (in.view_of < -1 || in.view_of >= g.num_values || in.view_of == v ||
+        in.view_offset < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " views value ", in.view_of, " at offset ", in.view_offset));
+    }
+  }
+  for (int v = 0; v < g.num_values; ++v) {
+    const int base = out.values[v].view_of;
+    if (base >= 0 && out.values[base].view_of >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fusion graph value ", v, " views value ", base,
+          ", itself a view: a view names the value that owns the memory"));
+    }
+  }
+  out.producer.assign(g.num_values, -1);
+  out.readers.assign(g.num_values, {});
+  out.nodes.resize(g.num_nodes);
+  for (int i = 0; i < g.num_nodes; ++i) {
+    const MixrtFusionNode& in = g.nodes[i];
+    const std::string where =
+        absl::StrCat("fusion graph node ", i, " (", MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
+    if (in.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionNode, outputs) ||
+        in.op >= MIXRT_OP_COUNT || in.num_inputs < 0 || in.num_outputs < 0 ||
+        (in.num_inputs > 0 && in.inputs == nullptr) ||
+        (in.num_outputs > 0 && in.outputs == nullptr)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": short struct, unknown op or missing arrays"));
+    }
+    FusionNode& node = out.nodes[i];
+    node.op = static_cast<MixrtOp>(in.op);
+    if (in.attrs != nullptr) {
+      const auto* head = static_cast<const MixrtScalarAttrs*>(in.attrs);
+      const auto* bytes = static_cast<const uint8_t*>(in.attrs);
+      node.attrs.assign(bytes, bytes + head->struct_size);
+      node.attrs_extended = head->ext != nullptr;
+    }
+    for (int k = 0; k < in.num_inputs; ++k) {
+      const int v = in.inputs[k];
+      if (v < 0 || v >= g.num_values) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": input ", k, " is value ", v));
+      }
+      const int base = out.values[v].view_of >= 0 ? out.values[v].view_of : v;
+      if (out.producer[base] < 0 &&
+          !out.values[base].has(MIXRT_FUSION_VALUE_INPUT)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": reads value ", v,
+            " before any node writes it (and it is no INPUT)"));
+      }
+      node.inputs.push_back(v);
+      out.readers[v].push_back(i);
+      if (base != v) out.readers[base].push_back(i);
+    }
+    for (int k = 0; k < in.num_outputs; ++k) {
+      const int v = in.outputs[k];
+      if (v < 0 || v >= g.num_values || out.producer[v] >= 0 ||
+          out.values[v].view_of >= 0 ||
+          out.values[v].has(MIXRT_FUSION_VALUE_INPUT)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": output ", k, " is value ", v,
+            ", which is out of range, a view, an INPUT or written twice"));
+      }
+      out.producer[v] = i;
+      node.outputs.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<int> FusionGraph::GroupNodes(absl::Span<const int> group_of_node,
+                                         int group) {
+  std::vector<int> nodes;
+  for (size_t i = 0; i < group_of_node.size(); ++i) {
+    if (group_of_node[i] == group) nodes.push_back(static_cast<int>(i));
+  }
+  return nodes;
+}
+
+std::vector<int> FusionGraph::GroupInputs(absl::Span<const int> group_of_node,
+                                          int group) const {
+  std::vector<bool> is_input(values.size(), false);
+  for (int i : GroupNodes(group_of_node, group)) {
+    for (int v : nodes[i].inputs) {
+      const int base = values[v].view_of >= 0 ? values[v].view_of : v;
+      const int p = producer[base];
+      if (p < 0 || group_of_node[p] != group) is_input[v] = true;
+    }
+  }
+  std::vector<int> result;
+  for (size_t v = 0; v < values.size(); ++v) {
+    if (is_input[v]) result.push_back(static_cast<int>(v));
+  }
+  return result;
+}
+
+std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
+                                          int group) const {
+  std::vector<int> result;
+  for (size_t v = 0; v < values.size(); ++v) {
+    const int p = producer[v];
+    if (p < 0 || group_of_node[p] != group) continue;
+    bool store = values[v].has(MIXRT_FUSION_VALUE_OUTPUT);
+    for (int r : readers[v]) store |= group_of_node[r] != group;
+    // A view of it read inside the group still needs the memory.
+    for (int r : readers[v]) {
+      for (int in : nodes[r].inputs) store |= values[in].view_of == static_cast<int>(v);
+    }
+    if (store) result.push_back(static_cast<int>(v));
+  }
+  return result;
+}
+
+}  // namespace mixrt::sdk

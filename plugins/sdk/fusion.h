@@ -1,0 +1,106 @@
+// Fusion (ABI 1.1) as the SDK hands it to a plugin: the offered subgraph
+// decoded and checked once into owned C++ values (a plugin may keep any of
+// it), the group bookkeeping every plugin needs (what a group reads from
+// outside, what it must store), and the kernel a plugin compiles a group
+// into.
+#ifndef MIXRT_PLUGINS_SDK_FUSION_H_
+#define MIXRT_PLUGINS_SDK_FUSION_H_
+
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "mixrt/plugin_api.h"
+
+namespace mixrt::sdk {
+
+template <typename Attrs>
+struct AttrsFirstVersion;  // plugin.h
+
+struct FusionValue {
+  MixrtDtype dtype = MIXRT_DTYPE_F32;
+  std::vector<int64_t> shape, strides;
+  std::vector<int32_t> symbols;  // Per dim (-1 static); empty: all static.
+  uint32_t flags = 0;            // MIXRT_FUSION_VALUE_*
+  int view_of = -1;
+  int64_t view_offset = 0;
+
+  int64_t numel() const;
+  bool is_contiguous() const;  // Row-major and dense (size-1 dims aside).
+  bool is_static() const;      // No symbolic dim.
+  bool has(uint32_t flag) const { return (flags & flag) != 0; }
+};
+
+struct FusionNode {
+  MixrtOp op = MIXRT_OP_FILL;
+  std::vector<uint8_t> attrs;  // The attribute struct, copied; empty: none.
+  bool attrs_extended = false;  // Its extension chain was dropped.
+  std::vector<int> inputs, outputs;
+
+  // The attribute struct zero-filled past what the host sent (as
+  // KernelCall::GetAttrs does); an error when there is none or it is
+  // shorter than the struct's first version.
+  template <typename Attrs>
+  absl::StatusOr<Attrs> GetAttrs() const;
+};
+
+struct FusionGraph {
+  std::vector<FusionValue> values;
+  std::vector<FusionNode> nodes;
+  int num_symbols = 0;
+  std::vector<int> producer;  // Per value: the node writing it, or -1.
+  // Per value: the nodes reading it, directly or through a view of it.
+  std::vector<std::vector<int>> readers;
+
+  // Checks what the ABI promises (indexes in range, one writer per value,
+  // views never written, inputs written by none, dependences in order)
+  // and copies.
+  static absl::StatusOr<FusionGraph> Decode(const MixrtFusionGraph& g);
+
+  // The values a group reads that none of its nodes writes (the run's
+  // inputs), and the values it writes that are OUTPUT or read by a node
+  // outside it (what it must store), each in value order.
+  std::vector<int> GroupInputs(absl::Span<const int> group_of_node,
+                               int group) const;
+  std::vector<int> GroupStores(absl::Span<const int> group_of_node,
+                               int group) const;
+  // The group's nodes in graph order.
+  static std::vector<int> GroupNodes(absl::Span<const int> group_of_node,
+                                     int group);
+};
+
+// What a plugin compiles a group into. Run may be called from any thread,
+// never twice at once for one kernel (the host serializes a plan's runs).
+class FusedKernel {
+ public:
+  virtual ~FusedKernel() = default;
+  // `value_data`: one address per value of the graph (see plugin_api.h's
+  // MixrtFusedKernel_Run_Args for which are set); `symbols`: their sizes.
+  virtual absl::Status Run(absl::Span<void* const> value_data,
+                           absl::Span<const int64_t> symbols) = 0;
+  virtual std::string Description() const = 0;
+};
+
+template <typename Attrs>
+absl::StatusOr<Attrs> FusionNode::GetAttrs() const {
+  Attrs a;
+  std::memset(&a, 0, sizeof(a));
+  if (attrs.size() < AttrsFirstVersion<Attrs>::kSize) {
+    return absl::InvalidArgumentError(
+        "fused node's attribute struct is missing or shorter than its op's "
+        "first version");
+  }
+  std::memcpy(&a, attrs.data(), std::min(attrs.size(), sizeof(a)));
+  a.struct_size = sizeof(a);
+  a.ext = nullptr;
+  return a;
+}
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_FUSION_H_
