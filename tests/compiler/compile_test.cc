@@ -355,6 +355,11 @@ TEST(Compile, ACompiledBackwardGivesEagersGradientsBitForBit) {
     EXPECT_THAT(f->Explain(), HasSubstr("+ a backward of"));
     EXPECT_THAT(f->Explain(),
                 ContainsRegex("\\([1-9] backward launches read forward results\\)"));
+    // The CPU plugin fuses each activation's gradient with its bias
+    // gradient (one loop; under autocast with the cast to the f32 bias
+    // gradient), and the gradients above came out bit for bit.
+    EXPECT_THAT(f->Explain(),
+                ContainsRegex("fused\\[fused loop: unary_backward, (copy, )?reduce\\]"));
     if (relu) {
       EXPECT_THAT(f->Explain(), HasSubstr("(1 relus fused into matmuls)"));
       // The pre-activation is no longer a launch's result in the forward.

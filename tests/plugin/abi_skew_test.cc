@@ -60,6 +60,8 @@ TEST_F(AbiSkew, CurrentPluginAnswersPerOp) {
   EXPECT_EQ(dev.backend()->identity().abi_minor, 1u);
   EXPECT_TRUE(dev.backend()->has_op_support_query());
   EXPECT_TRUE(dev.backend()->has_kernel_graphs());
+  // Fusion: every 1.1 SDK plugin has the functions; this one claims nothing.
+  EXPECT_TRUE(dev.backend()->has_fusion());
   OpSignature sub{MIXRT_OP_BINARY, MIXRT_BINARY_SUB, DType::kF32, DType::kF32};
   EXPECT_FALSE(dev.backend()->RunsOp(0, sub));
   OpSignature add{MIXRT_OP_BINARY, MIXRT_BINARY_ADD, DType::kF32, DType::kF32};
@@ -79,6 +81,11 @@ TEST_F(AbiSkew, OlderPluginOnNewerHost) {
   EXPECT_FALSE(dev.backend()->has_kernel_graphs());
   EXPECT_TRUE(absl::IsUnimplemented(
       dev.backend()->CreateKernelGraph(0, 0, {}).status()));
+  // Nor fusion: the compiler offers it nothing and runs op by op.
+  EXPECT_FALSE(dev.backend()->has_fusion());
+  MixrtFusionGraph empty{};
+  empty.struct_size = sizeof(empty);
+  EXPECT_TRUE(absl::IsUnimplemented(dev.backend()->ClaimFusion(0, empty).status()));
   auto x = full({3}, 1.5, DType::kF32, dev);
   ASSERT_TRUE(x.ok()) << x.status();
   auto sum = kernels::add(*x, *x);
