@@ -39,6 +39,7 @@ void AddConvPoolCases(std::vector<Case>* cases);
 void AddBatchNormEmbeddingCases(std::vector<Case>* cases);
 void AddRegressionLossCases(std::vector<Case>* cases);
 void AddAttentionCases(std::vector<Case>* cases);
+void AddFusionCases(std::vector<Case>* cases);
 
 }  // namespace mixrt::conformance
 

@@ -17,6 +17,7 @@ std::vector<Case> AllCases() {
   AddBatchNormEmbeddingCases(&cases);
   AddRegressionLossCases(&cases);
   AddAttentionCases(&cases);
+  AddFusionCases(&cases);
   return cases;
 }
 

@@ -1,0 +1,196 @@
+// Fusion cases (ABI 1.1): chains compiled with mixrt::compile run on the
+// plugin as it fuses them (its fused kernels, where it claims groups) and
+// on the reference plugin op by op, compared within the chain's budget:
+// each op may round once more on either side, relative to the magnitudes
+// it combines. A plugin that fuses nothing runs them op by op and passes
+// as the pointwise cases do.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/compiler/compile.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/pointwise.h"
+#include "core/kernels/reduce.h"
+#include "mixrt/status_macros.h"
+#include "plugins/conformance/case_util.h"
+
+namespace mixrt::conformance {
+
+using namespace ::mixrt::kernels;  // The ops the cases run.
+
+namespace {
+
+using Fn = std::function<Outputs(const std::vector<Tensor>&)>;
+
+// Runs `fn` compiled: the first call traces (eagerly), the second replays
+// the plan with the plugin's fused kernels.
+Fn Compiled(Fn fn) {
+  return [fn](const std::vector<Tensor>& in) -> Outputs {
+    MIXRT_ASSIGN_OR_RETURN(CompiledFunction f, compile(fn));
+    MIXRT_RETURN_IF_ERROR(f(in).status());
+    return f(in);
+  };
+}
+
+// `ops` roundings of the dtype relative to each element's magnitude bound
+// (the sum of the absolute terms the chain combines), plus libm's budget
+// where the chain has transcendental ops.
+Tolerance ChainTolerance(DType dtype, int ops, const std::vector<double>& magnitude,
+                         bool transcendental) {
+  Tolerance t = transcendental ? TranscendentalTolerance(dtype) : ExactTolerance(dtype);
+  t.rtol *= ops;
+  const double per = ops * 2 * UnitRoundoff(dtype) +
+                     (transcendental ? 32 * UnitRoundoff(DType::kF32) : 0.0);
+  for (double m : magnitude) t.extra.push_back(std::isfinite(m) ? per * m : 0.0);
+  return t;
+}
+
+double Finite(double v) { return std::isfinite(v) ? std::fabs(v) : 0.0; }
+
+void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
+              std::vector<InputSpec> inputs, Fn fn,
+              std::function<Tolerance(int, const std::vector<std::vector<double>>&)> tol) {
+  cases->push_back({absl::StrCat("fusion/", name, "/", DTypeName(dtype)),
+                    MIXRT_OP_CLASS_ELEMENTWISE, dtype,
+                    [=](const Devices& d) {
+                      CompareOp(d, WithDtype(inputs, dtype), Compiled(fn), tol, kSeed);
+                    }});
+}
+
+}  // namespace
+
+void AddFusionCases(std::vector<Case>* cases) {
+  for (DType dtype : kFloatTypes) {
+    // x * y + z through relu, neg and abs: a pointwise chain over an odd
+    // shape, then with NaN, infinities and signed zeros among the values.
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      const InputSpec v{{513, 7}, dtype, values};
+      AddChain(
+          cases,
+          values == Values::kNormal ? "pointwise_chain" : "pointwise_chain/special",
+          dtype, {v, v, v},
+          [](const std::vector<Tensor>& in) -> Outputs {
+            MIXRT_ASSIGN_OR_RETURN(Tensor t, mul(in[0], in[1]));
+            MIXRT_ASSIGN_OR_RETURN(t, add(t, in[2]));
+            MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+            MIXRT_ASSIGN_OR_RETURN(t, neg(t));
+            return One(abs(t));
+          },
+          [dtype](int, const std::vector<std::vector<double>>& in) {
+            std::vector<double> m(in[0].size());
+            for (size_t i = 0; i < m.size(); ++i) {
+              m[i] = Finite(in[0][i]) * Finite(in[1][i]) + Finite(in[2][i]);
+            }
+            return ChainTolerance(dtype, 5, m, false);
+          });
+    }
+    // A bias broadcast over rows, then GELU (a transformer MLP's epilogue).
+    AddChain(
+        cases, "bias_gelu", dtype, {{{37, 70}, dtype}, {{70}, dtype}},
+        [](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor t, add(in[0], in[1]));
+          return One(gelu(t));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          std::vector<double> m(in[0].size());
+          for (size_t i = 0; i < m.size(); ++i) {
+            m[i] = Finite(in[0][i]) + Finite(in[1][i % 70]);
+          }
+          return ChainTolerance(dtype, 3, m, true);
+        });
+    // An activation's gradient and its bias gradient: a reduction with a
+    // pointwise prologue whose result is also read on its own.
+    AddChain(
+        cases, "relu_grad_and_column_sum", dtype, {{{33, 70}, dtype}, {{33, 70}, dtype}},
+        [](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor g, unary_backward(MIXRT_UNARY_RELU, in[0], in[1]));
+          MIXRT_ASSIGN_OR_RETURN(Tensor s, sum(g, {0}, /*keepdim=*/true));
+          return std::vector<Tensor>{g, s};
+        },
+        [dtype](int index, const std::vector<std::vector<double>>& in) {
+          std::vector<double> m(index == 0 ? in[0].size() : 70, 0.0);
+          for (size_t i = 0; i < in[0].size(); ++i) {
+            if (index == 0) {
+              m[i] = Finite(in[0][i]);
+            } else {
+              m[i % 70] += 33 * Finite(in[0][i]);  // 33 f32 additions.
+            }
+          }
+          return ChainTolerance(dtype, 2, m, false);
+        });
+    // mean((x - y)^2): the mse pattern, a whole-tensor reduction.
+    AddChain(
+        cases, "squared_error_mean", dtype, {{{257, 9}, dtype}, {{257, 9}, dtype}},
+        [](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor d, sub(in[0], in[1]));
+          MIXRT_ASSIGN_OR_RETURN(d, mul(d, d));
+          return One(mean(d));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          double m = 0;
+          const double n = static_cast<double>(in[0].size());
+          for (size_t i = 0; i < in[0].size(); ++i) {
+            const double a = Finite(in[0][i]) + Finite(in[1][i]);
+            m += a * a / n;
+          }
+          return ChainTolerance(dtype, 4, {m * n}, false);
+        });
+    // Casts in between: to f32, scaled by a broadcast scalar, back.
+    AddChain(
+        cases, "casts_between", dtype, {{{129, 5}, dtype}, {{1}, DType::kF32}},
+        [dtype](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor t, in[0].to(DType::kF32));
+          MIXRT_ASSIGN_OR_RETURN(t, mul(t, in[1]));
+          MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+          return One(t.to(dtype));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          std::vector<double> m(in[0].size());
+          for (size_t i = 0; i < m.size(); ++i) m[i] = Finite(in[0][i]) * Finite(in[1][0]);
+          return ChainTolerance(dtype, 3, m, false);
+        });
+    // A linear with its relu and a residual add: GEMM plus epilogues.
+    AddChain(
+        cases, "linear_relu_residual", dtype,
+        {{{17, 33}, dtype}, {{19, 33}, dtype}, {{19}, dtype}, {{17, 19}, dtype}},
+        [](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor t, linear(in[0], in[1], in[2]));
+          MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+          return One(add(t, in[3]));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          std::vector<double> m(17 * 19);
+          for (int r = 0; r < 17; ++r) {
+            for (int c = 0; c < 19; ++c) {
+              double dot = 0;
+              for (int k = 0; k < 33; ++k) dot += Finite(in[0][r * 33 + k]) * Finite(in[1][c * 33 + k]);
+              // 33 f32 products summed, then the bias and the residual.
+              m[r * 19 + c] = dot * (1 + 33 * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
+                              Finite(in[2][c]) + Finite(in[3][r * 19 + c]);
+            }
+          }
+          return ChainTolerance(dtype, 4, m, false);
+        });
+    // softmax spelled out: exp(x - max) / sum: reductions feeding pointwise
+    // ops feeding reductions.
+    AddChain(
+        cases, "softmax_pattern", dtype, {{{31, 67}, dtype}},
+        [](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(Tensor m, amax(in[0], {1}, /*keepdim=*/true));
+          MIXRT_ASSIGN_OR_RETURN(Tensor e, sub(in[0], m));
+          MIXRT_ASSIGN_OR_RETURN(e, exp(e));
+          MIXRT_ASSIGN_OR_RETURN(Tensor s, sum(e, {1}, /*keepdim=*/true));
+          return One(div(e, s));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          // Probabilities: each a few roundings of itself and of its row's
+          // sum (67 terms of at most 1).
+          std::vector<double> m(in[0].size(), 1.0);
+          Tolerance t = ChainTolerance(dtype, 6, m, true);
+          for (double& e : t.extra) e += 67 * std::ldexp(1.0, -23);
+          return t;
+        });
+  }
+}
+
+}  // namespace mixrt::conformance
