@@ -1,0 +1,42 @@
+// Source code for a fused loop group: one translation unit that compiles
+// both as CUDA (NVRTC, for the GPU plugins) and as host C++ (the system
+// compiler, for CPU code generation), so the host build checks the same
+// text a GPU runs. Shapes, strides and op attributes are constants in the
+// source: a group's kernel is specialized to its graph. Each op's result is
+// rounded to its dtype before the next op reads it, as op by op in memory.
+// Pointwise groups only (binary, unary and unary_backward of the exact
+// kinds, compare, where, casts); reductions stay with the interpreter.
+#ifndef MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
+#define MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "plugins/sdk/fusion.h"
+
+namespace mixrt::sdk {
+
+struct LoopSource {
+  std::string source;
+  // The entry points: `<name>` is a CUDA kernel taking (<name>_args, n)
+  // by value, launched over n = numel threads (any grid: it strides);
+  // `<name>_host` a C function (void* const* args, int64 begin, int64 end)
+  // running elements [begin, end).
+  std::string name;
+  // Argument k of either entry: the address of fusion value values[k].
+  std::vector<int> values;
+  int64_t numel = 0;
+};
+
+// UNIMPLEMENTED for a group this generator cannot write (a reduction, an
+// integer result, a symbolic size).
+absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& graph,
+                                              absl::Span<const int> group_of_node,
+                                              int group);
+
+}  // namespace mixrt::sdk
+
+#endif  // MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
