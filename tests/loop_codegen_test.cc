@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fused_loop.h"
+#include "backends/cuda/cuda_fusion.h"
 #include "backends/cuda/nvrtc_program.h"
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
@@ -122,15 +123,19 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   dlclose(lib);
 }
 
-TEST(LoopCodegen, TheSameSourceCompilesToPtxWithNvrtc) {
+// What the CUDA plugin does with a graph, up to loading the PTX: the
+// same group claimed, its source compiled by NVRTC for sm_90.
+TEST(LoopCodegen, TheCudaPluginsClaimCompilesToPtxWithNvrtc) {
   Chain c(64, 70);
-  const std::vector<int> groups = cpu::ClaimFusedLoops(c.b.g);
-  auto src = sdk::GenerateLoopSource(c.b.g, groups, 0);
-  ASSERT_TRUE(src.ok()) << src.status();
-  auto ptx = cuda::CompileToPtx(src->source, src->name + ".cu", "compute_90");
+  const std::vector<int> groups = cuda::ClaimGeneratedLoops(c.b.g);
+  ASSERT_EQ(groups, (std::vector<int>{0, 0, 0, 0, 0}));
+  auto ptx = cuda::CompileGeneratedLoop(c.b.g, groups, 0, "compute_90");
   if (absl::IsUnavailable(ptx.status())) GTEST_SKIP() << ptx.status();
-  ASSERT_TRUE(ptx.ok()) << ptx.status() << "\n" << src->source;
-  EXPECT_NE(ptx->find(absl::StrCat(".entry ", src->name)), std::string::npos) << *ptx;
+  ASSERT_TRUE(ptx.ok()) << ptx.status();
+  EXPECT_NE(ptx->ptx.find(absl::StrCat(".entry ", ptx->name)), std::string::npos) << ptx->ptx;
+  EXPECT_EQ(ptx->numel, 64 * 70);
+  // Inputs x, bias, s; stored r, mf, gt (a and m stay in registers).
+  EXPECT_EQ(ptx->values.size(), 6u);
   // A source error comes back with NVRTC's log, naming the file.
   auto bad = cuda::CompileToPtx("this is not CUDA", "broken.cu", "compute_90");
   ASSERT_FALSE(bad.ok());
@@ -138,12 +143,14 @@ TEST(LoopCodegen, TheSameSourceCompilesToPtxWithNvrtc) {
 }
 
 TEST(LoopCodegen, ReductionsAreLeftToTheInterpreter) {
+  // The CUDA plugin claims no reduction, so the relu stays alone: no group.
   Builder b;
   const int x = b.Input(MIXRT_DTYPE_F32, {4, 4});
   const int y = b.Value(MIXRT_DTYPE_F32, {4, 4});
   const int s = b.Value(MIXRT_DTYPE_F32, {1, 4}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_RELU), {x}, {y});
   b.Node(MIXRT_OP_REDUCE, testing::Reduce(MIXRT_REDUCE_SUM, 1u), {y}, {s});
+  EXPECT_EQ(cuda::ClaimGeneratedLoops(b.g), (std::vector<int>{-1, -1}));
   auto src = sdk::GenerateLoopSource(b.g, {0, 0}, 0);
   EXPECT_TRUE(absl::IsUnimplemented(src.status())) << src.status();
 }

@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cublaslt_plan.h"
 #include "backends/cuda/cuda_capability.h"
+#include "backends/cuda/cuda_fusion.h"
 #include "backends/gpu/gpu_plugin.h"
 #include "backends/gpu/graph_replay.h"
 #include "backends/gpu/matmul_call.h"
@@ -109,6 +111,45 @@ class CudaKernelGraph : public sdk::KernelGraph {
   gpu::GraphReplay replay_;
 };
 
+// A generated loop loaded from its PTX; launched on the device's stream
+// (so a kernel graph's capture records it).
+class CudaFusedKernel : public sdk::FusedKernel {
+ public:
+  CudaFusedKernel(FusedPtx ptx, cudaLibrary_t library, cudaKernel_t kernel,
+                  cudaStream_t stream, int device)
+      : ptx_(std::move(ptx)), library_(library), kernel_(kernel), stream_(stream),
+        device_(device) {}
+  ~CudaFusedKernel() override { (void)cudaLibraryUnload(library_); }
+
+  absl::Status Run(absl::Span<void* const> value_data,
+                   absl::Span<const int64_t>) override {
+    if (ptx_.numel == 0) return absl::OkStatus();
+    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    // The kernel's first parameter is a struct of the pointers, by value.
+    std::vector<void*> pointers;
+    for (int v : ptx_.values) pointers.push_back(value_data[v]);
+    long long n = ptx_.numel;
+    void* args[] = {pointers.data(), &n};
+    constexpr int kThreads = 256;
+    const long long blocks = std::min<long long>((n + kThreads - 1) / kThreads, 1 << 16);
+    return gpu::RuntimeStatus(
+        cudaLaunchKernel(reinterpret_cast<const void*>(kernel_),
+                         dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args, 0,
+                         stream_),
+        "cudaLaunchKernel (fused loop)");
+  }
+  std::string Description() const override {
+    return absl::StrCat("generated CUDA loop ", ptx_.name);
+  }
+
+ private:
+  FusedPtx ptx_;
+  cudaLibrary_t library_;
+  cudaKernel_t kernel_;
+  cudaStream_t stream_;
+  int device_;
+};
+
 class CudaPlugin : public gpu::GpuPlugin {
  public:
   sdk::PluginInfo Info() const override {
@@ -137,6 +178,36 @@ class CudaPlugin : public gpu::GpuPlugin {
     MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
     return std::make_unique<CudaKernelGraph>(
         std::move(steps), static_cast<cudaStream_t>(d->stream), device);
+  }
+
+  absl::StatusOr<std::vector<int>> ClaimFusion(
+      int, const sdk::FusionGraph& graph) override {
+    return ClaimGeneratedLoops(graph);
+  }
+
+  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
+      int device, const sdk::FusionGraph& graph,
+      absl::Span<const int> group_of_node, int group) override {
+    MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
+    const std::string arch =
+        absl::StrCat("compute_", CapabilityOf(*d).sm());
+    MIXRT_ASSIGN_OR_RETURN(FusedPtx ptx,
+                           CompileGeneratedLoop(graph, group_of_node, group, arch));
+    cudaLibrary_t library = nullptr;
+    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
+        cudaLibraryLoadData(&library, ptx.ptx.c_str(), nullptr, nullptr, 0,
+                            nullptr, nullptr, 0),
+        "cudaLibraryLoadData"));
+    cudaKernel_t kernel = nullptr;
+    const absl::Status found = gpu::RuntimeStatus(
+        cudaLibraryGetKernel(&kernel, library, ptx.name.c_str()), "cudaLibraryGetKernel");
+    if (!found.ok()) {
+      (void)cudaLibraryUnload(library);
+      return found;
+    }
+    return std::make_unique<CudaFusedKernel>(std::move(ptx), library, kernel,
+                                             static_cast<cudaStream_t>(d->stream),
+                                             device);
   }
 
   sdk::Capability GetCapability(int device, MixrtOpClass op_class,

@@ -100,6 +100,13 @@ std::string Float(double v) {
 absl::StatusOr<std::string> OpExpr(const FusionNode& n, const std::vector<std::string>& in,
                                    MixrtDtype out, MixrtDtype in_dtype) {
   auto attrs = [&]() { return n.GetAttrs<MixrtPointwiseAttrs>(); };
+  const size_t arity = n.op == MIXRT_OP_WHERE                               ? 3
+                       : n.op == MIXRT_OP_UNARY || n.op == MIXRT_OP_COPY ? 1
+                                                                          : 2;
+  if (in.size() != arity) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loop codegen: ", MixrtOpName(n.op), " with ", in.size(), " inputs"));
+  }
   switch (n.op) {
     case MIXRT_OP_BINARY: {
       MIXRT_ASSIGN_OR_RETURN(MixrtPointwiseAttrs a, attrs());
@@ -182,7 +189,24 @@ absl::StatusOr<std::string> OpExpr(const FusionNode& n, const std::vector<std::s
       absl::StrCat("loop codegen writes no ", MixrtOpName(n.op), " of this kind"));
 }
 
+bool IntegerDtype(MixrtDtype d) { return d == MIXRT_DTYPE_I32 || d == MIXRT_DTYPE_I64; }
+
 }  // namespace
+
+std::vector<int64_t> LoopCodegenShape(const FusionGraph& g, const FusionNode& n) {
+  if (n.op == MIXRT_OP_REDUCE || n.outputs.size() != 1 || n.attrs_extended) return {};
+  const FusionValue& out = g.values[n.outputs[0]];
+  if (!out.is_static() || !out.is_contiguous() || IntegerDtype(out.dtype)) return {};
+  std::vector<std::string> names;
+  for (int v : n.inputs) {
+    const FusionValue& in = g.values[v];
+    if (!in.is_static() || in.shape != out.shape || IntegerDtype(in.dtype)) return {};
+    names.push_back("x");
+  }
+  const MixrtDtype in_dtype = n.inputs.empty() ? out.dtype : g.values[n.inputs[0]].dtype;
+  if (n.inputs.empty() || !OpExpr(n, names, out.dtype, in_dtype).ok()) return {};
+  return out.shape;
+}
 
 absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
                                               absl::Span<const int> group_of_node,

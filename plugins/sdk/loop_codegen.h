@@ -37,6 +37,11 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& graph,
                                               absl::Span<const int> group_of_node,
                                               int group);
 
+// The shape node `n` iterates over when the generator can write it (a
+// pointwise op of a kind it knows, static float or bool values), else
+// empty: the iteration_shape of sdk::LoopRules for a generating plugin.
+std::vector<int64_t> LoopCodegenShape(const FusionGraph& graph, const FusionNode& n);
+
 }  // namespace mixrt::sdk
 
 #endif  // MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
