@@ -1,7 +1,7 @@
 // Generated fused-loop source (plugins/sdk/loop_codegen): compiled by the
 // system C++ compiler and run, it gives what the CPU plugin's fused loop
 // gives, bit for bit (each op rounded to its dtype as in memory); the same
-// text compiles with NVRTC to PTX for the GPU, which needs no GPU here.
+// text compiles with NVRTC to PTX (tests/gpu/cuda_fusion_test).
 #include "plugins/sdk/loop_codegen.h"
 
 #include <dlfcn.h>
@@ -15,8 +15,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fused_loop.h"
-#include "backends/cuda/cuda_fusion.h"
-#include "backends/cuda/nvrtc_program.h"
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
 #include "tests/testing/fusion_graph_builder.h"
@@ -123,34 +121,13 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   dlclose(lib);
 }
 
-// What the CUDA plugin does with a graph, up to loading the PTX: the
-// same group claimed, its source compiled by NVRTC for sm_90.
-TEST(LoopCodegen, TheCudaPluginsClaimCompilesToPtxWithNvrtc) {
-  Chain c(64, 70);
-  const std::vector<int> groups = cuda::ClaimGeneratedLoops(c.b.g);
-  ASSERT_EQ(groups, (std::vector<int>{0, 0, 0, 0, 0}));
-  auto ptx = cuda::CompileGeneratedLoop(c.b.g, groups, 0, "compute_90");
-  if (absl::IsUnavailable(ptx.status())) GTEST_SKIP() << ptx.status();
-  ASSERT_TRUE(ptx.ok()) << ptx.status();
-  EXPECT_NE(ptx->ptx.find(absl::StrCat(".entry ", ptx->name)), std::string::npos) << ptx->ptx;
-  EXPECT_EQ(ptx->numel, 64 * 70);
-  // Inputs x, bias, s; stored r, mf, gt (a and m stay in registers).
-  EXPECT_EQ(ptx->values.size(), 6u);
-  // A source error comes back with NVRTC's log, naming the file.
-  auto bad = cuda::CompileToPtx("this is not CUDA", "broken.cu", "compute_90");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("broken.cu"), std::string::npos) << bad.status();
-}
-
 TEST(LoopCodegen, ReductionsAreLeftToTheInterpreter) {
-  // The CUDA plugin claims no reduction, so the relu stays alone: no group.
   Builder b;
   const int x = b.Input(MIXRT_DTYPE_F32, {4, 4});
   const int y = b.Value(MIXRT_DTYPE_F32, {4, 4});
   const int s = b.Value(MIXRT_DTYPE_F32, {1, 4}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_RELU), {x}, {y});
   b.Node(MIXRT_OP_REDUCE, testing::Reduce(MIXRT_REDUCE_SUM, 1u), {y}, {s});
-  EXPECT_EQ(cuda::ClaimGeneratedLoops(b.g), (std::vector<int>{-1, -1}));
   auto src = sdk::GenerateLoopSource(b.g, {0, 0}, 0);
   EXPECT_TRUE(absl::IsUnimplemented(src.status())) << src.status();
 }
