@@ -15,7 +15,6 @@
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fused_loop.h"
-#include "backends/cpu/step_pairs.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
@@ -74,11 +73,6 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   sdk::Capability GetCapability(int, MixrtOpClass op_class,
                                 MixrtDtype dtype) override {
     return table_.Get(op_class, dtype);
-  }
-
-  absl::StatusOr<std::unique_ptr<sdk::KernelGraph>> CreateKernelGraph(
-      int, std::unique_ptr<sdk::StepGraph> steps) override {
-    return PairedStepGraph::Make(std::move(steps));
   }
 
   absl::StatusOr<std::vector<int>> ClaimFusion(

@@ -147,41 +147,31 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
                      num_buffers_));
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
-    MIXRT_RETURN_IF_ERROR(RunStep(static_cast<int>(i), buffers));
-  }
-  return absl::OkStatus();
-}
-
-StepGraph::StepView StepGraph::step(int i) const {
-  const Step& s = *steps_[i];
-  return {&s.call, s.fused != nullptr, s.buffers, s.offsets};
-}
-
-absl::Status StepGraph::RunStep(int i, absl::Span<void* const> buffers) {
-  Step& step = *steps_[i];
-  for (size_t k = 0; k < step.descs.size(); ++k) {
-    char* base = static_cast<char*>(buffers[step.buffers[k]]);
-    if (base == nullptr && step.has_elements[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel_graph_run: step ", i, " (", MixrtOpName(step.call.op),
-          "): buffer ", step.buffers[k], " is NULL"));
-    }
-    step.descs[k].data = base == nullptr ? nullptr : base + step.offsets[k];
-  }
-  absl::Status status;
-  if (step.fused != nullptr) {
+    Step& step = *steps_[i];
     for (size_t k = 0; k < step.descs.size(); ++k) {
-      step.value_data[step.values[k]] = step.descs[k].data;
+      char* base = static_cast<char*>(buffers[step.buffers[k]]);
+      if (base == nullptr && step.has_elements[k]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel_graph_run: step ", i, " (", MixrtOpName(step.call.op),
+            "): buffer ", step.buffers[k], " is NULL"));
+      }
+      step.descs[k].data = base == nullptr ? nullptr : base + step.offsets[k];
     }
-    status = internal::RunFusedKernel(step.fused, step.value_data);
-  } else {
-    status = plugin_->Launch(step.call);
-  }
-  if (!status.ok()) {
-    return absl::Status(status.code(),
-                        absl::StrCat("step ", i, " (",
-                                     step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
-                                     "): ", status.message()));
+    absl::Status status;
+    if (step.fused != nullptr) {
+      for (size_t k = 0; k < step.descs.size(); ++k) {
+        step.value_data[step.values[k]] = step.descs[k].data;
+      }
+      status = internal::RunFusedKernel(step.fused, step.value_data);
+    } else {
+      status = plugin_->Launch(step.call);
+    }
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("step ", i, " (",
+                                       step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
+                                       "): ", status.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -43,20 +43,6 @@ class StepGraph : public KernelGraph {
   int num_buffers() const override { return num_buffers_; }
   int num_steps() const { return static_cast<int>(steps_.size()); }
 
-  // For a plugin that schedules the steps itself (CreateKernelGraph):
-  // step i's call (its descriptors' data as the last run left them), and
-  // per input then output, the buffer and byte offset it lives at.
-  struct StepView {
-    const KernelCall* call;
-    bool fused;  // Runs a fused kernel (call.op is then meaningless).
-    absl::Span<const int32_t> buffers;
-    absl::Span<const uint64_t> offsets;
-  };
-  StepView step(int i) const;
-  // Runs step i alone; steps run this way must keep the graph's order
-  // wherever one reads what another writes.
-  absl::Status RunStep(int i, absl::Span<void* const> buffers);
-
  private:
   struct Step;
   StepGraph(Plugin* plugin, int num_buffers);
