@@ -24,29 +24,7 @@ namespace {
 
 using testing::Builder;
 using testing::Kind;
-
-// bf16: y = relu((x + bias) * scale), z = where(y > x, y, -x) in f32 ...
-// here as: a = x + bias (broadcast row), m = a * s (broadcast scalar),
-// r = relu(m), out = r stored bf16; plus an f32 copy of m with a compare.
-struct Chain {
-  Builder b;
-  int x, bias, s, a, m, r, mf, gt;
-  explicit Chain(int64_t rows, int64_t cols) {
-    x = b.Input(MIXRT_DTYPE_BF16, {rows, cols});
-    bias = b.Input(MIXRT_DTYPE_BF16, {rows, cols}, {0, 1});
-    s = b.Input(MIXRT_DTYPE_BF16, {rows, cols}, {0, 0});
-    a = b.Value(MIXRT_DTYPE_BF16, {rows, cols});
-    m = b.Value(MIXRT_DTYPE_BF16, {rows, cols});
-    r = b.Value(MIXRT_DTYPE_BF16, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
-    mf = b.Value(MIXRT_DTYPE_F32, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
-    gt = b.Value(MIXRT_DTYPE_BOOL, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
-    b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_ADD), {x, bias}, {a});
-    b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {a, s}, {m});
-    b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_RELU), {m}, {r});
-    b.NoAttrs(MIXRT_OP_COPY, {m}, {mf});
-    b.Node(MIXRT_OP_COMPARE, Kind(MIXRT_COMPARE_GT), {r, x}, {gt});
-  }
-};
+using testing::PointwiseChain;
 
 std::string Compiler() {
   const char* cxx = std::getenv("CXX");
@@ -55,7 +33,7 @@ std::string Compiler() {
 
 TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   const int64_t rows = 7, cols = 301;
-  Chain c(rows, cols);
+  PointwiseChain c(rows, cols);
   const std::vector<int> groups = cpu::ClaimFusedLoops(c.b.g);
   ASSERT_EQ(groups, (std::vector<int>{0, 0, 0, 0, 0}));
   auto src = sdk::GenerateLoopSource(c.b.g, groups, 0);
@@ -122,12 +100,7 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
 }
 
 TEST(LoopCodegen, ReductionsAreLeftToTheInterpreter) {
-  Builder b;
-  const int x = b.Input(MIXRT_DTYPE_F32, {4, 4});
-  const int y = b.Value(MIXRT_DTYPE_F32, {4, 4});
-  const int s = b.Value(MIXRT_DTYPE_F32, {1, 4}, MIXRT_FUSION_VALUE_OUTPUT);
-  b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_RELU), {x}, {y});
-  b.Node(MIXRT_OP_REDUCE, testing::Reduce(MIXRT_REDUCE_SUM, 1u), {y}, {s});
+  const Builder b = testing::ReluThenColumnSum();
   auto src = sdk::GenerateLoopSource(b.g, {0, 0}, 0);
   EXPECT_TRUE(absl::IsUnimplemented(src.status())) << src.status();
 }

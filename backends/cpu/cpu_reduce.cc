@@ -79,20 +79,6 @@ bool ViewAsMiddle(uint32_t axes_mask, const TensorRef& in, MiddleView* v) {
   return true;
 }
 
-// Sum of x[0, n) in double, in eight interleaved partial sums: one chain
-// of dependent double adds ran at a quarter of an element per cycle (4 ms
-// for the sum of a 2M-element attention output before its backward).
-double SumInDouble(const float* x, int64_t n) {
-  double lanes[8] = {};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    for (int l = 0; l < 8; ++l) lanes[l] += x[j + l];
-  }
-  for (; j < n; ++j) lanes[j % 8] += x[j];
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
 // out[o, i] = sum (or mean) over m of in[o, m, i], accumulated in double:
 // blocks of inner columns in parallel, or, when inner is 1, pieces of each
 // row (partial sums added in a fixed order: the result does not depend on

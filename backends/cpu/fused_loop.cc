@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/gelu_rows.h"
+#include "backends/cpu/lane_sums.h"
 #include "backends/cpu/parallel.h"
 #include "mixrt/op_names.h"
 #include "plugins/sdk/fusion_claim.h"
@@ -572,17 +573,6 @@ class FusedLoop : public sdk::FusedKernel {
   }
   float Finish(MixrtReduceKind k, double v) const {
     return static_cast<float>(k == MIXRT_REDUCE_MEAN ? v / static_cast<double>(middle) : v);
-  }
-  // The reduce kernel's whole-row sum: eight interleaved partial sums.
-  static double SumInDouble(const float* x, int64_t n) {
-    double lanes[8] = {};
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-      for (int l = 0; l < 8; ++l) lanes[l] += x[j + l];
-    }
-    for (; j < n; ++j) lanes[j % 8] += x[j];
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   }
 };
 

@@ -64,16 +64,6 @@ std::vector<bool> Offerable(const Graph& g) {
   return offer;
 }
 
-MixrtTensorDesc Describe(const ValueRef& v) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = ToAbi(v.dtype);
-  d.ndim = static_cast<int32_t>(v.shape.size());
-  d.shape = v.shape.data();
-  d.strides = v.strides.data();
-  return d;
-}
-
 void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
   using Key = std::tuple<int, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
   auto key = [](const ValueRef& v) {

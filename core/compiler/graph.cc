@@ -29,6 +29,16 @@ std::string ValueName(const Graph& g, const ValueRef& v) {
 
 }  // namespace
 
+MixrtTensorDesc Describe(const ValueRef& v) {
+  MixrtTensorDesc d{};
+  d.struct_size = sizeof(d);
+  d.dtype = ToAbi(v.dtype);
+  d.ndim = static_cast<int32_t>(v.shape.size());
+  d.shape = v.shape.data();
+  d.strides = v.strides.data();
+  return d;
+}
+
 std::vector<std::vector<int>> SlotWriters(const Graph& g) {
   std::vector<std::vector<int>> writers(g.slots.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {

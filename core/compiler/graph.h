@@ -84,6 +84,10 @@ struct Graph {
   std::string ToString() const;
 };
 
+// The ABI descriptor of `v` (data unset), pointing into its shape and
+// strides: valid while `v` is.
+MixrtTensorDesc Describe(const ValueRef& v);
+
 // Per slot, the nodes (launches and host writes) writing it, in order,
 // each once.
 std::vector<std::vector<int>> SlotWriters(const Graph& g);

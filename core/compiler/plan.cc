@@ -33,16 +33,6 @@ std::string DescribeFusion(const FusionOutcome& o) {
   return text;
 }
 
-MixrtTensorDesc Describe(const ValueRef& v) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.dtype = ToAbi(v.dtype);
-  d.ndim = static_cast<int32_t>(v.shape.size());
-  d.shape = v.shape.data();
-  d.strides = v.strides.data();
-  return d;
-}
-
 }  // namespace
 
 Plan::Plan(Graph graph) : graph_(std::move(graph)) {}
