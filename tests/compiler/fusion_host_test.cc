@@ -1,0 +1,139 @@
+// The host side of backend fusion (core/compiler/fusion.cc) against a
+// plugin that claims greedily (tests/fixtures/fake_accelerator_plugin.cc
+// with MIXRT_FAKE_FUSION=greedy: every elementwise node as one group, run
+// node by node): a group that cannot run in one place is refused with its
+// reason, one that can runs where its inputs are ready, and either way the
+// compiled results are eager's bit for bit (both run the reference kernels).
+#include <cstdlib>
+#include <vector>
+
+#include "core/compiler/compile.h"
+#include "core/functional/ops.h"
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class FusionHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", "greedy", 1), 0);
+    auto backend = registry_.Load(
+        testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    device_ = Device(*backend, 0);
+  }
+  void TearDown() override { unsetenv("MIXRT_FAKE_FUSION"); }
+
+  Tensor Random(std::vector<int64_t> shape, uint64_t seed) {
+    Generator g(seed);
+    return *randn(shape, DType::kF32, device_, 0, 1, &g);
+  }
+
+  // Compiled (second call: a replay) against eager, bit for bit.
+  std::string CompareWithEager(compiler::TracedFunction fn,
+                               const std::vector<Tensor>& in, const char* mode) {
+    auto want = fn(in);
+    EXPECT_TRUE(want.ok()) << want.status();
+    auto f = compile(fn, {.mode = mode});
+    EXPECT_TRUE(f.ok()) << f.status();
+    if (!want.ok() || !f.ok()) return "";
+    for (int call = 0; call < 2; ++call) {
+      auto got = (*f)(in);
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) return "";
+      for (size_t k = 0; k < got->size(); ++k) {
+        EXPECT_EQ(*(*got)[k].to_bytes(), *(*want)[k].to_bytes()) << mode << " output " << k;
+      }
+    }
+    return f->Explain();
+  }
+
+  Registry registry_;
+  Device device_;
+};
+
+// relu(x) feeds a matmul and, with the matmul's result, an add: a group of
+// the relu and the add would have to run both before and after the matmul.
+TEST_F(FusionHost, AGroupANodeItLeftOutWouldSplitIsRefusedWithItsReason) {
+  const std::vector<Tensor> in = {Random({8, 16}, 1), Random({16, 16}, 2)};
+  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor m, matmul(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, add(a, m));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(c));
+    return std::vector<Tensor>{d};
+  };
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    const std::string explain = CompareWithEager(fn, in, mode);
+    EXPECT_THAT(explain, HasSubstr("refused group 0: a node it left out both reads "
+                                   "from it and feeds it"))
+        << explain;
+    EXPECT_THAT(explain, Not(HasSubstr("fused[")));
+  }
+}
+
+// neg(relu(x)) + y, then tanh: one group whose intermediates never reach
+// memory the host allocates; y is read from outside, the result stored.
+TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
+  const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
+  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(a, neg(a));
+    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
+    return std::vector<Tensor>{d};
+  };
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    const std::string explain = CompareWithEager(fn, in, mode);
+    EXPECT_THAT(explain, HasSubstr("1 fused kernels for 4 of 4 launches offered: "
+                                   "stepwise: unary, unary, binary, unary"))
+        << explain;
+    EXPECT_THAT(explain, HasSubstr("= fused[stepwise"));
+    EXPECT_THAT(explain, Not(HasSubstr("refused")));
+  }
+}
+
+// relu(x) is inside the group and read by a matmul outside it: the group
+// stores it (the matmul runs after the group), and keeps neg's to itself.
+TEST_F(FusionHost, AValueANodeOutsideReadsIsStoredForIt) {
+  const std::vector<Tensor> in = {Random({8, 16}, 6), Random({16, 16}, 7),
+                                  Random({8, 16}, 8)};
+  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor b, neg(a));
+    MIXRT_ASSIGN_OR_RETURN(Tensor m, matmul(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, add(b, x[2]));
+    return std::vector<Tensor>{c, m};
+  };
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    const std::string explain = CompareWithEager(fn, in, mode);
+    EXPECT_THAT(explain, HasSubstr("1 fused kernels for 3 of 4 launches offered"))
+        << explain;
+  }
+}
+
+// With fusion off the same graph runs launch by launch.
+TEST_F(FusionHost, FusionOffRunsOpByOp) {
+  ASSERT_EQ(setenv("MIXRT_COMPILE_FUSION", "0", 1), 0);
+  const std::vector<Tensor> in = {Random({4, 4}, 5)};
+  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d, neg(a));
+    return std::vector<Tensor>{d};
+  };
+  const std::string explain = CompareWithEager(fn, in, "default");
+  unsetenv("MIXRT_COMPILE_FUSION");
+  EXPECT_THAT(explain, HasSubstr("fusion: none (MIXRT_COMPILE_FUSION=0)"));
+}
+
+}  // namespace
+}  // namespace mixrt
