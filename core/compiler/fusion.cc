@@ -19,7 +19,6 @@ namespace {
 // The fusion subgraph in ABI form, with the storage its pointers point into.
 struct Offer {
   std::vector<int> node_of;          // Per fusion node: the graph node.
-  std::vector<int> fusion_node;      // Per graph node: its fusion node or -1.
   std::vector<ValueRef> refs;        // Per value.
   std::vector<int> producer;         // Per value: fusion node writing it, or -1.
   std::vector<std::vector<int>> readers;  // Per value, views' readers included.
@@ -29,6 +28,8 @@ struct Offer {
   MixrtFusionGraph graph{};
 };
 
+// A matmul adding into its output reads it: one node would both read and
+// write the value, which then has no single meaning to offer.
 bool Accumulates(const GraphNode& n) {
   if (n.op != MIXRT_OP_MATMUL) return false;
   MixrtMatmulAttrs a{};
@@ -83,12 +84,10 @@ void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
     o->readers.emplace_back();
     return static_cast<int>(o->refs.size() - 1);
   };
-  o->fusion_node.assign(g.nodes.size(), -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!offerable[i]) continue;
     const int f = static_cast<int>(o->node_of.size());
     o->node_of.push_back(static_cast<int>(i));
-    o->fusion_node[i] = f;
     const GraphNode& n = g.nodes[i];
     std::vector<int32_t> ins, outs;
     for (const ValueRef& v : n.inputs) {
