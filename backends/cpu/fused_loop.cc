@@ -17,6 +17,7 @@
 #include "plugins/sdk/fusion_claim.h"
 #include "plugins/sdk/plugin.h"
 #include "plugins/sdk/pointwise_math.h"
+#include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
 namespace {
@@ -45,7 +46,7 @@ bool IsInt(MixrtDtype d) {
 // What the chain computes exactly as the op-by-op kernels do for every
 // size (those that switch to oneDNN's eltwise above a size, whose
 // polynomials differ, stay op by op).
-bool FusesUnary(MixrtUnaryKind kind, bool backward) {
+bool FusesUnary(MixrtUnaryKind kind) {
   switch (kind) {
     case MIXRT_UNARY_NEG:
     case MIXRT_UNARY_ABS:
@@ -57,7 +58,6 @@ bool FusesUnary(MixrtUnaryKind kind, bool backward) {
     default:
       return false;
   }
-  (void)backward;
 }
 
 // The shape a node iterates over, or empty when the chain cannot run it.
@@ -98,7 +98,7 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
       auto a = n.GetAttrs<MixrtPointwiseAttrs>();
       const bool backward = n.op == MIXRT_OP_UNARY_BACKWARD;
       if (!a.ok() || a->kind >= MIXRT_UNARY_COUNT ||
-          !FusesUnary(static_cast<MixrtUnaryKind>(a->kind), backward) ||
+          !FusesUnary(static_cast<MixrtUnaryKind>(a->kind)) ||
           !same_shape(backward ? 2 : 1) || !float_io(out.dtype)) {
         return none;
       }
@@ -259,16 +259,6 @@ void UnaryBackward(const Step& s, const float* g, const float* x, int64_t n,
   }
 }
 
-int64_t LoadIntAt(const void* data, MixrtDtype dtype, int64_t offset) {
-  switch (dtype) {
-    case MIXRT_DTYPE_I64:
-      return static_cast<const int64_t*>(data)[offset];
-    case MIXRT_DTYPE_I32:
-      return static_cast<const int32_t*>(data)[offset];
-    default:
-      return static_cast<const uint8_t*>(data)[offset];
-  }
-}
 
 class FusedLoop : public sdk::FusedKernel {
  public:
@@ -368,9 +358,11 @@ class FusedLoop : public sdk::FusedKernel {
                  Scratch& s) const {
     if (l.integer) {
       int64_t* dst = s.ints_of(l.local);
-      ForEachOffset(l, start, n, [&](int64_t i, int64_t off) {
-        dst[i] = LoadIntAt(src, l.dtype, off);
-      });
+      MixrtTensorDesc desc{};
+      desc.data = const_cast<void*>(src);
+      desc.dtype = l.dtype;
+      const sdk::TensorRef t(desc);
+      ForEachOffset(l, start, n, [&](int64_t i, int64_t off) { dst[i] = t.LoadInt(off); });
       return;
     }
     if (l.contiguous) {

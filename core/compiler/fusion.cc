@@ -267,9 +267,9 @@ std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& ne
 
 }  // namespace
 
-absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
+absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph) {
   FusionOutcome outcome;
-  const Device device = g->device;
+  const Device device = g.device;
   if (!device.valid() || !device.backend()->has_fusion()) {
     outcome.not_offered = device.valid()
                               ? absl::StrCat(device.backend()->name(),
@@ -277,9 +277,9 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
                               : "no device";
     return outcome;
   }
-  const std::vector<bool> offerable = Offerable(*g);
+  const std::vector<bool> offerable = Offerable(g);
   Offer offer;
-  BuildOffer(*g, offerable, &offer);
+  BuildOffer(g, offerable, &offer);
   outcome.offered = static_cast<int>(offer.node_of.size());
   if (offer.node_of.empty()) {
     outcome.not_offered = "no launch writes an intermediate once";
@@ -288,14 +288,14 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
   MIXRT_ASSIGN_OR_RETURN(std::vector<int32_t> claimed,
                          device.backend()->ClaimFusion(device.index(), offer.graph));
   // Per graph node: its group, or -1.
-  std::vector<int> group_of(g->nodes.size(), -1);
+  std::vector<int> group_of(g.nodes.size(), -1);
   int num_groups = 0;
   for (size_t f = 0; f < claimed.size(); ++f) {
     group_of[offer.node_of[f]] = claimed[f];
     num_groups = std::max(num_groups, claimed[f] + 1);
   }
   if (num_groups == 0) return outcome;
-  const std::vector<std::vector<int>> next = Successors(*g);
+  const std::vector<std::vector<int>> next = Successors(g);
   auto refuse = [&](int group, const std::string& why) {
     for (size_t f = 0; f < claimed.size(); ++f) {
       if (claimed[f] == group) claimed[f] = -1;
@@ -357,12 +357,16 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
     }
     fused[group] = std::move(f);
   }
+  if (std::none_of(fused.begin(), fused.end(),
+                   [](const auto& f) { return f != nullptr; })) {
+    return outcome;
+  }
   // The fused nodes, each where its unit falls in the order.
   std::vector<GraphNode> nodes;
   for (const std::vector<int>& unit : order) {
     const int group = group_of[unit.front()];
     if (group < 0 || fused[group] == nullptr) {
-      for (int i : unit) nodes.push_back(std::move(g->nodes[i]));
+      for (int i : unit) nodes.push_back(g.nodes[i]);
       continue;
     }
     GraphNode n;
@@ -376,7 +380,10 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g) {
     n.fused = std::move(fused[group]);
     nodes.push_back(std::move(n));
   }
-  g->nodes = std::move(nodes);
+  fused_graph->device = g.device;
+  fused_graph->slots = g.slots;
+  fused_graph->outputs = g.outputs;
+  fused_graph->nodes = std::move(nodes);
   return outcome;
 }
 

@@ -26,10 +26,11 @@ struct FusionOutcome {
   std::string not_offered;
 };
 
-// Rewrites `g` in place. A backend without fusion (a 1.0 plugin), or one
-// that claims nothing, leaves it as it was. An error is the plugin's
-// (a failed claim); a group whose compile fails is refused, not an error.
-absl::StatusOr<FusionOutcome> FuseWithBackend(Graph* g);
+// `g` with its fused groups in place goes to `fused` when the outcome has
+// groups; otherwise `fused` is untouched (a backend without fusion, a 1.0
+// plugin, or one that claims nothing). An error is the plugin's (a failed
+// claim); a group whose compile fails is refused, not an error.
+absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused);
 
 }  // namespace mixrt::compiler
 

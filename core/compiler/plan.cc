@@ -64,10 +64,13 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     if (env != nullptr && !ParseOnOff(env).value_or(true)) {
       fusion = absl::StrCat("none (", kFusionEnv, "=0)");
     } else {
-      auto before = std::make_unique<const Graph>(graph);
-      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome, FuseWithBackend(&graph));
+      Graph fused;
+      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome, FuseWithBackend(graph, &fused));
       fusion = DescribeFusion(outcome);
-      if (outcome.groups > 0) traced = std::move(before);
+      if (outcome.groups > 0) {
+        traced = std::make_unique<const Graph>(std::move(graph));
+        graph = std::move(fused);
+      }
     }
   }
   std::unique_ptr<Plan> plan(new Plan(std::move(graph)));

@@ -122,11 +122,11 @@ absl::StatusOr<std::string> OpExpr(const FusionNode& n, const std::vector<std::s
         case MIXRT_BINARY_DIV:
           return absl::StrCat(x, " / ", y);
         case MIXRT_BINARY_MAXIMUM:
-          return absl::StrCat("(", x, " != ", x, " || ", y, " != ", y, ") ? ", x, " + ", y,
-                              " : (", x, " > ", y, " ? ", x, " : ", y, ")");
         case MIXRT_BINARY_MINIMUM:
+          // NaN in either propagates (x + y), as sdk::ApplyBinary does.
           return absl::StrCat("(", x, " != ", x, " || ", y, " != ", y, ") ? ", x, " + ", y,
-                              " : (", x, " < ", y, " ? ", x, " : ", y, ")");
+                              " : (", x, a.kind == MIXRT_BINARY_MAXIMUM ? " > " : " < ", y,
+                              " ? ", x, " : ", y, ")");
         default:
           break;
       }
