@@ -18,6 +18,7 @@
 #include "backends/cpu/dense_call.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/fused_matmul.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -281,19 +282,15 @@ bool Split(const TensorRef& t, SplitOperand* s) {
   return finite.load();
 }
 
-// c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
-// not 0, on oneDNN or the small f32 tiles; c is f32 or a's dtype. Returns
-// whether it also applied `act` (the tiles apply a relu when sum_beta is
-// 0; otherwise the caller's epilogue does).
-bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
-             const TensorRef& c, float sum_beta,
-             MixrtActivation act = MIXRT_ACTIVATION_NONE) {
+// The oneDNN shape of c = a x b (+ bias) (+ sum_beta c), then `steps`
+// (binary ones' addresses into post_data); the bias as given (Product
+// widens one oneDNN cannot take).
+void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
+                     const TensorRef& c, float sum_beta, absl::Span<const EpilogueStep> steps,
+                     MatmulShape* out, std::vector<const void*>* post_data) {
+  MatmulShape& shape = *out;
   const bool has_bias = bias_in != nullptr;
   const int nd = c.ndim();
-  // Reused per thread: its vectors keep their capacity, so a call in the
-  // steady state allocates nothing (eight vector allocations and frees a
-  // call were a tenth of a small MLP's compiled train step).
-  thread_local MatmulShape shape;
   Layout(a, &shape.a.dims, &shape.a.strides);
   Layout(b, &shape.b.dims, &shape.b.strides);
   Layout(c, &shape.c.dims, &shape.c.strides);
@@ -314,8 +311,50 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   shape.a.dtype = a.dtype();
   shape.b.dtype = b.dtype();
   shape.c.dtype = c.dtype();
-  shape.bias.dtype = MIXRT_DTYPE_F32;
+  shape.bias.dtype = has_bias ? bias_in->dtype() : MIXRT_DTYPE_F32;
   shape.sum_beta = sum_beta;
+  shape.post_ops.resize(steps.size());
+  post_data->assign(steps.size(), nullptr);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    MatmulPostOp& op = shape.post_ops[i];
+    op.binary = steps[i].operand != nullptr;
+    op.algorithm = steps[i].algorithm;
+    op.alpha = steps[i].alpha;
+    op.beta = steps[i].beta;
+    if (!op.binary) continue;
+    // The claim allowed three layouts: c's own, a row broadcast over the
+    // other dims, and one element broadcast everywhere.
+    const TensorRef& t = *steps[i].operand;
+    op.operand.dtype = t.dtype();
+    if (std::equal(t.strides(), t.strides() + nd, c.strides())) {
+      op.operand.dims = shape.c.dims;
+      op.operand.strides = shape.c.strides;
+    } else {
+      op.operand.dims.assign(shape.c.dims.size(), 1);
+      op.operand.strides.assign(shape.c.dims.size(), 1);
+      if (t.stride(nd - 1) != 0) op.operand.dims.back() = shape.c.dims.back();
+    }
+    (*post_data)[i] = t.data();
+  }
+}
+
+// c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
+// not 0, on oneDNN or the small f32 tiles, then `steps` as oneDNN
+// post-ops; c is f32 or a's dtype. Returns whether it also applied `act`
+// (the tiles apply a relu when sum_beta is 0; otherwise the caller's
+// epilogue does).
+bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
+             const TensorRef& c, float sum_beta,
+             MixrtActivation act = MIXRT_ACTIVATION_NONE,
+             absl::Span<const EpilogueStep> steps = {}) {
+  const bool has_bias = bias_in != nullptr;
+  // Reused per thread: its vectors keep their capacity, so a call in the
+  // steady state allocates nothing (eight vector allocations and frees a
+  // call were a tenth of a small MLP's compiled train step).
+  thread_local MatmulShape shape;
+  thread_local std::vector<const void*> post_data;
+  DescribeProduct(a, b, bias_in, c, sum_beta, steps, &shape, &post_data);
+  dnnl::memory::dims& bias_strides = shape.bias.strides;
   const void* bias_data = nullptr;
   std::unique_ptr<float[]> wide_bias;
   if (has_bias) {
@@ -334,7 +373,7 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     }
     shape.bias.dtype = bias_type;
   }
-  if (shape.c.dims.size() == 2 && a.dtype() == MIXRT_DTYPE_F32 &&
+  if (steps.empty() && shape.c.dims.size() == 2 && a.dtype() == MIXRT_DTYPE_F32 &&
       c.dtype() == MIXRT_DTYPE_F32 && shape.bias.dtype == MIXRT_DTYPE_F32 &&
       shape.c.strides[1] == 1 &&
       SmallGemmApplies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
@@ -361,7 +400,7 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   for (int64_t d : shape.c.dims) work *= d;
   // Created and run under the same thread count (one for small products).
   const SerialScope serial(work <= kSerialWork);
-  RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data);
+  RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data, post_data.data());
   return false;
 }
 
@@ -457,6 +496,30 @@ bool F16MatmulByBf16Pairs() {
                             OneDnnHasMatmul(MIXRT_DTYPE_BF16) &&
                             AmxTilesUsable();
   return pairs;
+}
+
+absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,
+                                   const TensorRef* bias, const TensorRef& out,
+                                   absl::Span<const EpilogueStep> steps) {
+  try {
+    Product(a, b, bias, out, 0, MIXRT_ACTIVATION_NONE, steps);
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("oneDNN matmul with post-ops: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+std::string MatmulWithEpilogueImplementation(const TensorRef& a, const TensorRef& b,
+                                             const TensorRef* bias, const TensorRef& out,
+                                             absl::Span<const EpilogueStep> steps) {
+  MatmulShape shape;
+  std::vector<const void*> post_data;
+  DescribeProduct(a, b, bias, out, 0, steps, &shape, &post_data);
+  if (bias != nullptr && bias->dtype() != MIXRT_DTYPE_F32 && bias->dtype() != a.dtype()) {
+    shape.bias.dtype = MIXRT_DTYPE_F32;  // As Product widens it.
+    shape.bias.strides.back() = 1;
+  }
+  return PreparedMatmulImplementation(shape);
 }
 
 absl::Status RunMatmul(const sdk::KernelCall& call) {

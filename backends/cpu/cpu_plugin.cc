@@ -15,6 +15,8 @@
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fused_loop.h"
+#include "backends/cpu/fused_matmul.h"
+#include "backends/cpu/fused_norm.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
@@ -75,15 +77,42 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return table_.Get(op_class, dtype);
   }
 
+  // GEMMs with the chains they feed first (a oneDNN matmul with
+  // post-ops), then layer_norms writing their casts, then loops over what
+  // is left; each kind's groups are numbered after the last kind's.
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
-    return ClaimFusedLoops(graph);
+    std::vector<int> groups = ClaimMatmulEpilogues(graph);
+    if (groups.empty()) return groups;
+    auto count = [&groups]() { return 1 + *std::max_element(groups.begin(), groups.end()); };
+    const std::vector<int> norms = ClaimNormCasts(graph, groups, count());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (norms[i] >= 0) groups[i] = norms[i];
+    }
+    const int before_loops = count();
+    const std::vector<int> loops = ClaimFusedLoops(graph, groups);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (loops[i] >= 0) groups[i] = before_loops + loops[i];
+    }
+    return groups;
   }
 
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
-    return CompileFusedLoop(graph, group_of_node, group);
+    for (size_t i = 0; i < group_of_node.size(); ++i) {
+      if (group_of_node[i] == group) {
+        switch (graph.nodes[i].op) {
+          case MIXRT_OP_MATMUL:
+            return CompileFusedMatmul(graph, group_of_node, group);
+          case MIXRT_OP_LAYER_NORM:
+            return CompileNormCast(graph, group_of_node, group);
+          default:
+            return CompileFusedLoop(graph, group_of_node, group);
+        }
+      }
+    }
+    return absl::InvalidArgumentError("no node is in the group");
   }
 
   absl::Status Launch(const sdk::KernelCall& call) override {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/fused_norm.h"
 #include "backends/cpu/lane_sums.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
@@ -16,6 +17,36 @@
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
+
+void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
+                   const sdk::TensorRef* bias, float eps, void* y, MixrtDtype y_dtype,
+                   float* mean_out, float* rstd_out) {
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  std::vector<float> w(n, 1.0f), b(n, 0.0f);
+  if (weight != nullptr) LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
+  if (bias != nullptr) LoadRow(bias->data(), bias->dtype(), 0, n, b.data());
+  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
+    std::vector<float> row(n);
+    for (int64_t r = begin; r < end; ++r) {
+      LoadRow(x.data(), x.dtype(), r * n, n, row.data());
+      const float* v = row.data();
+      const double mean =
+          SumInLanes(n, [v](int64_t i) { return static_cast<double>(v[i]); }) / n;
+      const double sq = SumInLanes(n, [v, mean](int64_t i) {
+        const double d = v[i] - mean;
+        return d * d;
+      });
+      const auto rstd = static_cast<float>(1.0 / std::sqrt(sq / n + eps));
+      const auto m = static_cast<float>(mean);
+      if (mean_out != nullptr) mean_out[r] = m;
+      if (rstd_out != nullptr) rstd_out[r] = rstd;
+      for (int64_t i = 0; i < n; ++i)
+        row[i] = (row[i] - m) * rstd * w[i] + b[i];
+      StoreRow(row.data(), n, y, y_dtype, r * n);
+    }
+  });
+}
+
 namespace {
 
 using sdk::TensorRef;
@@ -146,36 +177,10 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         "layer_norm: x and y must be [R, N], mean and rstd f32 [R]");
   }
-  const int64_t rows = x.dim(0), n = x.dim(1);
-  const bool affine = nin == 3;
-  const auto eps = static_cast<float>(attrs->eps);
-  std::vector<float> w(n, 1.0f), b(n, 0.0f);
-  if (affine) {
-    LoadRow(call.inputs[1].data(), call.inputs[1].dtype(), 0, n, w.data());
-    LoadRow(call.inputs[2].data(), call.inputs[2].dtype(), 0, n, b.data());
-  }
-  auto* mean_out = static_cast<float*>(call.outputs[1].data());
-  auto* rstd_out = static_cast<float*>(call.outputs[2].data());
-  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
-    std::vector<float> row(n);
-    for (int64_t r = begin; r < end; ++r) {
-      LoadRow(x.data(), x.dtype(), r * n, n, row.data());
-      const float* v = row.data();
-      const double mean =
-          SumInLanes(n, [v](int64_t i) { return static_cast<double>(v[i]); }) / n;
-      const double sq = SumInLanes(n, [v, mean](int64_t i) {
-        const double d = v[i] - mean;
-        return d * d;
-      });
-      const auto rstd = static_cast<float>(1.0 / std::sqrt(sq / n + eps));
-      const auto m = static_cast<float>(mean);
-      mean_out[r] = m;
-      rstd_out[r] = rstd;
-      for (int64_t i = 0; i < n; ++i)
-        row[i] = (row[i] - m) * rstd * w[i] + b[i];
-      StoreRow(row.data(), n, y.data(), y.dtype(), r * n);
-    }
-  });
+  LayerNormRows(x, nin == 3 ? &call.inputs[1] : nullptr, nin == 3 ? &call.inputs[2] : nullptr,
+                static_cast<float>(attrs->eps), y.data(), y.dtype(),
+                static_cast<float*>(call.outputs[1].data()),
+                static_cast<float*>(call.outputs[2].data()));
   return absl::OkStatus();
 }
 

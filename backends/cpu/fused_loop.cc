@@ -165,9 +165,13 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
 
 }  // namespace
 
-std::vector<int> ClaimFusedLoops(const FusionGraph& g) {
+std::vector<int> ClaimFusedLoops(const FusionGraph& g, absl::Span<const int> taken) {
   sdk::LoopRules rules;
-  rules.iteration_shape = [&g](const FusionNode& n) { return IterationShape(g, n); };
+  rules.iteration_shape = [&g, taken](const FusionNode& n) {
+    const size_t i = static_cast<size_t>(&n - g.nodes.data());
+    if (i < taken.size() && taken[i] >= 0) return std::vector<int64_t>{};
+    return IterationShape(g, n);
+  };
   rules.max_reductions = kMaxReductions;
   return sdk::ClaimLoops(g, rules);
 }

@@ -19,8 +19,10 @@
 
 namespace mixrt::cpu {
 
-// Per node of `graph`, its fused loop (0, 1, ...), or -1.
-std::vector<int> ClaimFusedLoops(const sdk::FusionGraph& graph);
+// Per node of `graph`, its fused loop (0, 1, ...), or -1; nodes whose
+// `taken` entry is not -1 (another fusion's) are left out.
+std::vector<int> ClaimFusedLoops(const sdk::FusionGraph& graph,
+                                 absl::Span<const int> taken = {});
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
     const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,

@@ -70,6 +70,10 @@ dnnl::binary::primitive_desc BinaryPd(algorithm a,
   return dnnl::binary::primitive_desc(Engine(), a, md, md, md);
 }
 
+void AppendEltwise(dnnl::post_ops* ops, algorithm a, float alpha, float beta) {
+  ops->append_eltwise(a, alpha, beta);
+}
+
 dnnl::convolution_forward::primitive_desc ConvForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
@@ -169,6 +173,10 @@ dnnl::binary::primitive_desc BinaryPd(algorithm a,
                                       const dnnl::memory::desc& md) {
   return dnnl::binary::primitive_desc(dnnl::binary::desc(a, md, md, md),
                                       Engine());
+}
+
+void AppendEltwise(dnnl::post_ops* ops, algorithm a, float alpha, float beta) {
+  ops->append_eltwise(1.0f, a, alpha, beta);  // 2.x's first argument: a scale.
 }
 
 dnnl::convolution_forward::primitive_desc ConvForwardPd(

@@ -52,6 +52,9 @@ dnnl::eltwise_backward::primitive_desc EltwiseBackwardPd(
 dnnl::binary::primitive_desc BinaryPd(dnnl::algorithm algorithm,
                                       const dnnl::memory::desc& md);
 
+void AppendEltwise(dnnl::post_ops* ops, dnnl::algorithm algorithm, float alpha,
+                   float beta);
+
 struct ConvGeometry {
   dnnl::memory::dims strides, dilates, padding;
 };

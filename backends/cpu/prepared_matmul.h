@@ -7,6 +7,8 @@
 #define MIXRT_BACKENDS_CPU_PREPARED_MATMUL_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "mixrt/plugin_api.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -19,16 +21,33 @@ struct MatmulOperand {
   dnnl::memory::dims dims, strides;
 };
 
+// An epilogue step oneDNN applies to the product in registers, after the
+// bias and the sum: an eltwise function, or a binary op with a second
+// tensor (c's rank; size-1 dims broadcast).
+struct MatmulPostOp {
+  bool binary = false;
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;  // The eltwise function's parameters.
+  MatmulOperand operand;      // The binary op's second tensor.
+};
+
 struct MatmulShape {
   MatmulOperand a, b, c;
   MatmulOperand bias;  // No dims: no bias.
   float sum_beta = 0;  // c = a x b + bias + sum_beta * c.
+  std::vector<MatmulPostOp> post_ops;  // Then these, in order.
 };
 
-// Runs the matmul on this thread. Throws dnnl::error when oneDNN cannot
-// build it.
+// Runs the matmul on this thread; `post_op_data[i]` is the second tensor of
+// post_ops[i] when that one is binary. Throws dnnl::error when oneDNN
+// cannot build it.
 void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
-                       void* c, const void* bias = nullptr);
+                       void* c, const void* bias = nullptr,
+                       const void* const* post_op_data = nullptr);
+
+// The oneDNN implementation the shape gets ("brg:avx512_core_bf16", or
+// "ref:any" for its slow reference loops), or "" when oneDNN has none.
+std::string PreparedMatmulImplementation(const MatmulShape& shape);
 
 }  // namespace mixrt::cpu
 

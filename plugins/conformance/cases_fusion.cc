@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/compiler/compile.h"
+#include "core/kernels/layer_norm.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
@@ -46,6 +47,26 @@ Tolerance ChainTolerance(DType dtype, int ops, const std::vector<double>& magnit
 }
 
 double Finite(double v) { return std::isfinite(v) ? std::fabs(v) : 0.0; }
+
+// Per element of a linear's [rows, cols] result over `inner` terms (inputs
+// x, w, bias, then one more [rows, cols] operand when `residual`): the sum
+// of the absolute terms, with the f32 accumulation's rounding (inner
+// roundings of 2^-23) in units of the dtype's.
+std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in, int rows,
+                                    int cols, int inner, DType dtype, bool residual) {
+  std::vector<double> m(rows * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      double dot = 0;
+      for (int k = 0; k < inner; ++k) {
+        dot += Finite(in[0][r * inner + k]) * Finite(in[1][c * inner + k]);
+      }
+      m[r * cols + c] = dot * (1 + inner * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
+                        Finite(in[2][c]) + (residual ? Finite(in[3][r * cols + c]) : 0.0);
+    }
+  }
+  return m;
+}
 
 void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
               std::vector<InputSpec> inputs, Fn fn,
@@ -149,27 +170,60 @@ void AddFusionCases(std::vector<Case>* cases) {
           for (size_t i = 0; i < m.size(); ++i) m[i] = Finite(in[0][i]) * Finite(in[1][0]);
           return ChainTolerance(dtype, 3, m, false);
         });
-    // A linear with its relu and a residual add: GEMM plus epilogues.
+    // A linear with its relu and a residual add: GEMM plus epilogues; then
+    // with NaN and infinities among the values, which the relu must pass
+    // on (a fused epilogue that turned NaN into 0 would hide an overflow
+    // from the grad scaler).
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      AddChain(
+          cases,
+          values == Values::kNormal ? "linear_relu_residual" : "linear_relu_residual/special",
+          dtype,
+          {{{17, 33}, dtype, values}, {{19, 33}, dtype}, {{19}, dtype}, {{17, 19}, dtype}},
+          [](const std::vector<Tensor>& in) -> Outputs {
+            MIXRT_ASSIGN_OR_RETURN(Tensor t, linear(in[0], in[1], in[2]));
+            MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+            return One(add(t, in[3]));
+          },
+          [dtype](int, const std::vector<std::vector<double>>& in) {
+            return ChainTolerance(dtype, 4, LinearMagnitude(in, 17, 19, 33, dtype, true), false);
+          });
+    }
+    // A linear's GELU (a transformer MLP's first half) and the f32 residual
+    // stream it is added back to after a cast, as autocast writes it.
     AddChain(
-        cases, "linear_relu_residual", dtype,
-        {{{17, 33}, dtype}, {{19, 33}, dtype}, {{19}, dtype}, {{17, 19}, dtype}},
+        cases, "linear_gelu_cast_residual", dtype,
+        {{{64, 48}, dtype}, {{40, 48}, dtype}, {{40}, dtype}, {{64, 40}, DType::kF32}},
         [](const std::vector<Tensor>& in) -> Outputs {
           MIXRT_ASSIGN_OR_RETURN(Tensor t, linear(in[0], in[1], in[2]));
-          MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+          MIXRT_ASSIGN_OR_RETURN(t, gelu(t));
+          MIXRT_ASSIGN_OR_RETURN(t, t.to(DType::kF32));
           return One(add(t, in[3]));
         },
         [dtype](int, const std::vector<std::vector<double>>& in) {
-          std::vector<double> m(17 * 19);
-          for (int r = 0; r < 17; ++r) {
-            for (int c = 0; c < 19; ++c) {
-              double dot = 0;
-              for (int k = 0; k < 33; ++k) dot += Finite(in[0][r * 33 + k]) * Finite(in[1][c * 33 + k]);
-              // 33 f32 products summed, then the bias and the residual.
-              m[r * 19 + c] = dot * (1 + 33 * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
-                              Finite(in[2][c]) + Finite(in[3][r * 19 + c]);
-            }
+          return ChainTolerance(dtype, 4, LinearMagnitude(in, 64, 40, 48, dtype, true), true);
+        });
+    // An f32 layer_norm (autocast runs it in f32) cast for the next
+    // linear: the normalized rows, rounded once to the dtype.
+    AddChain(
+        cases, "layer_norm_cast", dtype,
+        {{{65, 96}, DType::kF32}, {{96}, DType::kF32}, {{96}, DType::kF32}},
+        [dtype](const std::vector<Tensor>& in) -> Outputs {
+          MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(in[0], 1, in[1], in[2]));
+          MIXRT_ASSIGN_OR_RETURN(Tensor y, o.y.to(dtype));
+          return One(mul(y, y));
+        },
+        [dtype](int, const std::vector<std::vector<double>>& in) {
+          // |y| is at most sqrt(96) |w| + |b|; the f32 statistics' error,
+          // then the cast's and the product's roundings.
+          std::vector<double> m(in[0].size());
+          for (size_t i = 0; i < m.size(); ++i) {
+            const double y = std::sqrt(96.0) * Finite(in[1][i % 96]) + Finite(in[2][i % 96]);
+            m[i] = y * y;
           }
-          return ChainTolerance(dtype, 4, m, false);
+          Tolerance t = ChainTolerance(dtype, 3, m, false);
+          t.rtol += 64 * UnitRoundoff(DType::kF32);
+          return t;
         });
     // softmax spelled out: exp(x - max) / sum: reductions feeding pointwise
     // ops feeding reductions.

@@ -1,0 +1,429 @@
+#include "backends/cpu/fused_matmul.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/small_gemm.h"
+#include "mixrt/op_names.h"
+#include "plugins/sdk/plugin.h"
+#include "plugins/sdk/pointwise_math.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::FusionGraph;
+using sdk::FusionNode;
+using sdk::FusionValue;
+using sdk::TensorRef;
+
+// Ops after the matmul one group takes (oneDNN allows more post-ops; a
+// transformer's longest chain is cast + residual add).
+constexpr size_t kMaxChain = 4;
+
+struct ChainStep {
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;
+  int operand = -1;  // The binary op's other value, else -1.
+  std::string name;
+};
+
+// A matmul and the chain it feeds, as far as it fuses.
+struct Chain {
+  int a = -1, b = -1, bias = -1;
+  std::vector<int> nodes;          // The matmul first.
+  std::vector<ChainStep> steps;    // Post-ops.
+  std::vector<size_t> steps_upto;  // Per node: steps its prefix has.
+  std::vector<int> outs;           // Per node: its output value.
+};
+
+std::string AlgorithmName(dnnl::algorithm a) {
+  switch (a) {
+    case dnnl::algorithm::eltwise_relu:
+      return "relu";
+    case dnnl::algorithm::eltwise_gelu_erf:
+      return "gelu_erf";
+    case dnnl::algorithm::eltwise_gelu_tanh:
+      return "gelu_tanh";
+    case dnnl::algorithm::eltwise_swish:
+      return "swish";
+    case dnnl::algorithm::eltwise_logistic:
+      return "logistic";
+    case dnnl::algorithm::eltwise_tanh:
+      return "tanh";
+    case dnnl::algorithm::eltwise_linear:
+      return "linear";
+    case dnnl::algorithm::binary_add:
+      return "binary_add";
+    case dnnl::algorithm::binary_sub:
+      return "binary_sub";
+    case dnnl::algorithm::binary_mul:
+      return "binary_mul";
+    default:
+      return "post-op";
+  }
+}
+
+// The eltwise post-op computing unary `kind`, checked against the op's
+// NaN and infinities; nullopt when there is none or it differs.
+std::optional<ChainStep> EltwiseFor(uint32_t kind, float alpha, float beta) {
+  ChainStep s;
+  switch (kind) {
+    case MIXRT_UNARY_RELU:
+      s.algorithm = dnnl::algorithm::eltwise_relu;
+      break;
+    case MIXRT_UNARY_LEAKY_RELU:
+      s.algorithm = dnnl::algorithm::eltwise_relu;
+      s.alpha = alpha;
+      break;
+    case MIXRT_UNARY_GELU:
+      s.algorithm = dnnl::algorithm::eltwise_gelu_erf;
+      break;
+    case MIXRT_UNARY_GELU_TANH:
+      s.algorithm = dnnl::algorithm::eltwise_gelu_tanh;
+      break;
+    case MIXRT_UNARY_SILU:
+      s.algorithm = dnnl::algorithm::eltwise_swish;
+      s.alpha = 1;
+      break;
+    case MIXRT_UNARY_SIGMOID:
+      s.algorithm = dnnl::algorithm::eltwise_logistic;
+      break;
+    case MIXRT_UNARY_TANH:
+      s.algorithm = dnnl::algorithm::eltwise_tanh;
+      break;
+    case MIXRT_UNARY_SCALE:
+      s.algorithm = dnnl::algorithm::eltwise_linear;
+      s.alpha = alpha;
+      s.beta = beta;
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (!PostOpKeepsSpecials(s.algorithm, s.alpha, s.beta, kind)) return std::nullopt;
+  s.name = AlgorithmName(s.algorithm);
+  return s;
+}
+
+bool FloatDtype(MixrtDtype d) {
+  return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16 || d == MIXRT_DTYPE_F16;
+}
+
+// How a binary op's other operand may be laid out against the chain's
+// value `like` (contiguous): like's own strides, a row broadcast over the
+// leading dims, or one element everywhere.
+bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
+  if (!v.is_static() || v.shape != like.shape || !FloatDtype(v.dtype) ||
+      v.dtype == MIXRT_DTYPE_F16) {
+    return false;
+  }
+  if (v.strides == like.strides) return true;
+  const size_t nd = v.shape.size();
+  for (size_t d = 0; d + 1 < nd; ++d) {
+    if (v.strides[d] != 0 && v.shape[d] != 1) return false;
+  }
+  return nd == 0 || v.strides[nd - 1] == 0 || v.strides[nd - 1] == 1;
+}
+
+// The step node `n` adds when it reads `v` (the chain's current value) and
+// fuses, and whether it is a cast (no step).
+std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n, int v,
+                                 bool* cast) {
+  *cast = false;
+  if (n.outputs.size() != 1 || n.attrs_extended) return std::nullopt;
+  switch (n.op) {
+    case MIXRT_OP_COPY:
+      if (n.inputs.size() != 1 || n.inputs[0] != v) return std::nullopt;
+      *cast = true;
+      return ChainStep{};
+    case MIXRT_OP_UNARY: {
+      if (n.inputs.size() != 1 || n.inputs[0] != v) return std::nullopt;
+      auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
+      if (!attrs.ok()) return std::nullopt;
+      return EltwiseFor(attrs->kind, static_cast<float>(attrs->alpha),
+                        static_cast<float>(attrs->beta));
+    }
+    case MIXRT_OP_BINARY: {
+      if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
+      auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
+      if (!attrs.ok()) return std::nullopt;
+      const bool first = n.inputs[0] == v;
+      if (!first && n.inputs[1] != v) return std::nullopt;
+      ChainStep s;
+      s.operand = n.inputs[first ? 1 : 0];
+      switch (attrs->kind) {
+        case MIXRT_BINARY_ADD:
+          s.algorithm = dnnl::algorithm::binary_add;
+          break;
+        case MIXRT_BINARY_MUL:
+          s.algorithm = dnnl::algorithm::binary_mul;
+          break;
+        case MIXRT_BINARY_SUB:
+          if (!first) return std::nullopt;  // other - v is no post-op.
+          s.algorithm = dnnl::algorithm::binary_sub;
+          break;
+        default:
+          return std::nullopt;
+      }
+      if (!BroadcastLayoutFits(g.values[s.operand], g.values[n.outputs[0]])) {
+        return std::nullopt;
+      }
+      s.name = AlgorithmName(s.algorithm);
+      return s;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// The descriptor of value `v` with `data` (null when only describing).
+MixrtTensorDesc Describe(const FusionValue& v, void* data) {
+  MixrtTensorDesc d{};
+  d.struct_size = sizeof(d);
+  d.data = data;
+  d.dtype = v.dtype;
+  d.ndim = static_cast<int32_t>(v.shape.size());
+  d.shape = v.shape.data();
+  d.strides = v.strides.data();
+  return d;
+}
+
+// The chain prefix of `nodes` nodes as oneDNN steps: descriptors with
+// `data` per value (null entries describe only).
+struct Bound {
+  std::vector<MixrtTensorDesc> descs;  // Per value index used.
+  std::vector<TensorRef> refs;
+  std::vector<EpilogueStep> steps;
+  const TensorRef* bias = nullptr;
+};
+
+void Bind(const FusionGraph& g, const Chain& c, size_t nodes,
+          absl::Span<void* const> data, Bound* out) {
+  const size_t steps = c.steps_upto[nodes - 1];
+  // a, b, out, bias, then one per binary step: sized first so that the
+  // TensorRefs' pointers into `descs` stay valid.
+  std::vector<int> values = {c.a, c.b, c.outs[nodes - 1]};
+  if (c.bias >= 0) values.push_back(c.bias);
+  for (size_t i = 0; i < steps; ++i) {
+    if (c.steps[i].operand >= 0) values.push_back(c.steps[i].operand);
+  }
+  out->descs.clear();
+  for (int v : values) {
+    out->descs.push_back(Describe(g.values[v], data.empty() ? nullptr : data[v]));
+  }
+  out->refs.clear();
+  for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
+  out->bias = c.bias >= 0 ? &out->refs[3] : nullptr;
+  out->steps.clear();
+  size_t next = c.bias >= 0 ? 4 : 3;
+  for (size_t i = 0; i < steps; ++i) {
+    const ChainStep& s = c.steps[i];
+    out->steps.push_back({s.algorithm, s.alpha, s.beta,
+                          s.operand >= 0 ? &out->refs[next++] : nullptr});
+  }
+}
+
+const char* DtypeName(MixrtDtype d) {
+  return d == MIXRT_DTYPE_F32 ? "f32" : d == MIXRT_DTYPE_BF16 ? "bf16" : "f16";
+}
+
+bool Optimized(const std::string& implementation) {
+  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
+}
+
+// The chain from matmul node `i`: empty nodes when the matmul itself is
+// not one this fusion takes.
+Chain FollowChain(const FusionGraph& g, int i) {
+  Chain c;
+  const FusionNode& m = g.nodes[i];
+  if (m.op != MIXRT_OP_MATMUL || m.inputs.size() < 2 || m.inputs.size() > 3 ||
+      m.outputs.size() != 1 || m.attrs_extended) {
+    return c;
+  }
+  auto attrs = m.GetAttrs<MixrtMatmulAttrs>();
+  if (!attrs.ok() || attrs->beta != 0) return c;
+  const FusionValue& a = g.values[m.inputs[0]];
+  const FusionValue& b = g.values[m.inputs[1]];
+  const FusionValue& out = g.values[m.outputs[0]];
+  if (!a.is_static() || !b.is_static() || !out.is_static() || !out.is_contiguous() ||
+      a.dtype != b.dtype || !FloatDtype(a.dtype) || !OneDnnHasMatmul(a.dtype) ||
+      (a.dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) || out.shape.size() < 2) {
+    return c;
+  }
+  const size_t nd = out.shape.size();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d) rows *= out.shape[d];
+  // The small f32 tiles beat oneDNN there, and apply a relu themselves.
+  if (a.dtype == MIXRT_DTYPE_F32 && SmallGemmApplies(rows, out.shape[nd - 1], a.shape[nd - 1])) {
+    return c;
+  }
+  c.a = m.inputs[0];
+  c.b = m.inputs[1];
+  c.bias = m.inputs.size() == 3 ? m.inputs[2] : -1;
+  c.nodes.push_back(i);
+  c.outs.push_back(m.outputs[0]);
+  if (attrs->activation != MIXRT_ACTIVATION_NONE) {
+    static const uint32_t kKinds[] = {0, MIXRT_UNARY_RELU, MIXRT_UNARY_GELU,
+                                      MIXRT_UNARY_GELU_TANH};
+    std::optional<ChainStep> s =
+        attrs->activation < 4 ? EltwiseFor(kKinds[attrs->activation], 0, 0) : std::nullopt;
+    if (!s.has_value()) {
+      c.nodes.clear();
+      return c;
+    }
+    c.steps.push_back(*s);
+  }
+  c.steps_upto.push_back(c.steps.size());
+  int v = m.outputs[0];
+  while (c.nodes.size() <= kMaxChain) {
+    const FusionValue& val = g.values[v];
+    if (val.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) break;
+    const int r = g.readers[v][0];
+    const FusionNode& n = g.nodes[r];
+    bool cast = false;
+    std::optional<ChainStep> s = StepFor(g, n, v, &cast);
+    if (!s.has_value()) break;
+    const FusionValue& next = g.values[n.outputs[0]];
+    if (!next.is_static() || next.shape != val.shape || !next.is_contiguous() ||
+        !FloatDtype(next.dtype)) {
+      break;
+    }
+    if (!cast) c.steps.push_back(*s);
+    c.nodes.push_back(r);
+    c.outs.push_back(n.outputs[0]);
+    c.steps_upto.push_back(c.steps.size());
+    v = n.outputs[0];
+  }
+  return c;
+}
+
+// The longest prefix of the chain (the matmul and at least one post-op)
+// that ends in a dtype oneDNN writes (f32 or the operands') on an
+// optimized kernel; 0 when none. A chain of casts alone is left op by op:
+// it would save one pass for a change of rounding (the product widened
+// before its bf16 rounding), which a gradient feeding an optimizer should
+// not get silently.
+size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
+  const MixrtDtype operands = g.values[c.a].dtype;
+  for (size_t n = c.nodes.size(); n >= 2; --n) {
+    const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
+    if ((d != MIXRT_DTYPE_F32 && d != operands) || c.steps_upto[n - 1] == 0) continue;
+    Bound bound;
+    Bind(g, c, n, {}, &bound);
+    if (Optimized(MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
+                                                   bound.refs[2], bound.steps))) {
+      return n;
+    }
+  }
+  return 0;
+}
+
+class FusedMatmul : public sdk::FusedKernel {
+ public:
+  FusedMatmul(FusionGraph graph, Chain chain, size_t nodes, std::string description)
+      : graph_(std::move(graph)),
+        chain_(std::move(chain)),
+        nodes_(nodes),
+        description_(std::move(description)) {}
+
+  absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
+    Bind(graph_, chain_, nodes_, value_data, &bound_);
+    return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                                 bound_.steps);
+  }
+
+  std::string Description() const override { return description_; }
+
+ private:
+  const FusionGraph graph_;
+  const Chain chain_;
+  const size_t nodes_;
+  const std::string description_;
+  Bound bound_;  // Reused by each run (runs never overlap).
+};
+
+}  // namespace
+
+bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta, uint32_t kind) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, float, float, uint32_t>, bool> known;
+  const auto key = std::make_tuple(static_cast<int>(algorithm), alpha, beta, kind);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  // x times 1 through the post-op, for each special x, against the op.
+  const float inf = std::numeric_limits<float>::infinity();
+  float a[3] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf};
+  float b[1] = {1.0f}, c[3] = {0, 0, 0};
+  const int64_t a_shape[2] = {3, 1}, a_strides[2] = {1, 1};
+  const int64_t b_shape[2] = {1, 1}, b_strides[2] = {1, 1};
+  MixrtTensorDesc ad{sizeof(MixrtTensorDesc), nullptr, a, MIXRT_DTYPE_F32, 2, a_shape, a_strides};
+  MixrtTensorDesc bd{sizeof(MixrtTensorDesc), nullptr, b, MIXRT_DTYPE_F32, 2, b_shape, b_strides};
+  MixrtTensorDesc cd{sizeof(MixrtTensorDesc), nullptr, c, MIXRT_DTYPE_F32, 2, a_shape, a_strides};
+  const EpilogueStep step{algorithm, alpha, beta, nullptr};
+  bool keeps = RunMatmulWithEpilogue(TensorRef(ad), TensorRef(bd), nullptr, TensorRef(cd),
+                                     {&step, 1})
+                   .ok();
+  for (int i = 0; keeps && i < 3; ++i) {
+    const float want = sdk::ApplyUnary<float>(static_cast<MixrtUnaryKind>(kind), a[i], alpha, beta);
+    keeps = std::isnan(want) ? std::isnan(c[i]) : c[i] == want;
+  }
+  known.emplace(key, keeps);
+  return keeps;
+}
+
+std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g) {
+  std::vector<int> group(g.nodes.size(), -1);
+  int next = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op != MIXRT_OP_MATMUL) continue;
+    const Chain c = FollowChain(g, static_cast<int>(i));
+    const size_t n = c.nodes.empty() ? 0 : FusablePrefix(g, c);
+    if (n < 2) continue;
+    for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
+    ++next;
+  }
+  return group;
+}
+
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
+    const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
+  const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
+  if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_MATMUL) {
+    return absl::InvalidArgumentError("fused matmul: the group does not start with a matmul");
+  }
+  Chain c = FollowChain(g, nodes[0]);
+  if (c.nodes.size() < nodes.size() ||
+      !std::equal(nodes.begin(), nodes.end(), c.nodes.begin())) {
+    return absl::InvalidArgumentError(
+        "fused matmul: the group is not a matmul and the chain only it feeds");
+  }
+  const std::vector<int> stores = g.GroupStores(group_of_node, group);
+  if (stores != std::vector<int>{c.outs[nodes.size() - 1]}) {
+    return absl::InvalidArgumentError("fused matmul: a value inside the chain is read outside it");
+  }
+  Bound bound;
+  Bind(g, c, nodes.size(), {}, &bound);
+  const std::string implementation = MatmulWithEpilogueImplementation(
+      bound.refs[0], bound.refs[1], bound.bias, bound.refs[2], bound.steps);
+  if (!Optimized(implementation)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "oneDNN runs this matmul's post-ops on no optimized kernel (", implementation, ")"));
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i) names.push_back(c.steps[i].name);
+  const std::string description = absl::StrCat(
+      "oneDNN matmul + post-ops ", absl::StrJoin(names, ", "), " -> ",
+      DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation, ")");
+  return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(), description);
+}
+
+}  // namespace mixrt::cpu

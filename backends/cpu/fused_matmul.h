@@ -1,0 +1,64 @@
+// GEMM epilogue fusion (ABI 1.1) on the CPU plugin: a matmul and the chain
+// of ops that only it feeds (activations, scale, a residual or broadcast
+// add/sub/mul, casts to f32 or the operands' dtype) run as one oneDNN
+// matmul whose post-ops apply the chain to each output tile while it is in
+// registers: the product never makes a round trip through memory, and the
+// intermediates the chain rounded to bf16 op by op stay f32 (so a fused
+// result differs from op by op by at most those roundings).
+//
+// An eltwise post-op is used only where this oneDNN keeps what the op-by-op
+// kernel gives for NaN and infinities (probed once per function: oneDNN
+// 2.6.3's relu maps NaN to 0, which would hide an overflow from the grad
+// scaler), and a chain only where oneDNN runs it on an optimized kernel,
+// never its reference loops.
+#ifndef MIXRT_BACKENDS_CPU_FUSED_MATMUL_H_
+#define MIXRT_BACKENDS_CPU_FUSED_MATMUL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "plugins/sdk/fusion.h"
+#include "plugins/sdk/tensor_ref.h"
+
+namespace mixrt::cpu {
+
+// One post-op: eltwise when `operand` is null, else binary with it (c's
+// layout, a row broadcast [..., N] with stride-0 other dims, or one
+// element broadcast everywhere).
+struct EpilogueStep {
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;
+  const sdk::TensorRef* operand = nullptr;
+};
+
+// out = steps(a x b + bias) on oneDNN (cpu_matmul.cc). out is f32 or a's
+// dtype.
+absl::Status RunMatmulWithEpilogue(const sdk::TensorRef& a, const sdk::TensorRef& b,
+                                   const sdk::TensorRef* bias, const sdk::TensorRef& out,
+                                   absl::Span<const EpilogueStep> steps);
+// The oneDNN implementation that product gets ("" when none).
+std::string MatmulWithEpilogueImplementation(const sdk::TensorRef& a,
+                                             const sdk::TensorRef& b,
+                                             const sdk::TensorRef* bias,
+                                             const sdk::TensorRef& out,
+                                             absl::Span<const EpilogueStep> steps);
+
+// Whether oneDNN's eltwise post-op `algorithm` gives what op `kind`
+// (MixrtUnaryKind) gives for NaN, +inf and -inf.
+bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
+                         uint32_t kind);
+
+// Per node of `graph`, its group (0, 1, ...) or -1: each group a matmul and
+// the chain it feeds.
+std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph);
+
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_FUSED_MATMUL_H_

@@ -1,0 +1,131 @@
+// The CPU plugin's GEMM epilogues and layer_norm + cast fusion under bf16
+// autocast, compiled against eager: a linear's GELU runs as a oneDNN
+// post-op on the f32 product (eager rounds the product to bf16 first), so
+// the results agree within bf16's rounding of what each element sums, not
+// bit for bit; a NaN in the input still reaches the output (the GradScaler
+// must see an overflow), and a layer_norm writing its bf16 cast directly is
+// eager's bit for bit.
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "core/amp/autocast.h"
+#include "core/autograd/grad_mode.h"
+#include "core/compiler/compile.h"
+#include "core/functional/ops.h"
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kBf16Roundoff = 1.0 / 256;  // 2^-8: 8 significant bits.
+
+struct Block {
+  Tensor ln_w, ln_b, w1, b1, w2, b2;
+  explicit Block(const Device& d) {
+    Generator g(11);
+    ln_w = *randn({48}, DType::kF32, d, 1, 0.1, &g);
+    ln_b = *randn({48}, DType::kF32, d, 0, 0.1, &g);
+    w1 = *randn({96, 48}, DType::kF32, d, 0, 0.2, &g);
+    b1 = *randn({96}, DType::kF32, d, 0, 0.2, &g);
+    w2 = *randn({48, 96}, DType::kF32, d, 0, 0.2, &g);
+    b2 = *randn({48}, DType::kF32, d, 0, 0.2, &g);
+  }
+  // x + linear(gelu(linear(layer_norm(x)))): a transformer's MLP half.
+  absl::StatusOr<std::vector<Tensor>> operator()(const std::vector<Tensor>& in) const {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, layer_norm(in[0], 1, ln_w, ln_b));
+    MIXRT_ASSIGN_OR_RETURN(Tensor normalized, h.to(DType::kBF16));
+    MIXRT_ASSIGN_OR_RETURN(h, linear(h, w1, b1));
+    MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
+    MIXRT_ASSIGN_OR_RETURN(h, linear(h, w2, b2));
+    MIXRT_ASSIGN_OR_RETURN(Tensor out, add(in[0], h));
+    return std::vector<Tensor>{out, normalized};
+  }
+};
+
+std::vector<double> Values(const Tensor& t) {
+  const std::vector<float> f = *t.to_float_vector();
+  return std::vector<double>(f.begin(), f.end());
+}
+
+TEST(CpuFusionNumerics, GemmEpiloguesStayWithinBf16OfEagerAndKeepNaN) {
+  const Device d = testing::CpuDevice();
+  const Block block(d);
+  InferenceModeGuard inference;
+  AutocastGuard autocast("cpu", DType::kBF16);
+  auto f = compile(block);
+  ASSERT_TRUE(f.ok()) << f.status();
+  Generator g(3);
+  Tensor x = *randn({2, 8, 48}, DType::kF32, d, 0, 1, &g);
+  std::vector<float> xs = *x.to_float_vector();
+  xs[5] = std::nanf("");  // Row 0 of batch 0.
+  x = *from_floats(xs, {2, 8, 48}, DType::kF32, d);
+  ASSERT_TRUE((*f)({x}).ok());  // The trace.
+  auto got = (*f)({x});
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto want = block({x});
+  ASSERT_TRUE(want.ok());
+  const std::string explain = f->Explain();
+  EXPECT_THAT(explain, HasSubstr("oneDNN matmul + post-ops gelu_erf -> bf16"));
+  EXPECT_THAT(explain, HasSubstr("layer_norm writing its cast (bf16)"));
+
+  // The bf16 layer_norm result: bit for bit.
+  EXPECT_EQ(*(*got)[1].to_bytes(), *(*want)[1].to_bytes());
+
+  // out = x + W2 gelu(W1 n + b1) + b2: eager rounds W1 n + b1 and the GELU
+  // to bf16 where the fused epilogue does not, and both round the second
+  // product, so each differs from the exact value by a few bf16 roundings
+  // of the magnitudes the second product sums.
+  const std::vector<double> o = Values((*got)[0]), e = Values((*want)[0]);
+  const std::vector<double> w2 = Values(block.w2), b2 = Values(block.b2);
+  const std::vector<double> n = Values((*want)[1]), w1 = Values(block.w1),
+                            b1 = Values(block.b1), xv = Values(x);
+  for (int64_t r = 0; r < 16; ++r) {
+    std::vector<double> h(96);
+    for (int j = 0; j < 96; ++j) {
+      double dot = b1[j];
+      for (int k = 0; k < 48; ++k) dot += n[r * 48 + k] * w1[j * 48 + k];
+      h[j] = std::fabs(0.5 * dot * std::erfc(-dot / std::sqrt(2.0))) +
+             std::fabs(dot) * kBf16Roundoff;
+    }
+    for (int c = 0; c < 48; ++c) {
+      const int64_t i = r * 48 + c;
+      if (r == 0) {  // The NaN's row.
+        EXPECT_TRUE(std::isnan(o[i]) && std::isnan(e[i])) << i << ": " << o[i] << " " << e[i];
+        continue;
+      }
+      double magnitude = std::fabs(b2[c]) + std::fabs(xv[i]);
+      for (int j = 0; j < 96; ++j) magnitude += std::fabs(w2[c * 96 + j]) * h[j];
+      EXPECT_NEAR(o[i], e[i], 4 * kBf16Roundoff * magnitude) << "element " << i;
+    }
+  }
+}
+
+TEST(CpuFusionNumerics, FusionOffRunsOpByOp) {
+  const Device d = testing::CpuDevice();
+  const Block block(d);
+  setenv("MIXRT_COMPILE_FUSION", "0", 1);
+  InferenceModeGuard inference;
+  AutocastGuard autocast("cpu", DType::kBF16);
+  auto f = compile(block);
+  ASSERT_TRUE(f.ok());
+  Generator g(4);
+  const Tensor x = *randn({2, 8, 48}, DType::kF32, d, 0, 1, &g);
+  ASSERT_TRUE((*f)({x}).ok());
+  auto got = (*f)({x});
+  unsetenv("MIXRT_COMPILE_FUSION");
+  ASSERT_TRUE(got.ok());
+  auto want = block({x});
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(*(*got)[0].to_bytes(), *(*want)[0].to_bytes());
+  EXPECT_THAT(f->Explain(), ::testing::Not(HasSubstr("post-ops")));
+}
+
+}  // namespace
+}  // namespace mixrt
