@@ -343,10 +343,14 @@ void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bi
 // post-ops; c is f32 or a's dtype. Returns whether it also applied `act`
 // (the tiles apply a relu when sum_beta is 0; otherwise the caller's
 // epilogue does).
+// Thrown when b comes packed in a layout the product no longer wants.
+struct PackedLayoutChanged {};
+
 bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
              const TensorRef& c, float sum_beta,
              MixrtActivation act = MIXRT_ACTIVATION_NONE,
-             absl::Span<const EpilogueStep> steps = {}) {
+             absl::Span<const EpilogueStep> steps = {},
+             const dnnl::memory* packed_b = nullptr) {
   const bool has_bias = bias_in != nullptr;
   // Reused per thread: its vectors keep their capacity, so a call in the
   // steady state allocates nothing (eight vector allocations and frees a
@@ -354,6 +358,7 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   thread_local MatmulShape shape;
   thread_local std::vector<const void*> post_data;
   DescribeProduct(a, b, bias_in, c, sum_beta, steps, &shape, &post_data);
+  shape.packed_b = packed_b != nullptr;
   dnnl::memory::dims& bias_strides = shape.bias.strides;
   const void* bias_data = nullptr;
   std::unique_ptr<float[]> wide_bias;
@@ -373,7 +378,8 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     }
     shape.bias.dtype = bias_type;
   }
-  if (steps.empty() && shape.c.dims.size() == 2 && a.dtype() == MIXRT_DTYPE_F32 &&
+  if (steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
+      a.dtype() == MIXRT_DTYPE_F32 &&
       c.dtype() == MIXRT_DTYPE_F32 && shape.bias.dtype == MIXRT_DTYPE_F32 &&
       shape.c.strides[1] == 1 &&
       SmallGemmApplies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
@@ -400,7 +406,15 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   for (int64_t d : shape.c.dims) work *= d;
   // Created and run under the same thread count (one for small products).
   const SerialScope serial(work <= kSerialWork);
-  RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data, post_data.data());
+  if (packed_b == nullptr) {
+    RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data, post_data.data());
+  } else {
+    const dnnl::memory::desc packed = packed_b->get_desc();
+    if (!RunPreparedMatmul(shape, a.data(), packed_b->get_data_handle(), c.data(), bias_data,
+                           post_data.data(), &packed)) {
+      throw PackedLayoutChanged{};
+    }
+  }
   return false;
 }
 
@@ -500,26 +514,60 @@ bool F16MatmulByBf16Pairs() {
 
 absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,
                                    const TensorRef* bias, const TensorRef& out,
-                                   absl::Span<const EpilogueStep> steps) {
+                                   absl::Span<const EpilogueStep> steps,
+                                   const dnnl::memory* packed_b) {
   try {
-    Product(a, b, bias, out, 0, MIXRT_ACTIVATION_NONE, steps);
+    Product(a, b, bias, out, 0, MIXRT_ACTIVATION_NONE, steps, packed_b);
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("oneDNN matmul with post-ops: ", e.what()));
+  } catch (const PackedLayoutChanged&) {
+    return absl::FailedPreconditionError("the packed weights' layout is not the product's");
   }
   return absl::OkStatus();
 }
 
-std::string MatmulWithEpilogueImplementation(const TensorRef& a, const TensorRef& b,
-                                             const TensorRef* bias, const TensorRef& out,
-                                             absl::Span<const EpilogueStep> steps) {
+namespace {
+
+// The oneDNN shape of the product RunMatmulWithEpilogue runs (bias widened
+// as Product widens it).
+MatmulShape EpilogueShape(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
+                          const TensorRef& out, absl::Span<const EpilogueStep> steps,
+                          bool packed_b) {
   MatmulShape shape;
   std::vector<const void*> post_data;
   DescribeProduct(a, b, bias, out, 0, steps, &shape, &post_data);
   if (bias != nullptr && bias->dtype() != MIXRT_DTYPE_F32 && bias->dtype() != a.dtype()) {
-    shape.bias.dtype = MIXRT_DTYPE_F32;  // As Product widens it.
+    shape.bias.dtype = MIXRT_DTYPE_F32;
     shape.bias.strides.back() = 1;
   }
-  return PreparedMatmulImplementation(shape);
+  shape.packed_b = packed_b;
+  return shape;
+}
+
+}  // namespace
+
+std::string MatmulWithEpilogueImplementation(const TensorRef& a, const TensorRef& b,
+                                             const TensorRef* bias, const TensorRef& out,
+                                             absl::Span<const EpilogueStep> steps,
+                                             bool packed_b) {
+  return PreparedMatmulImplementation(EpilogueShape(a, b, bias, out, steps, packed_b));
+}
+
+absl::Status PackMatmulWeights(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
+                               const TensorRef& out, absl::Span<const EpilogueStep> steps,
+                               const TensorRef& source, dnnl::memory* packed) {
+  try {
+    const MatmulShape shape = EpilogueShape(a, b, bias, out, steps, true);
+    int64_t work = shape.a.dims.back();
+    for (int64_t d : shape.c.dims) work *= d;
+    const SerialScope serial(work <= kSerialWork);  // As Product runs it.
+    const dnnl::memory::desc desc = PackedWeightsDesc(shape);
+    if (!*packed || packed->get_desc() != desc) *packed = dnnl::memory(desc, Engine());
+    PackWeights(shape, source.dtype(), source.data(), *packed);
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("packing a matmul's weights: ", e.what()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RunMatmul(const sdk::KernelCall& call) {

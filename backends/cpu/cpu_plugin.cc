@@ -100,18 +100,20 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
+    // A group is a matmul's (with its weight's cast and its chain), a
+    // layer_norm's (with its cast), or a loop.
+    bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
-      if (group_of_node[i] == group) {
-        switch (graph.nodes[i].op) {
-          case MIXRT_OP_MATMUL:
-            return CompileFusedMatmul(graph, group_of_node, group);
-          case MIXRT_OP_LAYER_NORM:
-            return CompileNormCast(graph, group_of_node, group);
-          default:
-            return CompileFusedLoop(graph, group_of_node, group);
-        }
+      if (group_of_node[i] != group) continue;
+      any = true;
+      if (graph.nodes[i].op == MIXRT_OP_MATMUL) {
+        return CompileFusedMatmul(graph, group_of_node, group);
+      }
+      if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM) {
+        return CompileNormCast(graph, group_of_node, group);
       }
     }
+    if (any) return CompileFusedLoop(graph, group_of_node, group);
     return absl::InvalidArgumentError("no node is in the group");
   }
 

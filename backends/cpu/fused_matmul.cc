@@ -1,5 +1,6 @@
 #include "backends/cpu/fused_matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -14,6 +15,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/small_gemm.h"
 #include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 #include "plugins/sdk/pointwise_math.h"
 
@@ -39,6 +41,8 @@ struct ChainStep {
 // A matmul and the chain it feeds, as far as it fuses.
 struct Chain {
   int a = -1, b = -1, bias = -1;
+  // b's memory when it is a WEIGHT (packed once per version), or -1.
+  int weight = -1;
   std::vector<int> nodes;          // The matmul first.
   std::vector<ChainStep> steps;    // Post-ops.
   std::vector<size_t> steps_upto;  // Per node: steps its prefix has.
@@ -268,6 +272,10 @@ Chain FollowChain(const FusionGraph& g, int i) {
   c.a = m.inputs[0];
   c.b = m.inputs[1];
   c.bias = m.inputs.size() == 3 ? m.inputs[2] : -1;
+  const int b_base = b.view_of >= 0 ? b.view_of : c.b;
+  if (g.values[b_base].has(MIXRT_FUSION_VALUE_WEIGHT) && g.values[b_base].is_static()) {
+    c.weight = b_base;
+  }
   c.nodes.push_back(i);
   c.outs.push_back(m.outputs[0]);
   if (attrs->activation != MIXRT_ACTIVATION_NONE) {
@@ -305,21 +313,23 @@ Chain FollowChain(const FusionGraph& g, int i) {
   return c;
 }
 
-// The longest prefix of the chain (the matmul and at least one post-op)
-// that ends in a dtype oneDNN writes (f32 or the operands') on an
-// optimized kernel; 0 when none. A chain of casts alone is left op by op:
-// it would save one pass for a change of rounding (the product widened
-// before its bf16 rounding), which a gradient feeding an optimizer should
-// not get silently.
+// The longest prefix of the chain that ends in a dtype oneDNN writes (f32
+// or the operands') on an optimized kernel and gains something: a post-op,
+// or packed weights (a matmul alone); 0 when none. A chain of casts alone
+// is left op by op: it would save one pass for a change of rounding (the
+// product widened before its bf16 rounding), which a gradient feeding an
+// optimizer should not get silently.
 size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
   const MixrtDtype operands = g.values[c.a].dtype;
-  for (size_t n = c.nodes.size(); n >= 2; --n) {
+  for (size_t n = c.nodes.size(); n >= 1; --n) {
     const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
-    if ((d != MIXRT_DTYPE_F32 && d != operands) || c.steps_upto[n - 1] == 0) continue;
+    if (d != MIXRT_DTYPE_F32 && d != operands) continue;
+    if (c.steps_upto[n - 1] == 0 && (c.weight < 0 || n > 1)) continue;
     Bound bound;
     Bind(g, c, n, {}, &bound);
     if (Optimized(MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
-                                                   bound.refs[2], bound.steps))) {
+                                                   bound.refs[2], bound.steps,
+                                                   c.weight >= 0))) {
       return n;
     }
   }
@@ -336,18 +346,55 @@ class FusedMatmul : public sdk::FusedKernel {
 
   absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
-    return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                                 bound_.steps);
+    if (chain_.weight < 0) {
+      return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                                   bound_.steps);
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      // Packed again unless this weight version was packed (a version
+      // never told: every run).
+      if (!told_ || !packed_for_.has_value() || *packed_for_ != version_ || attempt > 0) {
+        MIXRT_RETURN_IF_ERROR(Pack(value_data));
+        if (told_) packed_for_ = version_;
+      }
+      const absl::Status s = RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias,
+                                                   bound_.refs[2], bound_.steps, &packed_);
+      if (!absl::IsFailedPrecondition(s)) return s;
+      packed_for_.reset();  // Another thread's primitive wants another layout.
+    }
+    return absl::InternalError("fused matmul: the packed layout keeps changing");
+  }
+
+  void SetWeightVersion(int value, uint64_t version) override {
+    if (value != chain_.weight) return;
+    told_ = true;
+    version_ = version;
   }
 
   std::string Description() const override { return description_; }
 
  private:
+  // The weight as b reads it (b itself, or its view of the weight).
+  absl::Status Pack(absl::Span<void* const> value_data) {
+    const FusionValue& b = graph_.values[chain_.b];
+    char* base = static_cast<char*>(value_data[chain_.weight]);
+    if (base == nullptr) return absl::InvalidArgumentError("fused matmul: no weight address");
+    const size_t element = b.dtype == MIXRT_DTYPE_F32 ? 4 : 2;
+    const MixrtTensorDesc d =
+        Describe(b, base + (b.view_of >= 0 ? b.view_offset : 0) * element);
+    return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                             bound_.steps, TensorRef(d), &packed_);
+  }
+
   const FusionGraph graph_;
   const Chain chain_;
   const size_t nodes_;
   const std::string description_;
   Bound bound_;  // Reused by each run (runs never overlap).
+  bool told_ = false;
+  uint64_t version_ = 0;
+  std::optional<uint64_t> packed_for_;
+  dnnl::memory packed_;
 };
 
 }  // namespace
@@ -387,7 +434,7 @@ std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g) {
     if (g.nodes[i].op != MIXRT_OP_MATMUL) continue;
     const Chain c = FollowChain(g, static_cast<int>(i));
     const size_t n = c.nodes.empty() ? 0 : FusablePrefix(g, c);
-    if (n < 2) continue;
+    if (n == 0) continue;
     for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
     ++next;
   }
@@ -413,7 +460,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
   Bound bound;
   Bind(g, c, nodes.size(), {}, &bound);
   const std::string implementation = MatmulWithEpilogueImplementation(
-      bound.refs[0], bound.refs[1], bound.bias, bound.refs[2], bound.steps);
+      bound.refs[0], bound.refs[1], bound.bias, bound.refs[2], bound.steps, c.weight >= 0);
   if (!Optimized(implementation)) {
     return absl::UnimplementedError(absl::StrCat(
         "oneDNN runs this matmul's post-ops on no optimized kernel (", implementation, ")"));
@@ -421,7 +468,8 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
   std::vector<std::string> names;
   for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i) names.push_back(c.steps[i].name);
   const std::string description = absl::StrCat(
-      "oneDNN matmul + post-ops ", absl::StrJoin(names, ", "), " -> ",
+      "oneDNN matmul", c.weight >= 0 ? " (weights packed per version)" : "",
+      " + post-ops ", absl::StrJoin(names, ", "), " -> ",
       DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation, ")");
   return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(), description);
 }

@@ -36,16 +36,26 @@ struct EpilogueStep {
 };
 
 // out = steps(a x b + bias) on oneDNN (cpu_matmul.cc). out is f32 or a's
-// dtype.
+// dtype. With `packed_b` (PackMatmulWeights' result), b's data is not
+// read; FAILED_PRECONDITION when the product now wants another layout.
 absl::Status RunMatmulWithEpilogue(const sdk::TensorRef& a, const sdk::TensorRef& b,
                                    const sdk::TensorRef* bias, const sdk::TensorRef& out,
-                                   absl::Span<const EpilogueStep> steps);
+                                   absl::Span<const EpilogueStep> steps,
+                                   const dnnl::memory* packed_b = nullptr);
 // The oneDNN implementation that product gets ("" when none).
 std::string MatmulWithEpilogueImplementation(const sdk::TensorRef& a,
                                              const sdk::TensorRef& b,
                                              const sdk::TensorRef* bias,
                                              const sdk::TensorRef& out,
-                                             absl::Span<const EpilogueStep> steps);
+                                             absl::Span<const EpilogueStep> steps,
+                                             bool packed_b = false);
+// `source` (b's shape and strides, any float dtype) converted to b's dtype
+// in the layout oneDNN prefers for that product, into `packed` (made or
+// remade to fit).
+absl::Status PackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
+                               const sdk::TensorRef* bias, const sdk::TensorRef& out,
+                               absl::Span<const EpilogueStep> steps,
+                               const sdk::TensorRef& source, dnnl::memory* packed);
 
 // Whether oneDNN's eltwise post-op `algorithm` gives what op `kind`
 // (MixrtUnaryKind) gives for NaN, +inf and -inf.
@@ -53,7 +63,8 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
                          uint32_t kind);
 
 // Per node of `graph`, its group (0, 1, ...) or -1: each group a matmul and
-// the chain it feeds.
+// the chain it feeds, and the cast of its weight when only it reads that
+// (the kernel then packs the weight, converted, once per weight version).
 std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(

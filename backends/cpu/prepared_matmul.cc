@@ -46,10 +46,14 @@ void AppendPostOps(const MatmulShape& s, ShapeKey* key) {
                              alpha_bits, beta_bits});
     if (op.binary) AppendOperand(op.operand, key);
   }
+  key->push_back(s.packed_b ? 1 : 0);
 }
 
 dnnl::matmul::primitive_desc PrimitiveDesc(const MatmulShape& s) {
-  const dnnl::memory::desc a_md = Desc(s.a), b_md = Desc(s.b), c_md = Desc(s.c);
+  const dnnl::memory::desc a_md = Desc(s.a), c_md = Desc(s.c);
+  const dnnl::memory::desc b_md =
+      s.packed_b ? dnnl::memory::desc(s.b.dims, *OneDnnType(s.b.dtype), dnnl::memory::format_tag::any)
+                 : Desc(s.b);
   const bool has_bias = !s.bias.dims.empty();
   dnnl::memory::desc bias_md;
   if (has_bias) bias_md = Desc(s.bias);
@@ -69,7 +73,7 @@ dnnl::matmul::primitive_desc PrimitiveDesc(const MatmulShape& s) {
 
 std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
   const dnnl::matmul::primitive_desc pd = PrimitiveDesc(s);
-  const dnnl::memory::desc a_md = Desc(s.a), b_md = Desc(s.b), c_md = Desc(s.c);
+  const dnnl::memory::desc a_md = Desc(s.a), b_md = pd.weights_desc(), c_md = Desc(s.c);
   const bool has_bias = !s.bias.dims.empty();
   auto p = std::make_unique<Prepared>();
   p->primitive = dnnl::matmul(pd);
@@ -96,6 +100,20 @@ std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
 
 }  // namespace
 
+dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape) {
+  return PrimitiveDesc(shape).weights_desc();
+}
+
+void PackWeights(const MatmulShape& shape, MixrtDtype source_dtype, const void* source,
+                 const dnnl::memory& packed) {
+  MatmulOperand from = shape.b;
+  from.dtype = source_dtype;
+  dnnl::memory src = Memory(Desc(from), const_cast<void*>(source));
+  dnnl::memory dst = packed;
+  dnnl::reorder(src, dst).execute(ThreadStream(), src, dst);
+  ThreadStream().wait();
+}
+
 std::string PreparedMatmulImplementation(const MatmulShape& shape) {
   try {
     return PrimitiveDesc(shape).impl_info_str();
@@ -104,8 +122,9 @@ std::string PreparedMatmulImplementation(const MatmulShape& shape) {
   }
 }
 
-void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
-                       void* c, const void* bias, const void* const* post_op_data) {
+bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
+                       void* c, const void* bias, const void* const* post_op_data,
+                       const dnnl::memory::desc* packed_b) {
   // Per thread: oneDNN primitives run on the thread that created them (see
   // GetPrimitive), and under the thread count they were created with.
   thread_local absl::flat_hash_map<ShapeKey, std::unique_ptr<Prepared>> cache;
@@ -124,6 +143,7 @@ void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
     it = cache.emplace(std::move(key), Prepare(shape)).first;
   }
   Prepared& p = *it->second;
+  if (shape.packed_b && (packed_b == nullptr || p.b.get_desc() != *packed_b)) return false;
   p.a.set_data_handle(const_cast<void*>(a));
   p.b.set_data_handle(const_cast<void*>(b));
   p.c.set_data_handle(c);
@@ -133,6 +153,7 @@ void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
   }
   p.primitive.execute(ThreadStream(), p.args);
   ThreadStream().wait();
+  return true;
 }
 
 }  // namespace mixrt::cpu

@@ -36,14 +36,27 @@ struct MatmulShape {
   MatmulOperand bias;  // No dims: no bias.
   float sum_beta = 0;  // c = a x b + bias + sum_beta * c.
   std::vector<MatmulPostOp> post_ops;  // Then these, in order.
+  // b comes in oneDNN's preferred layout for the product (PackedWeights),
+  // not as `b` describes it.
+  bool packed_b = false;
 };
 
 // Runs the matmul on this thread; `post_op_data[i]` is the second tensor of
-// post_ops[i] when that one is binary. Throws dnnl::error when oneDNN
-// cannot build it.
-void RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
+// post_ops[i] when that one is binary. With shape.packed_b, b is in layout
+// `packed_b` and nothing runs (false) when the primitive wants another.
+// Throws dnnl::error when oneDNN cannot build it.
+bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
                        void* c, const void* bias = nullptr,
-                       const void* const* post_op_data = nullptr);
+                       const void* const* post_op_data = nullptr,
+                       const dnnl::memory::desc* packed_b = nullptr);
+
+// The layout oneDNN prefers for b in this product (shape.packed_b set).
+dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape);
+
+// b (as shape.b describes it, in `source_dtype`) reordered into `packed`
+// (PackedWeightsDesc's layout), converting to shape.b's dtype.
+void PackWeights(const MatmulShape& shape, MixrtDtype source_dtype, const void* source,
+                 const dnnl::memory& packed);
 
 // The oneDNN implementation the shape gets ("brg:avx512_core_bf16", or
 // "ref:any" for its slow reference loops), or "" when oneDNN has none.

@@ -74,6 +74,14 @@ void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
   };
   std::map<Key, int> value_of;
   std::vector<int> produced(g.slots.size(), -1);  // Per slot: its value.
+  // Parameters, and what the plan computes from them alone and keeps
+  // between runs (autocast's bf16 copy of a weight): WEIGHT values, whose
+  // versions the plan tells the kernels reading them.
+  const std::vector<bool> constant = ConstantDerived(g, SlotWriters(g));
+  auto kept = [&g](int slot) {
+    const StorageSlot& s = g.slots[slot];
+    return s.kind == StorageSlot::Kind::kConstant || (!s.returned && !s.saved);
+  };
   std::vector<uint32_t> flags;
   std::vector<int> view_of;
   auto add = [&](const ValueRef& v, uint32_t f, int base) {
@@ -94,7 +102,7 @@ void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
       auto [it, fresh] = value_of.try_emplace(key(v), -1);
       if (fresh) {
         const int base = produced[v.slot];
-        const bool weight = g.slots[v.slot].kind == StorageSlot::Kind::kConstant;
+        const bool weight = constant[v.slot] && kept(v.slot);
         it->second =
             base >= 0 ? add(v, 0, base)
                       : add(v, MIXRT_FUSION_VALUE_INPUT |
@@ -352,7 +360,13 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       }
     }
     for (size_t v = 0; v < offer.refs.size(); ++v) {
-      if (input[v]) f->input_values.push_back(static_cast<int>(v));
+      if (input[v]) {
+        if ((offer.values[v].flags & MIXRT_FUSION_VALUE_WEIGHT) != 0) {
+          f->weights.emplace_back(static_cast<int>(f->input_values.size()),
+                                  static_cast<int>(v));
+        }
+        f->input_values.push_back(static_cast<int>(v));
+      }
       if (store[v]) f->output_values.push_back(static_cast<int>(v));
     }
     fused[group] = std::move(f);

@@ -61,6 +61,9 @@ struct FusedGroup {
   // The fusion graph's value of each of the node's inputs and outputs.
   std::vector<int> input_values, output_values;
   int launches = 0;  // How many launches it replaced.
+  // Per WEIGHT value the kernel reads: the node input it is, and its
+  // fusion value (for fused_kernel_set_weight_version).
+  std::vector<std::pair<int, int>> weights;
 };
 
 struct GraphNode {

@@ -483,6 +483,7 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     }
   } else if (n.kind == GraphNode::Kind::kFused) {
     const FusedGroup& f = *n.fused;
+    MIXRT_RETURN_IF_ERROR(TellWeightVersions(i));
     p.value_data.resize(f.num_values, nullptr);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       p.value_data[f.input_values[k]] = p.inputs[k].data;
@@ -525,6 +526,9 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   for (size_t slot = 0; slot < bases_.size(); ++slot) {
     graph_buffers_[slot] = bases_[slot];
   }
+  for (int pos = segment.first; pos <= segment.last; ++pos) {
+    MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
+  }
   const absl::Status status = segment.graph->Run(graph_buffers_);
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     AfterNode(order_[pos], saved_in);
@@ -543,6 +547,31 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
     }
   }
   return NodeError(node, ", in a kernel graph", status);
+}
+
+// Fused kernels may keep what they prepared from a weight (a packed copy)
+// while its version stands: each hears of a new version right before it
+// runs (after the kept launches before it, which may have just recomputed
+// a weight's bf16 copy), in either way of running (node by node, kernel
+// graphs).
+absl::Status Plan::TellWeightVersions(int i) {
+  const GraphNode& n = graph_.nodes[i];
+  if (n.kind != GraphNode::Kind::kFused || n.fused->weights.empty()) return absl::OkStatus();
+  told_weight_versions_.resize(graph_.nodes.size());
+  std::vector<std::optional<uint64_t>>& told = told_weight_versions_[i];
+  told.resize(n.fused->weights.size());
+  for (size_t w = 0; w < told.size(); ++w) {
+    const auto [input, value] = n.fused->weights[w];
+    const int slot = n.inputs[input].slot;
+    // A weight the plan does not keep has no version to tell: the kernel
+    // keeps nothing from it.
+    if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant && !kept_[slot]) continue;
+    const uint64_t version = SourceVersion(slot);
+    if (told[w] == version) continue;
+    MIXRT_RETURN_IF_ERROR(n.fused->kernel->SetWeightVersion(value, version));
+    told[w] = version;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> Plan::Run(

@@ -111,6 +111,7 @@ class Plan {
   bool Temporary(int slot) const;  // Internal, neither returned nor saved.
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
   void FindKeptLaunches();
+  absl::Status TellWeightVersions(int node);
   // Kept launches no earlier node's output feeds go first, so they do not
   // split the kernel graphs; then runs of plain launches become graphs.
   void OrderForGraphs();
@@ -140,6 +141,9 @@ class Plan {
   };
   uint64_t SourceVersion(int slot) const;
   std::vector<KeptLaunch> kept_launches_;
+  // Per node: the version of each of its fused kernel's weights the kernel
+  // was last told (FusedGroup::weights' order); empty until the first run.
+  std::vector<std::vector<std::optional<uint64_t>>> told_weight_versions_;
   std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
   std::vector<bool> kept_;         // Per slot: a kept launch's result.
   std::vector<uint64_t> kept_version_;                  // Per slot.

@@ -357,6 +357,21 @@ absl::Status PluginFusedKernel::Run(absl::Span<void* const> value_data,
                              backend_->name(), "fused_kernel_run");
 }
 
+absl::Status PluginFusedKernel::SetWeightVersion(int value, uint64_t version) const {
+  const MixrtPluginApi* api = backend_->api();
+  if (!MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version) ||
+      api->fused_kernel_set_weight_version == nullptr) {
+    return absl::OkStatus();
+  }
+  MixrtFusedKernel_SetWeightVersion_Args args{};
+  args.struct_size = sizeof(args);
+  args.kernel = kernel_;
+  args.value = value;
+  args.version = version;
+  return PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
+                             backend_->name(), "fused_kernel_set_weight_version");
+}
+
 bool Backend::has_op_support_query() const {
   return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, device_get_op_support) &&
          api_->device_get_op_support != nullptr;

@@ -106,6 +106,9 @@ class PluginFusedKernel {
   // One address per value of the graph it was compiled from.
   absl::Status Run(absl::Span<void* const> value_data,
                    absl::Span<const int64_t> symbol_sizes) const;
+  // Tells the kernel which version of WEIGHT value `value` its next runs
+  // see (nothing to do for a plugin without the function).
+  absl::Status SetWeightVersion(int value, uint64_t version) const;
   const std::string& description() const { return description_; }
   // For a kernel graph's step (MixrtKernelGraphStep::fused_kernel).
   MixrtFusedKernel* handle() const { return kernel_; }

@@ -895,9 +895,10 @@ typedef void MixrtKernelGraph_Destroy(MixrtKernelGraph_Destroy_Args* args);
 /* Read after the subgraph (a result, an activation saved for a backward):
  * a group writing it must store it. */
 #define MIXRT_FUSION_VALUE_OUTPUT (1u << 1)
-/* An INPUT the same between runs until the host says otherwise (a model's
- * parameters): a plugin may prepare from its contents when a kernel runs,
- * never when it compiles. */
+/* An INPUT whose contents change only between runs, each change announced
+ * by fused_kernel_set_weight_version (a model's parameters): a kernel may
+ * prepare from its contents when it runs (a packed copy), never when it
+ * compiles, and keep what it prepared while the version stands. */
 #define MIXRT_FUSION_VALUE_WEIGHT (1u << 2)
 
 typedef struct MixrtFusionValue {
@@ -986,6 +987,22 @@ typedef struct MixrtFusedKernel_Destroy_Args {
 } MixrtFusedKernel_Destroy_Args;
 typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
 
+/* Since 1.1 (optional, with the fusion functions): before a run of
+ * `kernel` that reads WEIGHT value `value`, the host says which version of
+ * its contents the run sees: a number that changes whenever the contents
+ * do, said again only after a change (and once before the first run). A
+ * kernel never told a weight's version keeps nothing it prepared from it
+ * across runs. */
+typedef struct MixrtFusedKernel_SetWeightVersion_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtFusedKernel* kernel; /* in */
+  int32_t value;            /* in: a WEIGHT value of the kernel's graph */
+  uint64_t version;         /* in */
+} MixrtFusedKernel_SetWeightVersion_Args;
+typedef MixrtError* MixrtFusedKernel_SetWeightVersion(
+    MixrtFusedKernel_SetWeightVersion_Args* args);
+
 /* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -1027,6 +1044,8 @@ typedef struct MixrtPluginApi {
   MixrtFusion_Compile* fusion_compile;
   MixrtFusedKernel_Run* fused_kernel_run;
   MixrtFusedKernel_Destroy* fused_kernel_destroy;
+  /* 1.1, optional (NULL): weight versions for fused kernels. */
+  MixrtFusedKernel_SetWeightVersion* fused_kernel_set_weight_version;
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */

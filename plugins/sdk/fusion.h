@@ -84,6 +84,10 @@ class FusedKernel {
   virtual absl::Status Run(absl::Span<void* const> value_data,
                            absl::Span<const int64_t> symbols) = 0;
   virtual std::string Description() const = 0;
+  // The version of WEIGHT value `value` that the next runs see (see
+  // plugin_api.h's fused_kernel_set_weight_version): a kernel keeping a
+  // copy prepared from the weight redoes it when the version changes.
+  virtual void SetWeightVersion(int value, uint64_t version) {}
 };
 
 template <typename Attrs>

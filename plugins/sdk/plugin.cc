@@ -525,6 +525,20 @@ MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
   });
 }
 
+MixrtError* FusedKernelSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* args) {
+  return Guard("fused_kernel_set_weight_version", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetWeightVersion_Args, version,
+                         "fused_kernel_set_weight_version");
+    MixrtFusedKernel* k = args->kernel;
+    if (k == nullptr || args->value < 0 || args->value >= k->num_values) {
+      return absl::InvalidArgumentError(
+          "fused_kernel_set_weight_version: no such kernel or value");
+    }
+    k->kernel->SetWeightVersion(args->value, args->version);
+    return absl::OkStatus();
+  });
+}
+
 void FusedKernelDestroy(MixrtFusedKernel_Destroy_Args* args) {
   if (args != nullptr) delete args->kernel;
 }
@@ -636,6 +650,7 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
       table->fusion_compile = &FusionCompile;
       table->fused_kernel_run = &FusedKernelRun;
       table->fused_kernel_destroy = &FusedKernelDestroy;
+      table->fused_kernel_set_weight_version = &FusedKernelSetWeightVersion;
     }
     table->error_destroy = &ErrorDestroy;
     table->error_message = &ErrorMessage;
