@@ -469,7 +469,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
   for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i) names.push_back(c.steps[i].name);
   const std::string description = absl::StrCat(
       "oneDNN matmul", c.weight >= 0 ? " (weights packed per version)" : "",
-      " + post-ops ", absl::StrJoin(names, ", "), " -> ",
+      names.empty() ? "" : " + post-ops ", absl::StrJoin(names, ", "), " -> ",
       DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation, ")");
   return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(), description);
 }

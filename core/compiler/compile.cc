@@ -381,15 +381,18 @@ struct CompiledFunction::State {
       compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
     const bool hold = options.mode == "reduce-overhead";
+    // max-autotune keeps a fused kernel only where it beat its launches.
+    const bool time_fusion = options.mode.rfind("max-autotune", 0) == 0;
     // The forward and its backward share held memory (never running at
     // once: they take turns under its lock).
     auto held = std::make_shared<compiler::HeldBuffers>();
     MIXRT_ASSIGN_OR_RETURN(
-        e->plan, compiler::Plan::Build(std::move(forward), hold, held, /*fuse=*/true));
+        e->plan,
+        compiler::Plan::Build(std::move(forward), hold, held, /*fuse=*/true, time_fusion));
     if (training) {
       MIXRT_ASSIGN_OR_RETURN(
           e->backward, compiler::Plan::Build(std::move(training->backward), hold,
-                                             held, /*fuse=*/true));
+                                             held, /*fuse=*/true, time_fusion));
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }

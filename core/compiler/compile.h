@@ -30,8 +30,9 @@ struct CompileOptions {
   // "default": intermediates from the caching allocator per call;
   // "reduce-overhead": intermediates held between calls (no allocation in
   // the steady state); "max-autotune" and "max-autotune-no-cudagraphs" run
-  // as "default" until the plugins' fusion (compiler part 2) gives them
-  // choices to time.
+  // as "default" but time each fused kernel the plugin compiled against
+  // the launches it replaces, on the graph's shapes, and keep the faster
+  // (Explain shows both times).
   std::string mode = "default";
   // Unset (auto): sizes start static; when a recompile comes from sizes
   // that changed together (one value to another), their two graphs are

@@ -8,13 +8,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/compiler/fusion_timing.h"
 #include "core/compiler/launch_key.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::compiler {
 namespace {
+
+constexpr uint64_t kTimingVersion = ~uint64_t{0};
 
 // The fusion subgraph in ABI form, with the storage its pointers point into.
 struct Offer {
@@ -275,7 +279,8 @@ std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& ne
 
 }  // namespace
 
-absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph) {
+absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph,
+                                              bool time_groups) {
   FusionOutcome outcome;
   const Device device = g.device;
   if (!device.valid() || !device.backend()->has_fusion()) {
@@ -369,6 +374,31 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       }
       if (store[v]) f->output_values.push_back(static_cast<int>(v));
     }
+    if (time_groups) {
+      // A weight told a version no run sees (versions count up from 0):
+      // the kernel prepares from it once for the timing, and again when
+      // the plan tells the real one.
+      for (const auto& [input, value] : f->weights) {
+        MIXRT_RETURN_IF_ERROR(f->kernel->SetWeightVersion(value, kTimingVersion));
+      }
+      std::vector<int> nodes, values = f->input_values;
+      values.insert(values.end(), f->output_values.begin(), f->output_values.end());
+      for (size_t node = 0; node < offer.node_of.size(); ++node) {
+        if (claimed[node] == group) nodes.push_back(offer.node_of[node]);
+      }
+      absl::StatusOr<FusionTiming> t = TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
+      if (!t.ok()) {
+        refuse(group, absl::StrCat("timing it failed: ", t.status().message()));
+        continue;
+      }
+      if (t->fused_us >= t->launches_us) {
+        refuse(group, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us)",
+                                      f->launches, t->fused_us, t->launches_us));
+        continue;
+      }
+      f->timing = absl::StrFormat(" [%.1f us, its launches %.1f us]", t->fused_us,
+                                  t->launches_us);
+    }
     fused[group] = std::move(f);
   }
   if (std::none_of(fused.begin(), fused.end(),
@@ -388,7 +418,8 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     n.op = MIXRT_OP_COUNT;
     for (int v : fused[group]->input_values) n.inputs.push_back(offer.refs[v]);
     for (int v : fused[group]->output_values) n.outputs.push_back(offer.refs[v]);
-    outcome.kernels.push_back(fused[group]->kernel->description());
+    outcome.kernels.push_back(
+        absl::StrCat(fused[group]->kernel->description(), fused[group]->timing));
     outcome.launches += fused[group]->launches;
     ++outcome.groups;
     n.fused = std::move(fused[group]);

@@ -64,6 +64,7 @@ struct FusedGroup {
   // Per WEIGHT value the kernel reads: the node input it is, and its
   // fusion value (for fused_kernel_set_weight_version).
   std::vector<std::pair<int, int>> weights;
+  std::string timing;  // max-autotune's measurement, for Explain.
 };
 
 struct GraphNode {

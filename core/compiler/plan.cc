@@ -56,7 +56,7 @@ uint64_t HeldBuffers::bytes() const {
 
 absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held,
-    bool fuse) {
+    bool fuse, bool time_fusion) {
   std::unique_ptr<const Graph> traced;
   std::string fusion;
   if (fuse) {
@@ -65,7 +65,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
       fusion = absl::StrCat("none (", kFusionEnv, "=0)");
     } else {
       Graph fused;
-      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome, FuseWithBackend(graph, &fused));
+      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome,
+                             FuseWithBackend(graph, &fused, time_fusion));
       fusion = DescribeFusion(outcome);
       if (outcome.groups > 0) {
         traced = std::make_unique<const Graph>(std::move(graph));

@@ -59,10 +59,13 @@ class Plan {
   // runs of launches become kernel graphs, each replayed by one call
   // (MIXRT_COMPILE_KERNEL_GRAPHS=0 launches one by one, to compare).
   // With `fuse`, the graph's launches are first offered to the backend's
-  // fusion (ABI 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare).
+  // fusion (ABI 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare);
+  // with `time_fusion` too, a fused kernel is kept only where it beats its
+  // launches on the graph's shapes (max-autotune).
   static absl::StatusOr<std::unique_ptr<Plan>> Build(
       Graph graph, bool preallocate,
-      std::shared_ptr<HeldBuffers> held = nullptr, bool fuse = false);
+      std::shared_ptr<HeldBuffers> held = nullptr, bool fuse = false,
+      bool time_fusion = false);
 
   // The inputs must match what the graph was captured with (the compiled
   // function's guards check that). Runs of one plan, and of the plans

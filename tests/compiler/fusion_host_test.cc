@@ -102,6 +102,27 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
   }
 }
 
+// max-autotune times the fused kernel against its launches on the graph's
+// shapes: one made 20 ms slower is refused (the launches run, bit for bit
+// eager's), while "default" runs it as the plugin compiled it.
+TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
+  ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SLEEP_US", "20000", 1), 0);
+  const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
+  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+    return std::vector<Tensor>{a};
+  };
+  const std::string tuned = CompareWithEager(fn, in, "max-autotune");
+  const std::string plain = CompareWithEager(fn, in, "default");
+  unsetenv("MIXRT_FAKE_FUSION_SLEEP_US");
+  EXPECT_THAT(tuned, ::testing::ContainsRegex(
+                         "refused group 0: slower than its 2 launches \\([0-9.]+ vs [0-9.]+ us\\)"))
+      << tuned;
+  EXPECT_THAT(tuned, Not(HasSubstr("= fused[")));
+  EXPECT_THAT(plain, HasSubstr("= fused[stepwise: unary, binary]")) << plain;
+}
+
 // relu(x) is inside the group and read by a matmul outside it: the group
 // stores it (the matmul runs after the group), and keeps neg's to itself.
 TEST_F(FusionHost, AValueANodeOutsideReadsIsStoredForIt) {
