@@ -380,7 +380,9 @@ struct CompiledFunction::State {
   absl::StatusOr<std::shared_ptr<Entry>> MakeEntry(
       compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
-    const bool hold = options.mode == "reduce-overhead";
+    // "max-autotune" replays as "reduce-overhead" does (torch.compile's
+    // max-autotune uses CUDA graphs; "max-autotune-no-cudagraphs" not).
+    const bool hold = options.mode == "reduce-overhead" || options.mode == "max-autotune";
     // max-autotune keeps a fused kernel only where it beat its launches.
     const bool time_fusion = options.mode.rfind("max-autotune", 0) == 0;
     // The forward and its backward share held memory (never running at

@@ -29,10 +29,11 @@ namespace mixrt {
 struct CompileOptions {
   // "default": intermediates from the caching allocator per call;
   // "reduce-overhead": intermediates held between calls (no allocation in
-  // the steady state); "max-autotune" and "max-autotune-no-cudagraphs" run
-  // as "default" but time each fused kernel the plugin compiled against
-  // the launches it replaces, on the graph's shapes, and keep the faster
-  // (Explain shows both times).
+  // the steady state); "max-autotune" times each fused kernel the plugin
+  // compiled against the launches it replaces, on the graph's shapes,
+  // keeps the faster (Explain shows both times; the compile cache keeps
+  // the decision) and replays as "reduce-overhead";
+  // "max-autotune-no-cudagraphs" times the same way and runs as "default".
   std::string mode = "default";
   // Unset (auto): sizes start static; when a recompile comes from sizes
   // that changed together (one value to another), their two graphs are

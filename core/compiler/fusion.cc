@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/compiler/artifact_cache.h"
 #include "core/compiler/fusion_timing.h"
 #include "core/compiler/launch_key.h"
 #include "mixrt/op_names.h"
@@ -386,18 +387,29 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       for (size_t node = 0; node < offer.node_of.size(); ++node) {
         if (claimed[node] == group) nodes.push_back(offer.node_of[node]);
       }
-      absl::StatusOr<FusionTiming> t = TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
+      // Timed once per graph and backend build: a later process (or
+      // trace) reads the decision from the compile cache.
+      const std::string key = FusionTimingKey(g, nodes, f->kernel->description());
+      std::string why;
+      const std::optional<std::string> stored = ArtifactCache::Global().Load(key, &why);
+      std::optional<FusionTiming> cached;
+      if (stored.has_value()) cached = ParseFusionTiming(*stored);
+      absl::StatusOr<FusionTiming> t =
+          cached.has_value() ? *cached
+                             : TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
       if (!t.ok()) {
         refuse(group, absl::StrCat("timing it failed: ", t.status().message()));
         continue;
       }
+      if (!cached.has_value()) ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
+      const char* source = cached.has_value() ? ", timed by an earlier compile" : "";
       if (t->fused_us >= t->launches_us) {
-        refuse(group, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us)",
-                                      f->launches, t->fused_us, t->launches_us));
+        refuse(group, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us%s)",
+                                      f->launches, t->fused_us, t->launches_us, source));
         continue;
       }
-      f->timing = absl::StrFormat(" [%.1f us, its launches %.1f us]", t->fused_us,
-                                  t->launches_us);
+      f->timing = absl::StrFormat(" [%.1f us, its launches %.1f us%s]", t->fused_us,
+                                  t->launches_us, source);
     }
     fused[group] = std::move(f);
   }

@@ -5,6 +5,12 @@
 #include <map>
 #include <memory>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/compiler/artifact_cache.h"
+#include "core/compiler/launch_key.h"
 #include "core/tensor/storage.h"
 #include "mixrt/status_macros.h"
 
@@ -21,6 +27,34 @@ double Median(std::vector<double> v) {
 }
 
 }  // namespace
+
+std::string FusionTimingKey(const Graph& g, const std::vector<int>& nodes,
+                            const std::string& kernel) {
+  std::string key = CacheKeyPrefix();
+  const BackendIdentity& id = g.device.backend()->identity();
+  absl::StrAppend(&key, "fusion timing\nbackend ", id.name, " ", id.version, " abi ",
+                  id.abi_major, ".", id.abi_minor, " ", id.build_info, "\nkernel ", kernel,
+                  "\n");
+  for (int i : nodes) {
+    absl::StrAppend(&key, LaunchKey(g, g.nodes[i], [](int slot) { return slot; }), "\n");
+  }
+  return key;
+}
+
+std::string FormatFusionTiming(const FusionTiming& t) {
+  return absl::StrFormat("%.3f %.3f", t.fused_us, t.launches_us);
+}
+
+std::optional<FusionTiming> ParseFusionTiming(const std::string& payload) {
+  const std::vector<std::string> parts = absl::StrSplit(payload, ' ');
+  FusionTiming t;
+  if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &t.fused_us) ||
+      !absl::SimpleAtod(parts[1], &t.launches_us) || !(t.fused_us >= 0) ||
+      !(t.launches_us >= 0)) {
+    return std::nullopt;
+  }
+  return t;
+}
 
 absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<int>& nodes,
                                             const PluginFusedKernel& kernel,

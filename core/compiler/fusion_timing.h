@@ -6,6 +6,8 @@
 #ifndef MIXRT_CORE_COMPILER_FUSION_TIMING_H_
 #define MIXRT_CORE_COMPILER_FUSION_TIMING_H_
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,6 +24,15 @@ struct FusionTiming {
 // `nodes` (launches of `g`) one by one against `kernel` run with one
 // address per fusion value: `value_refs[v]` is value v's place in `g`,
 // `values` the ones the kernel's run gets an address for.
+// The compile cache's key for timing `kernel` (its description) against
+// `nodes` of `g` on `g`'s device, and the payload it is stored as; the
+// decision persists with the other artifacts, so a second process reuses
+// it without timing again.
+std::string FusionTimingKey(const Graph& g, const std::vector<int>& nodes,
+                            const std::string& kernel);
+std::string FormatFusionTiming(const FusionTiming& t);
+std::optional<FusionTiming> ParseFusionTiming(const std::string& payload);
+
 absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<int>& nodes,
                                             const PluginFusedKernel& kernel,
                                             const std::vector<ValueRef>& value_refs,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/compiler/artifact_cache.h"
 #include "core/compiler/compile.h"
 #include "core/functional/ops.h"
 #include "core/plugin/registry.h"
@@ -104,8 +105,13 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
 
 // max-autotune times the fused kernel against its launches on the graph's
 // shapes: one made 20 ms slower is refused (the launches run, bit for bit
-// eager's), while "default" runs it as the plugin compiled it.
+// eager's), while "default" runs it as the plugin compiled it. The
+// decision goes to the compile cache: a later compile (another process,
+// here a cache read anew) reuses it without timing.
 TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
+  const std::string dir = ::testing::TempDir() + "/max_autotune_cache";
+  ASSERT_EQ(setenv("MIXRT_CACHE_DIR", dir.c_str(), 1), 0);
+  compiler::ArtifactCache::ResetForTest();
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SLEEP_US", "20000", 1), 0);
   const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
   auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
@@ -115,12 +121,18 @@ TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
   };
   const std::string tuned = CompareWithEager(fn, in, "max-autotune");
   const std::string plain = CompareWithEager(fn, in, "default");
+  compiler::ArtifactCache::ResetForTest();  // As a new process finds it.
+  const std::string again = CompareWithEager(fn, in, "max-autotune");
   unsetenv("MIXRT_FAKE_FUSION_SLEEP_US");
+  unsetenv("MIXRT_CACHE_DIR");
+  compiler::ArtifactCache::ResetForTest();
   EXPECT_THAT(tuned, ::testing::ContainsRegex(
                          "refused group 0: slower than its 2 launches \\([0-9.]+ vs [0-9.]+ us\\)"))
       << tuned;
   EXPECT_THAT(tuned, Not(HasSubstr("= fused[")));
   EXPECT_THAT(plain, HasSubstr("= fused[stepwise: unary, binary]")) << plain;
+  EXPECT_THAT(again, HasSubstr("us, timed by an earlier compile)")) << again;
+  EXPECT_THAT(again, Not(HasSubstr("= fused[")));
 }
 
 // relu(x) is inside the group and read by a matmul outside it: the group
