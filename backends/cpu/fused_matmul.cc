@@ -188,18 +188,6 @@ std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n, int 
   }
 }
 
-// The descriptor of value `v` with `data` (null when only describing).
-MixrtTensorDesc Describe(const FusionValue& v, void* data) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.data = data;
-  d.dtype = v.dtype;
-  d.ndim = static_cast<int32_t>(v.shape.size());
-  d.shape = v.shape.data();
-  d.strides = v.strides.data();
-  return d;
-}
-
 // The chain prefix of `nodes` nodes as oneDNN steps: descriptors with
 // `data` per value (null entries describe only).
 struct Bound {
@@ -221,7 +209,7 @@ void Bind(const FusionGraph& g, const Chain& c, size_t nodes,
   }
   out->descs.clear();
   for (int v : values) {
-    out->descs.push_back(Describe(g.values[v], data.empty() ? nullptr : data[v]));
+    out->descs.push_back(g.values[v].Desc(data.empty() ? nullptr : data[v]));
   }
   out->refs.clear();
   for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
@@ -380,8 +368,7 @@ class FusedMatmul : public sdk::FusedKernel {
     char* base = static_cast<char*>(value_data[chain_.weight]);
     if (base == nullptr) return absl::InvalidArgumentError("fused matmul: no weight address");
     const size_t element = b.dtype == MIXRT_DTYPE_F32 ? 4 : 2;
-    const MixrtTensorDesc d =
-        Describe(b, base + (b.view_of >= 0 ? b.view_offset : 0) * element);
+    const MixrtTensorDesc d = b.Desc(base + (b.view_of >= 0 ? b.view_offset : 0) * element);
     return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
                              bound_.steps, TensorRef(d), &packed_);
   }

@@ -63,9 +63,9 @@ class NormCast : public sdk::FusedKernel {
   // values_: x, [weight, bias,] mean, rstd, the cast's result.
   absl::Status Run(absl::Span<void* const> data, absl::Span<const int64_t>) override {
     const size_t k = affine_.size();
-    const MixrtTensorDesc xd = Desc(x_, data[values_[0]]);
+    const MixrtTensorDesc xd = x_.Desc(data[values_[0]]);
     std::vector<MixrtTensorDesc> ad;
-    for (size_t i = 0; i < k; ++i) ad.push_back(Desc(affine_[i], data[values_[1 + i]]));
+    for (size_t i = 0; i < k; ++i) ad.push_back(affine_[i].Desc(data[values_[1 + i]]));
     std::vector<sdk::TensorRef> a(ad.begin(), ad.end());
     void* out = data[values_[3 + k]];
     if (out == nullptr) return absl::InvalidArgumentError("layer_norm + cast: no result address");
@@ -83,17 +83,6 @@ class NormCast : public sdk::FusedKernel {
   }
 
  private:
-  static MixrtTensorDesc Desc(const FusionValue& v, void* data) {
-    MixrtTensorDesc d{};
-    d.struct_size = sizeof(d);
-    d.data = data;
-    d.dtype = v.dtype;
-    d.ndim = static_cast<int32_t>(v.shape.size());
-    d.shape = v.shape.data();
-    d.strides = v.strides.data();
-    return d;
-  }
-
   const FusionValue x_;
   const std::vector<FusionValue> affine_;
   const std::vector<int> values_;

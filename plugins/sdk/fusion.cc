@@ -9,6 +9,17 @@
 
 namespace mixrt::sdk {
 
+MixrtTensorDesc FusionValue::Desc(void* data) const {
+  MixrtTensorDesc d{};
+  d.struct_size = sizeof(d);
+  d.data = data;
+  d.dtype = dtype;
+  d.ndim = static_cast<int32_t>(shape.size());
+  d.shape = shape.data();
+  d.strides = strides.data();
+  return d;
+}
+
 int64_t FusionValue::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

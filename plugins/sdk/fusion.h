@@ -34,6 +34,9 @@ struct FusionValue {
   bool is_contiguous() const;  // Row-major and dense (size-1 dims aside).
   bool is_static() const;      // No symbolic dim.
   bool has(uint32_t flag) const { return (flags & flag) != 0; }
+  // Its descriptor at `data`, pointing into shape and strides (valid while
+  // this value is); symbolic dims as traced.
+  MixrtTensorDesc Desc(void* data) const;
 };
 
 struct FusionNode {
