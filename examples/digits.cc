@@ -13,6 +13,7 @@
 // rank 0 prints.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <vector>
@@ -37,6 +38,10 @@ ABSL_FLAG(uint64_t, seed, 0,
 ABSL_FLAG(bool, distributed, false,
           "Data-parallel over the ranks of the mpirun job this process is "
           "in (a single process is a job of one).");
+ABSL_FLAG(std::string, compile, "",
+          "Also train each configuration compiled in this mode (default, "
+          "reduce-overhead, max-autotune) and print its accuracy against "
+          "eager's; with --check, within half a point.");
 ABSL_FLAG(bool, check, false,
           "Exit 1 unless both AMP runs reach the f32 "
           "accuracy within one percentage point.");
@@ -221,7 +226,7 @@ absl::Status Run(const char* argv0) {
         .use_scaler = true}},
   };
   double f32_accuracy = 0;
-  bool within = true;
+  bool within = true, compiled_within = true;
   for (Config c : configs) {
     c.options.process_group = group;
     MIXRT_ASSIGN_OR_RETURN(Outcome o, TrainOnce(device, digits, split, c.options));
@@ -231,10 +236,23 @@ absl::Status Run(const char* argv0) {
     if (prints) std::printf(
         "%-26s test accuracy %6.2f%% (%+.2f vs f32)  %6.2f s   AMP %s\n",
         c.name, o.accuracy, -gap, o.seconds, o.amp.c_str());
+    if (const std::string mode = absl::GetFlag(FLAGS_compile); !mode.empty()) {
+      c.options.compile = mixrt::CompileOptions{.mode = mode};
+      MIXRT_ASSIGN_OR_RETURN(Outcome compiled, TrainOnce(device, digits, split, c.options));
+      const double compiled_gap = compiled.accuracy - o.accuracy;
+      compiled_within &= std::fabs(compiled_gap) <= 0.5;
+      if (prints) std::printf(
+          "%-26s test accuracy %6.2f%% (%+.2f vs eager)  %6.2f s   compiled, %s\n",
+          "", compiled.accuracy, compiled_gap, compiled.seconds, mode.c_str());
+    }
   }
   if (absl::GetFlag(FLAGS_check) && !within) {
     return absl::FailedPreconditionError(
         "an AMP run fell more than one point below f32 accuracy");
+  }
+  if (absl::GetFlag(FLAGS_check) && !compiled_within) {
+    return absl::FailedPreconditionError(
+        "a compiled run's accuracy is more than half a point from eager's");
   }
   return absl::OkStatus();
 }
