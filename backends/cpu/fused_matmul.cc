@@ -41,7 +41,7 @@ struct ChainStep {
 // A matmul and the chain it feeds, as far as it fuses.
 struct Chain {
   int a = -1, b = -1, bias = -1;
-  // b's memory when it is a WEIGHT (packed once per version), or -1.
+  // b when it is a WEIGHT (packed once per version), or -1.
   int weight = -1;
   std::vector<int> nodes;          // The matmul first.
   std::vector<ChainStep> steps;    // Post-ops.
@@ -260,10 +260,8 @@ Chain FollowChain(const FusionGraph& g, int i) {
   c.a = m.inputs[0];
   c.b = m.inputs[1];
   c.bias = m.inputs.size() == 3 ? m.inputs[2] : -1;
-  const int b_base = b.view_of >= 0 ? b.view_of : c.b;
-  if (g.values[b_base].has(MIXRT_FUSION_VALUE_WEIGHT) && g.values[b_base].is_static()) {
-    c.weight = b_base;
-  }
+  // A WEIGHT is an input of the offer, never a view of another value.
+  if (b.has(MIXRT_FUSION_VALUE_WEIGHT)) c.weight = c.b;
   c.nodes.push_back(i);
   c.outs.push_back(m.outputs[0]);
   if (attrs->activation != MIXRT_ACTIVATION_NONE) {
@@ -338,13 +336,23 @@ class FusedMatmul : public sdk::FusedKernel {
       return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
                                    bound_.steps);
     }
+    // Packing pays when a version serves several runs (serving); a weight
+    // whose version changes before its pack served two runs (an optimizer
+    // stepping it) runs plain from then on, as eager does.
+    if (told_ && packed_for_.has_value() && *packed_for_ != version_ && runs_of_pack_ < 2) {
+      plain_ = true;
+    }
+    if (!told_ || plain_) {
+      return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                                   bound_.steps);
+    }
     for (int attempt = 0; attempt < 2; ++attempt) {
-      // Packed again unless this weight version was packed (a version
-      // never told: every run).
-      if (!told_ || !packed_for_.has_value() || *packed_for_ != version_ || attempt > 0) {
+      if (!packed_for_.has_value() || *packed_for_ != version_ || attempt > 0) {
         MIXRT_RETURN_IF_ERROR(Pack(value_data));
-        if (told_) packed_for_ = version_;
+        packed_for_ = version_;
+        runs_of_pack_ = 0;
       }
+      ++runs_of_pack_;
       const absl::Status s = RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias,
                                                    bound_.refs[2], bound_.steps, &packed_);
       if (!absl::IsFailedPrecondition(s)) return s;
@@ -362,15 +370,12 @@ class FusedMatmul : public sdk::FusedKernel {
   std::string Description() const override { return description_; }
 
  private:
-  // The weight as b reads it (b itself, or its view of the weight).
   absl::Status Pack(absl::Span<void* const> value_data) {
-    const FusionValue& b = graph_.values[chain_.b];
-    char* base = static_cast<char*>(value_data[chain_.weight]);
-    if (base == nullptr) return absl::InvalidArgumentError("fused matmul: no weight address");
-    const size_t element = b.dtype == MIXRT_DTYPE_F32 ? 4 : 2;
-    const MixrtTensorDesc d = b.Desc(base + (b.view_of >= 0 ? b.view_offset : 0) * element);
+    if (value_data[chain_.weight] == nullptr) {
+      return absl::InvalidArgumentError("fused matmul: no weight address");
+    }
     return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                             bound_.steps, TensorRef(d), &packed_);
+                             bound_.steps, bound_.refs[1], &packed_);
   }
 
   const FusionGraph graph_;
@@ -378,9 +383,11 @@ class FusedMatmul : public sdk::FusedKernel {
   const size_t nodes_;
   const std::string description_;
   Bound bound_;  // Reused by each run (runs never overlap).
-  bool told_ = false;
+  bool told_ = false;  // A kernel never told a version packs nothing.
+  bool plain_ = false;
   uint64_t version_ = 0;
   std::optional<uint64_t> packed_for_;
+  int runs_of_pack_ = 0;
   dnnl::memory packed_;
 };
 

@@ -63,8 +63,8 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
                          uint32_t kind);
 
 // Per node of `graph`, its group (0, 1, ...) or -1: each group a matmul and
-// the chain it feeds, and the cast of its weight when only it reads that
-// (the kernel then packs the weight, converted, once per weight version).
+// the chain it feeds, or a matmul alone whose b is a WEIGHT (the kernel
+// packs it into oneDNN's preferred layout once per weight version).
 std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
