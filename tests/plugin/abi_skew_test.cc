@@ -62,6 +62,10 @@ TEST_F(AbiSkew, CurrentPluginAnswersPerOp) {
   EXPECT_TRUE(dev.backend()->has_kernel_graphs());
   // Fusion: every 1.1 SDK plugin has the functions; this one claims nothing.
   EXPECT_TRUE(dev.backend()->has_fusion());
+  // The weight-version notice, appended after them, is in the SDK's table.
+  const MixrtPluginApi* api = dev.backend()->api();
+  ASSERT_TRUE(MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version));
+  EXPECT_NE(api->fused_kernel_set_weight_version, nullptr);
   OpSignature sub{MIXRT_OP_BINARY, MIXRT_BINARY_SUB, DType::kF32, DType::kF32};
   EXPECT_FALSE(dev.backend()->RunsOp(0, sub));
   OpSignature add{MIXRT_OP_BINARY, MIXRT_BINARY_ADD, DType::kF32, DType::kF32};
