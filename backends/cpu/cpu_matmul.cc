@@ -283,8 +283,8 @@ bool Split(const TensorRef& t, SplitOperand* s) {
 }
 
 // The oneDNN shape of c = a x b (+ bias) (+ sum_beta c), then `steps`
-// (binary ones' addresses into post_data); the bias as given (Product
-// widens one oneDNN cannot take).
+// (binary ones' addresses into post_data); a bias in neither f32 nor a's
+// dtype is described as the dense f32 copy Product makes of it.
 void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
                      const TensorRef& c, float sum_beta, absl::Span<const EpilogueStep> steps,
                      MatmulShape* out, std::vector<const void*>* post_data) {
@@ -311,7 +311,14 @@ void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bi
   shape.a.dtype = a.dtype();
   shape.b.dtype = b.dtype();
   shape.c.dtype = c.dtype();
-  shape.bias.dtype = has_bias ? bias_in->dtype() : MIXRT_DTYPE_F32;
+  shape.bias.dtype = MIXRT_DTYPE_F32;
+  if (has_bias) {
+    if (bias_in->dtype() == MIXRT_DTYPE_F32 || bias_in->dtype() == a.dtype()) {
+      shape.bias.dtype = bias_in->dtype();
+    } else {
+      bias_strides.back() = 1;  // Widened or split operands: a dense f32 copy.
+    }
+  }
   shape.sum_beta = sum_beta;
   shape.post_ops.resize(steps.size());
   post_data->assign(steps.size(), nullptr);
@@ -338,13 +345,22 @@ void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bi
   }
 }
 
+// Whether a product of this shape runs on one thread (it is created and
+// run under the same thread count).
+bool SerialProduct(const MatmulShape& shape) {
+  int64_t work = shape.a.dims.back();  // K times every output element.
+  for (int64_t d : shape.c.dims) work *= d;
+  return work <= kSerialWork;
+}
+
+// Thrown when b comes packed in a layout the product no longer wants.
+struct PackedLayoutChanged {};
+
 // c = a x b (+ bias), or c = sum_beta c + a x b (+ bias) when sum_beta is
 // not 0, on oneDNN or the small f32 tiles, then `steps` as oneDNN
 // post-ops; c is f32 or a's dtype. Returns whether it also applied `act`
 // (the tiles apply a relu when sum_beta is 0; otherwise the caller's
 // epilogue does).
-// Thrown when b comes packed in a layout the product no longer wants.
-struct PackedLayoutChanged {};
 
 bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
              const TensorRef& c, float sum_beta,
@@ -359,24 +375,15 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   thread_local std::vector<const void*> post_data;
   DescribeProduct(a, b, bias_in, c, sum_beta, steps, &shape, &post_data);
   shape.packed_b = packed_b != nullptr;
-  dnnl::memory::dims& bias_strides = shape.bias.strides;
-  const void* bias_data = nullptr;
+  const void* bias_data = has_bias ? bias_in->data() : nullptr;
   std::unique_ptr<float[]> wide_bias;
-  if (has_bias) {
+  if (has_bias && bias_in->dtype() != shape.bias.dtype) {
     const TensorRef& bias = *bias_in;
-    MixrtDtype bias_type = bias.dtype();
-    bias_data = bias.data();
-    if (bias_type != MIXRT_DTYPE_F32 && bias_type != a.dtype()) {
-      // Widened or split operands: oneDNN wants an f32 (dense) bias.
-      wide_bias.reset(new float[bias.dim(0)]);
-      for (int64_t i = 0; i < bias.dim(0); ++i) {
-        wide_bias[i] = bias.LoadFloat(i * bias.stride(0));
-      }
-      bias_type = MIXRT_DTYPE_F32;
-      bias_data = wide_bias.get();
-      bias_strides.back() = 1;
+    wide_bias.reset(new float[bias.dim(0)]);
+    for (int64_t i = 0; i < bias.dim(0); ++i) {
+      wide_bias[i] = bias.LoadFloat(i * bias.stride(0));
     }
-    shape.bias.dtype = bias_type;
+    bias_data = wide_bias.get();
   }
   if (steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
       a.dtype() == MIXRT_DTYPE_F32 &&
@@ -402,10 +409,7 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     RunSmallGemm(g);
     return g.relu;
   }
-  int64_t work = shape.a.dims.back();  // K times every output element.
-  for (int64_t d : shape.c.dims) work *= d;
-  // Created and run under the same thread count (one for small products).
-  const SerialScope serial(work <= kSerialWork);
+  const SerialScope serial(SerialProduct(shape));
   if (packed_b == nullptr) {
     RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data, post_data.data());
   } else {
@@ -528,18 +532,13 @@ absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,
 
 namespace {
 
-// The oneDNN shape of the product RunMatmulWithEpilogue runs (bias widened
-// as Product widens it).
+// The oneDNN shape of the product RunMatmulWithEpilogue runs.
 MatmulShape EpilogueShape(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
                           const TensorRef& out, absl::Span<const EpilogueStep> steps,
                           bool packed_b) {
   MatmulShape shape;
   std::vector<const void*> post_data;
   DescribeProduct(a, b, bias, out, 0, steps, &shape, &post_data);
-  if (bias != nullptr && bias->dtype() != MIXRT_DTYPE_F32 && bias->dtype() != a.dtype()) {
-    shape.bias.dtype = MIXRT_DTYPE_F32;
-    shape.bias.strides.back() = 1;
-  }
   shape.packed_b = packed_b;
   return shape;
 }
@@ -555,15 +554,13 @@ std::string MatmulWithEpilogueImplementation(const TensorRef& a, const TensorRef
 
 absl::Status PackMatmulWeights(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
                                const TensorRef& out, absl::Span<const EpilogueStep> steps,
-                               const TensorRef& source, dnnl::memory* packed) {
+                               dnnl::memory* packed) {
   try {
     const MatmulShape shape = EpilogueShape(a, b, bias, out, steps, true);
-    int64_t work = shape.a.dims.back();
-    for (int64_t d : shape.c.dims) work *= d;
-    const SerialScope serial(work <= kSerialWork);  // As Product runs it.
+    const SerialScope serial(SerialProduct(shape));  // As Product runs it.
     const dnnl::memory::desc desc = PackedWeightsDesc(shape);
     if (!*packed || packed->get_desc() != desc) *packed = dnnl::memory(desc, Engine());
-    PackWeights(shape, source.dtype(), source.data(), *packed);
+    PackWeights(shape, b.data(), *packed);
   } catch (const dnnl::error& e) {
     return absl::InternalError(absl::StrCat("packing a matmul's weights: ", e.what()));
   }

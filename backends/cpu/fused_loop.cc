@@ -36,9 +36,6 @@ constexpr size_t kMaxReductions = 4;
 // Rows of a whole-row sum the reduce kernel adds up separately first.
 constexpr int64_t kPiece = 1 << 16;
 
-bool IsFloat(MixrtDtype d) {
-  return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16 || d == MIXRT_DTYPE_F16;
-}
 bool IsInt(MixrtDtype d) {
   return d == MIXRT_DTYPE_I32 || d == MIXRT_DTYPE_I64;
 }
@@ -82,7 +79,7 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
     for (int v : n.inputs) {
       if (g.values[v].dtype != d) return false;
     }
-    return IsFloat(d);
+    return sdk::IsFloatingDtype(d);
   };
   switch (n.op) {
     case MIXRT_OP_BINARY: {
@@ -117,7 +114,7 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
     case MIXRT_OP_WHERE:
       if (!same_shape(3) || g.values[n.inputs[0]].dtype != MIXRT_DTYPE_BOOL ||
           g.values[n.inputs[1]].dtype != out.dtype ||
-          g.values[n.inputs[2]].dtype != out.dtype || !IsFloat(out.dtype)) {
+          g.values[n.inputs[2]].dtype != out.dtype || !sdk::IsFloatingDtype(out.dtype)) {
         return none;
       }
       return out.shape;
@@ -126,7 +123,7 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
       const MixrtDtype in = g.values[n.inputs[0]].dtype;
       // Integers become floats exactly as the copy kernel converts them;
       // floats to integers (truncation rules) stay op by op.
-      if (!(IsFloat(out.dtype) || out.dtype == MIXRT_DTYPE_BOOL) &&
+      if (!(sdk::IsFloatingDtype(out.dtype) || out.dtype == MIXRT_DTYPE_BOOL) &&
           !(IsInt(out.dtype) && IsInt(in))) {
         return none;
       }
@@ -138,7 +135,7 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
       const FusionValue& in = g.values[n.inputs[0]];
       if ((a->kind != MIXRT_REDUCE_SUM && a->kind != MIXRT_REDUCE_MEAN &&
            a->kind != MIXRT_REDUCE_MAX && a->kind != MIXRT_REDUCE_MIN) ||
-          !IsFloat(in.dtype) || !IsFloat(out.dtype) || in.shape.empty() ||
+          !sdk::IsFloatingDtype(in.dtype) || !sdk::IsFloatingDtype(out.dtype) || in.shape.empty() ||
           in.shape.size() != out.shape.size()) {
         return none;
       }
@@ -602,7 +599,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
     for (int v : n.inputs) {
       if (local_of[v] < 0) {
         const FusionValue& val = g.values[v];
-        const bool integer = !IsFloat(val.dtype) && val.dtype != MIXRT_DTYPE_BOOL;
+        const bool integer = !sdk::IsFloatingDtype(val.dtype) && val.dtype != MIXRT_DTYPE_BOOL;
         local_of[v] = new_local(integer);
         Load l{v, local_of[v], val.dtype, val.strides, val.is_contiguous(), integer};
         k->loads.push_back(std::move(l));

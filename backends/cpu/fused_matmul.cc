@@ -117,15 +117,11 @@ std::optional<ChainStep> EltwiseFor(uint32_t kind, float alpha, float beta) {
   return s;
 }
 
-bool FloatDtype(MixrtDtype d) {
-  return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16 || d == MIXRT_DTYPE_F16;
-}
-
 // How a binary op's other operand may be laid out against the chain's
 // value `like` (contiguous): like's own strides, a row broadcast over the
 // leading dims, or one element everywhere.
 bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
-  if (!v.is_static() || v.shape != like.shape || !FloatDtype(v.dtype) ||
+  if (!v.is_static() || v.shape != like.shape || !sdk::IsFloatingDtype(v.dtype) ||
       v.dtype == MIXRT_DTYPE_F16) {
     return false;
   }
@@ -246,7 +242,7 @@ Chain FollowChain(const FusionGraph& g, int i) {
   const FusionValue& b = g.values[m.inputs[1]];
   const FusionValue& out = g.values[m.outputs[0]];
   if (!a.is_static() || !b.is_static() || !out.is_static() || !out.is_contiguous() ||
-      a.dtype != b.dtype || !FloatDtype(a.dtype) || !OneDnnHasMatmul(a.dtype) ||
+      a.dtype != b.dtype || !sdk::IsFloatingDtype(a.dtype) || !OneDnnHasMatmul(a.dtype) ||
       (a.dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) || out.shape.size() < 2) {
     return c;
   }
@@ -287,7 +283,7 @@ Chain FollowChain(const FusionGraph& g, int i) {
     if (!s.has_value()) break;
     const FusionValue& next = g.values[n.outputs[0]];
     if (!next.is_static() || next.shape != val.shape || !next.is_contiguous() ||
-        !FloatDtype(next.dtype)) {
+        !sdk::IsFloatingDtype(next.dtype)) {
       break;
     }
     if (!cast) c.steps.push_back(*s);
@@ -375,7 +371,7 @@ class FusedMatmul : public sdk::FusedKernel {
       return absl::InvalidArgumentError("fused matmul: no weight address");
     }
     return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                             bound_.steps, bound_.refs[1], &packed_);
+                             bound_.steps, &packed_);
   }
 
   const FusionGraph graph_;

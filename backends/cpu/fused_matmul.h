@@ -49,13 +49,11 @@ std::string MatmulWithEpilogueImplementation(const sdk::TensorRef& a,
                                              const sdk::TensorRef& out,
                                              absl::Span<const EpilogueStep> steps,
                                              bool packed_b = false);
-// `source` (b's shape and strides, any float dtype) converted to b's dtype
-// in the layout oneDNN prefers for that product, into `packed` (made or
+// b in the layout oneDNN prefers for that product, into `packed` (made or
 // remade to fit).
 absl::Status PackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
                                const sdk::TensorRef* bias, const sdk::TensorRef& out,
-                               absl::Span<const EpilogueStep> steps,
-                               const sdk::TensorRef& source, dnnl::memory* packed);
+                               absl::Span<const EpilogueStep> steps, dnnl::memory* packed);
 
 // Whether oneDNN's eltwise post-op `algorithm` gives what op `kind`
 // (MixrtUnaryKind) gives for NaN, +inf and -inf.

@@ -13,10 +13,6 @@ using sdk::FusionGraph;
 using sdk::FusionNode;
 using sdk::FusionValue;
 
-bool FloatDtype(MixrtDtype d) {
-  return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16 || d == MIXRT_DTYPE_F16;
-}
-
 // The cast node reading layer_norm node `i`'s normalized result as the
 // same contiguous memory, or -1.
 int CastOf(const FusionGraph& g, int i) {
@@ -44,7 +40,7 @@ int CastOf(const FusionGraph& g, int i) {
       in == y || (iv.view_of == y && iv.view_offset == 0 && iv.is_contiguous() &&
                   iv.is_static() && iv.numel() == yv.numel());
   if (!same_memory || !out.is_static() || !out.is_contiguous() ||
-      out.numel() != yv.numel() || !FloatDtype(out.dtype)) {
+      out.numel() != yv.numel() || !sdk::IsFloatingDtype(out.dtype)) {
     return -1;
   }
   return c;

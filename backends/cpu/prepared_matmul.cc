@@ -104,11 +104,8 @@ dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape) {
   return PrimitiveDesc(shape).weights_desc();
 }
 
-void PackWeights(const MatmulShape& shape, MixrtDtype source_dtype, const void* source,
-                 const dnnl::memory& packed) {
-  MatmulOperand from = shape.b;
-  from.dtype = source_dtype;
-  dnnl::memory src = Memory(Desc(from), const_cast<void*>(source));
+void PackWeights(const MatmulShape& shape, const void* b, const dnnl::memory& packed) {
+  dnnl::memory src = Memory(Desc(shape.b), const_cast<void*>(b));
   dnnl::memory dst = packed;
   dnnl::reorder(src, dst).execute(ThreadStream(), src, dst);
   ThreadStream().wait();

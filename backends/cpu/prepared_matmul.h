@@ -53,10 +53,9 @@ bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
 // The layout oneDNN prefers for b in this product (shape.packed_b set).
 dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape);
 
-// b (as shape.b describes it, in `source_dtype`) reordered into `packed`
-// (PackedWeightsDesc's layout), converting to shape.b's dtype.
-void PackWeights(const MatmulShape& shape, MixrtDtype source_dtype, const void* source,
-                 const dnnl::memory& packed);
+// b (as shape.b describes it) reordered into `packed` (PackedWeightsDesc's
+// layout).
+void PackWeights(const MatmulShape& shape, const void* b, const dnnl::memory& packed);
 
 // The oneDNN implementation the shape gets ("brg:avx512_core_bf16", or
 // "ref:any" for its slow reference loops), or "" when oneDNN has none.
