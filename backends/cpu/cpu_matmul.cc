@@ -24,6 +24,7 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/prepared_matmul.h"
 #include "backends/cpu/small_gemm.h"
+#include "backends/cpu/small_gemm_bf16.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/pointwise_math.h"
 
@@ -407,6 +408,32 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     g.beta = sum_beta;
     g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
     RunSmallGemm(g);
+    return g.relu;
+  }
+  if (steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
+      a.dtype() == MIXRT_DTYPE_BF16 && b.dtype() == MIXRT_DTYPE_BF16 &&
+      (c.dtype() == MIXRT_DTYPE_F32 || c.dtype() == MIXRT_DTYPE_BF16) &&
+      shape.c.strides[1] == 1 &&
+      SmallGemmBf16Applies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
+    SmallGemmBf16 g;
+    g.m = shape.c.dims[0];
+    g.n = shape.c.dims[1];
+    g.k = shape.a.dims[1];
+    g.a = static_cast<const uint16_t*>(a.data());
+    g.a_rows = shape.a.strides[0];
+    g.a_cols = shape.a.strides[1];
+    g.b = static_cast<const uint16_t*>(b.data());
+    g.b_rows = shape.b.strides[0];
+    g.b_cols = shape.b.strides[1];
+    g.c = c.data();
+    g.c_dtype = c.dtype();
+    g.ldc = shape.c.strides[0];
+    g.bias = bias_data;
+    g.bias_dtype = shape.bias.dtype;
+    g.bias_stride = wide_bias != nullptr ? 1 : has_bias ? bias_in->stride(0) : 0;
+    g.beta = sum_beta;
+    g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
+    RunSmallGemmBf16(g);
     return g.relu;
   }
   const SerialScope serial(SerialProduct(shape));

@@ -6,43 +6,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_info.h"
+#include "backends/cpu/transpose8x8.h"
 
 namespace mixrt::cpu {
 namespace {
 
 constexpr int kTileRows = 8;   // 8 x 2 accumulators: 16 of 32 registers.
 constexpr int64_t kStrip = 32;  // Columns per tile: two vectors.
-
-// b (p, j) = b[j * b_cols + p] for the rows p0 .. p0 + 8 and columns
-// j0 .. j0 + 8, transposed into out (row stride ldo) with AVX's 8 x 8
-// shuffle network: a Linear's weight read as its transpose (x W^T), whose
-// scalar packing cost more than oneDNN's whole overhead.
-void Transpose8x8(const float* b, int64_t b_cols, float* out, int64_t ldo) {
-  __m256 r0 = _mm256_loadu_ps(b + 0 * b_cols), r1 = _mm256_loadu_ps(b + 1 * b_cols);
-  __m256 r2 = _mm256_loadu_ps(b + 2 * b_cols), r3 = _mm256_loadu_ps(b + 3 * b_cols);
-  __m256 r4 = _mm256_loadu_ps(b + 4 * b_cols), r5 = _mm256_loadu_ps(b + 5 * b_cols);
-  __m256 r6 = _mm256_loadu_ps(b + 6 * b_cols), r7 = _mm256_loadu_ps(b + 7 * b_cols);
-  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
-  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
-  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  _mm256_storeu_ps(out + 0 * ldo, _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps(out + 1 * ldo, _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps(out + 2 * ldo, _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps(out + 3 * ldo, _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps(out + 4 * ldo, _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps(out + 5 * ldo, _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps(out + 6 * ldo, _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
-}
 
 // b as a row-major [k, n] f32 block in out (row stride n).
 void PackRows(const SmallGemm& g, float* out) {
