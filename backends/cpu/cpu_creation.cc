@@ -71,8 +71,9 @@ absl::Status Copy(const TensorRef& in, const TensorRef& out) {
       float buffer[kChunk];
       for (int64_t b = begin; b < end; b += kChunk) {
         const int64_t n = std::min(kChunk, end - b);
-        LoadRow(in.data(), in.dtype(), b, n, buffer);
-        StoreRow(buffer, n, out.data(), out.dtype(), b);
+        // An f32 source is read in place (autocast's weight casts).
+        StoreRow(FloatsAt(in.data(), in.dtype(), b, n, buffer), n, out.data(),
+                 out.dtype(), b);
       }
     });
     return absl::OkStatus();

@@ -1,5 +1,6 @@
 // Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -39,7 +40,17 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
     ParallelFor(g.numel(), kGrain, [&](int64_t begin, int64_t end) {
       float buffer[kChunk];
       int local = 0;
-      for (int64_t b = begin; b < end; b += kChunk) {
+      if (g.dtype() == MIXRT_DTYPE_F32) {
+        // In place, without the copies through `buffer`.
+        float* x = static_cast<float*>(g.data());
+        for (int64_t i = begin; i < end; ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, &x[i], 4);
+          local |= (bits & 0x7f800000u) == 0x7f800000u;
+          x[i] *= inv_scale;
+        }
+      }
+      for (int64_t b = g.dtype() == MIXRT_DTYPE_F32 ? end : begin; b < end; b += kChunk) {
         const int64_t n = std::min(kChunk, end - b);
         LoadRow(g.data(), g.dtype(), b, n, buffer);
         for (int64_t i = 0; i < n; ++i) {
@@ -95,14 +106,20 @@ absl::Status Sgd(const sdk::KernelCall& call) {
   const TensorRef& g = *decoded.grad;
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
     float scratch[kChunk];
-    float unused = 0;
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
       const float* grad = FloatsAt(g.data(), g.dtype(), b, n, scratch);
+      if (buf == nullptr) {
+        // Without momentum: SgdElement's update with no buffer, a loop the
+        // compiler vectorizes (SgdElement's own kept it scalar).
+        const float lr = static_cast<float>(a.lr);
+        for (int64_t i = 0; i < n; ++i) {
+          p[b + i] -= lr * sdk::SgdDecayed<float>(a, p[b + i], grad[i] * inv_scale);
+        }
+        continue;
+      }
       for (int64_t i = 0; i < n; ++i) {
-        p[b + i] =
-            sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale,
-                                   buf != nullptr ? &buf[b + i] : &unused);
+        p[b + i] = sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale, &buf[b + i]);
       }
     }
   });

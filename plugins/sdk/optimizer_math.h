@@ -19,13 +19,20 @@ MIXRT_HOST_DEVICE inline int OptimizerOptionalInputs(uint32_t flags) {
          ((flags & MIXRT_OPTIM_HAS_FOUND_INF) ? 1 : 0);
 }
 
+// The gradient with SGD's weight decay added.
+template <typename T>
+MIXRT_HOST_DEVICE inline T SgdDecayed(const MixrtSgdAttrs& a, T param, T grad) {
+  return a.weight_decay != 0 ? grad + T(a.weight_decay) * param : grad;
+}
+
 // One SGD element. `grad` is already unscaled. Returns the new parameter;
-// updates `buf` when momentum is used.
+// updates `buf` when momentum is used (without momentum the new parameter
+// is param - lr * SgdDecayed(a, param, grad), a loop a compiler
+// vectorizes).
 template <typename T>
 MIXRT_HOST_DEVICE inline T SgdElement(const MixrtSgdAttrs& a, T param, T grad,
                                       T* buf) {
-  T d = grad;
-  if (a.weight_decay != 0) d += T(a.weight_decay) * param;
+  T d = SgdDecayed(a, param, grad);
   if (a.momentum != 0) {
     *buf = a.first_step ? d : T(a.momentum) * *buf + T(1 - a.dampening) * d;
     d = a.nesterov ? d + T(a.momentum) * *buf : *buf;
