@@ -26,11 +26,12 @@ constexpr int kTileRows = 8;    // 8 x 2 accumulators: 16 of 32 registers.
 constexpr int64_t kStrip = 32;  // Columns per tile: two vectors.
 
 // The operands as vdpbf16ps reads them: 32-bit words holding the bf16
-// pair (p = 2q, 2q + 1), the odd one zero past k. a's row i is words
-// a[i * lda], b's row q is words b[q * ldb] (one per column).
+// pair (p = 2q, 2q + 1), the odd one zero past k. Pair q of a's row i is
+// the word a[i * a_row + q * a_pair]; b's row q is words b[q * ldb] (one
+// per column).
 struct Pairs {
   const uint32_t* a = nullptr;
-  int64_t lda = 0;
+  int64_t a_row = 0, a_pair = 0;
   const uint32_t* b = nullptr;
   int64_t ldb = 0;
   int64_t pairs = 0;  // ceil(k / 2)
@@ -62,30 +63,29 @@ void InterleaveRows(const uint16_t* x, int64_t rows, int64_t k, int64_t cols,
   }
 }
 
-// a as pair words, row i at i * lda. A row-major a with an even k is read
-// in place.
-const uint32_t* PackA(const SmallGemmBf16& g, std::vector<uint32_t>& scratch,
-                      int64_t* lda) {
+// a as pair words (x.a, x.a_row, x.a_pair). A row-major a with an even k
+// is read in place; a transposed a (a weight gradient's dY^T, whose p are
+// rows in memory) is two rows interleaved per pair, read down its pairs.
+void PackA(const SmallGemmBf16& g, std::vector<uint32_t>& scratch, Pairs* x) {
   const int64_t pairs = (g.k + 1) / 2;
   if (g.a_cols == 1 && g.k % 2 == 0 && g.a_rows % 2 == 0 &&
       reinterpret_cast<uintptr_t>(g.a) % 4 == 0) {
-    *lda = g.a_rows / 2;
-    return reinterpret_cast<const uint32_t*>(g.a);
+    x->a = reinterpret_cast<const uint32_t*>(g.a);
+    x->a_row = g.a_rows / 2;
+    x->a_pair = 1;
+    return;
   }
   scratch.resize(std::max<size_t>(scratch.size(), g.m * pairs));
-  *lda = pairs;
   uint32_t* out = scratch.data();
+  x->a = out;
   if (g.a_rows == 1) {
-    // A transposed operand (a weight gradient's dY^T): its p are rows in
-    // memory. Interleaved as [q][i] and then written out per row i.
-    thread_local std::vector<uint32_t> by_pair;
-    by_pair.resize(std::max<size_t>(by_pair.size(), pairs * g.m));
-    InterleaveRows(g.a, g.a_cols, g.k, g.m, by_pair.data(), g.m);
-    for (int64_t i = 0; i < g.m; ++i) {
-      for (int64_t q = 0; q < pairs; ++q) out[i * pairs + q] = by_pair[q * g.m + i];
-    }
-    return out;
+    InterleaveRows(g.a, g.a_cols, g.k, g.m, out, g.m);
+    x->a_row = 1;
+    x->a_pair = g.m;
+    return;
   }
+  x->a_row = pairs;
+  x->a_pair = 1;
   for (int64_t i = 0; i < g.m; ++i) {
     const uint16_t* row = g.a + i * g.a_rows;
     for (int64_t q = 0; q < pairs; ++q) {
@@ -94,7 +94,6 @@ const uint32_t* PackA(const SmallGemmBf16& g, std::vector<uint32_t>& scratch,
           Pair(row[p * g.a_cols], p + 1 < g.k ? row[(p + 1) * g.a_cols] : 0);
     }
   }
-  return out;
 }
 
 // b's pair rows: [pairs][n] words.
@@ -175,24 +174,23 @@ template <bool kTwo>
 MIXRT_AVX512_BF16 void Tile(const SmallGemmBf16& g, const Pairs& x, const float* bias,
                             int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
   const __mmask16 m0 = Lanes(cols), m1 = Lanes(cols - 16);
-  const uint32_t* ar[kTileRows];
-  for (int r = 0; r < kTileRows; ++r) {
-    ar[r] = x.a + (i0 + std::min<int64_t>(r, rows - 1)) * x.lda;
-  }
-  const uint32_t *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4],
-                 *a5 = ar[5], *a6 = ar[6], *a7 = ar[7];
+  int64_t at[kTileRows];
+  for (int r = 0; r < kTileRows; ++r) at[r] = std::min<int64_t>(r, rows - 1) * x.a_row;
+  const int64_t o0 = at[0], o1 = at[1], o2 = at[2], o3 = at[3], o4 = at[4],
+                o5 = at[5], o6 = at[6], o7 = at[7];
+  const uint32_t* a = x.a + i0 * x.a_row;
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
          c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
          c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
   const uint32_t* row = x.b + j0;
-  for (int64_t q = 0; q < x.pairs; ++q, row += x.ldb) {
+  for (int64_t q = 0; q < x.pairs; ++q, a += x.a_pair, row += x.ldb) {
     const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m0, row));
     const __m512bh b1 =
         kTwo ? reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m1, row + 16)) : b0;
 #define MIXRT_SMALL_GEMM_BF16_ROW(r)                                                 \
   {                                                                                  \
     const __m512bh v = reinterpret_cast<__m512bh>(_mm512_set1_epi32(                 \
-        static_cast<int>(a##r[q])));                                                 \
+        static_cast<int>(a[o##r])));                                                 \
     c##r##0 = _mm512_dpbf16_ps(c##r##0, v, b0);                                      \
     if (kTwo) c##r##1 = _mm512_dpbf16_ps(c##r##1, v, b1);                            \
   }
@@ -238,7 +236,7 @@ void RunSmallGemmBf16(const SmallGemmBf16& g) {
   thread_local std::vector<float> bias;
   Pairs x;
   x.pairs = (g.k + 1) / 2;
-  x.a = PackA(g, a_scratch, &x.lda);
+  PackA(g, a_scratch, &x);
   x.b = PackB(g, b_scratch);
   x.ldb = g.n;
   const float* dense_bias = nullptr;
