@@ -73,5 +73,28 @@ TEST(FloatRows, F16StoresRoundAsTheSdkOnEveryBitPattern) {
   }
 }
 
+TEST(FloatRows, RoundingInPlaceIsAStoreAndALoad) {
+  for (MixrtDtype dtype : {MIXRT_DTYPE_BF16, MIXRT_DTYPE_F16, MIXRT_DTYPE_F32}) {
+    for (int64_t n : {1, 7, 8, 9, 300, 1 << 16}) {
+      const std::vector<float> x = RandomBitPatterns(n, static_cast<uint32_t>(n + dtype));
+      std::vector<uint16_t> narrow(n);
+      std::vector<float> want(n), got = x;
+      if (dtype == MIXRT_DTYPE_F32) {
+        want = x;
+      } else {
+        StoreRow(x.data(), n, narrow.data(), dtype, 0);
+        LoadRow(narrow.data(), dtype, 0, n, want.data());
+      }
+      RoundRowInPlace(got.data(), n, dtype);
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t a, b;
+        std::memcpy(&a, &got[i], 4);
+        std::memcpy(&b, &want[i], 4);
+        ASSERT_EQ(a, b) << "dtype " << dtype << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mixrt::cpu

@@ -6,6 +6,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/bf16_vector.h"
@@ -140,6 +141,37 @@ void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
       return;
     }
   }
+}
+
+void RoundRowInPlace(float* x, int64_t n, MixrtDtype dtype) {
+  if (dtype != MIXRT_DTYPE_BF16) {
+    if (dtype == MIXRT_DTYPE_F32) return;
+    uint16_t narrow[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      const int64_t m = std::min<int64_t>(256, n - b);
+      StoreRow(x + b, m, narrow, dtype, 0);
+      LoadRow(narrow, dtype, 0, m, x + b);
+    }
+    return;
+  }
+  // bf16 is the f32's upper half: rounded (nearest even) where it stands,
+  // a NaN quieted as F32ToBF16Bits quiets it. Subnormals round like any
+  // value (no vcvtneps2bf16 flush here).
+  const __m256i low = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x400000);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
+    const __m256i rounded =
+        _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, low), lsb), high);
+    const __m256i nan = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, magnitude), inf);
+    _mm256_storeu_ps(x + i, _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, nan, is_nan)));
+  }
+  for (; i < n; ++i) x[i] = sdk::BF16BitsToF32(sdk::F32ToBF16Bits(x[i]));
 }
 
 }  // namespace mixrt::cpu

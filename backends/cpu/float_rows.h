@@ -23,6 +23,9 @@ const float* FloatsAt(const void* src, MixrtDtype dtype, int64_t offset,
 // dst[offset + i] = round(src[i]) for i < n.
 void StoreRow(const float* src, int64_t n, void* dst, MixrtDtype dtype,
               int64_t offset);
+// x[i] = float(round(x[i])) to dtype for i < n: what reading the value
+// back from memory of that dtype gives (StoreRow then LoadRow, in place).
+void RoundRowInPlace(float* x, int64_t n, MixrtDtype dtype);
 
 }  // namespace mixrt::cpu
 

@@ -471,11 +471,7 @@ class FusedLoop : public sdk::FusedKernel {
         break;
     }
     // A narrow result is what the next op reads, as in memory.
-    if (st.out_dtype == MIXRT_DTYPE_BF16 || st.out_dtype == MIXRT_DTYPE_F16) {
-      uint16_t narrow[kChunk];
-      StoreRow(out, n, narrow, st.out_dtype, 0);
-      LoadRow(narrow, st.out_dtype, 0, n, out);
-    }
+    RoundRowInPlace(out, n, st.out_dtype);
     s.at[st.out] = out;
   }
 
