@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fused_loop.h"
+#include "backends/cpu/generated_loop.h"
 #include "backends/cpu/fused_matmul.h"
 #include "backends/cpu/fused_norm.h"
 #include "plugins/sdk/plugin.h"
@@ -113,7 +114,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
         return CompileNormCast(graph, group_of_node, group);
       }
     }
-    if (any) return CompileFusedLoop(graph, group_of_node, group);
+    if (any) return CompileGeneratedLoop(graph, group_of_node, group);
     return absl::InvalidArgumentError("no node is in the group");
   }
 

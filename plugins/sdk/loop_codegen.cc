@@ -1,6 +1,8 @@
 #include "plugins/sdk/loop_codegen.h"
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -189,6 +191,95 @@ absl::StatusOr<std::string> OpExpr(const FusionNode& n, const std::vector<std::s
       absl::StrCat("loop codegen writes no ", MixrtOpName(n.op), " of this kind"));
 }
 
+// Columns a reduction task covers: the CPU plugin's interpreter's chunk.
+constexpr int64_t kColumnBlock = 256;
+
+// A column reduction of the group: its input's local, result value and
+// kind.
+struct ColumnReduction {
+  int value;
+  MixrtReduceKind kind;
+  MixrtDtype dtype;
+  std::string input;
+};
+
+std::string Double(double v) {
+  if (v == std::numeric_limits<double>::infinity()) return "(1.0 / 0.0)";
+  if (v == -std::numeric_limits<double>::infinity()) return "(-1.0 / 0.0)";
+  return absl::StrFormat("%.17g", v);
+}
+
+
+// The host source of a group with column reductions: `body` computes one
+// element i (its pointwise stores included); each task is one outer index
+// and a block of up to kColumnBlock columns, adding rows in order.
+LoopSource ColumnReductionSource(const std::string& body,
+                                 const std::vector<ColumnReduction>& reductions,
+                                 const std::function<int(int)>& arg, int64_t outer,
+                                 int64_t middle, int64_t inner, LoopSource out) {
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  out.units = outer * blocks;
+  out.elements_per_unit = middle * std::min(inner, kColumnBlock);
+  std::string element = body;
+  std::string init, add, store;
+  for (size_t r = 0; r < reductions.size(); ++r) {
+    const ColumnReduction& red = reductions[r];
+    absl::StrAppend(&element, "  r[", r, "] = ", red.input, ";\n");
+    const bool sums = red.kind == MIXRT_REDUCE_SUM || red.kind == MIXRT_REDUCE_MEAN;
+    const double initial = red.kind == MIXRT_REDUCE_MAX   ? -std::numeric_limits<double>::infinity()
+                           : red.kind == MIXRT_REDUCE_MIN ? std::numeric_limits<double>::infinity()
+                                                          : 0.0;
+    absl::StrAppend(&init, "    double acc", r, "[", kColumnBlock, "];\n",
+                    "    for (mx_i64 c = 0; c < n; ++c) acc", r, "[c] = ", Double(initial), ";\n");
+    if (sums) {
+      absl::StrAppend(&add, "        acc", r, "[c] += (double)r[", r, "];\n");
+    } else {
+      // NaN propagates (v + acc), as the interpreter's Combine.
+      absl::StrAppend(&add, "        { const double v = (double)r[", r, "], w = acc", r,
+                      "[c];\n          acc", r, "[c] = (v != v || w != w) ? v + w : (v ",
+                      red.kind == MIXRT_REDUCE_MAX ? ">" : "<", " w ? v : w); }\n");
+    }
+    std::string value = absl::StrCat("(float)acc", r, "[c]");
+    if (red.kind == MIXRT_REDUCE_MEAN) {
+      value = absl::StrCat("(float)(acc", r, "[c] / ", Double(static_cast<double>(middle)), ")");
+    }
+    const int k = arg(red.value);
+    std::string stored = value;
+    if (red.dtype == MIXRT_DTYPE_BF16) stored = absl::StrCat("mx_to_bf16(", value, ")");
+    if (red.dtype == MIXRT_DTYPE_F16) stored = absl::StrCat("mx_to_f16(", value, ")");
+    absl::StrAppend(&store, "    if (a.p[", k, "] != 0) for (mx_i64 c = 0; c < n; ++c) ((",
+                    CType(red.dtype), "*)a.p[", k, "])[o * ", inner, "LL + c0 + c] = ", stored,
+                    ";\n");
+  }
+  const size_t hash = std::hash<std::string>()(absl::StrCat(element, init, add, store));
+  out.name = absl::StrFormat("mixrt_loop_%016x", hash);
+  const std::string args = absl::StrCat(out.name, "_args");
+  out.source = absl::StrCat(
+      kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
+      "#error \"column reductions are generated for the host only\"\n#endif\n",
+      "struct ", args, " { void* p[", out.values.size(), "]; };\n",
+      "MX_FN void ", out.name, "_element(const ", args, "& a, mx_i64 i, float* r) {\n",
+      element, "}\n",
+      "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
+      "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
+      "  ", args, " a;\n",
+      "  for (int k = 0; k < ", out.values.size(), "; ++k) a.p[k] = p[k];\n",
+      "  for (mx_i64 task = begin; task < end; ++task) {\n",
+      "    const mx_i64 o = task / ", blocks, "LL, c0 = (task % ", blocks, "LL) * ", kColumnBlock,
+      "LL;\n",
+      "    const mx_i64 n = ", inner, "LL - c0 < ", kColumnBlock, "LL ? ", inner, "LL - c0 : ",
+      kColumnBlock, "LL;\n",
+      init,
+      "    for (mx_i64 m = 0; m < ", middle, "LL; ++m) {\n",
+      "      const mx_i64 base = (o * ", middle, "LL + m) * ", inner, "LL + c0;\n",
+      "#pragma GCC ivdep\n",
+      "      for (mx_i64 c = 0; c < n; ++c) {\n",
+      "        float r[", reductions.size(), "];\n",
+      "        ", out.name, "_element(a, base + c, r);\n",
+      add, "      }\n    }\n", store, "  }\n}\n");
+  return out;
+}
+
 bool IntegerDtype(MixrtDtype d) { return d == MIXRT_DTYPE_I32 || d == MIXRT_DTYPE_I64; }
 
 }  // namespace
@@ -210,13 +301,61 @@ std::vector<int64_t> LoopCodegenShape(const FusionGraph& g, const FusionNode& n)
 
 absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
                                               absl::Span<const int> group_of_node,
-                                              int group) {
+                                              int group, LoopSourceOptions options) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
   if (nodes.empty()) return absl::InvalidArgumentError("loop codegen: empty group");
-  const std::vector<int64_t> shape = g.values[g.nodes[nodes.back()].outputs.at(0)].shape;
+  // The iteration shape: a pointwise result's, or a reduction's input's.
+  std::vector<int64_t> shape;
+  uint32_t axes = 0;
+  for (int i : nodes) {
+    const FusionNode& n = g.nodes[i];
+    if (n.op != MIXRT_OP_REDUCE) {
+      if (shape.empty()) shape = g.values[n.outputs.at(0)].shape;
+      continue;
+    }
+    if (!options.column_reductions) {
+      return absl::UnimplementedError("loop codegen: reductions stay with the interpreter");
+    }
+    if (n.inputs.size() != 1 || n.outputs.size() != 1 || n.attrs_extended) {
+      return absl::UnimplementedError("loop codegen: a reduction of another form");
+    }
+    MIXRT_ASSIGN_OR_RETURN(MixrtReduceAttrs a, n.GetAttrs<MixrtReduceAttrs>());
+    if (axes != 0 && a.axes_mask != axes) {
+      return absl::UnimplementedError("loop codegen: reductions over different dims");
+    }
+    axes = a.axes_mask;
+    if (shape.empty()) shape = g.values[n.inputs[0]].shape;
+  }
+  if (shape.empty()) return absl::UnimplementedError("loop codegen: no iteration shape");
   LoopSource out;
   out.numel = 1;
   for (int64_t d : shape) out.numel *= d;
+  // With reductions: the shape as [outer, middle (reduced), inner].
+  int64_t outer = 1, middle = 1, inner = 1;
+  if (axes != 0) {
+    int first = -1, last = -1;
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+      if ((axes >> d) & 1u) {
+        if (first < 0) first = d;
+        last = d;
+      }
+    }
+    if (first < 0 || (axes >> shape.size()) != 0) {
+      return absl::UnimplementedError("loop codegen: reduced dims outside the shape");
+    }
+    for (int d = first; d <= last; ++d) {
+      if (((axes >> d) & 1u) == 0) {
+        return absl::UnimplementedError("loop codegen: reduced dims not adjacent");
+      }
+    }
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+      (d < first ? outer : d <= last ? middle : inner) *= shape[d];
+    }
+    if (inner == 1) {
+      return absl::UnimplementedError(
+          "loop codegen: a reduction over the innermost dim stays with the interpreter");
+    }
+  }
   std::vector<int> arg_of(g.values.size(), -1);
   auto arg = [&](int v) {
     if (arg_of[v] < 0) {
@@ -258,9 +397,25 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
                              absl::StrCat("(", offset, ")")),
                     ";\n");
   }
+  std::vector<ColumnReduction> reductions;
   for (int i : nodes) {
     const FusionNode& n = g.nodes[i];
-    if (n.op == MIXRT_OP_REDUCE || n.outputs.size() != 1 || n.attrs_extended) {
+    if (n.op == MIXRT_OP_REDUCE) {
+      const int in = n.inputs[0];
+      if (local[in].empty() || g.values[in].shape != shape) {
+        return absl::UnimplementedError("loop codegen: a reduction of a value of another shape");
+      }
+      MIXRT_ASSIGN_OR_RETURN(MixrtReduceAttrs a, n.GetAttrs<MixrtReduceAttrs>());
+      const FusionValue& o = g.values[n.outputs[0]];
+      if (!o.is_static() || !o.is_contiguous() || !IsFloatingDtype(o.dtype) ||
+          o.numel() != outer * inner) {
+        return absl::UnimplementedError("loop codegen: a reduction result it cannot store");
+      }
+      reductions.push_back({n.outputs[0], static_cast<MixrtReduceKind>(a.kind), o.dtype,
+                            local[in]});
+      continue;
+    }
+    if (n.outputs.size() != 1 || n.attrs_extended) {
       return absl::UnimplementedError(
           absl::StrCat("loop codegen: node ", i, " (", MixrtOpName(n.op), ") is no pointwise op"));
     }
@@ -279,6 +434,7 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     absl::StrAppend(&body, "  const float ", local[n.outputs[0]], " = ", e, ";\n");
   }
   for (int v : g.GroupStores(group_of_node, group)) {
+    if (g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE) continue;  // Stored at its end.
     const FusionValue& val = g.values[v];
     const std::string p = absl::StrCat("((", CType(val.dtype), "*)a.p[", arg(v), "])[i]");
     std::string stored = local[v];
@@ -287,6 +443,11 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     if (val.dtype == MIXRT_DTYPE_BOOL) stored = absl::StrCat("(unsigned char)(", stored, " != 0.0f)");
     absl::StrAppend(&body, "  ", p, " = ", stored, ";\n");
   }
+  if (!reductions.empty()) {
+    for (const ColumnReduction& r : reductions) arg(r.value);  // Before `out` is copied.
+    return ColumnReductionSource(body, reductions, arg, outer, middle, inner, out);
+  }
+  out.units = out.numel;
   const size_t hash = std::hash<std::string>()(body);
   out.name = absl::StrFormat("mixrt_loop_%016x", hash);
   const std::string args = absl::StrCat(out.name, "_args");
@@ -303,6 +464,7 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
       "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
       "  ", args, " a;\n",
       "  for (int k = 0; k < ", out.values.size(), "; ++k) a.p[k] = p[k];\n",
+      "#pragma GCC ivdep\n",
       "  for (mx_i64 i = begin; i < end; ++i) ", out.name, "_element(a, i);\n}\n",
       "#endif\n");
   return out;

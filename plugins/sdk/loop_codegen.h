@@ -24,18 +24,32 @@ struct LoopSource {
   // The entry points: `<name>` is a CUDA kernel taking (<name>_args, n)
   // by value, launched over n = numel threads (any grid: it strides);
   // `<name>_host` a C function (void* const* args, int64 begin, int64 end)
-  // running elements [begin, end).
+  // running units [begin, end): elements, or with column reductions
+  // column blocks (see units). A group with reductions has no CUDA entry.
   std::string name;
-  // Argument k of either entry: the address of fusion value values[k].
+  // Argument k of either entry: the address of fusion value values[k]
+  // (null for a reduction's result nobody reads: it is not stored).
   std::vector<int> values;
   int64_t numel = 0;
+  // What `<name>_host` iterates over, and the elements each unit covers.
+  int64_t units = 0;
+  int64_t elements_per_unit = 1;
 };
 
-// UNIMPLEMENTED for a group this generator cannot write (a reduction, an
-// integer result, a symbolic size).
+struct LoopSourceOptions {
+  // Reductions over leading or middle dims (column sums: a bias gradient,
+  // a batch norm's statistics), host code only. Each column's accumulator
+  // is a double taking the rows in order, as the CPU plugin's fused-loop
+  // interpreter and its reduce kernel add them, so the results agree bit
+  // for bit. Reductions over the innermost dim stay with the interpreter.
+  bool column_reductions = false;
+};
+
+// UNIMPLEMENTED for a group this generator cannot write (a reduction
+// unless asked for and over columns, an integer result, a symbolic size).
 absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& graph,
                                               absl::Span<const int> group_of_node,
-                                              int group);
+                                              int group, LoopSourceOptions options = {});
 
 // The shape node `n` iterates over when the generator can write it (a
 // pointwise op of a kind it knows, static float or bool values), else

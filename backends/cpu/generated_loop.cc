@@ -1,0 +1,123 @@
+#include "backends/cpu/generated_loop.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/cpu/fused_loop.h"
+#include "backends/cpu/loop_compiler.h"
+#include "backends/cpu/parallel.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/loop_codegen.h"
+
+namespace mixrt::cpu {
+namespace {
+
+// What the kernel and its background build share (the build may finish
+// after the kernel is gone).
+struct Built {
+  std::atomic<LoopEntry> entry{nullptr};
+};
+
+class GeneratedLoop : public sdk::FusedKernel {
+ public:
+  GeneratedLoop(std::unique_ptr<sdk::FusedKernel> interpreter, sdk::LoopSource source,
+                std::vector<bool> may_be_null, std::shared_ptr<Built> built,
+                std::string description)
+      : interpreter_(std::move(interpreter)),
+        source_(std::move(source)),
+        may_be_null_(std::move(may_be_null)),
+        built_(std::move(built)),
+        description_(std::move(description)) {}
+
+  std::string Description() const override { return description_; }
+
+  absl::Status Run(absl::Span<void* const> data, absl::Span<const int64_t> symbols) override {
+    const LoopEntry entry = built_->entry.load(std::memory_order_acquire);
+    if (entry == nullptr) return interpreter_->Run(data, symbols);
+    args_.resize(source_.values.size());
+    for (size_t k = 0; k < source_.values.size(); ++k) {
+      args_[k] = data[source_.values[k]];
+      // The interpreter's checks name a missing value.
+      if (args_[k] == nullptr && !may_be_null_[k]) return interpreter_->Run(data, symbols);
+    }
+    ParallelFor(source_.units, GrainFor(source_.elements_per_unit * 4),
+                [&](int64_t begin, int64_t end) { entry(args_.data(), begin, end); });
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<sdk::FusedKernel> interpreter_;
+  sdk::LoopSource source_;
+  std::vector<bool> may_be_null_;  // Per argument: a reduction nobody reads.
+  std::shared_ptr<Built> built_;
+  std::string description_;
+  std::vector<void*> args_;  // Runs never overlap (sdk::FusedKernel).
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
+    const sdk::FusionGraph& g, absl::Span<const int> group_of_node, int group) {
+  MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<sdk::FusedKernel> interpreter,
+                         CompileFusedLoop(g, group_of_node, group));
+  const std::string ops = interpreter->Description();
+  auto interpreted = [&](absl::string_view why) -> std::unique_ptr<sdk::FusedKernel> {
+    struct Described : sdk::FusedKernel {
+      std::unique_ptr<sdk::FusedKernel> inner;
+      std::string description;
+      absl::Status Run(absl::Span<void* const> d, absl::Span<const int64_t> s) override {
+        return inner->Run(d, s);
+      }
+      std::string Description() const override { return description; }
+    };
+    auto k = std::make_unique<Described>();
+    k->description = absl::StrCat(ops, " (interpreted: ", why, ")");
+    k->inner = std::move(interpreter);
+    return k;
+  };
+  MIXRT_ASSIGN_OR_RETURN(CodegenMode mode, CodegenModeFromEnv());
+  if (mode == CodegenMode::kOff) return interpreted("MIXRT_CPU_CODEGEN=off");
+  absl::StatusOr<sdk::LoopSource> source =
+      sdk::GenerateLoopSource(g, group_of_node, group, {.column_reductions = true});
+  if (!source.ok()) return interpreted(source.status().message());
+  const SystemCompiler& compiler = FindSystemCompiler();
+  if (!compiler.missing.empty()) return interpreted(compiler.missing);
+  std::vector<bool> may_be_null;
+  for (int v : source->values) {
+    may_be_null.push_back(g.producer[v] >= 0 && g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE);
+  }
+  auto built = std::make_shared<Built>();
+  std::string how = "generated C++";
+  if (LoopEntry cached = LoadCachedLoop(source->source, source->name)) {
+    built->entry.store(cached);
+  } else if (mode == CodegenMode::kSync) {
+    absl::StatusOr<LoopEntry> entry = BuildLoop(source->source, source->name);
+    if (!entry.ok()) return interpreted(entry.status().message());
+    built->entry.store(*entry);
+  } else {
+    how = "generated C++, built in the background; interpreted until it loads";
+    BuildLoopInBackground(source->source, source->name,
+                          [built, name = source->name](absl::StatusOr<LoopEntry> entry) {
+                            if (entry.ok()) {
+                              built->entry.store(*entry, std::memory_order_release);
+                              return;
+                            }
+                            std::fprintf(stderr,
+                                         "mixrt cpu: fused loop %s stays interpreted: %s\n",
+                                         name.c_str(),
+                                         std::string(entry.status().message()).c_str());
+                          });
+  }
+  const std::string description = absl::StrCat(ops, " (", how, ")");
+  return std::make_unique<GeneratedLoop>(std::move(interpreter), *std::move(source),
+                                         std::move(may_be_null), std::move(built), description);
+}
+
+}  // namespace mixrt::cpu

@@ -1,0 +1,56 @@
+// Generated fused-loop source (plugins/sdk/loop_codegen) built by the
+// system C++ compiler into shared objects kept in the mixrt cache
+// directory (cpu_loops/, named by a hash of the source, the compiler and
+// this CPU), loaded with dlopen. A cached object that does not load is
+// rebuilt, never trusted; where nothing can be kept on disk the objects
+// go to a directory of this process's own.
+//
+// MIXRT_CPU_CODEGEN picks when: "async" (the default: a group's first runs
+// use the interpreter while one background thread builds it, so compiling
+// a graph never waits for the compiler), "sync" (compiling waits; tests and
+// benchmarks that time the steady state) or "off" (the interpreter only).
+#ifndef MIXRT_BACKENDS_CPU_LOOP_COMPILER_H_
+#define MIXRT_BACKENDS_CPU_LOOP_COMPILER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace mixrt::cpu {
+
+// `<name>_host` of a generated loop: runs units [begin, end).
+using LoopEntry = void (*)(void* const* args, long long begin, long long end);
+
+enum class CodegenMode { kOff, kAsync, kSync };
+
+// MIXRT_CPU_CODEGEN, read on each call (tests switch it); an unknown word
+// is an error naming the accepted ones.
+absl::StatusOr<CodegenMode> CodegenModeFromEnv();
+
+// The compiler command ($CXX, else c++) with its version line, or why there
+// is none (not on PATH, not runnable). Probed once per process.
+struct SystemCompiler {
+  std::string command;
+  std::string version;
+  std::string missing;  // Non-empty: no compiler, and why.
+};
+const SystemCompiler& FindSystemCompiler();
+
+// The entry of a loop already built in the cache, or nullptr (not built,
+// or built but not loadable: then it is removed for a rebuild).
+LoopEntry LoadCachedLoop(const std::string& source, const std::string& name);
+
+// Builds (or loads from the cache) `name`'s entry from `source`. Blocks for
+// the compiler; thread-safe. The error names the compiler's first lines.
+absl::StatusOr<LoopEntry> BuildLoop(const std::string& source, const std::string& name);
+
+// Runs BuildLoop on the background builder thread (one build at a time:
+// these machines have two cores) and then `done` there with its result.
+void BuildLoopInBackground(std::string source, std::string name,
+                           std::function<void(absl::StatusOr<LoopEntry>)> done);
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_LOOP_COMPILER_H_
