@@ -19,6 +19,8 @@
 namespace mixrt::cpu {
 namespace {
 
+std::atomic<int64_t> generated_runs{0};
+
 // What the kernel and its background build share (the build may finish
 // after the kernel is gone).
 struct Built {
@@ -49,6 +51,7 @@ class GeneratedLoop : public sdk::FusedKernel {
     }
     ParallelFor(source_.units, GrainFor(source_.elements_per_unit * 4),
                 [&](int64_t begin, int64_t end) { entry(args_.data(), begin, end); });
+    generated_runs.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
   }
 
@@ -119,5 +122,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
   return std::make_unique<GeneratedLoop>(std::move(interpreter), *std::move(source),
                                          std::move(may_be_null), std::move(built), description);
 }
+
+int64_t GeneratedLoopRuns() { return generated_runs.load(); }
 
 }  // namespace mixrt::cpu

@@ -8,6 +8,7 @@
 #ifndef MIXRT_BACKENDS_CPU_GENERATED_LOOP_H_
 #define MIXRT_BACKENDS_CPU_GENERATED_LOOP_H_
 
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -18,6 +19,10 @@ namespace mixrt::cpu {
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
     const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+
+// Runs of generated code in this process (tests: whether a background
+// build took over).
+int64_t GeneratedLoopRuns();
 
 }  // namespace mixrt::cpu
 

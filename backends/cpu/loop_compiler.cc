@@ -203,6 +203,10 @@ const SystemCompiler& FindSystemCompiler() {
   return compiler;
 }
 
+std::string CachedLoopPath(const std::string& source, const std::string& name) {
+  return ObjectPath(source, name);
+}
+
 LoopEntry LoadCachedLoop(const std::string& source, const std::string& name) {
   if (!FindSystemCompiler().missing.empty()) return nullptr;
   return Open(ObjectPath(source, name), name);
@@ -226,7 +230,7 @@ absl::StatusOr<LoopEntry> BuildLoop(const std::string& source, const std::string
   argv.insert(argv.end(), {"-o", so, cc});
   const int status = Run(argv, log);
   const std::string output = ReadFile(log, 2000);
-  if (std::getenv("KEEPCC") == nullptr) unlink(cc.c_str());
+  unlink(cc.c_str());
   unlink(log.c_str());
   if (status != 0) {
     unlink(so.c_str());

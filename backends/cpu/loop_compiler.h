@@ -38,6 +38,9 @@ struct SystemCompiler {
 };
 const SystemCompiler& FindSystemCompiler();
 
+// Where `name`'s object from `source` is kept (tests plant broken ones).
+std::string CachedLoopPath(const std::string& source, const std::string& name);
+
 // The entry of a loop already built in the cache, or nullptr (not built,
 // or built but not loadable: then it is removed for a rebuild).
 LoopEntry LoadCachedLoop(const std::string& source, const std::string& name);
