@@ -61,6 +61,7 @@ MX_FN float mx_from_f16(mx_u16 h) {
   return MX_FLOAT(sign | (((mx_u32)b) << 23) | ((m & 0x3ffu) << 13));
 }
 MX_FN float mx_round_bf16(float f) { return mx_from_bf16(mx_to_bf16(f)); }
+MX_FN mx_u16 mx_bf16_bits(float f) { return (mx_u16)(MX_BITS(f) >> 16); }
 MX_FN float mx_round_f16(float f) { return mx_from_f16(mx_to_f16(f)); }
 )";
 
@@ -267,8 +268,11 @@ LoopSource ColumnReductionSource(const std::string& body,
       "  for (mx_i64 task = begin; task < end; ++task) {\n",
       "    const mx_i64 o = task / ", blocks, "LL, c0 = (task % ", blocks, "LL) * ", kColumnBlock,
       "LL;\n",
-      "    const mx_i64 n = ", inner, "LL - c0 < ", kColumnBlock, "LL ? ", inner, "LL - c0 : ",
-      kColumnBlock, "LL;\n",
+      // One block: a constant width, so the compiler drops the remainder
+      // handling (rows of 64 columns spent more in it than in the math).
+      blocks == 1 ? absl::StrCat("    constexpr mx_i64 n = ", inner, "LL;\n")
+                  : absl::StrCat("    const mx_i64 n = ", inner, "LL - c0 < ", kColumnBlock,
+                                 "LL ? ", inner, "LL - c0 : ", kColumnBlock, "LL;\n"),
       init,
       "    for (mx_i64 m = 0; m < ", middle, "LL; ++m) {\n",
       "      const mx_i64 base = (o * ", middle, "LL + m) * ", inner, "LL + c0;\n",
@@ -438,7 +442,9 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     const FusionValue& val = g.values[v];
     const std::string p = absl::StrCat("((", CType(val.dtype), "*)a.p[", arg(v), "])[i]");
     std::string stored = local[v];
-    if (val.dtype == MIXRT_DTYPE_BF16) stored = absl::StrCat("mx_to_bf16(", stored, ")");
+    // A bf16 value's local is already bf16 (loaded, or rounded when
+    // computed): its upper half is the stored value, NaN included.
+    if (val.dtype == MIXRT_DTYPE_BF16) stored = absl::StrCat("mx_bf16_bits(", stored, ")");
     if (val.dtype == MIXRT_DTYPE_F16) stored = absl::StrCat("mx_to_f16(", stored, ")");
     if (val.dtype == MIXRT_DTYPE_BOOL) stored = absl::StrCat("(unsigned char)(", stored, " != 0.0f)");
     absl::StrAppend(&body, "  ", p, " = ", stored, ";\n");
