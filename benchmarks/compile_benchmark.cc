@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -218,9 +217,6 @@ absl::Status TimeInRounds(const std::vector<std::unique_ptr<Runner>>& runners, i
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  // The steady state: generated fused loops built before the first run
-  // (the "first call" column includes the compiler), unless asked otherwise.
-  setenv("MIXRT_CPU_CODEGEN", "sync", /*overwrite=*/0);
   mixrt::bench::LoadPlugins(argv[0]);
   const mixrt::Device device = mixrt::bench::CpuDevice();
   const int64_t w = absl::GetFlag(FLAGS_recipe_width);

@@ -5,7 +5,8 @@
 // means, maxima, minima; NaN and infinities among the values; f32 and
 // bf16 results; several reductions in one group; outer dims kept). Also
 // the cache: an object planted broken is rebuilt, never trusted; and the
-// background build (the default) takes over from the interpreter.
+// background build (MIXRT_CPU_CODEGEN=async) takes over from the
+// interpreter.
 #include "backends/cpu/generated_loop.h"
 
 #include <stdlib.h>
@@ -209,7 +210,7 @@ TEST(GeneratedLoop, AnUnknownModeIsAnError) {
   testing::PointwiseChain c(2, 3);
   auto k = CompileGeneratedLoop(c.b.g, ClaimFusedLoops(c.b.g), 0);
   ASSERT_FALSE(k.ok());
-  EXPECT_THAT(k.status().message(), ::testing::HasSubstr("expected async (the default), sync or off"));
+  EXPECT_THAT(k.status().message(), ::testing::HasSubstr("expected sync (the default), async or off"));
   unsetenv("MIXRT_CPU_CODEGEN");
 }
 

@@ -102,7 +102,13 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
     built->entry.store(cached);
   } else if (mode == CodegenMode::kSync) {
     absl::StatusOr<LoopEntry> entry = BuildLoop(source->source, source->name);
-    if (!entry.ok()) return interpreted(entry.status().message());
+    if (!entry.ok()) {
+      // The compiler's output stays out of Explain's one line.
+      const std::string why(entry.status().message());
+      std::fprintf(stderr, "mixrt cpu: fused loop %s stays interpreted: %s\n",
+                   source->name.c_str(), why.c_str());
+      return interpreted(why.substr(0, std::min(why.find('\n'), size_t{160})));
+    }
     built->entry.store(*entry);
   } else {
     how = "generated C++, built in the background; interpreted until it loads";

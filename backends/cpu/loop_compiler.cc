@@ -173,11 +173,11 @@ class Builder {
 absl::StatusOr<CodegenMode> CodegenModeFromEnv() {
   const char* env = std::getenv("MIXRT_CPU_CODEGEN");
   const std::string v = env != nullptr ? absl::AsciiStrToLower(env) : "";
-  if (v.empty() || v == "async") return CodegenMode::kAsync;
-  if (v == "sync") return CodegenMode::kSync;
+  if (v.empty() || v == "sync") return CodegenMode::kSync;
+  if (v == "async") return CodegenMode::kAsync;
   if (v == "off" || v == "0") return CodegenMode::kOff;
   return absl::InvalidArgumentError(absl::StrCat(
-      "MIXRT_CPU_CODEGEN=", env, ": expected async (the default), sync or off"));
+      "MIXRT_CPU_CODEGEN=", env, ": expected sync (the default), async or off"));
 }
 
 const SystemCompiler& FindSystemCompiler() {

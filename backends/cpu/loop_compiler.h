@@ -5,10 +5,12 @@
 // rebuilt, never trusted; where nothing can be kept on disk the objects
 // go to a directory of this process's own.
 //
-// MIXRT_CPU_CODEGEN picks when: "async" (the default: a group's first runs
-// use the interpreter while one background thread builds it, so compiling
-// a graph never waits for the compiler), "sync" (compiling waits; tests and
-// benchmarks that time the steady state) or "off" (the interpreter only).
+// MIXRT_CPU_CODEGEN picks when: "sync" (the default: compiling a graph
+// waits for its groups' builds, 60-130 ms each on these machines and
+// nothing once cached, so the first run and max-autotune's timing already
+// see generated code), "async" (a group's first runs use the interpreter
+// while one background thread builds it: for a server that must answer at
+// once) or "off" (the interpreter only).
 #ifndef MIXRT_BACKENDS_CPU_LOOP_COMPILER_H_
 #define MIXRT_BACKENDS_CPU_LOOP_COMPILER_H_
 
