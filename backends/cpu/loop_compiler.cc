@@ -116,8 +116,12 @@ LoopEntry Open(const std::string& path, const std::string& name) {
     auto it = Loaded().find(path);
     if (it != Loaded().end()) return it->second;
   }
+  // Only a regular file of this user: a planted symlink or someone else's
+  // object is never loaded (and not removed either).
   struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    return nullptr;
+  }
   // Never closed: a kernel may hold the entry for the process's life.
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   void* entry = lib != nullptr ? dlsym(lib, (name + "_host").c_str()) : nullptr;
