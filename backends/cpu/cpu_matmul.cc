@@ -386,53 +386,45 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     }
     bias_data = wide_bias.get();
   }
-  if (steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
-      a.dtype() == MIXRT_DTYPE_F32 &&
-      c.dtype() == MIXRT_DTYPE_F32 && shape.bias.dtype == MIXRT_DTYPE_F32 &&
-      shape.c.strides[1] == 1 &&
-      SmallGemmApplies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
-    SmallGemm g;
+  // The plugin's own tiles for small 2-D products (f32, or bf16 on
+  // avx512_bf16), their epilogue a bias, a relu and beta c.
+  const bool tiles = steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
+                     shape.c.strides[1] == 1;
+  const auto describe = [&](auto& g, auto element) {
+    using T = decltype(element);
     g.m = shape.c.dims[0];
     g.n = shape.c.dims[1];
     g.k = shape.a.dims[1];
-    g.a = static_cast<const float*>(a.data());
+    g.a = static_cast<const T*>(a.data());
     g.a_rows = shape.a.strides[0];
     g.a_cols = shape.a.strides[1];
-    g.b = static_cast<const float*>(b.data());
+    g.b = static_cast<const T*>(b.data());
     g.b_rows = shape.b.strides[0];
     g.b_cols = shape.b.strides[1];
-    g.c = static_cast<float*>(c.data());
     g.ldc = shape.c.strides[0];
-    g.bias = static_cast<const float*>(bias_data);
     g.bias_stride = wide_bias != nullptr ? 1 : has_bias ? bias_in->stride(0) : 0;
     g.beta = sum_beta;
     g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
+  };
+  if (tiles && a.dtype() == MIXRT_DTYPE_F32 && c.dtype() == MIXRT_DTYPE_F32 &&
+      shape.bias.dtype == MIXRT_DTYPE_F32 &&
+      SmallGemmApplies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
+    SmallGemm g;
+    describe(g, float{});
+    g.c = static_cast<float*>(c.data());
+    g.bias = static_cast<const float*>(bias_data);
     RunSmallGemm(g);
     return g.relu;
   }
-  if (steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
-      a.dtype() == MIXRT_DTYPE_BF16 && b.dtype() == MIXRT_DTYPE_BF16 &&
+  if (tiles && a.dtype() == MIXRT_DTYPE_BF16 && b.dtype() == MIXRT_DTYPE_BF16 &&
       (c.dtype() == MIXRT_DTYPE_F32 || c.dtype() == MIXRT_DTYPE_BF16) &&
-      shape.c.strides[1] == 1 &&
       SmallGemmBf16Applies(shape.c.dims[0], shape.c.dims[1], shape.a.dims[1])) {
     SmallGemmBf16 g;
-    g.m = shape.c.dims[0];
-    g.n = shape.c.dims[1];
-    g.k = shape.a.dims[1];
-    g.a = static_cast<const uint16_t*>(a.data());
-    g.a_rows = shape.a.strides[0];
-    g.a_cols = shape.a.strides[1];
-    g.b = static_cast<const uint16_t*>(b.data());
-    g.b_rows = shape.b.strides[0];
-    g.b_cols = shape.b.strides[1];
+    describe(g, uint16_t{});
     g.c = c.data();
     g.c_dtype = c.dtype();
-    g.ldc = shape.c.strides[0];
     g.bias = bias_data;
     g.bias_dtype = shape.bias.dtype;
-    g.bias_stride = wide_bias != nullptr ? 1 : has_bias ? bias_in->stride(0) : 0;
-    g.beta = sum_beta;
-    g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
     RunSmallGemmBf16(g);
     return g.relu;
   }
