@@ -36,9 +36,7 @@ int CastOf(const FusionGraph& g, int i) {
   const int in = cast.inputs[0];
   const FusionValue& iv = g.values[in];
   const FusionValue& out = g.values[cast.outputs[0]];
-  const bool same_memory =
-      in == y || (iv.view_of == y && iv.view_offset == 0 && iv.is_contiguous() &&
-                  iv.is_static() && iv.numel() == yv.numel());
+  const bool same_memory = in == y || (iv.view_of == y && g.IsPlainReshape(in));
   if (!same_memory || !out.is_static() || !out.is_contiguous() ||
       out.numel() != yv.numel() || !sdk::IsFloatingDtype(out.dtype)) {
     return -1;

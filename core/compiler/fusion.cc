@@ -35,6 +35,32 @@ struct Offer {
 
 // A matmul adding into its output reads it: one node would both read and
 // write the value, which then has no single meaning to offer.
+// Whether a ref reads exactly its slot's elements in order from its
+// offset: row-major and dense, size-1 dims aside.
+bool Dense(const ValueRef& v) {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
+    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
+    expected *= v.shape[d];
+  }
+  return true;
+}
+
+int64_t Elements(const ValueRef& v) {
+  int64_t n = 1;
+  for (int64_t d : v.shape) n *= d;
+  return n;
+}
+
+// A view whose elements are its base's, in order (a reshape): a group
+// writing the base may hand it to the reader without memory
+// (plugin_api.h), so reading it does not make the group store the base.
+// Offers are per size: every dim is static.
+bool PlainReshape(const ValueRef& view, const ValueRef& base) {
+  return view.offset == base.offset && view.dtype == base.dtype && Dense(view) &&
+         Dense(base) && Elements(view) == Elements(base);
+}
+
 bool Accumulates(const GraphNode& n) {
   if (n.op != MIXRT_OP_MATMUL) return false;
   MixrtMatmulAttrs a{};
@@ -355,7 +381,7 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
         const int base = offer.values[v].view_of >= 0 ? offer.values[v].view_of : v;
         if (offer.producer[base] < 0 || claimed[offer.producer[base]] != group) {
           input[v] = true;
-        } else if (base != v) {
+        } else if (base != v && !PlainReshape(offer.refs[v], offer.refs[base])) {
           store[base] = true;  // Read through a view: it needs memory.
         }
       }

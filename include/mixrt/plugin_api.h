@@ -888,7 +888,13 @@ typedef void MixrtKernelGraph_Destroy(MixrtKernelGraph_Destroy_Args* args);
  * by exactly one node of the subgraph or by none (then it is an INPUT),
  * never partly. A value may view another value's memory (`view_of`): a
  * transposed or broadcast read of it, whose element 0 is `view_offset`
- * elements from the viewed value's; a view is never written. Nodes are in
+ * elements from the viewed value's; a view is never written. A group that
+ * writes a value and reads it through a view must store it (the view
+ * reads that memory), except through a plain reshape: a view with
+ * view_offset 0, the same dtype and element count, both contiguous. Its
+ * elements are the value's in order, so the reader takes the value
+ * itself and the host gives the value no memory unless something else
+ * needs it stored. Nodes are in
  * an order that respects their data dependences, and each reads and writes
  * values as kernel_launch's op with these descriptors would. */
 #define MIXRT_FUSION_VALUE_INPUT (1u << 0)  /* Written by no node here. */

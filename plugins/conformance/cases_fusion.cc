@@ -204,27 +204,32 @@ void AddFusionCases(std::vector<Case>* cases) {
           return ChainTolerance(dtype, 4, LinearMagnitude(in, 64, 40, 48, dtype, true), true);
         });
     // An f32 layer_norm (autocast runs it in f32) cast for the next
-    // linear: the normalized rows, rounded once to the dtype.
-    AddChain(
-        cases, "layer_norm_cast", dtype,
-        {{{65, 96}, DType::kF32}, {{96}, DType::kF32}, {{96}, DType::kF32}},
-        [dtype](const std::vector<Tensor>& in) -> Outputs {
-          MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(in[0], 1, in[1], in[2]));
-          MIXRT_ASSIGN_OR_RETURN(Tensor y, o.y.to(dtype));
-          return One(mul(y, y));
-        },
-        [dtype](int, const std::vector<std::vector<double>>& in) {
-          // |y| is at most sqrt(96) |w| + |b|; the f32 statistics' error,
-          // then the cast's and the product's roundings.
-          std::vector<double> m(in[0].size());
-          for (size_t i = 0; i < m.size(); ++i) {
-            const double y = std::sqrt(96.0) * Finite(in[1][i % 96]) + Finite(in[2][i % 96]);
-            m[i] = y * y;
-          }
-          Tolerance t = ChainTolerance(dtype, 3, m, false);
-          t.rtol += 64 * UnitRoundoff(DType::kF32);
-          return t;
-        });
+    // linear: the normalized rows, rounded once to the dtype. Over
+    // [batch, sequence, features] too (a transformer's): the layer_norm
+    // runs on [rows, features] and the cast reads its result through a
+    // reshape view, so the group stores the cast alone.
+    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"layer_norm_cast", {65, 96}}, {"layer_norm_cast/3d", {3, 11, 96}}}) {
+      AddChain(
+          cases, name, dtype, {{shape, DType::kF32}, {{96}, DType::kF32}, {{96}, DType::kF32}},
+          [dtype](const std::vector<Tensor>& in) -> Outputs {
+            MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(in[0], 1, in[1], in[2]));
+            MIXRT_ASSIGN_OR_RETURN(Tensor y, o.y.to(dtype));
+            return One(mul(y, y));
+          },
+          [dtype](int, const std::vector<std::vector<double>>& in) {
+            // |y| is at most sqrt(96) |w| + |b|; the f32 statistics' error,
+            // then the cast's and the product's roundings.
+            std::vector<double> m(in[0].size());
+            for (size_t i = 0; i < m.size(); ++i) {
+              const double y = std::sqrt(96.0) * Finite(in[1][i % 96]) + Finite(in[2][i % 96]);
+              m[i] = y * y;
+            }
+            Tolerance t = ChainTolerance(dtype, 3, m, false);
+            t.rtol += 64 * UnitRoundoff(DType::kF32);
+            return t;
+          });
+    }
     // softmax spelled out: exp(x - max) / sum: reductions feeding pointwise
     // ops feeding reductions.
     AddChain(

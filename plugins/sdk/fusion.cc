@@ -173,6 +173,15 @@ std::vector<int> FusionGraph::GroupInputs(absl::Span<const int> group_of_node,
   return result;
 }
 
+bool FusionGraph::IsPlainReshape(int v) const {
+  const FusionValue& view = values[v];
+  if (view.view_of < 0) return false;
+  const FusionValue& base = values[view.view_of];
+  return view.view_offset == 0 && view.dtype == base.dtype && view.is_static() &&
+         base.is_static() && view.is_contiguous() && base.is_contiguous() &&
+         view.numel() == base.numel();
+}
+
 std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
                                           int group) const {
   std::vector<int> result;
@@ -181,9 +190,13 @@ std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
     if (p < 0 || group_of_node[p] != group) continue;
     bool store = values[v].has(MIXRT_FUSION_VALUE_OUTPUT);
     for (int r : readers[v]) store |= group_of_node[r] != group;
-    // A view of it read inside the group still needs the memory.
+    // A view of it read inside the group still needs the memory, unless
+    // the view is a plain reshape (plugin_api.h): then the reader takes
+    // the value itself.
     for (int r : readers[v]) {
-      for (int in : nodes[r].inputs) store |= values[in].view_of == static_cast<int>(v);
+      for (int in : nodes[r].inputs) {
+        store |= values[in].view_of == static_cast<int>(v) && !IsPlainReshape(in);
+      }
     }
     if (store) result.push_back(static_cast<int>(v));
   }

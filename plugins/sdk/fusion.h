@@ -65,9 +65,15 @@ struct FusionGraph {
   // and copies.
   static absl::StatusOr<FusionGraph> Decode(const MixrtFusionGraph& g);
 
+  // Whether value v views another value's elements in order (both
+  // static and contiguous, the same count and dtype, no offset): a reader
+  // in the writer's group takes the written value itself (plugin_api.h).
+  bool IsPlainReshape(int v) const;
+
   // The values a group reads that none of its nodes writes (the run's
   // inputs), and the values it writes that are OUTPUT or read by a node
-  // outside it (what it must store), each in value order.
+  // outside it or through a view that is not a plain reshape (what it must
+  // store), each in value order.
   std::vector<int> GroupInputs(absl::Span<const int> group_of_node,
                                int group) const;
   std::vector<int> GroupStores(absl::Span<const int> group_of_node,
