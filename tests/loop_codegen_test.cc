@@ -85,7 +85,7 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   outputs(&generated, &data);
   std::vector<void*> args;
   for (int v : src->values) args.push_back(data[v]);
-  run(args.data(), 0, rows * cols);
+  run(args.data(), 0, src->units);  // Rows of the innermost dims.
   outputs(&interpreted, &data);
   auto loop = cpu::CompileFusedLoop(c.b.g, groups, 0);
   ASSERT_TRUE(loop.ok()) << loop.status();

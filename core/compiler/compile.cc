@@ -15,6 +15,7 @@
 #include "core/autograd/node.h"
 #include "core/compiler/artifact_cache.h"
 #include "core/compiler/dynamic_artifact.h"
+#include "core/compiler/eval_batch_norm.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/compiler/symbolic.h"
@@ -141,6 +142,7 @@ struct PassCounts {
   int repeated = 0;      // Launches CSE merged in the forward.
   int dead = 0;          // Unused launches dropped from the forward.
   int relus_fused = 0;   // Relus that became matmul epilogues.
+  int batch_norms = 0;   // Eval batch_norms lowered to a scale and shift.
   int reused = 0;        // Backward launches reading forward results.
 };
 
@@ -158,6 +160,13 @@ PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
     compiler::EliminateDeadLaunches(backward);
   }
   const Device device = forward.device;
+  // Only where a backend fuses the lowered chain with its neighbours: op by
+  // op it would be four passes over the activations instead of one.
+  if (backward == nullptr && device.valid() && device.backend()->has_fusion() &&
+      compiler::Plan::FusionEnabled()) {
+    counts.batch_norms = compiler::LowerEvalBatchNorms(&forward);
+    if (counts.batch_norms > 0) compiler::EliminateDeadLaunches(&forward);
+  }
   counts.relus_fused = compiler::FuseMatmulRelu(
       &forward, backward, [&](const compiler::GraphNode& matmul) {
         return device.backend()->RunsOp(
@@ -476,6 +485,7 @@ struct CompiledFunction::State {
                          note(counts.repeated, "repeated launches merged"),
                          note(counts.dead, "unused launches dropped"),
                          note(counts.relus_fused, "relus fused into matmuls"),
+                         note(counts.batch_norms, "eval batch_norms as a scale and shift"),
                          note(counts.reused,
                               "backward launches read forward results")));
     } else {

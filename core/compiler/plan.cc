@@ -37,6 +37,11 @@ std::string DescribeFusion(const FusionOutcome& o) {
 
 Plan::Plan(Graph graph) : graph_(std::move(graph)) {}
 
+bool Plan::FusionEnabled() {
+  const char* env = std::getenv(kFusionEnv);
+  return env == nullptr || ParseOnOff(env).value_or(true);
+}
+
 absl::Status HeldBuffers::Reserve(const Device& device,
                                   const std::vector<uint64_t>& sizes) {
   if (buffers_.size() < sizes.size()) buffers_.resize(sizes.size());
@@ -60,8 +65,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   std::unique_ptr<const Graph> traced;
   std::string fusion;
   if (fuse) {
-    const char* env = std::getenv(kFusionEnv);
-    if (env != nullptr && !ParseOnOff(env).value_or(true)) {
+    if (!FusionEnabled()) {
       fusion = absl::StrCat("none (", kFusionEnv, "=0)");
     } else {
       Graph fused;

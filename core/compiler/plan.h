@@ -62,6 +62,9 @@ class Plan {
   // fusion (ABI 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare);
   // with `time_fusion` too, a fused kernel is kept only where it beats its
   // launches on the graph's shapes (max-autotune).
+  // Whether MIXRT_COMPILE_FUSION leaves fusion on (the default).
+  static bool FusionEnabled();
+
   static absl::StatusOr<std::unique_ptr<Plan>> Build(
       Graph graph, bool preallocate,
       std::shared_ptr<HeldBuffers> held = nullptr, bool fuse = false,

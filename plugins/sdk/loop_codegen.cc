@@ -371,7 +371,29 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
   std::string body;
   std::vector<std::string> local(g.values.size());
   int temps = 0;
-  for (int v : g.GroupInputs(group_of_node, group)) {
+  // The host's pointwise loop runs rows of the innermost dims that every
+  // input steps through evenly (dims merged while each input's stride is
+  // the next dim's extent times that dim's stride): offsets within a row
+  // are j times one stride, so the compiler vectorizes it, where offsets
+  // from a flat index take a division per dim and element (a per-channel
+  // broadcast of NCHW ran at a third of the speed of the two ops it fused).
+  const std::vector<int> group_inputs = g.GroupInputs(group_of_node, group);
+  int first_inner = shape.empty() ? 0 : static_cast<int>(shape.size()) - 1;
+  while (first_inner > 0) {
+    const int d = first_inner - 1;
+    bool merges = true;
+    for (int v : group_inputs) {
+      const FusionValue& val = g.values[v];
+      if (val.strides.size() != shape.size()) continue;  // Refused below.
+      merges = merges && val.strides[d] == shape[d + 1] * val.strides[d + 1];
+    }
+    if (!merges) break;
+    first_inner = d;
+  }
+  int64_t row_length = 1;
+  for (size_t d = first_inner; d < shape.size(); ++d) row_length *= shape[d];
+  std::string row_bases, row_loads;
+  for (int v : group_inputs) {
     const FusionValue& val = g.values[v];
     if (!val.is_static() || val.shape != shape || val.dtype == MIXRT_DTYPE_I64 ||
         val.dtype == MIXRT_DTYPE_I32) {
@@ -400,7 +422,30 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
                     LoadExpr(val.dtype, absl::StrCat("a.p[", arg(v), "]"),
                              absl::StrCat("(", offset, ")")),
                     ";\n");
+    // The row form: the row's base offset once per row, then j steps.
+    std::string row_offset = "i";
+    if (!contiguous) {
+      std::string base;
+      int64_t div = 1;
+      for (int d = first_inner - 1; d >= 0; --d) {
+        if (val.strides[d] != 0 && shape[d] != 1) {
+          absl::StrAppend(&base, base.empty() ? "" : " + ", "((row / ", div, "LL) % ", shape[d],
+                          "LL) * ", val.strides[d], "LL");
+        }
+        div *= shape[d];
+      }
+      absl::StrAppend(&row_bases, "    const mx_i64 base", arg(v), " = ",
+                      base.empty() ? "0" : base, ";\n");
+      const int64_t step = shape.empty() ? 0 : val.strides.back();
+      row_offset = absl::StrCat("base", arg(v), " + j * ", step, "LL");
+    }
+    absl::StrAppend(&row_loads, "  const float ", local[v], " = ",
+                    LoadExpr(val.dtype, absl::StrCat("a.p[", arg(v), "]"),
+                             absl::StrCat("(", row_offset, ")")),
+                    ";\n");
   }
+  // What follows the loads (ops and stores), shared by both forms.
+  const size_t loads_end = body.size();
   std::vector<ColumnReduction> reductions;
   for (int i : nodes) {
     const FusionNode& n = g.nodes[i];
@@ -453,7 +498,9 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     for (const ColumnReduction& r : reductions) arg(r.value);  // Before `out` is copied.
     return ColumnReductionSource(body, reductions, arg, outer, middle, inner, out);
   }
-  out.units = out.numel;
+  out.units = row_length > 0 ? out.numel / row_length : 0;
+  out.elements_per_unit = row_length;
+  const std::string row_body = row_loads + body.substr(loads_end);
   const size_t hash = std::hash<std::string>()(body);
   out.name = absl::StrFormat("mixrt_loop_%016x", hash);
   const std::string args = absl::StrCat(out.name, "_args");
@@ -470,8 +517,10 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
       "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
       "  ", args, " a;\n",
       "  for (int k = 0; k < ", out.values.size(), "; ++k) a.p[k] = p[k];\n",
+      "  for (mx_i64 row = begin; row < end; ++row) {\n", row_bases,
       "#pragma GCC ivdep\n",
-      "  for (mx_i64 i = begin; i < end; ++i) ", out.name, "_element(a, i);\n}\n",
+      "    for (mx_i64 j = 0; j < ", row_length, "LL; ++j) {\n",
+      "      const mx_i64 i = row * ", row_length, "LL + j;\n", row_body, "    }\n  }\n}\n",
       "#endif\n");
   return out;
 }

@@ -24,8 +24,9 @@ struct LoopSource {
   // The entry points: `<name>` is a CUDA kernel taking (<name>_args, n)
   // by value, launched over n = numel threads (any grid: it strides);
   // `<name>_host` a C function (void* const* args, int64 begin, int64 end)
-  // running units [begin, end): elements, or with column reductions
-  // column blocks (see units). A group with reductions has no CUDA entry.
+  // running units [begin, end): rows of the innermost dims the inputs step
+  // through evenly, or with column reductions column blocks (see units).
+  // A group with reductions has no CUDA entry.
   std::string name;
   // Argument k of either entry: the address of fusion value values[k]
   // (null for a reduction's result nobody reads: it is not stored).
