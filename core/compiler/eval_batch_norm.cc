@@ -33,15 +33,6 @@ bool ReadElsewhere(const Graph& g, int slot, int self) {
   return false;
 }
 
-bool Contiguous(const ValueRef& v) {
-  int64_t expected = 1;
-  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
-    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
-    expected *= v.shape[d];
-  }
-  return true;
-}
-
 class Rewriter {
  public:
   explicit Rewriter(Graph* g) : g_(g) {}
@@ -97,7 +88,7 @@ int LowerEvalBatchNorms(Graph* g) {
       const ValueRef &mean = n.outputs[3], &var = n.outputs[4];
       const int64_t c = x.shape.size() >= 2 ? x.shape[1] : -1;
       for (const ValueRef* p : {&w, &b, &mean, &var}) {
-        ok = ok && p->shape.size() == 1 && p->shape[0] == c && Contiguous(*p) &&
+        ok = ok && p->shape.size() == 1 && p->shape[0] == c && IsDense(*p) &&
              IsFloating(p->dtype);
       }
       // The statistics are the graph's constants, read by nothing else

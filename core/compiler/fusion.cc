@@ -35,17 +35,6 @@ struct Offer {
 
 // A matmul adding into its output reads it: one node would both read and
 // write the value, which then has no single meaning to offer.
-// Whether a ref reads exactly its slot's elements in order from its
-// offset: row-major and dense, size-1 dims aside.
-bool Dense(const ValueRef& v) {
-  int64_t expected = 1;
-  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
-    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
-    expected *= v.shape[d];
-  }
-  return true;
-}
-
 int64_t Elements(const ValueRef& v) {
   int64_t n = 1;
   for (int64_t d : v.shape) n *= d;
@@ -57,8 +46,8 @@ int64_t Elements(const ValueRef& v) {
 // (plugin_api.h), so reading it does not make the group store the base.
 // Offers are per size: every dim is static.
 bool PlainReshape(const ValueRef& view, const ValueRef& base) {
-  return view.offset == base.offset && view.dtype == base.dtype && Dense(view) &&
-         Dense(base) && Elements(view) == Elements(base);
+  return view.offset == base.offset && view.dtype == base.dtype && IsDense(view) &&
+         IsDense(base) && Elements(view) == Elements(base);
 }
 
 bool Accumulates(const GraphNode& n) {

@@ -29,6 +29,15 @@ std::string ValueName(const Graph& g, const ValueRef& v) {
 
 }  // namespace
 
+bool IsDense(const ValueRef& v) {
+  int64_t expected = 1;
+  for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
+    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
+    expected *= v.shape[d];
+  }
+  return true;
+}
+
 MixrtTensorDesc Describe(const ValueRef& v) {
   MixrtTensorDesc d{};
   d.struct_size = sizeof(d);

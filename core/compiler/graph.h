@@ -92,6 +92,10 @@ struct Graph {
 // strides: valid while `v` is.
 MixrtTensorDesc Describe(const ValueRef& v);
 
+// Whether `v` reads its elements row-major and densely from its offset
+// (size-1 dims aside).
+bool IsDense(const ValueRef& v);
+
 // Per slot, the nodes (launches and host writes) writing it, in order,
 // each once.
 std::vector<std::vector<int>> SlotWriters(const Graph& g);
