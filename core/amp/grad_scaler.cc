@@ -33,6 +33,7 @@ absl::Status GradScaler::LazyInit() {
   MIXRT_ASSIGN_OR_RETURN(scale_,
                          full({1}, options_.init_scale, DType::kF32, device_));
   MIXRT_ASSIGN_OR_RETURN(growth_tracker_, zeros({1}, DType::kI32, device_));
+  MIXRT_ASSIGN_OR_RETURN(one_, ones({1}, DType::kF32, device_));
   return absl::OkStatus();
 }
 
@@ -108,8 +109,9 @@ absl::Status GradScaler::unscale_(Optimizer& optimizer) {
   MIXRT_ASSIGN_OR_RETURN(state.found_inf, zeros({1}, DType::kF32, device_));
   // PyTorch takes the reciprocal in f64 and rounds it to f32; an f32
   // division is correctly rounded too, so the two agree bit for bit.
-  MIXRT_ASSIGN_OR_RETURN(Tensor one, ones({1}, DType::kF32, device_));
-  MIXRT_ASSIGN_OR_RETURN(Tensor inv_scale, kernels::div(one, scale_));
+  // one_ is made once: a fill per step was a tenth of a small model's
+  // unscale.
+  MIXRT_ASSIGN_OR_RETURN(Tensor inv_scale, kernels::div(one_, scale_));
   MIXRT_RETURN_IF_ERROR(kernels::non_finite_check_and_unscale_(
       grads, state.found_inf, inv_scale));
   if (found_inf_reducer_) {

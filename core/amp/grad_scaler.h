@@ -127,6 +127,7 @@ class GradScaler {
   bool enabled_;
   Tensor scale_;           // f32 [1]
   Tensor growth_tracker_;  // i32 [1]
+  Tensor one_;             // f32 [1], 1: the numerator of 1 / scale.
   absl::flat_hash_map<const Optimizer*, PerOptimizer> per_optimizer_;
   Tensor last_found_inf_;
   std::function<absl::Status(const Tensor&)> found_inf_reducer_;
