@@ -28,8 +28,7 @@ bool SplitScalar(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
 // vcvtneps2bf16 rounds as F32ToBF16Bits does (nearest even) for every
 // value this sees: hi of an f16 value is never subnormal in bf16 (f16's
 // smallest, 2^-24, is far above bf16's 2^-126), nor is a nonzero lo.
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
+MIXRT_AVX512_BF16 bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
   int64_t i = 0;
   __mmask16 all_finite = 0xffff;
   const __m512 inf = _mm512_set1_ps(INFINITY);
@@ -54,7 +53,7 @@ bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
 
 bool SplitIntoBf16Pairs(const float* x, int64_t n, uint16_t* hi,
                         uint16_t* lo) {
-  static const bool vector = OwnAvx512Usable() && GetCpuInfo().avx512_bf16;
+  static const bool vector = OwnAvx512Bf16Usable();
   return vector ? SplitAvx512Bf16(x, n, hi, lo) : SplitScalar(x, n, hi, lo);
 }
 

@@ -37,6 +37,16 @@ inline bool OwnAvx512Usable() {
 #define MIXRT_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
+// Whether the plugin's own avx512_bf16 instructions (vcvtneps2bf16,
+// vdpbf16ps) run: its AVX-512 kernels do and the CPU has avx512_bf16.
+inline bool OwnAvx512Bf16Usable() {
+  return OwnAvx512Usable() && GetCpuInfo().avx512_bf16;
+}
+
+// As MIXRT_AVX512, with avx512_bf16; runs only where OwnAvx512Bf16Usable().
+#define MIXRT_AVX512_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+
 }  // namespace mixrt::cpu
 
 #endif  // MIXRT_BACKENDS_CPU_CPU_INFO_H_

@@ -40,24 +40,19 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
     ParallelFor(g.numel(), kGrain, [&](int64_t begin, int64_t end) {
       float buffer[kChunk];
       int local = 0;
-      if (g.dtype() == MIXRT_DTYPE_F32) {
-        // In place, without the copies through `buffer`.
-        float* x = static_cast<float*>(g.data());
-        for (int64_t i = begin; i < end; ++i) {
-          uint32_t bits;
+      // An f32 gradient in place; others through f32 rows of `buffer`.
+      const bool in_place = g.dtype() == MIXRT_DTYPE_F32;
+      for (int64_t b = begin; b < end; b += kChunk) {
+        const int64_t n = std::min(kChunk, end - b);
+        float* x = in_place ? static_cast<float*>(g.data()) + b : buffer;
+        if (!in_place) LoadRow(g.data(), g.dtype(), b, n, buffer);
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t bits;  // Exponent all ones: inf or NaN (vectorizes).
           std::memcpy(&bits, &x[i], 4);
           local |= (bits & 0x7f800000u) == 0x7f800000u;
           x[i] *= inv_scale;
         }
-      }
-      for (int64_t b = g.dtype() == MIXRT_DTYPE_F32 ? end : begin; b < end; b += kChunk) {
-        const int64_t n = std::min(kChunk, end - b);
-        LoadRow(g.data(), g.dtype(), b, n, buffer);
-        for (int64_t i = 0; i < n; ++i) {
-          local |= !std::isfinite(buffer[i]);
-          buffer[i] *= inv_scale;
-        }
-        StoreRow(buffer, n, g.data(), g.dtype(), b);
+        if (!in_place) StoreRow(buffer, n, g.data(), g.dtype(), b);
       }
       if (local) {
 #pragma omp atomic write

@@ -22,8 +22,7 @@ namespace {
 // takes a dozen instructions per 8: casts and the fused loops' bf16
 // stores were a tenth of a small bf16 train step. It flushes subnormal
 // inputs to zero, so a vector holding one takes the integer path.
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-void StoreBf16RowNative(const float* src, int64_t n, uint16_t* d) {
+MIXRT_AVX512_BF16 void StoreBf16RowNative(const float* src, int64_t n, uint16_t* d) {
   const __m512i exponent = _mm512_set1_epi32(0x7f800000);
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   int64_t i = 0;
@@ -48,7 +47,7 @@ void StoreBf16RowNative(const float* src, int64_t n, uint16_t* d) {
 }
 
 bool NativeBf16Stores() {
-  static const bool native = OwnAvx512Usable() && GetCpuInfo().avx512_bf16;
+  static const bool native = OwnAvx512Bf16Usable();
   return native;
 }
 
@@ -154,22 +153,12 @@ void RoundRowInPlace(float* x, int64_t n, MixrtDtype dtype) {
     }
     return;
   }
-  // bf16 is the f32's upper half: rounded (nearest even) where it stands,
-  // a NaN quieted as F32ToBF16Bits quiets it. Subnormals round like any
-  // value (no vcvtneps2bf16 flush here).
-  const __m256i low = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
-  const __m256i inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x400000);
+  // bf16 is the f32's upper half: StoreRow's integer rounding (nearest
+  // even, a NaN quieted; subnormals kept) shifted back where it stands.
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i b = _mm256_castps_si256(_mm256_loadu_ps(x + i));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), one);
-    const __m256i rounded =
-        _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, low), lsb), high);
-    const __m256i nan = _mm256_or_si256(_mm256_and_si256(b, high), quiet);
-    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, magnitude), inf);
-    _mm256_storeu_ps(x + i, _mm256_castsi256_ps(_mm256_blendv_epi8(rounded, nan, is_nan)));
+    const __m256i bits = BF16Bits8</*kExactNaN=*/true>(_mm256_loadu_ps(x + i));
+    _mm256_storeu_ps(x + i, _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16)));
   }
   for (; i < n; ++i) x[i] = sdk::BF16BitsToF32(sdk::F32ToBF16Bits(x[i]));
 }

@@ -608,17 +608,13 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
       auto a = n.GetAttrs<MixrtReduceAttrs>();
       k->reductions.push_back({st.in[0], n.outputs[0],
                                static_cast<MixrtReduceKind>(a->kind), out.dtype});
-      int first = -1, last = -1;
-      for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-        if ((a->axes_mask >> d) & 1u) {
-          if (first < 0) first = d;
-          last = d;
-        }
+      sdk::ReducedSplit split;
+      if (!sdk::SplitAtReducedDims(shape, a->axes_mask, &split)) {
+        return absl::InvalidArgumentError("fused loop: reduced dims are not one run");
       }
-      k->outer = k->middle = k->inner = 1;
-      for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-        (d < first ? k->outer : d <= last ? k->middle : k->inner) *= shape[d];
-      }
+      k->outer = split.outer;
+      k->middle = split.middle;
+      k->inner = split.inner;
       continue;
     }
     if (n.op == MIXRT_OP_BINARY || n.op == MIXRT_OP_UNARY ||

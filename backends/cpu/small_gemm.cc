@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_info.h"
-#include "backends/cpu/transpose8x8.h"
+#include "backends/cpu/tile_packing.h"
 
 namespace mixrt::cpu {
 namespace {
@@ -18,28 +18,12 @@ constexpr int64_t kStrip = 32;  // Columns per tile: two vectors.
 void PackRows(const SmallGemm& g, float* out) {
   const int64_t n = g.n, k = g.k;
   if (g.b_rows == 1) {  // Rows of b^T are contiguous: 8 x 8 transposes.
-    int64_t j0 = 0;
-    for (; j0 + 8 <= n; j0 += 8) {
-      int64_t p0 = 0;
-      for (; p0 + 8 <= k; p0 += 8) {
-        Transpose8x8(g.b + j0 * g.b_cols + p0, g.b_cols, out + p0 * n + j0, n);
-      }
-      for (; p0 < k; ++p0) {
-        for (int64_t j = j0; j < j0 + 8; ++j) out[p0 * n + j] = g.b[j * g.b_cols + p0];
-      }
-    }
-    for (; j0 < n; ++j0) {
-      for (int64_t p = 0; p < k; ++p) out[p * n + j0] = g.b[j0 * g.b_cols + p];
-    }
+    TransposePanel(g.b, g.b_cols, n, k, out, n);
     return;
   }
   for (int64_t p = 0; p < k; ++p) {
     for (int64_t j = 0; j < n; ++j) out[p * n + j] = g.b[p * g.b_rows + j * g.b_cols];
   }
-}
-
-__mmask16 Lanes(int64_t count) {
-  return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
 }
 
 // The epilogue of one vector of c: + bias, relu, + beta c, stored under

@@ -13,11 +13,8 @@
 #include "absl/strings/match.h"
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/small_gemm.h"
-#include "backends/cpu/transpose8x8.h"
+#include "backends/cpu/tile_packing.h"
 #include "mixrt/float_convert.h"
-
-#define MIXRT_AVX512_BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 namespace mixrt::cpu {
 namespace {
@@ -109,22 +106,8 @@ const uint32_t* PackB(const SmallGemmBf16& g, std::vector<uint32_t>& scratch) {
       reinterpret_cast<uintptr_t>(g.b) % 4 == 0) {
     // A Linear's weight read as its transpose: column j's pairs are
     // adjacent words of row j; the [n][pairs] words transposed 8 x 8.
-    const uint32_t* w = reinterpret_cast<const uint32_t*>(g.b);
-    const int64_t ldw = g.b_cols / 2;
-    int64_t j0 = 0;
-    for (; j0 + 8 <= n; j0 += 8) {
-      int64_t q0 = 0;
-      for (; q0 + 8 <= pairs; q0 += 8) {
-        Transpose8x8(reinterpret_cast<const float*>(w + j0 * ldw + q0), ldw,
-                     reinterpret_cast<float*>(out + q0 * n + j0), n);
-      }
-      for (; q0 < pairs; ++q0) {
-        for (int64_t j = j0; j < j0 + 8; ++j) out[q0 * n + j] = w[j * ldw + q0];
-      }
-    }
-    for (; j0 < n; ++j0) {
-      for (int64_t q = 0; q < pairs; ++q) out[q * n + j0] = w[j0 * ldw + q];
-    }
+    TransposePanel(reinterpret_cast<const float*>(g.b), g.b_cols / 2, n, pairs,
+                   reinterpret_cast<float*>(out), n);
     return out;
   }
   for (int64_t q = 0; q < pairs; ++q) {
@@ -135,10 +118,6 @@ const uint32_t* PackB(const SmallGemmBf16& g, std::vector<uint32_t>& scratch) {
     }
   }
   return out;
-}
-
-__mmask16 Lanes(int64_t count) {
-  return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
 }
 
 // The epilogue of one vector of c: + bias, relu, + beta c, stored under
@@ -223,7 +202,7 @@ MIXRT_AVX512_BF16 void Tile(const SmallGemmBf16& g, const Pairs& x, const float*
 bool SmallGemmBf16Applies(int64_t m, int64_t n, int64_t k) {
   static const bool usable = [] {
     const CpuInfo& cpu = GetCpuInfo();
-    return OwnAvx512Usable() && cpu.avx512_bf16 &&
+    return OwnAvx512Bf16Usable() &&
            (absl::StrContains(cpu.onednn_isa, "bf16") ||
             absl::StrContains(cpu.onednn_isa, "amx"));
   }();

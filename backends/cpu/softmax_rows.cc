@@ -207,9 +207,6 @@ MIXRT_AVX512 float RowMaxAvx512(const float* x, int64_t n) {
 // With avx512_bf16 one vcvtneps2bf16 rounds (nearest even) instead of five
 // integer ops; it flushes subnormal inputs to zero, which for a softmax
 // weight (below 1.2e-38 of the row's largest, 1) changes nothing visible.
-#define MIXRT_AVX512_BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
-
 MIXRT_AVX512_BF16 inline void StoreBF16x16Native(__m512 v, uint16_t* out) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
                       reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
@@ -278,7 +275,6 @@ MIXRT_AVX512 void ScaleRowAvx512(float* x, int64_t n, float factor) {
 }
 
 #undef MIXRT_AVX512
-#undef MIXRT_AVX512_BF16
 
 }  // namespace
 

@@ -173,6 +173,23 @@ std::vector<int> FusionGraph::GroupInputs(absl::Span<const int> group_of_node,
   return result;
 }
 
+bool SplitAtReducedDims(absl::Span<const int64_t> shape, uint32_t axes_mask,
+                        ReducedSplit* split) {
+  int first = -1, last = -1;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (((axes_mask >> d) & 1u) == 0) continue;
+    if (last >= 0 && last != d - 1) return false;
+    if (first < 0) first = d;
+    last = d;
+  }
+  if (first < 0 || (shape.size() < 32 && (axes_mask >> shape.size()) != 0)) return false;
+  *split = ReducedSplit{};
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    (d < first ? split->outer : d <= last ? split->middle : split->inner) *= shape[d];
+  }
+  return true;
+}
+
 bool FusionGraph::IsPlainReshape(int v) const {
   const FusionValue& view = values[v];
   if (view.view_of < 0) return false;

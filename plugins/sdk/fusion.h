@@ -83,6 +83,18 @@ struct FusionGraph {
                                      int group);
 };
 
+// A loop's shape around the one run of dims a reduction reduces (the bits
+// of axes_mask): the products of the dims before the run, of the run, and
+// of the dims after it. Loops over it take (outer, inner) pairs and add the
+// middle rows in order.
+struct ReducedSplit {
+  int64_t outer = 1, middle = 1, inner = 1;
+};
+// False when the mask is empty, names a dim past the shape, or is not one
+// run of adjacent dims.
+bool SplitAtReducedDims(absl::Span<const int64_t> shape, uint32_t axes_mask,
+                        ReducedSplit* split);
+
 // What a plugin compiles a group into. Run may be called from any thread,
 // never twice at once for one kernel (the host serializes a plan's runs).
 class FusedKernel {

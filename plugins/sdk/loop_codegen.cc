@@ -334,27 +334,17 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
   LoopSource out;
   out.numel = 1;
   for (int64_t d : shape) out.numel *= d;
-  // With reductions: the shape as [outer, middle (reduced), inner].
+  // With reductions: the shape as [outer, middle (reduced), inner], split
+  // as the CPU plugin's interpreter splits it.
   int64_t outer = 1, middle = 1, inner = 1;
   if (axes != 0) {
-    int first = -1, last = -1;
-    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-      if ((axes >> d) & 1u) {
-        if (first < 0) first = d;
-        last = d;
-      }
+    ReducedSplit split;
+    if (!SplitAtReducedDims(shape, axes, &split)) {
+      return absl::UnimplementedError("loop codegen: reduced dims that are not one run");
     }
-    if (first < 0 || (axes >> shape.size()) != 0) {
-      return absl::UnimplementedError("loop codegen: reduced dims outside the shape");
-    }
-    for (int d = first; d <= last; ++d) {
-      if (((axes >> d) & 1u) == 0) {
-        return absl::UnimplementedError("loop codegen: reduced dims not adjacent");
-      }
-    }
-    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-      (d < first ? outer : d <= last ? middle : inner) *= shape[d];
-    }
+    outer = split.outer;
+    middle = split.middle;
+    inner = split.inner;
     if (inner == 1) {
       return absl::UnimplementedError(
           "loop codegen: a reduction over the innermost dim stays with the interpreter");

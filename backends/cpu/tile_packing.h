@@ -1,6 +1,8 @@
-// One 8 x 8 transpose of 32-bit values (f32, or pairs of bf16).
-#ifndef MIXRT_BACKENDS_CPU_TRANSPOSE8X8_H_
-#define MIXRT_BACKENDS_CPU_TRANSPOSE8X8_H_
+// What the small products' tiles (small_gemm, small_gemm_bf16) share:
+// transposing 32-bit values (f32, or pairs of bf16) into the row-major
+// panel a tile reads, and the lane mask of a ragged vector.
+#ifndef MIXRT_BACKENDS_CPU_TILE_PACKING_H_
+#define MIXRT_BACKENDS_CPU_TILE_PACKING_H_
 
 #include <immintrin.h>
 
@@ -39,6 +41,30 @@ inline void Transpose8x8(const float* b, int64_t b_cols, float* out, int64_t ldo
   _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
+// out[c * ldo + r] = in[r * ldi + c] for r < rows, c < cols: 8 x 8 blocks
+// through Transpose8x8, the ragged edges value by value.
+inline void TransposePanel(const float* in, int64_t ldi, int64_t rows, int64_t cols,
+                           float* out, int64_t ldo) {
+  int64_t r0 = 0;
+  for (; r0 + 8 <= rows; r0 += 8) {
+    int64_t c0 = 0;
+    for (; c0 + 8 <= cols; c0 += 8) {
+      Transpose8x8(in + r0 * ldi + c0, ldi, out + c0 * ldo + r0, ldo);
+    }
+    for (; c0 < cols; ++c0) {
+      for (int64_t r = r0; r < r0 + 8; ++r) out[c0 * ldo + r] = in[r * ldi + c0];
+    }
+  }
+  for (; r0 < rows; ++r0) {
+    for (int64_t c = 0; c < cols; ++c) out[c * ldo + r0] = in[r0 * ldi + c];
+  }
+}
+
+// The first `count` of 16 lanes (none for count <= 0, all from 16).
+inline __mmask16 Lanes(int64_t count) {
+  return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
+}
+
 }  // namespace mixrt::cpu
 
-#endif  // MIXRT_BACKENDS_CPU_TRANSPOSE8X8_H_
+#endif  // MIXRT_BACKENDS_CPU_TILE_PACKING_H_
