@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/float_rows.h"
+#include "backends/cpu/fused_conv.h"
 #include "backends/cpu/onednn_compat.h"
 #include "backends/cpu/onednn_context.h"
 #include "backends/cpu/parallel.h"
@@ -90,9 +91,83 @@ std::string AttrKey(const MixrtConvAttrs& a) {
 dnnl::convolution_forward::primitive_desc ForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& wei,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
-    const MixrtConvAttrs& a) {
-  // No post-ops: activations run after (see epilogue.h).
-  return ConvForwardPd(src, wei, bias, dst, Params(a));
+    const MixrtConvAttrs& a, const dnnl::primitive_attr& attr = {}) {
+  // The op's own activation runs after (see epilogue.h); post-ops come
+  // from a fused chain (fused_conv.h).
+  return ConvForwardPd(src, wei, bias, dst, Params(a), attr);
+}
+
+// A post-op's second source: [1, C, 1, 1] per channel, or [1, 1, 1, 1]
+// for one element (the layouts the fusion claims).
+dnnl::memory::desc OperandDesc(const TensorRef& t) {
+  const bool per_channel = t.ndim() == 4 && t.dim(1) != 1 && t.stride(1) != 0;
+  return dnnl::memory::desc({1, per_channel ? t.dim(1) : 1, 1, 1}, *OneDnnType(t.dtype()),
+                            dnnl::memory::format_tag::abcd);
+}
+
+std::string StepsKey(absl::Span<const EpilogueStep> steps) {
+  std::string key;
+  for (const EpilogueStep& s : steps) {
+    absl::StrAppend(&key, "|", static_cast<int>(s.algorithm), ",", s.alpha, ",", s.beta);
+    if (s.operand != nullptr) absl::StrAppend(&key, ",", DescKey(*s.operand));
+  }
+  return key;
+}
+
+// The forward primitive of x (*) w (+ bias) -> y with `steps` as post-ops;
+// nullptr when oneDNN has none (`may_fail`) .
+std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias, const TensorRef& y,
+    const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps, bool may_fail) {
+  const std::string key =
+      absl::StrCat("conv_fwd|", DescKey(x), "|", DescKey(w), "|",
+                   bias != nullptr ? DescKey(*bias) : "-", "|", DescKey(y), "|",
+                   AttrKey(a), StepsKey(steps));
+  const auto make = [&] {
+    dnnl::post_ops ops;
+    for (const EpilogueStep& s : steps) {
+      if (s.operand != nullptr) {
+        ops.append_binary(s.algorithm, OperandDesc(*s.operand));
+      } else {
+        AppendEltwise(&ops, s.algorithm, s.alpha, s.beta);
+      }
+    }
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::memory::desc bias_md;
+    if (bias != nullptr) bias_md = MemoryDesc(*bias);
+    const auto pd = ForwardPd(Any(MemoryDesc(x)), Any(WeightsDesc(w, a.groups)),
+                              bias != nullptr ? &bias_md : nullptr, Any(MemoryDesc(y)), a,
+                              attr);
+    return CachedPrimitive{dnnl::convolution_forward(pd),
+                           pd.impl_info_str(),
+                           {{DNNL_ARG_SRC, pd.src_desc()},
+                            {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                            {DNNL_ARG_DST, pd.dst_desc()}}};
+  };
+  return may_fail ? TryGetPrimitive(key, make) : GetPrimitive(key, make);
+}
+
+// Runs the primitive on dense-or-strided caller tensors; `packed_w` is w in
+// the primitive's own layout (then w's data is not read).
+void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef& w,
+                const TensorRef* bias, const TensorRef& y, const MixrtConvAttrs& a,
+                absl::Span<const EpilogueStep> steps, const dnnl::memory* packed_w) {
+  LayoutBinder bind(prim);
+  bind.Input(DNNL_ARG_SRC, MemoryDesc(x), x.data());
+  if (packed_w != nullptr) {
+    bind.Input(DNNL_ARG_WEIGHTS, packed_w->get_desc(), packed_w->get_data_handle());
+  } else {
+    bind.Input(DNNL_ARG_WEIGHTS, WeightsDesc(w, a.groups), w.data());
+  }
+  if (bias != nullptr) bind.Input(DNNL_ARG_BIAS, MemoryDesc(*bias), bias->data());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].operand == nullptr) continue;
+    bind.Input(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+               OperandDesc(*steps[i].operand), steps[i].operand->data());
+  }
+  bind.Output(DNNL_ARG_DST, MemoryDesc(y), y.data());
+  bind.Execute();
 }
 
 absl::StatusOr<MixrtConvAttrs> Attrs(const sdk::KernelCall& call) {
@@ -114,33 +189,11 @@ absl::Status Forward(const sdk::KernelCall& call, const MixrtConvAttrs& a) {
   const bool widen = !OneDnnHasMatmul(call.inputs[0].dtype());
   Operand x(call.inputs[0], widen, true), w(call.inputs[1], widen, true);
   Operand y(call.outputs[0], widen, false);
-  const bool has_bias = call.inputs.size() == 3;
   std::unique_ptr<Operand> bias;
-  if (has_bias) bias = std::make_unique<Operand>(call.inputs[2], widen, true);
-  const dnnl::memory::desc src = MemoryDesc(x.ref);
-  const dnnl::memory::desc wei = WeightsDesc(w.ref, a.groups);
-  const dnnl::memory::desc dst = MemoryDesc(y.ref);
-  dnnl::memory::desc bias_md;
-  if (has_bias) bias_md = MemoryDesc(bias->ref);
-  const std::string key =
-      absl::StrCat("conv_fwd|", DescKey(x.ref), "|", DescKey(w.ref), "|",
-                   has_bias ? DescKey(bias->ref) : "-", "|", DescKey(y.ref),
-                   "|", AttrKey(a));
-  auto prim = GetPrimitive(key, [&] {
-    const auto pd = ForwardPd(Any(src), Any(wei), has_bias ? &bias_md : nullptr,
-                              Any(dst), a);
-    return CachedPrimitive{dnnl::convolution_forward(pd),
-                           pd.impl_info_str(),
-                           {{DNNL_ARG_SRC, pd.src_desc()},
-                            {DNNL_ARG_WEIGHTS, pd.weights_desc()},
-                            {DNNL_ARG_DST, pd.dst_desc()}}};
-  });
-  LayoutBinder bind(*prim);
-  bind.Input(DNNL_ARG_SRC, src, x.ref.data());
-  bind.Input(DNNL_ARG_WEIGHTS, wei, w.ref.data());
-  if (has_bias) bind.Input(DNNL_ARG_BIAS, bias_md, bias->ref.data());
-  bind.Output(DNNL_ARG_DST, dst, y.ref.data());
-  bind.Execute();
+  if (call.inputs.size() == 3) bias = std::make_unique<Operand>(call.inputs[2], widen, true);
+  const TensorRef* bias_ref = bias != nullptr ? &bias->ref : nullptr;
+  auto prim = ForwardPrimitive(x.ref, w.ref, bias_ref, y.ref, a, {}, false);
+  RunForward(*prim, x.ref, w.ref, bias_ref, y.ref, a, {}, nullptr);
   ActivateInPlace(y.ref, static_cast<MixrtActivation>(a.activation));
   y.StoreInto(call.outputs[0]);
   return absl::OkStatus();
@@ -221,6 +274,43 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
 }
 
 }  // namespace
+
+absl::Status RunConvWithEpilogue(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+                                 const TensorRef& y, const MixrtConvAttrs& a,
+                                 absl::Span<const EpilogueStep> steps,
+                                 const dnnl::memory* packed_w) {
+  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
+  if (prim == nullptr) {
+    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
+  }
+  if (packed_w != nullptr && packed_w->get_desc() != prim->layouts.at(DNNL_ARG_WEIGHTS)) {
+    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
+  }
+  RunForward(*prim, x, w, bias, y, a, steps, packed_w);
+  return absl::OkStatus();
+}
+
+std::string ConvWithEpilogueImplementation(const TensorRef& x, const TensorRef& w,
+                                           const TensorRef* bias, const TensorRef& y,
+                                           const MixrtConvAttrs& a,
+                                           absl::Span<const EpilogueStep> steps) {
+  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
+  return prim == nullptr ? "" : prim->implementation;
+}
+
+absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+                             const TensorRef& y, const MixrtConvAttrs& a,
+                             absl::Span<const EpilogueStep> steps, dnnl::memory* packed) {
+  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
+  if (prim == nullptr) {
+    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
+  }
+  const dnnl::memory::desc& want = prim->layouts.at(DNNL_ARG_WEIGHTS);
+  if (!*packed || packed->get_desc() != want) *packed = dnnl::memory(want, Engine());
+  Reorder(Memory(WeightsDesc(w, a.groups), w.data()), *packed);
+  ThreadStream().wait();
+  return absl::OkStatus();
+}
 
 absl::Status RunConv(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));

@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_capability.h"
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/fused_conv.h"
 #include "backends/cpu/fused_loop.h"
 #include "backends/cpu/generated_loop.h"
 #include "backends/cpu/fused_matmul.h"
@@ -78,14 +79,18 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return table_.Get(op_class, dtype);
   }
 
-  // GEMMs with the chains they feed first (a oneDNN matmul with
-  // post-ops), then layer_norms writing their casts, then loops over what
+  // GEMMs and convolutions with the chains they feed first (oneDNN
+  // primitives with post-ops), then layer_norms writing their casts, then loops over what
   // is left; each kind's groups are numbered after the last kind's.
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
     std::vector<int> groups = ClaimMatmulEpilogues(graph);
     if (groups.empty()) return groups;
     auto count = [&groups]() { return 1 + *std::max_element(groups.begin(), groups.end()); };
+    const std::vector<int> convs = ClaimConvEpilogues(graph, groups, count());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (convs[i] >= 0) groups[i] = convs[i];
+    }
     const std::vector<int> norms = ClaimNormCasts(graph, groups, count());
     for (size_t i = 0; i < groups.size(); ++i) {
       if (norms[i] >= 0) groups[i] = norms[i];
@@ -101,14 +106,16 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
-    // A group is a matmul's (with its weight's cast and its chain), a
-    // layer_norm's (with its cast), or a loop.
+    // A group is a matmul's or a conv2d's (with its chain), a layer_norm's (with its cast), or a loop.
     bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
       if (group_of_node[i] != group) continue;
       any = true;
       if (graph.nodes[i].op == MIXRT_OP_MATMUL) {
         return CompileFusedMatmul(graph, group_of_node, group);
+      }
+      if (graph.nodes[i].op == MIXRT_OP_CONV2D) {
+        return CompileFusedConv(graph, group_of_node, group);
       }
       if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM) {
         return CompileNormCast(graph, group_of_node, group);

@@ -13,7 +13,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/epilogue_chain.h"
 #include "backends/cpu/small_gemm.h"
+#include "backends/cpu/weight_pack_state.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
@@ -31,13 +33,6 @@ using sdk::TensorRef;
 // transformer's longest chain is cast + residual add).
 constexpr size_t kMaxChain = 4;
 
-struct ChainStep {
-  dnnl::algorithm algorithm = dnnl::algorithm::undef;
-  float alpha = 0, beta = 0;
-  int operand = -1;  // The binary op's other value, else -1.
-  std::string name;
-};
-
 // A matmul and the chain it feeds, as far as it fuses.
 struct Chain {
   int a = -1, b = -1, bias = -1;
@@ -48,74 +43,6 @@ struct Chain {
   std::vector<size_t> steps_upto;  // Per node: steps its prefix has.
   std::vector<int> outs;           // Per node: its output value.
 };
-
-std::string AlgorithmName(dnnl::algorithm a) {
-  switch (a) {
-    case dnnl::algorithm::eltwise_relu:
-      return "relu";
-    case dnnl::algorithm::eltwise_gelu_erf:
-      return "gelu_erf";
-    case dnnl::algorithm::eltwise_gelu_tanh:
-      return "gelu_tanh";
-    case dnnl::algorithm::eltwise_swish:
-      return "swish";
-    case dnnl::algorithm::eltwise_logistic:
-      return "logistic";
-    case dnnl::algorithm::eltwise_tanh:
-      return "tanh";
-    case dnnl::algorithm::eltwise_linear:
-      return "linear";
-    case dnnl::algorithm::binary_add:
-      return "binary_add";
-    case dnnl::algorithm::binary_sub:
-      return "binary_sub";
-    case dnnl::algorithm::binary_mul:
-      return "binary_mul";
-    default:
-      return "post-op";
-  }
-}
-
-// The eltwise post-op computing unary `kind`, checked against the op's
-// NaN and infinities; nullopt when there is none or it differs.
-std::optional<ChainStep> EltwiseFor(uint32_t kind, float alpha, float beta) {
-  ChainStep s;
-  switch (kind) {
-    case MIXRT_UNARY_RELU:
-      s.algorithm = dnnl::algorithm::eltwise_relu;
-      break;
-    case MIXRT_UNARY_LEAKY_RELU:
-      s.algorithm = dnnl::algorithm::eltwise_relu;
-      s.alpha = alpha;
-      break;
-    case MIXRT_UNARY_GELU:
-      s.algorithm = dnnl::algorithm::eltwise_gelu_erf;
-      break;
-    case MIXRT_UNARY_GELU_TANH:
-      s.algorithm = dnnl::algorithm::eltwise_gelu_tanh;
-      break;
-    case MIXRT_UNARY_SILU:
-      s.algorithm = dnnl::algorithm::eltwise_swish;
-      s.alpha = 1;
-      break;
-    case MIXRT_UNARY_SIGMOID:
-      s.algorithm = dnnl::algorithm::eltwise_logistic;
-      break;
-    case MIXRT_UNARY_TANH:
-      s.algorithm = dnnl::algorithm::eltwise_tanh;
-      break;
-    case MIXRT_UNARY_SCALE:
-      s.algorithm = dnnl::algorithm::eltwise_linear;
-      s.alpha = alpha;
-      s.beta = beta;
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (!PostOpKeepsSpecials(s.algorithm, s.alpha, s.beta, kind)) return std::nullopt;
-  s.name = AlgorithmName(s.algorithm);
-  return s;
-}
 
 // How a binary op's other operand may be laid out against the chain's
 // value `like` (contiguous): like's own strides, a row broadcast over the
@@ -131,57 +58,6 @@ bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
     if (v.strides[d] != 0 && v.shape[d] != 1) return false;
   }
   return nd == 0 || v.strides[nd - 1] == 0 || v.strides[nd - 1] == 1;
-}
-
-// The step node `n` adds when it reads `v` (the chain's current value) and
-// fuses, and whether it is a cast (no step).
-std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n, int v,
-                                 bool* cast) {
-  *cast = false;
-  if (n.outputs.size() != 1 || n.attrs_extended) return std::nullopt;
-  switch (n.op) {
-    case MIXRT_OP_COPY:
-      if (n.inputs.size() != 1 || n.inputs[0] != v) return std::nullopt;
-      *cast = true;
-      return ChainStep{};
-    case MIXRT_OP_UNARY: {
-      if (n.inputs.size() != 1 || n.inputs[0] != v) return std::nullopt;
-      auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
-      if (!attrs.ok()) return std::nullopt;
-      return EltwiseFor(attrs->kind, static_cast<float>(attrs->alpha),
-                        static_cast<float>(attrs->beta));
-    }
-    case MIXRT_OP_BINARY: {
-      if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
-      auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
-      if (!attrs.ok()) return std::nullopt;
-      const bool first = n.inputs[0] == v;
-      if (!first && n.inputs[1] != v) return std::nullopt;
-      ChainStep s;
-      s.operand = n.inputs[first ? 1 : 0];
-      switch (attrs->kind) {
-        case MIXRT_BINARY_ADD:
-          s.algorithm = dnnl::algorithm::binary_add;
-          break;
-        case MIXRT_BINARY_MUL:
-          s.algorithm = dnnl::algorithm::binary_mul;
-          break;
-        case MIXRT_BINARY_SUB:
-          if (!first) return std::nullopt;  // other - v is no post-op.
-          s.algorithm = dnnl::algorithm::binary_sub;
-          break;
-        default:
-          return std::nullopt;
-      }
-      if (!BroadcastLayoutFits(g.values[s.operand], g.values[n.outputs[0]])) {
-        return std::nullopt;
-      }
-      s.name = AlgorithmName(s.algorithm);
-      return s;
-    }
-    default:
-      return std::nullopt;
-  }
 }
 
 // The chain prefix of `nodes` nodes as oneDNN steps: descriptors with
@@ -279,7 +155,7 @@ Chain FollowChain(const FusionGraph& g, int i) {
     const int r = g.readers[v][0];
     const FusionNode& n = g.nodes[r];
     bool cast = false;
-    std::optional<ChainStep> s = StepFor(g, n, v, &cast);
+    std::optional<ChainStep> s = StepFor(g, n, v, BroadcastLayoutFits, &cast);
     if (!s.has_value()) break;
     const FusionValue& next = g.values[n.outputs[0]];
     if (!next.is_static() || next.shape != val.shape || !next.is_contiguous() ||
@@ -328,39 +204,26 @@ class FusedMatmul : public sdk::FusedKernel {
 
   absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
-    if (chain_.weight < 0) {
+    const auto run = [&](const dnnl::memory* packed) {
       return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                                   bound_.steps);
-    }
-    // Packing pays when a version serves several runs (serving); a weight
-    // whose version changes before its pack served two runs (an optimizer
-    // stepping it) runs plain from then on, as eager does.
-    if (told_ && packed_for_.has_value() && *packed_for_ != version_ && runs_of_pack_ < 2) {
-      plain_ = true;
-    }
-    if (!told_ || plain_) {
-      return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                                   bound_.steps);
-    }
+                                   bound_.steps, packed);
+    };
+    if (chain_.weight < 0 || !pack_.Packs()) return run(nullptr);
     for (int attempt = 0; attempt < 2; ++attempt) {
-      if (!packed_for_.has_value() || *packed_for_ != version_ || attempt > 0) {
+      if (pack_.Stale() || attempt > 0) {
         MIXRT_RETURN_IF_ERROR(Pack(value_data));
-        packed_for_ = version_;
-        runs_of_pack_ = 0;
+        pack_.Packed();
       }
-      ++runs_of_pack_;
-      const absl::Status s = RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias,
-                                                   bound_.refs[2], bound_.steps, &packed_);
+      pack_.Ran();
+      const absl::Status s = run(&packed_);
       if (!absl::IsFailedPrecondition(s)) return s;
-      packed_for_.reset();  // Another thread's primitive wants another layout.
+      pack_.Forget();
     }
     return absl::InternalError("fused matmul: the packed layout keeps changing");
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
-    if (value != chain_.weight) return;
-    told_ = true;
-    version_ = version;
+    if (value == chain_.weight) pack_.SetVersion(version);
   }
 
   std::string Description() const override { return description_; }
@@ -379,11 +242,7 @@ class FusedMatmul : public sdk::FusedKernel {
   const size_t nodes_;
   const std::string description_;
   Bound bound_;  // Reused by each run (runs never overlap).
-  bool told_ = false;  // A kernel never told a version packs nothing.
-  bool plain_ = false;
-  uint64_t version_ = 0;
-  std::optional<uint64_t> packed_for_;
-  int runs_of_pack_ = 0;
+  WeightPackState pack_;
   dnnl::memory packed_;
 };
 

@@ -77,16 +77,16 @@ void AppendEltwise(dnnl::post_ops* ops, algorithm a, float alpha, float beta) {
 dnnl::convolution_forward::primitive_desc ConvForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
-    const ConvGeometry& g) {
+    const ConvGeometry& g, const dnnl::primitive_attr& attr) {
   return bias != nullptr
              ? dnnl::convolution_forward::primitive_desc(
                    Engine(), prop_kind::forward_training,
                    algorithm::convolution_direct, src, weights, *bias, dst,
-                   g.strides, g.dilates, g.padding, g.padding)
+                   g.strides, g.dilates, g.padding, g.padding, attr)
              : dnnl::convolution_forward::primitive_desc(
                    Engine(), prop_kind::forward_training,
                    algorithm::convolution_direct, src, weights, dst, g.strides,
-                   g.dilates, g.padding, g.padding);
+                   g.dilates, g.padding, g.padding, attr);
 }
 
 dnnl::convolution_backward_data::primitive_desc ConvBackwardDataPd(
@@ -182,7 +182,7 @@ void AppendEltwise(dnnl::post_ops* ops, algorithm a, float alpha, float beta) {
 dnnl::convolution_forward::primitive_desc ConvForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
-    const ConvGeometry& g) {
+    const ConvGeometry& g, const dnnl::primitive_attr& attr) {
   const auto desc =
       bias != nullptr
           ? dnnl::convolution_forward::desc(
@@ -191,7 +191,7 @@ dnnl::convolution_forward::primitive_desc ConvForwardPd(
           : dnnl::convolution_forward::desc(
                 prop_kind::forward_training, algorithm::convolution_direct, src,
                 weights, dst, g.strides, g.dilates, g.padding, g.padding);
-  return dnnl::convolution_forward::primitive_desc(desc, Engine());
+  return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
 }
 
 dnnl::convolution_backward_data::primitive_desc ConvBackwardDataPd(

@@ -61,7 +61,7 @@ struct ConvGeometry {
 dnnl::convolution_forward::primitive_desc ConvForwardPd(
     const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
     const dnnl::memory::desc* bias, const dnnl::memory::desc& dst,
-    const ConvGeometry& g);
+    const ConvGeometry& g, const dnnl::primitive_attr& attr = {});
 dnnl::convolution_backward_data::primitive_desc ConvBackwardDataPd(
     const dnnl::memory::desc& diff_src, const dnnl::memory::desc& weights,
     const dnnl::memory::desc& diff_dst, const ConvGeometry& g,

@@ -118,8 +118,6 @@ std::shared_ptr<const CachedPrimitive> TryGetPrimitive(
 
 int64_t PrimitivesCreated() { return g_created.load(); }
 
-namespace {
-
 void Reorder(const dnnl::memory& from, const dnnl::memory& to) {
   auto prim = GetPrimitive(
       absl::StrCat("reorder|", DescIdentity(from.get_desc()), "|",
@@ -131,6 +129,8 @@ void Reorder(const dnnl::memory& from, const dnnl::memory& to) {
   prim->primitive.execute(ThreadStream(),
                           {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
+
+namespace {
 
 // Per-thread scratch memory: blocked copies of activations are reused from
 // call to call instead of being allocated (and page-faulted) each time.

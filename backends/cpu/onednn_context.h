@@ -84,6 +84,10 @@ std::shared_ptr<const CachedPrimitive> GetPrimitive(
 std::shared_ptr<const CachedPrimitive> TryGetPrimitive(
     const std::string& key, const std::function<CachedPrimitive()>& make);
 
+// Copies `from` into `to`'s layout with a cached reorder primitive on this
+// thread's stream (ThreadStream().wait() before reading `to`).
+void Reorder(const dnnl::memory& from, const dnnl::memory& to);
+
 // Number of primitives created so far (for tests of the cache).
 int64_t PrimitivesCreated();
 

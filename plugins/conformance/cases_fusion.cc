@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/compiler/compile.h"
+#include "core/kernels/conv2d.h"
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/pointwise.h"
@@ -63,6 +64,37 @@ std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in, 
       }
       m[r * cols + c] = dot * (1 + inner * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
                         Finite(in[2][c]) + (residual ? Finite(in[3][r * cols + c]) : 0.0);
+    }
+  }
+  return m;
+}
+
+// Per element of conv2d(x [n, c, h, w], w [o, c, 3, 3], padding 1) times
+// a per-channel scale plus a shift (inputs x, w, scale, shift): the sum of
+// the absolute terms, the accumulation's rounding as LinearMagnitude's.
+std::vector<double> ConvScaleShiftMagnitude(const std::vector<std::vector<double>>& in, int n,
+                                            int c, int o, int h, int w, DType dtype) {
+  std::vector<double> m(static_cast<size_t>(n) * o * h * w);
+  const int taps = c * 9;
+  for (int b = 0; b < n; ++b) {
+    for (int oc = 0; oc < o; ++oc) {
+      for (int y = 0; y < h; ++y) {
+        for (int x = 0; x < w; ++x) {
+          double dot = 0;
+          for (int ic = 0; ic < c; ++ic) {
+            for (int ky = 0; ky < 3; ++ky) {
+              for (int kx = 0; kx < 3; ++kx) {
+                const int iy = y + ky - 1, ix = x + kx - 1;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                dot += Finite(in[0][((b * c + ic) * h + iy) * w + ix]) *
+                       Finite(in[1][((oc * c + ic) * 3 + ky) * 3 + kx]);
+              }
+            }
+          }
+          dot *= 1 + taps * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype));
+          m[((b * o + oc) * h + y) * w + x] = dot * Finite(in[2][oc]) + Finite(in[3][oc]);
+        }
+      }
     }
   }
   return m;
@@ -187,6 +219,32 @@ void AddFusionCases(std::vector<Case>* cases) {
           },
           [dtype](int, const std::vector<std::vector<double>>& in) {
             return ChainTolerance(dtype, 4, LinearMagnitude(in, 17, 19, 33, dtype, true), false);
+          });
+    }
+    // A convolution, an eval batch_norm's per-channel scale and shift, and
+    // a relu: a CNN layer in inference. Then with NaN and infinities in x,
+    // which the relu must pass on as op by op; there with an even channel
+    // count: oneDNN 2.6.3's bf16 convolution pads an odd one with zero
+    // weights, and inf times that zero makes NaN where the sum is inf (op
+    // by op too; the conv2d cases' specials use 2 channels).
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      const int c = values == Values::kNormal ? 5 : 4;
+      AddChain(
+          cases, values == Values::kNormal ? "conv_scale_shift_relu" : "conv_scale_shift_relu/special",
+          dtype,
+          {{{2, c, 7, 9}, dtype, values}, {{6, c, 3, 3}, dtype}, {{6, 1, 1}, dtype},
+           {{6, 1, 1}, dtype}},
+          [](const std::vector<Tensor>& in) -> Outputs {
+            Conv2dOptions options;
+            options.padding = {1, 1};
+            MIXRT_ASSIGN_OR_RETURN(Tensor t, conv2d(in[0], in[1], Tensor(), options));
+            MIXRT_ASSIGN_OR_RETURN(t, mul(t, in[2]));
+            MIXRT_ASSIGN_OR_RETURN(t, add(t, in[3]));
+            return One(relu(t));
+          },
+          [dtype, c](int, const std::vector<std::vector<double>>& in) {
+            return ChainTolerance(dtype, 4, ConvScaleShiftMagnitude(in, 2, c, 6, 7, 9, dtype),
+                                  false);
           });
     }
     // A linear's GELU (a transformer MLP's first half) and the f32 residual

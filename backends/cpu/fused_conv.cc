@@ -1,0 +1,413 @@
+#include "backends/cpu/fused_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/epilogue.h"
+#include "backends/cpu/epilogue_chain.h"
+#include "backends/cpu/max_magnitude.h"
+#include "backends/cpu/weight_pack_state.h"
+#include "mixrt/status_macros.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+namespace {
+
+using sdk::FusionGraph;
+using sdk::FusionNode;
+using sdk::FusionValue;
+using sdk::TensorRef;
+
+// Nodes after the conv one group takes: an autocast eval batch_norm's
+// chain is cast, scale, shift, cast, relu.
+constexpr size_t kMaxChain = 6;
+
+// The bound below which a guarded relu is a post-op: FLT_MAX with room for
+// the rounding of the partial sums (each within a factor 1 + 2^-24 of
+// exact per addition, well under 3.4 for any real reduction length).
+constexpr double kNoOverflowBound = 1e38;
+
+// A binary step's operand: one element, or one per channel of the conv's
+// [N, C, H, W] output (an eval batch_norm's scale or shift).
+bool PerChannelFits(const FusionValue& v, const FusionValue& like) {
+  if (!v.is_static() || v.shape != like.shape || v.shape.size() != 4 ||
+      (v.dtype != MIXRT_DTYPE_F32 && v.dtype != MIXRT_DTYPE_BF16)) {
+    return false;
+  }
+  for (int d : {0, 2, 3}) {
+    if (v.strides[d] != 0 && v.shape[d] != 1) return false;
+  }
+  return v.strides[1] == 0 || v.strides[1] == 1 || v.shape[1] == 1;
+}
+
+struct ConvChain {
+  int x = -1, w = -1, bias = -1;
+  int weight = -1;  // w when it is a WEIGHT (packed once per version), or -1.
+  MixrtConvAttrs attrs{};
+  std::vector<int> nodes;          // The conv first.
+  std::vector<ChainStep> steps;    // Post-ops.
+  std::vector<size_t> steps_upto;  // Per node: steps its prefix has.
+  std::vector<int> outs;           // Per node: its output value.
+  int guarded = -1;                // The step that is a guarded relu, or -1.
+};
+
+bool IsF32OrBf16(MixrtDtype d) { return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16; }
+
+// The chain from conv node `i`: empty nodes when the conv itself is not one
+// this fusion takes.
+ConvChain FollowChain(const FusionGraph& g, int i) {
+  ConvChain c;
+  const FusionNode& m = g.nodes[i];
+  if (m.op != MIXRT_OP_CONV2D || m.inputs.size() < 2 || m.inputs.size() > 3 ||
+      m.outputs.size() != 1 || m.attrs_extended) {
+    return c;
+  }
+  auto attrs = m.GetAttrs<MixrtConvAttrs>();
+  if (!attrs.ok() || attrs->activation != MIXRT_ACTIVATION_NONE || attrs->groups < 1) return c;
+  const FusionValue& x = g.values[m.inputs[0]];
+  const FusionValue& w = g.values[m.inputs[1]];
+  const FusionValue& out = g.values[m.outputs[0]];
+  if (!x.is_static() || !w.is_static() || !out.is_static() || !x.is_contiguous() ||
+      !out.is_contiguous() || x.shape.size() != 4 || w.shape.size() != 4 ||
+      x.dtype != w.dtype || out.dtype != x.dtype || !IsF32OrBf16(x.dtype) ||
+      !OneDnnHasMatmul(x.dtype)) {
+    return c;
+  }
+  if (m.inputs.size() == 3) {
+    const FusionValue& b = g.values[m.inputs[2]];
+    if (!b.is_static() || b.shape.size() != 1 || !IsF32OrBf16(b.dtype)) return c;
+    c.bias = m.inputs[2];
+  }
+  c.x = m.inputs[0];
+  c.w = m.inputs[1];
+  c.attrs = *attrs;
+  if (w.has(MIXRT_FUSION_VALUE_WEIGHT)) c.weight = c.w;
+  c.nodes.push_back(i);
+  c.outs.push_back(m.outputs[0]);
+  c.steps_upto.push_back(0);
+  // Until the guarded relu, steps whose bound the run can carry: binary
+  // steps and linear eltwise; after it, casts only (they commute with it).
+  bool boundable = true;
+  int v = m.outputs[0];
+  while (c.nodes.size() <= kMaxChain) {
+    const FusionValue& val = g.values[v];
+    if (val.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) break;
+    const int r = g.readers[v][0];
+    const FusionNode& n = g.nodes[r];
+    bool cast = false;
+    std::optional<ChainStep> s = StepFor(g, n, v, PerChannelFits, &cast);
+    if (!s.has_value() && c.guarded < 0 && boundable && IsUnaryOf(n, v, MIXRT_UNARY_RELU)) {
+      s = ChainStep{dnnl::algorithm::eltwise_relu, 0, 0, -1, "relu (guarded)"};
+      c.guarded = static_cast<int>(c.steps.size());
+    } else if (!s.has_value() || (c.guarded >= 0 && !cast)) {
+      break;
+    }
+    const FusionValue& next = g.values[n.outputs[0]];
+    // A cast through f16 would overflow op by op where the chain does not.
+    if (!next.is_static() || next.shape != val.shape || !next.is_contiguous() ||
+        !IsF32OrBf16(next.dtype)) {
+      if (c.guarded == static_cast<int>(c.steps.size())) c.guarded = -1;
+      break;
+    }
+    if (!cast) {
+      boundable = boundable && (s->operand >= 0 || s->algorithm == dnnl::algorithm::eltwise_linear);
+      c.steps.push_back(*s);
+    }
+    c.nodes.push_back(r);
+    c.outs.push_back(n.outputs[0]);
+    c.steps_upto.push_back(c.steps.size());
+    v = n.outputs[0];
+  }
+  return c;
+}
+
+// The chain prefix of `nodes` nodes bound to `data` per value (empty:
+// descriptions only).
+struct Bound {
+  std::vector<MixrtTensorDesc> descs;
+  std::vector<TensorRef> refs;  // x, w, out, then bias, then operands.
+  std::vector<EpilogueStep> steps;
+  const TensorRef* bias = nullptr;
+};
+
+void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes,
+          absl::Span<void* const> data, Bound* out) {
+  const size_t steps = c.steps_upto[nodes - 1];
+  std::vector<int> values = {c.x, c.w, c.outs[nodes - 1]};
+  if (c.bias >= 0) values.push_back(c.bias);
+  for (size_t i = 0; i < steps; ++i) {
+    if (c.steps[i].operand >= 0) values.push_back(c.steps[i].operand);
+  }
+  out->descs.clear();
+  for (int v : values) out->descs.push_back(g.values[v].Desc(data.empty() ? nullptr : data[v]));
+  out->refs.clear();
+  for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
+  out->bias = c.bias >= 0 ? &out->refs[3] : nullptr;
+  out->steps.clear();
+  size_t next = c.bias >= 0 ? 4 : 3;
+  for (size_t i = 0; i < steps; ++i) {
+    const ChainStep& s = c.steps[i];
+    out->steps.push_back({s.algorithm, s.alpha, s.beta,
+                          s.operand >= 0 ? &out->refs[next++] : nullptr});
+  }
+}
+
+bool Optimized(const std::string& implementation) {
+  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
+}
+
+std::string Implementation(const FusionGraph& g, const ConvChain& c, size_t nodes) {
+  Bound bound;
+  Bind(g, c, nodes, {}, &bound);
+  return ConvWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias, bound.refs[2],
+                                        c.attrs, bound.steps);
+}
+
+// The longest prefix of the chain that ends in f32 or the operands' dtype
+// on an optimized kernel and gains something: a post-op, or packed
+// weights (a conv alone); 0 when none.
+size_t FusablePrefix(const FusionGraph& g, const ConvChain& c) {
+  const MixrtDtype operands = g.values[c.x].dtype;
+  for (size_t n = c.nodes.size(); n >= 1; --n) {
+    const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
+    if (d != MIXRT_DTYPE_F32 && d != operands) continue;
+    if (c.steps_upto[n - 1] == 0 && (c.weight < 0 || n > 1)) continue;
+    if (Optimized(Implementation(g, c, n))) return n;
+  }
+  return 0;
+}
+
+// The group's leading steps that are per-channel affine (binary steps on
+// a per-channel or scalar operand, linear eltwise): they fold into the
+// weights and bias, which needs the weights dense to rewrite them. Binary
+// post-ops slowed oneDNN's convolutions (the 3-channel stem's 2.2x here);
+// a bias costs nothing.
+size_t FoldedSteps(const FusionGraph& g, const ConvChain& c, size_t nodes) {
+  if (!g.values[c.w].is_contiguous()) return 0;
+  const size_t steps = c.steps_upto[nodes - 1];
+  size_t n = 0;
+  while (n < steps && (c.steps[n].operand >= 0 ||
+                       c.steps[n].algorithm == dnnl::algorithm::eltwise_linear)) {
+    ++n;
+  }
+  return n;
+}
+
+class FusedConv : public sdk::FusedKernel {
+ public:
+  FusedConv(const FusionGraph& graph, ConvChain chain, size_t nodes, std::string description)
+      : graph_(graph),
+        chain_(std::move(chain)),
+        nodes_(nodes),
+        relu_(chain_.guarded >= 0 &&
+                      static_cast<size_t>(chain_.guarded) < chain_.steps_upto[nodes_ - 1]
+                  ? chain_.guarded
+                  : -1),
+        affine_(FoldedSteps(graph, chain_, nodes_)),
+        description_(std::move(description)) {}
+
+  absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
+    Bind(graph_, chain_, nodes_, value_data, &bound_);
+    const TensorRef& x = bound_.refs[0];
+    const TensorRef& y = bound_.refs[2];
+    absl::Span<const EpilogueStep> steps = bound_.steps;
+    // Folding and the relu post-op hold only while no step can meet a NaN
+    // or an infinity; otherwise the chain runs as it is written.
+    if ((relu_ >= 0 || affine_ > 0) && !Finite(relu_ >= 0 ? relu_ : affine_)) {
+      if (relu_ >= 0) steps = steps.first(relu_);
+      MIXRT_RETURN_IF_ERROR(
+          RunConvWithEpilogue(x, bound_.refs[1], bound_.bias, y, chain_.attrs, steps));
+      // The relu that keeps NaN; casts after it commute with it.
+      if (relu_ >= 0) ActivateInPlace(y, MIXRT_ACTIVATION_RELU);
+      return absl::OkStatus();
+    }
+    steps.remove_prefix(affine_);
+    const TensorRef* weights = &bound_.refs[1];
+    const TensorRef* bias = bound_.bias;
+    if (affine_ > 0) {
+      FoldedScaleAndBias();
+      bias = &folded_bias_;
+      if (scale_ != packed_scale_) pack_.Forget();
+    }
+    if (chain_.weight < 0 || !pack_.Packs()) {
+      if (affine_ > 0) weights = &FoldWeights();
+      return RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps);
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (pack_.Stale() || attempt > 0 || packed_steps_ != steps.size()) {
+        if (affine_ > 0) weights = &FoldWeights();
+        MIXRT_RETURN_IF_ERROR(
+            PackConvWeights(x, *weights, bias, y, chain_.attrs, steps, &packed_));
+        pack_.Packed();
+        packed_steps_ = steps.size();
+        packed_scale_ = scale_;
+      }
+      pack_.Ran();
+      const absl::Status status =
+          RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps, &packed_);
+      if (!absl::IsFailedPrecondition(status)) return status;
+      pack_.Forget();
+    }
+    return absl::InternalError("fused conv: the packed layout keeps changing");
+  }
+
+  void SetWeightVersion(int value, uint64_t version) override {
+    if (value == chain_.weight) pack_.SetVersion(version);
+  }
+
+  std::string Description() const override { return description_; }
+
+ private:
+  // Whether the value after steps [0, end) is finite for sure: every
+  // operand finite and the bound of its magnitude (fused_conv.h) below
+  // overflow. Those steps are binary or linear (the claim allowed no
+  // other before a guarded relu).
+  bool Finite(int end) const {
+    const TensorRef& w = bound_.refs[1];
+    const double taps = static_cast<double>(w.dim(1)) * w.dim(2) * w.dim(3);
+    double bound = MaxMagnitude(bound_.refs[0]) * MaxMagnitude(w) * taps;
+    if (bound_.bias != nullptr) bound += MaxMagnitude(*bound_.bias);
+    for (int i = 0; i < end; ++i) {
+      const EpilogueStep& s = bound_.steps[i];
+      if (s.operand == nullptr) {
+        bound = std::fabs(s.alpha) * bound + std::fabs(s.beta);
+      } else if (s.algorithm == dnnl::algorithm::binary_mul) {
+        bound *= MaxMagnitude(*s.operand);
+      } else {
+        bound += MaxMagnitude(*s.operand);
+      }
+    }
+    return bound < kNoOverflowBound;  // False for NaN too.
+  }
+
+  // scale_ and the bias that with it makes the affine steps:
+  // steps(conv + bias) = conv * scale + (bias * scale + shift), per channel.
+  void FoldedScaleAndBias() {
+    const int64_t channels = bound_.refs[2].dim(1);
+    scale_.assign(channels, 1.0f);
+    bias_.assign(channels, 0.0f);
+    if (bound_.bias != nullptr) {
+      for (int64_t c = 0; c < channels; ++c) {
+        bias_[c] = bound_.bias->LoadFloat(c * bound_.bias->stride(0));
+      }
+    }
+    for (size_t i = 0; i < affine_; ++i) {
+      const EpilogueStep& s = bound_.steps[i];
+      for (int64_t c = 0; c < channels; ++c) {
+        float k = 1, add = 0;
+        if (s.operand == nullptr) {
+          k = s.alpha;
+          add = s.beta;
+        } else {
+          const float v = s.operand->LoadFloat(c * s.operand->stride(1));
+          if (s.algorithm == dnnl::algorithm::binary_mul) k = v;
+          if (s.algorithm == dnnl::algorithm::binary_add) add = v;
+          if (s.algorithm == dnnl::algorithm::binary_sub) add = -v;
+        }
+        scale_[c] *= k;
+        bias_[c] = bias_[c] * k + add;
+      }
+    }
+    bias_shape_ = channels;
+    bias_desc_ = {sizeof(MixrtTensorDesc), nullptr, bias_.data(), MIXRT_DTYPE_F32, 1,
+                  &bias_shape_, &kUnitStride};
+    folded_bias_ = TensorRef(bias_desc_);
+  }
+
+  // w * scale_ per output channel, in w's dtype.
+  const TensorRef& FoldWeights() {
+    const TensorRef& w = bound_.refs[1];
+    const int64_t per_channel = w.numel() / w.dim(0);
+    const size_t bytes = static_cast<size_t>(w.numel()) * (w.dtype() == MIXRT_DTYPE_F32 ? 4 : 2);
+    folded_data_.resize(bytes);
+    folded_desc_ = *w.desc();
+    folded_desc_.data = folded_data_.data();
+    folded_w_ = TensorRef(folded_desc_);
+    for (int64_t o = 0; o < w.dim(0); ++o) {
+      for (int64_t i = o * per_channel; i < (o + 1) * per_channel; ++i) {
+        folded_w_.StoreFloat(i, w.LoadFloat(i) * scale_[o]);
+      }
+    }
+    return folded_w_;
+  }
+
+  static constexpr int64_t kUnitStride = 1;
+  const FusionGraph graph_;
+  const ConvChain chain_;
+  const size_t nodes_;
+  const int relu_;        // The guarded relu's step in this group, or -1.
+  const size_t affine_;   // Leading steps folded into weights and bias.
+  const std::string description_;
+  Bound bound_;  // Reused by each run (runs never overlap).
+  WeightPackState pack_;
+  dnnl::memory packed_;
+  size_t packed_steps_ = 0;          // The post-ops the packed layout was chosen with.
+  std::vector<float> packed_scale_;  // The scale folded into the packed copy.
+  std::vector<float> scale_, bias_;
+  int64_t bias_shape_ = 0;
+  MixrtTensorDesc bias_desc_{}, folded_desc_{};
+  TensorRef folded_bias_{bias_desc_}, folded_w_{folded_desc_};
+  std::vector<uint8_t> folded_data_;
+};
+
+}  // namespace
+
+std::vector<int> ClaimConvEpilogues(const FusionGraph& g, absl::Span<const int> taken,
+                                    int first) {
+  std::vector<int> group(g.nodes.size(), -1);
+  int next = first;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op != MIXRT_OP_CONV2D || taken[i] >= 0) continue;
+    const ConvChain c = FollowChain(g, static_cast<int>(i));
+    const size_t n = c.nodes.empty() ? 0 : FusablePrefix(g, c);
+    if (n == 0) continue;
+    if (std::any_of(c.nodes.begin(), c.nodes.begin() + n, [&](int k) { return taken[k] >= 0; })) {
+      continue;
+    }
+    for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
+    ++next;
+  }
+  return group;
+}
+
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
+    const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
+  const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
+  if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_CONV2D) {
+    return absl::InvalidArgumentError("fused conv: the group does not start with a conv2d");
+  }
+  ConvChain c = FollowChain(g, nodes[0]);
+  if (c.nodes.size() < nodes.size() ||
+      !std::equal(nodes.begin(), nodes.end(), c.nodes.begin())) {
+    return absl::InvalidArgumentError(
+        "fused conv: the group is not a conv2d and the chain only it feeds");
+  }
+  if (g.GroupStores(group_of_node, group) != std::vector<int>{c.outs[nodes.size() - 1]}) {
+    return absl::InvalidArgumentError("fused conv: a value inside the chain is read outside it");
+  }
+  const std::string implementation = Implementation(g, c, nodes.size());
+  if (!Optimized(implementation)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "oneDNN runs this convolution's post-ops on no optimized kernel (", implementation, ")"));
+  }
+  const size_t steps = c.steps_upto[nodes.size() - 1];
+  const size_t folded = FoldedSteps(g, c, nodes.size());
+  std::vector<std::string> names[2];  // Folded, then post-ops.
+  for (size_t i = 0; i < steps; ++i) names[i < folded ? 0 : 1].push_back(c.steps[i].name);
+  const MixrtDtype out = g.values[c.outs[nodes.size() - 1]].dtype;
+  const std::string description = absl::StrCat(
+      "oneDNN conv2d", c.weight >= 0 ? " (weights packed per version)" : "",
+      folded > 0 ? absl::StrCat(" + ", absl::StrJoin(names[0], ", "),
+                                " folded into weights and bias")
+                 : "",
+      names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "), " -> ",
+      out == MIXRT_DTYPE_F32 ? "f32" : "bf16", " (", implementation, ")");
+  return std::make_unique<FusedConv>(g, std::move(c), nodes.size(), description);
+}
+
+}  // namespace mixrt::cpu

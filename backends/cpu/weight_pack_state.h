@@ -1,0 +1,48 @@
+// When a fused kernel reads a WEIGHT from a copy packed into oneDNN's
+// preferred layout (fused_matmul.h, fused_conv.h): packing pays when a
+// version serves several runs (serving); a weight whose version changes
+// before its pack served two runs (an optimizer stepping it) runs plain
+// from then on, as eager does. A kernel never told a version packs nothing.
+#ifndef MIXRT_BACKENDS_CPU_WEIGHT_PACK_STATE_H_
+#define MIXRT_BACKENDS_CPU_WEIGHT_PACK_STATE_H_
+
+#include <cstdint>
+#include <optional>
+
+namespace mixrt::cpu {
+
+class WeightPackState {
+ public:
+  // The version the next runs see (FusedKernel::SetWeightVersion).
+  void SetVersion(uint64_t version) {
+    told_ = true;
+    version_ = version;
+  }
+  // Whether this run reads the packed copy (else the weight as it is).
+  bool Packs() {
+    if (told_ && packed_for_.has_value() && *packed_for_ != version_ && runs_of_pack_ < 2) {
+      plain_ = true;
+    }
+    return told_ && !plain_;
+  }
+  // Whether the copy must be packed from the current version first.
+  bool Stale() const { return !packed_for_.has_value() || *packed_for_ != version_; }
+  void Packed() {
+    packed_for_ = version_;
+    runs_of_pack_ = 0;
+  }
+  void Ran() { ++runs_of_pack_; }
+  // The copy no longer fits (another thread's primitive wants another layout).
+  void Forget() { packed_for_.reset(); }
+
+ private:
+  bool told_ = false;
+  bool plain_ = false;
+  uint64_t version_ = 0;
+  std::optional<uint64_t> packed_for_;
+  int runs_of_pack_ = 0;
+};
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_WEIGHT_PACK_STATE_H_
