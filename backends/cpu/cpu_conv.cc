@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/epilogue.h"
@@ -149,10 +150,12 @@ std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
 }
 
 // Runs the primitive on dense-or-strided caller tensors; `packed_w` is w in
-// the primitive's own layout (then w's data is not read).
+// the primitive's own layout (then w's data is not read); with `blocked_y`
+// the result stays in the primitive's layout there (y only describes it).
 void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef& w,
                 const TensorRef* bias, const TensorRef& y, const MixrtConvAttrs& a,
-                absl::Span<const EpilogueStep> steps, const dnnl::memory* packed_w) {
+                absl::Span<const EpilogueStep> steps, const dnnl::memory* packed_w,
+                const dnnl::memory* blocked_y = nullptr) {
   LayoutBinder bind(prim);
   bind.Input(DNNL_ARG_SRC, MemoryDesc(x), x.data());
   if (packed_w != nullptr) {
@@ -166,8 +169,28 @@ void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef
     bind.Input(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
                OperandDesc(*steps[i].operand), steps[i].operand->data());
   }
-  bind.Output(DNNL_ARG_DST, MemoryDesc(y), y.data());
+  if (blocked_y != nullptr) {
+    bind.Output(DNNL_ARG_DST, blocked_y->get_desc(), blocked_y->get_data_handle());
+  } else {
+    bind.Output(DNNL_ARG_DST, MemoryDesc(y), y.data());
+  }
   bind.Execute();
+}
+
+std::shared_ptr<const CachedPrimitive> MaxPoolPrimitive(const dnnl::memory::desc& src,
+                                                        const TensorRef& y,
+                                                        const MixrtPoolAttrs& p) {
+  const std::string key = absl::StrCat(
+      "maxpool_inference|", DescIdentity(src), "|", DescKey(y), "|", p.kernel[0], ",",
+      p.kernel[1], ",", p.stride[0], ",", p.stride[1], ",", p.padding[0], ",", p.padding[1]);
+  return TryGetPrimitive(key, [&] {
+    const auto pd = MaxPoolInferencePd(src, Any(MemoryDesc(y)), {p.kernel[0], p.kernel[1]},
+                                       {p.stride[0], p.stride[1]},
+                                       {p.padding[0], p.padding[1]});
+    return CachedPrimitive{dnnl::pooling_forward(pd),
+                           pd.impl_info_str(),
+                           {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DST, pd.dst_desc()}}};
+  });
 }
 
 absl::StatusOr<MixrtConvAttrs> Attrs(const sdk::KernelCall& call) {
@@ -296,6 +319,43 @@ std::string ConvWithEpilogueImplementation(const TensorRef& x, const TensorRef& 
                                            absl::Span<const EpilogueStep> steps) {
   auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
   return prim == nullptr ? "" : prim->implementation;
+}
+
+absl::Status RunConvMaxPoolWithEpilogue(const TensorRef& x, const TensorRef& w,
+                                        const TensorRef* bias, const TensorRef& conv_out,
+                                        const TensorRef& y, const MixrtConvAttrs& a,
+                                        absl::Span<const EpilogueStep> steps,
+                                        const MixrtPoolAttrs& pool, dnnl::memory* between,
+                                        const dnnl::memory* packed_w) {
+  auto conv = ForwardPrimitive(x, w, bias, conv_out, a, steps, true);
+  if (conv == nullptr) {
+    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
+  }
+  if (packed_w != nullptr && packed_w->get_desc() != conv->layouts.at(DNNL_ARG_WEIGHTS)) {
+    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
+  }
+  const dnnl::memory::desc& blocked = conv->layouts.at(DNNL_ARG_DST);
+  auto max_pool = MaxPoolPrimitive(blocked, y, pool);
+  if (max_pool == nullptr) return absl::UnimplementedError("oneDNN has no such max pooling");
+  if (!*between || between->get_desc() != blocked) *between = dnnl::memory(blocked, Engine());
+  RunForward(*conv, x, w, bias, conv_out, a, steps, packed_w, between);
+  LayoutBinder bind(*max_pool);
+  bind.Input(DNNL_ARG_SRC, blocked, between->get_data_handle());
+  bind.Output(DNNL_ARG_DST, MemoryDesc(y), y.data());
+  bind.Execute();
+  return absl::OkStatus();
+}
+
+std::string ConvMaxPoolImplementation(const TensorRef& x, const TensorRef& w,
+                                      const TensorRef* bias, const TensorRef& conv_out,
+                                      const TensorRef& y, const MixrtConvAttrs& a,
+                                      absl::Span<const EpilogueStep> steps,
+                                      const MixrtPoolAttrs& pool) {
+  auto conv = ForwardPrimitive(x, w, bias, conv_out, a, steps, true);
+  if (conv == nullptr) return "";
+  auto max_pool = MaxPoolPrimitive(conv->layouts.at(DNNL_ARG_DST), y, pool);
+  if (max_pool == nullptr || absl::StartsWith(max_pool->implementation, "ref")) return "";
+  return absl::StrCat(conv->implementation, "; max pool ", max_pool->implementation);
 }
 
 absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w, const TensorRef* bias,

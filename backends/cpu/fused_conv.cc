@@ -54,6 +54,8 @@ struct ConvChain {
   std::vector<size_t> steps_upto;  // Per node: steps its prefix has.
   std::vector<int> outs;           // Per node: its output value.
   int guarded = -1;                // The step that is a guarded relu, or -1.
+  int pool = -1;                   // The max pool node ending the chain, or -1.
+  MixrtPoolAttrs pool_attrs{};
 };
 
 bool IsF32OrBf16(MixrtDtype d) { return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16; }
@@ -90,8 +92,9 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
   c.nodes.push_back(i);
   c.outs.push_back(m.outputs[0]);
   c.steps_upto.push_back(0);
-  // Until the guarded relu, steps whose bound the run can carry: binary
-  // steps and linear eltwise; after it, casts only (they commute with it).
+  // Until the guarded relu, steps whose bound the run can carry (binary
+  // steps and linear eltwise); after it, casts only (they commute with it).
+  // `boundable`: every step but the relu is one.
   bool boundable = true;
   int v = m.outputs[0];
   while (c.nodes.size() <= kMaxChain) {
@@ -115,7 +118,9 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
       break;
     }
     if (!cast) {
-      boundable = boundable && (s->operand >= 0 || s->algorithm == dnnl::algorithm::eltwise_linear);
+      boundable = boundable && (c.guarded == static_cast<int>(c.steps.size()) ||
+                                s->operand >= 0 ||
+                                s->algorithm == dnnl::algorithm::eltwise_linear);
       c.steps.push_back(*s);
     }
     c.nodes.push_back(r);
@@ -123,16 +128,46 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
     c.steps_upto.push_back(c.steps.size());
     v = n.outputs[0];
   }
+  // A max pool reading the result: oneDNN pools the convolution's blocked
+  // result before it is reordered (a 4x smaller reorder), where the bound
+  // proves the values finite (its max drops NaN).
+  const FusionValue& last = g.values[v];
+  if (!boundable || last.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) return c;
+  const int r = g.readers[v][0];
+  const FusionNode& n = g.nodes[r];
+  if (n.op != MIXRT_OP_POOL2D || n.inputs.size() != 1 || n.outputs.size() != 1 ||
+      n.attrs_extended) {
+    return c;
+  }
+  auto pool = n.GetAttrs<MixrtPoolAttrs>();
+  const FusionValue& pooled = g.values[n.outputs[0]];
+  if (!pool.ok() || pool->kind != MIXRT_POOL_MAX || !pooled.is_static() ||
+      !pooled.is_contiguous() || pooled.dtype != last.dtype || pooled.shape.size() != 4) {
+    return c;
+  }
+  c.pool = r;
+  c.pool_attrs = *pool;
+  c.nodes.push_back(r);
+  c.outs.push_back(n.outputs[0]);
+  c.steps_upto.push_back(c.steps.size());
   return c;
+}
+
+// Whether the first `nodes` nodes of the chain end with its pool.
+bool HasPool(const ConvChain& c, size_t nodes) {
+  return c.pool >= 0 && nodes == c.nodes.size();
 }
 
 // The chain prefix of `nodes` nodes bound to `data` per value (empty:
 // descriptions only).
 struct Bound {
   std::vector<MixrtTensorDesc> descs;
-  std::vector<TensorRef> refs;  // x, w, out, then bias, then operands.
+  // x, w, out, then bias, then operands, then (with a pool) the
+  // convolution's result, which has no memory.
+  std::vector<TensorRef> refs;
   std::vector<EpilogueStep> steps;
   const TensorRef* bias = nullptr;
+  const TensorRef* conv_out = nullptr;  // refs[2] without a pool.
 };
 
 void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes,
@@ -143,11 +178,18 @@ void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes,
   for (size_t i = 0; i < steps; ++i) {
     if (c.steps[i].operand >= 0) values.push_back(c.steps[i].operand);
   }
+  const bool pool = HasPool(c, nodes);
+  if (pool) values.push_back(c.outs[nodes - 2]);
   out->descs.clear();
-  for (int v : values) out->descs.push_back(g.values[v].Desc(data.empty() ? nullptr : data[v]));
+  for (int v : values) {
+    out->descs.push_back(g.values[v].Desc(data.empty() || (pool && v == values.back())
+                                              ? nullptr
+                                              : data[v]));
+  }
   out->refs.clear();
   for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
   out->bias = c.bias >= 0 ? &out->refs[3] : nullptr;
+  out->conv_out = pool ? &out->refs.back() : &out->refs[2];
   out->steps.clear();
   size_t next = c.bias >= 0 ? 4 : 3;
   for (size_t i = 0; i < steps; ++i) {
@@ -164,6 +206,10 @@ bool Optimized(const std::string& implementation) {
 std::string Implementation(const FusionGraph& g, const ConvChain& c, size_t nodes) {
   Bound bound;
   Bind(g, c, nodes, {}, &bound);
+  if (HasPool(c, nodes)) {
+    return ConvMaxPoolImplementation(bound.refs[0], bound.refs[1], bound.bias, *bound.conv_out,
+                                     bound.refs[2], c.attrs, bound.steps, c.pool_attrs);
+  }
   return ConvWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias, bound.refs[2],
                                         c.attrs, bound.steps);
 }
@@ -209,6 +255,7 @@ class FusedConv : public sdk::FusedKernel {
                   ? chain_.guarded
                   : -1),
         affine_(FoldedSteps(graph, chain_, nodes_)),
+        pool_(HasPool(chain_, nodes_)),
         description_(std::move(description)) {}
 
   absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
@@ -216,16 +263,11 @@ class FusedConv : public sdk::FusedKernel {
     const TensorRef& x = bound_.refs[0];
     const TensorRef& y = bound_.refs[2];
     absl::Span<const EpilogueStep> steps = bound_.steps;
-    // Folding and the relu post-op hold only while no step can meet a NaN
-    // or an infinity; otherwise the chain runs as it is written.
-    if ((relu_ >= 0 || affine_ > 0) && !Finite(relu_ >= 0 ? relu_ : affine_)) {
-      if (relu_ >= 0) steps = steps.first(relu_);
-      MIXRT_RETURN_IF_ERROR(
-          RunConvWithEpilogue(x, bound_.refs[1], bound_.bias, y, chain_.attrs, steps));
-      // The relu that keeps NaN; casts after it commute with it.
-      if (relu_ >= 0) ActivateInPlace(y, MIXRT_ACTIVATION_RELU);
-      return absl::OkStatus();
-    }
+    // Folding, the relu post-op and oneDNN's max pool hold only while no
+    // step can meet a NaN or an infinity; otherwise the chain runs as it
+    // is written.
+    const int bounded = relu_ >= 0 ? relu_ : pool_ ? static_cast<int>(steps.size()) : affine_;
+    if ((relu_ >= 0 || affine_ > 0 || pool_) && !Finite(bounded)) return RunAsWritten();
     steps.remove_prefix(affine_);
     const TensorRef* weights = &bound_.refs[1];
     const TensorRef* bias = bound_.bias;
@@ -234,22 +276,27 @@ class FusedConv : public sdk::FusedKernel {
       bias = &folded_bias_;
       if (scale_ != packed_scale_) pack_.Forget();
     }
+    const auto run = [&](const dnnl::memory* packed) {
+      return pool_ ? RunConvMaxPoolWithEpilogue(x, *weights, bias, *bound_.conv_out, y,
+                                                chain_.attrs, steps, chain_.pool_attrs,
+                                                &between_, packed)
+                   : RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps, packed);
+    };
     if (chain_.weight < 0 || !pack_.Packs()) {
       if (affine_ > 0) weights = &FoldWeights();
-      return RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps);
+      return run(nullptr);
     }
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (pack_.Stale() || attempt > 0 || packed_steps_ != steps.size()) {
         if (affine_ > 0) weights = &FoldWeights();
-        MIXRT_RETURN_IF_ERROR(
-            PackConvWeights(x, *weights, bias, y, chain_.attrs, steps, &packed_));
+        MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out, chain_.attrs,
+                                              steps, &packed_));
         pack_.Packed();
         packed_steps_ = steps.size();
         packed_scale_ = scale_;
       }
       pack_.Ran();
-      const absl::Status status =
-          RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps, &packed_);
+      const absl::Status status = run(&packed_);
       if (!absl::IsFailedPrecondition(status)) return status;
       pack_.Forget();
     }
@@ -263,6 +310,34 @@ class FusedConv : public sdk::FusedKernel {
   std::string Description() const override { return description_; }
 
  private:
+  // The chain's steps as post-ops on the weights as they are, then the
+  // relu that keeps NaN (casts after it commute with it) and the pool
+  // that does.
+  absl::Status RunAsWritten() {
+    const TensorRef& x = bound_.refs[0];
+    absl::Span<const EpilogueStep> steps = bound_.steps;
+    if (relu_ >= 0) steps = steps.first(relu_);
+    TensorRef conv_out = *bound_.conv_out;
+    MixrtTensorDesc unpooled;
+    if (pool_) {
+      unpooled = *conv_out.desc();
+      unpooled_data_.resize(static_cast<size_t>(conv_out.numel()) *
+                            (conv_out.dtype() == MIXRT_DTYPE_F32 ? 4 : 2));
+      unpooled.data = unpooled_data_.data();
+      conv_out = TensorRef(unpooled);
+    }
+    MIXRT_RETURN_IF_ERROR(
+        RunConvWithEpilogue(x, bound_.refs[1], bound_.bias, conv_out, chain_.attrs, steps));
+    if (relu_ >= 0) ActivateInPlace(conv_out, MIXRT_ACTIVATION_RELU);
+    if (!pool_) return absl::OkStatus();
+    sdk::KernelCall call;
+    call.op = MIXRT_OP_POOL2D;
+    call.inputs.push_back(conv_out);
+    call.outputs.push_back(bound_.refs[2]);
+    call.attrs = &chain_.pool_attrs;
+    return RunKernel(call);
+  }
+
   // Whether the value after steps [0, end) is finite for sure: every
   // operand finite and the bound of its magnitude (fused_conv.h) below
   // overflow. Those steps are binary or linear (the claim allowed no
@@ -342,6 +417,7 @@ class FusedConv : public sdk::FusedKernel {
   const size_t nodes_;
   const int relu_;        // The guarded relu's step in this group, or -1.
   const size_t affine_;   // Leading steps folded into weights and bias.
+  const bool pool_;       // The group ends with the chain's max pool.
   const std::string description_;
   Bound bound_;  // Reused by each run (runs never overlap).
   WeightPackState pack_;
@@ -353,6 +429,8 @@ class FusedConv : public sdk::FusedKernel {
   MixrtTensorDesc bias_desc_{}, folded_desc_{};
   TensorRef folded_bias_{bias_desc_}, folded_w_{folded_desc_};
   std::vector<uint8_t> folded_data_;
+  dnnl::memory between_;               // The blocked result the pool reads.
+  std::vector<uint8_t> unpooled_data_;  // RunAsWritten's, before its pool.
 };
 
 }  // namespace
@@ -405,7 +483,8 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
       folded > 0 ? absl::StrCat(" + ", absl::StrJoin(names[0], ", "),
                                 " folded into weights and bias")
                  : "",
-      names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "), " -> ",
+      names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "),
+      HasPool(c, nodes.size()) ? " + max pool on its blocked result" : "", " -> ",
       out == MIXRT_DTYPE_F32 ? "f32" : "bf16", " (", implementation, ")");
   return std::make_unique<FusedConv>(g, std::move(c), nodes.size(), description);
 }

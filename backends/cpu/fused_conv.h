@@ -40,6 +40,24 @@ absl::Status RunConvWithEpilogue(const sdk::TensorRef& x, const sdk::TensorRef& 
                                  const MixrtConvAttrs& attrs,
                                  absl::Span<const EpilogueStep> steps,
                                  const dnnl::memory* packed_w = nullptr);
+// y = max_pool(steps(x (*) w + bias)), the convolution's result (conv_out
+// describes it; no memory) kept in oneDNN's blocked layout in `between`
+// (made or remade to fit) for oneDNN's max pooling, which drops NaN: only
+// for results known finite.
+absl::Status RunConvMaxPoolWithEpilogue(const sdk::TensorRef& x, const sdk::TensorRef& w,
+                                        const sdk::TensorRef* bias,
+                                        const sdk::TensorRef& conv_out, const sdk::TensorRef& y,
+                                        const MixrtConvAttrs& attrs,
+                                        absl::Span<const EpilogueStep> steps,
+                                        const MixrtPoolAttrs& pool, dnnl::memory* between,
+                                        const dnnl::memory* packed_w = nullptr);
+// Its implementations ("" when either is none or a reference loop).
+std::string ConvMaxPoolImplementation(const sdk::TensorRef& x, const sdk::TensorRef& w,
+                                      const sdk::TensorRef* bias,
+                                      const sdk::TensorRef& conv_out, const sdk::TensorRef& y,
+                                      const MixrtConvAttrs& attrs,
+                                      absl::Span<const EpilogueStep> steps,
+                                      const MixrtPoolAttrs& pool);
 // The oneDNN implementation that convolution gets ("" when none).
 std::string ConvWithEpilogueImplementation(const sdk::TensorRef& x, const sdk::TensorRef& w,
                                            const sdk::TensorRef* bias,

@@ -113,6 +113,16 @@ dnnl::convolution_backward_weights::primitive_desc ConvBackwardWeightsPd(
                    diff_dst, g.strides, g.dilates, g.padding, g.padding, hint);
 }
 
+dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(const dnnl::memory::desc& src,
+                                                         const dnnl::memory::desc& dst,
+                                                         const dnnl::memory::dims& kernel,
+                                                         const dnnl::memory::dims& strides,
+                                                         const dnnl::memory::dims& padding) {
+  return dnnl::pooling_forward::primitive_desc(Engine(), prop_kind::forward_inference,
+                                               algorithm::pooling_max, src, dst, strides, kernel,
+                                               {0, 0}, padding, padding);
+}
+
 #else  // oneDNN 2.x
 
 dnnl::memory::data_type DataType(const dnnl::memory::desc& md) {
@@ -220,6 +230,16 @@ dnnl::convolution_backward_weights::primitive_desc ConvBackwardWeightsPd(
                 g.strides, g.dilates, g.padding, g.padding);
   return dnnl::convolution_backward_weights::primitive_desc(desc, Engine(),
                                                             hint);
+}
+
+dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(const dnnl::memory::desc& src,
+                                                         const dnnl::memory::desc& dst,
+                                                         const dnnl::memory::dims& kernel,
+                                                         const dnnl::memory::dims& strides,
+                                                         const dnnl::memory::dims& padding) {
+  const dnnl::pooling_forward::desc desc(prop_kind::forward_inference, algorithm::pooling_max,
+                                         src, dst, strides, kernel, padding, padding);
+  return dnnl::pooling_forward::primitive_desc(desc, Engine());
 }
 
 #endif

@@ -4,6 +4,7 @@
 // each op may round once more on either side, relative to the magnitudes
 // it combines. A plugin that fuses nothing runs them op by op and passes
 // as the pointwise cases do.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "core/kernels/conv2d.h"
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/pool2d.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
 #include "mixrt/status_macros.h"
@@ -98,6 +100,22 @@ std::vector<double> ConvScaleShiftMagnitude(const std::vector<std::vector<double
     }
   }
   return m;
+}
+
+// `m` [n, o, h, w] through a 2x2, stride-2 max pool: a max's error is at
+// most its window's largest.
+std::vector<double> MaxPooled(const std::vector<double>& m, int n, int o, int h, int w) {
+  const int ho = h / 2, wo = w / 2;
+  std::vector<double> out(static_cast<size_t>(n) * o * ho * wo, 0.0);
+  for (int p = 0; p < n * o; ++p) {
+    for (int y = 0; y < ho * 2; ++y) {
+      for (int x = 0; x < wo * 2; ++x) {
+        double& e = out[(p * ho + y / 2) * wo + x / 2];
+        e = std::max(e, m[(static_cast<size_t>(p) * h + y) * w + x]);
+      }
+    }
+  }
+  return out;
 }
 
 void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
@@ -222,29 +240,39 @@ void AddFusionCases(std::vector<Case>* cases) {
           });
     }
     // A convolution, an eval batch_norm's per-channel scale and shift, and
-    // a relu: a CNN layer in inference. Then with NaN and infinities in x,
-    // which the relu must pass on as op by op; there with an even channel
-    // count: oneDNN 2.6.3's bf16 convolution pads an odd one with zero
-    // weights, and inf times that zero makes NaN where the sum is inf (op
-    // by op too; the conv2d cases' specials use 2 channels).
-    for (Values values : {Values::kNormal, Values::kSpecial}) {
+    // a relu: a CNN layer in inference, and with the max pool after it.
+    // Then with NaN and infinities in x, which the relu and the pool must
+    // pass on as op by op; there with an even channel count: oneDNN
+    // 2.6.3's bf16 convolution pads an odd one with zero weights, and inf
+    // times that zero makes NaN where the sum is inf (op by op too; the
+    // conv2d cases' specials use 2 channels).
+    for (const auto& [values, pool] : std::vector<std::pair<Values, bool>>{
+             {Values::kNormal, false},
+             {Values::kSpecial, false},
+             {Values::kNormal, true},
+             {Values::kSpecial, true}}) {
       const int c = values == Values::kNormal ? 5 : 4;
       AddChain(
-          cases, values == Values::kNormal ? "conv_scale_shift_relu" : "conv_scale_shift_relu/special",
+          cases,
+          absl::StrCat(pool ? "conv_scale_shift_relu_max_pool" : "conv_scale_shift_relu",
+                       values == Values::kNormal ? "" : "/special"),
           dtype,
           {{{2, c, 7, 9}, dtype, values}, {{6, c, 3, 3}, dtype}, {{6, 1, 1}, dtype},
            {{6, 1, 1}, dtype}},
-          [](const std::vector<Tensor>& in) -> Outputs {
+          [pool](const std::vector<Tensor>& in) -> Outputs {
             Conv2dOptions options;
             options.padding = {1, 1};
             MIXRT_ASSIGN_OR_RETURN(Tensor t, conv2d(in[0], in[1], Tensor(), options));
             MIXRT_ASSIGN_OR_RETURN(t, mul(t, in[2]));
             MIXRT_ASSIGN_OR_RETURN(t, add(t, in[3]));
-            return One(relu(t));
+            MIXRT_ASSIGN_OR_RETURN(t, relu(t));
+            if (!pool) return One(t);
+            return One(pool2d(t, {}));
           },
-          [dtype, c](int, const std::vector<std::vector<double>>& in) {
-            return ChainTolerance(dtype, 4, ConvScaleShiftMagnitude(in, 2, c, 6, 7, 9, dtype),
-                                  false);
+          [dtype, c, pool](int, const std::vector<std::vector<double>>& in) {
+            std::vector<double> m = ConvScaleShiftMagnitude(in, 2, c, 6, 7, 9, dtype);
+            if (pool) m = MaxPooled(m, 2, 6, 7, 9);
+            return ChainTolerance(dtype, 4, m, false);
           });
     }
     // A linear's GELU (a transformer MLP's first half) and the f32 residual

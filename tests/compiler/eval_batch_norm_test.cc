@@ -26,9 +26,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// conv 3x3 -> batch_norm (eval) -> relu, over 6 channels.
+// conv 3x3 -> batch_norm (eval) -> relu, over 6 channels, then a 2x2 max
+// pool when `pool`.
 struct ConvBnRelu {
   Tensor w, gamma, beta, mean, var;
+  bool pool = false;
   explicit ConvBnRelu(const Device& d) {
     Generator g(7);
     w = *randn({6, 4, 3, 3}, DType::kF32, d, 0, 0.5, &g);
@@ -41,6 +43,9 @@ struct ConvBnRelu {
     MIXRT_ASSIGN_OR_RETURN(Tensor h, conv2d(in[0], w, Tensor(), {.padding = 1}));
     MIXRT_ASSIGN_OR_RETURN(h, batch_norm(h, gamma, beta, mean, var, /*training=*/false));
     MIXRT_ASSIGN_OR_RETURN(h, relu(h));
+    if (pool) {
+      MIXRT_ASSIGN_OR_RETURN(h, pool2d(h, {}));
+    }
     return std::vector<Tensor>{h};
   }
 };
@@ -137,13 +142,14 @@ TEST(EvalBatchNorm, NewStatisticsBetweenCallsAreRead) {
 }
 
 // NaN and infinities in x, and finite values whose products overflow: the
-// fused relu may not turn the NaN they make into 0 (a relu post-op would),
-// so each element is NaN exactly where eager's is. Where eager's is +inf,
+// fused relu and max pool may not turn the NaN they make into 0 or drop it
+// (oneDNN's relu post-op and max pool would), so each element is NaN
+// exactly where eager's is. Where eager's is +inf,
 // the compiled one is +inf or past 1e38: the lowered x * scale + shift
 // overflows at other magnitudes than eager's (x - mean) * rstd * w + b.
 TEST(EvalBatchNorm, NaNAndOverflowReachTheResultAsInEager) {
   const Device d = testing::CpuDevice();
-  const ConvBnRelu m(d);
+  ConvBnRelu m(d);
   Generator g(10);
   std::vector<float> values = *randn({2, 4, 9, 11}, DType::kF32, d, 0, 1, &g)->to_float_vector();
   values[5] = std::nanf("");
@@ -152,7 +158,10 @@ TEST(EvalBatchNorm, NaNAndOverflowReachTheResultAsInEager) {
   huge[5] = 3e38f;
   huge[300] = -3e38f;
   huge[301] = 3e38f;
-  for (const std::vector<float>& v : {values, huge}) {
+  for (const auto& [v, pool] : std::vector<std::pair<std::vector<float>, bool>>{
+           {values, false}, {huge, false}, {values, true}, {huge, true}}) {
+    SCOPED_TRACE(pool ? "with a max pool" : "without a pool");
+    m.pool = pool;
     const Tensor x = *from_floats(v, {2, 4, 9, 11}, DType::kF32, d);
     InferenceModeGuard inference;
     auto f = compile(m);
