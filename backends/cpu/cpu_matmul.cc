@@ -586,6 +586,21 @@ absl::Status PackMatmulWeights(const TensorRef& a, const TensorRef& b, const Ten
   return absl::OkStatus();
 }
 
+absl::Status RepackMatmulWeights(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
+                                 const TensorRef& out, absl::Span<const EpilogueStep> steps,
+                                 const dnnl::memory& from, dnnl::memory* packed) {
+  try {
+    const MatmulShape shape = EpilogueShape(a, b, bias, out, steps, true);
+    const dnnl::memory::desc desc = PackedWeightsDesc(shape);
+    *packed = dnnl::memory(desc, Engine());
+    Reorder(from, *packed);
+    ThreadStream().wait();
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(absl::StrCat("repacking a matmul's weights: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunMatmul(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(CheckShapes(call));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());

@@ -226,15 +226,25 @@ class FusedMatmul : public sdk::FusedKernel {
     if (value == chain_.weight) pack_.SetVersion(version);
   }
 
+  bool KeepsCopyOf(int value) const override {
+    return value == chain_.weight && pack_.Packs();
+  }
+
   std::string Description() const override { return description_; }
 
  private:
   absl::Status Pack(absl::Span<void* const> value_data) {
-    if (value_data[chain_.weight] == nullptr) {
-      return absl::InvalidArgumentError("fused matmul: no weight address");
+    if (value_data[chain_.weight] != nullptr) {
+      return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                               bound_.steps, &packed_);
     }
-    return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                             bound_.steps, &packed_);
+    // The host released the weight's memory (KeepsCopyOf): the layout
+    // changed, so the copy is repacked from the copy.
+    if (!packed_) return absl::InvalidArgumentError("fused matmul: no weight address");
+    const dnnl::memory old = packed_;
+    packed_ = dnnl::memory();
+    return RepackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                               bound_.steps, old, &packed_);
   }
 
   const FusionGraph graph_;

@@ -55,6 +55,13 @@ absl::Status PackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
                                const sdk::TensorRef* bias, const sdk::TensorRef& out,
                                absl::Span<const EpilogueStep> steps, dnnl::memory* packed);
 
+// PackMatmulWeights from an earlier packed copy (in any layout) instead
+// of b's data, which is not read.
+absl::Status RepackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
+                                 const sdk::TensorRef* bias, const sdk::TensorRef& out,
+                                 absl::Span<const EpilogueStep> steps, const dnnl::memory& from,
+                                 dnnl::memory* packed);
+
 // Whether oneDNN's eltwise post-op `algorithm` gives what op `kind`
 // (MixrtUnaryKind) gives for NaN, +inf and -inf.
 bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,

@@ -15,16 +15,16 @@ class WeightPackState {
  public:
   // The version the next runs see (FusedKernel::SetWeightVersion).
   void SetVersion(uint64_t version) {
+    if (told_ && packed_for_.has_value() && *packed_for_ != version && runs_of_pack_ < 2) {
+      plain_ = true;
+    }
     told_ = true;
     version_ = version;
   }
-  // Whether this run reads the packed copy (else the weight as it is).
-  bool Packs() {
-    if (told_ && packed_for_.has_value() && *packed_for_ != version_ && runs_of_pack_ < 2) {
-      plain_ = true;
-    }
-    return told_ && !plain_;
-  }
+  // Whether runs read the packed copy (else the weight as it is): then,
+  // once packed, they never read the weight's memory while the version
+  // stands (FusedKernel::KeepsCopyOf).
+  bool Packs() const { return told_ && !plain_; }
   // Whether the copy must be packed from the current version first.
   bool Stale() const { return !packed_for_.has_value() || *packed_for_ != version_; }
   void Packed() {

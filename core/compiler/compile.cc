@@ -196,12 +196,18 @@ std::string Difference(const std::vector<Guard>& before,
 }
 
 // ", 2 launches on constants kept (8388608 bytes)" for a plan keeping
-// some.
+// some, and how many of those bytes the fused kernels' own copies let go.
 std::string KeptText(const compiler::Plan& plan) {
   if (plan.kept_launches() == 0) return "";
+  const uint64_t released = plan.released_bytes();
   return absl::StrCat(", ", plan.kept_launches(), " launch",
-                      plan.kept_launches() == 1 ? "" : "es",
-                      " on constants kept (", plan.kept_bytes(), " bytes)");
+                      plan.kept_launches() == 1 ? "" : "es", " on constants kept (",
+                      plan.kept_bytes(), " bytes",
+                      released > 0 ? absl::StrCat(", ", released,
+                                                  " of them released: the fused kernels "
+                                                  "reading them keep their own copies")
+                                   : "",
+                      ")");
 }
 
 // The autograd node of a replayed training call: runs the compiled

@@ -395,7 +395,7 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       // the kernel prepares from it once for the timing, and again when
       // the plan tells the real one.
       for (const auto& [input, value] : f->weights) {
-        MIXRT_RETURN_IF_ERROR(f->kernel->SetWeightVersion(value, kTimingVersion));
+        MIXRT_RETURN_IF_ERROR(f->kernel->SetWeightVersion(value, kTimingVersion).status());
       }
       std::vector<int> nodes, values = f->input_values;
       values.insert(values.end(), f->output_values.begin(), f->output_values.end());

@@ -105,6 +105,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     }
   }
   plan->FindKeptLaunches();
+  plan->FindWeightReaders();
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());
   std::vector<bool> viewed_by_result(slots, false);
@@ -327,6 +328,70 @@ void Plan::FindKeptLaunches() {
   }
 }
 
+void Plan::FindWeightReaders() {
+  const size_t slots = graph_.slots.size();
+  weight_readers_.assign(slots, {});
+  released_.assign(slots, false);
+  kept_writer_.assign(slots, -1);
+  std::vector<bool> other_reader(slots, false);
+  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+    const GraphNode& n = graph_.nodes[i];
+    if (kept_of_node_[i] >= 0) {
+      for (const ValueRef& v : n.outputs) kept_writer_[v.slot] = static_cast<int>(i);
+    }
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int slot = n.inputs[k].slot;
+      if (!kept_[slot]) continue;
+      bool weight = false;
+      if (n.kind == GraphNode::Kind::kFused) {
+        for (size_t w = 0; w < n.fused->weights.size(); ++w) {
+          if (n.fused->weights[w].first != static_cast<int>(k)) continue;
+          weight_readers_[slot].emplace_back(static_cast<int>(i), static_cast<int>(w));
+          weight = true;
+        }
+      }
+      other_reader[slot] = other_reader[slot] || !weight;
+    }
+  }
+  for (const ValueRef& v : graph_.outputs) other_reader[v.slot] = true;
+  for (size_t s = 0; s < slots; ++s) {
+    if (other_reader[s]) weight_readers_[s].clear();
+  }
+}
+
+bool Plan::KeptLaunchDue(int slot) const {
+  const KeptLaunch& k = kept_launches_[kept_of_node_[kept_writer_[slot]]];
+  if (!k.computed) return true;
+  for (size_t i = 0; i < k.sources.size(); ++i) {
+    if (SourceVersion(k.sources[i]) != k.versions[i]) return true;
+  }
+  return false;
+}
+
+void Plan::ReleaseCopiedWeights() {
+  for (size_t s = 0; s < weight_readers_.size(); ++s) {
+    if (weight_readers_[s].empty() || released_[s] || kept_storage_[s] == nullptr) continue;
+    bool copied = true;
+    for (const auto& [node, w] : weight_readers_[s]) {
+      copied = copied && node < static_cast<int>(keeps_copy_.size()) &&
+               w < static_cast<int>(keeps_copy_[node].size()) && keeps_copy_[node][w] &&
+               told_weight_versions_[node][w] == SourceVersion(static_cast<int>(s));
+    }
+    if (!copied) continue;
+    kept_storage_[s].reset();
+    run_[s].reset();
+    released_[s] = true;
+  }
+}
+
+uint64_t Plan::released_bytes() const {
+  uint64_t total = 0;
+  for (size_t s = 0; s < released_.size(); ++s) {
+    if (released_[s]) total += graph_.slots[s].bytes;
+  }
+  return total;
+}
+
 uint64_t Plan::SourceVersion(int slot) const {
   return kept_[slot] ? kept_version_[slot] : graph_.slots[slot].constant->version();
 }
@@ -338,6 +403,7 @@ uint64_t Plan::kept_bytes() const {
   }
   return total;
 }
+
 
 bool Plan::Temporary(int slot) const {
   const StorageSlot& s = graph_.slots[slot];
@@ -456,13 +522,15 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   for (const auto* refs : {&n.inputs, &n.outputs}) {
     for (const ValueRef& v : *refs) {
       if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-          run_[v.slot] == nullptr) {
+          run_[v.slot] == nullptr && !Absent(v.slot)) {
         MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
       }
     }
   }
   auto place = [&](const ValueRef& v, MixrtTensorDesc* d) {
-    d->data = bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
+    d->data = bases_[v.slot] == nullptr
+                  ? nullptr
+                  : bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
   };
   for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
   for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
@@ -526,10 +594,13 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
 absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   Segment& segment = segments_[s];
   for (int slot : segment.internal_slots) {
-    if (run_[slot] == nullptr) MIXRT_RETURN_IF_ERROR(Allocate(slot));
+    if (run_[slot] == nullptr && !Absent(slot)) MIXRT_RETURN_IF_ERROR(Allocate(slot));
   }
+  // A kernel graph takes no null buffer: a released slot, which its
+  // readers promised not to read, gets an address that holds nothing.
+  alignas(64) static char released_placeholder[64];
   for (size_t slot = 0; slot < bases_.size(); ++slot) {
-    graph_buffers_[slot] = bases_[slot];
+    graph_buffers_[slot] = Absent(static_cast<int>(slot)) ? released_placeholder : bases_[slot];
   }
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
@@ -573,8 +644,11 @@ absl::Status Plan::TellWeightVersions(int i) {
     if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant && !kept_[slot]) continue;
     const uint64_t version = SourceVersion(slot);
     if (told[w] == version) continue;
-    MIXRT_RETURN_IF_ERROR(n.fused->kernel->SetWeightVersion(value, version));
+    MIXRT_ASSIGN_OR_RETURN(const bool keeps, n.fused->kernel->SetWeightVersion(value, version));
     told[w] = version;
+    keeps_copy_.resize(graph_.nodes.size());
+    keeps_copy_[i].resize(told.size(), false);
+    keeps_copy_[i][w] = keeps;
   }
   return absl::OkStatus();
 }
@@ -614,6 +688,13 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         // Memory from the allocator comes at the slot's first node.
         run_[s].reset();  // What a failed run may have left.
         if (kept_[s]) {
+          // Released and not due again: the kernels reading it have
+          // their own copies; nothing reads this slot this run.
+          if (released_[s] && !KeptLaunchDue(static_cast<int>(s))) {
+            bases_[s] = nullptr;
+            break;
+          }
+          released_[s] = false;
           if (kept_storage_[s] == nullptr) {
             MIXRT_ASSIGN_OR_RETURN(kept_storage_[s],
                                    Storage::Allocate(device, slot.bytes));
@@ -670,6 +751,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
                          bases_[s]};
     }
   }
+  ReleaseCopiedWeights();
   // This run's memory goes back (a returned slot lives on in its results).
   for (size_t s = 0; s < run_.size(); ++s) {
     if (buffer_of_[s] < 0) run_[s].reset();

@@ -102,6 +102,10 @@ class Plan {
   // promise that the weights stay. Their count and the bytes kept.
   int kept_launches() const { return static_cast<int>(kept_launches_.size()); }
   uint64_t kept_bytes() const;
+  // Of those, the bytes released after the fused kernels reading them
+  // prepared their own copies (keeps_copy in plugin_api.h): a weight's
+  // bf16 copy that a matmul packed. A changed source brings them back.
+  uint64_t released_bytes() const;
   // How the launches run: "kernel graphs: 2 (27 launches)", or "one by
   // one" with the reason when the backend made no graphs.
   const std::string& execution() const { return execution_; }
@@ -118,6 +122,15 @@ class Plan {
   absl::Status PlanBuffers();      // Held buffers shared by lifetime.
   void FindKeptLaunches();
   absl::Status TellWeightVersions(int node);
+  // Per kept slot: the (fused node, weight index) pairs reading it, or
+  // none when any other node reads it (it can never be released).
+  void FindWeightReaders();
+  // Whether the kept launch writing `slot` would compute again now.
+  bool KeptLaunchDue(int slot) const;
+  // A released kept slot this run does not need (see released_bytes).
+  bool Absent(int slot) const { return kept_[slot] && released_[slot]; }
+  // After a run: releases the kept slots all of whose readers keep copies.
+  void ReleaseCopiedWeights();
   // Kept launches no earlier node's output feeds go first, so they do not
   // split the kernel graphs; then runs of plain launches become graphs.
   void OrderForGraphs();
@@ -150,6 +163,11 @@ class Plan {
   // Per node: the version of each of its fused kernel's weights the kernel
   // was last told (FusedGroup::weights' order); empty until the first run.
   std::vector<std::vector<std::optional<uint64_t>>> told_weight_versions_;
+  // Per node, per weight: what the kernel answered with the version told.
+  std::vector<std::vector<bool>> keeps_copy_;
+  std::vector<std::vector<std::pair<int, int>>> weight_readers_;  // Per slot.
+  std::vector<int> kept_writer_;  // Per kept slot: its kept launch's node.
+  std::vector<bool> released_;    // Per slot.
   std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
   std::vector<bool> kept_;         // Per slot: a kept launch's result.
   std::vector<uint64_t> kept_version_;                  // Per slot.

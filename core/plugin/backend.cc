@@ -357,19 +357,21 @@ absl::Status PluginFusedKernel::Run(absl::Span<void* const> value_data,
                              backend_->name(), "fused_kernel_run");
 }
 
-absl::Status PluginFusedKernel::SetWeightVersion(int value, uint64_t version) const {
+absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(int value, uint64_t version) const {
   const MixrtPluginApi* api = backend_->api();
   if (!MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version) ||
       api->fused_kernel_set_weight_version == nullptr) {
-    return absl::OkStatus();
+    return false;
   }
   MixrtFusedKernel_SetWeightVersion_Args args{};
   args.struct_size = sizeof(args);
   args.kernel = kernel_;
   args.value = value;
   args.version = version;
-  return PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
-                             backend_->name(), "fused_kernel_set_weight_version");
+  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
+                                            backend_->name(),
+                                            "fused_kernel_set_weight_version"));
+  return args.keeps_copy != 0;
 }
 
 bool Backend::has_op_support_query() const {

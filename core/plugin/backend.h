@@ -107,8 +107,10 @@ class PluginFusedKernel {
   absl::Status Run(absl::Span<void* const> value_data,
                    absl::Span<const int64_t> symbol_sizes) const;
   // Tells the kernel which version of WEIGHT value `value` its next runs
-  // see (nothing to do for a plugin without the function).
-  absl::Status SetWeightVersion(int value, uint64_t version) const;
+  // see (nothing to do for a plugin without the function); true when the
+  // kernel keeps its own copy from its next run on (keeps_copy in
+  // plugin_api.h), so the value's memory may be released after that run.
+  absl::StatusOr<bool> SetWeightVersion(int value, uint64_t version) const;
   const std::string& description() const { return description_; }
   // For a kernel graph's step (MixrtKernelGraphStep::fused_kernel).
   MixrtFusedKernel* handle() const { return kernel_; }

@@ -998,13 +998,22 @@ typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
  * its contents the run sees: a number that changes whenever the contents
  * do, said again only after a change (and once before the first run). A
  * kernel never told a weight's version keeps nothing it prepared from it
- * across runs. */
+ * across runs.
+ *
+ * keeps_copy (out; the host sets it 0, a plugin writes it only where
+ * struct_size covers it): 1 promises that the kernel's first run with
+ * this version prepares all it needs of the value (a packed copy) and that
+ * until another version is told, no later run reads the value's memory.
+ * The host may then release memory that holds the value for this kernel
+ * alone (autocast's kept bf16 copy of a weight) after that run and pass
+ * NULL, or an address it must not read, until it tells a new version. */
 typedef struct MixrtFusedKernel_SetWeightVersion_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
   MixrtFusedKernel* kernel; /* in */
   int32_t value;            /* in: a WEIGHT value of the kernel's graph */
   uint64_t version;         /* in */
+  uint32_t keeps_copy;      /* out */
 } MixrtFusedKernel_SetWeightVersion_Args;
 typedef MixrtError* MixrtFusedKernel_SetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* args);

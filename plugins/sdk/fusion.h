@@ -109,6 +109,11 @@ class FusedKernel {
   // plugin_api.h's fused_kernel_set_weight_version): a kernel keeping a
   // copy prepared from the weight redoes it when the version changes.
   virtual void SetWeightVersion(int value, uint64_t version) {}
+  // Asked right after SetWeightVersion: true promises that the first run
+  // with that version prepares all the kernel needs of `value` and that no
+  // later run reads its memory until another version (the host may then
+  // release it and pass null: see keeps_copy in plugin_api.h).
+  virtual bool KeepsCopyOf(int value) const { return false; }
 };
 
 template <typename Attrs>

@@ -535,6 +535,9 @@ MixrtError* FusedKernelSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* 
           "fused_kernel_set_weight_version: no such kernel or value");
     }
     k->kernel->SetWeightVersion(args->value, args->version);
+    if (MIXRT_STRUCT_HAS(args, MixrtFusedKernel_SetWeightVersion_Args, keeps_copy)) {
+      args->keeps_copy = k->kernel->KeepsCopyOf(args->value) ? 1 : 0;
+    }
     return absl::OkStatus();
   });
 }
