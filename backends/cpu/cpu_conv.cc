@@ -177,6 +177,22 @@ void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef
   bind.Execute();
 }
 
+// ForwardPrimitive's, UNIMPLEMENTED when there is none and
+// FAILED_PRECONDITION when it wants another layout than `packed_w`'s.
+absl::StatusOr<std::shared_ptr<const CachedPrimitive>> UsableForward(
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias, const TensorRef& y,
+    const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps,
+    const dnnl::memory* packed_w) {
+  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
+  if (prim == nullptr) {
+    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
+  }
+  if (packed_w != nullptr && packed_w->get_desc() != prim->layouts.at(DNNL_ARG_WEIGHTS)) {
+    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
+  }
+  return prim;
+}
+
 std::shared_ptr<const CachedPrimitive> MaxPoolPrimitive(const dnnl::memory::desc& src,
                                                         const TensorRef& y,
                                                         const MixrtPoolAttrs& p) {
@@ -302,13 +318,7 @@ absl::Status RunConvWithEpilogue(const TensorRef& x, const TensorRef& w, const T
                                  const TensorRef& y, const MixrtConvAttrs& a,
                                  absl::Span<const EpilogueStep> steps,
                                  const dnnl::memory* packed_w) {
-  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
-  if (prim == nullptr) {
-    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
-  }
-  if (packed_w != nullptr && packed_w->get_desc() != prim->layouts.at(DNNL_ARG_WEIGHTS)) {
-    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto prim, UsableForward(x, w, bias, y, a, steps, packed_w));
   RunForward(*prim, x, w, bias, y, a, steps, packed_w);
   return absl::OkStatus();
 }
@@ -327,13 +337,7 @@ absl::Status RunConvMaxPoolWithEpilogue(const TensorRef& x, const TensorRef& w,
                                         absl::Span<const EpilogueStep> steps,
                                         const MixrtPoolAttrs& pool, dnnl::memory* between,
                                         const dnnl::memory* packed_w) {
-  auto conv = ForwardPrimitive(x, w, bias, conv_out, a, steps, true);
-  if (conv == nullptr) {
-    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
-  }
-  if (packed_w != nullptr && packed_w->get_desc() != conv->layouts.at(DNNL_ARG_WEIGHTS)) {
-    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto conv, UsableForward(x, w, bias, conv_out, a, steps, packed_w));
   const dnnl::memory::desc& blocked = conv->layouts.at(DNNL_ARG_DST);
   auto max_pool = MaxPoolPrimitive(blocked, y, pool);
   if (max_pool == nullptr) return absl::UnimplementedError("oneDNN has no such max pooling");
@@ -361,10 +365,7 @@ std::string ConvMaxPoolImplementation(const TensorRef& x, const TensorRef& w,
 absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
                              const TensorRef& y, const MixrtConvAttrs& a,
                              absl::Span<const EpilogueStep> steps, dnnl::memory* packed) {
-  auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
-  if (prim == nullptr) {
-    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
-  }
+  MIXRT_ASSIGN_OR_RETURN(auto prim, UsableForward(x, w, bias, y, a, steps, nullptr));
   const dnnl::memory::desc& want = prim->layouts.at(DNNL_ARG_WEIGHTS);
   if (!*packed || packed->get_desc() != want) *packed = dnnl::memory(want, Engine());
   Reorder(Memory(WeightsDesc(w, a.groups), w.data()), *packed);

@@ -1,5 +1,9 @@
 #include "backends/cpu/epilogue_chain.h"
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "backends/cpu/fused_matmul.h"
 #include "plugins/sdk/plugin.h"
 #include "plugins/sdk/pointwise_math.h"
@@ -134,6 +138,54 @@ bool IsUnaryOf(const FusionNode& n, int v, uint32_t kind) {
   }
   auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
   return attrs.ok() && attrs->kind == kind;
+}
+
+void BindChain(const FusionGraph& g, const std::vector<int>& leading, int bias,
+               absl::Span<const ChainStep> steps, const std::vector<int>& described,
+               absl::Span<void* const> data, BoundChain* out) {
+  // Sized first, so that the TensorRefs' pointers into `descs` stay valid.
+  std::vector<int> values = leading;
+  if (bias >= 0) values.push_back(bias);
+  for (const ChainStep& s : steps) {
+    if (s.operand >= 0) values.push_back(s.operand);
+  }
+  const size_t with_memory = values.size();
+  values.insert(values.end(), described.begin(), described.end());
+  out->descs.clear();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const bool memory = !data.empty() && i < with_memory;
+    out->descs.push_back(g.values[values[i]].Desc(memory ? data[values[i]] : nullptr));
+  }
+  out->refs.clear();
+  for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
+  out->bias = bias >= 0 ? &out->refs[leading.size()] : nullptr;
+  out->steps.clear();
+  size_t next = leading.size() + (bias >= 0 ? 1 : 0);
+  for (const ChainStep& s : steps) {
+    out->steps.push_back(
+        {s.algorithm, s.alpha, s.beta, s.operand >= 0 ? &out->refs[next++] : nullptr});
+  }
+}
+
+bool Optimized(const std::string& implementation) {
+  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
+}
+
+absl::Status CheckChainGroup(const FusionGraph& g, absl::Span<const int> group_of_node,
+                             int group, const std::vector<int>& nodes,
+                             const std::vector<int>& outs, const std::string& what) {
+  const std::vector<int> grouped = FusionGraph::GroupNodes(group_of_node, group);
+  if (grouped.empty() || nodes.size() < grouped.size() ||
+      !std::equal(grouped.begin(), grouped.end(), nodes.begin())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fused ", what, ": the group is not a ", what,
+                     " and the chain only it feeds"));
+  }
+  if (g.GroupStores(group_of_node, group) != std::vector<int>{outs[grouped.size() - 1]}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fused ", what, ": a value inside the chain is read outside it"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mixrt::cpu

@@ -158,49 +158,18 @@ bool HasPool(const ConvChain& c, size_t nodes) {
   return c.pool >= 0 && nodes == c.nodes.size();
 }
 
-// The chain prefix of `nodes` nodes bound to `data` per value (empty:
-// descriptions only).
-struct Bound {
-  std::vector<MixrtTensorDesc> descs;
-  // x, w, out, then bias, then operands, then (with a pool) the
-  // convolution's result, which has no memory.
-  std::vector<TensorRef> refs;
-  std::vector<EpilogueStep> steps;
-  const TensorRef* bias = nullptr;
+// The chain prefix of `nodes` nodes: x, w, out, bias, the operands, then
+// (with a pool) the convolution's result, which has no memory.
+struct Bound : BoundChain {
   const TensorRef* conv_out = nullptr;  // refs[2] without a pool.
 };
 
-void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes,
-          absl::Span<void* const> data, Bound* out) {
-  const size_t steps = c.steps_upto[nodes - 1];
-  std::vector<int> values = {c.x, c.w, c.outs[nodes - 1]};
-  if (c.bias >= 0) values.push_back(c.bias);
-  for (size_t i = 0; i < steps; ++i) {
-    if (c.steps[i].operand >= 0) values.push_back(c.steps[i].operand);
-  }
+void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes, absl::Span<void* const> data,
+          Bound* out) {
   const bool pool = HasPool(c, nodes);
-  if (pool) values.push_back(c.outs[nodes - 2]);
-  out->descs.clear();
-  for (int v : values) {
-    out->descs.push_back(g.values[v].Desc(data.empty() || (pool && v == values.back())
-                                              ? nullptr
-                                              : data[v]));
-  }
-  out->refs.clear();
-  for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
-  out->bias = c.bias >= 0 ? &out->refs[3] : nullptr;
+  BindChain(g, {c.x, c.w, c.outs[nodes - 1]}, c.bias, {c.steps.data(), c.steps_upto[nodes - 1]},
+            pool ? std::vector<int>{c.outs[nodes - 2]} : std::vector<int>{}, data, out);
   out->conv_out = pool ? &out->refs.back() : &out->refs[2];
-  out->steps.clear();
-  size_t next = c.bias >= 0 ? 4 : 3;
-  for (size_t i = 0; i < steps; ++i) {
-    const ChainStep& s = c.steps[i];
-    out->steps.push_back({s.algorithm, s.alpha, s.beta,
-                          s.operand >= 0 ? &out->refs[next++] : nullptr});
-  }
-}
-
-bool Optimized(const std::string& implementation) {
-  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
 }
 
 std::string Implementation(const FusionGraph& g, const ConvChain& c, size_t nodes) {
@@ -286,21 +255,16 @@ class FusedConv : public sdk::FusedKernel {
       if (affine_ > 0) weights = &FoldWeights();
       return run(nullptr);
     }
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (pack_.Stale() || attempt > 0 || packed_steps_ != steps.size()) {
-        if (affine_ > 0) weights = &FoldWeights();
-        MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out, chain_.attrs,
-                                              steps, &packed_));
-        pack_.Packed();
-        packed_steps_ = steps.size();
-        packed_scale_ = scale_;
-      }
-      pack_.Ran();
-      const absl::Status status = run(&packed_);
-      if (!absl::IsFailedPrecondition(status)) return status;
-      pack_.Forget();
-    }
-    return absl::InternalError("fused conv: the packed layout keeps changing");
+    const auto pack = [&]() -> absl::Status {
+      if (affine_ > 0) weights = &FoldWeights();
+      MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out, chain_.attrs,
+                                            steps, &packed_));
+      packed_steps_ = steps.size();
+      packed_scale_ = scale_;
+      return absl::OkStatus();
+    };
+    // A guarded relu's run that fell back chose another primitive.
+    return pack_.RunPacked(packed_steps_ != steps.size(), pack, [&] { return run(&packed_); });
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
@@ -437,20 +401,7 @@ class FusedConv : public sdk::FusedKernel {
 
 std::vector<int> ClaimConvEpilogues(const FusionGraph& g, absl::Span<const int> taken,
                                     int first) {
-  std::vector<int> group(g.nodes.size(), -1);
-  int next = first;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (g.nodes[i].op != MIXRT_OP_CONV2D || taken[i] >= 0) continue;
-    const ConvChain c = FollowChain(g, static_cast<int>(i));
-    const size_t n = c.nodes.empty() ? 0 : FusablePrefix(g, c);
-    if (n == 0) continue;
-    if (std::any_of(c.nodes.begin(), c.nodes.begin() + n, [&](int k) { return taken[k] >= 0; })) {
-      continue;
-    }
-    for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
-    ++next;
-  }
-  return group;
+  return ClaimChains(g, MIXRT_OP_CONV2D, taken, first, FollowChain, FusablePrefix);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
@@ -460,14 +411,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
     return absl::InvalidArgumentError("fused conv: the group does not start with a conv2d");
   }
   ConvChain c = FollowChain(g, nodes[0]);
-  if (c.nodes.size() < nodes.size() ||
-      !std::equal(nodes.begin(), nodes.end(), c.nodes.begin())) {
-    return absl::InvalidArgumentError(
-        "fused conv: the group is not a conv2d and the chain only it feeds");
-  }
-  if (g.GroupStores(group_of_node, group) != std::vector<int>{c.outs[nodes.size() - 1]}) {
-    return absl::InvalidArgumentError("fused conv: a value inside the chain is read outside it");
-  }
+  MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "conv2d"));
   const std::string implementation = Implementation(g, c, nodes.size());
   if (!Optimized(implementation)) {
     return absl::UnimplementedError(absl::StrCat(

@@ -60,47 +60,15 @@ bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
   return nd == 0 || v.strides[nd - 1] == 0 || v.strides[nd - 1] == 1;
 }
 
-// The chain prefix of `nodes` nodes as oneDNN steps: descriptors with
-// `data` per value (null entries describe only).
-struct Bound {
-  std::vector<MixrtTensorDesc> descs;  // Per value index used.
-  std::vector<TensorRef> refs;
-  std::vector<EpilogueStep> steps;
-  const TensorRef* bias = nullptr;
-};
-
-void Bind(const FusionGraph& g, const Chain& c, size_t nodes,
-          absl::Span<void* const> data, Bound* out) {
-  const size_t steps = c.steps_upto[nodes - 1];
-  // a, b, out, bias, then one per binary step: sized first so that the
-  // TensorRefs' pointers into `descs` stay valid.
-  std::vector<int> values = {c.a, c.b, c.outs[nodes - 1]};
-  if (c.bias >= 0) values.push_back(c.bias);
-  for (size_t i = 0; i < steps; ++i) {
-    if (c.steps[i].operand >= 0) values.push_back(c.steps[i].operand);
-  }
-  out->descs.clear();
-  for (int v : values) {
-    out->descs.push_back(g.values[v].Desc(data.empty() ? nullptr : data[v]));
-  }
-  out->refs.clear();
-  for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
-  out->bias = c.bias >= 0 ? &out->refs[3] : nullptr;
-  out->steps.clear();
-  size_t next = c.bias >= 0 ? 4 : 3;
-  for (size_t i = 0; i < steps; ++i) {
-    const ChainStep& s = c.steps[i];
-    out->steps.push_back({s.algorithm, s.alpha, s.beta,
-                          s.operand >= 0 ? &out->refs[next++] : nullptr});
-  }
+// The chain prefix of `nodes` nodes: a, b, out, bias, then the operands.
+void Bind(const FusionGraph& g, const Chain& c, size_t nodes, absl::Span<void* const> data,
+          BoundChain* out) {
+  BindChain(g, {c.a, c.b, c.outs[nodes - 1]}, c.bias, {c.steps.data(), c.steps_upto[nodes - 1]},
+            {}, data, out);
 }
 
 const char* DtypeName(MixrtDtype d) {
   return d == MIXRT_DTYPE_F32 ? "f32" : d == MIXRT_DTYPE_BF16 ? "bf16" : "f16";
-}
-
-bool Optimized(const std::string& implementation) {
-  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
 }
 
 // The chain from matmul node `i`: empty nodes when the matmul itself is
@@ -183,7 +151,7 @@ size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
     const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
     if (d != MIXRT_DTYPE_F32 && d != operands) continue;
     if (c.steps_upto[n - 1] == 0 && (c.weight < 0 || n > 1)) continue;
-    Bound bound;
+    BoundChain bound;
     Bind(g, c, n, {}, &bound);
     if (Optimized(MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
                                                    bound.refs[2], bound.steps,
@@ -209,17 +177,8 @@ class FusedMatmul : public sdk::FusedKernel {
                                    bound_.steps, packed);
     };
     if (chain_.weight < 0 || !pack_.Packs()) return run(nullptr);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (pack_.Stale() || attempt > 0) {
-        MIXRT_RETURN_IF_ERROR(Pack(value_data));
-        pack_.Packed();
-      }
-      pack_.Ran();
-      const absl::Status s = run(&packed_);
-      if (!absl::IsFailedPrecondition(s)) return s;
-      pack_.Forget();
-    }
-    return absl::InternalError("fused matmul: the packed layout keeps changing");
+    return pack_.RunPacked(
+        false, [&] { return Pack(value_data); }, [&] { return run(&packed_); });
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
@@ -251,7 +210,7 @@ class FusedMatmul : public sdk::FusedKernel {
   const Chain chain_;
   const size_t nodes_;
   const std::string description_;
-  Bound bound_;  // Reused by each run (runs never overlap).
+  BoundChain bound_;  // Reused by each run (runs never overlap).
   WeightPackState pack_;
   dnnl::memory packed_;
 };
@@ -287,17 +246,7 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta, uin
 }
 
 std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g) {
-  std::vector<int> group(g.nodes.size(), -1);
-  int next = 0;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (g.nodes[i].op != MIXRT_OP_MATMUL) continue;
-    const Chain c = FollowChain(g, static_cast<int>(i));
-    const size_t n = c.nodes.empty() ? 0 : FusablePrefix(g, c);
-    if (n == 0) continue;
-    for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
-    ++next;
-  }
-  return group;
+  return ClaimChains(g, MIXRT_OP_MATMUL, {}, 0, FollowChain, FusablePrefix);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
@@ -307,16 +256,8 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
     return absl::InvalidArgumentError("fused matmul: the group does not start with a matmul");
   }
   Chain c = FollowChain(g, nodes[0]);
-  if (c.nodes.size() < nodes.size() ||
-      !std::equal(nodes.begin(), nodes.end(), c.nodes.begin())) {
-    return absl::InvalidArgumentError(
-        "fused matmul: the group is not a matmul and the chain only it feeds");
-  }
-  const std::vector<int> stores = g.GroupStores(group_of_node, group);
-  if (stores != std::vector<int>{c.outs[nodes.size() - 1]}) {
-    return absl::InvalidArgumentError("fused matmul: a value inside the chain is read outside it");
-  }
-  Bound bound;
+  MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "matmul"));
+  BoundChain bound;
   Bind(g, c, nodes.size(), {}, &bound);
   const std::string implementation = MatmulWithEpilogueImplementation(
       bound.refs[0], bound.refs[1], bound.bias, bound.refs[2], bound.steps, c.weight >= 0);

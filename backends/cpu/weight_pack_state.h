@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "absl/status/status.h"
+#include "mixrt/status_macros.h"
+
 namespace mixrt::cpu {
 
 class WeightPackState {
@@ -34,6 +37,24 @@ class WeightPackState {
   void Ran() { ++runs_of_pack_; }
   // The copy no longer fits (another thread's primitive wants another layout).
   void Forget() { packed_for_.reset(); }
+
+  // run() on the packed copy, after pack() where it is stale or `repack`
+  // says it no longer fits; packed again once when run() answers
+  // FAILED_PRECONDITION (the primitive now wants another layout).
+  template <typename Pack, typename Run>
+  absl::Status RunPacked(bool repack, Pack pack, Run run) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (Stale() || repack || attempt > 0) {
+        MIXRT_RETURN_IF_ERROR(pack());
+        Packed();
+      }
+      Ran();
+      const absl::Status status = run();
+      if (!absl::IsFailedPrecondition(status)) return status;
+      Forget();
+    }
+    return absl::InternalError("the packed weights' layout keeps changing");
+  }
 
  private:
   bool told_ = false;
