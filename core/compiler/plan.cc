@@ -363,6 +363,8 @@ bool Plan::KeptLaunchDue(int slot) const {
   const KeptLaunch& k = kept_launches_[kept_of_node_[kept_writer_[slot]]];
   if (!k.computed) return true;
   for (size_t i = 0; i < k.sources.size(); ++i) {
+    // A kept source computed again this run changes its version then.
+    if (kept_[k.sources[i]] && KeptLaunchDue(k.sources[i])) return true;
     if (SourceVersion(k.sources[i]) != k.versions[i]) return true;
   }
   return false;
@@ -403,7 +405,6 @@ uint64_t Plan::kept_bytes() const {
   }
   return total;
 }
-
 
 bool Plan::Temporary(int slot) const {
   const StorageSlot& s = graph_.slots[slot];

@@ -80,5 +80,34 @@ TEST(ReleasedWeightCopy, ReleasedAfterPackingAndRecomputedWhenTheWeightChanges) 
   }
 }
 
+// The released cast computed from another kept result (a contiguous copy
+// of the weight's transpose, transposed back): a change of the weight
+// makes both due again, the second before the first has run.
+TEST(ReleasedWeightCopy, ACastOfAKeptResultIsComputedAgainToo) {
+  const Device d = testing::CpuDevice();
+  Generator g(12);
+  const Tensor w = *randn({96, 64}, DType::kF32, d, 0, 0.2, &g);
+  const Tensor b = *randn({96}, DType::kF32, d, 0, 0.2, &g);
+  const Tensor x = *randn({48, 64}, DType::kF32, d, 0, 1, &g);
+  const auto fn = [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor wt, transpose(w, 0, 1));
+    MIXRT_ASSIGN_OR_RETURN(wt, wt.contiguous());
+    MIXRT_ASSIGN_OR_RETURN(Tensor back, transpose(wt, 0, 1));
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, linear(in[0], back, b));
+    return std::vector<Tensor>{y};
+  };
+  InferenceModeGuard inference;
+  AutocastGuard autocast("cpu", DType::kBF16);
+  auto f = compile(fn);
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (int call = 0; call < 3; ++call) ASSERT_TRUE((*f)({x}).ok());
+  EXPECT_THAT(f->Explain(), HasSubstr("3 launches on constants kept"));
+  EXPECT_THAT(f->Explain(), HasSubstr("of them released"));
+  ASSERT_TRUE(kernels::copy_(w, *randn({96, 64}, DType::kF32, d, 0, 0.2, &g)).ok());
+  auto got = (*f)({x});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose((*got)[0], (*fn({x}))[0], x, w, b);
+}
+
 }  // namespace
 }  // namespace mixrt
