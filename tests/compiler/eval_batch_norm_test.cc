@@ -183,7 +183,9 @@ TEST(EvalBatchNorm, NaNAndOverflowReachTheResultAsInEager) {
       }
     }
     for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(a[i])) EXPECT_TRUE(std::isnan(b[i])) << "element " << i;
+      if (std::isnan(a[i])) {
+        EXPECT_TRUE(std::isnan(b[i])) << "element " << i;
+      }
     }
     EXPECT_GT(specials, 0) << "the case made no NaN or infinity";
   }
