@@ -5,10 +5,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/epilogue.h"
+#include "backends/cpu/epilogue_chain.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/fused_conv.h"
 #include "backends/cpu/onednn_compat.h"
@@ -116,7 +116,7 @@ std::string StepsKey(absl::Span<const EpilogueStep> steps) {
 }
 
 // The forward primitive of x (*) w (+ bias) -> y with `steps` as post-ops;
-// nullptr when oneDNN has none (`may_fail`) .
+// nullptr when oneDNN has none (`may_fail`).
 std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
     const TensorRef& x, const TensorRef& w, const TensorRef* bias, const TensorRef& y,
     const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps, bool may_fail) {
@@ -358,7 +358,7 @@ std::string ConvMaxPoolImplementation(const TensorRef& x, const TensorRef& w,
   auto conv = ForwardPrimitive(x, w, bias, conv_out, a, steps, true);
   if (conv == nullptr) return "";
   auto max_pool = MaxPoolPrimitive(conv->layouts.at(DNNL_ARG_DST), y, pool);
-  if (max_pool == nullptr || absl::StartsWith(max_pool->implementation, "ref")) return "";
+  if (max_pool == nullptr || !Optimized(max_pool->implementation)) return "";
   return absl::StrCat(conv->implementation, "; max pool ", max_pool->implementation);
 }
 

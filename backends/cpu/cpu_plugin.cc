@@ -80,8 +80,9 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   }
 
   // GEMMs and convolutions with the chains they feed first (oneDNN
-  // primitives with post-ops), then layer_norms writing their casts, then loops over what
-  // is left; each kind's groups are numbered after the last kind's.
+  // primitives with post-ops), then layer_norms writing their casts, then
+  // loops over what is left; each kind's groups are numbered after the
+  // last kind's.
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
     std::vector<int> groups = ClaimMatmulEpilogues(graph);
@@ -106,7 +107,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
-    // A group is a matmul's or a conv2d's (with its chain), a layer_norm's (with its cast), or a loop.
+    // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
+    // (with its cast), or a loop.
     bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
       if (group_of_node[i] != group) continue;

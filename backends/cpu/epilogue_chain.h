@@ -10,14 +10,23 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "backends/cpu/fused_matmul.h"
-
 #include "oneapi/dnnl/dnnl.hpp"
 #include "plugins/sdk/fusion.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
 
+// One post-op as a primitive takes it: eltwise when `operand` is null,
+// else binary with it (the layouts each fusion allows: a matmul's c
+// layout, row broadcast or one element; a conv's per channel or one
+// element).
+struct EpilogueStep {
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;
+  const sdk::TensorRef* operand = nullptr;
+};
+
+// A post-op as the claim finds it: `operand` is a fusion value.
 struct ChainStep {
   dnnl::algorithm algorithm = dnnl::algorithm::undef;
   float alpha = 0, beta = 0;

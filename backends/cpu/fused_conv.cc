@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_kernels.h"
@@ -255,7 +255,9 @@ class FusedConv : public sdk::FusedKernel {
       if (affine_ > 0) weights = &FoldWeights();
       return run(nullptr);
     }
-    const auto pack = [&]() -> absl::Status {
+    // The conv never keeps a copy for the host (folding may need the
+    // weight again), so it always packs from the weight.
+    const auto pack = [&](bool /*from_copy*/) -> absl::Status {
       if (affine_ > 0) weights = &FoldWeights();
       MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out, chain_.attrs,
                                             steps, &packed_));
@@ -268,12 +270,24 @@ class FusedConv : public sdk::FusedKernel {
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
-    if (value == chain_.weight) pack_.SetVersion(version);
+    if (value != chain_.weight) return;
+    pack_.SetVersion(version);
+    weight_version_ = version;
   }
 
   std::string Description() const override { return description_; }
 
  private:
+  // max |w|, scanned once per weight version (every run when no version
+  // was told): the bound's only term proportional to the weight's size.
+  double WeightMagnitude() {
+    if (!weight_version_.has_value() || magnitude_for_ != weight_version_) {
+      weight_magnitude_ = MaxMagnitude(bound_.refs[1]);
+      magnitude_for_ = weight_version_;
+    }
+    return weight_magnitude_;
+  }
+
   // The chain's steps as post-ops on the weights as they are, then the
   // relu that keeps NaN (casts after it commute with it) and the pool
   // that does.
@@ -306,10 +320,10 @@ class FusedConv : public sdk::FusedKernel {
   // operand finite and the bound of its magnitude (fused_conv.h) below
   // overflow. Those steps are binary or linear (the claim allowed no
   // other before a guarded relu).
-  bool Finite(int end) const {
+  bool Finite(int end) {
     const TensorRef& w = bound_.refs[1];
     const double taps = static_cast<double>(w.dim(1)) * w.dim(2) * w.dim(3);
-    double bound = MaxMagnitude(bound_.refs[0]) * MaxMagnitude(w) * taps;
+    double bound = MaxMagnitude(bound_.refs[0]) * WeightMagnitude() * taps;
     if (bound_.bias != nullptr) bound += MaxMagnitude(*bound_.bias);
     for (int i = 0; i < end; ++i) {
       const EpilogueStep& s = bound_.steps[i];
@@ -393,6 +407,9 @@ class FusedConv : public sdk::FusedKernel {
   MixrtTensorDesc bias_desc_{}, folded_desc_{};
   TensorRef folded_bias_{bias_desc_}, folded_w_{folded_desc_};
   std::vector<uint8_t> folded_data_;
+  std::optional<uint64_t> weight_version_;  // The one last told, if any.
+  std::optional<uint64_t> magnitude_for_;   // The version weight_magnitude_ is of.
+  double weight_magnitude_ = 0;
   dnnl::memory between_;               // The blocked result the pool reads.
   std::vector<uint8_t> unpooled_data_;  // RunAsWritten's, before its pool.
 };

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "backends/cpu/fused_matmul.h"
+#include "backends/cpu/epilogue_chain.h"
 #include "mixrt/plugin_api.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "plugins/sdk/fusion.h"

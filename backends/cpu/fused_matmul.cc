@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/epilogue_chain.h"
 #include "backends/cpu/small_gemm.h"
@@ -178,7 +177,8 @@ class FusedMatmul : public sdk::FusedKernel {
     };
     if (chain_.weight < 0 || !pack_.Packs()) return run(nullptr);
     return pack_.RunPacked(
-        false, [&] { return Pack(value_data); }, [&] { return run(&packed_); });
+        false, [&](bool from_copy) { return Pack(value_data, from_copy); },
+        [&] { return run(&packed_); });
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
@@ -192,18 +192,20 @@ class FusedMatmul : public sdk::FusedKernel {
   std::string Description() const override { return description_; }
 
  private:
-  absl::Status Pack(absl::Span<void* const> value_data) {
-    if (value_data[chain_.weight] != nullptr) {
-      return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                               bound_.steps, &packed_);
+  absl::Status Pack(absl::Span<void* const> value_data, bool from_copy) {
+    if (from_copy && packed_) {
+      // Only the layout changed: the copy is laid out again, never read
+      // from the weight, whose memory the host may have released.
+      const dnnl::memory old = packed_;
+      packed_ = dnnl::memory();
+      return RepackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                                 bound_.steps, old, &packed_);
     }
-    // The host released the weight's memory (KeepsCopyOf): the layout
-    // changed, so the copy is repacked from the copy.
-    if (!packed_) return absl::InvalidArgumentError("fused matmul: no weight address");
-    const dnnl::memory old = packed_;
-    packed_ = dnnl::memory();
-    return RepackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                               bound_.steps, old, &packed_);
+    if (value_data[chain_.weight] == nullptr) {
+      return absl::InvalidArgumentError("fused matmul: no weight address");
+    }
+    return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
+                             bound_.steps, &packed_);
   }
 
   const FusionGraph graph_;

@@ -20,20 +20,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backends/cpu/epilogue_chain.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "plugins/sdk/fusion.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
-
-// One post-op: eltwise when `operand` is null, else binary with it (c's
-// layout, a row broadcast [..., N] with stride-0 other dims, or one
-// element broadcast everywhere).
-struct EpilogueStep {
-  dnnl::algorithm algorithm = dnnl::algorithm::undef;
-  float alpha = 0, beta = 0;
-  const sdk::TensorRef* operand = nullptr;
-};
 
 // out = steps(a x b + bias) on oneDNN (cpu_matmul.cc). out is f32 or a's
 // dtype. With `packed_b` (PackMatmulWeights' result), b's data is not

@@ -35,23 +35,26 @@ class WeightPackState {
     runs_of_pack_ = 0;
   }
   void Ran() { ++runs_of_pack_; }
-  // The copy no longer fits (another thread's primitive wants another layout).
+  // The copy no longer holds what the runs need (a conv's folded scale
+  // changed): the next run packs from the weight.
   void Forget() { packed_for_.reset(); }
 
-  // run() on the packed copy, after pack() where it is stale or `repack`
-  // says it no longer fits; packed again once when run() answers
-  // FAILED_PRECONDITION (the primitive now wants another layout).
+  // run() on the packed copy, after pack(from_copy) where it is stale or
+  // `repack` says its layout no longer fits; packed again once when run()
+  // answers FAILED_PRECONDITION (the primitive now wants another layout).
+  // from_copy: the copy already holds this version and only needs another
+  // layout, so pack may re-lay it out instead of reading the weight, whose
+  // memory the host may have released (KeepsCopyOf).
   template <typename Pack, typename Run>
   absl::Status RunPacked(bool repack, Pack pack, Run run) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (Stale() || repack || attempt > 0) {
-        MIXRT_RETURN_IF_ERROR(pack());
+        MIXRT_RETURN_IF_ERROR(pack(/*from_copy=*/!Stale()));
         Packed();
       }
       Ran();
       const absl::Status status = run();
       if (!absl::IsFailedPrecondition(status)) return status;
-      Forget();
     }
     return absl::InternalError("the packed weights' layout keeps changing");
   }

@@ -141,6 +141,27 @@ TEST(EvalBatchNorm, NewStatisticsBetweenCallsAreRead) {
   EXPECT_EQ(f->compiles(), 1);
 }
 
+// Each element NaN exactly where eager's is; where eager's is +inf, the
+// compiled one +inf or past 1e38 (see the test below); and at least one
+// such element.
+void ExpectSpecialsAsEager(const Tensor& got, const Tensor& want) {
+  const std::vector<float> a = *got.to_float_vector(), b = *want.to_float_vector();
+  int specials = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i])) {
+      EXPECT_TRUE(std::isnan(b[i])) << "element " << i;
+    }
+    if (std::isfinite(b[i])) continue;
+    ++specials;
+    if (std::isnan(b[i])) {
+      EXPECT_TRUE(std::isnan(a[i])) << "element " << i << ": " << a[i];
+    } else {
+      EXPECT_GT(a[i], 1e38f) << "element " << i << ", eager's " << b[i];
+    }
+  }
+  EXPECT_GT(specials, 0) << "the case made no NaN or infinity";
+}
+
 // NaN and infinities in x, and finite values whose products overflow: the
 // fused relu and max pool may not turn the NaN they make into 0 or drop it
 // (oneDNN's relu post-op and max pool would), so each element is NaN
@@ -171,24 +192,30 @@ TEST(EvalBatchNorm, NaNAndOverflowReachTheResultAsInEager) {
     ASSERT_TRUE(got.ok()) << got.status();
     auto want = m({x});
     ASSERT_TRUE(want.ok());
-    const std::vector<float> a = *(*got)[0].to_float_vector(), b = *(*want)[0].to_float_vector();
-    int specials = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isfinite(b[i])) continue;
-      ++specials;
-      if (std::isnan(b[i])) {
-        EXPECT_TRUE(std::isnan(a[i])) << "element " << i << ": " << a[i];
-      } else {
-        EXPECT_GT(a[i], 1e38f) << "element " << i << ", eager's " << b[i];
-      }
-    }
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isnan(a[i])) {
-        EXPECT_TRUE(std::isnan(b[i])) << "element " << i;
-      }
-    }
-    EXPECT_GT(specials, 0) << "the case made no NaN or infinity";
+    ExpectSpecialsAsEager((*got)[0], (*want)[0]);
   }
+}
+
+// Weights made huge in place after the kernel has run on finite ones: the
+// bound reads the new version's magnitude, so the NaN the products now
+// make reaches the result as in eager.
+TEST(EvalBatchNorm, WeightsChangedToOverflowReachTheResultAsInEager) {
+  const Device d = testing::CpuDevice();
+  ConvBnRelu m(d);
+  Generator g(14);
+  const Tensor x = *randn({2, 4, 9, 11}, DType::kF32, d, 0, 1, &g);
+  InferenceModeGuard inference;
+  auto f = compile(m);
+  ASSERT_TRUE(f.ok());
+  for (int call = 0; call < 3; ++call) ASSERT_TRUE((*f)({x}).ok());
+  std::vector<float> w = *m.w.to_float_vector();
+  for (size_t i = 0; i < w.size(); i += 3) w[i] = i % 2 == 0 ? 3e38f : -3e38f;
+  ASSERT_TRUE(kernels::copy_(m.w, *from_floats(w, {6, 4, 3, 3}, DType::kF32, d)).ok());
+  auto got = (*f)({x});
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto want = m({x});
+  ASSERT_TRUE(want.ok());
+  ExpectSpecialsAsEager((*got)[0], (*want)[0]);
 }
 
 }  // namespace
