@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/amx_tiles.h"
+#include "backends/cpu/attention_rows.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/f32_tiles.h"
 #include "backends/cpu/float_rows.h"
@@ -89,16 +90,56 @@ MixrtDtype GemmDtype(MixrtDtype dtype) {
 
 size_t Bytes(MixrtDtype d) { return d == MIXRT_DTYPE_F32 ? 4 : 2; }
 
-// `count` elements of `t` from element `at`, in `dtype`: the tensor's own
-// memory when the dtypes agree, else an f32 copy in `scratch`.
-const void* InDtype(const TensorRef& t, int64_t at, int64_t count,
-                    MixrtDtype dtype, std::vector<float>* scratch) {
-  if (t.dtype() == dtype) {
-    return static_cast<const char*>(t.data()) + at * Bytes(dtype);
+// A contiguous [G, R, C] tensor's rows.
+GroupRows DenseRows(const TensorRef& t) {
+  return GroupRows::Dense(t.data(), t.dtype(), t.dim(1), t.dim(2));
+}
+
+// Rows [r0, r0 + rows) of group g of `t` (cols elements each) in `dtype`
+// and the distance between them: `t`'s own memory when the dtypes agree,
+// else f32 copies in `scratch`, back to back.
+struct RowsIn {
+  const void* data;
+  int64_t ld;
+};
+RowsIn RowsInDtype(const GroupRows& t, int64_t g, int64_t r0, int64_t rows,
+                   int64_t cols, MixrtDtype dtype, std::vector<float>* scratch) {
+  const int64_t at = t.Offset(g, r0);
+  if (t.dtype == dtype) {
+    return {static_cast<const char*>(t.data) + at * Bytes(dtype), t.row_stride};
   }
-  scratch->resize(count);
-  for (int64_t i = 0; i < count; ++i) (*scratch)[i] = t.LoadFloat(at + i);
+  scratch->resize(rows * cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    LoadRow(t.data, t.dtype, at + i * t.row_stride, cols, scratch->data() + i * cols);
+  }
+  return {scratch->data(), cols};
+}
+
+// A bf16 group's rows back to back, for the tiles' packing: in place when
+// they are, else copied into `scratch`.
+const uint16_t* PackedBf16Rows(const GroupRows& t, int64_t g, int64_t rows,
+                               int64_t cols, std::vector<uint16_t>* scratch) {
+  const auto* base = static_cast<const uint16_t*>(t.data);
+  if (t.Packed(cols)) return base + t.Offset(g, 0);
+  scratch->resize(rows * cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(scratch->data() + i * cols, base + t.Offset(g, i),
+                cols * sizeof(uint16_t));
+  }
   return scratch->data();
+}
+
+// Rows [r0, r0 + rows) of group g of `t` = src (f32, back to back),
+// rounded once.
+void StoreRows(const float* src, int64_t rows, int64_t cols, const GroupRows& t,
+               int64_t g, int64_t r0) {
+  if (t.Packed(cols)) {
+    StoreRow(src, rows * cols, t.data, t.dtype, t.Offset(g, r0));
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    StoreRow(src + i * cols, cols, t.data, t.dtype, t.Offset(g, r0 + i));
+  }
 }
 
 // The visible key extent of the query block [r0, r0 + rows).
@@ -134,6 +175,7 @@ void ScaleAndMask(const AttentionCall& a, int64_t g, int64_t r0, int64_t rows,
 struct Scratch {
   std::vector<float> scores, weights_f32, acc, kbuf, vbuf, qbuf;
   std::vector<uint16_t> qpad;  // A query block's rows padded for the tiles.
+  std::vector<uint16_t> kpad, vpad;  // A group's strided rows, packed.
   std::vector<float> row_max;  // The tiles' row maxima of a chunk.
   std::vector<float> dropout;  // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
@@ -164,30 +206,38 @@ const void* WeightsForGemm(MixrtDtype gemm, int64_t rows, int64_t cols,
   return s->weights_low.data();
 }
 
-// Whether any of `count` elements of t from `at` is inf or NaN: on the raw
-// bits, the largest magnitude reaches the all-ones exponent (a max
-// reduction, which vectorizes; a flag OR-ed per element stayed scalar and
-// took 6% of a causal forward).
+// Whether any of `rows` rows of `cols` elements, `stride` apart from
+// element `at`, is inf or NaN: on the raw bits, the largest magnitude
+// reaches the all-ones exponent (a max reduction, which vectorizes; a flag
+// OR-ed per element stayed scalar and took 6% of a causal forward).
 template <typename Bits>
-Bits LargestMagnitude(const void* data, int64_t at, int64_t count,
-                      Bits magnitude) {
+Bits LargestMagnitude(const void* data, int64_t at, int64_t rows, int64_t cols,
+                      int64_t stride, Bits magnitude) {
   const Bits* b = static_cast<const Bits*>(data) + at;
   Bits largest = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    largest = std::max<Bits>(largest, b[i] & magnitude);
+  for (int64_t r = 0; r < rows; ++r) {
+    const Bits* row = b + r * stride;
+    for (int64_t i = 0; i < cols; ++i) {
+      largest = std::max<Bits>(largest, row[i] & magnitude);
+    }
   }
   return largest;
 }
 
-bool AnyNonFinite(const TensorRef& t, int64_t at, int64_t count) {
-  switch (t.dtype()) {
+// Whether rows [r0, r0 + rows) of group g of `t` hold inf or NaN.
+bool AnyNonFinite(const GroupRows& t, int64_t g, int64_t r0, int64_t rows,
+                  int64_t cols) {
+  const int64_t at = t.Offset(g, r0);
+  // Rows back to back are one long row.
+  const int64_t n = t.Packed(cols) ? 1 : rows, m = t.Packed(cols) ? rows * cols : cols;
+  switch (t.dtype) {
     case MIXRT_DTYPE_F32:
-      return LargestMagnitude<uint32_t>(t.data(), at, count, 0x7fffffffu) >=
+      return LargestMagnitude<uint32_t>(t.data, at, n, m, t.row_stride, 0x7fffffffu) >=
              0x7f800000u;
     case MIXRT_DTYPE_BF16:
-      return LargestMagnitude<uint16_t>(t.data(), at, count, 0x7fff) >= 0x7f80;
+      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride, 0x7fff) >= 0x7f80;
     default:  // f16
-      return LargestMagnitude<uint16_t>(t.data(), at, count, 0x7fff) >= 0x7c00;
+      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride, 0x7fff) >= 0x7c00;
   }
 }
 
@@ -199,9 +249,9 @@ struct RowStats {
   float total = 0;
 };
 
-void Forward(const AttentionCall& a) {
+void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
   const SoftmaxRowKernels& rows_k = SoftmaxRows();
-  const MixrtDtype dt = a.q->dtype(), gemm = GemmDtype(dt);
+  const MixrtDtype dt = at.q.dtype, gemm = GemmDtype(dt);
   const int64_t e = a.head_dim, ev = a.value_dim;
   const int64_t blocks = (a.queries + kRows - 1) / kRows;
   // The scale folds into the exponent (exp((x - max) * scale)) unless a
@@ -217,9 +267,9 @@ void Forward(const AttentionCall& a) {
   if (a.attrs->is_causal) {
     ParallelFor(a.groups, 1, [&](int64_t begin, int64_t end) {
       for (int64_t g = begin; g < end; ++g) {
-        if (!AnyNonFinite(*a.k, g * a.keys * e, a.keys * e)) continue;
+        if (!AnyNonFinite(at.k, g, 0, a.keys, e)) continue;
         for (int64_t j = a.keys - 1; j >= 0; --j) {
-          if (AnyNonFinite(*a.k, (g * a.keys + j) * e, e)) {
+          if (AnyNonFinite(at.k, g, j, 1, e)) {
             last_bad_key[g] = j;
             break;
           }
@@ -247,22 +297,23 @@ void Forward(const AttentionCall& a) {
       const int64_t rows = std::min(kRows, a.queries - r0);
       const bool skip_hidden =
           a.attrs->is_causal && last_bad_key[g] <= r0 &&
-          !AnyNonFinite(*a.q, (g * a.queries + r0) * e, rows * e);
+          !AnyNonFinite(at.q, g, r0, rows, e);
       const int64_t extent =
           skip_hidden || !a.attrs->is_causal ? KeyExtent(a, r0, rows) : a.keys;
       // Scores masked in place when not folded (a mask, a non-positive
       // scale, a causal block with non-finite inputs).
       const bool folded = foldable && (skip_hidden || !a.attrs->is_causal);
       const float mult = folded ? scale : 1.0f;
-      const void* q = InDtype(*a.q, (g * a.queries + r0) * e, rows * e, gemm, &s.qbuf);
-      const void* k = nullptr;
-      const void* v = nullptr;
+      const RowsIn q_rows = RowsInDtype(at.q, g, r0, rows, e, gemm, &s.qbuf);
+      const void* q = q_rows.data;
+      int64_t ldq = q_rows.ld;
+      RowsIn k{nullptr, e}, v{nullptr, ev};
       // Rows as the GEMMs see them (the tiles' multiple of 32).
       const int64_t rows_p = amx ? (rows + 31) / 32 * 32 : rows;
       if (amx) {
         if (packed_group != g) {
-          const auto* kg = static_cast<const uint16_t*>(a.k->data()) + g * a.keys * e;
-          const auto* vg = static_cast<const uint16_t*>(a.v->data()) + g * a.keys * ev;
+          const uint16_t* kg = PackedBf16Rows(at.k, g, a.keys, e, &s.kpad);
+          const uint16_t* vg = PackedBf16Rows(at.v, g, a.keys, ev, &s.vpad);
           packed_k.resize(AmxPaddedKeys(a.keys) * e);
           packed_v.resize(AmxPaddedKeys(a.keys) * ev);
           AmxPackKeys(kg, a.keys, e, packed_k.data());
@@ -271,19 +322,23 @@ void Forward(const AttentionCall& a) {
         }
         if (rows_p != rows) {
           s.qpad.assign(rows_p * e, 0);
-          std::memcpy(s.qpad.data(), q, rows * e * sizeof(uint16_t));
+          for (int64_t i = 0; i < rows; ++i) {
+            std::memcpy(s.qpad.data() + i * e, static_cast<const uint16_t*>(q) + i * ldq,
+                        e * sizeof(uint16_t));
+          }
           q = s.qpad.data();
+          ldq = e;
         }
       } else {
         if (f32_tiles && packed_group != g) {
           panels_k.resize(F32PanelKeys(a.keys) * e);
-          F32PackPanels(static_cast<const float*>(InDtype(
-                            *a.k, g * a.keys * e, a.keys * e, gemm, &s.kbuf)),
-                        a.keys, e, e, panels_k.data());
+          const RowsIn all = RowsInDtype(at.k, g, 0, a.keys, e, gemm, &s.kbuf);
+          F32PackPanels(static_cast<const float*>(all.data), a.keys, e, all.ld,
+                        panels_k.data());
           packed_group = g;
         }
-        if (!f32_tiles) k = InDtype(*a.k, g * a.keys * e, extent * e, gemm, &s.kbuf);
-        v = InDtype(*a.v, g * a.keys * ev, extent * ev, gemm, &s.vbuf);
+        if (!f32_tiles) k = RowsInDtype(at.k, g, 0, extent, e, gemm, &s.kbuf);
+        v = RowsInDtype(at.v, g, 0, extent, ev, gemm, &s.vbuf);
       }
       stats.assign(rows, RowStats{});
       s.acc.assign(rows_p * ev, 0.0f);
@@ -305,12 +360,13 @@ void Forward(const AttentionCall& a) {
                     packed_k.data() + j0 * e, cols_p, s.scores.data(), lds,
                     cols, fused_max ? s.row_max.data() : nullptr);
         } else if (f32_tiles) {
-          F32TimesPanels(static_cast<const float*>(q), rows, e, e,
+          F32TimesPanels(static_cast<const float*>(q), rows, e, ldq,
                          panels_k.data() + j0 * e, cols, s.scores.data(), cols);
         } else {
           // scores = q_block k_chunk^T: k read as [E, cols] through strides.
-          Gemm({q, gemm, rows, e, e, 1},
-               {static_cast<const char*>(k) + j0 * e * Bytes(gemm), gemm, e, cols, 1, e},
+          Gemm({q, gemm, rows, e, ldq, 1},
+               {static_cast<const char*>(k.data) + j0 * k.ld * Bytes(gemm), gemm, e, cols,
+                1, k.ld},
                s.scores.data(), cols, false);
         }
         if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
@@ -379,11 +435,12 @@ void Forward(const AttentionCall& a) {
                                       s.acc.data());
         } else {
           Gemm({p, gemm, rows, cols, cols, 1},
-               {static_cast<const char*>(v) + j0 * ev * Bytes(gemm), gemm, cols, ev, ev, 1},
+               {static_cast<const char*>(v.data) + j0 * v.ld * Bytes(gemm), gemm, cols, ev,
+                v.ld, 1},
                s.acc.data(), ev, /*accumulate=*/true);
         }
       }
-      float* lse = static_cast<float*>(a.lse->data()) + g * a.queries + r0;
+      float* lse = at.lse + g * a.queries + r0;
       for (int64_t i = 0; i < rows; ++i) {
         const RowStats& st = stats[i];
         lse[i] = st.max == -INFINITY ? -INFINITY
@@ -392,13 +449,15 @@ void Forward(const AttentionCall& a) {
         rows_k.scale_row(s.acc.data() + i * ev, ev,
                          st.total > 0 ? 1.0f / st.total : st.total == 0 ? 0.0f : NAN);
       }
-      StoreRow(s.acc.data(), rows * ev, a.out->data(), dt,
-               (g * a.queries + r0) * ev);
+      StoreRows(s.acc.data(), rows, ev, at.out, g, r0);
     }
   });
 }
 
 void Backward(const AttentionCall& a) {
+  const struct {
+    GroupRows q, k, v, grad_out;
+  } at = {DenseRows(*a.q), DenseRows(*a.k), DenseRows(*a.v), DenseRows(*a.grad_out)};
   const SoftmaxRowKernels& rows_k = SoftmaxRows();
   const MixrtDtype dt = a.q->dtype(), gemm = GemmDtype(dt);
   const int64_t e = a.head_dim, ev = a.value_dim;
@@ -415,8 +474,8 @@ void Backward(const AttentionCall& a) {
     for (int64_t g = begin; g < end; ++g) {
       dk.assign(a.keys * e, 0.0f);
       dv.assign(a.keys * ev, 0.0f);
-      const void* k = InDtype(*a.k, g * a.keys * e, a.keys * e, gemm, &s.kbuf);
-      const void* v = InDtype(*a.v, g * a.keys * ev, a.keys * ev, gemm, &s.vbuf);
+      const void* k = RowsInDtype(at.k, g, 0, a.keys, e, gemm, &s.kbuf).data;
+      const void* v = RowsInDtype(at.v, g, 0, a.keys, ev, gemm, &s.vbuf).data;
       if (f32_tiles) {
         panels_k.resize(F32PanelKeys(a.keys) * e);
         panels_v.resize(F32PanelKeys(a.keys) * ev);
@@ -429,8 +488,8 @@ void Backward(const AttentionCall& a) {
         const int64_t extent = KeyExtent(a, r0, rows);
         const int64_t at_q = (g * a.queries + r0) * e;
         const int64_t at_o = (g * a.queries + r0) * ev;
-        const void* q = InDtype(*a.q, at_q, rows * e, gemm, &s.qbuf);
-        const void* go = InDtype(*a.grad_out, at_o, rows * ev, gemm, &go_buf);
+        const void* q = RowsInDtype(at.q, g, r0, rows, e, gemm, &s.qbuf).data;
+        const void* go = RowsInDtype(at.grad_out, g, r0, rows, ev, gemm, &go_buf).data;
         // D_i = sum_c dO_ic O_ic.
         d.resize(rows);
         out_row.resize(ev);
@@ -536,26 +595,45 @@ void Backward(const AttentionCall& a) {
   });
 }
 
-}  // namespace
-
-absl::Status RunAttention(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(const AttentionCall a, sdk::DecodeAttention(call));
+// Runs `pass` unless there is nothing to compute; oneDNN's errors become
+// statuses.
+template <typename Pass>
+absl::Status RunPass(const AttentionCall& a, Pass&& pass) {
   if (a.groups == 0 || a.queries == 0) return absl::OkStatus();
   if (a.keys == 0) {
     return absl::InvalidArgumentError(
         "scaled_dot_product_attention: no keys (S = 0)");
   }
   try {
-    if (a.backward) {
-      Backward(a);
-    } else {
-      Forward(a);
-    }
+    pass();
   } catch (const dnnl::error& e) {
     return absl::InternalError(
         absl::StrCat("scaled_dot_product_attention: oneDNN: ", e.what()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+GroupRows GroupRows::Dense(void* data, MixrtDtype dtype, int64_t rows, int64_t cols) {
+  GroupRows t;
+  t.data = data;
+  t.dtype = dtype;
+  t.batch_stride = rows * cols;
+  t.row_stride = cols;
+  return t;
+}
+
+absl::Status RunAttentionForward(const AttentionCall& a, const AttentionForwardRows& rows) {
+  return RunPass(a, [&] { Forward(a, rows); });
+}
+
+absl::Status RunAttention(const sdk::KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(const AttentionCall a, sdk::DecodeAttention(call));
+  if (a.backward) return RunPass(a, [&] { Backward(a); });
+  AttentionForwardRows rows{DenseRows(*a.q), DenseRows(*a.k), DenseRows(*a.v),
+                            DenseRows(*a.out), static_cast<float*>(a.lse->data())};
+  return RunPass(a, [&] { Forward(a, rows); });
 }
 
 }  // namespace mixrt::cpu

@@ -1,5 +1,8 @@
 #include "plugins/conformance/case_util.h"
 
+#include "core/kernels/attention.h"
+#include "core/tensor/factories.h"
+
 namespace mixrt::conformance {
 
 Outputs One(absl::StatusOr<Tensor> t) {
@@ -33,6 +36,13 @@ std::vector<InputSpec> WithDtype(std::vector<InputSpec> specs, DType dtype) {
     if (s.values != Values::kLabels) s.dtype = dtype;
   }
   return specs;
+}
+
+bool HasFusedAttention(const Device& device) {
+  auto q = zeros({1, 1, 4}, DType::kF32, device);
+  if (!q.ok()) return false;
+  auto out = kernels::scaled_dot_product_attention(*q, *q, *q, {});
+  return !absl::IsUnimplemented(out.status());
 }
 
 }  // namespace mixrt::conformance

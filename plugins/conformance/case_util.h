@@ -26,6 +26,9 @@ ToleranceFn Fixed(Tolerance t);
 std::vector<std::pair<std::string, std::vector<InputSpec>>> BinaryShapes();
 // `specs` with every non-label input in `dtype`.
 std::vector<InputSpec> WithDtype(std::vector<InputSpec> specs, DType dtype);
+// Whether the device's plugin has the fused attention op (ABI 1.1); the
+// host composes it from other ops where it does not.
+bool HasFusedAttention(const Device& device);
 
 // Each group appends its cases (conformance_cases_<group>.cc).
 void AddPointwiseCases(std::vector<Case>* cases);

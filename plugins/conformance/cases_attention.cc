@@ -68,13 +68,6 @@ absl::StatusOr<kernels::FusedAttentionArgs> Args(Variant v,
   return args;
 }
 
-bool HasFusedAttention(const Device& device) {
-  auto q = zeros({1, 1, 4}, DType::kF32, device);
-  if (!q.ok()) return false;
-  auto out = kernels::scaled_dot_product_attention(*q, *q, *q, {});
-  return !absl::IsUnimplemented(out.status());
-}
-
 using ArgsOn = std::function<absl::StatusOr<kernels::FusedAttentionArgs>(
     const Device&)>;
 

@@ -9,12 +9,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/compiler/compile.h"
+#include "core/kernels/attention.h"
 #include "core/kernels/conv2d.h"
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/pool2d.h"
 #include "core/kernels/pointwise.h"
 #include "core/kernels/reduce.h"
+#include "core/tensor/factories.h"
+#include "gtest/gtest.h"
 #include "mixrt/status_macros.h"
 #include "plugins/conformance/case_util.h"
 
@@ -126,6 +129,79 @@ void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
                     [=](const Devices& d) {
                       CompareOp(d, WithDtype(inputs, dtype), Compiled(fn), tol, kSeed);
                     }});
+}
+
+// A multi-head attention's head split: q, k and v are strided views of one
+// packed projection [B, T, 3, H, D] that the attention op makes dense (the
+// copies a plugin may fuse into it, reading the heads in place). Causal
+// and not, over 200 queries (more than one of the CPU kernel's 128-row
+// blocks) and 64-wide heads. Then with infinities: in the q of the tokens
+// where a second input, drawn per token, exceeds 2 (rare: their rows turn
+// NaN, the others stay finite), and in the k of batch 1's last token. The
+// definition adds -inf to a hidden key's score, and inf plus -inf is NaN,
+// so that key makes every row of batch 1 NaN even where causal attention
+// hides it: a kernel that skips hidden keys must find it first. The causal
+// cases return the output alone, so a fused kernel keeps the
+// log-normalizers to itself.
+void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
+  constexpr int64_t kBatch = 2, kSequence = 200, kHeads = 2, kHeadDim = 64;
+  // As the attention cases': weights and products rounded once or twice.
+  const double u = UnitRoundoff(dtype);
+  const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
+  const Tolerance lse_tol{1e-5, 1e-4, {}};
+  for (bool causal : {false, true}) {
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      const bool special = values == Values::kSpecial;
+      std::vector<InputSpec> inputs = {{{kBatch, kSequence, 3, kHeads, kHeadDim}, dtype}};
+      if (special) inputs.push_back({{kBatch, kSequence, 1, 1, 1}, dtype});
+      Fn fn = [causal, special](const std::vector<Tensor>& in) -> Outputs {
+        Tensor packed = in[0];
+        if (special) {
+          const Device& device = packed.device();
+          const DType dtype = packed.dtype();
+          MIXRT_ASSIGN_OR_RETURN(Tensor two, full({1}, 2.0, dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(Tensor inf, full({1}, INFINITY, dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(Tensor q_only, from_floats({1, 0, 0}, {1, 1, 3, 1, 1},
+                                                            dtype, device));
+          std::vector<float> last_key(kBatch * kSequence * 3, 0.0f);
+          last_key[((kBatch - 1) * kSequence + kSequence - 1) * 3 + 1] = 10;
+          MIXRT_ASSIGN_OR_RETURN(Tensor k_spike, from_floats(last_key, {kBatch, kSequence, 3, 1, 1},
+                                                             dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(Tensor spike, mul(in[1], q_only));
+          MIXRT_ASSIGN_OR_RETURN(spike, add(spike, k_spike));
+          MIXRT_ASSIGN_OR_RETURN(spike, gt(spike, two));
+          MIXRT_ASSIGN_OR_RETURN(packed, where(spike, inf, packed));
+        }
+        MIXRT_ASSIGN_OR_RETURN(Tensor p, packed.permute({2, 0, 3, 1, 4}));
+        std::vector<Tensor> qkv;
+        for (int64_t i = 0; i < 3; ++i) {
+          MIXRT_ASSIGN_OR_RETURN(Tensor h, p.slice(0, i, i + 1));
+          MIXRT_ASSIGN_OR_RETURN(h, h.view({kBatch, kHeads, kSequence, kHeadDim}));
+          qkv.push_back(h);
+        }
+        FusedAttentionArgs args;
+        args.scale = 0.125;
+        args.is_causal = causal;
+        MIXRT_ASSIGN_OR_RETURN(FusedAttentionOutput o,
+                               scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], args));
+        if (causal) return std::vector<Tensor>{o.out};
+        return std::vector<Tensor>{o.out, o.lse};
+      };
+      cases->push_back(
+          {absl::StrCat("fusion/attention_heads", causal ? "_causal" : "",
+                        values == Values::kNormal ? "" : "/special", "/", DTypeName(dtype)),
+           MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
+             if (!HasFusedAttention(d.plugin)) {
+               GTEST_SKIP() << "the plugin has no fused attention";
+             }
+             CompareOp(d, inputs, Compiled(fn),
+                       [=](int index, const std::vector<std::vector<double>>&) {
+                         return index == 0 ? out_tol : lse_tol;
+                       },
+                       kSeed);
+           }});
+    }
+  }
 }
 
 }  // namespace
@@ -335,6 +411,7 @@ void AddFusionCases(std::vector<Case>* cases) {
           for (double& e : t.extra) e += 67 * std::ldexp(1.0, -23);
           return t;
         });
+    AddAttentionHeadsCases(dtype, cases);
   }
 }
 

@@ -4,7 +4,7 @@
 // the results agree within bf16's rounding of what each element sums, not
 // bit for bit; a NaN in the input still reaches the output (the GradScaler
 // must see an overflow), and a layer_norm writing its bf16 cast directly is
-// eager's bit for bit.
+// eager's bit for bit, as is an attention reading its heads in place.
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -130,6 +130,55 @@ TEST(CpuFusionNumerics, FusionOffRunsOpByOp) {
   ASSERT_TRUE(want.ok());
   EXPECT_EQ(*(*got)[0].to_bytes(), *(*want)[0].to_bytes());
   EXPECT_THAT(f->Explain(), ::testing::Not(HasSubstr("post-ops")));
+}
+
+// A multi-head attention's head split as the module writes it: q, k and v
+// as strided views of the packed projection [B, T, 3, H, D], made dense by
+// three copies for the attention.
+absl::StatusOr<std::vector<Tensor>> SplitHeadsAttention(const std::vector<Tensor>& in) {
+  const int64_t b = in[0].shape()[0], t = in[0].shape()[1];
+  MIXRT_ASSIGN_OR_RETURN(Tensor qkv, reshape(in[0], {b, t, 3, 4, 16}));
+  MIXRT_ASSIGN_OR_RETURN(qkv, permute(qkv, {2, 0, 3, 1, 4}));
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> parts, split(qkv, 1, 0));
+  std::vector<Tensor> heads;
+  for (const Tensor& p : parts) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, reshape(p, {b, 4, t, 16}));
+    heads.push_back(h);
+  }
+  AttentionOptions options;
+  options.is_causal = true;
+  MIXRT_ASSIGN_OR_RETURN(Tensor y,
+                         scaled_dot_product_attention(heads[0], heads[1], heads[2], options));
+  return std::vector<Tensor>{y};
+}
+
+// In inference the copies run inside the attention's fused kernel, which
+// reads each head's rows where the projection wrote them: the same kernel
+// on the same values, so eager's result bit for bit. In training the
+// copies are saved for the backward and stay copies.
+TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceInInference) {
+  const Device d = testing::CpuDevice();
+  Generator g(5);
+  const Tensor x = *randn({2, 150, 192}, DType::kBF16, d, 0, 1, &g);
+  {
+    InferenceModeGuard inference;
+    auto f = compile(SplitHeadsAttention);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE((*f)({x}).ok());  // The trace.
+    auto got = (*f)({x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = SplitHeadsAttention({x});
+    ASSERT_TRUE(want.ok());
+    EXPECT_THAT(f->Explain(), HasSubstr("attention reading its heads in place (3 copies fused)"));
+    EXPECT_EQ(*(*got)[0].to_bytes(), *(*want)[0].to_bytes());
+  }
+  Tensor trained = *x.clone();
+  ASSERT_TRUE(trained.set_requires_grad(true).ok());
+  auto f = compile(SplitHeadsAttention);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)({trained}).ok());
+  ASSERT_TRUE((*f)({trained}).ok());
+  EXPECT_THAT(f->Explain(), ::testing::Not(HasSubstr("attention reading its heads")));
 }
 
 }  // namespace
