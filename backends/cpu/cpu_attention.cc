@@ -320,7 +320,8 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
           AmxPackValues(vg, a.keys, ev, packed_v.data());
           packed_group = g;
         }
-        if (rows_p != rows) {
+        // The tiles read q's rows back to back, padded to their 32s.
+        if (rows_p != rows || ldq != e) {
           s.qpad.assign(rows_p * e, 0);
           for (int64_t i = 0; i < rows; ++i) {
             std::memcpy(s.qpad.data() + i * e, static_cast<const uint16_t*>(q) + i * ldq,
