@@ -4,15 +4,10 @@
 #include "absl/strings/str_format.h"
 #include "backends/cpu/cpu_info.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/dense_call.h"
 
 namespace mixrt::cpu {
 namespace {
-
-const char* DtypeName(MixrtDtype dtype) {
-  return dtype == MIXRT_DTYPE_F16    ? "f16"
-         : dtype == MIXRT_DTYPE_BF16 ? "bf16"
-                                     : "f32";
-}
 
 sdk::Capability MatmulCapability(MixrtDtype dtype, const MatmulSpeeds& speeds) {
   const CpuInfo& info = GetCpuInfo();

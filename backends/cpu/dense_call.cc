@@ -23,6 +23,18 @@ size_t DtypeBytes(MixrtDtype dtype) {
   }
 }
 
+const char* DtypeName(MixrtDtype dtype) {
+  switch (dtype) {
+    case MIXRT_DTYPE_F32: return "f32";
+    case MIXRT_DTYPE_F16: return "f16";
+    case MIXRT_DTYPE_BF16: return "bf16";
+    case MIXRT_DTYPE_I32: return "i32";
+    case MIXRT_DTYPE_I64: return "i64";
+    case MIXRT_DTYPE_BOOL: return "bool";
+    default: return "unknown dtype";
+  }
+}
+
 namespace {
 
 template <typename T>

@@ -14,6 +14,8 @@
 namespace mixrt::cpu {
 
 size_t DtypeBytes(MixrtDtype dtype);
+// "f32", "bf16", ...: the dtype as the plugin's messages and Explain() name it.
+const char* DtypeName(MixrtDtype dtype);
 
 // Copies the elements of `src` into `dst` (same shape and dtype), honouring
 // both tensors' strides.

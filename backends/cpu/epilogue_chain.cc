@@ -171,6 +171,19 @@ bool Optimized(const std::string& implementation) {
   return !implementation.empty() && !absl::StartsWith(implementation, "ref");
 }
 
+size_t LongestFusablePrefix(const FusionGraph& g, MixrtDtype operands,
+                            const std::vector<int>& outs,
+                            const std::vector<size_t>& steps_upto, bool packs_weights,
+                            const std::function<std::string(size_t)>& implementation) {
+  for (size_t n = outs.size(); n >= 1; --n) {
+    const MixrtDtype d = g.values[outs[n - 1]].dtype;
+    if (d != MIXRT_DTYPE_F32 && d != operands) continue;
+    if (steps_upto[n - 1] == 0 && (!packs_weights || n > 1)) continue;
+    if (Optimized(implementation(n))) return n;
+  }
+  return 0;
+}
+
 absl::Status CheckChainGroup(const FusionGraph& g, absl::Span<const int> group_of_node,
                              int group, const std::vector<int>& nodes,
                              const std::vector<int>& outs, const std::string& what) {

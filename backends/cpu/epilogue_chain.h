@@ -4,6 +4,7 @@
 #ifndef MIXRT_BACKENDS_CPU_EPILOGUE_CHAIN_H_
 #define MIXRT_BACKENDS_CPU_EPILOGUE_CHAIN_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,16 @@ std::vector<int> ClaimChains(const sdk::FusionGraph& g, uint32_t op, absl::Span<
 
 // Whether oneDNN runs a primitive on an optimized kernel ("" is none).
 bool Optimized(const std::string& implementation);
+
+// The longest prefix of a chain (its nodes' outputs `outs`, the steps each
+// prefix has in `steps_upto`) that ends in f32 or the operands' dtype (what
+// oneDNN writes), runs on an optimized kernel (`implementation` of a
+// prefix's node count) and gains something: a post-op, or packed weights
+// (`packs_weights`) for the primitive alone; 0 when none.
+size_t LongestFusablePrefix(const sdk::FusionGraph& g, MixrtDtype operands,
+                            const std::vector<int>& outs,
+                            const std::vector<size_t>& steps_upto, bool packs_weights,
+                            const std::function<std::string(size_t)>& implementation);
 
 // That group `group` is the first nodes of a chain (`nodes`, and per node
 // its output value in `outs`) storing only its last node's output;

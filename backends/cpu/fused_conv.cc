@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/dense_call.h"
 #include "backends/cpu/epilogue.h"
 #include "backends/cpu/epilogue_chain.h"
 #include "backends/cpu/max_magnitude.h"
@@ -183,18 +184,10 @@ std::string Implementation(const FusionGraph& g, const ConvChain& c, size_t node
                                         c.attrs, bound.steps);
 }
 
-// The longest prefix of the chain that ends in f32 or the operands' dtype
-// on an optimized kernel and gains something: a post-op, or packed
-// weights (a conv alone); 0 when none.
+// LongestFusablePrefix of the conv's chain.
 size_t FusablePrefix(const FusionGraph& g, const ConvChain& c) {
-  const MixrtDtype operands = g.values[c.x].dtype;
-  for (size_t n = c.nodes.size(); n >= 1; --n) {
-    const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
-    if (d != MIXRT_DTYPE_F32 && d != operands) continue;
-    if (c.steps_upto[n - 1] == 0 && (c.weight < 0 || n > 1)) continue;
-    if (Optimized(Implementation(g, c, n))) return n;
-  }
-  return 0;
+  return LongestFusablePrefix(g, g.values[c.x].dtype, c.outs, c.steps_upto, c.weight >= 0,
+                              [&](size_t n) { return Implementation(g, c, n); });
 }
 
 // The group's leading steps that are per-channel affine (binary steps on
@@ -446,7 +439,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
                  : "",
       names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "),
       HasPool(c, nodes.size()) ? " + max pool on its blocked result" : "", " -> ",
-      out == MIXRT_DTYPE_F32 ? "f32" : "bf16", " (", implementation, ")");
+      DtypeName(out), " (", implementation, ")");
   return std::make_unique<FusedConv>(g, std::move(c), nodes.size(), description);
 }
 

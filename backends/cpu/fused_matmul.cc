@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/dense_call.h"
 #include "backends/cpu/epilogue_chain.h"
 #include "backends/cpu/small_gemm.h"
 #include "backends/cpu/weight_pack_state.h"
@@ -64,10 +65,6 @@ void Bind(const FusionGraph& g, const Chain& c, size_t nodes, absl::Span<void* c
           BoundChain* out) {
   BindChain(g, {c.a, c.b, c.outs[nodes - 1]}, c.bias, {c.steps.data(), c.steps_upto[nodes - 1]},
             {}, data, out);
-}
-
-const char* DtypeName(MixrtDtype d) {
-  return d == MIXRT_DTYPE_F32 ? "f32" : d == MIXRT_DTYPE_BF16 ? "bf16" : "f16";
 }
 
 // The chain from matmul node `i`: empty nodes when the matmul itself is
@@ -138,27 +135,19 @@ Chain FollowChain(const FusionGraph& g, int i) {
   return c;
 }
 
-// The longest prefix of the chain that ends in a dtype oneDNN writes (f32
-// or the operands') on an optimized kernel and gains something: a post-op,
-// or packed weights (a matmul alone); 0 when none. A chain of casts alone
-// is left op by op: it would save one pass for a change of rounding (the
+// LongestFusablePrefix of the matmul's chain. A chain of casts alone is
+// left op by op: it would save one pass for a change of rounding (the
 // product widened before its bf16 rounding), which a gradient feeding an
 // optimizer should not get silently.
 size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
-  const MixrtDtype operands = g.values[c.a].dtype;
-  for (size_t n = c.nodes.size(); n >= 1; --n) {
-    const MixrtDtype d = g.values[c.outs[n - 1]].dtype;
-    if (d != MIXRT_DTYPE_F32 && d != operands) continue;
-    if (c.steps_upto[n - 1] == 0 && (c.weight < 0 || n > 1)) continue;
-    BoundChain bound;
-    Bind(g, c, n, {}, &bound);
-    if (Optimized(MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
-                                                   bound.refs[2], bound.steps,
-                                                   c.weight >= 0))) {
-      return n;
-    }
-  }
-  return 0;
+  return LongestFusablePrefix(g, g.values[c.a].dtype, c.outs, c.steps_upto, c.weight >= 0,
+                              [&](size_t n) {
+                                BoundChain bound;
+                                Bind(g, c, n, {}, &bound);
+                                return MatmulWithEpilogueImplementation(
+                                    bound.refs[0], bound.refs[1], bound.bias, bound.refs[2],
+                                    bound.steps, c.weight >= 0);
+                              });
 }
 
 class FusedMatmul : public sdk::FusedKernel {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/dense_call.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
@@ -70,10 +71,7 @@ class NormCast : public sdk::FusedKernel {
   }
 
   std::string Description() const override {
-    return absl::StrCat("layer_norm writing its cast (", out_dtype_ == MIXRT_DTYPE_BF16 ? "bf16"
-                                                          : out_dtype_ == MIXRT_DTYPE_F16 ? "f16"
-                                                                                            : "f32",
-                        ")");
+    return absl::StrCat("layer_norm writing its cast (", DtypeName(out_dtype_), ")");
   }
 
  private:
