@@ -135,19 +135,21 @@ Chain FollowChain(const FusionGraph& g, int i) {
   return c;
 }
 
+// oneDNN's implementation for the chain's first `nodes` nodes.
+std::string Implementation(const FusionGraph& g, const Chain& c, size_t nodes) {
+  BoundChain bound;
+  Bind(g, c, nodes, {}, &bound);
+  return MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
+                                          bound.refs[2], bound.steps, c.weight >= 0);
+}
+
 // LongestFusablePrefix of the matmul's chain. A chain of casts alone is
 // left op by op: it would save one pass for a change of rounding (the
 // product widened before its bf16 rounding), which a gradient feeding an
 // optimizer should not get silently.
 size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
   return LongestFusablePrefix(g, g.values[c.a].dtype, c.outs, c.steps_upto, c.weight >= 0,
-                              [&](size_t n) {
-                                BoundChain bound;
-                                Bind(g, c, n, {}, &bound);
-                                return MatmulWithEpilogueImplementation(
-                                    bound.refs[0], bound.refs[1], bound.bias, bound.refs[2],
-                                    bound.steps, c.weight >= 0);
-                              });
+                              [&](size_t n) { return Implementation(g, c, n); });
 }
 
 class FusedMatmul : public sdk::FusedKernel {
@@ -248,10 +250,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
   }
   Chain c = FollowChain(g, nodes[0]);
   MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "matmul"));
-  BoundChain bound;
-  Bind(g, c, nodes.size(), {}, &bound);
-  const std::string implementation = MatmulWithEpilogueImplementation(
-      bound.refs[0], bound.refs[1], bound.bias, bound.refs[2], bound.steps, c.weight >= 0);
+  const std::string implementation = Implementation(g, c, nodes.size());
   if (!Optimized(implementation)) {
     return absl::UnimplementedError(absl::StrCat(
         "oneDNN runs this matmul's post-ops on no optimized kernel (", implementation, ")"));
