@@ -16,6 +16,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fused_attention.h"
 #include "backends/cpu/fused_conv.h"
+#include "backends/cpu/fused_gelu.h"
 #include "backends/cpu/fused_loop.h"
 #include "backends/cpu/generated_loop.h"
 #include "backends/cpu/fused_matmul.h"
@@ -81,9 +82,10 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   }
 
   // GEMMs and convolutions with the chains they feed first (oneDNN
-  // primitives with post-ops), then layer_norms writing their casts and
-  // attentions reading their heads in place, then loops over what is left; each kind's groups are numbered after the
-  // last kind's.
+  // primitives with post-ops), then layer_norms writing their casts,
+  // attentions reading their heads in place and GELUs with their
+  // gradients, then loops over what is left; each kind's groups are
+  // numbered after the last kind's.
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
     std::vector<int> groups = ClaimMatmulEpilogues(graph);
@@ -101,6 +103,10 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     for (size_t i = 0; i < groups.size(); ++i) {
       if (attentions[i] >= 0) groups[i] = attentions[i];
     }
+    const std::vector<int> gelus = ClaimGeluWithGrad(graph, groups, count());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (gelus[i] >= 0) groups[i] = gelus[i];
+    }
     const int before_loops = count();
     const std::vector<int> loops = ClaimFusedLoops(graph, groups);
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -113,8 +119,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
     // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
-    // (with its cast), an attention's (with its operands' copies), or a
-    // loop.
+    // (with its cast), an attention's (with its operands' copies), a GELU
+    // with its gradient, or a loop.
     bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
       if (group_of_node[i] != group) continue;
@@ -131,6 +137,9 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       if (graph.nodes[i].op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION) {
         return CompileAttentionHeads(graph, group_of_node, group);
       }
+    }
+    if (any && IsGeluWithGrad(graph, group_of_node, group)) {
+      return CompileGeluWithGrad(graph, group_of_node, group);
     }
     if (any) return CompileGeneratedLoop(graph, group_of_node, group);
     return absl::InvalidArgumentError("no node is in the group");

@@ -14,6 +14,9 @@ void GeluRow(const float* x, int64_t n, float* out);
 // out[i] = g[i] * (cdf(x[i]) + x[i] pdf(x[i])), sdk::UnaryDerivative's
 // formula.
 void GeluGradRow(const float* g, const float* x, int64_t n, float* out);
+// y = GeluRow(x) and d = GeluGradRow(g, x), bit for bit, from one erfcf per
+// element; g null stands for ones.
+void GeluWithGradRow(const float* x, const float* g, int64_t n, float* y, float* d);
 
 }  // namespace mixrt::cpu
 

@@ -143,6 +143,7 @@ struct PassCounts {
   int dead = 0;          // Unused launches dropped from the forward.
   int relus_fused = 0;   // Relus that became matmul epilogues.
   int batch_norms = 0;   // Eval batch_norms lowered to a scale and shift.
+  int gelu_slopes = 0;   // GELUs saving their derivative for the backward.
   int reused = 0;        // Backward launches reading forward results.
 };
 
@@ -160,10 +161,13 @@ PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
     compiler::EliminateDeadLaunches(backward);
   }
   const Device device = forward.device;
-  // Only where a backend fuses the lowered chain with its neighbours: op by
-  // op it would be four passes over the activations instead of one.
-  if (backward == nullptr && device.valid() && device.backend()->has_fusion() &&
-      compiler::Plan::FusionEnabled()) {
+  // Only where a backend fuses: op by op the lowered chain would be four
+  // passes over the activations instead of one, and the GELU's derivative
+  // a pass of its own.
+  const bool fusing = device.valid() && device.backend()->has_fusion() &&
+                      compiler::Plan::FusionEnabled();
+  counts.gelu_slopes = compiler::SaveGeluDerivatives(&forward, backward, fusing);
+  if (backward == nullptr && fusing) {
     counts.batch_norms = compiler::LowerEvalBatchNorms(&forward);
     if (counts.batch_norms > 0) compiler::EliminateDeadLaunches(&forward);
   }
@@ -492,6 +496,7 @@ struct CompiledFunction::State {
                          note(counts.dead, "unused launches dropped"),
                          note(counts.relus_fused, "relus fused into matmuls"),
                          note(counts.batch_norms, "eval batch_norms as a scale and shift"),
+                         note(counts.gelu_slopes, "GELUs save their derivative"),
                          note(counts.reused,
                               "backward launches read forward results")));
     } else {

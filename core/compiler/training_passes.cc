@@ -36,6 +36,42 @@ bool IsRelu(const GraphNode& n, MixrtOp op) {
          a.kind == MIXRT_UNARY_RELU;
 }
 
+bool IsGelu(const GraphNode& n, MixrtOp op) {
+  MixrtPointwiseAttrs a;
+  return n.kind == GraphNode::Kind::kLaunch && n.op == op && ReadAttrs(n, &a) &&
+         a.kind == MIXRT_UNARY_GELU;
+}
+
+template <typename T>
+std::vector<uint8_t> AttrBytes(const T& attrs) {
+  std::vector<uint8_t> bytes(sizeof(T));
+  std::memcpy(bytes.data(), &attrs, sizeof(T));
+  return bytes;
+}
+
+// Per forward slot, the backward's (node, input) reads of it through a
+// saved view; input -1 where the backward writes it.
+std::vector<std::vector<std::pair<int, int>>> SavedReads(const Graph& forward,
+                                                         const Graph& backward) {
+  std::vector<std::vector<std::pair<int, int>>> reads(forward.slots.size());
+  for (size_t j = 0; j < backward.nodes.size(); ++j) {
+    const GraphNode& n = backward.nodes[j];
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const StorageSlot& slot = backward.slots[n.inputs[k].slot];
+      if (slot.kind == StorageSlot::Kind::kSaved) {
+        reads[slot.forward_slot].push_back({static_cast<int>(j), static_cast<int>(k)});
+      }
+    }
+    for (const ValueRef& v : n.outputs) {
+      const StorageSlot& slot = backward.slots[v.slot];
+      if (slot.kind == StorageSlot::Kind::kSaved) {
+        reads[slot.forward_slot].push_back({static_cast<int>(j), -1});
+      }
+    }
+  }
+  return reads;
+}
+
 bool SameView(const ValueRef& a, const ValueRef& b) {
   return a.slot == b.slot && a.offset == b.offset && a.dtype == b.dtype &&
          a.shape == b.shape && a.strides == b.strides;
@@ -174,7 +210,7 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
   std::vector<bool> returned(forward->slots.size(), false);
   for (const ValueRef& v : forward->outputs) returned[v.slot] = true;
   // The backward's views of each forward slot, and which of its nodes read
-  // them.
+  // them (a write, input -1, leaves that slot alone).
   std::vector<std::vector<int>> saved_views(forward->slots.size());
   std::vector<std::vector<std::pair<int, int>>> saved_reads(forward->slots.size());
   if (backward != nullptr) {
@@ -184,23 +220,7 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
         saved_views[slot.forward_slot].push_back(static_cast<int>(s));
       }
     }
-    for (size_t j = 0; j < backward->nodes.size(); ++j) {
-      const GraphNode& n = backward->nodes[j];
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        const StorageSlot& slot = backward->slots[n.inputs[k].slot];
-        if (slot.kind == StorageSlot::Kind::kSaved) {
-          saved_reads[slot.forward_slot].push_back(
-              {static_cast<int>(j), static_cast<int>(k)});
-        }
-      }
-      for (const ValueRef& v : n.outputs) {
-        const StorageSlot& slot = backward->slots[v.slot];
-        if (slot.kind == StorageSlot::Kind::kSaved) {
-          // The backward writes forward memory: leave that slot alone.
-          saved_reads[slot.forward_slot].push_back({static_cast<int>(j), -1});
-        }
-      }
-    }
+    saved_reads = SavedReads(*forward, *backward);
   }
   std::vector<bool> drop(forward->nodes.size(), false);
   int fused = 0;
@@ -271,6 +291,82 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
   }
   forward->nodes = std::move(kept);
   return fused;
+}
+
+int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair) {
+  if (backward == nullptr || !fuses_pair) return 0;
+  const std::vector<std::vector<int>> writers = SlotWriters(*forward);
+  const std::vector<std::vector<std::pair<int, int>>> saved_reads =
+      SavedReads(*forward, *backward);
+  // Per forward node, the launches to run right after it.
+  std::vector<std::vector<GraphNode>> after(forward->nodes.size());
+  int saved = 0;
+  for (size_t i = 0; i < forward->nodes.size(); ++i) {
+    const GraphNode& gelu = forward->nodes[i];
+    if (!IsGelu(gelu, MIXRT_OP_UNARY)) continue;
+    const ValueRef x = gelu.inputs[0];
+    const StorageSlot x_slot = forward->slots[x.slot];  // Slots grow below.
+    if (!x_slot.saved || !WrittenOnceWhole(*forward, writers, x) || !IsDense(x) ||
+        !IsFloating(x.dtype) || saved_reads[x.slot].empty()) {
+      continue;
+    }
+    bool only_gradients = true;
+    for (const auto& [node, input] : saved_reads[x.slot]) {
+      only_gradients &= input == 1 && IsGelu(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD);
+    }
+    if (!only_gradients) continue;
+    // ones and the derivative: dense slots laid out as x's.
+    auto add_slot = [&](bool keep_for_backward) {
+      StorageSlot slot;
+      slot.bytes = x_slot.bytes;
+      slot.saved = keep_for_backward;
+      forward->slots.push_back(slot);
+      ValueRef v = x;
+      v.slot = static_cast<int>(forward->slots.size() - 1);
+      return v;
+    };
+    const ValueRef ones = add_slot(false);
+    const ValueRef derivative = add_slot(true);
+    GraphNode fill;
+    fill.op = MIXRT_OP_FILL;
+    MixrtScalarAttrs one{};
+    one.struct_size = sizeof(one);
+    one.value = 1.0;
+    fill.attrs = AttrBytes(one);
+    fill.outputs = {ones};
+    GraphNode slope;
+    slope.op = MIXRT_OP_UNARY_BACKWARD;
+    slope.attrs = gelu.attrs;
+    slope.inputs = {ones, x};
+    slope.outputs = {derivative};
+    after[i].push_back(std::move(fill));
+    after[i].push_back(std::move(slope));
+    // g * gelu'(x) is g times the derivative, read where the backward read
+    // x (its views keep their offsets: the layout is x's).
+    MixrtPointwiseAttrs mul{};
+    mul.struct_size = sizeof(mul);
+    mul.kind = MIXRT_BINARY_MUL;
+    for (const auto& [node, input] : saved_reads[x.slot]) {
+      GraphNode& grad = backward->nodes[node];
+      grad.op = MIXRT_OP_BINARY;
+      grad.attrs = AttrBytes(mul);
+    }
+    for (StorageSlot& slot : backward->slots) {
+      if (slot.kind == StorageSlot::Kind::kSaved && slot.forward_slot == x.slot) {
+        slot.forward_slot = derivative.slot;
+      }
+    }
+    forward->slots[x.slot].saved = false;
+    ++saved;
+  }
+  if (saved == 0) return 0;
+  std::vector<GraphNode> nodes;
+  for (size_t i = 0; i < forward->nodes.size(); ++i) {
+    nodes.push_back(std::move(forward->nodes[i]));
+    for (GraphNode& n : after[i]) nodes.push_back(std::move(n));
+  }
+  forward->nodes = std::move(nodes);
+  return saved;
 }
 
 }  // namespace mixrt::compiler

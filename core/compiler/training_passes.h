@@ -29,6 +29,17 @@ int ReuseForwardResults(Graph* forward, Graph* backward);
 int FuseMatmulRelu(Graph* forward, Graph* backward,
                    absl::FunctionRef<bool(const GraphNode& matmul)> runs_fused);
 
+// A GELU whose input the backward reads only as the x of GELU gradients
+// saves its derivative instead: the forward computes it beside the GELU
+// (a gradient of ones at the same x, which a backend may run with the GELU
+// as one pass: one erfc for both), and each backward gradient becomes a
+// multiply by it, which the matmul producing the incoming gradient can take
+// as an epilogue. The backward's own pass over the activations (an erfc
+// and an exp per element) goes; what is saved is the same size. Only where
+// `fuses_pair` (op by op the forward would take the gradient's pass
+// instead). Returns how many GELUs save their derivative.
+int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair);
+
 }  // namespace mixrt::compiler
 
 #endif  // MIXRT_CORE_COMPILER_TRAINING_PASSES_H_

@@ -245,6 +245,41 @@ void AddFusionCases(std::vector<Case>* cases) {
           }
           return ChainTolerance(dtype, 3, m, true);
         });
+    // A GELU and its gradient at the same x (one erfc for both where a
+    // plugin fuses them): with an incoming gradient, and with ones (the
+    // derivative a compiled training forward saves, from a fill the plan
+    // keeps); then with NaN, infinities and signed zeros in x.
+    for (Values values : {Values::kNormal, Values::kSpecial}) {
+      for (bool ones : {false, true}) {
+        std::vector<InputSpec> inputs = {{{37, 70}, dtype, values}};
+        if (!ones) inputs.push_back({{37, 70}, dtype});
+        AddChain(
+            cases,
+            absl::StrCat(ones ? "gelu_with_slope" : "gelu_with_gradient",
+                         values == Values::kNormal ? "" : "/special"),
+            dtype, inputs,
+            [ones](const std::vector<Tensor>& in) -> Outputs {
+              const Tensor& x = in[0];
+              Tensor g;
+              if (ones) {
+                MIXRT_ASSIGN_OR_RETURN(g, full(x.shape(), 1.0, x.dtype(), x.device()));
+              } else {
+                g = in[1];
+              }
+              MIXRT_ASSIGN_OR_RETURN(Tensor y, gelu(x));
+              MIXRT_ASSIGN_OR_RETURN(Tensor d, unary_backward(MIXRT_UNARY_GELU, g, x));
+              return std::vector<Tensor>{y, d};
+            },
+            [dtype, ones](int index, const std::vector<std::vector<double>>& in) {
+              // gelu(x) is at most |x|; its slope at most 1.13 (x = 2.4).
+              std::vector<double> m(in[0].size());
+              for (size_t i = 0; i < m.size(); ++i) {
+                m[i] = index == 0 ? Finite(in[0][i]) : 1.13 * (ones ? 1.0 : Finite(in[1][i]));
+              }
+              return ChainTolerance(dtype, 2, m, true);
+            });
+      }
+    }
     // An activation's gradient and its bias gradient: a reduction with a
     // pointwise prologue whose result is also read on its own.
     AddChain(
