@@ -246,6 +246,35 @@ bool Convex(const std::vector<std::vector<int>>& next,
   return true;
 }
 
+// The nodes of group `group` that a path from the group through a node
+// outside it reaches.
+std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
+                           const std::vector<int>& group_of, int group) {
+  std::vector<bool> seen(next.size(), false);
+  std::vector<int> stack, reached;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (group_of[i] != group) continue;
+    for (int s : next[i]) {
+      if (group_of[s] != group && !seen[s]) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+    }
+  }
+  while (!stack.empty()) {
+    const int x = stack.back();
+    stack.pop_back();
+    if (group_of[x] == group) reached.push_back(x);
+    for (int s : next[x]) {
+      if (!seen[s]) {
+        seen[s] = true;
+        stack.push_back(s);
+      }
+    }
+  }
+  return reached;
+}
+
 // The units (a group, or a node of none) in an order respecting `next`,
 // earliest original node first among the ready ones; empty on a cycle.
 std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& next,
@@ -334,9 +363,37 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     }
     outcome.refused.push_back(absl::StrCat("group ", group, ": ", why));
   };
+  // A group a path leaves and re-enters runs in no one place of the order.
+  // The path goes through a node the plugin was not offered (it could not
+  // see it), so the group splits instead of being refused: the nodes no
+  // such path reaches stay (convex: a path into them would reach them
+  // too), the rest become a group of their own, split again as needed.
+  // A piece of one node runs op by op: it fuses nothing.
+  std::vector<int> offered_as(g.nodes.size(), -1);
+  for (size_t f = 0; f < offer.node_of.size(); ++f) {
+    offered_as[offer.node_of[f]] = static_cast<int>(f);
+  }
+  std::vector<bool> split(num_groups, false);
   for (int group = 0; group < num_groups; ++group) {
-    if (!Convex(next, group_of, group)) {
-      refuse(group, "a node it left out both reads from it and feeds it");
+    if (Convex(next, group_of, group)) continue;
+    const std::vector<int> later = Reentered(next, group_of, group);
+    for (int i : later) {
+      group_of[i] = num_groups;
+      claimed[offered_as[i]] = num_groups;
+    }
+    split[group] = true;
+    split.push_back(true);
+    ++num_groups;
+    --group;  // The rest is convex; this checks it again.
+  }
+  for (int group = 0; group < num_groups; ++group) {
+    if (split[group] && std::count(group_of.begin(), group_of.end(), group) == 1) {
+      for (int& x : group_of) {
+        if (x == group) x = -1;
+      }
+      for (int32_t& x : claimed) {
+        if (x == group) x = -1;
+      }
     }
   }
   std::vector<std::vector<int>> order = OrderUnits(next, group_of);

@@ -29,7 +29,9 @@ struct FusionOutcome {
 // `g` with its fused groups in place goes to `fused` when the outcome has
 // groups; otherwise `fused` is untouched (a backend without fusion, a 1.0
 // plugin, or one that claims nothing). An error is the plugin's (a failed
-// claim); a group whose compile fails is refused, not an error. With
+// claim); a group that cannot run in one place of the order is split
+// into pieces that can; a group whose compile fails is refused, not an
+// error. With
 // `time_groups` (max-autotune), each compiled group is timed against its
 // launches on the real shapes and refused when it is not faster.
 absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused,

@@ -950,10 +950,16 @@ typedef struct MixrtFusion_Claim_Args {
   int32_t* group_of_node;
   int32_t num_groups; /* out */
 } MixrtFusion_Claim_Args;
-/* The host runs each group as one unit where all its inputs are ready, and
- * refuses (running its nodes op by op, and saying why in its log) a group
- * that would have to run both before and after some node it left out. A
- * plugin claiming nothing answers num_groups 0. */
+/* The host runs each group as one unit where all its inputs are ready. A
+ * group that would have to run both before and after some node it left out
+ * (a path through a launch the graph does not show, which the plugin could
+ * not see) is split: the nodes no such path reaches stay the group, the
+ * rest become a group numbered from num_groups up, split again as needed;
+ * a piece of one node runs op by op, and compile is asked for each other
+ * piece with group_of_node as the host split it. A group (or piece) whose
+ * compile fails, or groups that depend on each other in a cycle, the host
+ * refuses: it runs their nodes op by op and says why in its log. A plugin
+ * claiming nothing answers num_groups 0. */
 typedef MixrtError* MixrtFusion_Claim(MixrtFusion_Claim_Args* args);
 
 typedef struct MixrtFusion_Compile_Args {
@@ -961,7 +967,7 @@ typedef struct MixrtFusion_Compile_Args {
   MixrtExtensionBase* ext;
   int32_t device;                /* in */
   const MixrtFusionGraph* graph; /* in: the graph claim saw. */
-  const int32_t* group_of_node;  /* in: as claim answered. */
+  const int32_t* group_of_node;  /* in: as claim answered, or split. */
   int32_t group;                 /* in */
   MixrtFusedKernel* kernel;      /* out */
   /* out: what the kernel is, in words, for the host's log ("fused loop:

@@ -1,7 +1,8 @@
 // The claim rule of loop fusion, for plugins that run a group as one loop
 // over a shared iteration shape (the CPU plugin's fused loops, generated
 // GPU kernels): which nodes may join which group so that every group runs
-// in one place of the order (the host refuses one that would not).
+// in one place of the order (the host splits one that would not, where a
+// path runs through launches it did not offer).
 #ifndef MIXRT_PLUGINS_SDK_FUSION_CLAIM_H_
 #define MIXRT_PLUGINS_SDK_FUSION_CLAIM_H_
 
