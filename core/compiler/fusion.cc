@@ -217,35 +217,6 @@ std::vector<std::vector<int>> Successors(const Graph& g) {
   return next;
 }
 
-// Whether a path leaves group `group` and comes back into it: then no one
-// place in the order can run it.
-bool Convex(const std::vector<std::vector<int>>& next,
-            const std::vector<int>& group_of, int group) {
-  std::vector<bool> seen(next.size(), false);
-  std::vector<int> stack;
-  for (size_t i = 0; i < next.size(); ++i) {
-    if (group_of[i] != group) continue;
-    for (int s : next[i]) {
-      if (group_of[s] != group && !seen[s]) {
-        seen[s] = true;
-        stack.push_back(s);
-      }
-    }
-  }
-  while (!stack.empty()) {
-    const int x = stack.back();
-    stack.pop_back();
-    for (int s : next[x]) {
-      if (group_of[s] == group) return false;
-      if (!seen[s]) {
-        seen[s] = true;
-        stack.push_back(s);
-      }
-    }
-  }
-  return true;
-}
-
 // The nodes of group `group` that a path from the group through a node
 // outside it reaches.
 std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
@@ -273,6 +244,13 @@ std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
     }
   }
   return reached;
+}
+
+// Whether no path leaves group `group` and comes back into it: then it
+// runs in one place of the order.
+bool Convex(const std::vector<std::vector<int>>& next,
+            const std::vector<int>& group_of, int group) {
+  return Reentered(next, group_of, group).empty();
 }
 
 // The units (a group, or a node of none) in an order respecting `next`,
