@@ -91,27 +91,18 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     std::vector<int> groups = ClaimMatmulEpilogues(graph);
     if (groups.empty()) return groups;
     auto count = [&groups]() { return 1 + *std::max_element(groups.begin(), groups.end()); };
-    const std::vector<int> convs = ClaimConvEpilogues(graph, groups, count());
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (convs[i] >= 0) groups[i] = convs[i];
-    }
-    const std::vector<int> norms = ClaimNormCasts(graph, groups, count());
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (norms[i] >= 0) groups[i] = norms[i];
-    }
-    const std::vector<int> attentions = ClaimAttentionHeads(graph, groups, count());
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (attentions[i] >= 0) groups[i] = attentions[i];
-    }
-    const std::vector<int> gelus = ClaimGeluWithGrad(graph, groups, count());
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (gelus[i] >= 0) groups[i] = gelus[i];
-    }
-    const int before_loops = count();
-    const std::vector<int> loops = ClaimFusedLoops(graph, groups);
-    for (size_t i = 0; i < groups.size(); ++i) {
-      if (loops[i] >= 0) groups[i] = before_loops + loops[i];
-    }
+    // A kind's claims (its group numbers plus `offset`) over what is left.
+    auto take = [&groups](const std::vector<int>& claimed, int offset) {
+      for (size_t i = 0; i < groups.size(); ++i) {
+        if (claimed[i] >= 0) groups[i] = offset + claimed[i];
+      }
+    };
+    take(ClaimConvEpilogues(graph, groups, count()), 0);
+    take(ClaimNormCasts(graph, groups, count()), 0);
+    take(ClaimAttentionHeads(graph, groups, count()), 0);
+    take(ClaimGeluWithGrad(graph, groups, count()), 0);
+    const int before_loops = count();  // Loops number their groups from 0.
+    take(ClaimFusedLoops(graph, groups), before_loops);
     return groups;
   }
 

@@ -19,11 +19,11 @@ using sdk::FusionValue;
 
 // How an attention operand [G, R, C] is read: straight from `value` (the
 // operand itself, dense), or from the source of the copy node `copy` that
-// made it, through the source's strides.
+// made it, through the source's strides (`rows`, its data set per run).
 struct OperandSource {
   int value = -1;
   int copy = -1;
-  int64_t heads = 1, batch_stride = 0, head_stride = 0, row_stride = 0;
+  GroupRows rows;
 };
 
 // The attention operand `x` (node input) as the copy making it would read
@@ -56,13 +56,12 @@ std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention, in
   OperandSource s;
   s.value = copy.inputs[0];
   s.copy = c;
-  s.row_stride = src.strides[n - 2];
-  if (n == 3) {
-    s.batch_stride = src.strides[0];
-  } else {
-    s.heads = src.shape[1];
-    s.batch_stride = src.strides[0];
-    s.head_stride = src.strides[1];
+  s.rows.dtype = src.dtype;
+  s.rows.row_stride = src.strides[n - 2];
+  s.rows.batch_stride = src.strides[0];
+  if (n == 4) {
+    s.rows.heads = src.shape[1];
+    s.rows.head_stride = src.strides[1];
   }
   return s;
 }
@@ -95,8 +94,7 @@ std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
     const FusionValue& v = g.values[x];
     if (v.shape.size() != 3 || !v.is_static() || !v.is_contiguous()) return std::nullopt;
     sources[k].value = x;
-    sources[k].batch_stride = v.shape[1] * v.shape[2];
-    sources[k].row_stride = v.shape[2];
+    sources[k].rows = GroupRows::Dense(nullptr, v.dtype, v.shape[1], v.shape[2]);
   }
   if (!any_copy) return std::nullopt;
   for (int v : n.outputs) {
@@ -130,9 +128,8 @@ class AttentionHeads : public sdk::FusedKernel {
     AttentionForwardRows rows;
     GroupRows* operands[3] = {&rows.q, &rows.k, &rows.v};
     for (int k = 0; k < 3; ++k) {
-      const OperandSource& s = sources_[k];
-      *operands[k] = GroupRows{data[s.value], dtype_, s.heads, s.batch_stride,
-                               s.head_stride, s.row_stride};
+      *operands[k] = sources_[k].rows;
+      operands[k]->data = data[sources_[k].value];
       if (operands[k]->data == nullptr) {
         return absl::InvalidArgumentError("attention reading its heads: no operand address");
       }

@@ -218,7 +218,7 @@ std::vector<std::vector<int>> Successors(const Graph& g) {
 }
 
 // The nodes of group `group` that a path from the group through a node
-// outside it reaches.
+// outside it reaches: none when the group runs in one place of the order.
 std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
                            const std::vector<int>& group_of, int group) {
   std::vector<bool> seen(next.size(), false);
@@ -244,13 +244,6 @@ std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
     }
   }
   return reached;
-}
-
-// Whether no path leaves group `group` and comes back into it: then it
-// runs in one place of the order.
-bool Convex(const std::vector<std::vector<int>>& next,
-            const std::vector<int>& group_of, int group) {
-  return Reentered(next, group_of, group).empty();
 }
 
 // The units (a group, or a node of none) in an order respecting `next`,
@@ -332,13 +325,17 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
   }
   if (num_groups == 0) return outcome;
   const std::vector<std::vector<int>> next = Successors(g);
-  auto refuse = [&](int group, const std::string& why) {
-    for (size_t f = 0; f < claimed.size(); ++f) {
-      if (claimed[f] == group) claimed[f] = -1;
+  // Its nodes run op by op.
+  auto unclaim = [&](int group) {
+    for (int32_t& x : claimed) {
+      if (x == group) x = -1;
     }
     for (int& x : group_of) {
       if (x == group) x = -1;
     }
+  };
+  auto refuse = [&](int group, const std::string& why) {
+    unclaim(group);
     outcome.refused.push_back(absl::StrCat("group ", group, ": ", why));
   };
   // A group a path leaves and re-enters runs in no one place of the order.
@@ -353,8 +350,8 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
   }
   std::vector<bool> split(num_groups, false);
   for (int group = 0; group < num_groups; ++group) {
-    if (Convex(next, group_of, group)) continue;
     const std::vector<int> later = Reentered(next, group_of, group);
+    if (later.empty()) continue;
     for (int i : later) {
       group_of[i] = num_groups;
       claimed[offered_as[i]] = num_groups;
@@ -366,12 +363,7 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
   }
   for (int group = 0; group < num_groups; ++group) {
     if (split[group] && std::count(group_of.begin(), group_of.end(), group) == 1) {
-      for (int& x : group_of) {
-        if (x == group) x = -1;
-      }
-      for (int32_t& x : claimed) {
-        if (x == group) x = -1;
-      }
+      unclaim(group);
     }
   }
   std::vector<std::vector<int>> order = OrderUnits(next, group_of);

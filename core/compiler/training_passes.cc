@@ -30,16 +30,11 @@ bool ReadAttrs(const GraphNode& n, T* attrs) {
   return true;
 }
 
-bool IsRelu(const GraphNode& n, MixrtOp op) {
+// A launch of `op` (unary or unary_backward) of unary kind `kind`.
+bool IsUnaryOf(const GraphNode& n, MixrtOp op, MixrtUnaryKind kind) {
   MixrtPointwiseAttrs a;
   return n.kind == GraphNode::Kind::kLaunch && n.op == op && ReadAttrs(n, &a) &&
-         a.kind == MIXRT_UNARY_RELU;
-}
-
-bool IsGelu(const GraphNode& n, MixrtOp op) {
-  MixrtPointwiseAttrs a;
-  return n.kind == GraphNode::Kind::kLaunch && n.op == op && ReadAttrs(n, &a) &&
-         a.kind == MIXRT_UNARY_GELU;
+         a.kind == static_cast<uint32_t>(kind);
 }
 
 template <typename T>
@@ -240,7 +235,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
     }
     const int u = readers[a][0];
     GraphNode& relu = forward->nodes[u];
-    if (!IsRelu(relu, MIXRT_OP_UNARY) || !SameView(relu.inputs[0], product)) {
+    if (!IsUnaryOf(relu, MIXRT_OP_UNARY, MIXRT_UNARY_RELU) ||
+        !SameView(relu.inputs[0], product)) {
       continue;
     }
     const ValueRef& result = relu.outputs[0];
@@ -255,7 +251,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
     // Every backward read of the product must be a relu gradient's x.
     bool backward_fits = true;
     for (const auto& [node, input] : saved_reads[a]) {
-      if (input != 1 || !IsRelu(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD)) {
+      if (input != 1 ||
+          !IsUnaryOf(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD, MIXRT_UNARY_RELU)) {
         backward_fits = false;
         break;
       }
@@ -303,7 +300,7 @@ int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair) {
   int saved = 0;
   for (size_t i = 0; i < forward->nodes.size(); ++i) {
     const GraphNode& gelu = forward->nodes[i];
-    if (!IsGelu(gelu, MIXRT_OP_UNARY)) continue;
+    if (!IsUnaryOf(gelu, MIXRT_OP_UNARY, MIXRT_UNARY_GELU)) continue;
     const ValueRef x = gelu.inputs[0];
     const StorageSlot x_slot = forward->slots[x.slot];  // Slots grow below.
     if (!x_slot.saved || !WrittenOnceWhole(*forward, writers, x) || !IsDense(x) ||
@@ -312,7 +309,8 @@ int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair) {
     }
     bool only_gradients = true;
     for (const auto& [node, input] : saved_reads[x.slot]) {
-      only_gradients &= input == 1 && IsGelu(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD);
+      only_gradients &= input == 1 && IsUnaryOf(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD,
+                                                MIXRT_UNARY_GELU);
     }
     if (!only_gradients) continue;
     // ones and the derivative: dense slots laid out as x's.
