@@ -145,6 +145,7 @@ struct PassCounts {
   int batch_norms = 0;   // Eval batch_norms lowered to a scale and shift.
   int gelu_slopes = 0;   // GELUs saving their derivative for the backward.
   int reused = 0;        // Backward launches reading forward results.
+  int placed = 0;        // Copies whose producers now write their places.
 };
 
 // The passes every traced graph goes through (its backward too), as a
@@ -181,6 +182,8 @@ PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
     counts.reused = compiler::ReuseForwardResults(&forward, backward);
     compiler::EliminateDeadLaunches(backward);
   }
+  counts.placed = compiler::PlaceCopiedResults(&forward);
+  if (backward != nullptr) counts.placed += compiler::PlaceCopiedResults(backward);
   return counts;
 }
 
@@ -498,7 +501,8 @@ struct CompiledFunction::State {
                          note(counts.batch_norms, "eval batch_norms as a scale and shift"),
                          note(counts.gelu_slopes, "GELUs save their derivative"),
                          note(counts.reused,
-                              "backward launches read forward results")));
+                              "backward launches read forward results"),
+                         note(counts.placed, "copies written in place by their producers")));
     } else {
       if (options.fullgraph) {
         return absl::FailedPreconditionError(absl::StrCat(

@@ -33,14 +33,6 @@ struct Offer {
   MixrtFusionGraph graph{};
 };
 
-// A matmul adding into its output reads it: one node would both read and
-// write the value, which then has no single meaning to offer.
-int64_t Elements(const ValueRef& v) {
-  int64_t n = 1;
-  for (int64_t d : v.shape) n *= d;
-  return n;
-}
-
 // A view whose elements are its base's, in order (a reshape): a group
 // writing the base may hand it to the reader without memory
 // (plugin_api.h), so reading it does not make the group store the base.
@@ -50,13 +42,6 @@ bool PlainReshape(const ValueRef& view, const ValueRef& base) {
          IsDense(base) && Elements(view) == Elements(base);
 }
 
-bool Accumulates(const GraphNode& n) {
-  if (n.op != MIXRT_OP_MATMUL) return false;
-  MixrtMatmulAttrs a{};
-  if (n.attrs.size() < sizeof(a)) return true;
-  std::memcpy(&a, n.attrs.data(), sizeof(a));
-  return a.beta != 0.0f;
-}
 
 // Launches that write whole intermediates no other node writes, from inputs
 // written (if at all) once, earlier: each value then has one meaning, which

@@ -1,5 +1,7 @@
 #include "core/compiler/graph.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mixrt/op_names.h"
@@ -28,6 +30,20 @@ std::string ValueName(const Graph& g, const ValueRef& v) {
 }
 
 }  // namespace
+
+int64_t Elements(const ValueRef& v) {
+  int64_t n = 1;
+  for (int64_t d : v.shape) n *= d;
+  return n;
+}
+
+bool Accumulates(const GraphNode& n) {
+  if (n.op != MIXRT_OP_MATMUL) return false;
+  MixrtMatmulAttrs a{};
+  if (n.attrs.size() < sizeof(a)) return true;
+  std::memcpy(&a, n.attrs.data(), sizeof(a));
+  return a.beta != 0.0f;
+}
 
 bool IsDense(const ValueRef& v) {
   int64_t expected = 1;

@@ -96,6 +96,13 @@ MixrtTensorDesc Describe(const ValueRef& v);
 // (size-1 dims aside).
 bool IsDense(const ValueRef& v);
 
+// How many elements `v` views.
+int64_t Elements(const ValueRef& v);
+
+// Whether launch `n` adds into its output (a matmul with beta != 0), so
+// reads what it writes.
+bool Accumulates(const GraphNode& n);
+
 // Per slot, the nodes (launches and host writes) writing it, in order,
 // each once.
 std::vector<std::vector<int>> SlotWriters(const Graph& g);

@@ -1,10 +1,12 @@
 #include "core/compiler/passes.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "core/compiler/launch_key.h"
+#include "mixrt/plugin_api.h"
 
 namespace mixrt::compiler {
 
@@ -93,6 +95,97 @@ int EliminateCommonLaunches(Graph* graph) {
   const int removed = static_cast<int>(graph->nodes.size() - kept.size());
   graph->nodes = std::move(kept);
   return removed;
+}
+
+namespace {
+
+// The elements [first, last] of its slot that view `v` can touch, in bytes.
+std::pair<int64_t, int64_t> ByteSpan(const ValueRef& v) {
+  int64_t last = v.offset;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.shape[d] == 0) return {0, -1};
+    last += (v.shape[d] - 1) * v.strides[d];
+  }
+  const int64_t size = static_cast<int64_t>(DTypeSize(v.dtype));
+  return {v.offset * size, (last + 1) * size - 1};
+}
+
+// Whether two views of one slot share no byte.
+bool Apart(const ValueRef& a, const ValueRef& b) {
+  const auto [a_first, a_last] = ByteSpan(a);
+  const auto [b_first, b_last] = ByteSpan(b);
+  return a_last < b_first || b_last < a_first;
+}
+
+}  // namespace
+
+int PlaceCopiedResults(Graph* graph) {
+  const size_t slots = graph->slots.size();
+  std::vector<std::vector<int>> readers(slots);
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    for (const ValueRef& v : graph->nodes[i].inputs) readers[v.slot].push_back(static_cast<int>(i));
+  }
+  std::vector<bool> returned(slots, false);
+  for (const ValueRef& v : graph->outputs) returned[v.slot] = true;
+  auto temporary = [&](int slot) {
+    const StorageSlot& s = graph->slots[slot];
+    return s.kind == StorageSlot::Kind::kInternal && !s.returned && !s.saved &&
+           !returned[slot];
+  };
+  std::vector<bool> drop(graph->nodes.size(), false);
+  int placed = 0;
+  std::vector<std::vector<int>> writers = SlotWriters(*graph);
+  for (size_t c = 0; c < graph->nodes.size(); ++c) {
+    const GraphNode& copy = graph->nodes[c];
+    if (copy.kind != GraphNode::Kind::kLaunch || copy.op != MIXRT_OP_COPY ||
+        copy.inputs.size() != 1 || copy.outputs.size() != 1) {
+      continue;
+    }
+    const ValueRef& from = copy.inputs[0];
+    const ValueRef& to = copy.outputs[0];
+    if (from.slot == to.slot || from.dtype != to.dtype || !temporary(from.slot) ||
+        !temporary(to.slot) || !WholeSlot(*graph, from) || !IsDense(to) ||
+        writers[from.slot].size() != 1 || readers[from.slot].size() != 1) {
+      continue;
+    }
+    const int p = writers[from.slot][0];
+    GraphNode& producer = graph->nodes[p];
+    if (p >= static_cast<int>(c) || producer.kind != GraphNode::Kind::kLaunch ||
+        Accumulates(producer)) {
+      continue;
+    }
+    bool clear = true;
+    for (const ValueRef& v : producer.inputs) {
+      clear &= v.slot != to.slot && v.slot != from.slot;
+    }
+    for (const ValueRef& v : producer.outputs) {
+      clear &= v.slot != from.slot || (v.offset == 0 && IsDense(v));
+    }
+    // Between the two, the destination's slot is not read, and written
+    // only apart from the destination (the copies of other parts).
+    for (size_t k = p + 1; k < c && clear; ++k) {
+      if (drop[k]) continue;
+      const GraphNode& n = graph->nodes[k];
+      for (const ValueRef& v : n.inputs) clear &= v.slot != to.slot;
+      for (const ValueRef& v : n.outputs) clear &= v.slot != to.slot || Apart(v, to);
+    }
+    if (!clear || Elements(from) != Elements(to)) continue;
+    for (ValueRef& out : producer.outputs) {
+      if (out.slot != from.slot) continue;
+      // The producer's own shape, dense, where the copy wrote.
+      out.slot = to.slot;
+      out.offset = to.offset;
+    }
+    writers[to.slot].push_back(p);
+    drop[c] = true;
+    ++placed;
+  }
+  std::vector<GraphNode> kept;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(graph->nodes[i]));
+  }
+  graph->nodes = std::move(kept);
+  return placed;
 }
 
 }  // namespace mixrt::compiler

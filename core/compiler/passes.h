@@ -21,6 +21,15 @@ int EliminateDeadLaunches(Graph* graph);
 // once. Returns how many launches went.
 int EliminateCommonLaunches(Graph* graph);
 
+// A launch whose result only a same-dtype copy reads, the copy writing it
+// densely into part of a temporary (autograd stacking a split's gradients,
+// a cat), writes that part itself and the copy goes, as Inductor's concat
+// buffers have their inputs' producers write into them. The producer must
+// write the whole temporary no one else reads, nothing may touch the
+// destination between the two, and the producer must not read it. Returns
+// how many copies went.
+int PlaceCopiedResults(Graph* graph);
+
 }  // namespace mixrt::compiler
 
 #endif  // MIXRT_CORE_COMPILER_PASSES_H_

@@ -135,6 +135,7 @@ class Plan {
   // split the kernel graphs; then runs of plain launches become graphs.
   void OrderForGraphs();
   absl::Status BuildKernelGraphs();
+  absl::Status ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
   // A failed node's status, naming it ("compiled graph node 3 (matmul...").

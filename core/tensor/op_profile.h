@@ -3,6 +3,9 @@
 // MIXRT_PROFILE_OPS=1 (the table goes to stderr at exit) or
 // EnableOpProfile(true); each launch is timed on the host, after
 // synchronizing its device, so the figures are kernel times on GPUs too.
+// Compiled graphs' launches and fused kernels count as "compiled <op>" and
+// "compiled fused: <kernel>" (a reduce-overhead kernel graph runs whole,
+// untimed).
 //
 //   MIXRT_PROFILE_OPS=1 bazel-bin/examples/gpt --modes=bf16 --steps=5
 #ifndef MIXRT_CORE_TENSOR_OP_PROFILE_H_

@@ -27,6 +27,7 @@
 #include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_profile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mixrt/status_macros.h"
@@ -886,6 +887,79 @@ TEST(Compile, RepeatedLaunchesRunOnce) {
     EXPECT_EQ(Bytes((*got)[1]), Bytes((*want)[1])) << i;
   }
   EXPECT_THAT(f->Explain(), HasSubstr("6 launches (1 repeated launches merged)"));
+}
+
+// cat copies each part into its place: a part that only the copy reads is
+// written there by the launch producing it, and the copy goes; a part read
+// elsewhere too, or a result of the call, stays a copy.
+TEST(Compile, APartOfACatReadOnlyByItsCopyIsWrittenInPlace) {
+  const Device d = Cpu();
+  auto joined = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, exp(in[0]));     // Only the cat reads it.
+    MIXRT_ASSIGN_OR_RETURN(Tensor b, relu(in[0]));    // Also read by the add.
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, neg(in[1]));     // Also a result.
+    MIXRT_ASSIGN_OR_RETURN(Tensor e, sigmoid(in[1]));  // Only the cat reads it.
+    MIXRT_ASSIGN_OR_RETURN(Tensor all, cat({a, b, c, e}, 0));
+    MIXRT_ASSIGN_OR_RETURN(Tensor twice, mul(all, all));
+    MIXRT_ASSIGN_OR_RETURN(Tensor more, add(b, b));
+    return std::vector<Tensor>{twice, more, c};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(joined);
+  for (int i = 0; i < 2; ++i) {
+    const Tensor x = Input(d, 4, 7 + i), y = Input(d, 4, 9 + i);
+    auto got = (*f)({x, y});
+    auto want = joined({x, y});
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status();
+    for (size_t k = 0; k < want->size(); ++k) {
+      EXPECT_EQ(Bytes((*got)[k]), Bytes((*want)[k])) << i << " result " << k;
+    }
+  }
+  EXPECT_THAT(f->Explain(), HasSubstr("(2 copies written in place by their producers)"));
+  const std::string explain = f->Explain();
+  EXPECT_THAT(explain, ContainsRegex("buf[0-9]+\\+384:f32\\[4, 32\\] = unary\\(arg1"));
+  int copies = 0;
+  for (size_t at = explain.find(" = copy("); at != std::string::npos;
+       at = explain.find(" = copy(", at + 1)) {
+    ++copies;
+  }
+  EXPECT_EQ(copies, 2) << explain;  // b's and c's.
+}
+
+// The op profile times a compiled graph's launches and fused kernels too,
+// named apart from eager's ops; nothing while it is off.
+TEST(Compile, TheOpProfileTimesCompiledLaunchesAndFusedKernels) {
+  const Device d = Cpu();
+  auto chain = [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, exp(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor b, mul(a, a));
+    MIXRT_ASSIGN_OR_RETURN(Tensor c, sum(b));
+    return std::vector<Tensor>{a, c};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(chain);
+  const Tensor x = Input(d, 4, 1);
+  ASSERT_TRUE((*f)({x}).ok());  // The trace runs eagerly.
+  ResetOpProfile();
+  ASSERT_TRUE((*f)({x}).ok());
+  EXPECT_TRUE(OpProfileEntries().empty());
+  EnableOpProfile(true);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*f)({x}).ok());
+  EnableOpProfile(false);
+  int64_t calls = 0;
+  bool fused = false;
+  for (const OpProfileEntry& e : OpProfileEntries()) {
+    EXPECT_EQ(e.op.rfind("compiled ", 0), 0u) << e.op;  // No eager launch ran.
+    EXPECT_GE(e.seconds, 0);
+    calls += e.calls;
+    fused |= e.op.rfind("compiled fused: ", 0) == 0;
+  }
+  // One entry per node per call: exp (a result) and the fused multiply and
+  // sum, or three launches.
+  const bool fusing = f->Explain().find("fused[") != std::string::npos;
+  EXPECT_EQ(fused, fusing);
+  EXPECT_EQ(calls, fusing ? 3 * 2 : 3 * 3) << f->Explain();
+  ResetOpProfile();
 }
 
 // Automatic dynamic: sizes 4 and 8 trace, 12 traces and confirms the

@@ -22,6 +22,7 @@
 namespace mixrt {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 constexpr double kBf16Roundoff = 1.0 / 256;  // 2^-8: 8 significant bits.
@@ -155,8 +156,11 @@ absl::StatusOr<std::vector<Tensor>> SplitHeadsAttention(const std::vector<Tensor
 // In inference the copies run inside the attention's fused kernel, which
 // reads each head's rows where the projection wrote them: the same kernel
 // on the same values, so eager's result bit for bit. In training the
-// copies are saved for the backward and stay copies.
-TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceInInference) {
+// copies are saved for the backward and stay copies; the backward's
+// gradients of q, k and v, which autograd stacks for the split with three
+// copies, are written by the attention's backward where the copies put
+// them: eager's gradient bit for bit, three copies fewer.
+TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceAndItsBackwardWritesTheirGradientsInPlace) {
   const Device d = testing::CpuDevice();
   Generator g(5);
   const Tensor x = *randn({2, 150, 192}, DType::kBF16, d, 0, 1, &g);
@@ -176,9 +180,29 @@ TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceInInference) {
   ASSERT_TRUE(trained.set_requires_grad(true).ok());
   auto f = compile(SplitHeadsAttention);
   ASSERT_TRUE(f.ok());
-  ASSERT_TRUE((*f)({trained}).ok());
-  ASSERT_TRUE((*f)({trained}).ok());
+  const Tensor g_out = *randn({2, 4, 150, 16}, DType::kBF16, d, 0, 1, &g);
+  auto gradient = [&](const std::vector<Tensor>& y) -> absl::StatusOr<std::vector<uint8_t>> {
+    MIXRT_RETURN_IF_ERROR(y[0].backward(g_out, /*retain_graph=*/false));
+    MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, trained.grad().to_bytes());
+    trained.set_grad(Tensor());
+    return bytes;
+  };
+  auto eager = SplitHeadsAttention({trained});
+  ASSERT_TRUE(eager.ok());
+  auto want = gradient(*eager);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int call = 0; call < 2; ++call) {
+    auto y = (*f)({trained});
+    ASSERT_TRUE(y.ok()) << y.status();
+    auto got = gradient(*y);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, *want) << "call " << call;
+  }
   EXPECT_THAT(f->Explain(), ::testing::Not(HasSubstr("attention reading its heads")));
+  EXPECT_THAT(f->Explain(), HasSubstr("(3 copies written in place by their producers)"));
+  EXPECT_THAT(f->Explain(), ContainsRegex(
+      "buf[0-9]+:bf16\\[8, 150, 16\\], buf[0-9]+\\+19200:bf16\\[8, 150, 16\\], "
+      "buf[0-9]+\\+38400:bf16\\[8, 150, 16\\] = scaled_dot_product_attention_backward"));
 }
 
 }  // namespace
