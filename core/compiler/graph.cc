@@ -1,6 +1,7 @@
 #include "core/compiler/graph.h"
 
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +44,16 @@ bool Accumulates(const GraphNode& n) {
   if (n.attrs.size() < sizeof(a)) return true;
   std::memcpy(&a, n.attrs.data(), sizeof(a));
   return a.beta != 0.0f;
+}
+
+int DropNodes(Graph* g, const std::vector<bool>& drop) {
+  std::vector<GraphNode> kept;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move(g->nodes[i]));
+  }
+  const int removed = static_cast<int>(g->nodes.size() - kept.size());
+  g->nodes = std::move(kept);
+  return removed;
 }
 
 bool IsDense(const ValueRef& v) {

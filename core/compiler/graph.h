@@ -103,6 +103,10 @@ int64_t Elements(const ValueRef& v);
 // reads what it writes.
 bool Accumulates(const GraphNode& n);
 
+// Removes the nodes whose `drop` is set, keeping the others' order;
+// returns how many went.
+int DropNodes(Graph* g, const std::vector<bool>& drop);
+
 // Per slot, the nodes (launches and host writes) writing it, in order,
 // each once.
 std::vector<std::vector<int>> SlotWriters(const Graph& g);

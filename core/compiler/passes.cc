@@ -20,22 +20,16 @@ int EliminateDeadLaunches(Graph* graph) {
   for (const ValueRef& v : graph->outputs) live[v.slot] = true;
   // Backwards: a kept node makes what it reads live. One pass suffices:
   // a slot's readers come after its writers.
-  std::vector<bool> keep(graph->nodes.size(), false);
+  std::vector<bool> drop(graph->nodes.size(), true);
   for (size_t i = graph->nodes.size(); i-- > 0;) {
     const GraphNode& n = graph->nodes[i];
     bool needed = false;
     for (const ValueRef& v : n.outputs) needed |= live[v.slot];
     if (!needed) continue;
-    keep[i] = true;
+    drop[i] = false;
     for (const ValueRef& v : n.inputs) live[v.slot] = true;
   }
-  std::vector<GraphNode> kept;
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    if (keep[i]) kept.push_back(std::move(graph->nodes[i]));
-  }
-  const int removed = static_cast<int>(graph->nodes.size() - kept.size());
-  graph->nodes = std::move(kept);
-  return removed;
+  return DropNodes(graph, drop);
 }
 
 int EliminateCommonLaunches(Graph* graph) {
@@ -88,13 +82,7 @@ int EliminateCommonLaunches(Graph* graph) {
   for (ValueRef& v : graph->outputs) {
     if (replaced[v.slot] >= 0) v.slot = replaced[v.slot];
   }
-  std::vector<GraphNode> kept;
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    if (!drop[i]) kept.push_back(std::move(graph->nodes[i]));
-  }
-  const int removed = static_cast<int>(graph->nodes.size() - kept.size());
-  graph->nodes = std::move(kept);
-  return removed;
+  return DropNodes(graph, drop);
 }
 
 namespace {
@@ -180,11 +168,7 @@ int PlaceCopiedResults(Graph* graph) {
     drop[c] = true;
     ++placed;
   }
-  std::vector<GraphNode> kept;
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    if (!drop[i]) kept.push_back(std::move(graph->nodes[i]));
-  }
-  graph->nodes = std::move(kept);
+  DropNodes(graph, drop);
   return placed;
 }
 

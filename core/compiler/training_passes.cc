@@ -282,11 +282,7 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
     drop[u] = true;
     ++fused;
   }
-  std::vector<GraphNode> kept;
-  for (size_t i = 0; i < forward->nodes.size(); ++i) {
-    if (!drop[i]) kept.push_back(std::move(forward->nodes[i]));
-  }
-  forward->nodes = std::move(kept);
+  DropNodes(forward, drop);
   return fused;
 }
 
