@@ -42,7 +42,6 @@ bool PlainReshape(const ValueRef& view, const ValueRef& base) {
          IsDense(base) && Elements(view) == Elements(base);
 }
 
-
 // Launches that write whole intermediates no other node writes, from inputs
 // written (if at all) once, earlier: each value then has one meaning, which
 // the ABI's subgraph requires. Launches on constants alone stay with the

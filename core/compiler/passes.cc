@@ -87,7 +87,7 @@ int EliminateCommonLaunches(Graph* graph) {
 
 namespace {
 
-// The elements [first, last] of its slot that view `v` can touch, in bytes.
+// The bytes [first, last] of its slot that view `v` can touch.
 std::pair<int64_t, int64_t> ByteSpan(const ValueRef& v) {
   int64_t last = v.offset;
   for (size_t d = 0; d < v.shape.size(); ++d) {
@@ -146,8 +146,10 @@ int PlaceCopiedResults(Graph* graph) {
     for (const ValueRef& v : producer.inputs) {
       clear &= v.slot != to.slot && v.slot != from.slot;
     }
+    // Each dense part the producer writes of the (dense, whole) source
+    // lands as far into the (dense) destination.
     for (const ValueRef& v : producer.outputs) {
-      clear &= v.slot != from.slot || (v.offset == 0 && IsDense(v));
+      clear &= v.slot != from.slot || (IsDense(v) && v.dtype == from.dtype);
     }
     // Between the two, the destination's slot is not read, and written
     // only apart from the destination (the copies of other parts).
@@ -160,9 +162,8 @@ int PlaceCopiedResults(Graph* graph) {
     if (!clear || Elements(from) != Elements(to)) continue;
     for (ValueRef& out : producer.outputs) {
       if (out.slot != from.slot) continue;
-      // The producer's own shape, dense, where the copy wrote.
       out.slot = to.slot;
-      out.offset = to.offset;
+      out.offset += to.offset;
     }
     writers[to.slot].push_back(p);
     drop[c] = true;
