@@ -82,7 +82,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   }
 
   // GEMMs and convolutions with the chains they feed first (oneDNN
-  // primitives with post-ops), then layer_norms writing their casts,
+  // primitives with post-ops), then layer_norms writing their casts and
+  // layer_norm_backwards with their neighbours,
   // attentions reading their heads in place and GELUs with their
   // gradients, then loops over what is left; each kind's groups are
   // numbered after the last kind's.
@@ -99,6 +100,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     };
     take(ClaimConvEpilogues(graph, groups, count()), 0);
     take(ClaimNormCasts(graph, groups, count()), 0);
+    take(ClaimNormBackwards(graph, groups, count()), 0);
     take(ClaimAttentionHeads(graph, groups, count()), 0);
     take(ClaimGeluWithGrad(graph, groups, count()), 0);
     const int before_loops = count();  // Loops number their groups from 0.
@@ -110,7 +112,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
     // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
-    // (with its cast), an attention's (with its operands' copies), a GELU
+    // (with its cast) or layer_norm_backward's (with its neighbours), an attention's (with its operands' copies), a GELU
     // with its gradient, or a loop.
     bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
@@ -124,6 +126,9 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       }
       if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM) {
         return CompileNormCast(graph, group_of_node, group);
+      }
+      if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM_BACKWARD) {
+        return CompileNormBackward(graph, group_of_node, group);
       }
       if (graph.nodes[i].op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION) {
         return CompileAttentionHeads(graph, group_of_node, group);

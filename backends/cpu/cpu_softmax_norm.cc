@@ -47,6 +47,83 @@ void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
   });
 }
 
+void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
+                           const float* mean, const float* rstd,
+                           const sdk::TensorRef* weight, void* gx, MixrtDtype gx_dtype,
+                           const float* residual, void* grad_weight, void* grad_bias,
+                           MixrtDtype param_dtype) {
+  const int64_t rows = x.dim(0), n = x.dim(1);
+  std::vector<float> w(n, 1.0f);
+  if (weight != nullptr) LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
+  const bool affine = grad_weight != nullptr;
+  const int threads = omp_get_max_threads();
+  // Per-thread partial sums for the parameter gradients, added at the end.
+  std::vector<std::vector<double>> gw(threads, std::vector<double>(affine ? n : 0, 0.0));
+  std::vector<std::vector<double>> gb(threads, std::vector<double>(affine ? n : 0, 0.0));
+  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
+    const int t = omp_get_thread_num();
+    std::vector<float> g(n), xr(n), out(n), res(residual != nullptr ? n : 0);
+    for (int64_t r = begin; r < end; ++r) {
+      LoadRow(gy.data(), gy.dtype(), r * n, n, g.data());
+      LoadRow(x.data(), x.dtype(), r * n, n, xr.data());
+      // Locals, so the stores below cannot alias what the loop reads (the
+      // compiler reloaded mean and rstd per element and kept it scalar).
+      const float row_mean = mean[r], row_rstd = rstd[r];
+      float* __restrict xh = xr.data();
+      float* __restrict dy_w = out.data();
+      const float* __restrict gr = g.data();
+      const float* __restrict wr = w.data();
+      if (affine) {
+        double* __restrict gw_t = gw[t].data();
+        double* __restrict gb_t = gb[t].data();
+        for (int64_t i = 0; i < n; ++i) {
+          const float xhat = (xh[i] - row_mean) * row_rstd;
+          gw_t[i] += gr[i] * xhat;
+          gb_t[i] += gr[i];
+          xh[i] = xhat;
+          dy_w[i] = gr[i] * wr[i];  // Until the output overwrites it.
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          xh[i] = (xh[i] - row_mean) * row_rstd;
+          dy_w[i] = gr[i] * wr[i];
+        }
+      }
+      if (gx == nullptr) continue;
+      const double mean_dyw = SumInLanes(
+          n, [dy_w](int64_t i) { return static_cast<double>(dy_w[i]); });
+      const double mean_dyw_xhat = SumInLanes(n, [dy_w, xh](int64_t i) {
+        return static_cast<double>(dy_w[i] * xh[i]);
+      });
+      const auto a = static_cast<float>(mean_dyw / n);
+      const auto c = static_cast<float>(mean_dyw_xhat / n);
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = rstd[r] * (g[i] * w[i] - a - xr[i] * c);
+      }
+      if (residual != nullptr) {
+        // The f32 sum the binary op would have stored, then one rounding.
+        const float* __restrict rr = residual + r * n;
+        for (int64_t i = 0; i < n; ++i) out[i] = rr[i] + out[i];
+      }
+      StoreRow(out.data(), n, gx, gx_dtype, r * n);
+    }
+  });
+  if (affine) {
+    std::vector<float> sw(n, 0.0f), sb(n, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      double a = 0, c = 0;
+      for (int t = 0; t < threads; ++t) {
+        a += gw[t][i];
+        c += gb[t][i];
+      }
+      sw[i] = static_cast<float>(a);
+      sb[i] = static_cast<float>(c);
+    }
+    StoreRow(sw.data(), n, grad_weight, param_dtype, 0);
+    StoreRow(sb.data(), n, grad_bias, param_dtype, 0);
+  }
+}
+
 namespace {
 
 using sdk::TensorRef;
@@ -190,69 +267,14 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
       call.outputs.size() != (affine ? 3u : 1u)) {
     return absl::InvalidArgumentError("layer_norm_backward: wrong tensors");
   }
-  const TensorRef& gy = call.inputs[0];
-  const TensorRef& x = call.inputs[1];
-  const auto* mean = static_cast<const float*>(call.inputs[2].data());
-  const auto* rstd = static_cast<const float*>(call.inputs[3].data());
   const TensorRef& gx = call.outputs[0];
-  const int64_t rows = x.dim(0), n = x.dim(1);
-  std::vector<float> w(n, 1.0f);
-  if (affine) {
-    LoadRow(call.inputs[4].data(), call.inputs[4].dtype(), 0, n, w.data());
-  }
-  const int threads = omp_get_max_threads();
-  // Per-thread partial sums for the parameter gradients, added at the end.
-  std::vector<std::vector<double>> gw(threads, std::vector<double>(n, 0.0));
-  std::vector<std::vector<double>> gb(threads, std::vector<double>(n, 0.0));
-  ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
-    const int t = omp_get_thread_num();
-    std::vector<float> g(n), xr(n), out(n);
-    for (int64_t r = begin; r < end; ++r) {
-      LoadRow(gy.data(), gy.dtype(), r * n, n, g.data());
-      LoadRow(x.data(), x.dtype(), r * n, n, xr.data());
-      // Locals, so the stores below cannot alias what the loop reads (the
-      // compiler reloaded mean and rstd per element and kept it scalar).
-      const float row_mean = mean[r], row_rstd = rstd[r];
-      double* __restrict gw_t = gw[t].data();
-      double* __restrict gb_t = gb[t].data();
-      float* __restrict xh = xr.data();
-      float* __restrict dy_w = out.data();
-      const float* __restrict gr = g.data();
-      const float* __restrict wr = w.data();
-      for (int64_t i = 0; i < n; ++i) {
-        const float xhat = (xh[i] - row_mean) * row_rstd;
-        gw_t[i] += gr[i] * xhat;
-        gb_t[i] += gr[i];
-        xh[i] = xhat;
-        dy_w[i] = gr[i] * wr[i];  // Until the output overwrites it.
-      }
-      const double mean_dyw = SumInLanes(
-          n, [dy_w](int64_t i) { return static_cast<double>(dy_w[i]); });
-      const double mean_dyw_xhat = SumInLanes(n, [dy_w, xh](int64_t i) {
-        return static_cast<double>(dy_w[i] * xh[i]);
-      });
-      const auto a = static_cast<float>(mean_dyw / n);
-      const auto c = static_cast<float>(mean_dyw_xhat / n);
-      for (int64_t i = 0; i < n; ++i) {
-        out[i] = rstd[r] * (g[i] * w[i] - a - xr[i] * c);
-      }
-      StoreRow(out.data(), n, gx.data(), gx.dtype(), r * n);
-    }
-  });
-  if (affine) {
-    std::vector<float> sw(n, 0.0f), sb(n, 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      double a = 0, c = 0;
-      for (int t = 0; t < threads; ++t) {
-        a += gw[t][i];
-        c += gb[t][i];
-      }
-      sw[i] = static_cast<float>(a);
-      sb[i] = static_cast<float>(c);
-    }
-    StoreRow(sw.data(), n, call.outputs[1].data(), call.outputs[1].dtype(), 0);
-    StoreRow(sb.data(), n, call.outputs[2].data(), call.outputs[2].dtype(), 0);
-  }
+  LayerNormBackwardRows(call.inputs[0], call.inputs[1],
+                        static_cast<const float*>(call.inputs[2].data()),
+                        static_cast<const float*>(call.inputs[3].data()),
+                        affine ? &call.inputs[4] : nullptr, gx.data(), gx.dtype(),
+                        /*residual=*/nullptr, affine ? call.outputs[1].data() : nullptr,
+                        affine ? call.outputs[2].data() : nullptr,
+                        affine ? call.outputs[1].dtype() : MIXRT_DTYPE_F32);
   return absl::OkStatus();
 }
 

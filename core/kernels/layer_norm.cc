@@ -106,10 +106,16 @@ absl::StatusOr<LayerNormGrads> layer_norm_backward(
     MIXRT_ASSIGN_OR_RETURN(Tensor w, weight.reshape({cols}));
     MIXRT_ASSIGN_OR_RETURN(w, w.to(x.dtype()));
     ins.push_back(w);
-    MIXRT_ASSIGN_OR_RETURN(grads.grad_weight,
-                           zeros({cols}, weight.dtype(), x.device()));
-    MIXRT_ASSIGN_OR_RETURN(grads.grad_bias,
-                           zeros({cols}, weight.dtype(), x.device()));
+    // The kernel writes every element; with no rows it does not run and
+    // the sums over no rows are 0. (A fill before the launch would also
+    // give the parameter gradients two writers, which the compiler does not
+    // offer a plugin for fusion.)
+    auto make = [&]() {
+      return rows > 0 ? empty({cols}, weight.dtype(), x.device())
+                      : zeros({cols}, weight.dtype(), x.device());
+    };
+    MIXRT_ASSIGN_OR_RETURN(grads.grad_weight, make());
+    MIXRT_ASSIGN_OR_RETURN(grads.grad_bias, make());
     outs.push_back(grads.grad_weight);
     outs.push_back(grads.grad_bias);
   }

@@ -4,9 +4,12 @@
 // the results agree within bf16's rounding of what each element sums, not
 // bit for bit; a NaN in the input still reaches the output (the GradScaler
 // must see an overflow), and a layer_norm writing its bf16 cast directly is
-// eager's bit for bit, as is an attention reading its heads in place.
+// eager's bit for bit, as are an attention reading its heads in place and a
+// layer_norm_backward reading its bf16 gradient and adding the residual's.
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/amp/autocast.h"
@@ -49,6 +52,12 @@ struct Block {
     return std::vector<Tensor>{out, normalized};
   }
 };
+
+int CountSubstr(const std::string& s, const std::string& part) {
+  int n = 0;
+  for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+  return n;
+}
 
 std::vector<double> Values(const Tensor& t) {
   const std::vector<float> f = *t.to_float_vector();
@@ -203,6 +212,95 @@ TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceAndItsBackwardWritesTheirGr
   EXPECT_THAT(f->Explain(), ContainsRegex(
       "buf[0-9]+:bf16\\[8, 150, 16\\], buf[0-9]+\\+19200:bf16\\[8, 150, 16\\], "
       "buf[0-9]+\\+38400:bf16\\[8, 150, 16\\] = scaled_dot_product_attention_backward"));
+}
+
+
+// Two pre-norm residual halves under bf16 autocast, as a transformer block
+// chains them: h = x + W1 ln1(x), y = h + W2 ln2(h). The products are
+// results too, so no GEMM adds the residual in its epilogue (before the
+// bf16 rounding eager does first): the forward is eager's bit for bit, and
+// so must the gradients be.
+struct PreNormPair {
+  std::vector<Tensor> params;  // ln1 w, b, W1, ln2 w, b, W2.
+  explicit PreNormPair(const Device& d) {
+    Generator g(17);
+    for (auto [shape, mean, std] : std::vector<std::tuple<std::vector<int64_t>, double, double>>{
+             {{48}, 1, 0.1}, {{48}, 0, 0.1}, {{48, 48}, 0, 0.2},
+             {{48}, 1, 0.1}, {{48}, 0, 0.1}, {{48, 48}, 0, 0.2}}) {
+      Tensor p = *randn(shape, DType::kF32, d, mean, std, &g);
+      EXPECT_TRUE(p.set_requires_grad(true).ok());
+      params.push_back(p);
+    }
+  }
+  absl::StatusOr<std::vector<Tensor>> operator()(const std::vector<Tensor>& in) const {
+    std::vector<Tensor> out = {in[0]};
+    for (int half = 0; half < 2; ++half) {
+      const Tensor* p = &params[3 * half];
+      MIXRT_ASSIGN_OR_RETURN(Tensor n, layer_norm(out[0], 1, p[0], p[1]));
+      MIXRT_ASSIGN_OR_RETURN(n, linear(n, p[2], Tensor()));
+      MIXRT_ASSIGN_OR_RETURN(out[0], add(out[0], n));
+      out.push_back(n);
+    }
+    return out;
+  }
+};
+
+// The backward of each layer_norm reads its gradient as the bf16 linear
+// backward wrote it (autocast widens it to f32 first; exact), adds the
+// residual branch's f32 gradient, and writes the sum's bf16 cast that the
+// next linear backward reads, where one reads it alone; the first one's
+// input gradient is not computed when x needs none. Eager's gradients bit
+// for bit either way.
+TEST(CpuFusionNumerics, LayerNormBackwardReadsItsBf16GradientAndAddsTheResidualsBitForBit) {
+  const Device d = testing::CpuDevice();
+  const PreNormPair net(d);
+  Generator g(23);
+  const Tensor g_out = *randn({2, 8, 48}, DType::kF32, d, 0, 1, &g);
+  for (bool x_grad : {false, true}) {
+    SCOPED_TRACE(x_grad ? "x needs its gradient" : "x needs no gradient");
+    Tensor x = *randn({2, 8, 48}, DType::kF32, d, 0, 1, &g);
+    ASSERT_TRUE(x.set_requires_grad(x_grad).ok());
+    std::vector<Tensor> leaves = net.params;
+    if (x_grad) leaves.push_back(x);
+    auto gradients = [&](const std::vector<Tensor>& y) -> absl::StatusOr<std::vector<uint8_t>> {
+      MIXRT_RETURN_IF_ERROR(y[0].backward(g_out, /*retain_graph=*/false));
+      std::vector<uint8_t> all;
+      for (Tensor t : leaves) {
+        MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, t.grad().to_bytes());
+        all.insert(all.end(), bytes.begin(), bytes.end());
+        t.set_grad(Tensor());
+      }
+      return all;
+    };
+    AutocastGuard autocast("cpu", DType::kBF16);
+    auto eager = net({x});
+    ASSERT_TRUE(eager.ok()) << eager.status();
+    auto want = gradients(*eager);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto f = compile(net);
+    ASSERT_TRUE(f.ok()) << f.status();
+    for (int call = 0; call < 2; ++call) {
+      auto y = (*f)({x});
+      ASSERT_TRUE(y.ok()) << y.status();
+      auto got = gradients(*y);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, *want) << "call " << call;
+    }
+    const std::string explain = f->Explain();
+    EXPECT_THAT(explain, ::testing::Not(HasSubstr("post-ops")));
+    if (x_grad) {
+      // The sum of the second half's gradients is read twice (the residual
+      // path to x and the first linear's backward): written in f32, its
+      // cast stays a copy; the first layer_norm_backward writes x's.
+      EXPECT_EQ(CountSubstr(explain, "layer_norm_backward reading its gradient as bf16, "
+                                     "adding the residual gradient]"), 2) << explain;
+    } else {
+      EXPECT_THAT(explain, HasSubstr("layer_norm_backward reading its gradient as bf16, adding "
+                                     "the residual gradient and writing its cast (bf16)]"));
+      EXPECT_THAT(explain, ContainsRegex("\n  out[0-9]+:f32\\[48\\], out[0-9]+:f32\\[48\\] = "
+                                         "fused\\[layer_norm_backward reading its gradient as bf16\\]"));
+    }
+  }
 }
 
 }  // namespace
