@@ -427,6 +427,62 @@ void AddFusionCases(std::vector<Case>* cases) {
             return t;
           });
     }
+    // A pre-norm block's layer_norm backward as autocast records it: the
+    // linear backward's gradient (in the dtype) widened to f32, the
+    // layer_norm_backward, the residual branch's gradient added, the sum
+    // cast back for the next linear backward; and the parameters' sums.
+    AddChain(
+        cases, "layer_norm_backward_residual_cast", dtype,
+        {{{65, 96}}, {{65, 96}}, {{96}}, {{96}}, {{65, 96}}},
+        [dtype](const std::vector<Tensor>& in) -> Outputs {
+          std::vector<Tensor> f32;
+          for (const Tensor& t : in) {
+            MIXRT_ASSIGN_OR_RETURN(Tensor w, t.to(DType::kF32));
+            f32.push_back(w);
+          }
+          MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(f32[1], 1, f32[2], f32[3]));
+          MIXRT_ASSIGN_OR_RETURN(LayerNormGrads g,
+                                 layer_norm_backward(f32[0], f32[1], o, 1, f32[2]));
+          MIXRT_ASSIGN_OR_RETURN(Tensor sum, add(g.grad_x, f32[4]));
+          MIXRT_ASSIGN_OR_RETURN(sum, sum.to(dtype));
+          return std::vector<Tensor>{sum, g.grad_weight, g.grad_bias};
+        },
+        [dtype](int output, const std::vector<std::vector<double>>& in) {
+          // Per element, the absolute terms each result sums: dx_i = rstd
+          // (g_i w_i - mean(g w) - xhat_i mean(g w xhat)) (+ residual),
+          // dw_i = sum over rows of g xhat, db_i = sum over rows of g.
+          constexpr int kRows = 65, kCols = 96;
+          std::vector<double> m(output == 0 ? kRows * kCols : kCols, 0.0);
+          for (int r = 0; r < kRows; ++r) {
+            double mean = 0, var = 0;
+            for (int c = 0; c < kCols; ++c) mean += in[1][r * kCols + c] / kCols;
+            for (int c = 0; c < kCols; ++c) {
+              var += std::pow(in[1][r * kCols + c] - mean, 2) / kCols;
+            }
+            const double rstd = 1 / std::sqrt(var + 1e-5);
+            double gw = 0, gwx = 0;
+            std::vector<double> xhat(kCols);
+            for (int c = 0; c < kCols; ++c) {
+              const double g = Finite(in[0][r * kCols + c]);
+              xhat[c] = std::fabs(in[1][r * kCols + c] - mean) * rstd;
+              gw += g * Finite(in[2][c]) / kCols;
+              gwx += g * Finite(in[2][c]) * xhat[c] / kCols;
+            }
+            for (int c = 0; c < kCols; ++c) {
+              const double g = Finite(in[0][r * kCols + c]);
+              if (output == 0) {
+                m[r * kCols + c] = rstd * (g * Finite(in[2][c]) + gw + xhat[c] * gwx) +
+                                   Finite(in[4][r * kCols + c]);
+              } else {
+                m[c] += output == 1 ? g * xhat[c] : g;
+              }
+            }
+          }
+          // The sum is cast to the dtype; the parameters' sums stay f32.
+          Tolerance t = ChainTolerance(output == 0 ? dtype : DType::kF32, 4, m, false);
+          t.rtol += 64 * UnitRoundoff(DType::kF32);
+          return t;
+        });
     // softmax spelled out: exp(x - max) / sum: reductions feeding pointwise
     // ops feeding reductions.
     AddChain(
