@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "backends/cpu/claim_in_order.h"
 #include "backends/cpu/float_rows.h"
 #include "backends/cpu/gelu_rows.h"
 #include "backends/cpu/parallel.h"
@@ -149,16 +150,10 @@ class GeluWithGrad : public sdk::FusedKernel {
 
 std::vector<int> ClaimGeluWithGrad(const FusionGraph& g, absl::Span<const int> taken,
                                    int first) {
-  std::vector<int> group(g.nodes.size(), -1);
-  std::vector<int> claimed(taken.begin(), taken.end());
-  claimed.resize(g.nodes.size(), -1);
-  int next = first;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const int b = GradOf(g, static_cast<int>(i), claimed);
-    if (b < 0) continue;
-    group[i] = group[b] = claimed[i] = claimed[b] = next++;
-  }
-  return group;
+  return ClaimInOrder(g.nodes.size(), taken, first, [&g](int i, absl::Span<const int> claimed) {
+    const int b = GradOf(g, i, claimed);
+    return b < 0 ? std::vector<int>{} : std::vector<int>{i, b};
+  });
 }
 
 bool IsGeluWithGrad(const FusionGraph& g, absl::Span<const int> group_of_node, int group) {

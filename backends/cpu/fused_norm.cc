@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/claim_in_order.h"
 #include "backends/cpu/dense_call.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
@@ -271,17 +272,10 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileNormCast(
 
 std::vector<int> ClaimNormBackwards(const FusionGraph& g, absl::Span<const int> taken,
                                     int first) {
-  std::vector<int> group(g.nodes.size(), -1);
-  std::vector<int> claimed(taken.begin(), taken.end());
-  claimed.resize(g.nodes.size(), -1);
-  int next = first;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const std::optional<NormBackwardParts> p = NormBackwardOf(g, static_cast<int>(i), claimed);
-    if (!p) continue;
-    for (int k : PartNodes(*p, static_cast<int>(i))) group[k] = claimed[k] = next;
-    ++next;
-  }
-  return group;
+  return ClaimInOrder(g.nodes.size(), taken, first, [&g](int i, absl::Span<const int> claimed) {
+    const std::optional<NormBackwardParts> p = NormBackwardOf(g, i, claimed);
+    return p ? PartNodes(*p, i) : std::vector<int>{};
+  });
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileNormBackward(
