@@ -138,6 +138,47 @@ TEST(CpuFusedLoop, Bf16ChainWithBroadcastsRoundsEachResultLikeMemory) {
   EXPECT_NEAR(meanv, sum / (rows * cols), 1e-6 * std::fabs(sum / (rows * cols)) + 1e-7);
 }
 
+// A loss's mean over rows longer than the reduce kernel's 2^16-element
+// pieces (several per row, the last one partial), with the difference it
+// saves for the backward: each row's pieces are summed by whichever thread
+// and added in order, so every row is its exact mean within f32's rounding
+// (a piece dropped or added twice is off by a quarter of the row).
+TEST(CpuFusedLoop, WholeRowMeansOverManyPiecesMatchTheExactMean) {
+  const int64_t rows = 3, cols = 200001;
+  Builder b;
+  const int x = b.Input(MIXRT_DTYPE_F32, {rows, cols});
+  const int t = b.Input(MIXRT_DTYPE_F32, {rows, cols});
+  const int d = b.Value(MIXRT_DTYPE_F32, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int sq = b.Value(MIXRT_DTYPE_F32, {rows, cols});
+  const int mean = b.Value(MIXRT_DTYPE_F32, {rows, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_SUB), {x, t}, {d});
+  b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {d, d}, {sq});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MEAN, 2u), {sq}, {mean});
+  const std::vector<int> groups = ClaimFusedLoops(b.g);
+  ASSERT_EQ(groups, (std::vector<int>{0, 0, 0}));
+  auto kernel = CompileFusedLoop(b.g, groups, 0);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const std::vector<float> xv = Floats(rows * cols, 5), tv = Floats(rows * cols, 6);
+  std::vector<float> dv(rows * cols), mv(rows, -1.0f);
+  std::vector<void*> data(b.g.values.size(), nullptr);
+  data[x] = const_cast<float*>(xv.data());
+  data[t] = const_cast<float*>(tv.data());
+  data[d] = dv.data();
+  data[mean] = mv.data();
+  ASSERT_TRUE((*kernel)->Run(data, {}).ok());
+  for (int64_t r = 0; r < rows; ++r) {
+    long double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float diff = xv[r * cols + c] - tv[r * cols + c];
+      ASSERT_EQ(dv[r * cols + c], diff) << r << "," << c;
+      sum += static_cast<long double>(diff * diff);  // The f32 square, as the op rounds it.
+    }
+    const double exact = static_cast<double>(sum / cols);
+    // The double accumulation's error is far below f32's half ulp of the result.
+    EXPECT_NEAR(mv[r], exact, std::ldexp(std::fabs(exact), -23)) << "row " << r;
+  }
+}
+
 // The mean cross entropy's count of targets: compare of integer labels,
 // a cast to f32 and a sum, labels beyond 2^24 compared exactly.
 TEST(CpuFusedLoop, IntegerCompareCastAndSumCountExactly) {

@@ -313,10 +313,7 @@ class FusedLoop : public sdk::FusedKernel {
                     }
                   });
     } else {
-      ParallelFor(outer, GrainFor(middle), [&](int64_t begin, int64_t end) {
-        Scratch scratch(*this);
-        for (int64_t o = begin; o < end; ++o) WholeRow(data, o, scratch);
-      });
+      WholeRows(data);
     }
     return absl::OkStatus();
   }
@@ -505,35 +502,54 @@ class FusedLoop : public sdk::FusedKernel {
     }
   }
 
-  void WholeRow(absl::Span<void* const> data, int64_t o, Scratch& s) const {
-    std::vector<double> total(reductions.size()), piece(reductions.size());
-    for (size_t r = 0; r < reductions.size(); ++r) {
-      total[r] = piece[r] = Initial(reductions[r].kind);
+  // Whole-row reductions, a task per piece of kPiece elements: each piece
+  // starts from the initial value and the pieces combine in order
+  // afterwards, as the reduce kernel adds them, so the threads share a
+  // single row too (a loss's mean over the whole batch ran on one thread).
+  void WholeRows(absl::Span<void* const> data) const {
+    const size_t nr = reductions.size();
+    const int64_t pieces = (middle + kPiece - 1) / kPiece;
+    std::vector<double> partial(outer * pieces * nr);
+    ParallelFor(outer * pieces, GrainFor(std::min(middle, kPiece)),
+                [&](int64_t begin, int64_t end) {
+                  Scratch scratch(*this);
+                  for (int64_t task = begin; task < end; ++task) {
+                    const int64_t o = task / pieces, p0 = (task % pieces) * kPiece;
+                    Piece(data, o, p0, std::min(middle, p0 + kPiece), scratch,
+                          &partial[task * nr]);
+                  }
+                });
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t r = 0; r < nr; ++r) {
+        const MixrtReduceKind kind = reductions[r].kind;
+        double total = Initial(kind);
+        for (int64_t p = 0; p < pieces; ++p) {
+          const double piece = partial[(o * pieces + p) * nr + r];
+          total = Sums(kind) ? total + piece : Combine(kind, total, piece);
+        }
+        const float result = Finish(kind, total);
+        if (data[reductions[r].value] == nullptr) continue;  // Nobody reads it.
+        StoreRow(&result, 1, data[reductions[r].value], reductions[r].dtype, o);
+      }
     }
-    for (int64_t p0 = 0; p0 < middle; p0 += kPiece) {
-      const int64_t p1 = std::min(middle, p0 + kPiece);
-      for (size_t r = 0; r < reductions.size(); ++r) piece[r] = Initial(reductions[r].kind);
-      for (int64_t m0 = p0; m0 < p1; m0 += kChunk) {
-        const int64_t n = std::min(kChunk, p1 - m0);
-        Chunk(data, o * middle + m0, n, s);
-        for (size_t r = 0; r < reductions.size(); ++r) {
-          const float* x = s.at[reductions[r].local];
-          if (Sums(reductions[r].kind)) {
-            piece[r] += SumInDouble(x, n);
-          } else {
-            Accumulate(reductions[r].kind, x, n, &piece[r], /*single=*/true);
-          }
+  }
+
+  // Middle rows [p0, p1) of outer index o, each reduction's from its
+  // initial value into piece[r].
+  void Piece(absl::Span<void* const> data, int64_t o, int64_t p0, int64_t p1, Scratch& s,
+             double* piece) const {
+    for (size_t r = 0; r < reductions.size(); ++r) piece[r] = Initial(reductions[r].kind);
+    for (int64_t m0 = p0; m0 < p1; m0 += kChunk) {
+      const int64_t n = std::min(kChunk, p1 - m0);
+      Chunk(data, o * middle + m0, n, s);
+      for (size_t r = 0; r < reductions.size(); ++r) {
+        const float* x = s.at[reductions[r].local];
+        if (Sums(reductions[r].kind)) {
+          piece[r] += SumInDouble(x, n);
+        } else {
+          Accumulate(reductions[r].kind, x, n, &piece[r], /*single=*/true);
         }
       }
-      for (size_t r = 0; r < reductions.size(); ++r) {
-        total[r] = Sums(reductions[r].kind) ? total[r] + piece[r]
-                                            : Combine(reductions[r].kind, total[r], piece[r]);
-      }
-    }
-    for (size_t r = 0; r < reductions.size(); ++r) {
-      const float result = Finish(reductions[r].kind, total[r]);
-      if (data[reductions[r].value] == nullptr) continue;  // Nobody reads it.
-      StoreRow(&result, 1, data[reductions[r].value], reductions[r].dtype, o);
     }
   }
 
