@@ -110,12 +110,10 @@ absl::StatusOr<LayerNormGrads> layer_norm_backward(
     // the sums over no rows are 0. (A fill before the launch would also
     // give the parameter gradients two writers, which the compiler does not
     // offer a plugin for fusion.)
-    auto make = [&]() {
-      return rows > 0 ? empty({cols}, weight.dtype(), x.device())
-                      : zeros({cols}, weight.dtype(), x.device());
-    };
-    MIXRT_ASSIGN_OR_RETURN(grads.grad_weight, make());
-    MIXRT_ASSIGN_OR_RETURN(grads.grad_bias, make());
+    for (Tensor* g : {&grads.grad_weight, &grads.grad_bias}) {
+      MIXRT_ASSIGN_OR_RETURN(*g, rows > 0 ? empty({cols}, weight.dtype(), x.device())
+                                          : zeros({cols}, weight.dtype(), x.device()));
+    }
     outs.push_back(grads.grad_weight);
     outs.push_back(grads.grad_bias);
   }
