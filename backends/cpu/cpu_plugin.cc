@@ -112,8 +112,9 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
     // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
-    // (with its cast) or layer_norm_backward's (with its neighbours), an attention's (with its operands' copies), a GELU
-    // with its gradient, or a loop.
+    // (with its cast) or layer_norm_backward's (with its neighbours), an
+    // attention's (with its operands' copies), a GELU with its gradient, or
+    // a loop.
     bool any = false;
     for (size_t i = 0; i < group_of_node.size(); ++i) {
       if (group_of_node[i] != group) continue;

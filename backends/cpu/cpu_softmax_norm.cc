@@ -62,7 +62,7 @@ void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
   std::vector<std::vector<double>> gb(threads, std::vector<double>(affine ? n : 0, 0.0));
   ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
     const int t = omp_get_thread_num();
-    std::vector<float> g(n), xr(n), out(n), res(residual != nullptr ? n : 0);
+    std::vector<float> g(n), xr(n), out(n);
     for (int64_t r = begin; r < end; ++r) {
       LoadRow(gy.data(), gy.dtype(), r * n, n, g.data());
       LoadRow(x.data(), x.dtype(), r * n, n, xr.data());

@@ -33,7 +33,7 @@ struct OperandSource {
 // (B * H = G) whose rows are contiguous. nullopt when x is none of that.
 std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention, int x,
                                          absl::Span<const int> taken) {
-  const int made = g.values[x].view_of >= 0 && g.IsPlainReshape(x) ? g.values[x].view_of : x;
+  const int made = g.ReshapeBase(x);
   const int c = g.producer[made];
   if (c < 0 || (static_cast<size_t>(c) < taken.size() && taken[c] >= 0)) return std::nullopt;
   const FusionNode& copy = g.nodes[c];

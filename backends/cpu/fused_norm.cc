@@ -37,9 +37,8 @@ int CastOf(const FusionGraph& g, int i) {
     return -1;
   }
   const int in = cast.inputs[0];
-  const FusionValue& iv = g.values[in];
   const FusionValue& out = g.values[cast.outputs[0]];
-  const bool same_memory = in == y || (iv.view_of == y && g.IsPlainReshape(in));
+  const bool same_memory = g.ReshapeBase(in) == y;
   if (!same_memory || !out.is_static() || !out.is_contiguous() ||
       out.numel() != yv.numel() || !sdk::IsFloatingDtype(out.dtype)) {
     return -1;
@@ -95,18 +94,13 @@ struct NormBackwardParts {
   int out = -1;  // The value the group writes the gradient into.
 };
 
-// v's base when v is a plain reshape of it, else v.
-int Base(const FusionGraph& g, int v) {
-  return g.values[v].view_of >= 0 && g.IsPlainReshape(v) ? g.values[v].view_of : v;
-}
-
 // The one node reading value v, through plain reshapes or not at all: -1
 // when v is a result, has other readers, or is read through another view.
 int OnlyReader(const FusionGraph& g, int v) {
   if (g.values[v].has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) return -1;
   const int r = g.readers[v][0];
   for (int in : g.nodes[r].inputs) {
-    if (in != v && g.values[in].view_of == v && Base(g, in) != v) return -1;
+    if (in != v && g.values[in].view_of == v && g.ReshapeBase(in) != v) return -1;
   }
   return r;
 }
@@ -141,7 +135,7 @@ std::optional<NormBackwardParts> NormBackwardOf(const FusionGraph& g, int i,
   if (affine && !Dense(g.values[n.inputs[4]], x.shape[1])) return std::nullopt;
   NormBackwardParts p;
   const int gy = n.inputs[0];
-  const int widened = Base(g, gy);
+  const int widened = g.ReshapeBase(gy);
   const int c = g.producer[widened];
   if (Dense(g.values[gy], numel) && free(c) && IsOneToOne(g.nodes[c], MIXRT_OP_COPY) &&
       OnlyReader(g, widened) == i && g.values[widened].dtype == MIXRT_DTYPE_F32) {
@@ -158,11 +152,11 @@ std::optional<NormBackwardParts> NormBackwardOf(const FusionGraph& g, int i,
   if (g.values[gx].dtype == MIXRT_DTYPE_F32 && free(a) && IsOneToOne(g.nodes[a], MIXRT_OP_BINARY)) {
     const FusionNode& add = g.nodes[a];
     auto attrs = add.GetAttrs<MixrtPointwiseAttrs>();
-    const bool first = Base(g, add.inputs[0]) == gx;
+    const bool first = g.ReshapeBase(add.inputs[0]) == gx;
     const int r = add.inputs[first ? 1 : 0];
     const int sum = add.outputs[0];
-    if (attrs.ok() && attrs->kind == MIXRT_BINARY_ADD && Base(g, r) != gx &&
-        Base(g, add.inputs[first ? 0 : 1]) == gx && g.values[r].dtype == MIXRT_DTYPE_F32 &&
+    if (attrs.ok() && attrs->kind == MIXRT_BINARY_ADD && g.ReshapeBase(r) != gx &&
+        g.ReshapeBase(add.inputs[first ? 0 : 1]) == gx && g.values[r].dtype == MIXRT_DTYPE_F32 &&
         Dense(g.values[r], numel) && g.values[sum].dtype == MIXRT_DTYPE_F32 &&
         Dense(g.values[sum], numel)) {
       p.add = a;

@@ -29,8 +29,9 @@ void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
 
 // layer_norm_backward over the rows of x [R, N]: gx = its gradient (+
 // residual [R, N] f32, when not null) rounded once to gx_dtype, not
-// computed when gx is null; gy of any float dtype. grad_weight and grad_bias (param_dtype, [N]) are written
-// when not null; weight null is all ones.
+// computed when gx is null; gy of any float dtype. grad_weight and
+// grad_bias (param_dtype, [N]) are written when not null; weight null is
+// all ones.
 void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
                            const float* mean, const float* rstd,
                            const sdk::TensorRef* weight, void* gx, MixrtDtype gx_dtype,

@@ -199,6 +199,10 @@ bool FusionGraph::IsPlainReshape(int v) const {
          view.numel() == base.numel();
 }
 
+int FusionGraph::ReshapeBase(int v) const {
+  return IsPlainReshape(v) ? values[v].view_of : v;
+}
+
 std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
                                           int group) const {
   std::vector<int> result;

@@ -69,6 +69,9 @@ struct FusionGraph {
   // static and contiguous, the same count and dtype, no offset): a reader
   // in the writer's group takes the written value itself (plugin_api.h).
   bool IsPlainReshape(int v) const;
+  // The value v is a plain reshape of, else v itself: the memory a reader
+  // of v reads.
+  int ReshapeBase(int v) const;
 
   // The values a group reads that none of its nodes writes (the run's
   // inputs), and the values it writes that are OUTPUT or read by a node

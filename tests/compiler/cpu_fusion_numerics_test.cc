@@ -59,6 +59,20 @@ int CountSubstr(const std::string& s, const std::string& part) {
   return n;
 }
 
+// The bytes of the leaves' gradients after y.backward(g_out), one after
+// the other; the gradients are cleared for the next call.
+absl::StatusOr<std::vector<uint8_t>> GradientBytes(const Tensor& y, const Tensor& g_out,
+                                                   std::vector<Tensor> leaves) {
+  MIXRT_RETURN_IF_ERROR(y.backward(g_out, /*retain_graph=*/false));
+  std::vector<uint8_t> all;
+  for (Tensor& t : leaves) {
+    MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, t.grad().to_bytes());
+    all.insert(all.end(), bytes.begin(), bytes.end());
+    t.set_grad(Tensor());
+  }
+  return all;
+}
+
 std::vector<double> Values(const Tensor& t) {
   const std::vector<float> f = *t.to_float_vector();
   return std::vector<double>(f.begin(), f.end());
@@ -190,11 +204,8 @@ TEST(CpuFusionNumerics, AttentionReadsItsHeadsInPlaceAndItsBackwardWritesTheirGr
   auto f = compile(SplitHeadsAttention);
   ASSERT_TRUE(f.ok());
   const Tensor g_out = *randn({2, 4, 150, 16}, DType::kBF16, d, 0, 1, &g);
-  auto gradient = [&](const std::vector<Tensor>& y) -> absl::StatusOr<std::vector<uint8_t>> {
-    MIXRT_RETURN_IF_ERROR(y[0].backward(g_out, /*retain_graph=*/false));
-    MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, trained.grad().to_bytes());
-    trained.set_grad(Tensor());
-    return bytes;
+  auto gradient = [&](const std::vector<Tensor>& y) {
+    return GradientBytes(y[0], g_out, {trained});
   };
   auto eager = SplitHeadsAttention({trained});
   ASSERT_TRUE(eager.ok());
@@ -262,15 +273,8 @@ TEST(CpuFusionNumerics, LayerNormBackwardReadsItsBf16GradientAndAddsTheResiduals
     ASSERT_TRUE(x.set_requires_grad(x_grad).ok());
     std::vector<Tensor> leaves = net.params;
     if (x_grad) leaves.push_back(x);
-    auto gradients = [&](const std::vector<Tensor>& y) -> absl::StatusOr<std::vector<uint8_t>> {
-      MIXRT_RETURN_IF_ERROR(y[0].backward(g_out, /*retain_graph=*/false));
-      std::vector<uint8_t> all;
-      for (Tensor t : leaves) {
-        MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, t.grad().to_bytes());
-        all.insert(all.end(), bytes.begin(), bytes.end());
-        t.set_grad(Tensor());
-      }
-      return all;
+    auto gradients = [&](const std::vector<Tensor>& y) {
+      return GradientBytes(y[0], g_out, leaves);
     };
     AutocastGuard autocast("cpu", DType::kBF16);
     auto eager = net({x});
@@ -297,8 +301,9 @@ TEST(CpuFusionNumerics, LayerNormBackwardReadsItsBf16GradientAndAddsTheResiduals
     } else {
       EXPECT_THAT(explain, HasSubstr("layer_norm_backward reading its gradient as bf16, adding "
                                      "the residual gradient and writing its cast (bf16)]"));
-      EXPECT_THAT(explain, ContainsRegex("\n  out[0-9]+:f32\\[48\\], out[0-9]+:f32\\[48\\] = "
-                                         "fused\\[layer_norm_backward reading its gradient as bf16\\]"));
+      EXPECT_THAT(explain,
+                  ContainsRegex("\n  out[0-9]+:f32\\[48\\], out[0-9]+:f32\\[48\\] = "
+                                "fused\\[layer_norm_backward reading its gradient as bf16\\]"));
     }
   }
 }
