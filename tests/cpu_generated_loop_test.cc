@@ -1,9 +1,9 @@
 // The CPU plugin's generated fused loops (backends/cpu/generated_loop)
 // against its fused-loop interpreter, bit for bit (NaN for NaN, whatever
-// its sign): pointwise chains with
-// broadcasts and casts, and chains ending in column reductions (sums,
-// means, maxima, minima; NaN and infinities among the values; f32 and
-// bf16 results; several reductions in one group; outer dims kept). Also
+// its sign): pointwise chains with broadcasts and casts, and chains ending
+// in column or whole-row reductions (sums, means, maxima, minima; NaN and
+// infinities among the values; f32 and bf16 results; several reductions
+// in one group; outer dims kept; rows of several pieces). Also
 // the cache: an object planted broken is rebuilt, never trusted; and the
 // background build (MIXRT_CPU_CODEGEN=async) takes over from the
 // interpreter.
@@ -12,9 +12,11 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -101,7 +103,8 @@ void UseSyncBuildsIn(const std::string& dir) {
 }
 
 // Runs group 0 of `b` generated and interpreted; expects equal bytes.
-void ExpectGeneratedMatchesInterpreter(const Builder& b, const std::vector<int>& groups) {
+void ExpectGeneratedMatchesInterpreter(const Builder& b, const std::vector<int>& groups,
+                                       const std::function<void(Buffers&)>& fill = nullptr) {
   UseSyncBuildsIn(::testing::TempDir());
   auto generated = CompileGeneratedLoop(b.g, groups, 0);
   ASSERT_TRUE(generated.ok()) << generated.status();
@@ -109,6 +112,10 @@ void ExpectGeneratedMatchesInterpreter(const Builder& b, const std::vector<int>&
   auto interpreter = CompileFusedLoop(b.g, groups, 0);
   ASSERT_TRUE(interpreter.ok()) << interpreter.status();
   Buffers mine(b.g), want(b.g);
+  if (fill) {
+    fill(mine);
+    fill(want);
+  }
   const int64_t runs = GeneratedLoopRuns();
   ASSERT_TRUE((*generated)->Run(mine.data(), {}).ok());
   EXPECT_EQ(GeneratedLoopRuns(), runs + 1) << "the interpreter ran instead";
@@ -146,22 +153,69 @@ TEST(GeneratedLoop, ColumnReductionsMatchTheInterpreter) {
   ExpectGeneratedMatchesInterpreter(b, {0, 0, 0, 0, 0, 0, 0});
 }
 
-TEST(GeneratedLoop, ReductionsOverTheInnermostDimAreInterpreted) {
-  UseSyncBuildsIn(::testing::TempDir());
+TEST(GeneratedLoop, WholeRowReductionsMatchTheInterpreter) {
+  // [40, 50]: rows of 50 (one ragged chunk each), reduced over the
+  // innermost dim; some rows hold NaN or infinities. A bf16 difference
+  // squared in f32, as a loss's, then its sum, mean, maximum and minimum.
   Builder b;
-  const int x = b.Input(MIXRT_DTYPE_F32, {4, 4});
-  const int y = b.Value(MIXRT_DTYPE_F32, {4, 4});
-  const int s = b.Value(MIXRT_DTYPE_F32, {4, 1}, MIXRT_FUSION_VALUE_OUTPUT);
-  b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_RELU), {x}, {y});
-  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_SUM, 2u), {y}, {s});
-  auto k = CompileGeneratedLoop(b.g, {0, 0}, 0);
-  ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_THAT((*k)->Description(), ::testing::HasSubstr("interpreted: loop codegen: a reduction "
-                                                        "over the innermost dim"));
-  Buffers buffers(b.g);
-  const int64_t runs = GeneratedLoopRuns();
-  ASSERT_TRUE((*k)->Run(buffers.data(), {}).ok());
-  EXPECT_EQ(GeneratedLoopRuns(), runs);
+  const int x = b.Input(MIXRT_DTYPE_BF16, {40, 50});
+  const int t = b.Input(MIXRT_DTYPE_BF16, {40, 50});
+  const int d = b.Value(MIXRT_DTYPE_BF16, {40, 50});
+  const int df = b.Value(MIXRT_DTYPE_F32, {40, 50});
+  const int sq = b.Value(MIXRT_DTYPE_F32, {40, 50});
+  const int sum = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int mean = b.Value(MIXRT_DTYPE_BF16, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int max = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int min = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_SUB), {x, t}, {d});
+  b.NoAttrs(MIXRT_OP_COPY, {d}, {df});
+  b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {df, df}, {sq});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_SUM, 2u), {sq}, {sum});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MEAN, 2u), {sq}, {mean});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MAX, 2u), {d}, {max});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MIN, 2u), {d}, {min});
+  ExpectGeneratedMatchesInterpreter(b, {0, 0, 0, 0, 0, 0, 0});
+}
+
+// f32 value `v` as rows of `row` elements whose exact sum is 0.75 but
+// whose running sums reach 2^60: the second half of each row negates the
+// first, mirrored, around 0.75. A sum in double is then mostly its rounding
+// errors, and adding in any other order (other pieces, chunks, lanes, or
+// the pieces combined otherwise) gives another float.
+std::function<void(Buffers&)> Cancelling(int v, int64_t row) {
+  return [v, row](Buffers& buffers) {
+    float* x = reinterpret_cast<float*>(buffers.bytes[v].data());
+    const int64_t n = static_cast<int64_t>(buffers.bytes[v].size() / 4);
+    for (int64_t r = 0; r < n / row; ++r) {
+      float* y = x + r * row;
+      for (int64_t i = 0; i < row / 2; ++i) {
+        const float m = 1.0f + static_cast<float>((i * 37) % 101) / 101.0f;
+        y[i] = std::ldexp(i % 3 == 0 ? -m : m, static_cast<int>((i * 13) % 41) + 20);
+        y[row - 1 - i] = -y[i];
+      }
+      y[row / 2] = 0.75f;
+    }
+  };
+}
+
+TEST(GeneratedLoop, WholeRowSumsOverManyPiecesMatchTheInterpreter) {
+  // Two rows of 150001: three pieces of 2^16 each, the last ragged, and a
+  // ragged last chunk, added in the interpreter's order. Then the mean of
+  // all of them, as a loss's, over a [2, 150001] view.
+  Builder b;
+  const int x = b.Input(MIXRT_DTYPE_F32, {2, 150001});
+  const int y = b.Value(MIXRT_DTYPE_F32, {2, 150001});
+  const int sum = b.Value(MIXRT_DTYPE_F32, {2, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {x}, {y});
+  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_SUM, 2u), {y}, {sum});
+  ExpectGeneratedMatchesInterpreter(b, {0, 0}, Cancelling(x, 150001));
+  Builder whole;
+  const int wx = whole.Input(MIXRT_DTYPE_F32, {2, 150001});
+  const int wy = whole.Value(MIXRT_DTYPE_F32, {2, 150001});
+  const int wmean = whole.Value(MIXRT_DTYPE_F32, {1, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  whole.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {wx}, {wy});
+  whole.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MEAN, 3u), {wy}, {wmean});
+  ExpectGeneratedMatchesInterpreter(whole, {0, 0}, Cancelling(wx, 150001));
 }
 
 TEST(GeneratedLoop, ABrokenCachedObjectIsRebuilt) {

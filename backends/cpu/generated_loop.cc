@@ -48,8 +48,13 @@ class GeneratedLoop : public sdk::FusedKernel {
       // The interpreter's checks name a missing value.
       if (args_[k] == nullptr && !may_be_null_[k]) return interpreter_->Run(data, symbols);
     }
+    if (source_.finishes) {
+      partials_.resize(std::max<int64_t>(source_.partials, 1));
+      args_.push_back(partials_.data());
+    }
     ParallelFor(source_.units, GrainFor(source_.elements_per_unit * 4),
                 [&](int64_t begin, int64_t end) { entry(args_.data(), begin, end); });
+    if (source_.finishes) entry(args_.data(), source_.units, source_.units + 1);
     generated_runs.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
   }
@@ -60,7 +65,9 @@ class GeneratedLoop : public sdk::FusedKernel {
   std::vector<bool> may_be_null_;  // Per argument: a reduction nobody reads.
   std::shared_ptr<Built> built_;
   std::string description_;
-  std::vector<void*> args_;  // Runs never overlap (sdk::FusedKernel).
+  // Runs never overlap (sdk::FusedKernel).
+  std::vector<void*> args_;
+  std::vector<double> partials_;
 };
 
 }  // namespace
@@ -87,7 +94,7 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
   MIXRT_ASSIGN_OR_RETURN(CodegenMode mode, CodegenModeFromEnv());
   if (mode == CodegenMode::kOff) return interpreted("MIXRT_CPU_CODEGEN=off");
   absl::StatusOr<sdk::LoopSource> source =
-      sdk::GenerateLoopSource(g, group_of_node, group, {.column_reductions = true});
+      sdk::GenerateLoopSource(g, group_of_node, group, {.host_reductions = true});
   if (!source.ok()) return interpreted(source.status().message());
   const SystemCompiler& compiler = FindSystemCompiler();
   if (!compiler.missing.empty()) return interpreted(compiler.missing);

@@ -429,13 +429,22 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       }
       if (!cached.has_value()) ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
       const char* source = cached.has_value() ? ", timed by an earlier compile" : "";
-      if (t->fused_us >= t->launches_us) {
-        refuse(group, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us%s)",
-                                      f->launches, t->fused_us, t->launches_us, source));
+      int64_t bytes_not_stored = 0;
+      for (size_t node = 0; node < offer.node_of.size(); ++node) {
+        if (claimed[node] != group) continue;
+        for (int v : offer.outputs[node]) {
+          if (store[v]) continue;
+          int64_t numel = 1;
+          for (int64_t d : offer.refs[v].shape) numel *= d;
+          bytes_not_stored += numel * static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
+        }
+      }
+      const FusionVerdict verdict = JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
+      if (!verdict.keep) {
+        refuse(group, verdict.note);
         continue;
       }
-      f->timing = absl::StrFormat(" [%.1f us, its launches %.1f us%s]", t->fused_us,
-                                  t->launches_us, source);
+      f->timing = verdict.note;
     }
     fused[group] = std::move(f);
   }

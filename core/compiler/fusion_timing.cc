@@ -41,6 +41,22 @@ std::string FusionTimingKey(const Graph& g, const std::vector<int>& nodes,
   return key;
 }
 
+FusionVerdict JudgeFusedGroup(const FusionTiming& t, int launches, int64_t bytes_not_stored,
+                              const std::string& source) {
+  if (t.fused_us < t.launches_us) {
+    return {true, absl::StrFormat(" [%.1f us, its launches %.1f us%s]", t.fused_us,
+                                  t.launches_us, source)};
+  }
+  if (bytes_not_stored > 0 && t.fused_us <= t.launches_us * (1 + kFusionTimingNoise)) {
+    return {true, absl::StrFormat(" [%.1f us, its launches %.1f us%s: a tie within %.0f%%, kept "
+                                  "for the %d bytes it does not store]",
+                                  t.fused_us, t.launches_us, source, kFusionTimingNoise * 100,
+                                  bytes_not_stored)};
+  }
+  return {false, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us%s)", launches,
+                                 t.fused_us, t.launches_us, source)};
+}
+
 std::string FormatFusionTiming(const FusionTiming& t) {
   return absl::StrFormat("%.3f %.3f", t.fused_us, t.launches_us);
 }

@@ -194,10 +194,12 @@ absl::StatusOr<std::string> OpExpr(const FusionNode& n, const std::vector<std::s
 
 // Columns a reduction task covers: the CPU plugin's interpreter's chunk.
 constexpr int64_t kColumnBlock = 256;
+// Whole-row reductions: elements a task adds up separately (the reduce
+// kernel's and the interpreter's piece), in chunks of kColumnBlock.
+constexpr int64_t kRowPiece = 1 << 16;
 
-// A column reduction of the group: its input's local, result value and
-// kind.
-struct ColumnReduction {
+// A reduction ending the group: its input's local, result value and kind.
+struct GroupReduction {
   int value;
   MixrtReduceKind kind;
   MixrtDtype dtype;
@@ -210,61 +212,82 @@ std::string Double(double v) {
   return absl::StrFormat("%.17g", v);
 }
 
+bool Sums(MixrtReduceKind k) { return k == MIXRT_REDUCE_SUM || k == MIXRT_REDUCE_MEAN; }
 
-// The host source of a group with column reductions: `body` computes one
-// element i (its pointwise stores included); each task is one outer index
-// and a block of up to kColumnBlock columns, adding rows in order.
+std::string Initial(MixrtReduceKind k) {
+  return Double(k == MIXRT_REDUCE_MAX   ? -std::numeric_limits<double>::infinity()
+                : k == MIXRT_REDUCE_MIN ? std::numeric_limits<double>::infinity()
+                                        : 0.0);
+}
+
+// `acc` taking `v` (both doubles): NaN propagates (v + acc), as the
+// interpreter's Combine.
+std::string Combined(MixrtReduceKind k, const std::string& acc, const std::string& v) {
+  if (Sums(k)) return absl::StrCat(acc, " + ", v);
+  return absl::StrCat("((", v, ") != (", v, ") || ", acc, " != ", acc, ") ? (", v, ") + ", acc,
+                      " : ((", v, ") ", k == MIXRT_REDUCE_MAX ? ">" : "<", " ", acc, " ? (", v,
+                      ") : ", acc, ")");
+}
+
+// The statement storing accumulator `acc` as element `at` of the result
+// (nothing when nobody reads it: its address is null).
+std::string StoreResult(const GroupReduction& r, int arg, const std::string& acc,
+                        int64_t middle, const std::string& at) {
+  std::string value = absl::StrCat("(float)", acc);
+  if (r.kind == MIXRT_REDUCE_MEAN) {
+    value = absl::StrCat("(float)(", acc, " / ", Double(static_cast<double>(middle)), ")");
+  }
+  if (r.dtype == MIXRT_DTYPE_BF16) value = absl::StrCat("mx_to_bf16(", value, ")");
+  if (r.dtype == MIXRT_DTYPE_F16) value = absl::StrCat("mx_to_f16(", value, ")");
+  return absl::StrCat("if (a.p[", arg, "] != 0) ((", CType(r.dtype), "*)a.p[", arg, "])[", at,
+                      "] = ", value, ";\n");
+}
+
+// The element function of a group with reductions: `body` computes element
+// i (its pointwise stores included) and leaves each reduction's input in r.
+std::string ReducingElement(const std::string& name, const std::string& body,
+                            const std::vector<GroupReduction>& reductions) {
+  std::string element = body;
+  for (size_t r = 0; r < reductions.size(); ++r) {
+    absl::StrAppend(&element, "  r[", r, "] = ", reductions[r].input, ";\n");
+  }
+  return absl::StrCat("struct ", name, "_args { void* p[MX_ARGS]; };\n", "MX_FN void ", name,
+                      "_element(const ", name, "_args& a, mx_i64 i, float* r) {\n", element,
+                      "}\n");
+}
+
+// The host source of a group with column reductions: each task is one
+// outer index and a block of up to kColumnBlock columns, adding rows in
+// order.
 LoopSource ColumnReductionSource(const std::string& body,
-                                 const std::vector<ColumnReduction>& reductions,
+                                 const std::vector<GroupReduction>& reductions,
                                  const std::function<int(int)>& arg, int64_t outer,
                                  int64_t middle, int64_t inner, LoopSource out) {
   const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
   out.units = outer * blocks;
   out.elements_per_unit = middle * std::min(inner, kColumnBlock);
-  std::string element = body;
   std::string init, add, store;
   for (size_t r = 0; r < reductions.size(); ++r) {
-    const ColumnReduction& red = reductions[r];
-    absl::StrAppend(&element, "  r[", r, "] = ", red.input, ";\n");
-    const bool sums = red.kind == MIXRT_REDUCE_SUM || red.kind == MIXRT_REDUCE_MEAN;
-    const double initial = red.kind == MIXRT_REDUCE_MAX   ? -std::numeric_limits<double>::infinity()
-                           : red.kind == MIXRT_REDUCE_MIN ? std::numeric_limits<double>::infinity()
-                                                          : 0.0;
+    const GroupReduction& red = reductions[r];
+    const std::string acc = absl::StrCat("acc", r, "[c]");
     absl::StrAppend(&init, "    double acc", r, "[", kColumnBlock, "];\n",
-                    "    for (mx_i64 c = 0; c < n; ++c) acc", r, "[c] = ", Double(initial), ";\n");
-    if (sums) {
-      absl::StrAppend(&add, "        acc", r, "[c] += (double)r[", r, "];\n");
-    } else {
-      // NaN propagates (v + acc), as the interpreter's Combine.
-      absl::StrAppend(&add, "        { const double v = (double)r[", r, "], w = acc", r,
-                      "[c];\n          acc", r, "[c] = (v != v || w != w) ? v + w : (v ",
-                      red.kind == MIXRT_REDUCE_MAX ? ">" : "<", " w ? v : w); }\n");
-    }
-    std::string value = absl::StrCat("(float)acc", r, "[c]");
-    if (red.kind == MIXRT_REDUCE_MEAN) {
-      value = absl::StrCat("(float)(acc", r, "[c] / ", Double(static_cast<double>(middle)), ")");
-    }
-    const int k = arg(red.value);
-    std::string stored = value;
-    if (red.dtype == MIXRT_DTYPE_BF16) stored = absl::StrCat("mx_to_bf16(", value, ")");
-    if (red.dtype == MIXRT_DTYPE_F16) stored = absl::StrCat("mx_to_f16(", value, ")");
-    absl::StrAppend(&store, "    if (a.p[", k, "] != 0) for (mx_i64 c = 0; c < n; ++c) ((",
-                    CType(red.dtype), "*)a.p[", k, "])[o * ", inner, "LL + c0 + c] = ", stored,
-                    ";\n");
+                    "    for (mx_i64 c = 0; c < n; ++c) ", acc, " = ", Initial(red.kind), ";\n");
+    absl::StrAppend(&add, "        ", acc, " = ",
+                    Combined(red.kind, acc, absl::StrCat("(double)r[", r, "]")), ";\n");
+    absl::StrAppend(&store, "    for (mx_i64 c = 0; c < n; ++c) ",
+                    StoreResult(red, arg(red.value), acc, middle,
+                                absl::StrCat("o * ", inner, "LL + c0 + c")));
   }
-  const size_t hash = std::hash<std::string>()(absl::StrCat(element, init, add, store));
-  out.name = absl::StrFormat("mixrt_loop_%016x", hash);
-  const std::string args = absl::StrCat(out.name, "_args");
+  const std::string tail = absl::StrCat(init, add, store);
+  out.name = absl::StrFormat("mixrt_loop_%016x", std::hash<std::string>()(body + tail));
   out.source = absl::StrCat(
       kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
-      "#error \"column reductions are generated for the host only\"\n#endif\n",
-      "struct ", args, " { void* p[", out.values.size(), "]; };\n",
-      "MX_FN void ", out.name, "_element(const ", args, "& a, mx_i64 i, float* r) {\n",
-      element, "}\n",
+      "#error \"reductions are generated for the host only\"\n#endif\n",
+      "#define MX_ARGS ", out.values.size(), "\n", ReducingElement(out.name, body, reductions),
       "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
       "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
-      "  ", args, " a;\n",
-      "  for (int k = 0; k < ", out.values.size(), "; ++k) a.p[k] = p[k];\n",
+      "  ", out.name, "_args a;\n",
+      "  for (int k = 0; k < MX_ARGS; ++k) a.p[k] = p[k];\n",
       "  for (mx_i64 task = begin; task < end; ++task) {\n",
       "    const mx_i64 o = task / ", blocks, "LL, c0 = (task % ", blocks, "LL) * ", kColumnBlock,
       "LL;\n",
@@ -281,6 +304,85 @@ LoopSource ColumnReductionSource(const std::string& body,
       "        float r[", reductions.size(), "];\n",
       "        ", out.name, "_element(a, base + c, r);\n",
       add, "      }\n    }\n", store, "  }\n}\n");
+  return out;
+}
+
+// The host source of a group with reductions over its innermost dims (a
+// loss's mean, a row's sum): each task is one outer index and a piece of
+// up to kRowPiece elements, summed chunk by chunk in eight double lanes
+// (backends/cpu/lane_sums.h's SumInDouble, written out again here because
+// generated source includes nothing) into a partial; the finishing unit
+// adds each row's partials in order, as the reduce kernel and the
+// interpreter do, so the results agree bit for bit.
+LoopSource WholeRowReductionSource(const std::string& body,
+                                   const std::vector<GroupReduction>& reductions,
+                                   const std::function<int(int)>& arg, int64_t outer,
+                                   int64_t middle, LoopSource out) {
+  const int64_t pieces = (middle + kRowPiece - 1) / kRowPiece;
+  const size_t nr = reductions.size();
+  out.units = outer * pieces;
+  out.elements_per_unit = std::min(middle, kRowPiece);
+  out.finishes = true;
+  out.partials = out.units * static_cast<int64_t>(nr);
+  std::string init, add, keep, finish;
+  for (size_t r = 0; r < nr; ++r) {
+    const GroupReduction& red = reductions[r];
+    const std::string acc = absl::StrCat("piece[", r, "]");
+    absl::StrAppend(&init, "    ", acc, " = ", Initial(red.kind), ";\n");
+    if (Sums(red.kind)) {
+      absl::StrAppend(&add, "      ", acc, " += mx_sum_in_double(chunk[", r, "], n);\n");
+    } else {
+      absl::StrAppend(&add, "      for (mx_i64 c = 0; c < n; ++c) ", acc, " = ",
+                      Combined(red.kind, acc, absl::StrCat("(double)chunk[", r, "][c]")), ";\n");
+    }
+    absl::StrAppend(&keep, "    partial[task * ", nr, "LL + ", r, "] = ", acc, ";\n");
+    absl::StrAppend(&finish, "        { double t = ", Initial(red.kind), ";\n",
+                    "          for (mx_i64 q = 0; q < ", pieces, "LL; ++q) t = ",
+                    Combined(red.kind, "t", absl::StrCat("partial[(o * ", pieces, "LL + q) * ",
+                                                        nr, "LL + ", r, "]")),
+                    ";\n          ", StoreResult(red, arg(red.value), "t", middle, "o"),
+                    "        }\n");
+  }
+  const std::string tail = absl::StrCat(init, add, keep, finish);
+  out.name = absl::StrFormat("mixrt_loop_%016x", std::hash<std::string>()(body + tail));
+  out.source = absl::StrCat(
+      kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
+      "#error \"reductions are generated for the host only\"\n#endif\n",
+      "#define MX_ARGS ", out.values.size(), "\n", ReducingElement(out.name, body, reductions),
+      R"(MX_FN double mx_sum_in_double(const float* x, mx_i64 n) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  mx_i64 j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] += x[j + l];
+  }
+  for (; j < n; ++j) lanes[j % 8] += x[j];
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+)",
+      "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
+      "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
+      "  ", out.name, "_args a;\n",
+      "  for (int k = 0; k < MX_ARGS; ++k) a.p[k] = p[k];\n",
+      "  double* partial = (double*)p[MX_ARGS];\n",
+      "  for (mx_i64 task = begin; task < end; ++task) {\n",
+      "    if (task == ", out.units, "LL) {\n",
+      "      for (mx_i64 o = 0; o < ", outer, "LL; ++o) {\n", finish, "      }\n",
+      "      continue;\n    }\n",
+      "    const mx_i64 o = task / ", pieces, "LL, p0 = (task % ", pieces, "LL) * ", kRowPiece,
+      "LL;\n",
+      "    const mx_i64 p1 = ", middle, "LL - p0 < ", kRowPiece, "LL ? ", middle, "LL : p0 + ",
+      kRowPiece, "LL;\n",
+      "    double piece[", nr, "];\n", init,
+      "    float chunk[", nr, "][", kColumnBlock, "];\n",
+      "    for (mx_i64 m0 = p0; m0 < p1; m0 += ", kColumnBlock, "LL) {\n",
+      "      const mx_i64 n = p1 - m0 < ", kColumnBlock, "LL ? p1 - m0 : ", kColumnBlock, "LL;\n",
+      "#pragma GCC ivdep\n",
+      "      for (mx_i64 c = 0; c < n; ++c) {\n",
+      "        float r[", nr, "];\n",
+      "        ", out.name, "_element(a, o * ", middle, "LL + m0 + c, r);\n",
+      "        for (int k = 0; k < ", nr, "; ++k) chunk[k][c] = r[k];\n",
+      "      }\n", add, "    }\n", keep, "  }\n}\n");
   return out;
 }
 
@@ -317,7 +419,7 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
       if (shape.empty()) shape = g.values[n.outputs.at(0)].shape;
       continue;
     }
-    if (!options.column_reductions) {
+    if (!options.host_reductions) {
       return absl::UnimplementedError("loop codegen: reductions stay with the interpreter");
     }
     if (n.inputs.size() != 1 || n.outputs.size() != 1 || n.attrs_extended) {
@@ -345,10 +447,6 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     outer = split.outer;
     middle = split.middle;
     inner = split.inner;
-    if (inner == 1) {
-      return absl::UnimplementedError(
-          "loop codegen: a reduction over the innermost dim stays with the interpreter");
-    }
   }
   std::vector<int> arg_of(g.values.size(), -1);
   auto arg = [&](int v) {
@@ -436,7 +534,7 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
   }
   // What follows the loads (ops and stores), shared by both forms.
   const size_t loads_end = body.size();
-  std::vector<ColumnReduction> reductions;
+  std::vector<GroupReduction> reductions;
   for (int i : nodes) {
     const FusionNode& n = g.nodes[i];
     if (n.op == MIXRT_OP_REDUCE) {
@@ -485,7 +583,8 @@ absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
     absl::StrAppend(&body, "  ", p, " = ", stored, ";\n");
   }
   if (!reductions.empty()) {
-    for (const ColumnReduction& r : reductions) arg(r.value);  // Before `out` is copied.
+    for (const GroupReduction& r : reductions) arg(r.value);  // Before `out` is copied.
+    if (inner == 1) return WholeRowReductionSource(body, reductions, arg, outer, middle, out);
     return ColumnReductionSource(body, reductions, arg, outer, middle, inner, out);
   }
   out.units = row_length > 0 ? out.numel / row_length : 0;
