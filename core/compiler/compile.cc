@@ -643,9 +643,7 @@ struct CompiledFunction::State {
     absl::StrAppend(&key, "mode ", options.mode, "\n");
     const Device& device = e.forward_graph().device;
     if (device.valid()) {
-      const BackendIdentity& id = device.backend()->identity();
-      absl::StrAppend(&key, "backend ", id.name, " ", id.version, " abi ",
-                      id.abi_major, ".", id.abi_minor, " ", id.build_info, "\n");
+      key += BackendCacheKey(device.backend()->identity());
     }
     key += compiler::StructureKey(e.forward_graph());
     if (e.backward != nullptr) {

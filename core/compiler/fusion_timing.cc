@@ -31,10 +31,8 @@ double Median(std::vector<double> v) {
 std::string FusionTimingKey(const Graph& g, const std::vector<int>& nodes,
                             const std::string& kernel) {
   std::string key = CacheKeyPrefix();
-  const BackendIdentity& id = g.device.backend()->identity();
-  absl::StrAppend(&key, "fusion timing\nbackend ", id.name, " ", id.version, " abi ",
-                  id.abi_major, ".", id.abi_minor, " ", id.build_info, "\nkernel ", kernel,
-                  "\n");
+  absl::StrAppend(&key, "fusion timing\n", BackendCacheKey(g.device.backend()->identity()),
+                  "kernel ", kernel, "\n");
   for (int i : nodes) {
     absl::StrAppend(&key, LaunchKey(g, g.nodes[i], [](int slot) { return slot; }), "\n");
   }

@@ -31,6 +31,11 @@ absl::string_view SupportLevelName(MixrtSupportLevel level) {
   }
 }
 
+std::string BackendCacheKey(const BackendIdentity& id) {
+  return absl::StrCat("backend ", id.name, " ", id.version, " abi ", id.abi_major, ".",
+                      id.abi_minor, " ", id.build_info, " file ", id.file_stamp, "\n");
+}
+
 std::string OpSignatureName(const OpSignature& sig) {
   const char* variant = MixrtOpVariantName(sig.op, sig.variant);
   return absl::StrCat(

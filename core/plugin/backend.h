@@ -51,10 +51,19 @@ struct BackendIdentity {
   std::string build_info;
   std::string device_type;
   std::string path;
+  // The loaded file's size and modification time: a rebuilt plugin whose
+  // name, version and build info stay the same still differs here.
+  std::string file_stamp;
   uint32_t abi_major = 0;
   uint32_t abi_minor = 0;
   int32_t score = 1;
 };
+
+// What the compile cache keys on for artifacts a backend's code decided
+// (plans with its fusion claims, its fused kernels' timings): everything
+// above but the path and score, the file's stamp included, so a rebuilt
+// or upgraded plugin never reads another build's decisions.
+std::string BackendCacheKey(const BackendIdentity& id);
 
 // One op as the per-op support query sees it (MixrtDevice_GetOpSupport_Args
 // in plugin_api.h): the op, its kind, its first input's and first output's

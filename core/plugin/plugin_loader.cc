@@ -94,6 +94,11 @@ absl::StatusOr<BackendIdentity> ReadIdentity(const std::string& path,
   id.build_info = CopyPluginString(info.build_info);
   id.device_type = CopyPluginString(info.device_type);
   id.path = path;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    id.file_stamp = absl::StrCat(st.st_size, " bytes, modified ", st.st_mtim.tv_sec, ".",
+                                 st.st_mtim.tv_nsec);
+  }
   id.abi_major = api->abi_major;
   id.abi_minor = api->abi_minor;
   if (id.name.empty() || id.name.size() > 64) {

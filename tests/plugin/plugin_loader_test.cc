@@ -2,6 +2,10 @@
 // wrong, and never crashes the host.
 #include "core/plugin/plugin_loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +39,31 @@ TEST(PluginLoader, LoadsTheReferencePlugin) {
             MIXRT_SUPPORT_UNSUPPORTED);
   EXPECT_FALSE(
       device.capability(MIXRT_OP_CLASS_CONV, DType::kI32).reason.empty());
+}
+
+// Two builds of one plugin (same name, version and build info; another
+// file) key the compile cache apart, so the fusion timings and plans one
+// build decided are not read for the other; one file loaded twice keys
+// alike.
+TEST(PluginLoader, ARebuiltPluginKeysTheCompileCacheApart) {
+  const std::string original = testing::RunfilePath("plugins/reference/libmixrt_reference.so");
+  const std::string rebuilt = ::testing::TempDir() + "/libmixrt_reference_rebuilt.so";
+  {
+    std::ifstream in(original, std::ios::binary);
+    std::ofstream out(rebuilt, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+  }
+  const struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, rebuilt.c_str(), times, 0), 0);
+  auto first = LoadPlugin(original);
+  auto again = LoadPlugin(original);
+  auto other = LoadPlugin(rebuilt);
+  ASSERT_TRUE(first.ok() && again.ok() && other.ok());
+  EXPECT_EQ((*other)->identity().name, (*first)->identity().name);
+  EXPECT_EQ((*other)->identity().build_info, (*first)->identity().build_info);
+  EXPECT_THAT((*other)->identity().file_stamp, HasSubstr("modified 1000000000.0"));
+  EXPECT_EQ(BackendCacheKey((*again)->identity()), BackendCacheKey((*first)->identity()));
+  EXPECT_NE(BackendCacheKey((*other)->identity()), BackendCacheKey((*first)->identity()));
 }
 
 TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
