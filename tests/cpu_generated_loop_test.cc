@@ -20,6 +20,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/fused_loop.h"
@@ -202,20 +203,15 @@ TEST(GeneratedLoop, WholeRowSumsOverManyPiecesMatchTheInterpreter) {
   // Two rows of 150001: three pieces of 2^16 each, the last ragged, and a
   // ragged last chunk, added in the interpreter's order. Then the mean of
   // all of them, as a loss's, over a [2, 150001] view.
-  Builder b;
-  const int x = b.Input(MIXRT_DTYPE_F32, {2, 150001});
-  const int y = b.Value(MIXRT_DTYPE_F32, {2, 150001});
-  const int sum = b.Value(MIXRT_DTYPE_F32, {2, 1}, MIXRT_FUSION_VALUE_OUTPUT);
-  b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {x}, {y});
-  b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_SUM, 2u), {y}, {sum});
-  ExpectGeneratedMatchesInterpreter(b, {0, 0}, Cancelling(x, 150001));
-  Builder whole;
-  const int wx = whole.Input(MIXRT_DTYPE_F32, {2, 150001});
-  const int wy = whole.Value(MIXRT_DTYPE_F32, {2, 150001});
-  const int wmean = whole.Value(MIXRT_DTYPE_F32, {1, 1}, MIXRT_FUSION_VALUE_OUTPUT);
-  whole.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {wx}, {wy});
-  whole.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MEAN, 3u), {wy}, {wmean});
-  ExpectGeneratedMatchesInterpreter(whole, {0, 0}, Cancelling(wx, 150001));
+  for (const auto& [kind, axes] : {std::pair{MIXRT_REDUCE_SUM, 2u}, {MIXRT_REDUCE_MEAN, 3u}}) {
+    Builder b;
+    const int x = b.Input(MIXRT_DTYPE_F32, {2, 150001});
+    const int y = b.Value(MIXRT_DTYPE_F32, {2, 150001});
+    const int r = b.Value(MIXRT_DTYPE_F32, {axes == 3u ? 1 : 2, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+    b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {x}, {y});
+    b.Node(MIXRT_OP_REDUCE, Reduce(kind, axes), {y}, {r});
+    ExpectGeneratedMatchesInterpreter(b, {0, 0}, Cancelling(x, 150001));
+  }
 }
 
 TEST(GeneratedLoop, ABrokenCachedObjectIsRebuilt) {
