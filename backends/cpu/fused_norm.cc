@@ -16,34 +16,50 @@ using sdk::FusionGraph;
 using sdk::FusionNode;
 using sdk::FusionValue;
 
+// The one node reading value v, through plain reshapes or not at all: -1
+// when v is a result, has other readers, or is read through another view.
+int OnlyReader(const FusionGraph& g, int v) {
+  if (g.values[v].has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) return -1;
+  const int r = g.readers[v][0];
+  for (int in : g.nodes[r].inputs) {
+    if (in != v && g.values[in].view_of == v && g.ReshapeBase(in) != v) return -1;
+  }
+  return r;
+}
+
+bool Dense(const FusionValue& v, int64_t numel) {
+  return v.is_static() && v.is_contiguous() && v.numel() == numel;
+}
+
+bool IsOneToOne(const FusionNode& n, MixrtOp op) {
+  return n.op == op && !n.attrs_extended && n.inputs.size() == (op == MIXRT_OP_BINARY ? 2u : 1u) &&
+         n.outputs.size() == 1;
+}
+
+// The copy that is value v's only reader (so it reads v or a plain
+// reshape of it), writing dense floating-point memory of `numel`
+// elements, or -1: a result's cast a group can write in its place.
+int CastOf(const FusionGraph& g, int v, int64_t numel) {
+  const int c = OnlyReader(g, v);
+  if (c < 0 || !IsOneToOne(g.nodes[c], MIXRT_OP_COPY)) return -1;
+  const FusionValue& out = g.values[g.nodes[c].outputs[0]];
+  return Dense(out, numel) && sdk::IsFloatingDtype(out.dtype) ? c : -1;
+}
+
 // The cast node reading layer_norm node `i`'s normalized result as the
 // same contiguous memory, or -1.
-int CastOf(const FusionGraph& g, int i) {
+int NormCastOf(const FusionGraph& g, int i) {
   const FusionNode& n = g.nodes[i];
   if (n.op != MIXRT_OP_LAYER_NORM || (n.inputs.size() != 1 && n.inputs.size() != 3) ||
       n.outputs.size() != 3 || n.attrs_extended) {
     return -1;
   }
   const FusionValue& x = g.values[n.inputs[0]];
-  const int y = n.outputs[0];
-  const FusionValue& yv = g.values[y];
-  if (x.shape.size() != 2 || !x.is_static() || !x.is_contiguous() || !yv.is_contiguous() ||
-      yv.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[y].size() != 1) {
+  const FusionValue& y = g.values[n.outputs[0]];
+  if (x.shape.size() != 2 || !x.is_static() || !x.is_contiguous() || !y.is_contiguous()) {
     return -1;
   }
-  const int c = g.readers[y][0];
-  const FusionNode& cast = g.nodes[c];
-  if (cast.op != MIXRT_OP_COPY || cast.inputs.size() != 1 || cast.outputs.size() != 1) {
-    return -1;
-  }
-  const int in = cast.inputs[0];
-  const FusionValue& out = g.values[cast.outputs[0]];
-  const bool same_memory = g.ReshapeBase(in) == y;
-  if (!same_memory || !out.is_static() || !out.is_contiguous() ||
-      out.numel() != yv.numel() || !sdk::IsFloatingDtype(out.dtype)) {
-    return -1;
-  }
-  return c;
+  return CastOf(g, n.outputs[0], y.numel());
 }
 
 class NormCast : public sdk::FusedKernel {
@@ -94,26 +110,6 @@ struct NormBackwardParts {
   int out = -1;  // The value the group writes the gradient into.
 };
 
-// The one node reading value v, through plain reshapes or not at all: -1
-// when v is a result, has other readers, or is read through another view.
-int OnlyReader(const FusionGraph& g, int v) {
-  if (g.values[v].has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) return -1;
-  const int r = g.readers[v][0];
-  for (int in : g.nodes[r].inputs) {
-    if (in != v && g.values[in].view_of == v && g.ReshapeBase(in) != v) return -1;
-  }
-  return r;
-}
-
-bool Dense(const FusionValue& v, int64_t numel) {
-  return v.is_static() && v.is_contiguous() && v.numel() == numel;
-}
-
-bool IsOneToOne(const FusionNode& n, MixrtOp op) {
-  return n.op == op && !n.attrs_extended && n.inputs.size() == (op == MIXRT_OP_BINARY ? 2u : 1u) &&
-         n.outputs.size() == 1;
-}
-
 std::optional<NormBackwardParts> NormBackwardOf(const FusionGraph& g, int i,
                                                 absl::Span<const int> taken) {
   auto free = [&](int node) {
@@ -162,10 +158,8 @@ std::optional<NormBackwardParts> NormBackwardOf(const FusionGraph& g, int i,
       p.add = a;
       p.residual = r;
       p.out = sum;
-      const int cast = OnlyReader(g, sum);
-      if (free(cast) && IsOneToOne(g.nodes[cast], MIXRT_OP_COPY) &&
-          Dense(g.values[g.nodes[cast].outputs[0]], numel) &&
-          sdk::IsFloatingDtype(g.values[g.nodes[cast].outputs[0]].dtype)) {
+      const int cast = CastOf(g, sum, numel);
+      if (free(cast)) {
         p.cast = cast;
         p.out = g.nodes[cast].outputs[0];
       }
@@ -231,21 +225,16 @@ class NormBackward : public sdk::FusedKernel {
 }  // namespace
 
 std::vector<int> ClaimNormCasts(const FusionGraph& g, absl::Span<const int> taken, int first) {
-  std::vector<int> group(g.nodes.size(), -1);
-  int next = first;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (i < taken.size() && taken[i] >= 0) continue;
-    const int c = CastOf(g, static_cast<int>(i));
-    if (c < 0 || (static_cast<size_t>(c) < taken.size() && taken[c] >= 0)) continue;
-    group[i] = group[c] = next++;
-  }
-  return group;
+  return ClaimInOrder(g.nodes.size(), taken, first, [&g](int i, absl::Span<const int> claimed) {
+    const int c = claimed[i] >= 0 ? -1 : NormCastOf(g, i);
+    return c < 0 || claimed[c] >= 0 ? std::vector<int>{} : std::vector<int>{i, c};
+  });
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileNormCast(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
-  if (nodes.size() != 2 || CastOf(g, nodes[0]) != nodes[1]) {
+  if (nodes.size() != 2 || NormCastOf(g, nodes[0]) != nodes[1]) {
     return absl::InvalidArgumentError("layer_norm + cast: the group is not a layer_norm and its cast");
   }
   const FusionNode& n = g.nodes[nodes[0]];

@@ -434,9 +434,8 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
         if (claimed[node] != group) continue;
         for (int v : offer.outputs[node]) {
           if (store[v]) continue;
-          int64_t numel = 1;
-          for (int64_t d : offer.refs[v].shape) numel *= d;
-          bytes_not_stored += numel * static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
+          bytes_not_stored +=
+              Elements(offer.refs[v]) * static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
         }
       }
       const FusionVerdict verdict = JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
