@@ -66,6 +66,54 @@ std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention, in
   return s;
 }
 
+// Where the attention node's result [G, R, C] goes when a copy merging
+// its heads is its only reader (a multi-head attention's [B, H, R, C] ->
+// [B, R, H, C] before the output projection): that copy's dense result,
+// written row by row through its strides. The copy reads the result
+// through a view [B, R, H, C] (B * H = G) with no offset; nullopt when it
+// is not that copy or the result is needed elsewhere.
+std::optional<OperandSource> MergeCopy(const FusionGraph& g, int attention,
+                                       absl::Span<const int> taken) {
+  const int o = g.nodes[attention].outputs[0];
+  const FusionValue& out = g.values[o];
+  if (out.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[o].size() != 1 ||
+      out.shape.size() != 3 || !out.is_static() || !out.is_contiguous()) {
+    return std::nullopt;
+  }
+  const int c = g.readers[o][0];
+  if (static_cast<size_t>(c) < taken.size() && taken[c] >= 0) return std::nullopt;
+  const FusionNode& copy = g.nodes[c];
+  if (copy.op != MIXRT_OP_COPY || copy.inputs.size() != 1 || copy.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const FusionValue& view = g.values[copy.inputs[0]];
+  const FusionValue& dst = g.values[copy.outputs[0]];
+  const int64_t rows = out.shape[1], cols = out.shape[2];
+  if (view.view_of != o || view.view_offset != 0 || view.dtype != out.dtype ||
+      dst.dtype != out.dtype || !view.is_static() || !dst.is_static() ||
+      !dst.is_contiguous() || view.shape.size() != 4 || dst.shape != view.shape ||
+      view.shape[1] != rows || view.shape[3] != cols ||
+      view.shape[0] * view.shape[2] != out.shape[0]) {
+    return std::nullopt;
+  }
+  const int64_t heads = view.shape[2];
+  // The strides of [B, H, R, C] read as [B, R, H, C]; a dim of one
+  // element may have any.
+  const int64_t merged[4] = {heads * rows * cols, cols, rows * cols, 1};
+  for (int d = 0; d < 4; ++d) {
+    if (view.shape[d] != 1 && view.strides[d] != merged[d]) return std::nullopt;
+  }
+  OperandSource s;
+  s.value = copy.outputs[0];
+  s.copy = c;
+  s.rows.dtype = out.dtype;
+  s.rows.heads = heads;
+  s.rows.batch_stride = rows * heads * cols;
+  s.rows.head_stride = cols;
+  s.rows.row_stride = heads * cols;
+  return s;
+}
+
 // The attention node i's operand sources (q, k, v), or nullopt when it
 // cannot be fused or no copy would be taken.
 std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
@@ -96,7 +144,7 @@ std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
     sources[k].value = x;
     sources[k].rows = GroupRows::Dense(nullptr, v.dtype, v.shape[1], v.shape[2]);
   }
-  if (!any_copy) return std::nullopt;
+  if (!any_copy && !MergeCopy(g, i, taken).has_value()) return std::nullopt;
   for (int v : n.outputs) {
     if (!g.values[v].is_static() || !g.values[v].is_contiguous()) return std::nullopt;
   }
@@ -106,11 +154,12 @@ std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
 class AttentionHeads : public sdk::FusedKernel {
  public:
   AttentionHeads(MixrtAttentionAttrs attrs, std::array<OperandSource, 3> sources,
-                 std::optional<FusionValue> mask, int mask_value, MixrtDtype dtype, int out,
+                 std::optional<OperandSource> merge, std::optional<FusionValue> mask, int mask_value, MixrtDtype dtype, int out,
                  int lse, int64_t groups, int64_t queries, int64_t keys, int64_t head_dim,
                  int64_t value_dim)
       : attrs_(attrs),
         sources_(sources),
+        merge_(merge),
         mask_(std::move(mask)),
         mask_value_(mask_value),
         dtype_(dtype),
@@ -134,10 +183,15 @@ class AttentionHeads : public sdk::FusedKernel {
         return absl::InvalidArgumentError("attention reading its heads: no operand address");
       }
     }
-    if (data[out_] == nullptr) {
+    if (merge_.has_value()) {
+      rows.out = merge_->rows;
+      rows.out.data = data[merge_->value];
+    } else {
+      rows.out = GroupRows::Dense(data[out_], dtype_, call_.queries, call_.value_dim);
+    }
+    if (rows.out.data == nullptr) {
       return absl::InvalidArgumentError("attention reading its heads: no result address");
     }
-    rows.out = GroupRows::Dense(data[out_], dtype_, call_.queries, call_.value_dim);
     // The normalizers are this group's own when nothing else reads them.
     lse_scratch_.resize(data[lse_] == nullptr ? call_.groups * call_.queries : 0);
     rows.lse = data[lse_] != nullptr ? static_cast<float*>(data[lse_]) : lse_scratch_.data();
@@ -155,13 +209,17 @@ class AttentionHeads : public sdk::FusedKernel {
   std::string Description() const override {
     int copies = 0;
     for (const OperandSource& s : sources_) copies += s.copy >= 0 ? 1 : 0;
-    return absl::StrCat("attention reading its heads in place (", copies,
-                        copies == 1 ? " copy" : " copies", " fused)");
+    if (merge_.has_value()) ++copies;
+    return absl::StrCat("attention reading ", merge_.has_value() ? "and writing " : "",
+                        "its heads in place (", copies, copies == 1 ? " copy" : " copies",
+                        " fused)");
   }
 
  private:
   MixrtAttentionAttrs attrs_;
   const std::array<OperandSource, 3> sources_;
+  // The copy merging the heads of the result, which the kernel writes.
+  const std::optional<OperandSource> merge_;
   const std::optional<FusionValue> mask_;
   const int mask_value_;
   const MixrtDtype dtype_;
@@ -184,6 +242,8 @@ std::vector<int> ClaimAttentionHeads(const FusionGraph& g, absl::Span<const int>
     for (const OperandSource& s : *sources) {
       if (s.copy >= 0) group[s.copy] = next;
     }
+    const auto merge = MergeCopy(g, static_cast<int>(i), taken);
+    if (merge.has_value()) group[merge->copy] = next;
     ++next;
   }
   return group;
@@ -192,17 +252,24 @@ std::vector<int> ClaimAttentionHeads(const FusionGraph& g, absl::Span<const int>
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileAttentionHeads(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
-  const int i = nodes.empty() ? -1 : nodes.back();
+  int i = -1;
+  for (int node : nodes) {
+    if (g.nodes[node].op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION) i = node;
+  }
   const auto sources = i < 0 ? std::nullopt : Sources(g, i, {});
   size_t copies = 0;
   for (int k = 0; sources.has_value() && k < 3; ++k) {
     const int c = (*sources)[k].copy;
     if (c >= 0 && group_of_node[c] == group) ++copies;
   }
+  // The merge only when the host kept its copy in the group.
+  std::optional<OperandSource> merge = i < 0 ? std::nullopt : MergeCopy(g, i, {});
+  if (merge.has_value() && group_of_node[merge->copy] != group) merge.reset();
+  if (merge.has_value()) ++copies;
   if (!sources.has_value() || copies + 1 != nodes.size()) {
     return absl::InvalidArgumentError(
-        "attention reading its heads: the group is not an attention and the copies making "
-        "its operands");
+        "attention reading its heads: the group is not an attention, the copies making "
+        "its operands and the copy merging its result's heads");
   }
   const FusionNode& n = g.nodes[i];
   MIXRT_ASSIGN_OR_RETURN(const MixrtAttentionAttrs attrs, n.GetAttrs<MixrtAttentionAttrs>());
@@ -218,7 +285,8 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileAttentionHeads(
   const FusionValue& q = g.values[n.inputs[0]];
   const FusionValue& v = g.values[n.inputs[2]];
   const FusionValue& k = g.values[n.inputs[1]];
-  return std::make_unique<AttentionHeads>(attrs, *sources, std::move(mask), mask_value, q.dtype,
+  return std::make_unique<AttentionHeads>(attrs, *sources, merge, std::move(mask), mask_value,
+                                          q.dtype,
                                           n.outputs[0], n.outputs[1], q.shape[0], q.shape[1],
                                           k.shape[1], q.shape[2], v.shape[2]);
 }

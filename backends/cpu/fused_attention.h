@@ -3,9 +3,12 @@
 // dense q, k and v [B, H, T, D] with three copies before
 // scaled_dot_product_attention; the fused kernel takes those copies and
 // the attention as one group and reads each head's rows where the
-// projection wrote them (attention_rows.h). A copy whose result is needed
-// elsewhere (saved for a backward) stays a copy. Numerically it is the
-// attention op itself: the same kernel on the same values.
+// projection wrote them (attention_rows.h). The copy merging the result's
+// heads back ([B, H, T, D] -> [B, T, H, D], for the output projection),
+// when it is the result's only reader, is taken too: the kernel writes
+// each row where that copy would. A copy whose result is needed elsewhere
+// (saved for a backward) stays a copy. Numerically it is the attention op
+// itself: the same kernel on the same values.
 #ifndef MIXRT_BACKENDS_CPU_FUSED_ATTENTION_H_
 #define MIXRT_BACKENDS_CPU_FUSED_ATTENTION_H_
 
@@ -19,8 +22,9 @@
 namespace mixrt::cpu {
 
 // Per node, its group (`first`, first + 1, ...) or -1: each attention
-// forward with the copies that only it reads; nodes `taken` by another
-// fusion are left out, and an attention that would take no copy too.
+// forward with the copies that only it reads and the copy merging its
+// heads; nodes `taken` by another fusion are left out, and an attention
+// that would take no copy too.
 std::vector<int> ClaimAttentionHeads(const sdk::FusionGraph& graph,
                                      absl::Span<const int> taken, int first);
 

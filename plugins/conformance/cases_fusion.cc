@@ -141,8 +141,8 @@ void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
 // definition adds -inf to a hidden key's score, and inf plus -inf is NaN,
 // so that key makes every row of batch 1 NaN even where causal attention
 // hides it: a kernel that skips hidden keys must find it first. The causal
-// cases return the output alone, so a fused kernel keeps the
-// log-normalizers to itself.
+// cases return the output alone with its heads merged, so a fused kernel
+// keeps the log-normalizers to itself and may write the merged rows.
 void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
   constexpr int64_t kBatch = 2, kSequence = 200, kHeads = 2, kHeadDim = 64;
   // As the attention cases': weights and products rounded once or twice.
@@ -184,8 +184,12 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
         args.is_causal = causal;
         MIXRT_ASSIGN_OR_RETURN(FusedAttentionOutput o,
                                scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], args));
-        if (causal) return std::vector<Tensor>{o.out};
-        return std::vector<Tensor>{o.out, o.lse};
+        if (!causal) return std::vector<Tensor>{o.out, o.lse};
+        // The heads merged back, [B, T, H * D], as a multi-head attention
+        // hands them on: a copy a plugin may fuse too, writing in place.
+        MIXRT_ASSIGN_OR_RETURN(Tensor merged, o.out.permute({0, 2, 1, 3}));
+        MIXRT_ASSIGN_OR_RETURN(merged, merged.reshape({kBatch, kSequence, kHeads * kHeadDim}));
+        return std::vector<Tensor>{merged};
       };
       cases->push_back(
           {absl::StrCat("fusion/attention_heads", causal ? "_causal" : "",

@@ -176,6 +176,44 @@ absl::StatusOr<std::vector<Tensor>> SplitHeadsAttention(const std::vector<Tensor
   return std::vector<Tensor>{y};
 }
 
+// SplitHeadsAttention's result with its heads merged back, [B, T, H * D],
+// as the module hands it to the output projection: a permute and the copy
+// a reshape of it makes.
+absl::StatusOr<std::vector<Tensor>> MergedHeadsAttention(const std::vector<Tensor>& in) {
+  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> y, SplitHeadsAttention(in));
+  const int64_t b = in[0].shape()[0], t = in[0].shape()[1];
+  MIXRT_ASSIGN_OR_RETURN(Tensor merged, permute(y[0], {0, 2, 1, 3}));
+  MIXRT_ASSIGN_OR_RETURN(merged, reshape(merged, {b, t, 64}));
+  // A second reader of the merged heads: the copy's result is stored.
+  MIXRT_ASSIGN_OR_RETURN(Tensor doubled, add(merged, merged));
+  return std::vector<Tensor>{merged, doubled};
+}
+
+// The copy merging the heads runs inside the attention's kernel too: each
+// row written where the copy would put it, eager's bytes.
+TEST(CpuFusionNumerics, AttentionWritesItsHeadsMergedInPlace) {
+  const Device d = testing::CpuDevice();
+  Generator g(6);
+  for (const int64_t tokens : {150, 3}) {
+    const Tensor x = *randn({2, tokens, 192}, DType::kBF16, d, 0, 1, &g);
+    InferenceModeGuard inference;
+    auto f = compile(MergedHeadsAttention);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_TRUE((*f)({x}).ok());  // The trace.
+    auto got = (*f)({x});
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = MergedHeadsAttention({x});
+    ASSERT_TRUE(want.ok());
+    EXPECT_THAT(f->Explain(),
+                HasSubstr("attention reading and writing its heads in place (4 copies fused)"))
+        << tokens << " tokens";
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_THAT((*got)[i].shape(), ::testing::ElementsAre(2, tokens, 64));
+      EXPECT_EQ(*(*got)[i].to_bytes(), *(*want)[i].to_bytes()) << tokens << " tokens, " << i;
+    }
+  }
+}
+
 // In inference the copies run inside the attention's fused kernel, which
 // reads each head's rows where the projection wrote them: the same kernel
 // on the same values, so eager's result bit for bit. In training the
