@@ -10,6 +10,7 @@
 // where the CPU has them (amx_tiles.h: K and V packed once per group).
 // Backward recomputes the weights from the saved log-normalizers,
 // one group per task, so dK and dV accumulate without atomics.
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -206,21 +207,37 @@ const void* WeightsForGemm(MixrtDtype gemm, int64_t rows, int64_t cols,
   return s->weights_low.data();
 }
 
-// Whether any of `rows` rows of `cols` elements, `stride` apart from
-// element `at`, is inf or NaN: on the raw bits, the largest magnitude
-// reaches the all-ones exponent (a max reduction, which vectorizes; a flag
-// OR-ed per element stayed scalar and took 6% of a causal forward).
+// The largest magnitude of `rows` rows of `cols` elements, `stride` apart
+// from element `at`, on the raw bits (inf or NaN when it reaches the
+// all-ones exponent): a max over one register's lanes carried across the
+// rows and reduced once at the end. A flag OR-ed per element stayed scalar
+// (6% of a causal forward); a max reduced per row took 2% of a compiled
+// transformer block, whose heads are rows of 64 read in place.
 template <typename Bits>
 Bits LargestMagnitude(const void* data, int64_t at, int64_t rows, int64_t cols,
                       int64_t stride, Bits magnitude) {
+  static_assert(sizeof(Bits) == 2 || sizeof(Bits) == 4);
+  constexpr int64_t kLanes = 32 / sizeof(Bits);
   const Bits* b = static_cast<const Bits*>(data) + at;
+  const __m256i mask = sizeof(Bits) == 2 ? _mm256_set1_epi16(static_cast<int16_t>(magnitude))
+                                         : _mm256_set1_epi32(static_cast<int32_t>(magnitude));
+  __m256i lanes = _mm256_setzero_si256();
   Bits largest = 0;
+  const int64_t body = cols / kLanes * kLanes;
   for (int64_t r = 0; r < rows; ++r) {
     const Bits* row = b + r * stride;
-    for (int64_t i = 0; i < cols; ++i) {
+    for (int64_t i = 0; i < body; i += kLanes) {
+      const __m256i v = _mm256_and_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)), mask);
+      lanes = sizeof(Bits) == 2 ? _mm256_max_epu16(lanes, v) : _mm256_max_epu32(lanes, v);
+    }
+    for (int64_t i = body; i < cols; ++i) {
       largest = std::max<Bits>(largest, row[i] & magnitude);
     }
   }
+  Bits each[kLanes];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(each), lanes);
+  for (Bits x : each) largest = std::max(largest, x);
   return largest;
 }
 
