@@ -153,9 +153,12 @@ std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
 
 class AttentionHeads : public sdk::FusedKernel {
  public:
-  AttentionHeads(MixrtAttentionAttrs attrs, std::array<OperandSource, 3> sources,
-                 std::optional<OperandSource> merge, std::optional<FusionValue> mask, int mask_value, MixrtDtype dtype, int out,
-                 int lse, int64_t groups, int64_t queries, int64_t keys, int64_t head_dim,
+  AttentionHeads(MixrtAttentionAttrs attrs,
+                 std::array<OperandSource, 3> sources,
+                 std::optional<OperandSource> merge,
+                 std::optional<FusionValue> mask, int mask_value,
+                 MixrtDtype dtype, int out, int lse, int64_t groups,
+                 int64_t queries, int64_t keys, int64_t head_dim,
                  int64_t value_dim)
       : attrs_(attrs),
         sources_(sources),
@@ -285,10 +288,10 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileAttentionHeads(
   const FusionValue& q = g.values[n.inputs[0]];
   const FusionValue& v = g.values[n.inputs[2]];
   const FusionValue& k = g.values[n.inputs[1]];
-  return std::make_unique<AttentionHeads>(attrs, *sources, merge, std::move(mask), mask_value,
-                                          q.dtype,
-                                          n.outputs[0], n.outputs[1], q.shape[0], q.shape[1],
-                                          k.shape[1], q.shape[2], v.shape[2]);
+  return std::make_unique<AttentionHeads>(
+      attrs, *sources, merge, std::move(mask), mask_value, q.dtype,
+      n.outputs[0], n.outputs[1], q.shape[0], q.shape[1], k.shape[1],
+      q.shape[2], v.shape[2]);
 }
 
 }  // namespace mixrt::cpu
