@@ -256,6 +256,22 @@ std::string ReducingElement(const std::string& name, const std::string& body,
                       "}\n");
 }
 
+// The whole source of a host-only group with reductions (out.name set):
+// the element function, `helpers`, and `<name>_host`, which copies its
+// value arguments into `a` and runs `tasks`, the loop over [begin, end).
+std::string ReductionHostSource(const LoopSource& out, const std::string& body,
+                                const std::vector<GroupReduction>& reductions,
+                                const std::string& helpers, const std::string& tasks) {
+  return absl::StrCat(
+      kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
+      "#error \"reductions are generated for the host only\"\n#endif\n",
+      "#define MX_ARGS ", out.values.size(), "\n", ReducingElement(out.name, body, reductions),
+      helpers, "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
+      "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
+      "  ", out.name, "_args a;\n",
+      "  for (int k = 0; k < MX_ARGS; ++k) a.p[k] = p[k];\n", tasks, "}\n");
+}
+
 // The host source of a group with column reductions: each task is one
 // outer index and a block of up to kColumnBlock columns, adding rows in
 // order.
@@ -280,14 +296,7 @@ LoopSource ColumnReductionSource(const std::string& body,
   }
   const std::string tail = absl::StrCat(init, add, store);
   out.name = absl::StrFormat("mixrt_loop_%016x", std::hash<std::string>()(body + tail));
-  out.source = absl::StrCat(
-      kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
-      "#error \"reductions are generated for the host only\"\n#endif\n",
-      "#define MX_ARGS ", out.values.size(), "\n", ReducingElement(out.name, body, reductions),
-      "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
-      "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
-      "  ", out.name, "_args a;\n",
-      "  for (int k = 0; k < MX_ARGS; ++k) a.p[k] = p[k];\n",
+  const std::string tasks = absl::StrCat(
       "  for (mx_i64 task = begin; task < end; ++task) {\n",
       "    const mx_i64 o = task / ", blocks, "LL, c0 = (task % ", blocks, "LL) * ", kColumnBlock,
       "LL;\n",
@@ -303,7 +312,8 @@ LoopSource ColumnReductionSource(const std::string& body,
       "      for (mx_i64 c = 0; c < n; ++c) {\n",
       "        float r[", reductions.size(), "];\n",
       "        ", out.name, "_element(a, base + c, r);\n",
-      add, "      }\n    }\n", store, "  }\n}\n");
+      add, "      }\n    }\n", store, "  }\n");
+  out.source = ReductionHostSource(out, body, reductions, "", tasks);
   return out;
 }
 
@@ -345,10 +355,7 @@ LoopSource WholeRowReductionSource(const std::string& body,
   }
   const std::string tail = absl::StrCat(init, add, keep, finish);
   out.name = absl::StrFormat("mixrt_loop_%016x", std::hash<std::string>()(body + tail));
-  out.source = absl::StrCat(
-      kPrelude, "#if defined(__CUDACC__) || defined(__CUDACC_RTC__)\n",
-      "#error \"reductions are generated for the host only\"\n#endif\n",
-      "#define MX_ARGS ", out.values.size(), "\n", ReducingElement(out.name, body, reductions),
+  const std::string sum_in_double =
       R"(MX_FN double mx_sum_in_double(const float* x, mx_i64 n) {
   double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   mx_i64 j = 0;
@@ -359,11 +366,8 @@ LoopSource WholeRowReductionSource(const std::string& body,
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
          ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
-)",
-      "extern \"C\" __attribute__((visibility(\"default\"))) void ", out.name,
-      "_host(void* const* p, mx_i64 begin, mx_i64 end) {\n",
-      "  ", out.name, "_args a;\n",
-      "  for (int k = 0; k < MX_ARGS; ++k) a.p[k] = p[k];\n",
+)";
+  const std::string tasks = absl::StrCat(
       "  double* partial = (double*)p[MX_ARGS];\n",
       "  for (mx_i64 task = begin; task < end; ++task) {\n",
       "    if (task == ", out.units, "LL) {\n",
@@ -382,7 +386,8 @@ LoopSource WholeRowReductionSource(const std::string& body,
       "        float r[", nr, "];\n",
       "        ", out.name, "_element(a, o * ", middle, "LL + m0 + c, r);\n",
       "        for (int k = 0; k < ", nr, "; ++k) chunk[k][c] = r[k];\n",
-      "      }\n", add, "    }\n", keep, "  }\n}\n");
+      "      }\n", add, "    }\n", keep, "  }\n");
+  out.source = ReductionHostSource(out, body, reductions, sum_in_double, tasks);
   return out;
 }
 
