@@ -10,8 +10,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "common/on_off.h"
 #include "absl/strings/str_format.h"
+#include "common/on_off.h"
 #include "core/amp/autocast_policy.h"
 #include "core/autograd/differentiable_cast.h"
 #include "core/autograd/grad_mode.h"
@@ -35,9 +35,15 @@ thread_local int t_nesting = 0;
 // Keyed by the weight's autograd state, which a weak reference in the entry
 // vouches for: a weight freed inside the region can hand its address to a
 // new tensor, and that tensor must not be given the old weight's cast
-// (PyTorch keeps a weakref for the same reason).
+// (PyTorch keeps a weakref for the same reason). The entry also holds the
+// weight's storage and its version when cast: an optimizer step, a copy_
+// into the weight or a checkpoint load inside one long region bumps the
+// version, and the weight is cast again (PyTorch's cache has no such check
+// and serves the stale cast).
 struct CachedCast {
   std::weak_ptr<AutogradMeta> source;
+  const Storage* storage = nullptr;
+  uint64_t version = 0;
   Tensor cast;
 };
 thread_local absl::flat_hash_map<std::pair<const AutogradMeta*, int>,
@@ -50,9 +56,8 @@ thread_local std::vector<AutocastDecision> t_log;
 const absl::StatusOr<bool>& AmpEnvironment() {
   static const absl::StatusOr<bool>* parsed = [] {
     const char* env = std::getenv(kDisableAmpEnv);
-    return new absl::StatusOr<bool>(
-        env == nullptr ? absl::StatusOr<bool>(false)
-                       : ParseDisableAmpValue(env));
+    return new absl::StatusOr<bool>(env == nullptr ? absl::StatusOr<bool>(false)
+                                                   : ParseDisableAmpValue(env));
   }();
   return *parsed;
 }
@@ -81,19 +86,28 @@ thread_local int t_cache_bypass = 0;
 absl::StatusOr<Tensor> CastCached(const Tensor& t, DType target,
                                   bool cache_enabled) {
   const bool cacheable = cache_enabled && t_cache_bypass == 0 &&
-                         !InferenceModeEnabled() &&
-                         t.is_leaf() && t.requires_grad() &&
-                         t.dtype() == DType::kF32;
+                         !InferenceModeEnabled() && t.is_leaf() &&
+                         t.requires_grad() && t.dtype() == DType::kF32;
   if (!cacheable) return cast(t, target);
   const std::shared_ptr<AutogradMeta> meta = t.autograd_meta();
   const auto key = std::make_pair(meta.get(), static_cast<int>(target));
+  const Storage* storage = t.storage().get();
+  // Read before casting: a write racing with the cast leaves the entry
+  // older than the weight, so the next use casts again.
+  const uint64_t version = t.storage()->version();
   auto it = t_cache.find(key);
   if (it != t_cache.end()) {
-    if (it->second.source.lock() == meta) return it->second.cast;
-    t_cache.erase(it);  // The cached weight is gone; its address was reused.
+    const CachedCast& hit = it->second;
+    if (hit.source.lock() == meta && hit.storage == storage &&
+        hit.version == version) {
+      return hit.cast;
+    }
+    // The weight is gone (its address was reused), or it was written or
+    // given other memory since it was cast.
+    t_cache.erase(it);
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor c, cast(t, target));
-  t_cache.emplace(key, CachedCast{meta, c});
+  t_cache.emplace(key, CachedCast{meta, storage, version, c});
   return c;
 }
 

@@ -33,6 +33,17 @@ absl::Status QueueBackwardCallback(std::function<absl::Status()> callback) {
   return absl::OkStatus();
 }
 
+absl::Status QueueOutermostBackwardCallback(
+    std::function<absl::Status()> callback) {
+  if (t_backward_callbacks == nullptr || t_backward_callbacks->empty()) {
+    return absl::FailedPreconditionError(
+        "QueueOutermostBackwardCallback: no backward is running on this "
+        "thread");
+  }
+  t_backward_callbacks->front().push_back(std::move(callback));
+  return absl::OkStatus();
+}
+
 absl::Status RunBackward(const std::vector<Tensor>& roots,
                          const std::vector<Tensor>& grads, bool retain_graph) {
   std::vector<std::vector<std::function<absl::Status()>>> stack;
@@ -41,8 +52,7 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
   absl::Status status = RunBackwardNodes(roots, grads, retain_graph);
   // Callbacks may queue more callbacks; run until none is left.
   for (size_t i = 0; i < t_backward_callbacks->back().size(); ++i) {
-    std::function<absl::Status()> callback =
-        t_backward_callbacks->back()[i];
+    std::function<absl::Status()> callback = t_backward_callbacks->back()[i];
     if (status.ok()) status = callback();
   }
   t_backward_callbacks->pop_back();
@@ -53,7 +63,8 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
 namespace {
 
 absl::Status RunBackwardNodes(const std::vector<Tensor>& roots,
-                         const std::vector<Tensor>& grads, bool retain_graph) {
+                              const std::vector<Tensor>& grads,
+                              bool retain_graph) {
   ReportUntraceable(
       "backward() inside the traced code (it sets .grad tensors a replay "
       "would not; compile the loss function and call backward() on its "

@@ -23,6 +23,14 @@ absl::Status RunBackward(const std::vector<Tensor>& roots,
 // fails that backward. Outside a backward it is FailedPrecondition.
 absl::Status QueueBackwardCallback(std::function<absl::Status()> callback);
 
+// The same, but on the outermost backward running on this thread: a
+// backward that a node runs inside another (activation checkpointing
+// recomputes its region and backpropagates through it on its own) ends
+// before the user's backward has produced every gradient. What must wait
+// for all of them (DistributedDataParallel's last all-reduces) queues here.
+absl::Status QueueOutermostBackwardCallback(
+    std::function<absl::Status()> callback);
+
 }  // namespace mixrt
 
 #endif  // MIXRT_CORE_AUTOGRAD_ENGINE_H_

@@ -9,8 +9,8 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
-#include "core/tensor/factories.h"
 #include "core/tensor/capture_hooks.h"
+#include "core/tensor/factories.h"
 #include "core/tensor/generator.h"
 #include "mixrt/op_names.h"
 
@@ -91,10 +91,16 @@ class Recorder : public CaptureHooks {
   }
 
   void OnUntraceable(const char* what) override {
-    if (tracing_backward_) return;  // The engine run this recorder traces.
+    // The engine run this recorder traces reports itself first; every
+    // later report (an op that fell back to another backend, a backward
+    // run inside the backward) is work the graph would not replay.
+    if (engine_reports_expected_ > 0) {
+      --engine_reports_expected_;
+      return;
+    }
     Break(what);
   }
-  void set_tracing_backward() { tracing_backward_ = true; }
+  void set_tracing_backward() { engine_reports_expected_ = 1; }
 
   void Break(std::string reason) {
     if (!broken()) reason_ = std::move(reason);
@@ -162,7 +168,8 @@ class Recorder : public CaptureHooks {
     }
     slot.kind = StorageSlot::Kind::kConstant;
     slot.constant = t.storage();
-    if (parameters_ != nullptr) slot.parameter = IndexOfStorage(*parameters_, t);
+    if (parameters_ != nullptr)
+      slot.parameter = IndexOfStorage(*parameters_, t);
     return slot;
   }
 
@@ -183,7 +190,7 @@ class Recorder : public CaptureHooks {
   const std::vector<Tensor>& inputs_;
   Recorder* forward_;
   const std::vector<Tensor>* parameters_;
-  bool tracing_backward_ = false;
+  int engine_reports_expected_ = 0;
   Graph graph_;
   absl::flat_hash_map<const Storage*, int> slot_of_;
   absl::flat_hash_map<const Storage*, std::shared_ptr<Storage>> allocated_;
@@ -216,8 +223,9 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     if (!inputs[i].defined()) continue;
     const Edge e = GradientEdge(inputs[i]);
     if (e.node != nullptr) {
-      input_of.try_emplace(std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr}),
-                           static_cast<int>(i));
+      input_of.try_emplace(
+          std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr}),
+          static_cast<int>(i));
     }
   }
   struct Redirect {
@@ -245,16 +253,20 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     for (size_t k = 0; k < edges.size(); ++k) {
       const Edge& e = edges[k];
       if (e.node == nullptr) continue;
-      const auto key = std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr});
+      const auto key =
+          std::make_pair<const Node*, int>(e.node.get(), int{e.input_nr});
       const auto input = input_of.find(key);
-      const bool boundary = input != input_of.end() ||
-                            dynamic_cast<AccumulateGrad*>(e.node.get()) != nullptr ||
-                            e.node->sequence() < first_node;
+      const bool boundary =
+          input != input_of.end() ||
+          dynamic_cast<AccumulateGrad*>(e.node.get()) != nullptr ||
+          e.node->sequence() < first_node;
       if (!boundary) {
-        if (seen.emplace(e.node.get(), true).second) stack.push_back(e.node.get());
+        if (seen.emplace(e.node.get(), true).second)
+          stack.push_back(e.node.get());
         continue;
       }
-      auto [it, added] = sink_of.try_emplace(key, static_cast<int>(sinks.size()));
+      auto [it, added] =
+          sink_of.try_emplace(key, static_cast<int>(sinks.size()));
       if (added) {
         sinks.push_back(std::make_shared<SinkNode>());
         GradientSink target;
@@ -262,7 +274,8 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
           target.input = input->second;
         } else {
           target.edge = e;
-          for (size_t p = 0; parameters != nullptr && p < parameters->size(); ++p) {
+          for (size_t p = 0; parameters != nullptr && p < parameters->size();
+               ++p) {
             if (GradientEdge((*parameters)[p]).node == e.node) {
               target.parameter = static_cast<int>(p);
               break;
@@ -291,7 +304,8 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
   if (!status.ok()) {
     return absl::StrCat("its backward failed: ", status.message());
   }
-  if (backward.broken()) return absl::StrCat("in its backward, ", backward.reason());
+  if (backward.broken())
+    return absl::StrCat("in its backward, ", backward.reason());
   std::vector<Tensor> results;
   for (const auto& sink : sinks) {
     training->sink_result.push_back(
@@ -299,6 +313,9 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     if (sink->gradient.defined()) results.push_back(sink->gradient);
   }
   training->backward = backward.Finish(results);
+  if (std::string why = UnwrittenRead(training->backward); !why.empty()) {
+    return absl::StrCat("its backward graph is not self-contained: ", why);
+  }
   return "";
 }
 
@@ -335,9 +352,8 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
   }
   if (training && !recorder.broken()) {
     TrainingGraphs graphs;
-    const std::string why =
-        CaptureBackward(inputs, outcome.outputs, first_node, &recorder,
-                        parameters, &graphs);
+    const std::string why = CaptureBackward(inputs, outcome.outputs, first_node,
+                                            &recorder, parameters, &graphs);
     if (!why.empty()) {
       recorder.Break(why);
     } else if (DefaultGenerator().offset() != random_offset) {
@@ -351,6 +367,12 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
     outcome.training.reset();
   } else {
     outcome.graph = recorder.Finish(outcome.outputs);
+    if (std::string why = UnwrittenRead(*outcome.graph); !why.empty()) {
+      outcome.graph.reset();
+      outcome.training.reset();
+      outcome.not_captured =
+          absl::StrCat("its graph is not self-contained: ", why);
+    }
   }
   return outcome;
 }

@@ -26,8 +26,9 @@ std::string SlotName(const Graph& g, int slot) {
 }
 
 std::string ValueName(const Graph& g, const ValueRef& v) {
-  return absl::StrCat(SlotName(g, v.slot), v.offset != 0 ? absl::StrCat("+", v.offset) : "",
-                      ":", DTypeName(v.dtype), ShapeToString(v.shape));
+  return absl::StrCat(SlotName(g, v.slot),
+                      v.offset != 0 ? absl::StrCat("+", v.offset) : "", ":",
+                      DTypeName(v.dtype), ShapeToString(v.shape));
 }
 
 }  // namespace
@@ -56,6 +57,37 @@ int DropNodes(Graph* g, const std::vector<bool>& drop) {
   return removed;
 }
 
+std::string UnwrittenRead(const Graph& g) {
+  std::vector<bool> written(g.slots.size(), false);
+  auto unwritten = [&](const ValueRef& v) {
+    return g.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+           !written[v.slot];
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    std::vector<ValueRef> reads = n.inputs;
+    if (Accumulates(n))
+      reads.insert(reads.end(), n.outputs.begin(), n.outputs.end());
+    for (const ValueRef& v : reads) {
+      if (unwritten(v)) {
+        return absl::StrCat(
+            "launch ", i, " (",
+            n.kind == GraphNode::Kind::kLaunch ? MixrtOpName(n.op) : "fused",
+            ") reads ", ValueName(g, v),
+            ", which no earlier launch of the graph writes");
+      }
+    }
+    for (const ValueRef& v : n.outputs) written[v.slot] = true;
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (unwritten(g.outputs[k])) {
+      return absl::StrCat("result ", k, " (", ValueName(g, g.outputs[k]),
+                          ") is written by no launch of the graph");
+    }
+  }
+  return "";
+}
+
 bool IsDense(const ValueRef& v) {
   int64_t expected = 1;
   for (int d = static_cast<int>(v.shape.size()) - 1; d >= 0; --d) {
@@ -80,22 +112,23 @@ std::vector<std::vector<int>> SlotWriters(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const ValueRef& v : g.nodes[i].outputs) {
       std::vector<int>& w = writers[v.slot];
-      if (w.empty() || w.back() != static_cast<int>(i)) w.push_back(static_cast<int>(i));
+      if (w.empty() || w.back() != static_cast<int>(i))
+        w.push_back(static_cast<int>(i));
     }
   }
   return writers;
 }
 
-std::vector<bool> ConstantDerived(const Graph& g,
-                                  const std::vector<std::vector<int>>& writers) {
+std::vector<bool> ConstantDerived(
+    const Graph& g, const std::vector<std::vector<int>>& writers) {
   std::vector<bool> derived(g.slots.size(), false);
   for (size_t s = 0; s < g.slots.size(); ++s) {
     derived[s] = g.slots[s].kind == StorageSlot::Kind::kConstant;
   }
   for (const GraphNode& n : g.nodes) {
     if (n.kind != GraphNode::Kind::kLaunch) continue;
-    bool from_constants = !n.inputs.empty() || n.op == MIXRT_OP_FILL ||
-                          n.op == MIXRT_OP_ARANGE;
+    bool from_constants =
+        !n.inputs.empty() || n.op == MIXRT_OP_FILL || n.op == MIXRT_OP_ARANGE;
     for (const ValueRef& v : n.inputs) from_constants &= derived[v.slot];
     for (const ValueRef& v : n.outputs) {
       derived[v.slot] = from_constants && writers[v.slot].size() == 1 &&
@@ -111,15 +144,16 @@ std::string Graph::ToString() const {
     std::vector<std::string> ins, outs;
     for (const ValueRef& v : n.inputs) ins.push_back(ValueName(*this, v));
     for (const ValueRef& v : n.outputs) outs.push_back(ValueName(*this, v));
-    absl::StrAppend(&out, "  ", absl::StrJoin(outs, ", "), " = ",
-                    n.kind == GraphNode::Kind::kHostWrite
-                        ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
-                    : n.kind == GraphNode::Kind::kFused
-                        ? absl::StrCat("fused[", n.fused->kernel->description(),
-                                       "](", absl::StrJoin(ins, ", "), ")")
-                        : absl::StrCat(MixrtOpName(n.op), "(",
-                                       absl::StrJoin(ins, ", "), ")"),
-                    "\n");
+    absl::StrAppend(
+        &out, "  ", absl::StrJoin(outs, ", "), " = ",
+        n.kind == GraphNode::Kind::kHostWrite
+            ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
+        : n.kind == GraphNode::Kind::kFused
+            ? absl::StrCat("fused[", n.fused->kernel->description(), "](",
+                           absl::StrJoin(ins, ", "), ")")
+            : absl::StrCat(MixrtOpName(n.op), "(", absl::StrJoin(ins, ", "),
+                           ")"),
+        "\n");
   }
   std::vector<std::string> results;
   for (const ValueRef& v : outputs) results.push_back(ValueName(*this, v));

@@ -73,8 +73,8 @@ struct GraphNode {
   MixrtOp op = MIXRT_OP_COPY;
   std::vector<uint8_t> attrs;  // The op's attribute struct; empty: none.
   std::vector<ValueRef> inputs;
-  std::vector<ValueRef> outputs;  // kHostWrite: the one destination.
-  std::vector<uint8_t> host_bytes;  // kHostWrite: the data written.
+  std::vector<ValueRef> outputs;            // kHostWrite: the one destination.
+  std::vector<uint8_t> host_bytes;          // kHostWrite: the data written.
   std::shared_ptr<const FusedGroup> fused;  // kFused.
 };
 
@@ -102,6 +102,13 @@ int64_t Elements(const ValueRef& v);
 // Whether launch `n` adds into its output (a matmul with beta != 0), so
 // reads what it writes.
 bool Accumulates(const GraphNode& n);
+
+// Why `g` is not self-contained, or "": the first launch that reads memory
+// the call allocated before any launch or host write of the graph wrote
+// it, or a result no launch wrote. Eager work the trace missed (an op run
+// where the trace could not see it) shows up so: replaying such a graph
+// would read whatever the memory held.
+std::string UnwrittenRead(const Graph& g);
 
 // Removes the nodes whose `drop` is set, keeping the others' order;
 // returns how many went.

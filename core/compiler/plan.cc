@@ -695,7 +695,8 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
               "compiled graph: expected at least ", slot.input + 1,
               " inputs, got ", inputs.size()));
         }
-        bases_[s] = static_cast<char*>(inputs[slot.input].data_ptr());
+        bases_[s] = static_cast<char*>(
+            const_cast<void*>(inputs[slot.input].const_data_ptr()));
         break;
       case StorageSlot::Kind::kConstant:
         bases_[s] = static_cast<char*>(slot.constant->data());

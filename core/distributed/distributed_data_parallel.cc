@@ -134,8 +134,8 @@ absl::Status DistributedDataParallel::CheckSameParameters() {
   }
   const int world = group_->world_size();
   MIXRT_ASSIGN_OR_RETURN(
-      Tensor length, from_ints({static_cast<int64_t>(mine.size())}, {1},
-                               DType::kI64, device));
+      Tensor length,
+      from_ints({static_cast<int64_t>(mine.size())}, {1}, DType::kI64, device));
   MIXRT_ASSIGN_OR_RETURN(Tensor lengths, zeros({world}, DType::kI64, device));
   MIXRT_ASSIGN_OR_RETURN(Work w1, group_->AllGather(length, lengths));
   MIXRT_RETURN_IF_ERROR(w1.Wait());
@@ -169,11 +169,11 @@ absl::Status DistributedDataParallel::CheckSameParameters() {
               ? absl::StrCat(" ('", params_[i].first, "' on rank ",
                              group_->rank(), ")")
               : "";
-      return absl::FailedPreconditionError(absl::StrCat(
-          "DistributedDataParallel: rank ", r,
-          "'s parameters differ from rank 0's: parameter ", i, here, " is ",
-          other, " on rank ", r, " but ", zero,
-          " on rank 0 (every rank must build the same model)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("DistributedDataParallel: rank ", r,
+                       "'s parameters differ from rank 0's: parameter ", i,
+                       here, " is ", other, " on rank ", r, " but ", zero,
+                       " on rank 0 (every rank must build the same model)"));
     }
   }
   return absl::OkStatus();
@@ -232,11 +232,12 @@ absl::Status DistributedDataParallel::OnGradient(int param,
       b.pending = b.size;
       // Fresh each backward: the previous step's .grad tensors are views of
       // the old buckets and may still be in use.
-      MIXRT_ASSIGN_OR_RETURN(b.flat,
-                             empty({b.numel}, b.dtype, grad.device()));
+      MIXRT_ASSIGN_OR_RETURN(b.flat, empty({b.numel}, b.dtype, grad.device()));
     }
+    // On the user's backward: a checkpointed region's own backward, run
+    // inside it, ends before the other parameters' gradients arrive.
     MIXRT_RETURN_IF_ERROR(
-        QueueBackwardCallback([this] { return FinishBackward(); }));
+        QueueOutermostBackwardCallback([this] { return FinishBackward(); }));
   }
   if (has_grad_[param]) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -268,7 +269,8 @@ absl::Status DistributedDataParallel::LaunchReadyBuckets() {
 absl::Status DistributedDataParallel::FinishBackward() {
   in_backward_ = false;
   // Parameters this rank's graph did not use contribute zeros, so every
-  // rank reduces the same buckets and ends with the same gradients.
+  // rank reduces the same buckets (collectives stay matched even when a
+  // rank then reports its unused parameters).
   const int n = static_cast<int>(params_.size());
   for (int p = 0; p < n; ++p) {
     if (has_grad_[p]) continue;
@@ -277,6 +279,10 @@ absl::Status DistributedDataParallel::FinishBackward() {
     --buckets_[slots_[p].bucket].pending;
   }
   MIXRT_RETURN_IF_ERROR(LaunchReadyBuckets());
+  std::vector<bool> used = has_grad_;
+  if (options_.find_unused_parameters) {
+    MIXRT_ASSIGN_OR_RETURN(used, UsedOnAnyRank());
+  }
   const auto start = std::chrono::steady_clock::now();
   stats_ = CommunicationStats{};
   for (Bucket& b : buckets_) {
@@ -288,13 +294,52 @@ absl::Status DistributedDataParallel::FinishBackward() {
                           .count();
   stats_.buckets = static_cast<int>(buckets_.size());
   for (int p = 0; p < n; ++p) {
+    if (!used[p]) continue;  // Its .grad stays as it was.
     MIXRT_ASSIGN_OR_RETURN(Tensor slot, SlotOf(p));
     MIXRT_ASSIGN_OR_RETURN(Tensor grad, slot.view(params_[p].second.shape()));
     params_[p].second.set_grad(grad);
   }
   // The .grad views keep the buckets' memory alive.
   for (Bucket& b : buckets_) b.flat = Tensor();
+  if (!options_.find_unused_parameters) return UnusedParametersError();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<bool>> DistributedDataParallel::UsedOnAnyRank() {
+  const int n = static_cast<int>(params_.size());
+  std::vector<bool> used = has_grad_;
+  if (group_->world_size() == 1 || n == 0) return used;
+  std::vector<float> mine(n);
+  for (int p = 0; p < n; ++p) mine[p] = has_grad_[p] ? 1.0f : 0.0f;
+  const Device device = params_[0].second.device();
+  MIXRT_ASSIGN_OR_RETURN(Tensor flags,
+                         from_floats(mine, {n}, DType::kF32, device));
+  MIXRT_ASSIGN_OR_RETURN(Work w, group_->AllReduce(flags, ReduceOp::kSum));
+  MIXRT_RETURN_IF_ERROR(w.Wait());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<float> counts, flags.to_float_vector());
+  for (int p = 0; p < n; ++p) used[p] = counts[p] > 0;
+  return used;
+}
+
+absl::Status DistributedDataParallel::UnusedParametersError() const {
+  std::vector<std::string> unused;
+  for (size_t p = 0; p < params_.size(); ++p) {
+    if (!has_grad_[p]) unused.push_back("'" + params_[p].first + "'");
+  }
+  if (unused.empty()) return absl::OkStatus();
+  constexpr size_t kNamed = 8;
+  const size_t more = unused.size() > kNamed ? unused.size() - kNamed : 0;
+  unused.resize(std::min(unused.size(), kNamed));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "DistributedDataParallel: rank ", group_->rank(),
+      "'s backward gave no "
+      "gradient to parameter",
+      unused.size() + more == 1 ? " " : "s ", absl::StrJoin(unused, ", "),
+      more > 0 ? absl::StrCat(" and ", more, " more") : "",
+      ": the loss did not use ", unused.size() + more == 1 ? "it" : "them",
+      ". Pass find_unused_parameters=true to let such parameters keep their "
+      ".grad (none after zero_grad, so optimizers leave them alone), or "
+      "make the loss use every parameter"));
 }
 
 void DistributedDataParallel::AbandonBackward() {

@@ -6,7 +6,8 @@
 //       distributed::DistributedDataParallel::Create(model, group));
 //   MIXRT_ASSIGN_OR_RETURN(Tensor out, ddp->forward(x));   // this rank's shard
 //   MIXRT_RETURN_IF_ERROR(scaler.scale(loss)->backward());  // all-reduced
-//   MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));          // same on every rank
+//   MIXRT_RETURN_IF_ERROR(scaler.step(optimizer));          // same on every
+//   rank
 //
 // Construction checks that every rank's parameters have the same shapes and
 // dtypes (an error naming the first difference) and copies rank 0's values
@@ -41,6 +42,15 @@ struct DistributedDataParallelOptions {
   // Rank 0's buffers (batch norm statistics) copied to every rank before
   // each forward in training mode, as PyTorch does.
   bool broadcast_buffers = true;
+  // PyTorch's find_unused_parameters. Off (the default, as in PyTorch): a
+  // backward that leaves a parameter without a gradient on this rank is
+  // an error naming it, since a zero gradient would let weight decay and
+  // momentum move a parameter the loss never used. On: every backward
+  // also all-reduces which parameters each rank used; one no rank used
+  // keeps its .grad as it was (none after zero_grad, so optimizers skip
+  // it), one that only some ranks used gets their average, the others
+  // counting zero, as in PyTorch.
+  bool find_unused_parameters = false;
 };
 
 // What the last synchronized backward communicated.
@@ -115,6 +125,9 @@ class DistributedDataParallel : public nn::Module {
   absl::Status OnGradient(int param, const Tensor& grad);
   absl::Status LaunchReadyBuckets();
   absl::Status FinishBackward();
+  // Which parameters some rank used in this backward (all-reduced).
+  absl::StatusOr<std::vector<bool>> UsedOnAnyRank();
+  absl::Status UnusedParametersError() const;
   void AbandonBackward();
 
   std::shared_ptr<nn::Module> module_;

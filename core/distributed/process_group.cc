@@ -328,7 +328,7 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Tensor& input,
   char error[kErrorSize] = "";
   MixrtCollectiveWork* work = nullptr;
   const int code =
-      api_->all_gather(comm_, input.data_ptr(), output.data_ptr(), bytes,
+      api_->all_gather(comm_, input.const_data_ptr(), output.data_ptr(), bytes,
                        &work, error, sizeof(error));
   return Finish(code, work, absl::StrCat("all_gather: ", error), {input},
                 {output});

@@ -8,6 +8,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"
+#include "core/tensor/capture_hooks.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -34,9 +35,10 @@ void Restore(const std::vector<RngState>& states) {
 void WarnNoInputRequiresGrad() {
   static std::once_flag once;
   std::call_once(once, [] {
-    std::fprintf(stderr,
-                 "mixrt checkpoint: None of the inputs have requires_grad=True. "
-                 "Gradients will be None\n");
+    std::fprintf(
+        stderr,
+        "mixrt checkpoint: None of the inputs have requires_grad=True. "
+        "Gradients will be None\n");
   });
 }
 
@@ -48,8 +50,8 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
   if (!GradModeEnabled()) return fn(inputs);  // Nothing would be saved.
   std::vector<Generator*> generators = {&DefaultGenerator()};
   for (Generator* g : options.generators) {
-    if (g != nullptr &&
-        std::find(generators.begin(), generators.end(), g) == generators.end()) {
+    if (g != nullptr && std::find(generators.begin(), generators.end(), g) ==
+                            generators.end()) {
       generators.push_back(g);
     }
   }
@@ -70,46 +72,56 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
   }
   std::vector<Tensor*> output_ptrs;
   for (Tensor& t : outputs) output_ptrs.push_back(&t);
-  Record(
-      "CheckpointBackward", inputs, output_ptrs, inputs,
-      [=](const std::vector<Tensor>& grads,
-          const std::vector<Tensor>& saved) -> absl::StatusOr<std::vector<Tensor>> {
-        // Recompute exactly as the forward ran, then put the generators
-        // back: the recompute must not shift later random draws.
-        const std::vector<RngState> now = Capture(generators);
-        Restore(forward_rng);
-        std::vector<Tensor> leaves;
-        absl::StatusOr<std::vector<Tensor>> recomputed;
-        {
-          AutocastStateGuard same_precision(autocast);
-          EnableGradGuard grad_on;
-          for (size_t i = 0; i < saved.size(); ++i) {
-            Tensor leaf = saved[i].defined() ? saved[i].detach() : Tensor();
-            if (needs_grad[i]) MIXRT_RETURN_IF_ERROR(leaf.set_requires_grad(true));
-            leaves.push_back(std::move(leaf));
-          }
-          recomputed = fn(leaves);
-        }
-        Restore(now);
-        if (!recomputed.ok()) return recomputed.status();
-        std::vector<Tensor> roots, root_grads;
-        for (size_t k = 0; k < recomputed->size() && k < grads.size(); ++k) {
-          const Tensor& out = (*recomputed)[k];
-          if (grads[k].defined() && out.defined() && out.requires_grad()) {
-            roots.push_back(out);
-            root_grads.push_back(grads[k]);
-          }
-        }
-        if (!roots.empty()) {
-          MIXRT_RETURN_IF_ERROR(RunBackward(roots, root_grads,
-                                            /*retain_graph=*/false));
-        }
-        std::vector<Tensor> input_grads;
-        for (size_t i = 0; i < leaves.size(); ++i) {
-          input_grads.push_back(needs_grad[i] ? leaves[i].grad() : Tensor());
-        }
-        return input_grads;
-      });
+  Record("CheckpointBackward", inputs, output_ptrs, inputs,
+         [=](const std::vector<Tensor>& grads, const std::vector<Tensor>& saved)
+             -> absl::StatusOr<std::vector<Tensor>> {
+           // Recompute exactly as the forward ran, then put the generators
+           // back: the recompute must not shift later random draws.
+           const std::vector<RngState> now = Capture(generators);
+           Restore(forward_rng);
+           std::vector<Tensor> leaves;
+           absl::StatusOr<std::vector<Tensor>> recomputed;
+           {
+             AutocastStateGuard same_precision(autocast);
+             EnableGradGuard grad_on;
+             for (size_t i = 0; i < saved.size(); ++i) {
+               Tensor leaf = saved[i].defined() ? saved[i].detach() : Tensor();
+               if (needs_grad[i])
+                 MIXRT_RETURN_IF_ERROR(leaf.set_requires_grad(true));
+               leaves.push_back(std::move(leaf));
+             }
+             recomputed = fn(leaves);
+           }
+           Restore(now);
+           if (!recomputed.ok()) return recomputed.status();
+           std::vector<Tensor> roots, root_grads;
+           for (size_t k = 0; k < recomputed->size() && k < grads.size(); ++k) {
+             const Tensor& out = (*recomputed)[k];
+             if (grads[k].defined() && out.defined() && out.requires_grad()) {
+               roots.push_back(out);
+               root_grads.push_back(grads[k]);
+             }
+           }
+           if (!roots.empty()) {
+             // Its gradients reach the parameters through a backward of its
+             // own, which a compiled backward's graph would not replay: a
+             // trace of the backward stops here (the call runs eagerly)
+             // before that backward adds to any parameter's .grad.
+             if (ActiveCaptureHooks() != nullptr) {
+               return absl::UnimplementedError(
+                   "activation checkpointing recomputes its region and "
+                   "backpropagates through it in a backward of its own, which "
+                   "a compiled backward cannot replay");
+             }
+             MIXRT_RETURN_IF_ERROR(RunBackward(roots, root_grads,
+                                               /*retain_graph=*/false));
+           }
+           std::vector<Tensor> input_grads;
+           for (size_t i = 0; i < leaves.size(); ++i) {
+             input_grads.push_back(needs_grad[i] ? leaves[i].grad() : Tensor());
+           }
+           return input_grads;
+         });
   return outputs;
 }
 

@@ -10,9 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
 #include "core/autograd/function_node.h"
-#include "core/kernels/attention.h"
 #include "core/functional/ops.h"
+#include "core/kernels/attention.h"
 #include "core/kernels/pointwise.h"
+#include "core/kernels/reduce.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
@@ -69,6 +70,24 @@ absl::StatusOr<Tensor> AttentionBias(const Tensor& mask, bool is_causal,
   return mask;
 }
 
+// PyTorch's _safe_softmax over the last dim: a row whose scores are all
+// -inf (a query every key is masked from) gets weights 0, not NaN, as the
+// fused kernels give, so its gradients are 0 too. Those rows' scores are
+// made 0 before the softmax (its backward then multiplies finite weights
+// by the zero gradient the second `where` passes) and their weights 0
+// after.
+absl::StatusOr<Tensor> SafeSoftmax(const Tensor& scores) {
+  const int64_t last = scores.ndim() - 1;
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor row_max, kernels::amax(scores.detach(), {last}, /*keepdim=*/true));
+  MIXRT_ASSIGN_OR_RETURN(Tensor minus_inf,
+                         full({1}, -INFINITY, scores.dtype(), scores.device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor masked_row, kernels::eq(row_max, minus_inf));
+  MIXRT_ASSIGN_OR_RETURN(Tensor finite, masked_fill(scores, masked_row, 0.0));
+  MIXRT_ASSIGN_OR_RETURN(Tensor weights, softmax(finite, last));
+  return masked_fill(weights, masked_row, 0.0);
+}
+
 // The plugin's fused kernel, with its backward recorded; Unimplemented when
 // the plugin has none.
 absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
@@ -81,8 +100,8 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
   args.is_causal = options.is_causal;
   args.dropout_p = options.dropout_p;
   if (args.dropout_p > 0) {
-    Generator* gen = options.generator != nullptr ? options.generator
-                                                  : &DefaultGenerator();
+    Generator* gen =
+        options.generator != nullptr ? options.generator : &DefaultGenerator();
     int64_t weights = k.shape()[k.ndim() - 2];
     for (int d = 0; d < q.ndim() - 1; ++d) weights *= q.shape()[d];
     args.seed = gen->seed();
@@ -101,13 +120,14 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
   // The output is saved for the backward (its D_i = rowsum(dO * O)).
   kernels::FusedAttentionOutput saved_fwd{fwd.out.detach(), fwd.lse,
                                           fwd.grouped_mask};
-  Record("ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {qc, kc, vc},
-         [args, saved_fwd](const std::vector<Tensor>& g,
-                           const std::vector<Tensor>& s)
-             -> absl::StatusOr<std::vector<Tensor>> {
-           return kernels::scaled_dot_product_attention_backward(
-               g[0], s[0], s[1], s[2], saved_fwd, args);
-         });
+  Record(
+      "ScaledDotProductAttentionBackward", {q, k, v}, {&y}, {qc, kc, vc},
+      [args, saved_fwd](
+          const std::vector<Tensor>& g,
+          const std::vector<Tensor>& s) -> absl::StatusOr<std::vector<Tensor>> {
+        return kernels::scaled_dot_product_attention_backward(
+            g[0], s[0], s[1], s[2], saved_fwd, args);
+      });
   return y;
 }
 
@@ -125,10 +145,10 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   if (options.attn_mask.defined() &&
       options.attn_mask.dtype() != DType::kBool &&
       !IsFloating(options.attn_mask.dtype())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "scaled_dot_product_attention: attn_mask is ",
-        DTypeName(options.attn_mask.dtype()),
-        "; expected bool or a floating additive mask"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("scaled_dot_product_attention: attn_mask is ",
+                     DTypeName(options.attn_mask.dtype()),
+                     "; expected bool or a floating additive mask"));
   }
   if (!(options.dropout_p >= 0 && options.dropout_p < 1)) {
     return absl::InvalidArgumentError(
@@ -144,8 +164,8 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   const int n = q.ndim();
   const int64_t l = q.shape()[n - 2], s = k.shape()[n - 2];
-  const double scale =
-      options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.shape()[n - 1])));
+  const double scale = options.scale.value_or(
+      1.0 / std::sqrt(static_cast<double>(q.shape()[n - 1])));
   if (options.backend != AttentionBackend::kMath) {
     absl::StatusOr<Tensor> fused = FusedAttention(q, k, v, options, scale);
     if (fused.ok() || !absl::IsUnimplemented(fused.status()) ||
@@ -162,10 +182,12 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
                                    scores.dtype(), scores.device()));
     MIXRT_ASSIGN_OR_RETURN(scores, add(scores, bias));
   }
-  MIXRT_ASSIGN_OR_RETURN(Tensor weights, softmax(scores, -1));
+  MIXRT_ASSIGN_OR_RETURN(Tensor weights, options.attn_mask.defined()
+                                             ? SafeSoftmax(scores)
+                                             : softmax(scores, -1));
   if (options.dropout_p > 0) {
-    MIXRT_ASSIGN_OR_RETURN(weights,
-                           dropout(weights, options.dropout_p, options.generator));
+    MIXRT_ASSIGN_OR_RETURN(
+        weights, dropout(weights, options.dropout_p, options.generator));
   }
   if (weights.dtype() != v.dtype()) {
     MIXRT_ASSIGN_OR_RETURN(weights, cast(weights, v.dtype()));

@@ -174,9 +174,19 @@ absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
 }
 
 absl::StatusOr<Tensor> embedding(const Tensor& weight, const Tensor& indices,
-                                 int64_t padding_idx) {
+                                 std::optional<int64_t> padding) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::embedding(weight, indices));
-  const int64_t rows = weight.defined() ? weight.shape()[0] : 0;
+  const int64_t rows = weight.shape()[0];
+  // The ABI's encoding: a row index, or -1 for none.
+  int64_t padding_idx = -1;
+  if (padding.has_value()) {
+    if (*padding < -rows || *padding >= rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding: padding_idx ", *padding, " is outside the table's ", rows,
+          " rows; expected -", rows, " <= padding_idx < ", rows));
+    }
+    padding_idx = *padding < 0 ? *padding + rows : *padding;
+  }
   Record("EmbeddingBackward", {weight}, {&y}, {indices},
          [rows, padding_idx](const std::vector<Tensor>& g,
                              const std::vector<Tensor>& s) -> Grads {

@@ -122,8 +122,12 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
 // Training-mode dropout (callers skip it in eval mode).
 absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
                                Generator* generator = nullptr);
+// torch.nn.functional.embedding: rows of `weight` [num_embeddings, D] by
+// `indices`. padding_idx as PyTorch's: unset, no padding; a negative value
+// counts from the end (-1 is the last row); the padding row gets no
+// gradient. Outside [-num_embeddings, num_embeddings) it is an error.
 absl::StatusOr<Tensor> embedding(const Tensor& weight, const Tensor& indices,
-                                 int64_t padding_idx = -1);
+                                 std::optional<int64_t> padding_idx = std::nullopt);
 absl::StatusOr<Tensor> conv2d(const Tensor& x, const Tensor& weight,
                               const Tensor& bias,
                               const Conv2dOptions& options = {});

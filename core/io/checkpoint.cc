@@ -206,7 +206,7 @@ absl::Status LoadTrainingCheckpoint(const std::string& path,
     const Tensor& src = ckpt.tensors.at("model." + name);
     MIXRT_RETURN_IF_ERROR(t.device().backend()->Copy(
         t.device().index(), MIXRT_COPY_DEVICE_TO_DEVICE, t.data_ptr(),
-        src.data_ptr(), t.numel() * DTypeSize(t.dtype())));
+        src.const_data_ptr(), t.numel() * DTypeSize(t.dtype())));
     t.storage()->BumpVersion();
   }
   if (state.optimizer != nullptr) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
@@ -195,18 +196,32 @@ absl::StatusOr<Tensor> MaxPool2d::forward(const Tensor& x) {
 
 absl::StatusOr<std::shared_ptr<Embedding>> Embedding::Create(
     int64_t num_embeddings, int64_t dim, const Device& device,
-    Generator* generator) {
+    Generator* generator, std::optional<int64_t> padding_idx) {
+  if (padding_idx.has_value() &&
+      (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Embedding: padding_idx ", *padding_idx,
+                     " is outside its ", num_embeddings, " rows; expected -",
+                     num_embeddings, " <= padding_idx < ", num_embeddings));
+  }
   std::shared_ptr<Embedding> m(new Embedding());
-  // torch.nn.Embedding draws N(0, 1).
+  // torch.nn.Embedding draws N(0, 1), and zeros the padding row.
   MIXRT_ASSIGN_OR_RETURN(Tensor w, randn({num_embeddings, dim}, DType::kF32,
                                          device, 0, 1, generator));
+  if (padding_idx.has_value()) {
+    m->padding_idx_ =
+        *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
+    MIXRT_ASSIGN_OR_RETURN(Tensor row,
+                           w.slice(0, *m->padding_idx_, *m->padding_idx_ + 1));
+    MIXRT_RETURN_IF_ERROR(kernels::fill_(row, 0.0));
+  }
   MIXRT_RETURN_IF_ERROR(w.set_requires_grad(true));
   m->weight_ = m->register_parameter("weight", w);
   return m;
 }
 
 absl::StatusOr<Tensor> Embedding::forward(const Tensor& indices) {
-  return embedding(weight_, indices);
+  return embedding(weight_, indices, padding_idx_);
 }
 
 void Sequential::append(std::shared_ptr<Module> m) {

@@ -8,6 +8,7 @@
 #define MIXRT_CORE_NN_MODULE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,13 +156,15 @@ class Embedding : public Module {
  public:
   static absl::StatusOr<std::shared_ptr<Embedding>> Create(
       int64_t num_embeddings, int64_t dim, const Device& device,
-      Generator* generator = nullptr);
+      Generator* generator = nullptr,
+      std::optional<int64_t> padding_idx = std::nullopt);
   absl::StatusOr<Tensor> forward(const Tensor& indices) override;
   const Tensor& weight() const { return weight_; }
 
  private:
   Embedding() = default;
   Tensor weight_;
+  std::optional<int64_t> padding_idx_;  // A row index, as torch's.
 };
 
 class Sequential : public Module {

@@ -24,9 +24,9 @@ class Storage {
   uint64_t bytes() const { return bytes_; }
   const Device& device() const { return device_; }
   // Counts writes through the runtime (kernel launches that output to this
-  // memory, checkpoint loads), as PyTorch's version counter counts
-  // in-place ops: what a compiled graph's folded weight casts check. Bytes
-  // written through data_ptr() by hand are not counted.
+  // memory, checkpoint loads, Tensor::data_ptr() handed out for writing),
+  // as PyTorch's version counter counts in-place ops: what autocast's
+  // cached weight casts and a compiled graph's folded weight casts check.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void BumpVersion() { version_.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -71,9 +71,15 @@ int64_t Tensor::numel() const {
   return n;
 }
 
-void* Tensor::data_ptr() const {
+const void* Tensor::const_data_ptr() const {
   if (storage() == nullptr || storage()->data() == nullptr) return nullptr;
-  return static_cast<char*>(storage()->data()) + offset() * DTypeSize(dtype());
+  return static_cast<const char*>(storage()->data()) +
+         offset() * DTypeSize(dtype());
+}
+
+void* Tensor::data_ptr() const {
+  if (storage() != nullptr) storage()->BumpVersion();
+  return const_cast<void*>(const_data_ptr());
 }
 
 bool Tensor::is_contiguous() const {
@@ -88,7 +94,8 @@ bool Tensor::is_contiguous() const {
 MixrtTensorDesc Tensor::desc() const {
   MixrtTensorDesc d{};
   d.struct_size = sizeof(d);
-  d.data = data_ptr();
+  // A launch's outputs move their versions when it has run.
+  d.data = const_cast<void*>(const_data_ptr());
   d.dtype = ToAbi(dtype());
   d.ndim = ndim();
   d.shape = shape().data();

@@ -53,8 +53,15 @@ class Tensor {
   int64_t numel() const;
   const Device& device() const { return storage()->device(); }
   const std::shared_ptr<Storage>& storage() const;
-  // Device address of the view's first element.
+  // Device address of the view's first element, for writing: handing it
+  // out counts as a write (the storage's version moves, as an in-place op
+  // moves it), so autocast's cached weight casts and compiled graphs'
+  // kept results computed from this memory are made again. Write through
+  // the pointer before the next op reads the tensor; a pointer kept and
+  // written later is not seen. const_data_ptr() reads without a version
+  // move.
   void* data_ptr() const;
+  const void* const_data_ptr() const;
   bool is_contiguous() const;
   // True when both views use the same storage.
   bool shares_storage_with(const Tensor& other) const {

@@ -93,7 +93,7 @@ absl::StatusOr<std::vector<uint8_t>> Tensor::to_bytes() const {
   std::vector<uint8_t> bytes(numel() * DTypeSize(dtype()));
   MIXRT_RETURN_IF_ERROR(dense.device().backend()->Copy(
       dense.device().index(), MIXRT_COPY_DEVICE_TO_HOST, bytes.data(),
-      dense.data_ptr(), bytes.size()));
+      dense.const_data_ptr(), bytes.size()));
   return bytes;
 }
 

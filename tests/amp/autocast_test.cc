@@ -11,6 +11,8 @@
 #include "core/amp/autocast_policy.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
+#include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
@@ -22,6 +24,13 @@ namespace mixrt {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The bf16 weight autocast hands a linear of x and w (the cache's entry).
+Tensor CastOf(const Tensor& x, const Tensor& w) {
+  auto in = AutocastInputs("linear", MIXRT_OP_CLASS_MATMUL, {x, w});
+  EXPECT_TRUE(in.ok()) << in.status();
+  return in.ok() ? (*in)[1] : Tensor();
+}
 
 Device Load(const std::string& path) {
   auto backend = Registry::Global().Load(testing::RunfilePath(path));
@@ -193,7 +202,8 @@ TEST(Autocast, ACachedCastServesEveryBackwardInTheRegion) {
     }
   }
   const std::vector<double> twice = *w->grad().to_double_vector();
-  for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(twice[i], 2 * once[i]) << i;
+  for (size_t i = 0; i < once.size(); ++i)
+    EXPECT_EQ(twice[i], 2 * once[i]) << i;
 }
 
 TEST(Autocast, StateIsPerThread) {
@@ -373,6 +383,58 @@ TEST(Autocast, WeightCastCacheNeverServesAFreedWeight) {
     ASSERT_TRUE(y.ok()) << y.status();
     ASSERT_EQ(*y->item(), 2.0 * i) << "weight " << i << " got a stale cast";
   }
+}
+
+// The cache keys on the weight; a write to the weight inside the region
+// (an optimizer step, copy_, a pointer handed out for writing) must make
+// the next op cast it again, not serve the cast of its old values.
+TEST(Autocast, AWeightWrittenInsideTheRegionIsCastAgain) {
+  const Device d = testing::ReferenceDevice();
+  auto x = *ones({1, 2}, DType::kF32, d);
+  Tensor w = *full({1, 2}, 1.0, DType::kF32, d);
+  ASSERT_TRUE(w.set_requires_grad(true).ok());
+  AutocastGuard guard("cpu", DType::kBF16);
+  ASSERT_EQ(*linear(x, w, Tensor())->item(), 2.0);
+  // Values exact in bf16, so any stale cast shows as the old sum.
+  ASSERT_TRUE(kernels::copy_(w, *full({1, 2}, 3.0, DType::kF32, d)).ok());
+  EXPECT_EQ(*linear(x, w, Tensor())->item(), 6.0) << "stale after copy_";
+  static_cast<float*>(w.data_ptr())[0] = 5.0f;
+  EXPECT_EQ(*linear(x, w, Tensor())->item(), 8.0) << "stale after data_ptr()";
+  // Reading the weight is not a write: the cast is served from the cache.
+  const Tensor cached = CastOf(x, w);
+  ASSERT_TRUE(w.to_bytes().ok());
+  EXPECT_TRUE(CastOf(x, w).shares_storage_with(cached));
+}
+
+// A training loop inside one autocast region: each step's SGD update must
+// reach the next forward (the loss falls), as it does with a guard per step.
+TEST(Autocast, ATrainingLoopInsideOneRegionLearns) {
+  const Device d = testing::ReferenceDevice();
+  auto x = *full({4, 2}, 0.5, DType::kF32, d);
+  auto target = *zeros({4, 1}, DType::kF32, d);
+  Tensor w = *full({1, 2}, 1.0, DType::kF32, d);
+  ASSERT_TRUE(w.set_requires_grad(true).ok());
+  auto sgd = *SGD::Create({w}, {.lr = 0.25});
+  std::vector<double> one_region, per_step;
+  auto step = [&](std::vector<double>* losses) {
+    Tensor loss = *mse_loss(*linear(x, w, Tensor()), target);
+    losses->push_back(*loss.item());
+    ASSERT_TRUE(loss.backward().ok());
+    ASSERT_TRUE(sgd->step().ok());
+    sgd->zero_grad();
+  };
+  {
+    AutocastGuard guard("cpu", DType::kBF16);
+    for (int i = 0; i < 4; ++i) step(&one_region);
+  }
+  ASSERT_TRUE(kernels::fill_(w, 1.0).ok());
+  for (int i = 0; i < 4; ++i) {
+    AutocastGuard guard("cpu", DType::kBF16);
+    step(&per_step);
+  }
+  // Both see the same weights each step: the same losses to the last bit.
+  EXPECT_EQ(one_region, per_step);
+  EXPECT_LT(one_region.back(), 0.5 * one_region.front());
 }
 
 TEST(AutocastPolicy, TablesAreDataWithNoDuplicates) {

@@ -9,15 +9,15 @@
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
-#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ExpectClose;
+using ::testing::HasSubstr;
 using testing::Values;
 
 // [G, L, E] x [G, S, E] x [G, S, Ev] -> [G, L, Ev]; keep(g, i, j) says
@@ -88,19 +88,20 @@ TEST_P(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
   const auto none = [](int, int, int) { return 0.0; };
   const double scale = 1 / std::sqrt(4.0);
   ExpectClose(Values(scaled_dot_product_attention(q, k, v, With({}))),
-              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
-                             l, s, e, ev, scale, all, none),
+              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l,
+                             s, e, ev, scale, all, none),
               1e-5, 1e-6, "plain");
-  ExpectClose(Values(scaled_dot_product_attention(q, k, v,
-                                                  With({.is_causal = true}))),
-              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
-                             l, s, e, ev, scale,
-                             [](int, int i, int j) { return j <= i; }, none),
-              1e-5, 1e-6, "causal");
-  ExpectClose(Values(scaled_dot_product_attention(q, k, v, With({.scale = 0.7}))),
-              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h,
-                             l, s, e, ev, 0.7, all, none),
-              1e-5, 1e-6, "scale");
+  ExpectClose(
+      Values(scaled_dot_product_attention(q, k, v, With({.is_causal = true}))),
+      NaiveAttention(
+          AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e, ev, scale,
+          [](int, int i, int j) { return j <= i; }, none),
+      1e-5, 1e-6, "causal");
+  ExpectClose(
+      Values(scaled_dot_product_attention(q, k, v, With({.scale = 0.7}))),
+      NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
+                     ev, 0.7, all, none),
+      1e-5, 1e-6, "scale");
   // A bool mask [L, S] broadcast over batch and heads: key j hidden from
   // query i when (i + j) % 3 == 0, except j == i.
   std::vector<float> bits(l * s);
@@ -109,22 +110,20 @@ TEST_P(Attention, MatchesTheDefinitionWithCausalAndGivenMasks) {
   Tensor mask = Make(bits, {l, s}, DType::kBool);
   ExpectClose(
       Values(scaled_dot_product_attention(q, k, v, With({.attn_mask = mask}))),
-      NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
-                     ev, scale,
-                     [&](int, int i, int j) { return bits[i * s + j] != 0; },
-                     none),
+      NaiveAttention(
+          AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e, ev, scale,
+          [&](int, int i, int j) { return bits[i * s + j] != 0; }, none),
       1e-5, 1e-6, "bool mask");
   // An additive float mask [B, 1, L, S].
   const auto add = testing::RandomValues(b * l * s, 4);
-  ExpectClose(
-      Values(scaled_dot_product_attention(
-          q, k, v, With({.attn_mask = Make(add, {b, 1, l, s})}))),
-      NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l, s, e,
-                     ev, scale, all,
-                     [&](int g, int i, int j) {
-                       return add[((g / h) * l + i) * s + j];
-                     }),
-      1e-5, 1e-6, "additive mask");
+  ExpectClose(Values(scaled_dot_product_attention(
+                  q, k, v, With({.attn_mask = Make(add, {b, 1, l, s})}))),
+              NaiveAttention(AsDouble(qv), AsDouble(kv), AsDouble(vv), b * h, l,
+                             s, e, ev, scale, all,
+                             [&](int g, int i, int j) {
+                               return add[((g / h) * l + i) * s + j];
+                             }),
+              1e-5, 1e-6, "additive mask");
 }
 
 TEST_P(Attention, GradientsMatchFiniteDifferences) {
@@ -132,8 +131,8 @@ TEST_P(Attention, GradientsMatchFiniteDifferences) {
   std::vector<std::vector<float>> init = {testing::RandomValues(l * e, 5),
                                           testing::RandomValues(s * e, 6),
                                           testing::RandomValues(s * e, 7)};
-  const std::vector<std::vector<int64_t>> shapes = {{1, l, e}, {1, s, e},
-                                                    {1, s, e}};
+  const std::vector<std::vector<int64_t>> shapes = {
+      {1, l, e}, {1, s, e}, {1, s, e}};
   for (bool causal : {false, true}) {
     std::vector<Tensor> in;
     for (int t = 0; t < 3; ++t) {
@@ -178,18 +177,18 @@ TEST_P(Attention, DropoutIsDeterministicAndItsGradientMatches) {
                            kv = testing::RandomValues(s * e, 12),
                            vv = testing::RandomValues(s * e, 13),
                            w = testing::RandomValues(l * e, 14);
-  const auto run = [&](const std::vector<float>& q_values, Tensor* q_out)
-      -> absl::StatusOr<Tensor> {
+  const auto run = [&](const std::vector<float>& q_values,
+                       Tensor* q_out) -> absl::StatusOr<Tensor> {
     Generator gen(21);
     Tensor q = Make(q_values, {1, l, e});
     if (q_out != nullptr) {
       MIXRT_RETURN_IF_ERROR(q.set_requires_grad(true));
       *q_out = q;
     }
-    MIXRT_ASSIGN_OR_RETURN(
-        Tensor y, scaled_dot_product_attention(
-                      q, Make(kv, {1, s, e}), Make(vv, {1, s, e}),
-                      With({.dropout_p = 0.3, .generator = &gen})));
+    MIXRT_ASSIGN_OR_RETURN(Tensor y,
+                           scaled_dot_product_attention(
+                               q, Make(kv, {1, s, e}), Make(vv, {1, s, e}),
+                               With({.dropout_p = 0.3, .generator = &gen})));
     return sum(*mul(y, Make(w, {1, l, e})));
   };
   Tensor q;
@@ -200,17 +199,17 @@ TEST_P(Attention, DropoutIsDeterministicAndItsGradientMatches) {
   absl::StatusOr<Tensor> different = scaled_dot_product_attention(
       Make(qv, {1, l, e}), Make(kv, {1, s, e}), Make(vv, {1, s, e}),
       With({.dropout_p = 0.3, .generator = &other}));
-  EXPECT_NE(Values(different),
-            Values(scaled_dot_product_attention(
-                Make(qv, {1, l, e}), Make(kv, {1, s, e}), Make(vv, {1, s, e}),
-                With({}))))
+  EXPECT_NE(Values(different), Values(scaled_dot_product_attention(
+                                   Make(qv, {1, l, e}), Make(kv, {1, s, e}),
+                                   Make(vv, {1, s, e}), With({}))))
       << "dropout changed nothing";
   ASSERT_TRUE(loss->backward().ok());
   const auto f = [&](const std::vector<double>& x) {
     return *run(std::vector<float>(x.begin(), x.end()), nullptr)->item();
   };
-  ExpectClose(Values(q.grad()), testing::NumericalGradient(f, AsDouble(qv), 1e-2),
-              2e-2, 2e-3, "dropout grad");
+  ExpectClose(Values(q.grad()),
+              testing::NumericalGradient(f, AsDouble(qv), 1e-2), 2e-2, 2e-3,
+              "dropout grad");
 }
 
 TEST_P(Attention, RunsInTheAutocastDtype) {
@@ -221,26 +220,73 @@ TEST_P(Attention, RunsInTheAutocastDtype) {
   EXPECT_EQ(y->dtype(), DType::kBF16);
 }
 
+// A query every key is masked from: PyTorch's _safe_softmax gives it
+// weights 0, so its output row is 0 and no NaN reaches any gradient, on
+// every path (bool and additive -inf masks alike).
+TEST_P(Attention, AFullyMaskedQueryRowGivesZerosNotNaN) {
+  const int l = 3, s = 4, e = 2;
+  const auto qv = testing::RandomValues(l * e, 11);
+  const auto kv = testing::RandomValues(s * e, 12);
+  const auto vv = testing::RandomValues(s * e, 13);
+  // Row 1 attends nothing; rows 0 and 2 attend keys 0..2.
+  std::vector<float> bits(l * s, 1.0f), additive(l * s, 0.0f);
+  for (int j = 0; j < s; ++j) bits[1 * s + j] = 0;
+  for (int i = 0; i < l; ++i) bits[i * s + 3] = 0;
+  for (int k = 0; k < l * s; ++k) additive[k] = bits[k] ? 0.0f : -INFINITY;
+  const auto keep = [&](int, int i, int j) { return bits[i * s + j] != 0; };
+  std::vector<double> expected = NaiveAttention(
+      AsDouble(qv), AsDouble(kv), AsDouble(vv), 1, l, s, e, e,
+      1 / std::sqrt(2.0), keep, [](int, int, int) { return 0.0; });
+  for (int c = 0; c < e; ++c) expected[1 * e + c] = 0;  // _safe_softmax.
+  for (const Tensor& mask :
+       {Make(bits, {l, s}, DType::kBool), Make(additive, {l, s})}) {
+    Tensor q = Make(qv, {1, l, e}), k = Make(kv, {1, s, e}),
+           v = Make(vv, {1, s, e});
+    for (Tensor* t : {&q, &k, &v}) ASSERT_TRUE(t->set_requires_grad(true).ok());
+    auto out = scaled_dot_product_attention(q, k, v, With({.attn_mask = mask}));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectClose(Values(out), expected, 1e-5, 1e-6,
+                std::string(DTypeName(mask.dtype())));
+    ASSERT_TRUE(sum(*out)->backward().ok());
+    for (const Tensor* t : {&q, &k, &v}) {
+      for (float g : *t->grad().to_float_vector()) {
+        ASSERT_TRUE(std::isfinite(g)) << DTypeName(mask.dtype());
+      }
+    }
+    // The masked query's gradient is 0; key 3, hidden from every query,
+    // gets none either.
+    const std::vector<float> dq = *q.grad().to_float_vector();
+    const std::vector<float> dk = *k.grad().to_float_vector();
+    const std::vector<float> dv = *v.grad().to_float_vector();
+    for (int c = 0; c < e; ++c) {
+      EXPECT_EQ(dq[1 * e + c], 0.0f);
+      EXPECT_EQ(dk[3 * e + c], 0.0f);
+      EXPECT_EQ(dv[3 * e + c], 0.0f);
+    }
+  }
+}
+
 TEST_P(Attention, BadInputIsRefusedWithReasons) {
   Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
   Tensor k3 = Make(testing::RandomValues(6, 1), {1, 2, 3});
   EXPECT_THAT(scaled_dot_product_attention(q, k3, q).status().message(),
               HasSubstr("query and key must share E"));
   Tensor mask = Make({1, 1, 1, 1}, {2, 2}, DType::kBool);
-  EXPECT_THAT(scaled_dot_product_attention(q, q, q,
-                                           {.attn_mask = mask,
-                                            .is_causal = true})
+  EXPECT_THAT(scaled_dot_product_attention(
+                  q, q, q, {.attn_mask = mask, .is_causal = true})
                   .status()
                   .message(),
               HasSubstr("Explicit attn_mask should not be set"));
-  EXPECT_THAT(
-      scaled_dot_product_attention(q, q, q, {.dropout_p = 1.0}).status().message(),
-      HasSubstr("expected 0 <= dropout_p < 1"));
-  EXPECT_THAT(scaled_dot_product_attention(
-                  q, q, q, {.attn_mask = Make({1, 0, 0, 1}, {2, 2}, DType::kI32)})
+  EXPECT_THAT(scaled_dot_product_attention(q, q, q, {.dropout_p = 1.0})
                   .status()
                   .message(),
-              HasSubstr("expected bool or a floating additive mask"));
+              HasSubstr("expected 0 <= dropout_p < 1"));
+  EXPECT_THAT(
+      scaled_dot_product_attention(
+          q, q, q, {.attn_mask = Make({1, 0, 0, 1}, {2, 2}, DType::kI32)})
+          .status()
+          .message(),
+      HasSubstr("expected bool or a floating additive mask"));
 }
 
 INSTANTIATE_TEST_SUITE_P(MathAndFused, Attention,

@@ -177,6 +177,30 @@ TEST_F(AutogradTest, EmbeddingScatterAddsIntoTheTable) {
       7);
 }
 
+// padding_idx means what it means in PyTorch: unset is no padding, -1 the
+// last row (which then gets no gradient), out of range an error.
+TEST_F(AutogradTest, EmbeddingPaddingIdxCountsFromTheEndAsInPyTorch) {
+  auto idx = from_ints({1, 3, 1, 0}, {4}, DType::kI64, device_);
+  ASSERT_TRUE(idx.ok());
+  auto row_sums = [&](std::optional<int64_t> padding) {
+    Tensor w = Leaves({std::vector<float>(8, 1.0f)}, {{4, 2}}, true)[0];
+    auto e = embedding(w, *idx, padding);
+    EXPECT_TRUE(e.ok()) << e.status();
+    EXPECT_TRUE(sum(*e)->backward().ok());
+    std::vector<double> g = Values(w.grad());
+    return std::vector<double>{g[0], g[2], g[4], g[6]};
+  };
+  EXPECT_THAT(row_sums(std::nullopt), ::testing::ElementsAre(1, 2, 0, 1));
+  EXPECT_THAT(row_sums(-1), ::testing::ElementsAre(1, 2, 0, 0));
+  EXPECT_THAT(row_sums(-4), ::testing::ElementsAre(0, 2, 0, 1));
+  EXPECT_THAT(row_sums(1), ::testing::ElementsAre(1, 0, 0, 1));
+  Tensor w = Leaves({std::vector<float>(8, 1.0f)}, {{4, 2}}, true)[0];
+  for (int64_t bad : {4, -5}) {
+    EXPECT_THAT(embedding(w, *idx, bad).status().message(),
+                ::testing::HasSubstr("expected -4 <= padding_idx < 4"));
+  }
+}
+
 TEST_F(AutogradTest, GradientsAccumulateUntilReset) {
   auto x = Leaves({{1, 2}}, {{2}}, true)[0];
   for (int i = 0; i < 2; ++i) {
@@ -233,22 +257,24 @@ TEST_F(AutogradTest, SavedTensorsAreFreedAsSoonAsTheirNodeHasRun) {
   bool freed_before_first_ran = false;
   Tensor h = *x.to(DType::kF32);
   h = h.detach();
-  Record("First", {x}, {&h}, {},
-         [&](const std::vector<Tensor>& g, const std::vector<Tensor>&)
-             -> absl::StatusOr<std::vector<Tensor>> {
-           freed_before_first_ran = big_storage.expired();
-           return std::vector<Tensor>{g[0]};
-         });
+  Record(
+      "First", {x}, {&h}, {},
+      [&](const std::vector<Tensor>& g,
+          const std::vector<Tensor>&) -> absl::StatusOr<std::vector<Tensor>> {
+        freed_before_first_ran = big_storage.expired();
+        return std::vector<Tensor>{g[0]};
+      });
   Tensor y = h.detach();
   {
     absl::StatusOr<Tensor> big = zeros({1 << 16}, DType::kF32, x.device());
     ASSERT_TRUE(big.ok());
     big_storage = big->storage();
-    Record("Second", {h}, {&y}, {*big},
-           [](const std::vector<Tensor>& g, const std::vector<Tensor>&)
-               -> absl::StatusOr<std::vector<Tensor>> {
-             return std::vector<Tensor>{g[0]};
-           });
+    Record(
+        "Second", {h}, {&y}, {*big},
+        [](const std::vector<Tensor>& g,
+           const std::vector<Tensor>&) -> absl::StatusOr<std::vector<Tensor>> {
+          return std::vector<Tensor>{g[0]};
+        });
   }
   ASSERT_FALSE(big_storage.expired());  // Held by Second until it runs.
   ASSERT_TRUE(sum(y)->backward().ok());

@@ -2,6 +2,7 @@
 // every global batch, against one process on the whole batch, computed on
 // each rank itself (no collectives) as the reference.
 #include <cmath>
+#include <deque>
 #include <limits>
 
 #include "core/amp/autocast.h"
@@ -9,9 +10,11 @@
 #include "core/autograd/grad_mode.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/grad_scaler_sync.h"
+#include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"
 #include "core/nn/module.h"
+#include "core/nn/transformer.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "core/train/trainer.h"
@@ -31,8 +34,7 @@ using testing::Group;
 constexpr int64_t kGlobalBatch = 16;
 constexpr int kSteps = 20;
 
-std::shared_ptr<nn::Sequential> Model(uint64_t seed,
-                                      int64_t hidden = 32) {
+std::shared_ptr<nn::Sequential> Model(uint64_t seed, int64_t hidden = 32) {
   Generator g(seed);
   return *nn::MLP({16, hidden, 32, 4}, CpuDevice(), &g);
 }
@@ -161,11 +163,11 @@ TEST(DdpTest, DifferentModelsAreRefusedNamingTheFirstDifference) {
   ASSERT_FALSE(ddp.ok());
   EXPECT_EQ(ddp.status().code(), absl::StatusCode::kFailedPrecondition);
   // Rank 1's first layer has 33 outputs: its first weight differs.
-  EXPECT_NE(ddp.status().message().find(
-                "parameter 0 ('0.weight' on rank " +
-                std::to_string(Group()->rank()) +
-                ") is [33, 16] f32 on rank 1 but [32, 16] f32 on rank 0"),
-            std::string::npos)
+  EXPECT_NE(
+      ddp.status().message().find(
+          "parameter 0 ('0.weight' on rank " + std::to_string(Group()->rank()) +
+          ") is [33, 16] f32 on rank 1 but [32, 16] f32 on rank 0"),
+      std::string::npos)
       << ddp.status();
 }
 
@@ -177,9 +179,9 @@ TEST(DdpTest, AnInfOnOneRankSkipsTheSameStepOnEveryRank) {
   for (int step = 0; step < 4; ++step) {
     Batch batch = Shard(GlobalBatch(step));
     if (step == 2 && Group()->rank() == 1) {
-      batch.x = *full({kGlobalBatch / 2, 16},
-                      std::numeric_limits<double>::infinity(), DType::kF32,
-                      CpuDevice());
+      batch.x =
+          *full({kGlobalBatch / 2, 16}, std::numeric_limits<double>::infinity(),
+                DType::kF32, CpuDevice());
     }
     std::vector<std::vector<float>> before;
     for (const Tensor& p : replica->parameters()) {
@@ -214,9 +216,9 @@ TEST(DdpTest, SyncFoundInfMakesUnreducedRanksAgree) {
   distributed::SyncFoundInf(scaler, Group());
   Batch batch = Shard(GlobalBatch(0));
   if (Group()->rank() == 1) {
-    batch.x = *full({kGlobalBatch / 2, 16},
-                    std::numeric_limits<double>::infinity(), DType::kF32,
-                    CpuDevice());
+    batch.x =
+        *full({kGlobalBatch / 2, 16}, std::numeric_limits<double>::infinity(),
+              DType::kF32, CpuDevice());
   }
   Step(*model, *opt, &scaler, batch);
   EXPECT_TRUE(*scaler.last_step_skipped());
@@ -269,9 +271,9 @@ TEST(DdpTest, TrainerWithAProcessGroupMatchesOneProcess) {
   auto replica = Model(1);
   Trainer one(reference, Sgd(*reference), criterion, CpuDevice(),
               {.use_amp = false, .accumulation_steps = 2});
-  Trainer many(replica, Sgd(*replica), criterion, CpuDevice(),
-               {.use_amp = false, .accumulation_steps = 2,
-                .process_group = Group()});
+  Trainer many(
+      replica, Sgd(*replica), criterion, CpuDevice(),
+      {.use_amp = false, .accumulation_steps = 2, .process_group = Group()});
   for (int micro = 0; micro < 8; ++micro) {
     const Batch batch = GlobalBatch(micro);
     const Batch shard = Shard(batch);
@@ -355,6 +357,225 @@ TEST(DdpTest, ACheckpointPathRankZeroCannotClaimFailsOnEveryRank) {
           << s;
     }
     EXPECT_TRUE(Group()->Barrier().ok());
+  }
+}
+
+// Linear + ReLU layers, each run through mixrt::checkpoint when
+// `checkpointed`: every layer's gradients come from a backward that the
+// checkpoint runs inside the user's.
+class CheckpointedMlp : public nn::Module {
+ public:
+  CheckpointedMlp(bool checkpointed, uint64_t seed)
+      : checkpointed_(checkpointed) {
+    Generator g(seed);
+    for (int64_t i = 0; i < 3; ++i) {
+      layers_.push_back(*nn::Linear::Create(i == 0 ? 16 : 24, i == 2 ? 4 : 24,
+                                            CpuDevice(), &g));
+      register_module(std::to_string(i), layers_.back());
+    }
+  }
+  absl::StatusOr<Tensor> forward(const Tensor& x) override {
+    Tensor h = x;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto layer = [this, i](const std::vector<Tensor>& in)
+          -> absl::StatusOr<std::vector<Tensor>> {
+        MIXRT_ASSIGN_OR_RETURN(Tensor y, layers_[i]->forward(in[0]));
+        if (i + 1 == layers_.size()) return std::vector<Tensor>{y};
+        MIXRT_ASSIGN_OR_RETURN(Tensor r, relu(y));
+        return std::vector<Tensor>{r};
+      };
+      MIXRT_ASSIGN_OR_RETURN(
+          std::vector<Tensor> out,
+          checkpointed_ ? checkpoint(layer, {h}) : layer({h}));
+      h = out[0];
+    }
+    return h;
+  }
+
+ private:
+  bool checkpointed_;
+  std::vector<std::shared_ptr<nn::Linear>> layers_;
+};
+
+std::shared_ptr<nn::GPT> SmallGpt(bool checkpointed) {
+  // The model keeps its generator (for dropout and the checkpoints' random
+  // state): one that outlives it, seeded alike for both models.
+  static std::deque<Generator>* generators = new std::deque<Generator>();
+  generators->emplace_back(3);
+  nn::GPTOptions o{.vocab_size = 11,
+                   .context = 8,
+                   .width = 16,
+                   .heads = 2,
+                   .layers = 2,
+                   .checkpoint = checkpointed};
+  return *nn::GPT::Create(o, CpuDevice(), &generators->back());
+}
+
+// Step `step`'s global batch of token sequences and their next tokens.
+Batch GlobalTokens(int step) {
+  std::vector<int64_t> tokens(kGlobalBatch * 8), next(kGlobalBatch * 8);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = (i * 7 + step * 3) % 11;
+    next[i] = (tokens[i] * 5 + 1) % 11;
+  }
+  return {*from_ints(tokens, {kGlobalBatch, 8}, DType::kI64, CpuDevice()),
+          *from_ints(next, {kGlobalBatch, 8}, DType::kI64, CpuDevice())};
+}
+
+// The largest |a - b| / (1 + |b|) between two models' .grad tensors, and
+// the number of parameters of `a` whose gradient is missing or all zero
+// where `b`'s is not.
+std::pair<double, int> GradientDifference(nn::Module& a, nn::Module& b) {
+  double worst = 0;
+  int lost = 0;
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  EXPECT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size() && i < pb.size(); ++i) {
+    EXPECT_TRUE(pb[i].second.grad().defined()) << pb[i].first;
+    if (!pa[i].second.grad().defined()) {
+      ++lost;
+      ADD_FAILURE() << pa[i].first << " has no gradient";
+      continue;
+    }
+    const std::vector<float> ga = *pa[i].second.grad().to_float_vector();
+    const std::vector<float> gb = *pb[i].second.grad().to_float_vector();
+    bool a_zero = true, b_zero = true;
+    for (size_t k = 0; k < ga.size(); ++k) {
+      a_zero &= ga[k] == 0;
+      b_zero &= gb[k] == 0;
+      worst = std::max(worst, std::abs(static_cast<double>(ga[k]) - gb[k]) /
+                                  (1 + std::abs(static_cast<double>(gb[k]))));
+    }
+    if (a_zero && !b_zero) {
+      ++lost;
+      ADD_FAILURE() << pa[i].first << "'s gradient is all zero";
+    }
+  }
+  return {worst, lost};
+}
+
+// DDP over checkpointed models: each rank's half batch, through the
+// checkpointed replica, must give the gradients one process gets on the
+// whole batch without checkpointing (f32: the halves' sums differ from
+// the whole's in rounding only, observed under 1e-6).
+void CheckpointedGradientsMatchOneProcess(
+    const std::function<std::shared_ptr<nn::Module>(bool checkpointed)>& make,
+    const std::function<Batch(int)>& batch_of, const Criterion& criterion,
+    bool compiled) {
+  auto reference = make(false);
+  auto replica = make(true);
+  auto ddp = *DistributedDataParallel::Create(replica, Group());
+  std::optional<CompiledModule<DistributedDataParallel>> compiled_ddp;
+  if (compiled) compiled_ddp.emplace(*mixrt::compile(ddp));
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(absl::StrCat("step ", step));
+    const Batch batch = batch_of(step);
+    const Batch shard = Shard(batch);
+    for (nn::Module* m : {static_cast<nn::Module*>(reference.get()),
+                          static_cast<nn::Module*>(ddp.get())}) {
+      for (Tensor p : m->parameters()) p.set_grad(Tensor());
+    }
+    // A reentrant checkpoint passes gradients to its region's parameters
+    // only when an input requires grad (PyTorch's too): the MLP's input
+    // does, as the first layer's is checkpointed.
+    auto input = [&](const Tensor& x) {
+      if (!IsFloating(x.dtype())) return x;
+      Tensor leaf = *x.clone();
+      EXPECT_TRUE(leaf.set_requires_grad(true).ok());
+      return leaf;
+    };
+    const absl::Status reference_backward =
+        (*criterion(*reference->forward(input(batch.x)), batch.y)).backward();
+    ASSERT_TRUE(reference_backward.ok()) << reference_backward;
+    const Tensor x = input(shard.x);
+    absl::StatusOr<Tensor> out =
+        compiled ? compiled_ddp->forward(x) : ddp->forward(x);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const absl::Status backward = (*criterion(*out, shard.y)).backward();
+    ASSERT_TRUE(backward.ok()) << backward;
+    const auto [worst, lost] = GradientDifference(*replica, *reference);
+    EXPECT_EQ(lost, 0);
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
+absl::StatusOr<Tensor> NextTokenLoss(const Tensor& logits, const Tensor& y) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor flat,
+                         reshape(logits, {-1, logits.shape().back()}));
+  MIXRT_ASSIGN_OR_RETURN(Tensor targets, y.reshape({-1}));
+  return cross_entropy(flat, targets);
+}
+
+TEST(DdpTest, EveryCheckpointedLayerGetsItsGradient) {
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    CheckpointedGradientsMatchOneProcess(
+        [](bool c) { return std::make_shared<CheckpointedMlp>(c, 7); },
+        GlobalBatch,
+        [](const Tensor& out, const Tensor& y) { return mse_loss(out, y); },
+        compiled);
+  }
+}
+
+TEST(DdpTest, ACheckpointedGptGetsEveryGradient) {
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    CheckpointedGradientsMatchOneProcess([](bool c) { return SmallGpt(c); },
+                                         GlobalTokens, NextTokenLoss, compiled);
+  }
+}
+
+// An MLP with a spare layer its forward never calls.
+class WithAnUnusedLayer : public nn::Module {
+ public:
+  WithAnUnusedLayer() : mlp_(Model(1)) {
+    register_module("mlp", mlp_);
+    Generator g(9);
+    register_module("spare", *nn::Linear::Create(4, 4, CpuDevice(), &g));
+  }
+  absl::StatusOr<Tensor> forward(const Tensor& x) override {
+    return mlp_->forward(x);
+  }
+
+ private:
+  std::shared_ptr<nn::Sequential> mlp_;
+};
+
+// As PyTorch: an unused parameter is an error by default, and with
+// find_unused_parameters it keeps no gradient, so AdamW's weight decay
+// leaves it where it was.
+TEST(DdpTest, UnusedParametersAreAnErrorOrKeepNoGradient) {
+  const Batch b = Shard(GlobalBatch(0));
+  {
+    auto model = std::make_shared<WithAnUnusedLayer>();
+    auto ddp = *DistributedDataParallel::Create(model, Group());
+    const absl::Status s = (*mse_loss(*ddp->forward(b.x), b.y)).backward();
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("'spare.weight', 'spare.bias'"),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.message().find("find_unused_parameters=true"),
+              std::string::npos)
+        << s;
+  }
+  auto model = std::make_shared<WithAnUnusedLayer>();
+  auto ddp = *DistributedDataParallel::Create(model, Group(),
+                                              {.find_unused_parameters = true});
+  auto opt =
+      *AdamW::Create(model->parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  std::map<std::string, std::vector<float>> before;
+  for (const auto& [name, p] : model->named_parameters())
+    before[name] = *p.to_float_vector();
+  for (int step = 0; step < 2; ++step) {
+    opt->zero_grad();
+    const absl::Status s = (*mse_loss(*ddp->forward(b.x), b.y)).backward();
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(opt->step().ok());
+  }
+  for (const auto& [name, p] : model->named_parameters()) {
+    const bool spare = name.rfind("spare.", 0) == 0;
+    EXPECT_EQ(p.grad().defined(), !spare) << name;
+    EXPECT_EQ(*p.to_float_vector() == before[name], spare) << name;
   }
 }
 
