@@ -6,8 +6,10 @@
 //   bazel run //examples:amp_recipe
 //   bazel run //examples:amp_recipe -- --batch=513 --dtype=f16 --backend=cpu
 //   bazel run //examples:amp_recipe -- --explain   # per-op precision log
+//   bazel run //examples:amp_recipe -- --compile=reduce-overhead
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,10 @@ ABSL_FLAG(int, epochs, 1, "Epochs (PyTorch's recipe: 3).");
 ABSL_FLAG(std::string, dtype, "",
           "Autocast dtype: f16, bf16 or auto "
           "(default: the device type's default).");
+ABSL_FLAG(std::string, compile, "",
+          "Run the forward and loss compiled in this mode (default, "
+          "reduce-overhead, max-autotune, max-autotune-no-cudagraphs); "
+          "empty: eagerly.");
 ABSL_FLAG(bool, explain, false,
           "Print the per-op precision decisions of the "
           "first autocast step.");
@@ -57,6 +63,16 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
   allocator.ResetPeak();
   const int epochs = absl::GetFlag(FLAGS_epochs);
   const bool use_autocast = mode != Mode::kDefault;
+  auto loss_of = [&net](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor output, net->forward(in[0]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor l, mixrt::mse_loss(output, in[1]));
+    return std::vector<Tensor>{l};
+  };
+  std::optional<mixrt::CompiledFunction> compiled;
+  if (const std::string c = absl::GetFlag(FLAGS_compile); !c.empty()) {
+    MIXRT_ASSIGN_OR_RETURN(compiled, mixrt::compile(loss_of, {.mode = c}));
+  }
   const auto start = std::chrono::steady_clock::now();
   int steps = 0;
   Tensor loss;
@@ -70,8 +86,10 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
             device.type(),
             mixrt::AutocastOptions{autocast.dtype, autocast.auto_precision,
                                    use_autocast, true});
-        MIXRT_ASSIGN_OR_RETURN(Tensor output, net->forward(data[i]));
-        MIXRT_ASSIGN_OR_RETURN(loss, mixrt::mse_loss(output, targets[i]));
+        MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                               compiled ? (*compiled)({data[i], targets[i]})
+                                        : loss_of({data[i], targets[i]}));
+        loss = out[0];
       }
       if (explain) {
         std::printf("%s",
@@ -124,11 +142,14 @@ absl::Status Run(const char* argv0) {
   const int64_t width = absl::GetFlag(FLAGS_width);
   std::printf(
       "device %s (%s); MLP %d x Linear(%lld) + ReLU, batch %lld, "
-      "%d steps per mode\n",
+      "%d steps per mode%s\n",
       device.ToString().c_str(), device.info().name.c_str(),
       absl::GetFlag(FLAGS_layers), static_cast<long long>(width),
       static_cast<long long>(batch),
-      absl::GetFlag(FLAGS_batches) * absl::GetFlag(FLAGS_epochs));
+      absl::GetFlag(FLAGS_batches) * absl::GetFlag(FLAGS_epochs),
+      absl::GetFlag(FLAGS_compile).empty()
+          ? ""
+          : (", compiled (" + absl::GetFlag(FLAGS_compile) + ")").c_str());
   mixrt::Generator data_gen(1);
   std::vector<Tensor> data, targets;
   for (int i = 0; i < absl::GetFlag(FLAGS_batches); ++i) {

@@ -49,32 +49,40 @@ PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ ${sanitize[@]+"${sanitize[@]}"} -o "
 # Loaded through MIXRT_PLUGIN_PATH by the installed CLI.
 MIXRT_PLUGIN_PATH="$build" "$prefix/bin/mixrt" info >"$TEST_TMPDIR/info.txt" 2>&1 || true
 grep -q "^partial \[usable\] $plugin" "$TEST_TMPDIR/info.txt" || fail "mixrt info: $(cat "$TEST_TMPDIR/info.txt")"
-grep -q "f32: 5 of [0-9]*: fill, copy, binary/add, binary/mul, matmul" "$TEST_TMPDIR/info.txt" ||
+grep -q "f32: 6 of [0-9]*: fill, copy, binary/add, binary/mul, unary/relu, matmul" "$TEST_TMPDIR/info.txt" ||
   fail "mixrt info does not list the plugin's ops: $(cat "$TEST_TMPDIR/info.txt")"
 
 # Graded by the installed conformance suite, which finds the reference
-# plugin beside itself: its five ops pass, the rest are not implemented.
+# plugin beside itself: its six ops pass, the rest are not implemented.
 "$prefix/bin/conformance" --plugin="$plugin" --gtest_brief=1 >"$TEST_TMPDIR/conformance.txt" 2>&1 ||
   fail "conformance: $(tail -40 "$TEST_TMPDIR/conformance.txt")"
 for row in "binary/add  *7 ok " "binary/mul  *7 ok " "matmul/batched  *1 ok " "copy/strided_to_dense  *1 ok " \
-  "unary/relu  *3 n/i" "total: [0-9]* ok, 0 failed, [0-9]* not implemented"; do
+  "unary/relu  *3 ok " "unary_backward/relu  *[0-9]* n/i" "total: [0-9]* ok, 0 failed, [0-9]* not implemented"; do
   grep -q "$row" "$TEST_TMPDIR/conformance.txt" || fail "conformance table lacks '$row': $(sed -n '/conformance table/,$p' "$TEST_TMPDIR/conformance.txt")"
 done
 
 # The AMP recipe trains on it, everything it lacks on the CPU plugin, to
-# the CPU plugin's f32 loss.
+# the CPU plugin's f32 loss: eagerly, and compiled in every mode (relu's
+# gradient, which it lacks, makes the training graph fall back to eager,
+# and the losses must be eager's).
 recipe_flags=(--width=64 --batch=32 --batches=3)
-MIXRT_PLUGIN_PATH="$build" "$recipe" --backend=partial "${recipe_flags[@]}" >"$TEST_TMPDIR/recipe.txt" 2>&1 ||
-  fail "recipe on the partial plugin: $(cat "$TEST_TMPDIR/recipe.txt")"
-"$recipe" --backend=cpu "${recipe_flags[@]}" >"$TEST_TMPDIR/recipe_cpu.txt" 2>&1 || fail "recipe on cpu"
-grep -q "partial: unary/relu f32 ran on cpu:0 (declared unsupported" "$TEST_TMPDIR/recipe.txt" ||
-  fail "no fallback listed: $(cat "$TEST_TMPDIR/recipe.txt")"
-grep -q "^fallback: [0-9]* launches ran on another backend" "$TEST_TMPDIR/recipe.txt" || fail "no fallback count"
 loss() { sed -n 's/^default precision .*final loss \([0-9.]*\)$/\1/p' "$1"; }
-python3 - "$(loss "$TEST_TMPDIR/recipe.txt")" "$(loss "$TEST_TMPDIR/recipe_cpu.txt")" <<'PY' || fail "losses differ: $(cat "$TEST_TMPDIR/recipe.txt")"
+"$recipe" --backend=cpu "${recipe_flags[@]}" >"$TEST_TMPDIR/recipe_cpu.txt" 2>&1 || fail "recipe on cpu"
+for compile in "" default reduce-overhead max-autotune max-autotune-no-cudagraphs; do
+  out="$TEST_TMPDIR/recipe_${compile:-eager}.txt"
+  MIXRT_PLUGIN_PATH="$build" "$recipe" --backend=partial --compile="$compile" "${recipe_flags[@]}" >"$out" 2>&1 ||
+    fail "recipe on the partial plugin (compile '${compile}'): $(cat "$out")"
+  grep -q "partial: unary_backward/relu f32 ran on cpu:0 (declared unsupported" "$out" ||
+    fail "no fallback listed (compile '${compile}'): $(cat "$out")"
+  grep -q "^fallback: [0-9]* launches ran on another backend" "$out" || fail "no fallback count"
+  python3 - "$(loss "$out")" "$(loss "$TEST_TMPDIR/recipe_cpu.txt")" "$(loss "$TEST_TMPDIR/recipe_eager.txt")" <<'PY' ||
 import sys
-partial, cpu = float(sys.argv[1]), float(sys.argv[2])
+partial, cpu, eager = (float(v) for v in sys.argv[1:])
 # f32 throughout; only the matmuls' summation order differs (K = 64).
 assert abs(partial - cpu) <= 1e-4 * abs(cpu), (partial, cpu)
+# Compiled runs what eager runs on this plugin: the same loss exactly.
+assert partial == eager, (partial, eager)
 PY
+    fail "losses differ (compile '${compile}'): $(cat "$out")"
+done
 echo "out-of-tree plugin: installed, built (CMake and pkg-config), loaded, graded and trained"

@@ -1,9 +1,11 @@
 // A third-party backend built outside mixrt's tree, against the installed
-// SDK (see CMakeLists.txt and README.md here). It runs five ops in f32 —
-// fill, copy, add, mul and matmul — and says so per op (ABI 1.1's
+// SDK (see CMakeLists.txt and README.md here). It runs six ops in f32 —
+// fill, copy, add, mul, relu and matmul — and says so per op (ABI 1.1's
 // GetOpSupport), so the host runs everything else on a fallback backend,
 // and the conformance suite grades those ops "not implemented" instead of
-// failing them.
+// failing them. It runs relu but not relu's gradient, as partial backends
+// often do: training runs that gradient on the fallback backend, eager or
+// compiled.
 #include <cstring>
 
 #include "mixrt/op_names.h"
@@ -23,7 +25,7 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
   mixrt::sdk::PluginInfo Info() const override {
     return {/*name=*/"partial", /*version=*/"0.1.0",
             /*build_info=*/"examples/out_of_tree_plugin, f32 fill, copy, "
-                           "add, mul, matmul",
+                           "add, mul, relu, matmul",
             /*device_type=*/"cpu"};
   }
 
@@ -64,12 +66,15 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
           return Runs();
         }
         return mixrt::sdk::Unsupported("binary: only add and mul");
+      case MIXRT_OP_UNARY:
+        if (q.variant == MIXRT_UNARY_RELU) return Runs();
+        return mixrt::sdk::Unsupported("unary: only relu");
       case MIXRT_OP_MATMUL:
         if (q.variant == MIXRT_ACTIVATION_NONE) return Runs();
         return mixrt::sdk::Unsupported("matmul: no fused activation");
       default:
         return mixrt::sdk::Unsupported("not one of fill, copy, add, mul, "
-                                       "matmul");
+                                       "relu, matmul");
     }
   }
 
@@ -106,6 +111,18 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
           for (int64_t i = 0; i < n; ++i) out[i] = x[i] * y[i];
         } else {
           return Refuse(call);
+        }
+        return absl::OkStatus();
+      }
+      case MIXRT_OP_UNARY: {
+        MIXRT_ASSIGN_OR_RETURN(auto attrs,
+                               call.GetAttrs<MixrtPointwiseAttrs>());
+        if (attrs->kind != MIXRT_UNARY_RELU) return Refuse(call);
+        const float* x = Floats(call.inputs[0]);
+        float* out = Floats(call.outputs[0]);
+        for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
+          // NaN stays NaN, as in PyTorch (x > 0 is false for it).
+          out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
         }
         return absl::OkStatus();
       }
