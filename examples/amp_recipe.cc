@@ -117,9 +117,12 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
 
 absl::Status CheckFlags() {
   using mixrt::examples::CheckFlag;
-  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 1 << 20));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("layers", absl::GetFlag(FLAGS_layers), 1, 1000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 1 << 20));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("layers", absl::GetFlag(FLAGS_layers), 1, 1000));
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("batches", absl::GetFlag(FLAGS_batches), 1, 1000000));
   return CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000);

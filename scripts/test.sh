@@ -39,6 +39,20 @@ conformance_on_onednn3() {
       --plugin=bazel-bin/backends/cpu/libmixrt_cpu.so --gtest_brief=1
 }
 
+# The compiler and CPU-plugin tests again with the ISA capped to AVX2
+# (ONEDNN_MAX_CPU_ISA caps oneDNN and the plugin's own kernels alike), so
+# a machine with AVX-512 or AMX catches what only an AVX2 CPU would show:
+# emulated bf16, unfused GEMMs, packed weights on gemm:jit. Tests that set
+# their own cap keep it. Same build; the capped results cache apart.
+isa_capped_to_avx2() {
+  local targets
+  targets=$(bazel query 'tests(//tests/compiler:all) + attr(name, "cpu_", tests(//tests:all))
+    - attr(env, "ONEDNN_MAX_CPU_ISA", tests(//...))' 2>/dev/null)
+  # shellcheck disable=SC2086  # one target per word
+  bazel test --test_env=ONEDNN_MAX_CPU_ISA=AVX2 --test_output=errors $targets
+}
+check "compiler and CPU plugin tests with the ISA capped to AVX2" isa_capped_to_avx2
+
 # The conformance suite against each GPU plugin: with a device it must pass;
 # without one the suite exits 77 and the run says "skipped", never "passed".
 skipped=0

@@ -24,8 +24,9 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
  public:
   mixrt::sdk::PluginInfo Info() const override {
     return {/*name=*/"partial", /*version=*/"0.1.0",
-            /*build_info=*/"examples/out_of_tree_plugin, f32 fill, copy, "
-                           "add, mul, relu, matmul",
+            /*build_info=*/
+            "examples/out_of_tree_plugin, f32 fill, copy, "
+            "add, mul, relu, matmul",
             /*device_type=*/"cpu"};
   }
 
@@ -73,8 +74,9 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
         if (q.variant == MIXRT_ACTIVATION_NONE) return Runs();
         return mixrt::sdk::Unsupported("matmul: no fused activation");
       default:
-        return mixrt::sdk::Unsupported("not one of fill, copy, add, mul, "
-                                       "relu, matmul");
+        return mixrt::sdk::Unsupported(
+            "not one of fill, copy, add, mul, "
+            "relu, matmul");
     }
   }
 
@@ -152,7 +154,8 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
     const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1];
     const int64_t k = a.shape()[nd - 1];
     const int64_t batches = out.numel() / (m * n > 0 ? m * n : 1);
-    const float* bias = call.inputs.size() > 2 ? Floats(call.inputs[2]) : nullptr;
+    const float* bias =
+        call.inputs.size() > 2 ? Floats(call.inputs[2]) : nullptr;
     for (int64_t b = 0; b < batches && m * n > 0; ++b) {
       const float* ab = Floats(a) + b * m * k;
       const float* wb = Floats(w) + b * k * n;

@@ -53,13 +53,12 @@ struct Model {
 };
 
 // The losses of `steps` SGD steps on one batch, through `f` or eagerly.
-std::vector<double> Train(const Device& d, const std::string& mode,
-                          int steps) {
+std::vector<double> Train(const Device& d, const std::string& mode, int steps) {
   Model model(d);
   Generator g(9);
   const Tensor x = *randn({12, 16}, DType::kF32, d, 0, 1, &g);
-  const Tensor y = *from_ints({0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5}, {12},
-                              DType::kI64, d);
+  const Tensor y =
+      *from_ints({0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5}, {12}, DType::kI64, d);
   auto sgd = *SGD::Create(model.params, {.lr = 0.5});
   std::optional<CompiledFunction> f;
   if (!mode.empty()) f = *compile(model, {.mode = mode});
@@ -85,12 +84,12 @@ std::vector<double> Train(const Device& d, const std::string& mode,
 
 TEST(FallbackCompile, CompiledTrainingOnAPartialPluginLearnsAsEagerDoes) {
   testing::CpuDevice();  // The fallback backend.
-  const std::vector<double> reference = Train(testing::ReferenceDevice(), "", 10);
+  const std::vector<double> reference =
+      Train(testing::ReferenceDevice(), "", 10);
   ASSERT_EQ(reference.size(), 10u);
   EXPECT_LT(reference.back(), 0.5 * reference.front());
-  for (const char* partial :
-       {"partial_no_relu_backward", "partial_no_backward",
-        "partial_no_reduce_unary"}) {
+  for (const char* partial : {"partial_no_relu_backward", "partial_no_backward",
+                              "partial_no_reduce_unary"}) {
     const Device d = Load(partial);
     ASSERT_TRUE(d.valid());
     const std::vector<double> eager = Train(d, "", 10);

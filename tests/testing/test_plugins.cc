@@ -35,8 +35,8 @@ std::string ReferencePluginPath() {
 }
 
 Device ReferenceDevice() {
-  absl::StatusOr<const Backend*> backend = Registry::Global().Load(
-      ReferencePluginPath());
+  absl::StatusOr<const Backend*> backend =
+      Registry::Global().Load(ReferencePluginPath());
   if (!backend.ok()) {
     ADD_FAILURE() << backend.status();
     return Device();
@@ -45,13 +45,19 @@ Device ReferenceDevice() {
 }
 
 Device CpuDevice() {
-  absl::StatusOr<const Backend*> backend = Registry::Global().Load(
-      RunfilePath("backends/cpu/libmixrt_cpu.so"));
+  absl::StatusOr<const Backend*> backend =
+      Registry::Global().Load(RunfilePath("backends/cpu/libmixrt_cpu.so"));
   if (!backend.ok()) {
     ADD_FAILURE() << backend.status();
     return Device();
   }
   return Device(*backend, 0);
+}
+
+bool CpuRunsNatively(MixrtOpClass op_class, DType dtype) {
+  const Device cpu = CpuDevice();
+  return cpu.valid() &&
+         cpu.info().capability(op_class, dtype).level == MIXRT_SUPPORT_NATIVE;
 }
 
 }  // namespace mixrt::testing

@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "core/dtype.h"
 #include "core/plugin/device.h"
+#include "mixrt/plugin_api.h"
 
 namespace mixrt::testing {
 
@@ -25,6 +27,12 @@ Device ReferenceDevice();
 // The CPU plugin's device, loaded into Registry::Global() (the test needs
 // //backends/cpu:libmixrt_cpu.so as data).
 Device CpuDevice();
+
+// Whether the CPU plugin (CpuDevice) reports `op_class` in `dtype` native
+// on this machine. Its fusions and packed weights follow it: bf16 matmul
+// is emulated (and left op by op) on CPUs without avx512_bf16 or AMX, or
+// with ONEDNN_MAX_CPU_ISA below them, so tests state what each CPU does.
+bool CpuRunsNatively(MixrtOpClass op_class, DType dtype);
 
 }  // namespace mixrt::testing
 
