@@ -1,5 +1,8 @@
 #include "core/autograd/function_node.h"
 
+#include "core/autograd/grad_mode.h"
+#include "core/tensor/capture_hooks.h"
+
 namespace mixrt {
 
 namespace {
@@ -7,6 +10,15 @@ namespace {
 void RecordNode(const std::string& name, const std::vector<Tensor>& inputs,
                 std::vector<Tensor*> outputs, std::vector<Tensor> saved,
                 BackwardFn fn, bool stateless) {
+  // A trace assumes each leaf it read keeps its requires_grad (a closure
+  // tensor or parameter switched off must not keep getting gradients).
+  if (CaptureHooks* hooks = ActiveCaptureHooks();
+      hooks != nullptr && GradModeEnabled()) {
+    for (const Tensor& t : inputs) {
+      if (t.defined() && t.is_leaf() && IsFloating(t.dtype()))
+        hooks->OnLeafRead(t);
+    }
+  }
   if (!AnyRequiresGrad(inputs)) return;
   for (Tensor& t : saved) {
     if (t.defined()) t = t.detach();

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast.h"
 #include "core/autograd/engine.h"
@@ -102,6 +103,36 @@ class Recorder : public CaptureHooks {
   }
   void set_tracing_backward() { engine_reports_expected_ = 1; }
 
+  void OnHostGuard(const HostGuard& guard) override {
+    if (guarded_.insert(guard.identity).second) host_guards_.push_back(guard);
+  }
+
+  void OnLeafRead(const Tensor& leaf) override {
+    // Memory this call allocated is fresh on every call, and an input's
+    // requires_grad is part of the call's signature.
+    if (allocated_.contains(leaf.storage().get()) ||
+        IndexOfStorage(inputs_, leaf) >= 0) {
+      return;
+    }
+    const std::shared_ptr<AutogradMeta> meta = leaf.autograd_meta();
+    if (!guarded_.insert(meta.get()).second) return;
+    const bool requires_grad = meta->requires_grad;
+    std::weak_ptr<AutogradMeta> weak = meta;
+    host_guards_.push_back(
+        {meta.get(),
+         absl::StrCat("requires_grad of a ", DTypeName(leaf.dtype()),
+                      ShapeToString(leaf.shape()), " tensor it read (",
+                      requires_grad ? "yes" : "no", ")"),
+         // A handle that is gone (a temporary view) guards nothing; the
+         // memory it viewed is a constant of the graph, which is.
+         [weak, requires_grad] {
+           const std::shared_ptr<AutogradMeta> m = weak.lock();
+           return m == nullptr || m->requires_grad == requires_grad;
+         }});
+  }
+
+  std::vector<HostGuard> TakeHostGuards() { return std::move(host_guards_); }
+
   void Break(std::string reason) {
     if (!broken()) reason_ = std::move(reason);
   }
@@ -191,6 +222,8 @@ class Recorder : public CaptureHooks {
   Recorder* forward_;
   const std::vector<Tensor>* parameters_;
   int engine_reports_expected_ = 0;
+  std::vector<HostGuard> host_guards_;
+  absl::flat_hash_set<const void*> guarded_;
   Graph graph_;
   absl::flat_hash_map<const Storage*, int> slot_of_;
   absl::flat_hash_map<const Storage*, std::shared_ptr<Storage>> allocated_;
@@ -215,7 +248,8 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
                             const std::vector<Tensor>& outputs,
                             uint64_t first_node, Recorder* forward,
                             const std::vector<Tensor>* parameters,
-                            TrainingGraphs* training) {
+                            TrainingGraphs* training,
+                            std::vector<HostGuard>* host_guards) {
   // Boundaries: edges into an input's history, a leaf's accumulator, or a
   // node recorded before the call. Each (node, slot) gets one sink.
   absl::flat_hash_map<std::pair<const Node*, int>, int> input_of;
@@ -301,6 +335,8 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
     status = RunBackward(roots, grads, /*retain_graph=*/true);
   }
   for (const Redirect& r : redirects) r.node->next_edges()[r.k] = r.original;
+  for (HostGuard& g : backward.TakeHostGuards())
+    host_guards->push_back(std::move(g));
   if (!status.ok()) {
     return absl::StrCat("its backward failed: ", status.message());
   }
@@ -352,8 +388,9 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
   }
   if (training && !recorder.broken()) {
     TrainingGraphs graphs;
-    const std::string why = CaptureBackward(inputs, outcome.outputs, first_node,
-                                            &recorder, parameters, &graphs);
+    const std::string why =
+        CaptureBackward(inputs, outcome.outputs, first_node, &recorder,
+                        parameters, &graphs, &outcome.host_guards);
     if (!why.empty()) {
       recorder.Break(why);
     } else if (DefaultGenerator().offset() != random_offset) {
@@ -362,6 +399,8 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
       outcome.training = std::move(graphs);
     }
   }
+  for (HostGuard& g : recorder.TakeHostGuards())
+    outcome.host_guards.push_back(std::move(g));
   if (recorder.broken()) {
     outcome.not_captured = recorder.reason();
     outcome.training.reset();

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "core/autograd/node.h"
 #include "core/compiler/graph.h"
+#include "core/tensor/capture_hooks.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt::compiler {
@@ -51,7 +52,11 @@ struct CaptureOutcome {
   std::vector<Tensor> outputs;  // The eager call's results.
   std::optional<Graph> graph;
   std::optional<TrainingGraphs> training;  // When results need gradients.
-  std::string not_captured;  // Why there is no graph.
+  std::string not_captured;                // Why there is no graph.
+  // What the call read besides its inputs and what a replay needs to
+  // still hold: modules' training flags and other GuardedValues, and the
+  // requires_grad of each leaf tensor it read that is not an input.
+  std::vector<HostGuard> host_guards;
 };
 
 // The function's own error when it fails. With `parameters` (a module's),

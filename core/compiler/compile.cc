@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/on_off.h"
@@ -22,8 +23,8 @@
 #include "core/compiler/training_passes.h"
 #include "core/plugin/backend.h"
 #include "core/tensor/factories.h"
-#include "mixrt/status_macros.h"
 #include "core/tensor/shape.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {
@@ -69,8 +70,8 @@ std::vector<Guard> GuardsFor(const std::vector<Tensor>& inputs) {
     g.push_back({in + "shape", ShapeToString(t.shape())});
     g.push_back({in + "strides", ShapeToString(t.strides())});
     g.push_back({in + "requires_grad", t.requires_grad() ? "yes" : "no"});
-    g.push_back({in + "shares memory with input",
-                 absl::StrCat(FirstAlias(inputs, i))});
+    g.push_back(
+        {in + "shares memory with input", absl::StrCat(FirstAlias(inputs, i))});
   }
   g.push_back({"grad mode", GradModeEnabled() ? "on" : "off"});
   g.push_back({"inference mode", InferenceModeEnabled() ? "on" : "off"});
@@ -139,13 +140,13 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
 
 // What the passes did to a traced graph, for the log.
 struct PassCounts {
-  int repeated = 0;      // Launches CSE merged in the forward.
-  int dead = 0;          // Unused launches dropped from the forward.
-  int relus_fused = 0;   // Relus that became matmul epilogues.
-  int batch_norms = 0;   // Eval batch_norms lowered to a scale and shift.
-  int gelu_slopes = 0;   // GELUs saving their derivative for the backward.
-  int reused = 0;        // Backward launches reading forward results.
-  int placed = 0;        // Copies whose producers now write their places.
+  int repeated = 0;     // Launches CSE merged in the forward.
+  int dead = 0;         // Unused launches dropped from the forward.
+  int relus_fused = 0;  // Relus that became matmul epilogues.
+  int batch_norms = 0;  // Eval batch_norms lowered to a scale and shift.
+  int gelu_slopes = 0;  // GELUs saving their derivative for the backward.
+  int reused = 0;       // Backward launches reading forward results.
+  int placed = 0;       // Copies whose producers now write their places.
 };
 
 // The passes every traced graph goes through (its backward too), as a
@@ -167,7 +168,8 @@ PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
   // a pass of its own.
   const bool fusing = device.valid() && device.backend()->has_fusion() &&
                       compiler::Plan::FusionEnabled();
-  counts.gelu_slopes = compiler::SaveGeluDerivatives(&forward, backward, fusing);
+  counts.gelu_slopes =
+      compiler::SaveGeluDerivatives(&forward, backward, fusing);
   if (backward == nullptr && fusing) {
     counts.batch_norms = compiler::LowerEvalBatchNorms(&forward);
     if (counts.batch_norms > 0) compiler::EliminateDeadLaunches(&forward);
@@ -183,7 +185,8 @@ PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
     compiler::EliminateDeadLaunches(backward);
   }
   counts.placed = compiler::PlaceCopiedResults(&forward);
-  if (backward != nullptr) counts.placed += compiler::PlaceCopiedResults(backward);
+  if (backward != nullptr)
+    counts.placed += compiler::PlaceCopiedResults(backward);
   return counts;
 }
 
@@ -208,12 +211,13 @@ std::string KeptText(const compiler::Plan& plan) {
   if (plan.kept_launches() == 0) return "";
   const uint64_t released = plan.released_bytes();
   return absl::StrCat(", ", plan.kept_launches(), " launch",
-                      plan.kept_launches() == 1 ? "" : "es", " on constants kept (",
-                      plan.kept_bytes(), " bytes",
-                      released > 0 ? absl::StrCat(", ", released,
-                                                  " of them released: the fused kernels "
-                                                  "reading them keep their own copies")
-                                   : "",
+                      plan.kept_launches() == 1 ? "" : "es",
+                      " on constants kept (", plan.kept_bytes(), " bytes",
+                      released > 0
+                          ? absl::StrCat(", ", released,
+                                         " of them released: the fused kernels "
+                                         "reading them keep their own copies")
+                          : "",
                       ")");
 }
 
@@ -225,11 +229,13 @@ class CompiledBackwardNode : public Node {
   CompiledBackwardNode(std::shared_ptr<compiler::Plan> plan,
                        const compiler::TrainingGraphs& training,
                        std::vector<compiler::SavedMemory> saved,
-                       std::vector<Tensor> results)
+                       std::vector<Tensor> results,
+                       std::vector<std::shared_ptr<Storage>> constants)
       : Node("CompiledFunctionBackward"),
         plan_(std::move(plan)),
         sink_result_(training.sink_result),
-        saved_(std::move(saved)) {
+        saved_(std::move(saved)),
+        constants_(std::move(constants)) {
     for (int k : training.grad_outputs) {
       result_dtypes_.push_back(results[k].dtype());
       result_shapes_.push_back(results[k].shape());
@@ -258,6 +264,7 @@ class CompiledBackwardNode : public Node {
     } else {
       saved = saved_;
     }
+    const std::vector<std::shared_ptr<Storage>> constants = constants_;
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
                            plan_->Run(grads, std::move(saved)));
     std::vector<Tensor> out;
@@ -267,12 +274,18 @@ class CompiledBackwardNode : public Node {
     return out;
   }
 
-  void ReleaseSaved() override { saved_.clear(); }
+  void ReleaseSaved() override {
+    saved_.clear();
+    constants_.clear();
+  }
 
  private:
   std::shared_ptr<compiler::Plan> plan_;
   std::vector<int> sink_result_;
   std::vector<compiler::SavedMemory> saved_;
+  // The graphs' constants, held from the forward to the backward as an
+  // eager graph's saved tensors hold the weights they read.
+  std::vector<std::shared_ptr<Storage>> constants_;
   std::vector<DType> result_dtypes_;
   std::vector<Shape> result_shapes_;
 };
@@ -337,6 +350,44 @@ struct CompiledFunction::State {
     // Training signatures: the compiled backward and where its gradients go.
     std::shared_ptr<compiler::Plan> backward;
     compiler::TrainingGraphs training;  // Its `backward` graph moved out.
+    // What else the trace read (module modes, GuardedValues, leaves'
+    // requires_grad) and the memory its graphs read without owning it:
+    // a replay needs every guard to hold and every constant to be there.
+    std::vector<HostGuard> host_guards;
+    std::vector<std::weak_ptr<Storage>> constants;
+    // Why this entry cannot serve a call now, or "".
+    std::string Stale() const {
+      for (const std::weak_ptr<Storage>& c : constants) {
+        if (c.expired()) {
+          return "a tensor it read that is not an input is gone (the "
+                 "variable holding it was rebound or freed)";
+        }
+      }
+      for (const HostGuard& g : host_guards) {
+        if (!g.holds()) return absl::StrCat(g.what, " changed");
+      }
+      return "";
+    }
+    // Holds the constants for a replay; empty when one is gone.
+    std::optional<std::vector<std::shared_ptr<Storage>>> Pin() const {
+      std::vector<std::shared_ptr<Storage>> pins;
+      for (const std::weak_ptr<Storage>& c : constants) {
+        pins.push_back(c.lock());
+        if (pins.back() == nullptr) return std::nullopt;
+      }
+      return pins;
+    }
+    void FindConstants() {
+      constants.clear();
+      for (const auto& p : {plan, backward}) {
+        if (p == nullptr) continue;
+        for (const compiler::StorageSlot& slot : p->graph().slots) {
+          if (slot.kind == compiler::StorageSlot::Kind::kConstant) {
+            constants.push_back(slot.constant);
+          }
+        }
+      }
+    }
     // The traced graphs (the plans keep them), for generalizing over a
     // dynamic size and for sharing with other instances.
     const compiler::Graph& forward_graph() const { return plan->graph(); }
@@ -360,6 +411,7 @@ struct CompiledFunction::State {
     std::optional<compiler::SymbolicGraph> forward, backward;
     // What instances copy from the trace at n2 besides the graphs.
     std::vector<Guard> guards;
+    std::vector<HostGuard> host_guards;
     compiler::TrainingGraphs training;
     bool verified = false;
     bool failed = false;
@@ -371,8 +423,13 @@ struct CompiledFunction::State {
   std::shared_ptr<SharedGraphs> shared;
 
   std::mutex mutex;
-  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> cache;
+  // Per signature, its traces (torch.compile's cache entries): the first
+  // whose host guards hold serves a call.
+  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Entry>>> cache;
+  static constexpr size_t kEntriesPerSignature = 8;
   std::shared_ptr<Entry> last_entry;  // The latest trace.
+  // Why a trace verify dropped must be made again (told by the next).
+  std::string retrace_cause;
   std::vector<Dynamic> dynamics;
   std::vector<std::string> events;
   int compiles = 0;
@@ -388,8 +445,47 @@ struct CompiledFunction::State {
     return last_entry != nullptr ? last_entry->guards : *none;
   }
 
+  static bool HostGuardsHold(const std::vector<HostGuard>& guards) {
+    for (const HostGuard& g : guards) {
+      if (!g.holds()) return false;
+    }
+    return true;
+  }
+
+  // Whether `e` can serve a call now; else why not, in *why. Pins its
+  // constants into *pins when it can.
+  static bool Serves(const Entry& e, std::string* why,
+                     std::vector<std::shared_ptr<Storage>>* pins) {
+    std::string stale = e.Stale();
+    std::optional<std::vector<std::shared_ptr<Storage>>> held;
+    if (stale.empty() && !(held = e.Pin())) {
+      stale = "a tensor it read that is not an input is gone";
+    }
+    if (!stale.empty()) {
+      *why = std::move(stale);
+      return false;
+    }
+    *pins = *std::move(held);
+    return true;
+  }
+
+  // The first of a signature's traces that can serve a call; traces whose
+  // constants are gone are dropped (nothing can make them serve again).
+  std::shared_ptr<Entry> Serving(std::vector<std::shared_ptr<Entry>>* traces,
+                                 std::string* why,
+                                 std::vector<std::shared_ptr<Storage>>* pins) {
+    for (auto it = traces->begin(); it != traces->end();) {
+      if (Serves(**it, why, pins)) return *it;
+      const bool gone = absl::StrContains(*why, "is gone");
+      if (gone && last_entry == *it) last_entry = nullptr;
+      it = gone ? traces->erase(it) : it + 1;
+    }
+    return nullptr;
+  }
+
   void Event(std::string line) {
-    if (EnvFlag(kLogEnv)) std::fprintf(stderr, "mixrt::compile: %s\n", line.c_str());
+    if (EnvFlag(kLogEnv))
+      std::fprintf(stderr, "mixrt::compile: %s\n", line.c_str());
     events.push_back(std::move(line));
   }
 
@@ -400,26 +496,30 @@ struct CompiledFunction::State {
 
   // An entry running `forward` (and `training`'s backward) as plans.
   absl::StatusOr<std::shared_ptr<Entry>> MakeEntry(
-      compiler::Graph forward, std::optional<compiler::TrainingGraphs> training) {
+      compiler::Graph forward,
+      std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
     // "max-autotune" replays as "reduce-overhead" does (torch.compile's
     // max-autotune uses CUDA graphs; "max-autotune-no-cudagraphs" not).
-    const bool hold = options.mode == "reduce-overhead" || options.mode == "max-autotune";
+    const bool hold =
+        options.mode == "reduce-overhead" || options.mode == "max-autotune";
     // max-autotune keeps a fused kernel only where it beat its launches.
     const bool time_fusion = options.mode.rfind("max-autotune", 0) == 0;
     // The forward and its backward share held memory (never running at
     // once: they take turns under its lock).
     auto held = std::make_shared<compiler::HeldBuffers>();
-    MIXRT_ASSIGN_OR_RETURN(
-        e->plan,
-        compiler::Plan::Build(std::move(forward), hold, held, /*fuse=*/true, time_fusion));
+    MIXRT_ASSIGN_OR_RETURN(e->plan,
+                           compiler::Plan::Build(std::move(forward), hold, held,
+                                                 /*fuse=*/true, time_fusion));
     if (training) {
       MIXRT_ASSIGN_OR_RETURN(
-          e->backward, compiler::Plan::Build(std::move(training->backward), hold,
-                                             held, /*fuse=*/true, time_fusion));
+          e->backward,
+          compiler::Plan::Build(std::move(training->backward), hold, held,
+                                /*fuse=*/true, time_fusion));
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }
+    e->FindConstants();
     return e;
   }
 
@@ -431,7 +531,8 @@ struct CompiledFunction::State {
     std::lock_guard<std::mutex> lock(shared->mutex);
     auto it = shared->by_signature.find(key);
     if (it == shared->by_signature.end()) return std::shared_ptr<Entry>();
-    std::optional<compiler::Graph> forward = Rebind(it->second.forward, parameters);
+    std::optional<compiler::Graph> forward =
+        Rebind(it->second.forward, parameters);
     std::optional<compiler::TrainingGraphs> training;
     if (it->second.backward) {
       std::optional<compiler::Graph> backward =
@@ -440,15 +541,17 @@ struct CompiledFunction::State {
       training = it->second.training;
       training->backward = *std::move(backward);
       for (compiler::GradientSink& sink : training->sinks) {
-        if (sink.parameter >= 0) sink.edge = GradientEdge(parameters[sink.parameter]);
+        if (sink.parameter >= 0)
+          sink.edge = GradientEdge(parameters[sink.parameter]);
       }
     }
     if (!forward) return std::shared_ptr<Entry>();
     MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
                            MakeEntry(*std::move(forward), std::move(training)));
     e->SetSignature(GuardsFor(inputs), inputs);
-    Event("reused the graph another instance of this module traced "
-          "(regional compilation)");
+    Event(
+        "reused the graph another instance of this module traced "
+        "(regional compilation)");
     return e;
   }
 
@@ -493,16 +596,15 @@ struct CompiledFunction::State {
       auto note = [](int count, absl::string_view what) {
         return count > 0 ? absl::StrCat(" (", count, " ", what, ")") : "";
       };
-      Event(absl::StrCat("compiled graph ", compiles, " (", cause, "): ",
-                         nodes, " launches", backward_note,
-                         note(counts.repeated, "repeated launches merged"),
-                         note(counts.dead, "unused launches dropped"),
-                         note(counts.relus_fused, "relus fused into matmuls"),
-                         note(counts.batch_norms, "eval batch_norms as a scale and shift"),
-                         note(counts.gelu_slopes, "GELUs save their derivative"),
-                         note(counts.reused,
-                              "backward launches read forward results"),
-                         note(counts.placed, "copies written in place by their producers")));
+      Event(absl::StrCat(
+          "compiled graph ", compiles, " (", cause, "): ", nodes, " launches",
+          backward_note, note(counts.repeated, "repeated launches merged"),
+          note(counts.dead, "unused launches dropped"),
+          note(counts.relus_fused, "relus fused into matmuls"),
+          note(counts.batch_norms, "eval batch_norms as a scale and shift"),
+          note(counts.gelu_slopes, "GELUs save their derivative"),
+          note(counts.reused, "backward launches read forward results"),
+          note(counts.placed, "copies written in place by their producers")));
     } else {
       if (options.fullgraph) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -511,10 +613,12 @@ struct CompiledFunction::State {
       }
       fresh = std::make_shared<Entry>();
       fresh->eager_reason = outcome->not_captured;
-      Event(absl::StrCat("graph break in call ", compiles, " (", cause, "): ",
-                         outcome->not_captured, "; this signature runs eagerly"));
+      Event(absl::StrCat("graph break in call ", compiles, " (", cause,
+                         "): ", outcome->not_captured,
+                         "; this signature runs eagerly"));
     }
     fresh->SetSignature(std::move(guards), inputs);
+    fresh->host_guards = std::move(outcome->host_guards);
     return std::make_pair(fresh, std::move(outcome->outputs));
   }
 
@@ -544,9 +648,13 @@ struct CompiledFunction::State {
       }
     }
     if (dims.empty()) return;
+    // Two traces under other module modes or GuardedValues are two
+    // programs, not one program at two sizes.
+    if (!HostGuardsHold(before.host_guards)) return;
     const std::string masked = KeyFor(inputs, &dims);
     for (const Dynamic& d : dynamics) {
-      if (d.masked_key == masked) return;  // Already learning or learned.
+      // Already learning or learned (under the host values of now).
+      if (d.masked_key == masked && HostGuardsHold(d.host_guards)) return;
     }
     Dynamic dyn;
     dyn.dims = dims;
@@ -562,10 +670,12 @@ struct CompiledFunction::State {
     dyn.failed = !dyn.forward || (now.backward != nullptr && !dyn.backward) ||
                  !SameTraining(before.training, now.training);
     dyn.guards = now.guards;
+    dyn.host_guards = now.host_guards;
     dyn.training = now.training;
-    Event(absl::StrCat("size ", n1, " -> ", n2, " of ", DimsName(dims),
-                       dyn.failed ? ": the graphs do not generalize; sizes stay static"
-                                  : ": a dynamic size candidate (checked on the next size)"));
+    Event(absl::StrCat(
+        "size ", n1, " -> ", n2, " of ", DimsName(dims),
+        dyn.failed ? ": the graphs do not generalize; sizes stay static"
+                   : ": a dynamic size candidate (checked on the next size)"));
     dynamics.push_back(std::move(dyn));
   }
 
@@ -587,7 +697,8 @@ struct CompiledFunction::State {
 
   static std::string DimsName(const std::vector<std::pair<int, int>>& dims) {
     std::vector<std::string> names;
-    for (const auto& [i, d] : dims) names.push_back(absl::StrCat("input ", i, " dim ", d));
+    for (const auto& [i, d] : dims)
+      names.push_back(absl::StrCat("input ", i, " dim ", d));
     return absl::StrJoin(names, ", ");
   }
 
@@ -609,6 +720,8 @@ struct CompiledFunction::State {
       }
       if (!one || value < 1) continue;
       if (KeyFor(inputs, &d.dims) != d.masked_key) continue;
+      // Learned under other module modes or GuardedValues than now.
+      if (!HostGuardsHold(d.host_guards)) continue;
       *n = value;
       return &d;
     }
@@ -617,11 +730,14 @@ struct CompiledFunction::State {
 
   // The verified dynamic graphs instantiated at n (kept for later calls).
   absl::StatusOr<std::shared_ptr<Entry>> Instance(Dynamic& d, int64_t n) {
-    if (auto it = d.instances.find(n); it != d.instances.end()) return it->second;
-    std::optional<compiler::Graph> forward = compiler::Instantiate(*d.forward, n);
+    if (auto it = d.instances.find(n); it != d.instances.end())
+      return it->second;
+    std::optional<compiler::Graph> forward =
+        compiler::Instantiate(*d.forward, n);
     std::optional<compiler::TrainingGraphs> training;
     if (d.backward) {
-      std::optional<compiler::Graph> backward = compiler::Instantiate(*d.backward, n);
+      std::optional<compiler::Graph> backward =
+          compiler::Instantiate(*d.backward, n);
       if (!backward) return std::shared_ptr<Entry>();
       training = d.training;
       training->backward = *std::move(backward);
@@ -630,6 +746,7 @@ struct CompiledFunction::State {
     MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
                            MakeEntry(*std::move(forward), std::move(training)));
     e->guards = d.guards;
+    e->host_guards = d.host_guards;
     constexpr size_t kMaxInstances = 16;
     if (d.instances.size() >= kMaxInstances) d.instances.clear();
     d.instances[n] = e;
@@ -647,9 +764,10 @@ struct CompiledFunction::State {
     }
     key += compiler::StructureKey(e.forward_graph());
     if (e.backward != nullptr) {
-      absl::StrAppend(&key, "backward\n", compiler::StructureKey(e.backward_graph()),
-                      "gradients ", absl::StrJoin(e.training.grad_outputs, ","),
-                      " -> ", absl::StrJoin(e.training.sink_result, ","), "\n");
+      absl::StrAppend(&key, "backward\n",
+                      compiler::StructureKey(e.backward_graph()), "gradients ",
+                      absl::StrJoin(e.training.grad_outputs, ","), " -> ",
+                      absl::StrJoin(e.training.sink_result, ","), "\n");
       for (const compiler::GradientSink& sink : e.training.sinks) {
         absl::StrAppend(&key, "sink ", sink.input, " ", sink.parameter, "\n");
       }
@@ -677,7 +795,8 @@ struct CompiledFunction::State {
   // this trace exactly. Then later sizes run without a trace.
   void LoadDynamic(const std::vector<Tensor>& inputs,
                    const std::shared_ptr<Entry>& e) {
-    if ((options.dynamic.has_value() && !*options.dynamic) || e->plan == nullptr) {
+    if ((options.dynamic.has_value() && !*options.dynamic) ||
+        e->plan == nullptr) {
       return;
     }
     compiler::ArtifactCache& cache = compiler::ArtifactCache::Global();
@@ -691,7 +810,8 @@ struct CompiledFunction::State {
       }
       return;
     }
-    std::optional<compiler::DynamicArtifact> a = compiler::DecodeDynamic(*payload);
+    std::optional<compiler::DynamicArtifact> a =
+        compiler::DecodeDynamic(*payload);
     std::string mismatch;
     Dynamic d;
     int64_t n = -1;
@@ -701,7 +821,8 @@ struct CompiledFunction::State {
       d.dims = a->dims;
       for (const auto& [i, dim] : d.dims) {
         if (i >= static_cast<int>(inputs.size()) || !inputs[i].defined() ||
-            dim >= inputs[i].ndim() || (n >= 0 && inputs[i].shape()[dim] != n)) {
+            dim >= inputs[i].ndim() ||
+            (n >= 0 && inputs[i].shape()[dim] != n)) {
           mismatch = "its dims do not fit these inputs";
           break;
         }
@@ -723,7 +844,8 @@ struct CompiledFunction::State {
         return g && compiler::SameGraph(*g, traced);
       };
       if (!reproduces(d.forward, e->forward_graph()) ||
-          (e->backward != nullptr && !reproduces(d.backward, e->backward_graph()))) {
+          (e->backward != nullptr &&
+           !reproduces(d.backward, e->backward_graph()))) {
         mismatch = "its formulas do not reproduce this trace";
       }
     }
@@ -738,12 +860,14 @@ struct CompiledFunction::State {
     d.n1 = a->n1;
     d.n2 = a->n2;
     d.guards = e->guards;
+    d.host_guards = e->host_guards;
     d.training = e->training;
     d.verified = true;
-    Event(absl::StrCat("dynamic size (", DimsName(d.dims),
-                       ") loaded from the compile cache",
-                       cache.directory().empty() ? "" : absl::StrCat(" (", cache.PathFor(key), ")"),
-                       ": new sizes run without a trace"));
+    Event(absl::StrCat(
+        "dynamic size (", DimsName(d.dims), ") loaded from the compile cache",
+        cache.directory().empty() ? ""
+                                  : absl::StrCat(" (", cache.PathFor(key), ")"),
+        ": new sizes run without a trace"));
     dynamics.push_back(std::move(d));
   }
 
@@ -758,11 +882,14 @@ struct CompiledFunction::State {
     if (!again.ok()) return again.status();
     std::string difference;
     if (!again->graph) {
-      difference = absl::StrCat("the call cannot be captured now: ", again->not_captured);
+      difference = absl::StrCat("the call cannot be captured now: ",
+                                again->not_captured);
     } else {
       RunPasses(&*again);
-      difference = compiler::FirstDifference(entry->forward_graph(), *again->graph);
-      if (difference.empty() && (entry->backward != nullptr) != again->training.has_value()) {
+      difference =
+          compiler::FirstDifference(entry->forward_graph(), *again->graph);
+      if (difference.empty() &&
+          (entry->backward != nullptr) != again->training.has_value()) {
         difference = "whether its results need gradients changed";
       }
       if (difference.empty() && entry->backward != nullptr) {
@@ -780,12 +907,17 @@ struct CompiledFunction::State {
         std::fprintf(stderr, "mixrt::compile: warning: %s\n", line.c_str());
       }
       Event(line);
-      cache.erase(key);
+      if (auto it = cache.find(key); it != cache.end()) {
+        std::vector<std::shared_ptr<Entry>>& traces = it->second;
+        traces.erase(std::remove(traces.begin(), traces.end(), entry),
+                     traces.end());
+        if (traces.empty()) cache.erase(it);
+      }
       if (last_entry == entry) last_entry = nullptr;
+      retrace_cause = absl::StrCat("verify: ", difference);
     }
     return std::move(again->outputs);
   }
-
 };
 
 absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
@@ -805,9 +937,9 @@ absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
                      "\"; expected mixrt or eager"));
   }
   if (options.recompile_limit < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compile: recompile_limit must be at least 1, got ",
-        options.recompile_limit));
+    return absl::InvalidArgumentError(
+        absl::StrCat("compile: recompile_limit must be at least 1, got ",
+                     options.recompile_limit));
   }
   CompiledFunction f;
   f.state_ = std::make_shared<CompiledFunction::State>();
@@ -828,13 +960,12 @@ absl::StatusOr<std::string> compile_explain(compiler::TracedFunction fn,
 absl::StatusOr<CompiledFunction> CompileModuleForward(
     compiler::TracedFunction fn, CompileOptions options,
     std::vector<Tensor> parameters, std::string module_key) {
-  MIXRT_ASSIGN_OR_RETURN(CompiledFunction f,
-                         compile(std::move(fn), options));
+  MIXRT_ASSIGN_OR_RETURN(CompiledFunction f, compile(std::move(fn), options));
   f.state_->parameters = std::move(parameters);
   if (!options.share_across_instances) return f;
-  f.state_->shared = SharedGraphsFor(
-      absl::StrCat(module_key, "|", options.mode, "|",
-                   options.dynamic ? (*options.dynamic ? "dyn" : "static") : "auto"));
+  f.state_->shared = SharedGraphsFor(absl::StrCat(
+      module_key, "|", options.mode, "|",
+      options.dynamic ? (*options.dynamic ? "dyn" : "static") : "auto"));
   return f;
 }
 
@@ -847,19 +978,32 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
   }
   const std::string key = KeyFor(inputs, nullptr);
   std::shared_ptr<State::Entry> entry;
+  // The replay's hold on the memory its graphs read.
+  std::vector<std::shared_ptr<Storage>> pins;
   {
     std::unique_lock<std::mutex> lock(s.mutex);
     int64_t n = 0;
     State::Dynamic* dyn = nullptr;
+    // Why the traces this call matched cannot serve it ("": none matched).
+    std::string stale;
     if (auto it = s.cache.find(key); it != s.cache.end()) {
-      entry = it->second;
+      entry = s.Serving(&it->second, &stale, &pins);
     } else if ((dyn = s.MatchDynamic(inputs, &n)) != nullptr && dyn->verified) {
       MIXRT_ASSIGN_OR_RETURN(entry, s.Instance(*dyn, n));
+      if (entry != nullptr && !s.Serves(*entry, &stale, &pins)) {
+        // A weight of its trace is gone: this size traces as it is.
+        dyn->instances.erase(n);
+        entry = nullptr;
+      }
       if (entry == nullptr) dyn = nullptr;  // Out of the formulas' range.
     }
-    if (entry == nullptr && dyn == nullptr) {
+    if (entry == nullptr && dyn == nullptr && stale.empty()) {
       MIXRT_ASSIGN_OR_RETURN(entry, s.FromSharedGraphs(key, inputs));
-      if (entry != nullptr) s.cache[key] = entry;
+      if (entry != nullptr && s.Serves(*entry, &stale, &pins)) {
+        s.cache[key].push_back(entry);
+      } else {
+        entry = nullptr;
+      }
     }
     if (entry != nullptr) {
       // Replayed below, without the lock.
@@ -869,7 +1013,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else if (std::vector<Guard> guards = GuardsFor(inputs);
                s.compiles >= s.options.recompile_limit) {
       s.over_limit = true;
-      const std::string why = Difference(s.LastGuards(), guards);
+      const std::string why =
+          !stale.empty() ? stale : Difference(s.LastGuards(), guards);
       std::fprintf(stderr,
                    "mixrt::compile: warning: recompile limit (%d) reached; "
                    "this function runs eagerly from now on. The guard that "
@@ -882,8 +1027,12 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else {
       // Trace under the lock: concurrent first calls of one signature
       // compile once.
-      const std::string cause =
-          s.compiles == 0 ? "first call" : Difference(s.LastGuards(), guards);
+      const std::string cause = s.compiles == 0  ? "first call"
+                                : !stale.empty() ? stale
+                                : !s.retrace_cause.empty()
+                                    ? s.retrace_cause
+                                    : Difference(s.LastGuards(), guards);
+      s.retrace_cause.clear();
       ++s.compiles;
       MIXRT_ASSIGN_OR_RETURN(auto traced,
                              s.Trace(inputs, std::move(guards), cause));
@@ -893,15 +1042,12 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       std::vector<Tensor>& outputs = traced.second;
       if (dyn != nullptr && !dyn->verified && !dyn->failed) {
         // The third size checks the formulas learned from the first two.
-        const bool forward_ok =
-            fresh->plan != nullptr &&
-            [&] {
-              auto g = compiler::Instantiate(*dyn->forward, n);
-              return g && compiler::SameGraph(*g, fresh->forward_graph());
-            }();
+        const bool forward_ok = fresh->plan != nullptr && [&] {
+          auto g = compiler::Instantiate(*dyn->forward, n);
+          return g && compiler::SameGraph(*g, fresh->forward_graph());
+        }();
         const bool backward_ok =
-            !dyn->backward ||
-            (fresh->backward != nullptr && [&] {
+            !dyn->backward || (fresh->backward != nullptr && [&] {
               auto g = compiler::Instantiate(*dyn->backward, n);
               return g && compiler::SameGraph(*g, fresh->backward_graph());
             }());
@@ -910,29 +1056,37 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
         if (dyn->verified) s.StoreDynamic(*dyn, *fresh, inputs);
         s.Event(absl::StrCat(
             State::DimsName(dyn->dims), " at ", n,
-            dyn->verified ? ": matches the formulas from sizes " : ": does not match the formulas from sizes ",
+            dyn->verified ? ": matches the formulas from sizes "
+                          : ": does not match the formulas from sizes ",
             dyn->n1, " and ", dyn->n2,
-            dyn->verified ? "; dynamic from now on (no more traces for new sizes)"
-                          : "; sizes stay static"));
+            dyn->verified
+                ? "; dynamic from now on (no more traces for new sizes)"
+                : "; sizes stay static"));
       } else {
-        if (s.last_entry != nullptr) s.LearnDynamic(inputs, *s.last_entry, *fresh);
+        if (s.last_entry != nullptr)
+          s.LearnDynamic(inputs, *s.last_entry, *fresh);
         if (dyn == nullptr) s.LoadDynamic(inputs, fresh);
       }
-      s.cache[key] = fresh;
+      std::vector<std::shared_ptr<State::Entry>>& traces = s.cache[key];
+      if (traces.size() >= State::kEntriesPerSignature)
+        traces.erase(traces.begin());
+      traces.push_back(fresh);
       s.ShareGraphs(key, *fresh);
       s.last_entry = fresh;
       return std::move(outputs);
     }
   }
   if (entry->plan == nullptr) return s.Eager(inputs);
-  if (s.options.verify || EnvFlag(kVerifyEnv)) return s.Verify(key, entry, inputs);
+  if (s.options.verify || EnvFlag(kVerifyEnv))
+    return s.Verify(key, entry, inputs);
   ++s.replays;
   if (entry->backward == nullptr) return entry->plan->Run(inputs);
   std::vector<compiler::SavedMemory> saved;
   MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
                          entry->plan->Run(inputs, {}, &saved));
   auto node = std::make_shared<CompiledBackwardNode>(
-      entry->backward, entry->training, std::move(saved), results);
+      entry->backward, entry->training, std::move(saved), results,
+      std::move(pins));
   for (const compiler::GradientSink& sink : entry->training.sinks) {
     node->next_edges().push_back(
         sink.input >= 0 ? GradientEdge(inputs[sink.input]) : sink.edge);
@@ -948,14 +1102,14 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
 std::string CompiledFunction::Explain() const {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  std::string out = absl::StrCat("mode ", s.options.mode, ", backend ",
-                                 s.options.backend, "; ", s.compiles,
-                                 " traces, ", s.replays.load(), " replays, ",
-                                 s.eager_calls.load(), " eager calls",
-                                 s.verified_calls > 0
-                                     ? absl::StrCat(", ", s.verified_calls, " verified calls")
-                                     : "",
-                                 "\n");
+  std::string out =
+      absl::StrCat("mode ", s.options.mode, ", backend ", s.options.backend,
+                   "; ", s.compiles, " traces, ", s.replays.load(),
+                   " replays, ", s.eager_calls.load(), " eager calls",
+                   s.verified_calls > 0
+                       ? absl::StrCat(", ", s.verified_calls, " verified calls")
+                       : "",
+                   "\n");
   for (const std::string& e : s.events) absl::StrAppend(&out, "  ", e, "\n");
   for (const State::Dynamic& d : s.dynamics) {
     absl::StrAppend(&out, "dynamic size (", State::DimsName(d.dims), "): ",
@@ -966,27 +1120,32 @@ std::string CompiledFunction::Explain() const {
                     d.instances.size(), " sizes instantiated\n");
   }
   int n = 0;
-  for (const auto& [key, entry] : s.cache) {
-    absl::StrAppend(&out, "signature ", ++n, ":\n  guards:\n");
-    for (const Guard& g : entry->guards) {
-      absl::StrAppend(&out, "    ", g.name, " = ", g.value, "\n");
-    }
-    if (entry->plan != nullptr) {
-      absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
-                      " launches, ", entry->plan->held_bytes(),
-                      " bytes held between calls", KeptText(*entry->plan),
-                      "; ", entry->plan->execution(), "; fusion: ",
-                      entry->plan->fusion(), "):\n",
-                      entry->plan->executed_graph().ToString());
-      if (entry->backward != nullptr) {
-        absl::StrAppend(&out, "  backward (",
-                        entry->backward->graph().nodes.size(), " launches; ",
-                        entry->backward->execution(), "; fusion: ",
-                        entry->backward->fusion(), "):\n",
-                        entry->backward->executed_graph().ToString());
+  for (const auto& [key, traces] : s.cache) {
+    for (const std::shared_ptr<State::Entry>& entry : traces) {
+      absl::StrAppend(&out, "signature ", ++n, ":\n  guards:\n");
+      for (const Guard& g : entry->guards) {
+        absl::StrAppend(&out, "    ", g.name, " = ", g.value, "\n");
       }
-    } else {
-      absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");
+      for (const HostGuard& g : entry->host_guards) {
+        absl::StrAppend(&out, "    ", g.what, "\n");
+      }
+      if (entry->plan != nullptr) {
+        absl::StrAppend(&out, "  graph (", entry->plan->graph().nodes.size(),
+                        " launches, ", entry->plan->held_bytes(),
+                        " bytes held between calls", KeptText(*entry->plan),
+                        "; ", entry->plan->execution(),
+                        "; fusion: ", entry->plan->fusion(), "):\n",
+                        entry->plan->executed_graph().ToString());
+        if (entry->backward != nullptr) {
+          absl::StrAppend(&out, "  backward (",
+                          entry->backward->graph().nodes.size(), " launches; ",
+                          entry->backward->execution(),
+                          "; fusion: ", entry->backward->fusion(), "):\n",
+                          entry->backward->executed_graph().ToString());
+        }
+      } else {
+        absl::StrAppend(&out, "  eager: ", entry->eager_reason, "\n");
+      }
     }
   }
   return out;

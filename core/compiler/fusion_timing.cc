@@ -31,28 +31,35 @@ double Median(std::vector<double> v) {
 std::string FusionTimingKey(const Graph& g, const std::vector<int>& nodes,
                             const std::string& kernel) {
   std::string key = CacheKeyPrefix();
-  absl::StrAppend(&key, "fusion timing\n", BackendCacheKey(g.device.backend()->identity()),
-                  "kernel ", kernel, "\n");
+  absl::StrAppend(&key, "fusion timing\n",
+                  BackendCacheKey(g.device.backend()->identity()), "kernel ",
+                  kernel, "\n");
   for (int i : nodes) {
-    absl::StrAppend(&key, LaunchKey(g, g.nodes[i], [](int slot) { return slot; }), "\n");
+    absl::StrAppend(
+        &key, LaunchKey(g, g.nodes[i], [](int slot) { return slot; }), "\n");
   }
   return key;
 }
 
-FusionVerdict JudgeFusedGroup(const FusionTiming& t, int launches, int64_t bytes_not_stored,
+FusionVerdict JudgeFusedGroup(const FusionTiming& t, int launches,
+                              int64_t bytes_not_stored,
                               const std::string& source) {
   if (t.fused_us < t.launches_us) {
-    return {true, absl::StrFormat(" [%.1f us, its launches %.1f us%s]", t.fused_us,
-                                  t.launches_us, source)};
+    return {true, absl::StrFormat(" [%.1f us, its launches %.1f us%s]",
+                                  t.fused_us, t.launches_us, source)};
   }
-  if (bytes_not_stored > 0 && t.fused_us <= t.launches_us * (1 + kFusionTimingNoise)) {
-    return {true, absl::StrFormat(" [%.1f us, its launches %.1f us%s: a tie within %.0f%%, kept "
-                                  "for the %d bytes it does not store]",
-                                  t.fused_us, t.launches_us, source, kFusionTimingNoise * 100,
-                                  bytes_not_stored)};
+  if (bytes_not_stored > 0 &&
+      t.fused_us <= t.launches_us * (1 + kFusionTimingNoise)) {
+    return {true,
+            absl::StrFormat(
+                " [%.1f us, its launches %.1f us%s: a tie within %.0f%%, kept "
+                "for the %d bytes it does not store]",
+                t.fused_us, t.launches_us, source, kFusionTimingNoise * 100,
+                bytes_not_stored)};
   }
-  return {false, absl::StrFormat("slower than its %d launches (%.1f vs %.1f us%s)", launches,
-                                 t.fused_us, t.launches_us, source)};
+  return {false,
+          absl::StrFormat("slower than its %d launches (%.1f vs %.1f us%s)",
+                          launches, t.fused_us, t.launches_us, source)};
 }
 
 std::string FormatFusionTiming(const FusionTiming& t) {
@@ -70,10 +77,10 @@ std::optional<FusionTiming> ParseFusionTiming(const std::string& payload) {
   return t;
 }
 
-absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<int>& nodes,
-                                            const PluginFusedKernel& kernel,
-                                            const std::vector<ValueRef>& value_refs,
-                                            const std::vector<int>& values) {
+absl::StatusOr<FusionTiming> TimeFusedGroup(
+    const Graph& g, const std::vector<int>& nodes,
+    const PluginFusedKernel& kernel, const std::vector<ValueRef>& value_refs,
+    const std::vector<int>& values) {
   const Device& device = g.device;
   // Bytes each touched slot needs: its views' furthest element.
   std::map<int, int64_t> bytes;
@@ -96,20 +103,28 @@ absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<in
   std::vector<std::shared_ptr<Storage>> scratch;
   for (const auto& [slot, size] : bytes) {
     if (g.slots[slot].kind == StorageSlot::Kind::kConstant) {
-      base[slot] = static_cast<char*>(g.slots[slot].constant->data());
+      std::shared_ptr<Storage> constant = g.slots[slot].constant.lock();
+      if (constant == nullptr) {
+        return absl::FailedPreconditionError("a constant of the graph is gone");
+      }
+      base[slot] = static_cast<char*>(constant->data());
+      scratch.push_back(std::move(constant));  // Held while timing.
       continue;
     }
-    MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> s, Storage::Allocate(device, size));
+    MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Storage> s,
+                           Storage::Allocate(device, size));
     const std::vector<char> zeros(size, 0);
-    MIXRT_RETURN_IF_ERROR(device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
-                                                 s->data(), zeros.data(), zeros.size()));
+    MIXRT_RETURN_IF_ERROR(
+        device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
+                               s->data(), zeros.data(), zeros.size()));
     base[slot] = static_cast<char*>(s->data());
     scratch.push_back(std::move(s));
   }
   auto place = [&base](const ValueRef& v) -> void* {
     return base[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
   };
-  std::vector<std::vector<MixrtTensorDesc>> ins(nodes.size()), outs(nodes.size());
+  std::vector<std::vector<MixrtTensorDesc>> ins(nodes.size()),
+      outs(nodes.size());
   for (size_t k = 0; k < nodes.size(); ++k) {
     for (const ValueRef& v : g.nodes[nodes[k]].inputs) {
       ins[k].push_back(Describe(v));
@@ -126,8 +141,9 @@ absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<in
   auto launches = [&]() -> absl::Status {
     for (size_t k = 0; k < nodes.size(); ++k) {
       const GraphNode& n = g.nodes[nodes[k]];
-      MIXRT_RETURN_IF_ERROR(device.backend()->Launch(
-          device.index(), n.op, ins[k], outs[k], n.attrs.empty() ? nullptr : n.attrs.data()));
+      MIXRT_RETURN_IF_ERROR(
+          device.backend()->Launch(device.index(), n.op, ins[k], outs[k],
+                                   n.attrs.empty() ? nullptr : n.attrs.data()));
     }
     return absl::OkStatus();
   };
@@ -137,7 +153,8 @@ absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<in
     MIXRT_RETURN_IF_ERROR(run());
     MIXRT_RETURN_IF_ERROR(device.backend()->Synchronize(device.index()));
     us->push_back(std::chrono::duration<double, std::micro>(
-                      std::chrono::steady_clock::now() - start).count());
+                      std::chrono::steady_clock::now() - start)
+                      .count());
     return absl::OkStatus();
   };
   std::vector<double> warm, fused_us, launches_us;

@@ -30,7 +30,12 @@ struct StorageSlot {
   Kind kind = Kind::kInternal;
   int input = -1;
   int forward_slot = -1;
-  std::shared_ptr<Storage> constant;
+  // Not owned: a graph must not keep alive what nothing else can reach.
+  // Memory only the graph would hold is memory the function can no longer
+  // read (the tensor it closed over was rebound or freed), so a replay
+  // that finds it gone traces again (CompiledFunction) instead of reading
+  // the old tensor.
+  std::weak_ptr<Storage> constant;
   // kConstant memory of parameter `parameter` of the traced module, so
   // another instance of the module can run the graph on its own.
   int parameter = -1;
@@ -87,6 +92,12 @@ struct Graph {
   // One line per node: "%3 = matmul(%1, const0) bf16[4096, 384]".
   std::string ToString() const;
 };
+
+// Whether two slots' constants are the same memory (both none included).
+inline bool SameConstant(const StorageSlot& a, const StorageSlot& b) {
+  return !a.constant.owner_before(b.constant) &&
+         !b.constant.owner_before(a.constant);
+}
 
 // The ABI descriptor of `v` (data unset), pointing into its shape and
 // strides: valid while `v` is.

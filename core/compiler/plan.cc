@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/compiler/fusion.h"
 #include "common/on_off.h"
+#include "core/compiler/fusion.h"
 #include "core/tensor/op_profile.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
@@ -24,11 +24,12 @@ std::string DescribeFusion(const FusionOutcome& o) {
   std::string text =
       o.groups > 0
           ? absl::StrCat(o.groups, " fused kernels for ", o.launches, " of ",
-                         o.offered, " launches offered: ",
-                         absl::StrJoin(o.kernels, "; "))
-      : !o.not_offered.empty() ? absl::StrCat("none (", o.not_offered, ")")
-                               : absl::StrCat("none (", o.offered,
-                                              " launches offered, none claimed)");
+                         o.offered,
+                         " launches offered: ", absl::StrJoin(o.kernels, "; "))
+      : !o.not_offered.empty()
+          ? absl::StrCat("none (", o.not_offered, ")")
+          : absl::StrCat("none (", o.offered,
+                         " launches offered, none claimed)");
   for (const std::string& r : o.refused) {
     absl::StrAppend(&text, "; refused ", r);
   }
@@ -62,8 +63,8 @@ uint64_t HeldBuffers::bytes() const {
 }
 
 absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
-    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held,
-    bool fuse, bool time_fusion) {
+    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held, bool fuse,
+    bool time_fusion) {
   std::unique_ptr<const Graph> traced;
   std::string fusion;
   if (fuse) {
@@ -83,7 +84,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   std::unique_ptr<Plan> plan(new Plan(std::move(graph)));
   plan->traced_ = std::move(traced);
   plan->fusion_ = std::move(fusion);
-  plan->held_ = held != nullptr ? std::move(held) : std::make_shared<HeldBuffers>();
+  plan->held_ =
+      held != nullptr ? std::move(held) : std::make_shared<HeldBuffers>();
   const size_t slots = plan->graph_.slots.size();
   plan->buffer_of_.assign(slots, -1);
   plan->run_.resize(slots);
@@ -101,7 +103,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     const GraphNode& n = plan->graph_.nodes[i];
     for (const auto* refs : {&n.inputs, &n.outputs}) {
       for (const ValueRef& v : *refs) {
-        if (plan->first_use_[v.slot] < 0) plan->first_use_[v.slot] = static_cast<int>(i);
+        if (plan->first_use_[v.slot] < 0)
+          plan->first_use_[v.slot] = static_cast<int>(i);
         plan->last_use_[v.slot] = static_cast<int>(i);
       }
     }
@@ -111,7 +114,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());
   std::vector<bool> viewed_by_result(slots, false);
-  for (const ValueRef& v : plan->graph_.outputs) viewed_by_result[v.slot] = true;
+  for (const ValueRef& v : plan->graph_.outputs)
+    viewed_by_result[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
     if (plan->last_use_[s] < 0) continue;
     if (plan->kept_[s]) continue;
@@ -119,11 +123,13 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
       plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
     } else if (plan->graph_.slots[s].kind == StorageSlot::Kind::kSaved &&
                !viewed_by_result[s]) {
-      plan->saved_done_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
+      plan->saved_done_after_[plan->last_use_[s]].push_back(
+          static_cast<int>(s));
     }
   }
   plan->order_.resize(plan->graph_.nodes.size());
-  for (size_t i = 0; i < plan->order_.size(); ++i) plan->order_[i] = static_cast<int>(i);
+  for (size_t i = 0; i < plan->order_.size(); ++i)
+    plan->order_[i] = static_cast<int>(i);
   plan->segment_at_.assign(plan->order_.size(), -1);
   if (preallocate) {
     plan->recycle_ = true;
@@ -172,7 +178,8 @@ absl::Status Plan::BuildKernelGraphs() {
   const Device& device = graph_.device;
   auto graphable = [&](int node) {
     const GraphNode& n = graph_.nodes[node];
-    if ((n.kind != GraphNode::Kind::kLaunch && n.kind != GraphNode::Kind::kFused) ||
+    if ((n.kind != GraphNode::Kind::kLaunch &&
+         n.kind != GraphNode::Kind::kFused) ||
         kept_of_node_[node] >= 0) {
       return false;
     }
@@ -246,15 +253,18 @@ absl::Status Plan::BuildKernelGraphs() {
       auto locate = [&](const ValueRef& v, std::vector<int32_t>* buffers,
                         std::vector<uint64_t>* offsets) {
         buffers->push_back(v.slot);
-        offsets->push_back(static_cast<uint64_t>(v.offset) * DTypeSize(v.dtype));
+        offsets->push_back(static_cast<uint64_t>(v.offset) *
+                           DTypeSize(v.dtype));
         if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
             !listed[v.slot]) {
           listed[v.slot] = true;
           segment.internal_slots.push_back(v.slot);
         }
       };
-      for (const ValueRef& v : n.inputs) locate(v, &w.in_buffers, &w.in_offsets);
-      for (const ValueRef& v : n.outputs) locate(v, &w.out_buffers, &w.out_offsets);
+      for (const ValueRef& v : n.inputs)
+        locate(v, &w.in_buffers, &w.in_offsets);
+      for (const ValueRef& v : n.outputs)
+        locate(v, &w.out_buffers, &w.out_offsets);
       MixrtKernelGraphStep& step = steps[k - pos];
       step.struct_size = sizeof(step);
       step.op = n.op;
@@ -271,7 +281,8 @@ absl::Status Plan::BuildKernelGraphs() {
         step.op = 0;
         step.fused_kernel = n.fused->kernel->handle();
         w.fused_values = n.fused->input_values;
-        w.fused_values.insert(w.fused_values.end(), n.fused->output_values.begin(),
+        w.fused_values.insert(w.fused_values.end(),
+                              n.fused->output_values.begin(),
                               n.fused->output_values.end());
         step.fused_values = w.fused_values.data();
       }
@@ -310,7 +321,8 @@ void Plan::FindKeptLaunches() {
     // A launch without inputs is kept only when it is a constant: fill and
     // arange (random draws never reach a graph).
     if (n.kind != GraphNode::Kind::kLaunch ||
-        (n.inputs.empty() && n.op != MIXRT_OP_FILL && n.op != MIXRT_OP_ARANGE)) {
+        (n.inputs.empty() && n.op != MIXRT_OP_FILL &&
+         n.op != MIXRT_OP_ARANGE)) {
       continue;
     }
     bool keep = true;
@@ -339,7 +351,8 @@ void Plan::FindWeightReaders() {
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
     if (kept_of_node_[i] >= 0) {
-      for (const ValueRef& v : n.outputs) kept_writer_[v.slot] = static_cast<int>(i);
+      for (const ValueRef& v : n.outputs)
+        kept_writer_[v.slot] = static_cast<int>(i);
     }
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int slot = n.inputs[k].slot;
@@ -348,7 +361,8 @@ void Plan::FindWeightReaders() {
       if (n.kind == GraphNode::Kind::kFused) {
         for (size_t w = 0; w < n.fused->weights.size(); ++w) {
           if (n.fused->weights[w].first != static_cast<int>(k)) continue;
-          weight_readers_[slot].emplace_back(static_cast<int>(i), static_cast<int>(w));
+          weight_readers_[slot].emplace_back(static_cast<int>(i),
+                                             static_cast<int>(w));
           weight = true;
         }
       }
@@ -374,12 +388,16 @@ bool Plan::KeptLaunchDue(int slot) const {
 
 void Plan::ReleaseCopiedWeights() {
   for (size_t s = 0; s < weight_readers_.size(); ++s) {
-    if (weight_readers_[s].empty() || released_[s] || kept_storage_[s] == nullptr) continue;
+    if (weight_readers_[s].empty() || released_[s] ||
+        kept_storage_[s] == nullptr)
+      continue;
     bool copied = true;
     for (const auto& [node, w] : weight_readers_[s]) {
-      copied = copied && node < static_cast<int>(keeps_copy_.size()) &&
-               w < static_cast<int>(keeps_copy_[node].size()) && keeps_copy_[node][w] &&
-               told_weight_versions_[node][w] == SourceVersion(static_cast<int>(s));
+      copied =
+          copied && node < static_cast<int>(keeps_copy_.size()) &&
+          w < static_cast<int>(keeps_copy_[node].size()) &&
+          keeps_copy_[node][w] &&
+          told_weight_versions_[node][w] == SourceVersion(static_cast<int>(s));
     }
     if (!copied) continue;
     kept_storage_[s].reset();
@@ -397,7 +415,9 @@ uint64_t Plan::released_bytes() const {
 }
 
 uint64_t Plan::SourceVersion(int slot) const {
-  return kept_[slot] ? kept_version_[slot] : graph_.slots[slot].constant->version();
+  if (kept_[slot]) return kept_version_[slot];
+  // A constant: this run's hold on it (Run takes one for every constant).
+  return run_[slot] != nullptr ? run_[slot]->version() : 0;
 }
 
 uint64_t Plan::kept_bytes() const {
@@ -444,7 +464,8 @@ absl::Status Plan::PlanBuffers() {
       if (buffers[b].busy_until >= first_use_[s] || buffers[b].bytes < need) {
         continue;
       }
-      if (best < 0 || buffers[b].bytes < buffers[best].bytes) best = static_cast<int>(b);
+      if (best < 0 || buffers[b].bytes < buffers[best].bytes)
+        best = static_cast<int>(b);
     }
     if (best < 0) {
       buffers.push_back({need, -1});
@@ -504,7 +525,7 @@ void Plan::AfterNode(int i, std::vector<SavedMemory>& saved_in) {
   for (const ValueRef& v : graph_.nodes[i].outputs) {
     const StorageSlot& slot = graph_.slots[v.slot];
     if (slot.kind == StorageSlot::Kind::kConstant) {
-      slot.constant->BumpVersion();
+      run_[v.slot]->BumpVersion();
     } else if (slot.kind == StorageSlot::Kind::kInput) {
       run_inputs_[slot.input].storage()->BumpVersion();
     }
@@ -533,10 +554,12 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   auto place = [&](const ValueRef& v, MixrtTensorDesc* d) {
     d->data = bases_[v.slot] == nullptr
                   ? nullptr
-                  : bases_[v.slot] + v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
+                  : bases_[v.slot] +
+                        v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
   };
   for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
-  for (size_t k = 0; k < n.outputs.size(); ++k) place(n.outputs[k], &p.outputs[k]);
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    place(n.outputs[k], &p.outputs[k]);
   absl::Status status;
   const int kept = kept_of_node_[i];
   if (kept >= 0) {
@@ -548,9 +571,9 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     for (int source : k.sources) versions.push_back(SourceVersion(source));
     if (!k.computed || versions != k.versions) {
       k.computed = false;
-      status = device.backend()->Launch(
-          device.index(), n.op, p.inputs, p.outputs,
-          n.attrs.empty() ? nullptr : n.attrs.data());
+      status =
+          device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
+                                   n.attrs.empty() ? nullptr : n.attrs.data());
       if (status.ok()) {
         k.versions = std::move(versions);
         k.computed = true;
@@ -573,8 +596,9 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
                                     p.outputs[0].data, n.host_bytes.data(),
                                     n.host_bytes.size());
   } else {
-    status = device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
-                                      n.attrs.empty() ? nullptr : n.attrs.data());
+    status =
+        device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
+                                 n.attrs.empty() ? nullptr : n.attrs.data());
   }
   AfterNode(i, saved_in);
   return NodeError(i, "", status);
@@ -586,18 +610,21 @@ absl::Status Plan::ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in) {
   const GraphNode& n = graph_.nodes[i];
   const auto start = std::chrono::steady_clock::now();
   MIXRT_RETURN_IF_ERROR(RunNode(i, saved_in));
-  MIXRT_RETURN_IF_ERROR(graph_.device.backend()->Synchronize(graph_.device.index()));
+  MIXRT_RETURN_IF_ERROR(
+      graph_.device.backend()->Synchronize(graph_.device.index()));
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::string name;
   if (n.kind == GraphNode::Kind::kFused) {
     name = absl::StrCat("compiled fused: ", n.fused->kernel->description());
   } else if (n.kind == GraphNode::Kind::kHostWrite) {
     name = "compiled host_write";
   } else {
-    name = absl::StrCat("compiled ", MixrtOpName(n.op), " ",
-                        n.inputs.empty() ? "-" : DTypeName(n.inputs[0].dtype), " -> ",
-                        n.outputs.empty() ? "-" : DTypeName(n.outputs[0].dtype));
+    name = absl::StrCat(
+        "compiled ", MixrtOpName(n.op), " ",
+        n.inputs.empty() ? "-" : DTypeName(n.inputs[0].dtype), " -> ",
+        n.outputs.empty() ? "-" : DTypeName(n.outputs[0].dtype));
   }
   RecordOpTime(name, seconds);
   return absl::OkStatus();
@@ -620,13 +647,15 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
 absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   Segment& segment = segments_[s];
   for (int slot : segment.internal_slots) {
-    if (run_[slot] == nullptr && !Absent(slot)) MIXRT_RETURN_IF_ERROR(Allocate(slot));
+    if (run_[slot] == nullptr && !Absent(slot))
+      MIXRT_RETURN_IF_ERROR(Allocate(slot));
   }
   // A kernel graph takes no null buffer: a released slot, which its
   // readers promised not to read, gets an address that holds nothing.
   alignas(64) static char released_placeholder[64];
   for (size_t slot = 0; slot < bases_.size(); ++slot) {
-    graph_buffers_[slot] = Absent(static_cast<int>(slot)) ? released_placeholder : bases_[slot];
+    graph_buffers_[slot] =
+        Absent(static_cast<int>(slot)) ? released_placeholder : bases_[slot];
   }
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
@@ -639,7 +668,8 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   // The plugin names the failing step ("step 3 (matmul): ..."): name the
   // graph node it came from.
   int node = order_[segment.first];
-  if (const size_t at = status.message().find("step "); at != absl::string_view::npos) {
+  if (const size_t at = status.message().find("step ");
+      at != absl::string_view::npos) {
     int step = 0;
     absl::string_view rest = status.message().substr(at + 5);
     rest = rest.substr(0, rest.find(' '));
@@ -658,7 +688,8 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
 // graphs).
 absl::Status Plan::TellWeightVersions(int i) {
   const GraphNode& n = graph_.nodes[i];
-  if (n.kind != GraphNode::Kind::kFused || n.fused->weights.empty()) return absl::OkStatus();
+  if (n.kind != GraphNode::Kind::kFused || n.fused->weights.empty())
+    return absl::OkStatus();
   told_weight_versions_.resize(graph_.nodes.size());
   std::vector<std::optional<uint64_t>>& told = told_weight_versions_[i];
   told.resize(n.fused->weights.size());
@@ -667,10 +698,12 @@ absl::Status Plan::TellWeightVersions(int i) {
     const int slot = n.inputs[input].slot;
     // A weight the plan does not keep has no version to tell: the kernel
     // keeps nothing from it.
-    if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant && !kept_[slot]) continue;
+    if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant && !kept_[slot])
+      continue;
     const uint64_t version = SourceVersion(slot);
     if (told[w] == version) continue;
-    MIXRT_ASSIGN_OR_RETURN(const bool keeps, n.fused->kernel->SetWeightVersion(value, version));
+    MIXRT_ASSIGN_OR_RETURN(const bool keeps,
+                           n.fused->kernel->SetWeightVersion(value, version));
     told[w] = version;
     keeps_copy_.resize(graph_.nodes.size());
     keeps_copy_[i].resize(told.size(), false);
@@ -680,8 +713,7 @@ absl::Status Plan::TellWeightVersions(int i) {
 }
 
 absl::StatusOr<std::vector<Tensor>> Plan::Run(
-    absl::Span<const Tensor> inputs,
-    std::vector<SavedMemory> saved_in,
+    absl::Span<const Tensor> inputs, std::vector<SavedMemory> saved_in,
     std::vector<SavedMemory>* saved_out) {
   std::lock_guard<std::mutex> lock(held_->mutex());
   const Device& device = graph_.device;
@@ -691,15 +723,23 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     switch (slot.kind) {
       case StorageSlot::Kind::kInput:
         if (slot.input >= static_cast<int>(inputs.size())) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "compiled graph: expected at least ", slot.input + 1,
-              " inputs, got ", inputs.size()));
+          return absl::InvalidArgumentError(
+              absl::StrCat("compiled graph: expected at least ", slot.input + 1,
+                           " inputs, got ", inputs.size()));
         }
         bases_[s] = static_cast<char*>(
             const_cast<void*>(inputs[slot.input].const_data_ptr()));
         break;
       case StorageSlot::Kind::kConstant:
-        bases_[s] = static_cast<char*>(slot.constant->data());
+        // Held for this run; the caller (CompiledFunction) checked that
+        // every constant is still there and holds them too.
+        run_[s] = slot.constant.lock();
+        if (run_[s] == nullptr) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("compiled graph: constant ", s,
+                           " is gone (nothing else holds it)"));
+        }
+        bases_[s] = static_cast<char*>(run_[s]->data());
         break;
       case StorageSlot::Kind::kSaved:
         if (slot.forward_slot >= static_cast<int>(saved_in.size()) ||
@@ -764,10 +804,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
       results.emplace_back(run_[v.slot], v.dtype, v.shape, v.strides,
                            base_offset + v.offset);
     } else {
-      results.emplace_back(slot.kind == StorageSlot::Kind::kConstant
-                               ? slot.constant
-                               : run_[v.slot],
-                           v.dtype, v.shape, v.strides, v.offset);
+      results.emplace_back(run_[v.slot], v.dtype, v.shape, v.strides, v.offset);
     }
   }
   if (saved_out != nullptr) {

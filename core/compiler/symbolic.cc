@@ -59,7 +59,7 @@ bool SameStructure(const Graph& x, const Graph& y) {
     const StorageSlot& a = x.slots[i];
     const StorageSlot& b = y.slots[i];
     if (a.kind != b.kind || a.input != b.input ||
-        a.forward_slot != b.forward_slot || a.constant != b.constant ||
+        a.forward_slot != b.forward_slot || !SameConstant(a, b) ||
         a.returned != b.returned || a.saved != b.saved) {
       return false;
     }
@@ -124,7 +124,7 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
   for (size_t i = 0; i < x.slots.size(); ++i) {
     const StorageSlot& a = x.slots[i];
     const StorageSlot& b = y.slots[i];
-    if (a.kind != b.kind || a.input != b.input || a.constant != b.constant) {
+    if (a.kind != b.kind || a.input != b.input || !SameConstant(a, b)) {
       return absl::StrCat("slot ", i, " is other memory (",
                           a.kind == StorageSlot::Kind::kConstant
                               ? "the function reads another tensor than it did when traced"

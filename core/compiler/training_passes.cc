@@ -99,7 +99,7 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
   for (size_t s = 0; s < forward->slots.size(); ++s) {
     const StorageSlot& slot = forward->slots[s];
     if (slot.kind == StorageSlot::Kind::kConstant) {
-      fwd_constant_slot.try_emplace(slot.constant.get(), static_cast<int>(s));
+      fwd_constant_slot.try_emplace(slot.constant.lock().get(), static_cast<int>(s));
     }
   }
   const std::vector<std::vector<int>> bwd_writers = SlotWriters(*backward);
@@ -111,7 +111,7 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
     if (slot.kind == StorageSlot::Kind::kSaved) {
       same_as[s] = slot.forward_slot;
     } else if (slot.kind == StorageSlot::Kind::kConstant) {
-      const auto it = fwd_constant_slot.find(slot.constant.get());
+      const auto it = fwd_constant_slot.find(slot.constant.lock().get());
       if (it != fwd_constant_slot.end()) same_as[s] = it->second;
     }
   }

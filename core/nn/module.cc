@@ -57,7 +57,7 @@ std::vector<Tensor> Module::parameters() const {
 }
 
 void Module::train(bool on) {
-  training_ = on;
+  training_.set(on);
   for (auto& [name, child] : children_) child->train(on);
 }
 

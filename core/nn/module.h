@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/tensor/generator.h"
+#include "core/tensor/guarded_value.h"
 #include "core/tensor/tensor.h"
 
 namespace mixrt::nn {
@@ -32,7 +33,10 @@ class Module {
 
   void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const { return training_; }
+  // Inside a compiled function's trace, reading the mode is a guard: a
+  // replay runs only while the module is in the mode the trace saw
+  // (torch.compile guards `training` on every module it reads).
+  bool is_training() const { return training_.get(); }
 
  protected:
   // The registered entry and the caller's Tensor are handles on the same
@@ -45,7 +49,7 @@ class Module {
   void Collect(const std::string& prefix, bool buffers,
                std::vector<std::pair<std::string, Tensor>>* out) const;
 
-  bool training_ = true;
+  GuardedValue<bool> training_{true, "a module's training flag"};
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

@@ -13,6 +13,10 @@ void ReportUntraceable(const char* what) {
   if (t_hooks != nullptr) t_hooks->OnUntraceable(what);
 }
 
+void ReportHostGuard(const HostGuard& guard) {
+  if (t_hooks != nullptr) t_hooks->OnHostGuard(guard);
+}
+
 ScopedCaptureHooks::ScopedCaptureHooks(CaptureHooks* hooks)
     : previous_(t_hooks) {
   t_hooks = hooks;

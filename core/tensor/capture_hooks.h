@@ -7,7 +7,9 @@
 #define MIXRT_CORE_TENSOR_CAPTURE_HOOKS_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/types/span.h"
 #include "core/tensor/storage.h"
@@ -15,6 +17,15 @@
 #include "mixrt/plugin_api.h"
 
 namespace mixrt {
+
+// What a trace assumed about a value outside its tensors. `identity`
+// tells two reads of one value apart from reads of two (a trace keeps one
+// guard per identity); `what` names it and the value read, for Explain.
+struct HostGuard {
+  const void* identity = nullptr;
+  std::string what;
+  std::function<bool()> holds;
+};
 
 class CaptureHooks {
  public:
@@ -35,7 +46,18 @@ class CaptureHooks {
   // not own; an optimizer step bakes its host-side step count into its
   // launches).
   virtual void OnUntraceable(const char* what) = 0;
+  // A host value the traced code read and may have branched on (a
+  // module's training flag, a GuardedValue): a replay is valid only while
+  // the guard holds.
+  virtual void OnHostGuard(const HostGuard& guard) = 0;
+  // A leaf tensor an op took as an input (autograd sees every one): a
+  // replay assumes it still does or does not require grad.
+  virtual void OnLeafRead(const Tensor& leaf) = 0;
 };
+
+// Reports a host value the traced code read to this thread's hooks, if
+// any (cheap when nothing is being captured).
+void ReportHostGuard(const HostGuard& guard);
 
 // Reports `what` to this thread's hooks, if any.
 void ReportUntraceable(const char* what);
