@@ -26,6 +26,7 @@ struct DeviceState {
   std::optional<DType> dtype;
   bool auto_precision = false;
   bool cache_enabled = true;
+  bool low_precision_weight_gradients = false;
 };
 
 thread_local std::map<std::string, DeviceState> t_state;
@@ -147,6 +148,9 @@ AutocastGuard::AutocastGuard(std::string device_type, AutocastOptions options)
                          ? options.auto_precision
                          : options.auto_precision || enclosing.auto_precision;
   s.cache_enabled = options.cache_enabled.value_or(enclosing.cache_enabled);
+  s.low_precision_weight_gradients =
+      options.low_precision_weight_gradients.value_or(
+          enclosing.low_precision_weight_gradients);
   if (s.enabled && device_type_ == "cpu" && !s.auto_precision &&
       s.dtype != DType::kBF16 && s.dtype != DType::kF16) {
     WarnOnce(absl::StrCat(
@@ -184,13 +188,18 @@ std::string AutocastStateKey() {
   std::string key;
   for (const auto& [device_type, s] : t_state) {
     // An entry a guard left at the defaults means what no entry means.
-    if (!s.enabled && !s.dtype && !s.auto_precision && s.cache_enabled) {
+    if (!s.enabled && !s.dtype && !s.auto_precision && s.cache_enabled &&
+        !s.low_precision_weight_gradients) {
       continue;
     }
     absl::StrAppend(&key, device_type, ":", s.enabled ? "on" : "off", ",",
                     s.dtype ? DTypeName(*s.dtype) : "default", ",",
                     s.auto_precision ? "auto" : "fixed", ",",
-                    s.cache_enabled ? "cache" : "nocache", ";");
+                    s.cache_enabled ? "cache" : "nocache",
+                    s.low_precision_weight_gradients
+                        ? ",low-precision weight gradients"
+                        : "",
+                    ";");
   }
   return key;
 }
@@ -225,6 +234,11 @@ DType AutocastDType(absl::string_view device_type) {
 
 bool AutocastCacheEnabled(absl::string_view device_type) {
   return Enclosing(std::string(device_type)).cache_enabled;
+}
+
+bool AutocastLowPrecisionWeightGradients(absl::string_view device_type) {
+  return AutocastEnabled(device_type) &&
+         Enclosing(std::string(device_type)).low_precision_weight_gradients;
 }
 
 absl::StatusOr<DType> AutocastPromoteType(DType autocast_dtype,

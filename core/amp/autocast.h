@@ -41,6 +41,15 @@ struct AutocastOptions {
   bool auto_precision = false;  // Per op class, the fastest native dtype.
   bool enabled = true;
   std::optional<bool> cache_enabled;
+  // How the region's lower-precision linears and matmuls produce their
+  // weight (second operand) and bias gradients. false (the default): in
+  // f32, the GEMM's own accumulator, one rounding fewer before the f32
+  // master weights, so a gradient past f16's range (65504) stays finite
+  // and the GradScaler steps where PyTorch would skip. true: PyTorch's
+  // way, in the lower precision (rounded, and overflowing, there) and
+  // widened after, so the scaler sees every overflow PyTorch sees and
+  // skips and backs off on the same steps. Unset: the enclosing guard's.
+  std::optional<bool> low_precision_weight_gradients;
 };
 
 // A CPU guard asking for a dtype other than bf16 or f16 warns and disables
@@ -107,6 +116,10 @@ bool AutocastEnabled(absl::string_view device_type);
 // torch.is_autocast_cache_enabled.
 DType AutocastDType(absl::string_view device_type);
 bool AutocastCacheEnabled(absl::string_view device_type);
+// Whether autocast is on for `device_type` and its innermost guard asks
+// for weight gradients in the lower precision
+// (AutocastOptions::low_precision_weight_gradients).
+bool AutocastLowPrecisionWeightGradients(absl::string_view device_type);
 
 // The dtype a promote-list op (cat, stack, ...) runs in: PyTorch's
 // at::autocast::promote_type. It starts from the autocast dtype; any f32

@@ -14,11 +14,16 @@
 // device; checks and updates are backend kernels, and a skipped step is
 // decided on the device too (no host synchronization per step).
 //
-// One deliberate difference from PyTorch: the weight gradients of f16/bf16
-// matmuls come out in f32 here (PyTorch produces them in the low precision
-// and converts). A gradient that overflows f16 in PyTorch before reaching
-// the f32 .grad may stay finite here, so mixrt skips fewer steps, never
-// more; with no overflow, the scale trajectories are identical.
+// One deliberate difference from PyTorch, by default: the weight
+// gradients of f16/bf16 matmuls come out in f32 here (PyTorch produces them
+// in the low precision and converts). A gradient that overflows f16 in
+// PyTorch before reaching the f32 .grad may stay finite here, so mixrt
+// skips fewer steps, never more; with no overflow, the scale trajectories
+// are identical. It is the default because the gradient is the GEMM's f32
+// accumulator, one rounding closer to the truth, and a finite gradient is
+// a step PyTorch throws away. AutocastOptions::low_precision_weight_gradients
+// gives PyTorch's behaviour (rounded and overflowing in the low precision,
+// then widened): the same skipped steps and scale as PyTorch's.
 #ifndef MIXRT_CORE_AMP_GRAD_SCALER_H_
 #define MIXRT_CORE_AMP_GRAD_SCALER_H_
 

@@ -18,23 +18,35 @@ using Grads = absl::StatusOr<std::vector<Tensor>>;
 
 // Weight and bias gradients are produced in f32 (the GEMM accumulates in
 // f32 anyway): one rounding fewer before they reach f32 master weights.
-MatmulOptions F32Out() {
+// Under AutocastOptions::low_precision_weight_gradients, in the operands'
+// dtype instead, as PyTorch does (the cast's backward widens them).
+MatmulOptions WeightGradientOut(bool low_precision) {
   MatmulOptions o;
-  o.out_dtype = DType::kF32;
+  if (!low_precision) o.out_dtype = DType::kF32;
   return o;
+}
+
+// Whether a lower-precision product recorded now makes its weight
+// gradients in that precision: asked at the forward, whose autocast
+// region the backward runs outside.
+bool LowPrecisionWeightGradients(const Tensor& operand) {
+  return (operand.dtype() == DType::kF16 || operand.dtype() == DType::kBF16) &&
+         AutocastLowPrecisionWeightGradients(operand.device().type());
 }
 
 absl::StatusOr<Tensor> MatmulNd(const Tensor& a, const Tensor& b) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::matmul(a, b));
   const Shape sa = a.shape(), sb = b.shape();
+  const bool low = LowPrecisionWeightGradients(b);
   Record("MatmulBackward", {a, b}, {&y}, {a, b},
-         [sa, sb](const std::vector<Tensor>& g,
-                  const std::vector<Tensor>& s) -> Grads {
+         [sa, sb, low](const std::vector<Tensor>& g,
+                       const std::vector<Tensor>& s) -> Grads {
            MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(s[0].dtype()));
            MIXRT_ASSIGN_OR_RETURN(Tensor bt, s[1].transpose(-1, -2));
            MIXRT_ASSIGN_OR_RETURN(Tensor at, s[0].transpose(-1, -2));
            MIXRT_ASSIGN_OR_RETURN(Tensor da, kernels::matmul(g0, bt));
-           MIXRT_ASSIGN_OR_RETURN(Tensor db, kernels::matmul(at, g0, F32Out()));
+           MIXRT_ASSIGN_OR_RETURN(
+               Tensor db, kernels::matmul(at, g0, WeightGradientOut(low)));
            MIXRT_ASSIGN_OR_RETURN(da, SumToShape(da, sa));
            MIXRT_ASSIGN_OR_RETURN(db, SumToShape(db, sb));
            return std::vector<Tensor>{da, db};
@@ -76,9 +88,10 @@ absl::StatusOr<Tensor> linear(const Tensor& x_in, const Tensor& w_in,
   const Tensor &x = in[0], &w = in[1], &b = in[2];
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::linear(x, w, b));
   const bool has_bias = b.defined();
+  const bool low = LowPrecisionWeightGradients(w);
   Record("LinearBackward", {x, w, b}, {&y}, {x, w},
-         [has_bias](const std::vector<Tensor>& g,
-                    const std::vector<Tensor>& s) -> Grads {
+         [has_bias, low](const std::vector<Tensor>& g,
+                         const std::vector<Tensor>& s) -> Grads {
            const Tensor &x = s[0], &w = s[1];
            const int64_t out = w.shape()[0], in = w.shape()[1];
            MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(x.dtype()));
@@ -87,12 +100,12 @@ absl::StatusOr<Tensor> linear(const Tensor& x_in, const Tensor& w_in,
            MIXRT_ASSIGN_OR_RETURN(Tensor g2, g0.reshape({-1, out}));
            MIXRT_ASSIGN_OR_RETURN(Tensor x2, x.reshape({-1, in}));
            MIXRT_ASSIGN_OR_RETURN(Tensor g2t, g2.transpose(0, 1));
-           MIXRT_ASSIGN_OR_RETURN(Tensor dw,
-                                  kernels::matmul(g2t, x2, F32Out()));
+           MIXRT_ASSIGN_OR_RETURN(
+               Tensor dw, kernels::matmul(g2t, x2, WeightGradientOut(low)));
            Tensor db;
            if (has_bias) {
-             MIXRT_ASSIGN_OR_RETURN(Tensor g32, g2.to(DType::kF32));
-             MIXRT_ASSIGN_OR_RETURN(db, kernels::sum(g32, {0}));
+             MIXRT_ASSIGN_OR_RETURN(Tensor gb, low ? g2 : g2.to(DType::kF32));
+             MIXRT_ASSIGN_OR_RETURN(db, kernels::sum(gb, {0}));
            }
            return std::vector<Tensor>{dx, dw, db};
          });

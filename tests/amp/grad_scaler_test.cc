@@ -6,7 +6,9 @@
 #include <cfloat>
 #include <cmath>
 
+#include "core/amp/autocast.h"
 #include "core/functional/ops.h"
+#include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -304,6 +306,59 @@ TEST_F(GradScalerTest, ADisabledScalerLoadsNothing) {
   EXPECT_TRUE(scaler.load_state_dict({{"scale", -1.0}}).ok());
   EXPECT_EQ(*scaler.get_scale(), 1.0);
   EXPECT_TRUE(scaler.state_dict()->empty());
+}
+
+// A weight gradient past f16's range: with f16 autocast, PyTorch makes it
+// in f16 (inf) and the scaler skips the step and halves the scale; mixrt's
+// default makes it in f32 (finite, 8 * 100 * 1024 = 819200) and steps.
+// low_precision_weight_gradients gives PyTorch's behaviour; without an
+// overflow both give one gradient, to f16's rounding.
+TEST_F(GradScalerTest, LowPrecisionWeightGradientsOverflowAsPyTorchs) {
+  for (bool like_pytorch : {false, true}) {
+    SCOPED_TRACE(like_pytorch ? "low-precision weight gradients"
+                              : "f32 weight gradients");
+    Tensor w = *full({4, 16}, 0.01, DType::kF32, device_);
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    const Tensor before = *w.clone();
+    auto sgd = *SGD::Create({w}, {.lr = 1e-6});
+    GradScaler scaler(device_, {.init_scale = 1024});
+    Tensor loss;
+    {
+      AutocastGuard autocast("cpu",
+                             {.dtype = DType::kF16,
+                              .low_precision_weight_gradients = like_pytorch});
+      const Tensor x = *full({8, 16}, 100.0, DType::kF32, device_);
+      loss = *sum(*linear(x, w, Tensor()));
+    }
+    ASSERT_TRUE((*scaler.scale(loss)).backward().ok());
+    ASSERT_TRUE(scaler.step(*sgd).ok());
+    ASSERT_TRUE(scaler.update().ok());
+    EXPECT_EQ(*scaler.last_step_skipped(), like_pytorch);
+    EXPECT_EQ(*scaler.get_scale(), like_pytorch ? 512 : 1024);
+    EXPECT_EQ(Values(w) == Values(before), like_pytorch);
+  }
+  // No overflow: the f16 gradient is the f32 one rounded to f16.
+  std::vector<double> grads[2];
+  for (bool like_pytorch : {false, true}) {
+    Tensor w = MakeTensor(device_, testing::RandomValues(4 * 16, 3), {4, 16});
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    Tensor loss;
+    {
+      AutocastGuard autocast("cpu",
+                             {.dtype = DType::kF16,
+                              .low_precision_weight_gradients = like_pytorch});
+      const Tensor x =
+          MakeTensor(device_, testing::RandomValues(8 * 16, 4), {8, 16});
+      loss = *sum(*linear(x, w, Tensor()));
+    }
+    ASSERT_TRUE(loss.backward().ok());
+    grads[like_pytorch] = Values(w.grad());
+  }
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    EXPECT_NEAR(grads[1][i], grads[0][i],
+                std::ldexp(std::fabs(grads[0][i]), -11))
+        << i;
+  }
 }
 
 TEST_F(GradScalerTest, DisabledScalerIsAPassThrough) {
