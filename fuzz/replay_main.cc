@@ -1,7 +1,8 @@
 // Runs a fuzz target over files (its seed corpus and the crashes it once
 // found) without libFuzzer, so every build, with any compiler, keeps them as
 // regression tests. Arguments: files or directories; "--plugin=PATH" is
-// passed to the target as MIXRT_FUZZ_PLUGIN.
+// passed to the target as MIXRT_FUZZ_PLUGIN, "--plugins=PATH:PATH..." as
+// MIXRT_FUZZ_PLUGINS.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,10 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("--plugin=", 0) == 0) {
       setenv("MIXRT_FUZZ_PLUGIN", arg.c_str() + 9, 1);
+      continue;
+    }
+    if (arg.rfind("--plugins=", 0) == 0) {
+      setenv("MIXRT_FUZZ_PLUGINS", arg.c_str() + 10, 1);
       continue;
     }
     if (std::filesystem::is_directory(arg)) {

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape compile_diff)
 # Own output base: switching the C compiler would otherwise throw away the
 # gcc build's cache.
 bazel_fuzz=(bazel --output_base="${HOME}/.cache/mixrt-fuzz-bazel")
@@ -19,8 +19,20 @@ bin=$("${bazel_fuzz[@]}" info --config=fuzz bazel-bin 2>/dev/null)
 # The checkpoint target needs a device: the reference plugin from the normal
 # gcc build (plugins link with -z defs, which an ASan-instrumented shared
 # object built by clang cannot satisfy; the host side is what is fuzzed).
-bazel build //plugins/reference:libmixrt_reference.so
+# compile_diff runs programs on the CPU plugin and the partial plugins
+# against the reference, all from the gcc build too.
+diff_plugins=(plugins/reference/libmixrt_reference.so backends/cpu/libmixrt_cpu.so
+  tests/fixtures/libmixrt_partial_no_relu_backward.so
+  tests/fixtures/libmixrt_partial_no_backward.so
+  tests/fixtures/libmixrt_partial_no_reduce_unary.so)
+bazel build $(printf '//%s ' "${diff_plugins[@]}" | sed -E 's#/(lib[^/ ]*\.so)#:\1#g')
 export MIXRT_FUZZ_PLUGIN="$PWD/bazel-bin/plugins/reference/libmixrt_reference.so"
+MIXRT_FUZZ_PLUGINS=$(printf "$PWD/bazel-bin/%s:" "${diff_plugins[@]}")
+export MIXRT_FUZZ_PLUGINS
+# Its fused loops compile in a cache of its own, not the user's.
+MIXRT_CACHE_DIR=$(mktemp -d)
+export MIXRT_CACHE_DIR
+trap 'rm -rf "$MIXRT_CACHE_DIR"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 mkdir -p fuzz/crashes
 status=0

@@ -415,7 +415,7 @@ struct CompiledFunction::State {
     compiler::TrainingGraphs training;
     bool verified = false;
     bool failed = false;
-    absl::flat_hash_map<int64_t, std::shared_ptr<Entry>> instances;
+    int checked = 0;  // New sizes traced that matched the formulas.
   };
 
   // A module's forward: its parameters and the graphs its type shares.
@@ -728,29 +728,35 @@ struct CompiledFunction::State {
     return nullptr;
   }
 
-  // The verified dynamic graphs instantiated at n (kept for later calls).
-  absl::StatusOr<std::shared_ptr<Entry>> Instance(Dynamic& d, int64_t n) {
-    if (auto it = d.instances.find(n); it != d.instances.end())
-      return it->second;
-    std::optional<compiler::Graph> forward =
-        compiler::Instantiate(*d.forward, n);
-    std::optional<compiler::TrainingGraphs> training;
-    if (d.backward) {
-      std::optional<compiler::Graph> backward =
-          compiler::Instantiate(*d.backward, n);
-      if (!backward) return std::shared_ptr<Entry>();
-      training = d.training;
-      training->backward = *std::move(backward);
+  // A verified dynamic size's formulas against the trace of a size they
+  // have not seen. Formulas fitted to traces are not a proof: host code
+  // may branch on a size (a min, a comparison) that the traces so far
+  // never crossed, so a new size is never extrapolated. When the trace
+  // matches, the size joins the checked ones; when not, the formulas are
+  // dropped and sizes are static from then on.
+  void CheckDynamicSize(Dynamic* d, int64_t n, const Entry& traced) {
+    auto matches = [n](const std::optional<compiler::SymbolicGraph>& sym,
+                       const compiler::Graph& g) {
+      if (!sym) return false;
+      std::optional<compiler::Graph> instance = compiler::Instantiate(*sym, n);
+      return instance && compiler::SameGraph(*instance, g);
+    };
+    const bool same =
+        traced.plan != nullptr && matches(d->forward, traced.forward_graph()) &&
+        (!d->backward || (traced.backward != nullptr &&
+                          matches(d->backward, traced.backward_graph())));
+    if (same) {
+      ++d->checked;
+      return;
     }
-    if (!forward) return std::shared_ptr<Entry>();
-    MIXRT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
-                           MakeEntry(*std::move(forward), std::move(training)));
-    e->guards = d.guards;
-    e->host_guards = d.host_guards;
-    constexpr size_t kMaxInstances = 16;
-    if (d.instances.size() >= kMaxInstances) d.instances.clear();
-    d.instances[n] = e;
-    return e;
+    d->verified = false;
+    d->failed = true;
+    Event(absl::StrCat(
+        DimsName(d->dims), " at ", n,
+        ": the trace differs from the formulas learned from sizes ", d->n1,
+        " and ", d->n2,
+        " (the function's host code depends on the size beyond them); "
+        "sizes stay static"));
   }
 
   // The compile cache's key for what a trace like `e` teaches: its graphs'
@@ -792,7 +798,8 @@ struct CompiledFunction::State {
 
   // After a trace no dynamic size covered: a dynamic size another process
   // learned for this graph, if the cache has one whose formulas reproduce
-  // this trace exactly. Then later sizes run without a trace.
+  // this trace exactly. Then later sizes are checked by their traces
+  // without counting as recompiles.
   void LoadDynamic(const std::vector<Tensor>& inputs,
                    const std::shared_ptr<Entry>& e) {
     if ((options.dynamic.has_value() && !*options.dynamic) ||
@@ -867,7 +874,7 @@ struct CompiledFunction::State {
         "dynamic size (", DimsName(d.dims), ") loaded from the compile cache",
         cache.directory().empty() ? ""
                                   : absl::StrCat(" (", cache.PathFor(key), ")"),
-        ": new sizes run without a trace"));
+        ": new sizes are traced once and checked against it"));
     dynamics.push_back(std::move(d));
   }
 
@@ -988,15 +995,14 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     std::string stale;
     if (auto it = s.cache.find(key); it != s.cache.end()) {
       entry = s.Serving(&it->second, &stale, &pins);
-    } else if ((dyn = s.MatchDynamic(inputs, &n)) != nullptr && dyn->verified) {
-      MIXRT_ASSIGN_OR_RETURN(entry, s.Instance(*dyn, n));
-      if (entry != nullptr && !s.Serves(*entry, &stale, &pins)) {
-        // A weight of its trace is gone: this size traces as it is.
-        dyn->instances.erase(n);
-        entry = nullptr;
-      }
-      if (entry == nullptr) dyn = nullptr;  // Out of the formulas' range.
+    } else {
+      // A size the traces have not seen: when it is a dynamic size's, it
+      // is traced (this call runs eagerly) and checked against the
+      // formulas below, without counting as a recompile.
+      dyn = s.MatchDynamic(inputs, &n);
     }
+    // The third size of a candidate is a recompile like any other.
+    const bool size_check = dyn != nullptr && dyn->verified;
     if (entry == nullptr && dyn == nullptr && stale.empty()) {
       MIXRT_ASSIGN_OR_RETURN(entry, s.FromSharedGraphs(key, inputs));
       if (entry != nullptr && s.Serves(*entry, &stale, &pins)) {
@@ -1011,7 +1017,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       lock.unlock();
       return s.Eager(inputs);
     } else if (std::vector<Guard> guards = GuardsFor(inputs);
-               s.compiles >= s.options.recompile_limit) {
+               !size_check && s.compiles >= s.options.recompile_limit) {
       s.over_limit = true;
       const std::string why =
           !stale.empty() ? stale : Difference(s.LastGuards(), guards);
@@ -1033,14 +1039,21 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
                                     ? s.retrace_cause
                                     : Difference(s.LastGuards(), guards);
       s.retrace_cause.clear();
-      ++s.compiles;
-      MIXRT_ASSIGN_OR_RETURN(auto traced,
-                             s.Trace(inputs, std::move(guards), cause));
+      if (!size_check) ++s.compiles;
+      MIXRT_ASSIGN_OR_RETURN(
+          auto traced,
+          s.Trace(inputs, std::move(guards),
+                  size_check
+                      ? absl::StrCat("checking ", State::DimsName(dyn->dims),
+                                     " at ", n)
+                      : cause));
       // Not a structured binding: lambdas below use it (C++17 cannot
       // capture those; clang refuses).
       std::shared_ptr<State::Entry>& fresh = traced.first;
       std::vector<Tensor>& outputs = traced.second;
-      if (dyn != nullptr && !dyn->verified && !dyn->failed) {
+      if (size_check) {
+        s.CheckDynamicSize(dyn, n, *fresh);
+      } else if (dyn != nullptr && !dyn->verified && !dyn->failed) {
         // The third size checks the formulas learned from the first two.
         const bool forward_ok = fresh->plan != nullptr && [&] {
           auto g = compiler::Instantiate(*dyn->forward, n);
@@ -1060,7 +1073,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
                           : ": does not match the formulas from sizes ",
             dyn->n1, " and ", dyn->n2,
             dyn->verified
-                ? "; dynamic from now on (no more traces for new sizes)"
+                ? "; dynamic from now on (a new size is traced once and "
+                  "checked against the formulas, not counted as a recompile)"
                 : "; sizes stay static"));
       } else {
         if (s.last_entry != nullptr)
@@ -1117,7 +1131,7 @@ std::string CompiledFunction::Explain() const {
                     : d.failed ? "not generalizable"
                                : "candidate",
                     ", learned from sizes ", d.n1, " and ", d.n2, ", ",
-                    d.instances.size(), " sizes instantiated\n");
+                    d.checked, " more sizes checked against them\n");
   }
   int n = 0;
   for (const auto& [key, traces] : s.cache) {

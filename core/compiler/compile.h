@@ -37,9 +37,11 @@ struct CompileOptions {
   std::string mode = "default";
   // Unset (auto): sizes start static; when a recompile comes from sizes
   // that changed together (one value to another), their two graphs are
-  // generalized into formulas in that size, checked on a third size, and
-  // then serve every size without tracing. false: always static. true:
-  // as auto (a graph generalizes from traces, so the first is static).
+  // generalized into formulas in that size, checked on a third size; then
+  // each new size is traced once and checked against them, without
+  // counting as a recompile (a size is never extrapolated: host code may
+  // branch on it). false: always static. true: as auto (a graph
+  // generalizes from traces, so the first is static).
   std::optional<bool> dynamic;
   bool fullgraph = false;
   bool disable = false;

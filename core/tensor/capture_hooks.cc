@@ -1,5 +1,7 @@
 #include "core/tensor/capture_hooks.h"
 
+#include "core/tensor/generator.h"
+
 namespace mixrt {
 namespace {
 
@@ -11,6 +13,14 @@ CaptureHooks* ActiveCaptureHooks() { return t_hooks; }
 
 void ReportUntraceable(const char* what) {
   if (t_hooks != nullptr) t_hooks->OnUntraceable(what);
+}
+
+void ReportRandomDraw() {
+  if (t_hooks != nullptr) {
+    t_hooks->OnUntraceable(
+        "random numbers were drawn (dropout in training mode, random "
+        "tensors): a replay would repeat the same draws");
+  }
 }
 
 void ReportHostGuard(const HostGuard& guard) {

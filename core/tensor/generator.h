@@ -9,6 +9,10 @@
 
 namespace mixrt {
 
+// Tells this thread's capture hooks (capture_hooks.h), if any, that random
+// numbers were drawn.
+void ReportRandomDraw();
+
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed), offset_(0) {}
@@ -20,7 +24,10 @@ class Generator {
     offset_ = 0;
   }
   // Reserves Philox blocks for `numel` values; returns the starting offset.
+  // Inside a compiled function's trace, a draw from any generator is a
+  // graph break: a replay would repeat this draw's numbers.
   uint64_t Reserve(int64_t numel) {
+    ReportRandomDraw();
     return offset_.fetch_add((static_cast<uint64_t>(numel) + 3) / 4);
   }
   // Restores a state captured with seed()/offset() (e.g. from a checkpoint).

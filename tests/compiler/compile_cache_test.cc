@@ -114,7 +114,8 @@ TEST(CompileCache, ASecondProcessTracesOnceWhereTheFirstLearnedADynamicSize) {
   const std::string env = absl::StrCat("MIXRT_CACHE_DIR='", dir, "'");
   // The first process learns the batch dim (two sizes and a check).
   EXPECT_THAT(RunChild(env), HasSubstr("child compiles=3 loaded=0"));
-  // A second process: one trace, then new sizes without tracing.
+  // A second process: one trace that counts; new sizes are checked by
+  // traces that do not.
   EXPECT_THAT(RunChild(env), HasSubstr("child compiles=1 loaded=1"));
   // With the cache off, it learns again.
   EXPECT_THAT(RunChild(env + " MIXRT_COMPILE_CACHE=0"),
