@@ -13,9 +13,11 @@
 
 namespace mixrt::files {
 
-absl::StatusOr<RegularFile> RegularFile::Open(const std::string& path) {
+absl::StatusOr<RegularFile> RegularFile::Open(const std::string& path,
+                                              bool follow_links) {
   // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC |
+                                          (follow_links ? 0 : O_NOFOLLOW));
   if (fd < 0) {
     const std::string text =
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno));
@@ -32,11 +34,14 @@ absl::StatusOr<RegularFile> RegularFile::Open(const std::string& path) {
   // Reads of a regular file never block; clear the flag anyway so the
   // descriptor behaves normally.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  return RegularFile(fd, static_cast<uint64_t>(st.st_size), path);
+  return RegularFile(fd, static_cast<uint64_t>(st.st_size), st.st_uid, path);
 }
 
 RegularFile::RegularFile(RegularFile&& other) noexcept
-    : fd_(other.fd_), size_(other.size_), path_(std::move(other.path_)) {
+    : fd_(other.fd_),
+      size_(other.size_),
+      owner_(other.owner_),
+      path_(std::move(other.path_)) {
   other.fd_ = -1;
 }
 
@@ -45,6 +50,7 @@ RegularFile& RegularFile::operator=(RegularFile&& other) noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
     size_ = other.size_;
+    owner_ = other.owner_;
     path_ = std::move(other.path_);
     other.fd_ = -1;
   }
@@ -60,8 +66,8 @@ absl::Status RegularFile::ReadAt(uint64_t offset, void* out,
   auto* p = static_cast<char*>(out);
   size_t done = 0;
   while (done < bytes) {
-    const ssize_t n = ::pread(fd_, p + done, bytes - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pread(fd_, p + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::DataLossError(
@@ -78,7 +84,8 @@ absl::Status RegularFile::ReadAt(uint64_t offset, void* out,
 }
 
 absl::StatusOr<std::string> RegularFile::ReadAll() const {
-  if (absl::Status fits = CheckFitsInMemory(size_, absl::StrCat("reading ", path_));
+  if (absl::Status fits =
+          CheckFitsInMemory(size_, absl::StrCat("reading ", path_));
       !fits.ok()) {
     return fits;
   }

@@ -16,7 +16,9 @@ namespace mixrt::files {
 class RegularFile {
  public:
   // NotFound when absent; FailedPrecondition when not a regular file.
-  static absl::StatusOr<RegularFile> Open(const std::string& path);
+  // Without `follow_links`, a symlink at `path` is refused too (O_NOFOLLOW).
+  static absl::StatusOr<RegularFile> Open(const std::string& path,
+                                          bool follow_links = true);
 
   RegularFile(RegularFile&& other) noexcept;
   RegularFile& operator=(RegularFile&& other) noexcept;
@@ -26,6 +28,10 @@ class RegularFile {
 
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // The open descriptor (what was checked is what is read or mapped:
+  // /proc/self/fd/<fd> names this very file) and its owner.
+  int fd() const { return fd_; }
+  uint32_t owner() const { return owner_; }
   // Reads exactly `bytes` at `offset` (DataLoss when the file is shorter
   // now than it was at Open).
   absl::Status ReadAt(uint64_t offset, void* out, size_t bytes) const;
@@ -33,10 +39,11 @@ class RegularFile {
   absl::StatusOr<std::string> ReadAll() const;
 
  private:
-  RegularFile(int fd, uint64_t size, std::string path)
-      : fd_(fd), size_(size), path_(std::move(path)) {}
+  RegularFile(int fd, uint64_t size, uint32_t owner, std::string path)
+      : fd_(fd), size_(size), owner_(owner), path_(std::move(path)) {}
   int fd_ = -1;
   uint64_t size_ = 0;
+  uint32_t owner_ = 0;
   std::string path_;
 };
 

@@ -13,18 +13,19 @@
 namespace mixrt::cpu {
 namespace {
 
-std::string ReadModelName() {
+// The first value of /proc/cpuinfo's `field`, or `otherwise`.
+std::string ReadCpuField(absl::string_view field, absl::string_view otherwise) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
-    if (absl::StartsWith(line, "model name")) {
+    if (absl::StartsWith(line, field)) {
       const size_t colon = line.find(':');
       if (colon != std::string::npos) {
         return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
       }
     }
   }
-  return "unknown x86-64 CPU";
+  return std::string(otherwise);
 }
 
 }  // namespace
@@ -32,7 +33,8 @@ std::string ReadModelName() {
 const CpuInfo& GetCpuInfo() {
   static const CpuInfo info = [] {
     CpuInfo i;
-    i.model = ReadModelName();
+    i.model = ReadCpuField("model name", "unknown x86-64 CPU");
+    i.flags = ReadCpuField("flags", "");
     i.threads = omp_get_max_threads();
     __builtin_cpu_init();
     i.has_build_isa = __builtin_cpu_supports("avx2") &&

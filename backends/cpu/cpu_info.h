@@ -8,9 +8,13 @@ namespace mixrt::cpu {
 
 struct CpuInfo {
   std::string model;  // /proc/cpuinfo "model name".
-  int threads = 1;    // Threads kernels use (OpenMP max threads).
+  // /proc/cpuinfo's "flags": the instruction sets the CPU has (what code
+  // built with -march=native may use; "AMD EPYC" names CPUs with and
+  // without AVX-512).
+  std::string flags;
+  int threads = 1;  // Threads kernels use (OpenMP max threads).
   bool has_build_isa =
-      false;  // AVX2 + FMA + F16C, what the plugin is built for.
+      false;            // AVX2 + FMA + F16C, what the plugin is built for.
   bool avx512 = false;  // AVX-512 F, BW, DQ and VL.
   bool avx512_bf16 = false;
   bool avx512_fp16 = false;

@@ -1,9 +1,16 @@
 // Generated fused-loop source (plugins/sdk/loop_codegen) built by the
 // system C++ compiler into shared objects kept in the mixrt cache
 // directory (cpu_loops/, named by a hash of the source, the compiler and
-// this CPU), loaded with dlopen. A cached object that does not load is
-// rebuilt, never trusted; where nothing can be kept on disk the objects
-// go to a directory of this process's own.
+// this CPU's instruction-set flags), loaded with dlopen. The directory
+// must be this user's alone (common/trusted_path.h), else nothing is built
+// or loaded and loops run interpreted, with the reason. Builds happen in a
+// scratch directory of their own, under a time limit; each object ends
+// with a checksum, and one that fails it, the ELF check or dlsym is
+// rebuilt, never trusted; it is opened once and loaded through that
+// descriptor. The cache keeps its most recently used objects
+// (MIXRT_CPU_LOOP_CACHE_MAX_OBJECTS, 512). Where nothing can be kept on
+// disk the objects go to a directory of this process's own, removed at
+// exit.
 //
 // MIXRT_CPU_CODEGEN picks when: "sync" (the default: compiling a graph
 // waits for its groups' builds, 60-130 ms each on these machines and
@@ -17,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -31,12 +39,15 @@ enum class CodegenMode { kOff, kAsync, kSync };
 // is an error naming the accepted ones.
 absl::StatusOr<CodegenMode> CodegenModeFromEnv();
 
-// The compiler command ($CXX, else c++) with its version line, or why there
-// is none (not on PATH, not runnable). Probed once per process.
+// The compiler command ($CXX, which may carry arguments of its own, else
+// c++) with its version line, or why there is none (not on PATH, not
+// runnable, not finishing within MIXRT_CPU_CODEGEN_TIMEOUT_S, or a loop
+// cache another user could write to). Probed once per process.
 struct SystemCompiler {
-  std::string command;
+  std::vector<std::string> argv;
+  std::string command;  // argv, joined.
   std::string version;
-  std::string missing;  // Non-empty: no compiler, and why.
+  std::string missing;  // Non-empty: nothing is built, and why.
 };
 const SystemCompiler& FindSystemCompiler();
 
@@ -49,7 +60,8 @@ LoopEntry LoadCachedLoop(const std::string& source, const std::string& name);
 
 // Builds (or loads from the cache) `name`'s entry from `source`. Blocks for
 // the compiler; thread-safe. The error names the compiler's first lines.
-absl::StatusOr<LoopEntry> BuildLoop(const std::string& source, const std::string& name);
+absl::StatusOr<LoopEntry> BuildLoop(const std::string& source,
+                                    const std::string& name);
 
 // Runs BuildLoop on the background builder thread (one build at a time:
 // these machines have two cores) and then `done` there with its result.

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/plugin/elf_check.h"
+#include "common/elf_check.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -175,7 +175,7 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadPlugin(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat("plugin ", path, " is not a regular file"));
   }
-  MIXRT_RETURN_IF_ERROR(CheckElfSharedObject(path));
+  MIXRT_RETURN_IF_ERROR(files::CheckElfSharedObject(path));
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,51 +36,6 @@ std::vector<std::string> ExpandPluginLocation(const std::string& location) {
 
 std::vector<std::string> SplitPluginPath(absl::string_view value) {
   return absl::StrSplit(value, ':', absl::SkipEmpty());
-}
-
-namespace {
-
-// "" when `st` (of `what` `path`) may hold code we run unnamed.
-std::string OwnershipProblem(const struct stat& st, absl::string_view what,
-                             const std::string& path) {
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-    return absl::StrCat(what, " ", path, " is owned by another user (uid ",
-                        st.st_uid, ")");
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return absl::StrCat(what, " ", path,
-                        " is writable by its group or by every user");
-  }
-  return "";
-}
-
-}  // namespace
-
-std::string UntrustedReason(const std::string& file) {
-  char resolved[PATH_MAX];
-  if (::realpath(file.c_str(), resolved) == nullptr) {
-    return absl::StrCat("file ", file, " cannot be resolved: ",
-                        std::strerror(errno));
-  }
-  std::string path = resolved;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return absl::StrCat("file ", path, " cannot be inspected");
-  }
-  const std::string resolved_note =
-      path == file ? "" : absl::StrCat(" (", file, " resolves to it)");
-  std::string problem = OwnershipProblem(st, "file", path);
-  if (!problem.empty()) return problem + resolved_note;
-  while (path != "/") {
-    const size_t slash = path.rfind('/');
-    path = slash == 0 ? "/" : path.substr(0, slash);
-    if (::stat(path.c_str(), &st) != 0) {
-      return absl::StrCat("directory ", path, " cannot be inspected");
-    }
-    problem = OwnershipProblem(st, "directory", path);
-    if (!problem.empty()) return problem + resolved_note;
-  }
-  return "";
 }
 
 std::string CoreObjectDirectory() {

@@ -24,15 +24,6 @@ std::vector<std::string> ExpandPluginLocation(const std::string& location);
 // Splits a MIXRT_PLUGIN_PATH value, dropping empty entries.
 std::vector<std::string> SplitPluginPath(absl::string_view value);
 
-// Why `file` must not be loaded unless named explicitly: "" when it is
-// trusted, else e.g. "directory /tmp is writable by its group or by every
-// user". The rule is OpenSSH's StrictModes: with symlinks resolved first,
-// the file and every directory from it up to / must be owned by root or by
-// this user and writable by neither group nor others (sticky directories
-// such as /tmp included: anyone may create files in them). Anyone who
-// could write to one of them could have put code there.
-std::string UntrustedReason(const std::string& file);
-
 // Directory of the loaded object (executable or shared library) that contains
 // the mixrt core, or "" if it cannot be found.
 std::string CoreObjectDirectory();

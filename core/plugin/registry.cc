@@ -11,6 +11,7 @@
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/trusted_path.h"
 #include "absl/strings/str_join.h"
 #include "core/plugin/isolated_probe.h"
 #include "core/plugin/plugin_loader.h"
@@ -166,7 +167,7 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
       // who can set the environment or write a profile controls), must sit
       // where only root or this user can write.
       if (!named) {
-        const std::string unsafe = UntrustedReason(file);
+        const std::string unsafe = files::UntrustedReason(file);
         if (!unsafe.empty()) {
           std::lock_guard<std::shared_mutex> lock(mu_);
           PluginReport report;

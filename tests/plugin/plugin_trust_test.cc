@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/trusted_path.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
@@ -59,12 +60,12 @@ PluginReport Searched(const std::string& entry) {
 }
 
 TEST(PluginTrust, ASafeDirectoryIsTrusted) {
-  ASSERT_THAT(UntrustedReason(Root()), IsEmpty())
+  ASSERT_THAT(files::UntrustedReason(Root()), IsEmpty())
       << "the test's own temporary directory must be trusted for the "
          "cases below to mean anything";
   const std::string safe = Dir(Root() + "/safe", 0755);
   const std::string plugin = CopyPlugin(safe);
-  EXPECT_THAT(UntrustedReason(plugin), IsEmpty());
+  EXPECT_THAT(files::UntrustedReason(plugin), IsEmpty());
   EXPECT_EQ(Searched(safe).state, PluginState::kUsable);
 }
 
@@ -115,7 +116,7 @@ TEST(PluginTrust, AWritableFileOrAnotherUsersDirectoryIsNot) {
   const std::string dir = Dir(Root() + "/writable_file", 0755);
   const std::string file = CopyPlugin(dir);
   ASSERT_EQ(::chmod(file.c_str(), 0775), 0);
-  EXPECT_THAT(UntrustedReason(file), HasSubstr("file " + file));
+  EXPECT_THAT(files::UntrustedReason(file), HasSubstr("file " + file));
   if (::geteuid() != 0) GTEST_SKIP() << "chown to another user needs root";
   const std::string theirs = Dir(Root() + "/theirs", 0755);
   CopyPlugin(theirs);

@@ -1,4 +1,4 @@
-#include "core/plugin/elf_check.h"
+#include "common/elf_check.h"
 
 #include <elf.h>
 
@@ -10,7 +10,7 @@
 #include "common/regular_file_read.h"
 #include "mixrt/status_macros.h"
 
-namespace mixrt {
+namespace mixrt::files {
 namespace {
 
 #if defined(__x86_64__)
@@ -26,18 +26,17 @@ constexpr uint16_t kMaxProgramHeaders = 256;
 
 }  // namespace
 
-absl::Status CheckElfSharedObject(const std::string& path) {
+absl::Status CheckElfSharedObject(const RegularFile& file,
+                                  const std::string& what) {
   const auto refuse = [&](absl::string_view why) {
     return absl::FailedPreconditionError(
-        absl::StrCat("plugin ", path, " refused before loading: ", why));
+        absl::StrCat(what, " ", file.path(), " refused before loading: ", why));
   };
-  absl::StatusOr<files::RegularFile> file = files::RegularFile::Open(path);
-  if (!file.ok()) return refuse(file.status().message());
-  const uint64_t size = file->size();
+  const uint64_t size = file.size();
   Elf64_Ehdr eh;
   std::memset(&eh, 0, sizeof(eh));
   MIXRT_RETURN_IF_ERROR(
-      file->ReadAt(0, &eh, std::min<uint64_t>(size, sizeof(eh))));
+      file.ReadAt(0, &eh, std::min<uint64_t>(size, sizeof(eh))));
   if (size < SELFMAG || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
     return refuse("it is not an ELF file (bad magic)");
   }
@@ -45,7 +44,8 @@ absl::Status CheckElfSharedObject(const std::string& path) {
     return refuse(absl::StrCat("it is truncated: ", size,
                                " bytes, too short for an ELF header"));
   }
-  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh.e_ident[EI_DATA] != ELFDATA2LSB) {
     return refuse("it is not a 64-bit little-endian ELF file");
   }
   if (eh.e_type != ET_DYN) {
@@ -67,7 +67,7 @@ absl::Status CheckElfSharedObject(const std::string& path) {
                                eh.e_phoff + table_bytes));
   }
   std::vector<Elf64_Phdr> ph(eh.e_phnum);
-  MIXRT_RETURN_IF_ERROR(file->ReadAt(eh.e_phoff, ph.data(), table_bytes));
+  MIXRT_RETURN_IF_ERROR(file.ReadAt(eh.e_phoff, ph.data(), table_bytes));
   for (const Elf64_Phdr& p : ph) {
     if (p.p_offset > size || p.p_filesz > size - p.p_offset) {
       return refuse(absl::StrCat(
@@ -78,4 +78,14 @@ absl::Status CheckElfSharedObject(const std::string& path) {
   return absl::OkStatus();
 }
 
-}  // namespace mixrt
+absl::Status CheckElfSharedObject(const std::string& path,
+                                  const std::string& what) {
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path);
+  if (!file.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, " ", path, " refused before loading: ", file.status().message()));
+  }
+  return CheckElfSharedObject(*file, what);
+}
+
+}  // namespace mixrt::files
