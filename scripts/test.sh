@@ -8,13 +8,25 @@ bazel build //...
 log=$(mktemp)
 status=0
 bazel test //... --test_output=errors 2>&1 | tee "$log" || status=$?
-# Bazel's summary as the plain closing line CI readers understand.
-passed=$(grep -cE '^//.*PASSED' "$log" || true)
-failed=$(grep -cE '^//.*(FAILED|TIMEOUT|NO STATUS)' "$log" || true)
-if [ "$status" -eq 0 ] && [ "$passed" -eq 0 ]; then
-  # All results were cached: count the test targets instead.
-  passed=$(bazel query 'tests(//...)' 2>/dev/null | wc -l)
+# The closing line counts one unit on both sides: each Bazel test target
+# and each further check below is one pass or one failure, and every
+# failure is named above it. Bazel's summary lists the targets that did not
+# pass (it may leave passing and cached ones out), so the passing ones are
+# the rest of the query's.
+failures=()
+while read -r target; do
+  failures+=("$target")
+done < <(grep -oE '^//[^ ]+ +(FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "$log" |
+  awk '{print $1}' | sort -u)
+targets=$(bazel query 'tests(//...)' 2>/dev/null | wc -l)
+failed=${#failures[@]}
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  # Bazel failed without naming a test (the build broke): none passed.
+  failures+=("bazel test //... (exit $status; no test ran to the end)")
+  failed=1
+  targets=1
 fi
+passed=$((targets - failed))
 
 # One more check beyond Bazel's tests: its output goes to $log, shown (the
 # last 60 lines) only when it fails.
@@ -27,6 +39,7 @@ check() {
   else
     tail -60 "$log"
     failed=$((failed + 1))
+    failures+=("$label")
     status=1
     echo "FAILED: $label"
   fi
@@ -71,6 +84,7 @@ gpu_conformance() {
   else
     tail -60 "$log"
     failed=$((failed + 1))
+    failures+=("conformance of the $plugin plugin")
     status=1
     echo "FAILED: conformance of the $plugin plugin"
   fi
@@ -116,5 +130,9 @@ check "fuzzing (crashing inputs go to fuzz/crashes/)" \
   scripts/fuzz.sh "${MIXRT_FUZZ_SECONDS:-60}"
 grep '^fuzz ' "$log" || true
 rm -f "$log"
+if [ "$failed" -gt 0 ]; then
+  echo "failed:"
+  printf '  %s\n' "${failures[@]}"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"

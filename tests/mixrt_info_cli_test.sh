@@ -17,9 +17,30 @@ for bad in 0 -5 100000; do
   grep -q "expected 1 to 3600 seconds" "$TEST_TMPDIR/out" || fail "no reason for --probe_timeout_s=$bad: $(cat "$TEST_TMPDIR/out")"
 done
 
+# Help is an answer (status 0, on stdout); an argument nothing reads is an
+# error naming it, never ignored.
+for help in --help -h help; do
+  "$mixrt" $help >"$TEST_TMPDIR/out" 2>&1 || fail "mixrt $help exits $?, expected 0"
+  grep -q "commands:" "$TEST_TMPDIR/out" || fail "mixrt $help printed no usage: $(cat "$TEST_TMPDIR/out")"
+done
+"$mixrt" info --help >"$TEST_TMPDIR/out" 2>&1 || fail "mixrt info --help exits $?, expected 0"
+if "$mixrt" info extra >"$TEST_TMPDIR/out" 2>&1; then fail "mixrt info extra accepted"; else rc=$?; fi
+[ "$rc" = 2 ] || fail "mixrt info extra: exit $rc, expected 2"
+grep -q "unexpected argument 'extra'" "$TEST_TMPDIR/out" || fail "no reason: $(cat "$TEST_TMPDIR/out")"
+
 out=$("$mixrt" info --plugin=/nonexistent/libmixrt_missing.so)
 grep -q "\[not found\] /nonexistent/libmixrt_missing.so" <<<"$out" || fail "missing --plugin not listed: $out"
 grep -q "reason: not found: No such file or directory" <<<"$out" || fail "no reason for the missing plugin"
+
+# A relative MIXRT_PLUGIN_PATH entry would load code from wherever mixrt
+# runs: refused with the reason, even with a plugin there.
+mkdir -p "$TEST_TMPDIR/cwd/plugins"
+cp "$PWD/$3" "$TEST_TMPDIR/cwd/plugins/libmixrt_planted.so"
+out=$(cd "$TEST_TMPDIR/cwd" && MIXRT_PLUGIN_PATH=plugins "$mixrt" info || true)
+grep -q "plugins" <<<"$out" || fail "relative entry not listed: $out"
+grep -q "a relative path in MIXRT_PLUGIN_PATH would load code from the current directory" <<<"$out" ||
+  fail "relative MIXRT_PLUGIN_PATH entry not refused: $out"
+grep -q "libmixrt_planted.so" <<<"$out" && fail "the planted plugin was looked at: $out"
 
 out=$(MIXRT_PLUGIN_PATH=/nonexistent/plugin_dir "$mixrt" info)
 grep -q "\[not found\] /nonexistent/plugin_dir" <<<"$out" || fail "missing MIXRT_PLUGIN_PATH entry not listed: $out"

@@ -63,11 +63,10 @@ int RunInfo(const char* argv0) {
   registry.LoadAll(paths, options);
   if (absl::GetFlag(FLAGS_json)) {
     // Paths and plugin-supplied strings need not be UTF-8; JSON must be.
-    std::printf("%s\n",
-                mixrt::tools::InfoJson(registry)
-                    .dump(2, ' ', false,
-                          nlohmann::json::error_handler_t::replace)
-                    .c_str());
+    std::printf("%s\n", mixrt::tools::InfoJson(registry)
+                            .dump(2, ' ', false,
+                                  nlohmann::json::error_handler_t::replace)
+                            .c_str());
   } else {
     std::printf("%s", mixrt::tools::InfoText(registry).c_str());
   }
@@ -112,8 +111,30 @@ int ExecBench(int argc, char** argv) {
   return 2;
 }
 
+// Whether `arg` asks for help (what absl's flags parser would answer with
+// its own text and exit status 1, as if help were an error).
+bool AsksForHelp(const std::string& arg) {
+  return arg == "--help" || arg == "-h" || arg == "-help" || arg == "help" ||
+         arg == "--helpfull";
+}
+
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "bench") return ExecBench(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "bench")
+    return ExecBench(argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    if (AsksForHelp(argv[i])) {
+      // Help is an answer, on stdout, with status 0.
+      std::printf(
+          "%s\n\nflags of info:\n"
+          "  --json              print machine-readable JSON\n"
+          "  --plugin=P[,P...]   plugin files or directories to load first\n"
+          "  --isolate           probe each plugin in a child process first\n"
+          "  --probe_timeout_s=N with --isolate: seconds a probe may take "
+          "(1 to 3600, default 10)\n",
+          kUsage);
+      return 0;
+    }
+  }
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() < 2) {
@@ -121,6 +142,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string command = args[1];
+  if (args.size() > 2) {
+    // An argument nothing reads is a mistake to report, not to ignore.
+    std::fprintf(
+        stderr,
+        "mixrt %s: unexpected argument '%s' (flags start with --)\n%s\n",
+        command.c_str(), args[2], kUsage);
+    return 2;
+  }
   if (command == "info") return RunInfo(argv[0]);
   std::fprintf(stderr, "mixrt: unknown command '%s'\n%s\n", command.c_str(),
                kUsage);

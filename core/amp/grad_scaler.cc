@@ -1,6 +1,7 @@
 #include "core/amp/grad_scaler.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,16 @@
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
+
+namespace {
+
+// How often update() looks at the scale, and below what it has collapsed:
+// the smallest positive f16 (2^-24), where f16 gradients scaled by it are
+// all zero, and ~40 halvings from the default 2^16.
+constexpr int64_t kCollapseCheckInterval = 64;
+constexpr double kCollapsedScale = 5.9604644775390625e-08;
+
+}  // namespace
 
 GradScaler::GradScaler(Device device, GradScalerOptions options)
     : device_(device),
@@ -48,6 +59,7 @@ absl::StatusOr<Tensor> GradScaler::scale(const Tensor& loss) {
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor s, scale_.reshape({}));
   MIXRT_ASSIGN_OR_RETURN(Tensor l32, cast(loss, DType::kF32));
+  if (loss.numel() == 1) last_loss_ = loss.detach();
   return mul(l32, s);
 }
 
@@ -191,6 +203,43 @@ absl::Status GradScaler::update() {
       scale_, growth_tracker_, found, options_.growth_factor,
       options_.backoff_factor, options_.growth_interval));
   EndIteration();
+  ++updates_;
+  if (updates_ % kCollapseCheckInterval == 0) return CheckForCollapse();
+  return absl::OkStatus();
+}
+
+absl::Status GradScaler::CheckForCollapse() {
+  if (last_loss_.defined()) {
+    MIXRT_ASSIGN_OR_RETURN(const double loss, last_loss_.item());
+    if (std::isfinite(loss)) {
+      last_finite_loss_ = loss;
+      last_finite_loss_update_ = updates_;
+    }
+  }
+  if (warned_collapse_) return absl::OkStatus();
+  MIXRT_ASSIGN_OR_RETURN(const double scale, scale_.item());
+  if (scale >= kCollapsedScale) return absl::OkStatus();
+  warned_collapse_ = true;
+  const int64_t halvings =
+      static_cast<int64_t>(std::ceil(std::log(options_.init_scale / scale) /
+                                     std::log(1 / options_.backoff_factor)));
+  std::fprintf(stderr,
+               "mixrt GradScaler: warning: the loss scale has collapsed to %g "
+               "after %lld updates "
+               "(at least %lld backoffs from %g): nearly every step overflowed "
+               "(inf/NaN gradients) "
+               "and was skipped, so training has stalled. %s Look for the "
+               "source of the inf/NaN "
+               "(MIXRT_DISABLE_AMP=1 runs without AMP to compare).\n",
+               scale, static_cast<long long>(updates_),
+               static_cast<long long>(halvings), options_.init_scale,
+               last_finite_loss_.has_value()
+                   ? absl::StrCat("The last finite loss seen (checked every ",
+                                  kCollapseCheckInterval, " updates) was ",
+                                  *last_finite_loss_, " at update ",
+                                  last_finite_loss_update_, ".")
+                         .c_str()
+                   : "No finite loss was seen at the checks.");
   return absl::OkStatus();
 }
 
@@ -282,8 +331,7 @@ absl::Status GradScaler::check_state_dict(
     return bad("growth_interval", interval, "an integer in [1, 2^31)");
   }
   const double tracker = state.at("_growth_tracker");
-  if (!(tracker >= 0 && tracker < interval) ||
-      tracker != std::floor(tracker)) {
+  if (!(tracker >= 0 && tracker < interval) || tracker != std::floor(tracker)) {
     return bad("_growth_tracker", tracker,
                "an integer in [0, growth_interval)");
   }

@@ -126,6 +126,10 @@ class GradScaler {
   // Every optimizer starts the next iteration ready (PyTorch resets
   // _per_optimizer_states at the end of update()).
   void EndIteration();
+  // Every kCollapseCheckInterval updates, reads the scale (one host wait)
+  // and warns once when it has collapsed: training that has overflowed
+  // step after step learns nothing, and says nothing else.
+  absl::Status CheckForCollapse();
 
   Device device_;
   GradScalerOptions options_;
@@ -136,6 +140,11 @@ class GradScaler {
   absl::flat_hash_map<const Optimizer*, PerOptimizer> per_optimizer_;
   Tensor last_found_inf_;
   std::function<absl::Status(const Tensor&)> found_inf_reducer_;
+  int64_t updates_ = 0;
+  Tensor last_loss_;  // The loss last scaled, read at the collapse checks.
+  std::optional<double> last_finite_loss_;
+  int64_t last_finite_loss_update_ = 0;
+  bool warned_collapse_ = false;
 };
 
 }  // namespace mixrt

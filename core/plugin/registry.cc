@@ -11,8 +11,8 @@
 #include <shared_mutex>
 
 #include "absl/strings/str_cat.h"
-#include "common/trusted_path.h"
 #include "absl/strings/str_join.h"
+#include "common/trusted_path.h"
 #include "core/plugin/isolated_probe.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/plugin_search_path.h"
@@ -135,6 +135,20 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
     const std::string& location = entry.first;
     const Origin origin = entry.second;
     const bool named = origin == Origin::kNamed;
+    if (origin == Origin::kEnvironment &&
+        (location.empty() || location[0] != '/')) {
+      // Resolved from wherever the program happens to run: code from the
+      // current directory, which the user did not name.
+      std::lock_guard<std::shared_mutex> lock(mu_);
+      PluginReport report;
+      report.path = location;
+      report.state = PluginState::kUntrusted;
+      report.reason = absl::StrCat(
+          "not searched: a relative path in ", kPluginPathEnv,
+          " would load code from the current directory; give an absolute path");
+      reports_.push_back(report);
+      continue;
+    }
     const std::vector<std::string> files = ExpandPluginLocation(location);
     // A typo, or a relative path resolved from another directory (bazel run
     // changes it), must not pass silently.
@@ -173,9 +187,9 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
           PluginReport report;
           report.path = CanonicalPath(file);
           report.state = PluginState::kUntrusted;
-          report.reason = absl::StrCat(
-              "not loaded: ", unsafe,
-              " (name the file with --plugin to load it anyway)");
+          report.reason =
+              absl::StrCat("not loaded: ", unsafe,
+                           " (name the file with --plugin to load it anyway)");
           reports_.push_back(report);
           continue;
         }

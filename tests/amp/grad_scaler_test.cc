@@ -209,6 +209,38 @@ TEST_F(GradScalerTest, ASkippedFirstStepLeavesNoOptimizerState) {
   EXPECT_EQ(run(true, adamw), run(false, adamw));
 }
 
+// Training whose every step overflows learns nothing and, without a word,
+// would go on: once the scale has collapsed (below f16's smallest, 2^-24)
+// the scaler warns once, with the update count and the last finite loss.
+TEST_F(GradScalerTest, ACollapsedScaleIsReportedOnce) {
+  GradScaler scaler(device_);
+  SGD opt({w_}, {.lr = 1e-6});
+  auto steps = [&](int n, float x0) {
+    for (int i = 0; i < n; ++i) {
+      opt.zero_grad();
+      ASSERT_TRUE(Backward(scaler, x0).ok());
+      ASSERT_TRUE(scaler.step(opt).ok());
+      ASSERT_TRUE(scaler.update().ok());
+    }
+  };
+  ::testing::internal::CaptureStderr();
+  steps(64, 1.0f);  // Clean: the check at update 64 reads a finite loss.
+  steps(40, INFINITY);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "")
+      << "warned before the collapse";
+  ::testing::internal::CaptureStderr();
+  steps(200, INFINITY);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(warned, HasSubstr("the loss scale has collapsed"));
+  EXPECT_THAT(warned, HasSubstr("after 128 updates"));
+  EXPECT_THAT(
+      warned,
+      HasSubstr("The last finite loss seen (checked every 64 updates) was "));
+  EXPECT_THAT(warned, HasSubstr(" at update 64."));
+  // Once: the next 200 overflowing steps say nothing more.
+  EXPECT_EQ(warned.find("collapsed"), warned.rfind("collapsed"));
+}
+
 TEST_F(GradScalerTest, ScalesListsAndTakesNewScalesAsNumbersOrTensors) {
   GradScaler scaler(device_, {.init_scale = 8});
   Tensor a = MakeTensor(device_, {1.5}, {});
