@@ -82,15 +82,38 @@ absl::StatusOr<std::pair<int, std::string>> CreateTemporary(
   for (int attempt = 0; attempt < 64; ++attempt) {
     const std::string tmp =
         absl::StrCat(target, ".tmp.", ::getpid(), ".", counter++);
-    const int fd = ::open(
-        tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-        0600);
+    const int fd =
+        ::open(tmp.c_str(),
+               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) return std::make_pair(fd, tmp);
     if (errno != EEXIST) return Errno("cannot create", tmp);
   }
   return absl::AlreadyExistsError(absl::StrCat(
       "cannot create a temporary file beside ", target,
       ": 64 candidate names already exist (someone is planting them?)"));
+}
+
+// Why writing through the symlink `link` (lstat'ed into `st`) could be
+// another user's doing, or "": a link owned by someone other than this
+// user and root, or one in a directory others can write to (anyone could
+// have made it there: /tmp's run.ckpt -> a root-only file), is not
+// followed.
+std::string UntrustedLink(const std::string& link, const struct stat& st) {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+    return absl::StrCat("it is owned by another user (uid ", st.st_uid, ")");
+  }
+  const size_t slash = link.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : link.substr(0, slash);
+  struct stat dir_st;
+  if (::stat(dir.c_str(), &dir_st) != 0)
+    return absl::StrCat("its directory ", dir, " cannot be inspected");
+  if (dir_st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return absl::StrCat("it sits in ", dir,
+                        ", which its group or every user can write to");
+  }
+  return "";
 }
 
 }  // namespace
@@ -104,6 +127,26 @@ absl::StatusOr<std::string> ResolveWriteTarget(const std::string& path) {
   }
   std::string target = path;
   if (S_ISLNK(st.st_mode)) {
+    // Every link on the way must be one this user could have made alone.
+    std::string link = path;
+    struct stat link_st = st;
+    for (int hops = 0; S_ISLNK(link_st.st_mode); ++hops) {
+      if (const std::string why = UntrustedLink(link, link_st); !why.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "refusing to write through the symlink ", link, ": ", why,
+            " (the kernel's protected_symlinks rule, which mixrt keeps "
+            "itself); write to the file's own path, or replace the link"));
+      }
+      char next[PATH_MAX];
+      const ssize_t n = ::readlink(link.c_str(), next, sizeof(next) - 1);
+      if (n < 0 || hops > 40) break;  // realpath below reports it.
+      next[n] = '\0';
+      const size_t slash = link.rfind('/');
+      link = next[0] == '/' || slash == std::string::npos
+                 ? std::string(next)
+                 : absl::StrCat(link.substr(0, slash + 1), next);
+      if (::lstat(link.c_str(), &link_st) != 0) break;
+    }
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -112,7 +155,8 @@ absl::StatusOr<std::string> ResolveWriteTarget(const std::string& path) {
           std::strerror(errno), "); remove the link or point it at a file"));
     }
     target = resolved;
-    if (::stat(target.c_str(), &st) != 0) return Errno("cannot inspect", target);
+    if (::stat(target.c_str(), &st) != 0)
+      return Errno("cannot inspect", target);
   }
   if (!S_ISREG(st.st_mode)) {
     const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
@@ -121,11 +165,10 @@ absl::StatusOr<std::string> ResolveWriteTarget(const std::string& path) {
                        : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
                                               : "not a regular file";
-    return absl::FailedPreconditionError(
-        absl::StrCat("refusing to write ", path,
-                     target == path ? "" : absl::StrCat(" (-> ", target, ")"),
-                     ": it is ", kind,
-                     "; only a regular file or a new path is replaced"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to write ", path,
+        target == path ? "" : absl::StrCat(" (-> ", target, ")"), ": it is ",
+        kind, "; only a regular file or a new path is replaced"));
   }
   return target;
 }
@@ -199,8 +242,8 @@ absl::Status CheckCanCreate(const std::string& path) {
     return Errno(absl::StrCat("cannot write ", path, ": its directory"), dir);
   }
   if (!S_ISDIR(st.st_mode)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot write ", path, ": ", dir, " is not a directory"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write ", path, ": ", dir, " is not a directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return Errno(absl::StrCat("cannot write ", path, ": directory"), dir);

@@ -8,8 +8,12 @@
 //
 // Targets: an absent path or a regular file is replaced. A symlink writes
 // through: the file it resolves to is replaced (beside it), so the link stays
-// valid and points at the new content. Anything else (a directory, device,
-// FIFO, socket, or a dangling link) is refused.
+// valid and points at the new content, but only a link owned by this user
+// or root in a directory neither group nor others can write to (each link
+// of a chain): a link another user could have planted (in /tmp, say) is
+// refused, as the kernel's protected_symlinks would, whatever the sysctl
+// says. Anything else (a directory, device, FIFO, socket, or a dangling
+// link) is refused.
 #ifndef MIXRT_COMMON_ATOMIC_WRITE_H_
 #define MIXRT_COMMON_ATOMIC_WRITE_H_
 

@@ -23,7 +23,10 @@ std::string MixrtCacheDir() {
     return absl::StrCat(xdg, "/mixrt");
   }
   if (const char* home = AbsoluteEnv("HOME")) {
-    return absl::StrCat(home, "/.cache/mixrt");
+    struct stat st;
+    if (::stat(home, &st) == 0 && S_ISDIR(st.st_mode)) {
+      return absl::StrCat(home, "/.cache/mixrt");
+    }
   }
   return "";
 }

@@ -1,7 +1,9 @@
 // The user's mixrt cache directory, by the XDG Base Directory rule: only
 // absolute, non-empty values count, so HOME='' or a relative XDG_CACHE_HOME
 // never puts the cache under / or the current directory.
-//   $MIXRT_CACHE_DIR, else $XDG_CACHE_HOME/mixrt, else $HOME/.cache/mixrt.
+//   $MIXRT_CACHE_DIR, else $XDG_CACHE_HOME/mixrt, else $HOME/.cache/mixrt
+//   (only when $HOME is an existing directory: mixrt never creates a home,
+//   which HOME=/nonexistent/x run as root once did).
 #ifndef MIXRT_COMMON_CACHE_DIR_H_
 #define MIXRT_COMMON_CACHE_DIR_H_
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/atomic_write.h"
+#include "common/run_program.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "examples/text_data.h"
@@ -31,8 +34,9 @@
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
 ABSL_FLAG(std::string, data, "/usr/share/games/fortunes",
           "Directory of text files.");
-ABSL_FLAG(std::string, modes, "f32,bf16,f16",
-          "Comma-separated: f32, bf16 (autocast), f16 (autocast + GradScaler).");
+ABSL_FLAG(
+    std::string, modes, "f32,bf16,f16",
+    "Comma-separated: f32, bf16 (autocast), f16 (autocast + GradScaler).");
 ABSL_FLAG(std::string, checkpointing, "off",
           "Gradient checkpointing per block: off, on or both.");
 ABSL_FLAG(int, steps, 200, "Training steps per mode.");
@@ -81,10 +85,20 @@ struct Batches {
   std::vector<Tensor> x, y;
 };
 
-absl::StatusOr<Batches> MakeBatches(const std::vector<int64_t>& tokens,
+absl::StatusOr<Batches> MakeBatches(const std::vector<uint8_t>& tokens,
                                     int count, int batch, int context,
                                     uint32_t seed,
                                     const mixrt::Device& device) {
+  // A window needs context + 1 characters: a split shorter than that
+  // would make the bound below wrap around (an unsigned underflow: reads
+  // far past the text).
+  if (tokens.size() < static_cast<size_t>(context) + 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpt: a split of ", tokens.size(),
+                     " characters is too short for --context=", context,
+                     " (it needs at least ", context + 2,
+                     "); use a longer text or a shorter --context"));
+  }
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> start(0, tokens.size() - context - 2);
   Batches b;
@@ -97,11 +111,11 @@ absl::StatusOr<Batches> MakeBatches(const std::vector<int64_t>& tokens,
                tokens.begin() + at + context + 1);
     }
     MIXRT_ASSIGN_OR_RETURN(
-        Tensor xt, mixrt::from_ints(x, {batch, context}, mixrt::DType::kI64,
-                                    device));
+        Tensor xt,
+        mixrt::from_ints(x, {batch, context}, mixrt::DType::kI64, device));
     MIXRT_ASSIGN_OR_RETURN(
-        Tensor yt, mixrt::from_ints(y, {batch * context}, mixrt::DType::kI64,
-                                    device));
+        Tensor yt,
+        mixrt::from_ints(y, {batch * context}, mixrt::DType::kI64, device));
     b.x.push_back(xt);
     b.y.push_back(yt);
   }
@@ -109,12 +123,13 @@ absl::StatusOr<Batches> MakeBatches(const std::vector<int64_t>& tokens,
 }
 
 mixrt::Criterion NextCharacterLoss() {
-  return [](const Tensor& logits,
-            const Tensor& target) -> absl::StatusOr<Tensor> {
-    MIXRT_ASSIGN_OR_RETURN(
-        Tensor flat, mixrt::reshape(logits, {target.shape()[0], logits.shape()[2]}));
-    return mixrt::cross_entropy(flat, target);
-  };
+  return
+      [](const Tensor& logits, const Tensor& target) -> absl::StatusOr<Tensor> {
+        MIXRT_ASSIGN_OR_RETURN(
+            Tensor flat,
+            mixrt::reshape(logits, {target.shape()[0], logits.shape()[2]}));
+        return mixrt::cross_entropy(flat, target);
+      };
 }
 
 absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
@@ -125,19 +140,19 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
   // Earlier modes' models stay alive (for the sample): measured from here.
   const uint64_t before_mode = allocator.stats().bytes_in_use;
   mixrt::Generator gen(1234);  // Same weights and dropout in every mode.
-  mixrt::nn::GPTOptions options{
-      .vocab_size = vocab,
-      .context = absl::GetFlag(FLAGS_context),
-      .width = absl::GetFlag(FLAGS_width),
-      .heads = absl::GetFlag(FLAGS_heads),
-      .layers = absl::GetFlag(FLAGS_layers),
-      .dropout = absl::GetFlag(FLAGS_dropout),
-      .checkpoint = mode.checkpointing};
-  MIXRT_ASSIGN_OR_RETURN(auto model, mixrt::nn::GPT::Create(options, device, &gen));
+  mixrt::nn::GPTOptions options{.vocab_size = vocab,
+                                .context = absl::GetFlag(FLAGS_context),
+                                .width = absl::GetFlag(FLAGS_width),
+                                .heads = absl::GetFlag(FLAGS_heads),
+                                .layers = absl::GetFlag(FLAGS_layers),
+                                .dropout = absl::GetFlag(FLAGS_dropout),
+                                .checkpoint = mode.checkpointing};
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         mixrt::nn::GPT::Create(options, device, &gen));
   MIXRT_ASSIGN_OR_RETURN(
       auto optimizer,
-      mixrt::AdamW::Create(model->parameters(),
-                           {.lr = absl::GetFlag(FLAGS_lr), .weight_decay = 0.01}));
+      mixrt::AdamW::Create(model->parameters(), {.lr = absl::GetFlag(FLAGS_lr),
+                                                 .weight_decay = 0.01}));
   mixrt::TrainerOptions trainer_options;
   trainer_options.use_amp = mode.dtype != "f32";
   trainer_options.force_amp = true;  // Compare numerics even where slower.
@@ -164,7 +179,8 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
     const uint64_t between_steps = allocator.stats().bytes_in_use;
     allocator.ResetPeak();
     const auto start = std::chrono::steady_clock::now();
-    MIXRT_ASSIGN_OR_RETURN(Tensor loss, trainer.train_step(train.x[i], train.y[i]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss,
+                           trainer.train_step(train.x[i], train.y[i]));
     if (running.defined()) {
       MIXRT_ASSIGN_OR_RETURN(running, mixrt::add(running, loss));
     } else {
@@ -176,14 +192,15 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
     if (report) {
       MIXRT_ASSIGN_OR_RETURN(total, running.item());  // Waits.
     }
-    step_seconds.push_back(std::chrono::duration<double>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
+    step_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
     const uint64_t step_peak = allocator.stats().peak_bytes_in_use;
     peak = std::max(peak, step_peak);
     activations = std::max(activations, step_peak - between_steps);
     if (report) {
-      MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult eval, trainer.evaluate(val.x, val.y));
+      MIXRT_ASSIGN_OR_RETURN(mixrt::EvalResult eval,
+                             trainer.evaluate(val.x, val.y));
       out.curve.steps.push_back(step);
       out.curve.train.push_back(total / in_running);
       out.curve.val.push_back(eval.loss);
@@ -242,19 +259,26 @@ absl::StatusOr<std::string> Sample(mixrt::nn::GPT& model,
   return corpus.Decode(tokens);
 }
 
-// Writes the curves as CSV beside `png` and plots them with matplotlib.
+// Writes the curves as CSV beside `png` (atomically: a planted link or a
+// half-written file never results) and plots them with matplotlib, run
+// with its arguments as they are (no shell: a quote in --plot is part of a
+// file name) and killed if it takes over a minute.
 void Plot(const std::vector<Outcome>& outcomes, const std::string& png,
           const char* argv0) {
   const std::string csv = png.substr(0, png.rfind('.')) + ".csv";
-  {
-    std::ofstream out(csv);
-    out << "mode,step,train_loss,val_loss\n";
-    for (const Outcome& o : outcomes) {
-      for (size_t i = 0; i < o.curve.steps.size(); ++i) {
-        out << o.mode.name << "," << o.curve.steps[i] << "," << o.curve.train[i]
-            << "," << o.curve.val[i] << "\n";
-      }
+  std::ostringstream out;
+  out << "mode,step,train_loss,val_loss\n";
+  for (const Outcome& o : outcomes) {
+    for (size_t i = 0; i < o.curve.steps.size(); ++i) {
+      out << o.mode.name << "," << o.curve.steps[i] << "," << o.curve.train[i]
+          << "," << o.curve.val[i] << "\n";
     }
+  }
+  if (const absl::Status s = mixrt::files::WriteFileAtomically(csv, out.str());
+      !s.ok()) {
+    std::printf("loss curves: not written: %s\n",
+                std::string(s.message()).c_str());
+    return;
   }
   std::string error;
   std::unique_ptr<bazel::tools::cpp::runfiles::Runfiles> runfiles(
@@ -262,14 +286,17 @@ void Plot(const std::vector<Outcome>& outcomes, const std::string& png,
   const std::string script =
       runfiles ? runfiles->Rlocation("mixrt/examples/plot_losses.py") : "";
   // Debian's interpreter has Debian's matplotlib (a pyenv one may not).
-  const char* python =
+  const std::string python =
       std::ifstream("/usr/bin/python3").good() ? "/usr/bin/python3" : "python3";
-  const std::string command =
-      absl::StrCat(python, " '", script, "' '", csv, "' '", png, "'");
-  if (script.empty() || std::system(command.c_str()) != 0) {
-    std::printf("loss curves: %s (plotting failed: run examples/plot_losses.py "
-                "%s %s with matplotlib installed)\n",
-                csv.c_str(), csv.c_str(), png.c_str());
+  const mixrt::files::ProgramResult plotted =
+      script.empty() ? mixrt::files::ProgramResult{}
+                     : mixrt::files::RunProgram({python, script, csv, png}, 60);
+  if (plotted.exit_code != 0) {
+    std::printf(
+        "loss curves: %s (plotting failed%s: run examples/plot_losses.py "
+        "%s %s with matplotlib installed)\n",
+        csv.c_str(), plotted.timed_out ? ", killed after 60 s" : "",
+        csv.c_str(), png.c_str());
   } else {
     std::printf("loss curves: %s (data %s)\n", png.c_str(), csv.c_str());
   }
@@ -277,12 +304,17 @@ void Plot(const std::vector<Outcome>& outcomes, const std::string& png,
 
 absl::Status CheckFlags() {
   using mixrt::examples::CheckFlag;
-  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1000000));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 4096));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("context", absl::GetFlag(FLAGS_context), 2, 8192));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 16384));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1000000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 4096));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("context", absl::GetFlag(FLAGS_context), 2, 8192));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 16384));
   MIXRT_RETURN_IF_ERROR(CheckFlag("heads", absl::GetFlag(FLAGS_heads), 1, 256));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("layers", absl::GetFlag(FLAGS_layers), 0, 256));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("layers", absl::GetFlag(FLAGS_layers), 0, 256));
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("eval_every", absl::GetFlag(FLAGS_eval_every), 1, 1000000));
   MIXRT_RETURN_IF_ERROR(
@@ -291,8 +323,8 @@ absl::Status CheckFlags() {
       mixrt::examples::CheckFiniteFlag("lr", absl::GetFlag(FLAGS_lr), 0, 10));
   const double dropout = absl::GetFlag(FLAGS_dropout);
   if (!(dropout >= 0 && dropout < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--dropout=", dropout, " is out of range; expected [0, 1)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dropout=", dropout, " is out of range; expected [0, 1)"));
   }
   return absl::OkStatus();
 }
@@ -300,8 +332,8 @@ absl::Status CheckFlags() {
 absl::StatusOr<std::vector<Mode>> ParseModes() {
   const std::string ckpt = absl::GetFlag(FLAGS_checkpointing);
   if (ckpt != "off" && ckpt != "on" && ckpt != "both") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--checkpointing=", ckpt, "; expected off, on or both"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpointing=", ckpt, "; expected off, on or both"));
   }
   std::vector<Mode> modes;
   for (absl::string_view m : absl::StrSplit(absl::GetFlag(FLAGS_modes), ',')) {
@@ -311,7 +343,8 @@ absl::StatusOr<std::vector<Mode>> ParseModes() {
     }
     const std::string name = std::string(m) + (m == "f16" ? " + scaler" : "");
     if (ckpt != "on") modes.push_back({name, std::string(m), false});
-    if (ckpt != "off") modes.push_back({name + " + ckpt", std::string(m), true});
+    if (ckpt != "off")
+      modes.push_back({name + " + ckpt", std::string(m), true});
   }
   return modes;
 }
@@ -323,14 +356,17 @@ absl::Status Run(const char* argv0) {
   registry.LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
-  MIXRT_ASSIGN_OR_RETURN(mixrt::examples::TextCorpus corpus,
-                         mixrt::examples::LoadFortunes(absl::GetFlag(FLAGS_data)));
-  const int batch = absl::GetFlag(FLAGS_batch), context = absl::GetFlag(FLAGS_context);
   MIXRT_ASSIGN_OR_RETURN(
-      Batches train, MakeBatches(corpus.train, std::min(absl::GetFlag(FLAGS_steps), 1000),
-                                 batch, context, 1, device));
-  MIXRT_ASSIGN_OR_RETURN(Batches val,
-                         MakeBatches(corpus.validation, 4, batch, context, 2, device));
+      mixrt::examples::TextCorpus corpus,
+      mixrt::examples::LoadFortunes(absl::GetFlag(FLAGS_data)));
+  const int batch = absl::GetFlag(FLAGS_batch),
+            context = absl::GetFlag(FLAGS_context);
+  MIXRT_ASSIGN_OR_RETURN(
+      Batches train,
+      MakeBatches(corpus.train, std::min(absl::GetFlag(FLAGS_steps), 1000),
+                  batch, context, 1, device));
+  MIXRT_ASSIGN_OR_RETURN(Batches val, MakeBatches(corpus.validation, 4, batch,
+                                                  context, 2, device));
   std::printf(
       "gpt: %zu training / %zu validation characters, vocabulary %lld, on %s\n"
       "     %d layers, width %d, %d heads, context %d, batch %d, %d steps\n",
@@ -340,8 +376,8 @@ absl::Status Run(const char* argv0) {
       absl::GetFlag(FLAGS_heads), context, batch, absl::GetFlag(FLAGS_steps));
   std::vector<Outcome> outcomes;
   for (const Mode& mode : modes) {
-    MIXRT_ASSIGN_OR_RETURN(Outcome o,
-                           Train(mode, corpus.vocab_size(), train, val, device));
+    MIXRT_ASSIGN_OR_RETURN(
+        Outcome o, Train(mode, corpus.vocab_size(), train, val, device));
     outcomes.push_back(std::move(o));
   }
   std::printf(
@@ -363,17 +399,17 @@ absl::Status Run(const char* argv0) {
     Plot(outcomes, absl::GetFlag(FLAGS_plot), argv0);
   }
   if (absl::GetFlag(FLAGS_sample_chars) > 0) {
-    MIXRT_ASSIGN_OR_RETURN(
-        std::string text,
-        Sample(*outcomes.back().model, corpus, absl::GetFlag(FLAGS_sample_chars),
-               device));
+    MIXRT_ASSIGN_OR_RETURN(std::string text,
+                           Sample(*outcomes.back().model, corpus,
+                                  absl::GetFlag(FLAGS_sample_chars), device));
     std::printf("\nsample (%s):\n%s\n", outcomes.back().mode.name.c_str(),
                 text.c_str());
   }
   if (absl::GetFlag(FLAGS_check)) {
     double f32 = NAN;
     for (const Outcome& o : outcomes) {
-      if (o.mode.dtype == "f32" && !o.mode.checkpointing) f32 = o.curve.val.back();
+      if (o.mode.dtype == "f32" && !o.mode.checkpointing)
+        f32 = o.curve.val.back();
     }
     if (std::isnan(f32)) {
       return absl::InvalidArgumentError("--check needs the f32 mode");
@@ -381,13 +417,14 @@ absl::Status Run(const char* argv0) {
     for (const Outcome& o : outcomes) {
       const double gap = (o.curve.val.back() - f32) / f32;
       if (!std::isfinite(o.curve.val.back()) || std::abs(gap) > 0.02) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            o.mode.name, " validation loss ", o.curve.val.back(),
-            " is not within 2% of f32's ", f32));
+        return absl::FailedPreconditionError(
+            absl::StrCat(o.mode.name, " validation loss ", o.curve.val.back(),
+                         " is not within 2% of f32's ", f32));
       }
     }
-    std::printf("check: every mode's validation loss is within 2%% of f32's %.4f\n",
-                f32);
+    std::printf(
+        "check: every mode's validation loss is within 2%% of f32's %.4f\n",
+        f32);
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 #include "examples/text_data.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -14,7 +15,8 @@ namespace mixrt::examples {
 std::string TextCorpus::Decode(const std::vector<int64_t>& tokens) const {
   std::string text;
   for (int64_t t : tokens) {
-    if (t >= 0 && t < vocab_size()) text.push_back(static_cast<char>(alphabet[t]));
+    if (t >= 0 && t < vocab_size())
+      text.push_back(static_cast<char>(alphabet[t]));
   }
   return text;
 }
@@ -33,11 +35,24 @@ absl::StatusOr<TextCorpus> LoadFortunes(const std::string& dir) {
     closedir(d);
   }
   std::sort(names.begin(), names.end());
+  constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20,
+                     kMaxTotalBytes = uint64_t{256} << 20;
   std::string text;
   for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    struct stat st;
     // Directories (e.g. off/) and anything not a regular file are skipped.
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes ||
+        text.size() + static_cast<uint64_t>(st.st_size) > kMaxTotalBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          path, " is ", st.st_size,
+          " bytes; this example reads files of up to ", kMaxFileBytes >> 20,
+          " MiB and ", kMaxTotalBytes >> 20, " MiB in all (", text.size(),
+          " bytes read before it): pass a smaller --data"));
+    }
     absl::StatusOr<std::string> part =
-        files::ReadRegularFile(dir + "/" + name, 64 << 20);
+        files::ReadRegularFile(path, kMaxFileBytes);
     if (part.ok()) text += *part;
   }
   if (text.size() < 10000) {
@@ -46,7 +61,7 @@ absl::StatusOr<TextCorpus> LoadFortunes(const std::string& dir) {
         " bytes): install Debian's `fortunes` package (scripts/setup.sh "
         "does) or pass --data=<directory of text files>"));
   }
-  std::array<int64_t, 256> id;
+  std::array<int, 256> id;
   id.fill(-1);
   TextCorpus corpus;
   for (unsigned char c : text) {
@@ -63,7 +78,8 @@ absl::StatusOr<TextCorpus> LoadFortunes(const std::string& dir) {
   const size_t split = text.size() * 9 / 10;
   for (size_t i = 0; i < text.size(); ++i) {
     (i < split ? corpus.train : corpus.validation)
-        .push_back(id[static_cast<unsigned char>(text[i])]);
+        .push_back(
+            static_cast<uint8_t>(id[static_cast<unsigned char>(text[i])]));
   }
   return corpus;
 }

@@ -13,14 +13,19 @@
 namespace mixrt::examples {
 
 struct TextCorpus {
-  std::vector<int64_t> train, validation;  // Token ids; the last 10% held out.
-  std::vector<unsigned char> alphabet;     // Token id -> byte.
+  // Token ids, one byte each (a vocabulary of at most 256 byte values): a
+  // gigabyte of text is a gigabyte of tokens, not eight. The last 10% is
+  // held out.
+  std::vector<uint8_t> train, validation;
+  std::vector<unsigned char> alphabet;  // Token id -> byte.
   int64_t vocab_size() const { return static_cast<int64_t>(alphabet.size()); }
   std::string Decode(const std::vector<int64_t>& tokens) const;
 };
 
 // Every fortune file (not the .dat indexes or .u8 links) under `dir`, in
-// name order. NotFound, saying how to install them, when there are none.
+// name order. NotFound, saying how to install them, when there are none;
+// a file over 64 MiB, or 256 MiB in all, is refused with its size (never
+// skipped without a word).
 absl::StatusOr<TextCorpus> LoadFortunes(
     const std::string& dir = "/usr/share/games/fortunes");
 

@@ -3,11 +3,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,9 +31,8 @@
 #include "common/cache_dir.h"
 #include "common/elf_check.h"
 #include "common/regular_file_read.h"
+#include "common/run_program.h"
 #include "common/trusted_path.h"
-
-extern char** environ;
 
 namespace mixrt::cpu {
 namespace {
@@ -84,50 +80,14 @@ double EnvSeconds(const char* name, double otherwise) {
   return seconds;
 }
 
-// Runs argv with stdout and stderr to `log` (created here, exclusively),
-// in a process group of its own that is killed, with everything it
-// started, after `timeout_seconds`. The exit status; -1 when it did not
-// start or was killed (`*timed_out` says which).
+// Runs argv with its output to `log` (common/run_program.h); the exit
+// status, or -1 when it did not start or was killed (`*timed_out`: after
+// the time limit).
 int Run(const std::vector<std::string>& argv, const std::string& log,
         double timeout_seconds, bool* timed_out) {
-  *timed_out = false;
-  std::vector<char*> args;
-  for (const std::string& a : argv)
-    args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(
-      &actions, 1, log.c_str(),
-      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawnattr_t attrs;
-  posix_spawnattr_init(&attrs);
-  posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attrs, 0);
-  pid_t pid;
-  const int spawned =
-      posix_spawnp(&pid, args[0], &actions, &attrs, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attrs);
-  if (spawned != 0) return -1;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration<double>(timeout_seconds);
-  int status = 0;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return -1;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(-pid, SIGKILL);  // The compiler and the programs it started.
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      *timed_out = true;
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const files::ProgramResult r = files::RunProgram(argv, timeout_seconds, log);
+  *timed_out = r.timed_out;
+  return r.exit_code;
 }
 
 std::string ReadLog(const std::string& path, size_t limit) {

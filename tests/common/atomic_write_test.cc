@@ -91,6 +91,38 @@ TEST(AtomicWrite, ASymlinkedPathWritesThroughToItsTarget) {
   EXPECT_EQ(Contents(target), "new");
 }
 
+// The README's /tmp/run.ckpt attack: another user plants run.ckpt -> a
+// file only we may write, in a directory everyone can write to (sticky, as
+// /tmp). The checkpoint must not replace the link's target, whatever
+// fs.protected_symlinks says; a link of ours there is refused too (anyone
+// could have made a link there), and one in a directory of ours is not.
+TEST(AtomicWrite, ALinkAnotherUserCouldHavePlantedIsNotWrittenThrough) {
+  const std::string shared = TempDir("shared_tmp");
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string victim = TempDir("private") + "/root_only";
+  Write(victim, "precious");
+  const std::string link = shared + "/run.ckpt";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  absl::Status s = WriteFileAtomically(link, "checkpoint");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(),
+              HasSubstr("which its group or every user can write to"));
+  EXPECT_THAT(s.message(), HasSubstr("protected_symlinks"));
+  EXPECT_EQ(Contents(victim), "precious");
+  if (::geteuid() == 0) {
+    // Owned by another user (uid 4242), even in a directory of ours.
+    const std::string mine = TempDir("mine");
+    const std::string theirs = mine + "/latest.ckpt";
+    ASSERT_EQ(::symlink(victim.c_str(), theirs.c_str()), 0);
+    ASSERT_EQ(::lchown(theirs.c_str(), 4242, 4242), 0)
+        << "needs uids beyond ours (no sandbox)";
+    s = WriteFileAtomically(theirs, "checkpoint");
+    EXPECT_THAT(s.message(),
+                HasSubstr("it is owned by another user (uid 4242)"));
+    EXPECT_EQ(Contents(victim), "precious");
+  }
+}
+
 TEST(AtomicWrite, RefusesTargetsThatAreNotRegularFiles) {
   const std::string dir = TempDir("special");
   const std::string fifo = dir + "/fifo";
@@ -113,7 +145,8 @@ TEST(AtomicWrite, RefusesTargetsThatAreNotRegularFiles) {
   const std::string dangling = dir + "/dangling";
   ASSERT_EQ(::symlink((dir + "/missing/x").c_str(), dangling.c_str()), 0);
   s = WriteFileAtomically(dangling, "x");
-  EXPECT_THAT(s.message(), HasSubstr("symlink whose target cannot be resolved"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("symlink whose target cannot be resolved"));
 }
 
 TEST(AtomicWrite, AFailedVerificationLeavesTheOldFile) {
@@ -121,8 +154,8 @@ TEST(AtomicWrite, AFailedVerificationLeavesTheOldFile) {
   const std::string path = dir + "/ckpt";
   Write(path, "good");
   std::string seen;
-  absl::Status s = WriteFileAtomically(
-      path, "bad", 0644, [&](const std::string& tmp) {
+  absl::Status s =
+      WriteFileAtomically(path, "bad", 0644, [&](const std::string& tmp) {
         seen = Contents(tmp);
         return absl::DataLossError("does not parse");
       });
