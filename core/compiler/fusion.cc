@@ -1,6 +1,7 @@
 #include "core/compiler/fusion.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <queue>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/compiler/artifact_cache.h"
+#include "core/compiler/fusion_check.h"
 #include "core/compiler/fusion_timing.h"
 #include "core/compiler/launch_key.h"
 #include "mixrt/op_names.h"
@@ -23,9 +25,9 @@ constexpr uint64_t kTimingVersion = ~uint64_t{0};
 
 // The fusion subgraph in ABI form, with the storage its pointers point into.
 struct Offer {
-  std::vector<int> node_of;          // Per fusion node: the graph node.
-  std::vector<ValueRef> refs;        // Per value.
-  std::vector<int> producer;         // Per value: fusion node writing it, or -1.
+  std::vector<int> node_of;    // Per fusion node: the graph node.
+  std::vector<ValueRef> refs;  // Per value.
+  std::vector<int> producer;   // Per value: fusion node writing it, or -1.
   std::vector<std::vector<int>> readers;  // Per value, views' readers included.
   std::vector<std::vector<int32_t>> inputs, outputs;  // Per fusion node.
   std::vector<MixrtFusionValue> values;
@@ -38,8 +40,8 @@ struct Offer {
 // (plugin_api.h), so reading it does not make the group store the base.
 // Offers are per size: every dim is static.
 bool PlainReshape(const ValueRef& view, const ValueRef& base) {
-  return view.offset == base.offset && view.dtype == base.dtype && IsDense(view) &&
-         IsDense(base) && Elements(view) == Elements(base);
+  return view.offset == base.offset && view.dtype == base.dtype &&
+         IsDense(view) && IsDense(base) && Elements(view) == Elements(base);
 }
 
 // Launches that write whole intermediates no other node writes, from inputs
@@ -52,7 +54,8 @@ std::vector<bool> Offerable(const Graph& g) {
   std::vector<bool> offer(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
-    if (n.kind != GraphNode::Kind::kLaunch || n.outputs.empty() || Accumulates(n)) {
+    if (n.kind != GraphNode::Kind::kLaunch || n.outputs.empty() ||
+        Accumulates(n)) {
       continue;
     }
     bool ok = true;
@@ -70,7 +73,8 @@ std::vector<bool> Offerable(const Graph& g) {
 }
 
 void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
-  using Key = std::tuple<int, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+  using Key =
+      std::tuple<int, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
   auto key = [](const ValueRef& v) {
     return Key{v.slot, v.offset, static_cast<int>(v.dtype),
                std::vector<int64_t>(v.shape.begin(), v.shape.end()),
@@ -107,11 +111,12 @@ void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
       if (fresh) {
         const int base = produced[v.slot];
         const bool weight = constant[v.slot] && kept(v.slot);
-        it->second =
-            base >= 0 ? add(v, 0, base)
-                      : add(v, MIXRT_FUSION_VALUE_INPUT |
+        it->second = base >= 0
+                         ? add(v, 0, base)
+                         : add(v,
+                               MIXRT_FUSION_VALUE_INPUT |
                                    (weight ? MIXRT_FUSION_VALUE_WEIGHT : 0u),
-                            -1);
+                               -1);
       }
       const int value = it->second;
       ins.push_back(value);
@@ -232,8 +237,9 @@ std::vector<int> Reentered(const std::vector<std::vector<int>>& next,
 
 // The units (a group, or a node of none) in an order respecting `next`,
 // earliest original node first among the ready ones; empty on a cycle.
-std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& next,
-                                         const std::vector<int>& group_of) {
+std::vector<std::vector<int>> OrderUnits(
+    const std::vector<std::vector<int>>& next,
+    const std::vector<int>& group_of) {
   const int n = static_cast<int>(next.size());
   std::vector<int> unit_of(n);
   std::vector<std::vector<int>> members;
@@ -279,7 +285,8 @@ std::vector<std::vector<int>> OrderUnits(const std::vector<std::vector<int>>& ne
 
 }  // namespace
 
-absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph,
+absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g,
+                                              Graph* fused_graph,
                                               bool time_groups) {
   FusionOutcome outcome;
   const Device device = g.device;
@@ -298,8 +305,28 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     outcome.not_offered = "no launch writes an intermediate once";
     return outcome;
   }
-  MIXRT_ASSIGN_OR_RETURN(std::vector<int32_t> claimed,
-                         device.backend()->ClaimFusion(device.index(), offer.graph));
+  absl::StatusOr<std::vector<int32_t>> claim =
+      device.backend()->ClaimFusion(device.index(), offer.graph);
+  if (!claim.ok()) {
+    // The plugin's failure, not the call's: the graph runs op by op, as it
+    // does when a group's compile fails.
+    outcome.not_offered =
+        absl::StrCat("its fusion claim failed (", claim.status().message(),
+                     "): the graph runs op by op");
+    return outcome;
+  }
+  std::vector<int32_t> claimed = *std::move(claim);
+  // Groups numbered densely in order of first appearance: the plugin's
+  // numbers may be sparse (group 2^31 - 1 of one node), and per-group
+  // tables are sized by the count.
+  {
+    absl::flat_hash_map<int32_t, int32_t> dense;
+    for (int32_t& x : claimed) {
+      if (x < 0) continue;
+      x = dense.try_emplace(x, static_cast<int32_t>(dense.size()))
+              .first->second;
+    }
+  }
   // Per graph node: its group, or -1.
   std::vector<int> group_of(g.nodes.size(), -1);
   int num_groups = 0;
@@ -346,7 +373,8 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     --group;  // The rest is convex; this checks it again.
   }
   for (int group = 0; group < num_groups; ++group) {
-    if (split[group] && std::count(group_of.begin(), group_of.end(), group) == 1) {
+    if (split[group] &&
+        std::count(group_of.begin(), group_of.end(), group) == 1) {
       unclaim(group);
     }
   }
@@ -361,11 +389,13 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
   }
   // Compile each group; describe its node as the values it reads from
   // outside and the ones it stores (what the ABI says it must).
+  const bool checked = ChecksFusionOf(*device.backend());
   std::vector<std::shared_ptr<FusedGroup>> fused(num_groups);
   for (int group = 0; group < num_groups; ++group) {
     if (std::count(group_of.begin(), group_of.end(), group) == 0) continue;
     absl::StatusOr<std::unique_ptr<PluginFusedKernel>> kernel =
-        device.backend()->CompileFusion(device.index(), offer.graph, claimed, group);
+        device.backend()->CompileFusion(device.index(), offer.graph, claimed,
+                                        group);
     if (!kernel.ok()) {
       refuse(group, std::string(kernel.status().message()));
       continue;
@@ -373,22 +403,27 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     auto f = std::make_shared<FusedGroup>();
     f->kernel = *std::move(kernel);
     f->num_values = static_cast<int>(offer.refs.size());
-    std::vector<bool> input(offer.refs.size(), false), store(offer.refs.size(), false);
+    std::vector<bool> input(offer.refs.size(), false),
+        store(offer.refs.size(), false);
     for (size_t node = 0; node < offer.node_of.size(); ++node) {
       if (claimed[node] != group) continue;
       ++f->launches;
       for (int v : offer.inputs[node]) {
-        const int base = offer.values[v].view_of >= 0 ? offer.values[v].view_of : v;
-        if (offer.producer[base] < 0 || claimed[offer.producer[base]] != group) {
+        const int base =
+            offer.values[v].view_of >= 0 ? offer.values[v].view_of : v;
+        if (offer.producer[base] < 0 ||
+            claimed[offer.producer[base]] != group) {
           input[v] = true;
-        } else if (base != v && !PlainReshape(offer.refs[v], offer.refs[base])) {
+        } else if (base != v &&
+                   !PlainReshape(offer.refs[v], offer.refs[base])) {
           store[base] = true;  // Read through a view: it needs memory.
         }
       }
       for (int v : offer.outputs[node]) {
         store[v] = store[v] ||
                    (offer.values[v].flags & MIXRT_FUSION_VALUE_OUTPUT) != 0;
-        for (int r : offer.readers[v]) store[v] = store[v] || claimed[r] != group;
+        for (int r : offer.readers[v])
+          store[v] = store[v] || claimed[r] != group;
       }
     }
     for (size_t v = 0; v < offer.refs.size(); ++v) {
@@ -401,49 +436,80 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
       }
       if (store[v]) f->output_values.push_back(static_cast<int>(v));
     }
-    if (time_groups) {
+    std::vector<int> nodes;  // The group's launches in g.
+    for (size_t node = 0; node < offer.node_of.size(); ++node) {
+      if (claimed[node] == group) nodes.push_back(offer.node_of[node]);
+    }
+    if (time_groups || checked) {
       // A weight told a version no run sees (versions count up from 0):
-      // the kernel prepares from it once for the timing, and again when
-      // the plan tells the real one.
+      // the kernel prepares from it once for the check and the timing,
+      // and again when the plan tells the real one.
       for (const auto& [input, value] : f->weights) {
-        MIXRT_RETURN_IF_ERROR(f->kernel->SetWeightVersion(value, kTimingVersion).status());
+        MIXRT_RETURN_IF_ERROR(
+            f->kernel->SetWeightVersion(value, kTimingVersion).status());
       }
-      std::vector<int> nodes, values = f->input_values;
-      values.insert(values.end(), f->output_values.begin(), f->output_values.end());
-      for (size_t node = 0; node < offer.node_of.size(); ++node) {
-        if (claimed[node] == group) nodes.push_back(offer.node_of[node]);
+    }
+    if (checked) {
+      absl::StatusOr<std::string> wrong = CheckFusedGroup(
+          g, nodes, *f->kernel, offer.refs, f->input_values, f->output_values);
+      const std::string why =
+          !wrong.ok()
+              ? absl::StrCat("checking it against its launches failed: ",
+                             wrong.status().message())
+          : !wrong->empty() ? absl::StrCat("dropped: ", *wrong)
+                            : "";
+      if (!why.empty()) {
+        std::fprintf(stderr,
+                     "mixrt::compile: %s's fused kernel %s runs op by op: %s\n",
+                     device.backend()->name().c_str(),
+                     f->kernel->description().c_str(), why.c_str());
+        refuse(group, why);
+        continue;
       }
+      f->timing = " [checked against its launches]";
+    }
+    if (time_groups) {
+      std::vector<int> values = f->input_values;
+      values.insert(values.end(), f->output_values.begin(),
+                    f->output_values.end());
       // Timed once per graph and backend build: a later process (or
       // trace) reads the decision from the compile cache.
-      const std::string key = FusionTimingKey(g, nodes, f->kernel->description());
+      const std::string key =
+          FusionTimingKey(g, nodes, f->kernel->description());
       std::string why;
-      const std::optional<std::string> stored = ArtifactCache::Global().Load(key, &why);
+      const std::optional<std::string> stored =
+          ArtifactCache::Global().Load(key, &why);
       std::optional<FusionTiming> cached;
       if (stored.has_value()) cached = ParseFusionTiming(*stored);
       absl::StatusOr<FusionTiming> t =
-          cached.has_value() ? *cached
-                             : TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
+          cached.has_value()
+              ? *cached
+              : TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
       if (!t.ok()) {
         refuse(group, absl::StrCat("timing it failed: ", t.status().message()));
         continue;
       }
-      if (!cached.has_value()) ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
-      const char* source = cached.has_value() ? ", timed by an earlier compile" : "";
+      if (!cached.has_value())
+        ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
+      const char* source =
+          cached.has_value() ? ", timed by an earlier compile" : "";
       int64_t bytes_not_stored = 0;
       for (size_t node = 0; node < offer.node_of.size(); ++node) {
         if (claimed[node] != group) continue;
         for (int v : offer.outputs[node]) {
           if (store[v]) continue;
           bytes_not_stored +=
-              Elements(offer.refs[v]) * static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
+              Elements(offer.refs[v]) *
+              static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
         }
       }
-      const FusionVerdict verdict = JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
+      const FusionVerdict verdict =
+          JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
       if (!verdict.keep) {
         refuse(group, verdict.note);
         continue;
       }
-      f->timing = verdict.note;
+      f->timing += verdict.note;
     }
     fused[group] = std::move(f);
   }
@@ -463,9 +529,10 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused_graph
     n.kind = GraphNode::Kind::kFused;
     n.op = MIXRT_OP_COUNT;
     for (int v : fused[group]->input_values) n.inputs.push_back(offer.refs[v]);
-    for (int v : fused[group]->output_values) n.outputs.push_back(offer.refs[v]);
-    outcome.kernels.push_back(
-        absl::StrCat(fused[group]->kernel->description(), fused[group]->timing));
+    for (int v : fused[group]->output_values)
+      n.outputs.push_back(offer.refs[v]);
+    outcome.kernels.push_back(absl::StrCat(fused[group]->kernel->description(),
+                                           fused[group]->timing));
     outcome.launches += fused[group]->launches;
     ++outcome.groups;
     n.fused = std::move(fused[group]);

@@ -28,10 +28,12 @@ struct FusionOutcome {
 
 // `g` with its fused groups in place goes to `fused` when the outcome has
 // groups; otherwise `fused` is untouched (a backend without fusion, a 1.0
-// plugin, or one that claims nothing). An error is the plugin's (a failed
-// claim); a group that cannot run in one place of the order is split
-// into pieces that can; a group whose compile fails is refused, not an
-// error. With
+// plugin, or one that claims nothing). Nothing the plugin does fails the
+// call: a failed claim leaves the graph op by op (outcome.not_offered
+// says why), group numbers are renumbered densely, a group that cannot
+// run in one place of the order is split into pieces that can, and a group
+// whose compile fails, or that disagrees with its launches when checked
+// (fusion_check.h), is refused. With
 // `time_groups` (max-autotune), each compiled group is timed against its
 // launches on the real shapes and refused when it is not faster.
 absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g, Graph* fused,

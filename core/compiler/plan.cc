@@ -62,6 +62,51 @@ uint64_t HeldBuffers::bytes() const {
   return total;
 }
 
+// The last line of defence against reading past memory: each slot's views
+// must end inside what the slot holds. Internal memory is sized here;
+// inputs and constants are checked against their storage on every run
+// (CheckExtents). A graph always comes from a trace of its own size, so
+// this never fires unless something upstream is wrong.
+absl::Status Plan::BoundViews() {
+  extent_.assign(graph_.slots.size(), 0);
+  auto cover = [&](const ValueRef& v) -> absl::Status {
+    int64_t last = v.offset;
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (v.shape[d] == 0) return absl::OkStatus();
+      // A view before its slot's start (an input's storage before the
+      // input's own offset) is bounded by its storage alone: not checked.
+      if (v.strides[d] < 0 || v.offset < 0) return absl::OkStatus();
+      last += (v.shape[d] - 1) * v.strides[d];
+    }
+    const uint64_t end = static_cast<uint64_t>(last + 1) * DTypeSize(v.dtype);
+    extent_[v.slot] = std::max(extent_[v.slot], end);
+    return absl::OkStatus();
+  };
+  for (const GraphNode& n : graph_.nodes) {
+    for (const auto* refs : {&n.inputs, &n.outputs}) {
+      for (const ValueRef& v : *refs) MIXRT_RETURN_IF_ERROR(cover(v));
+    }
+  }
+  for (const ValueRef& v : graph_.outputs) MIXRT_RETURN_IF_ERROR(cover(v));
+  for (size_t s = 0; s < graph_.slots.size(); ++s) {
+    const StorageSlot& slot = graph_.slots[s];
+    if (slot.kind == StorageSlot::Kind::kInternal && extent_[s] > slot.bytes) {
+      return absl::InternalError(
+          absl::StrCat("compiled graph: a view of buffer ", s, " reaches byte ",
+                       extent_[s], " of its ", slot.bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Plan::CheckExtent(int slot, uint64_t available) const {
+  if (extent_[slot] <= available) return absl::OkStatus();
+  return absl::OutOfRangeError(
+      absl::StrCat("compiled graph: memory ", slot, " holds ", available,
+                   " bytes but the graph reads ", extent_[slot],
+                   " (refused rather than read past it)"));
+}
+
 absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held, bool fuse,
     bool time_fusion) {
@@ -96,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
     for (const ValueRef& v : n.outputs) p.outputs.push_back(Describe(v));
     plan->prepared_.push_back(std::move(p));
   }
+  MIXRT_RETURN_IF_ERROR(plan->BoundViews());
   // Each slot's lifetime: the first and last node that touches it.
   plan->first_use_.assign(slots, -1);
   plan->last_use_.assign(slots, -1);
@@ -729,6 +775,13 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
         }
         bases_[s] = static_cast<char*>(
             const_cast<void*>(inputs[slot.input].const_data_ptr()));
+        if (inputs[slot.input].defined()) {
+          const Tensor& in = inputs[slot.input];
+          MIXRT_RETURN_IF_ERROR(CheckExtent(
+              static_cast<int>(s),
+              in.storage()->bytes() -
+                  static_cast<uint64_t>(in.offset()) * DTypeSize(in.dtype())));
+        }
         break;
       case StorageSlot::Kind::kConstant:
         // Held for this run; the caller (CompiledFunction) checked that
@@ -740,6 +793,8 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
                            " is gone (nothing else holds it)"));
         }
         bases_[s] = static_cast<char*>(run_[s]->data());
+        MIXRT_RETURN_IF_ERROR(
+            CheckExtent(static_cast<int>(s), run_[s]->bytes()));
         break;
       case StorageSlot::Kind::kSaved:
         if (slot.forward_slot >= static_cast<int>(saved_in.size()) ||

@@ -41,7 +41,8 @@ struct SavedMemory {
 class HeldBuffers {
  public:
   // Grows the buffers to hold `sizes` (largest first).
-  absl::Status Reserve(const Device& device, const std::vector<uint64_t>& sizes);
+  absl::Status Reserve(const Device& device,
+                       const std::vector<uint64_t>& sizes);
   const std::shared_ptr<Storage>& buffer(int i) const { return buffers_[i]; }
   uint64_t bytes() const;
   std::mutex& mutex() { return mutex_; }
@@ -81,8 +82,7 @@ class Plan {
   // only other ones when the backward frees the activations, as eager
   // backward frees each node's as soon as that node has run).
   absl::StatusOr<std::vector<Tensor>> Run(
-      absl::Span<const Tensor> inputs,
-      std::vector<SavedMemory> saved_in = {},
+      absl::Span<const Tensor> inputs, std::vector<SavedMemory> saved_in = {},
       std::vector<SavedMemory>* saved_out = nullptr);
 
   // The graph as traced (what generalizing and sharing compare).
@@ -117,9 +117,13 @@ class Plan {
   };
 
   explicit Plan(Graph graph);
+  // Each slot's views end inside it (internal memory here; inputs and
+  // constants per run, CheckExtent): never a read past memory.
+  absl::Status BoundViews();
+  absl::Status CheckExtent(int slot, uint64_t available) const;
   absl::Status Allocate(int slot);  // This run's memory and base for it.
-  bool Temporary(int slot) const;  // Internal, neither returned nor saved.
-  absl::Status PlanBuffers();      // Held buffers shared by lifetime.
+  bool Temporary(int slot) const;   // Internal, neither returned nor saved.
+  absl::Status PlanBuffers();       // Held buffers shared by lifetime.
   void FindKeptLaunches();
   absl::Status TellWeightVersions(int node);
   // Per kept slot: the (fused node, weight index) pairs reading it, or
@@ -167,13 +171,13 @@ class Plan {
   // Per node, per weight: what the kernel answered with the version told.
   std::vector<std::vector<bool>> keeps_copy_;
   std::vector<std::vector<std::pair<int, int>>> weight_readers_;  // Per slot.
-  std::vector<int> kept_writer_;  // Per kept slot: its kept launch's node.
-  std::vector<bool> released_;    // Per slot.
+  std::vector<int> kept_writer_;   // Per kept slot: its kept launch's node.
+  std::vector<bool> released_;     // Per slot.
   std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
   std::vector<bool> kept_;         // Per slot: a kept launch's result.
   std::vector<uint64_t> kept_version_;                  // Per slot.
   std::vector<std::shared_ptr<Storage>> kept_storage_;  // Per slot.
-  std::vector<std::shared_ptr<Storage>> run_;   // Per slot, this run's.
+  std::vector<std::shared_ptr<Storage>> run_;           // Per slot, this run's.
   // Preallocated plans hand saved slots (activations for the backward) of
   // at most kRecycledBytes the memory of an earlier run again once nothing
   // else holds it (per slot: the last run's). Larger ones come from the
@@ -182,9 +186,11 @@ class Plan {
   static constexpr uint64_t kRecycledBytes = 64 << 10;
   bool recycle_ = false;
   std::vector<std::shared_ptr<Storage>> recycled_;
-  std::vector<char*> bases_;                    // Per slot, this run's.
-  std::vector<int> first_use_, last_use_;       // Per slot: node indexes.
-  std::vector<std::vector<int>> frees_after_;   // Per node: temporaries.
+  std::vector<char*> bases_;               // Per slot, this run's.
+  std::vector<int> first_use_, last_use_;  // Per slot: node indexes.
+  // Per slot, the bytes its views reach from its start (BoundViews).
+  std::vector<uint64_t> extent_;
+  std::vector<std::vector<int>> frees_after_;  // Per node: temporaries.
   // Per node: kSaved slots last used there (none a result views).
   std::vector<std::vector<int>> saved_done_after_;
   // The order nodes run in, and the runs of it that are kernel graphs

@@ -90,14 +90,15 @@ std::string StructureKey(const Graph& g) {
                     s.saved, "\n");
   }
   for (const GraphNode& n : g.nodes) {
-    absl::StrAppend(&key, "node ", static_cast<int>(n.kind), " ", n.op, " ",
-                    absl::BytesToHexString(absl::string_view(
-                        reinterpret_cast<const char*>(n.attrs.data()), n.attrs.size())),
-                    " ",
-                    absl::BytesToHexString(absl::string_view(
-                        reinterpret_cast<const char*>(n.host_bytes.data()),
-                        n.host_bytes.size())),
-                    " in");
+    absl::StrAppend(
+        &key, "node ", static_cast<int>(n.kind), " ", n.op, " ",
+        absl::BytesToHexString(absl::string_view(
+            reinterpret_cast<const char*>(n.attrs.data()), n.attrs.size())),
+        " ",
+        absl::BytesToHexString(absl::string_view(
+            reinterpret_cast<const char*>(n.host_bytes.data()),
+            n.host_bytes.size())),
+        " in");
     views(n.inputs);
     key += " out";
     views(n.outputs);
@@ -114,8 +115,9 @@ bool SameGraph(const Graph& x, const Graph& y) {
 
 std::string FirstDifference(const Graph& x, const Graph& y) {
   if (x.nodes.size() != y.nodes.size()) {
-    return absl::StrCat("the call made ", y.nodes.size(), " launches, the graph has ",
-                        x.nodes.size(), " (the function took another path)");
+    return absl::StrCat("the call made ", y.nodes.size(),
+                        " launches, the graph has ", x.nodes.size(),
+                        " (the function took another path)");
   }
   if (x.slots.size() != y.slots.size()) {
     return absl::StrCat("the call touched ", y.slots.size(),
@@ -125,30 +127,36 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
     const StorageSlot& a = x.slots[i];
     const StorageSlot& b = y.slots[i];
     if (a.kind != b.kind || a.input != b.input || !SameConstant(a, b)) {
-      return absl::StrCat("slot ", i, " is other memory (",
-                          a.kind == StorageSlot::Kind::kConstant
-                              ? "the function reads another tensor than it did when traced"
-                              : "inputs or allocations differ",
-                          ")");
+      return absl::StrCat(
+          "slot ", i, " is other memory (",
+          a.kind == StorageSlot::Kind::kConstant
+              ? "the function reads another tensor than it did when traced"
+              : "inputs or allocations differ",
+          ")");
     }
   }
   for (size_t i = 0; i < x.nodes.size(); ++i) {
     const GraphNode& a = x.nodes[i];
     const GraphNode& b = y.nodes[i];
-    const std::string name = absl::StrCat(
-        "node ", i, " (",
-        a.kind == GraphNode::Kind::kHostWrite ? "host_write" : MixrtOpName(a.op), ")");
+    const std::string name =
+        absl::StrCat("node ", i, " (",
+                     a.kind == GraphNode::Kind::kHostWrite ? "host_write"
+                                                           : MixrtOpName(a.op),
+                     ")");
     if (a.kind != b.kind || a.op != b.op) {
-      return absl::StrCat(name, " is another op now (the function took another path)");
+      return absl::StrCat(
+          name, " is another op now (the function took another path)");
     }
     if (a.attrs != b.attrs) {
-      return absl::StrCat(name, ": its attributes changed (a host value the "
-                                "function passes to the op, such as a scalar, "
-                                "changed; pass it as a tensor)");
+      return absl::StrCat(name,
+                          ": its attributes changed (a host value the "
+                          "function passes to the op, such as a scalar, "
+                          "changed; pass it as a tensor)");
     }
     if (a.host_bytes != b.host_bytes) {
-      return absl::StrCat(name, ": the host data it writes changed (pass changing "
-                                "values as tensors)");
+      return absl::StrCat(name,
+                          ": the host data it writes changed (pass changing "
+                          "values as tensors)");
     }
     if (!SameViews(a.inputs, b.inputs) || !SameViews(a.outputs, b.outputs)) {
       return absl::StrCat(name, " reads or writes other memory");
@@ -180,8 +188,9 @@ std::optional<Graph> Instantiate(const SymbolicGraph& s, int64_t n) {
   VisitInts(g, [&](int64_t& v) {
     ok &= k < s.ints.size();
     if (!ok) return;
-    v = s.ints[k++].At(n);
-    ok &= v >= 0;
+    const std::optional<int64_t> at = s.ints[k++].At(n);
+    ok &= at.has_value() && *at >= 0;
+    if (ok) v = *at;
   });
   if (!ok || k != s.ints.size()) return std::nullopt;
   return g;

@@ -4,8 +4,9 @@
 // memory sizes) is a + b N, when the two graphs have the same launches,
 // attributes and memory slots; a third trace at another size must then
 // match the formulas exactly before they are trusted (a quantity in N^2
-// or N / 2 fits two points but not three). Instantiating a verified graph
-// for a new N needs no trace.
+// or N / 2 fits two points but not three). A verified graph at a new N is
+// only ever compared with that size's own trace (compile.cc): host code
+// may branch on N beyond what three sizes show.
 #ifndef MIXRT_CORE_COMPILER_SYMBOLIC_H_
 #define MIXRT_CORE_COMPILER_SYMBOLIC_H_
 
@@ -20,7 +21,16 @@ namespace mixrt::compiler {
 
 struct Affine {
   int64_t a = 0, b = 0;
-  int64_t At(int64_t n) const { return a + b * n; }
+  // a + b n; nullopt when it does not fit 64 bits (formulas loaded from a
+  // cache file may hold anything).
+  std::optional<int64_t> At(int64_t n) const {
+    int64_t bn = 0, sum = 0;
+    if (__builtin_mul_overflow(b, n, &bn) ||
+        __builtin_add_overflow(a, bn, &sum)) {
+      return std::nullopt;
+    }
+    return sum;
+  }
 };
 
 struct SymbolicGraph {

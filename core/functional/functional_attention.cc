@@ -164,9 +164,20 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   const Tensor &q = in[0], &k = in[1], &v = in[2];
   const int n = q.ndim();
   const int64_t l = q.shape()[n - 2], s = k.shape()[n - 2];
+  if (q.shape()[n - 1] == 0) {
+    // 1/sqrt(0) is inf and 0 * inf NaN: no answer two paths could agree on.
+    return absl::InvalidArgumentError(
+        absl::StrCat("scaled_dot_product_attention: query and key have no "
+                     "features (E = 0, query ",
+                     ShapeToString(q.shape()), "); expected E >= 1"));
+  }
   const double scale = options.scale.value_or(
       1.0 / std::sqrt(static_cast<double>(q.shape()[n - 1])));
-  if (options.backend != AttentionBackend::kMath) {
+  // No query: an empty result; no key: a query attends nothing and gets
+  // zeros (as a fully masked one does). The math path gives both on every
+  // backend, so the result does not depend on which kernel exists.
+  const bool empty = l == 0 || s == 0;
+  if (options.backend != AttentionBackend::kMath && !empty) {
     absl::StatusOr<Tensor> fused = FusedAttention(q, k, v, options, scale);
     if (fused.ok() || !absl::IsUnimplemented(fused.status()) ||
         options.backend == AttentionBackend::kFused) {
@@ -176,13 +187,13 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   MIXRT_ASSIGN_OR_RETURN(Tensor kt, transpose(k, n - 2, n - 1));
   MIXRT_ASSIGN_OR_RETURN(Tensor scores, matmul(q, kt));
   MIXRT_ASSIGN_OR_RETURN(scores, mixrt::scale(scores, scale));
-  if (options.is_causal || options.attn_mask.defined()) {
+  if (!empty && (options.is_causal || options.attn_mask.defined())) {
     MIXRT_ASSIGN_OR_RETURN(
         Tensor bias, AttentionBias(options.attn_mask, options.is_causal, l, s,
                                    scores.dtype(), scores.device()));
     MIXRT_ASSIGN_OR_RETURN(scores, add(scores, bias));
   }
-  MIXRT_ASSIGN_OR_RETURN(Tensor weights, options.attn_mask.defined()
+  MIXRT_ASSIGN_OR_RETURN(Tensor weights, options.attn_mask.defined() && !empty
                                              ? SafeSoftmax(scores)
                                              : softmax(scores, -1));
   if (options.dropout_p > 0) {

@@ -288,10 +288,9 @@ MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
     }
     Capability cap;
     if (args->op >= MIXRT_OP_COUNT) {
-      cap = Unsupported(absl::StrCat("op ", args->op,
-                                     " is newer than this plugin (ABI ",
-                                     MIXRT_PLUGIN_API_MAJOR, ".",
-                                     MIXRT_PLUGIN_API_MINOR, ")"));
+      cap = Unsupported(absl::StrCat(
+          "op ", args->op, " is newer than this plugin (ABI ",
+          MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR, ")"));
     } else {
       OpQuery query;
       query.op = static_cast<MixrtOp>(args->op);
@@ -400,7 +399,8 @@ MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
     MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Create_Args, graph,
                          "kernel_graph_create");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
-    if (args->num_steps < 0 || (args->num_steps > 0 && args->steps == nullptr)) {
+    if (args->num_steps < 0 ||
+        (args->num_steps > 0 && args->steps == nullptr)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kernel_graph_create: bad step list (count ", args->num_steps, ")"));
     }
@@ -409,8 +409,9 @@ MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
         std::unique_ptr<StepGraph> steps,
         StepGraph::Create(plugin, args->device, args->num_buffers,
                           absl::MakeConstSpan(args->steps, args->num_steps)));
-    MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<KernelGraph> graph,
-                           plugin->CreateKernelGraph(args->device, std::move(steps)));
+    MIXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<KernelGraph> graph,
+        plugin->CreateKernelGraph(args->device, std::move(steps)));
     args->graph = new MixrtKernelGraph{std::move(graph)};
     return absl::OkStatus();
   });
@@ -418,7 +419,8 @@ MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
 
 MixrtError* GraphRun(MixrtKernelGraph_Run_Args* args) {
   return Guard("kernel_graph_run", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, buffers, "kernel_graph_run");
+    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, buffers,
+                         "kernel_graph_run");
     if (args->graph == nullptr) {
       return absl::InvalidArgumentError("kernel_graph_run: graph is NULL");
     }
@@ -438,7 +440,8 @@ void GraphDestroy(MixrtKernelGraph_Destroy_Args* args) {
 absl::StatusOr<FusionGraph> DecodeFusionGraph(const MixrtFusionGraph* graph,
                                               absl::string_view function) {
   if (graph == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(function, ": graph is NULL"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(function, ": graph is NULL"));
   }
   return FusionGraph::Decode(*graph);
 }
@@ -455,15 +458,24 @@ MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
     MIXRT_ASSIGN_OR_RETURN(std::vector<int> groups,
                            State().plugin->ClaimFusion(args->device, graph));
     if (groups.size() != graph.nodes.size()) {
-      return absl::InternalError(absl::StrCat(
-          "fusion_claim: the plugin answered for ", groups.size(),
-          " nodes of ", graph.nodes.size()));
+      return absl::InternalError(
+          absl::StrCat("fusion_claim: the plugin answered for ", groups.size(),
+                       " nodes of ", graph.nodes.size()));
     }
+    // Groups are numbered 0.. densely, so none reaches the node count (a
+    // larger number would size the host's tables by the plugin's whim).
     int num_groups = 0;
-    for (int g : groups) num_groups = std::max(num_groups, g + 1);
-    std::vector<bool> seen(num_groups, false);
     for (int g : groups) {
       if (g < -1) return absl::InternalError("fusion_claim: a group below -1");
+      if (g >= static_cast<int64_t>(groups.size())) {
+        return absl::InternalError(
+            absl::StrCat("fusion_claim: group ", g, " of ", groups.size(),
+                         " nodes (groups are numbered from 0 densely)"));
+      }
+      num_groups = std::max(num_groups, g + 1);
+    }
+    std::vector<bool> seen(num_groups, false);
+    for (int g : groups) {
       if (g >= 0) seen[g] = true;
     }
     for (int g = 0; g < num_groups; ++g) {
@@ -480,22 +492,24 @@ MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
 
 MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
   return Guard("fusion_compile", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, description, "fusion_compile");
+    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, description,
+                         "fusion_compile");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
                            DecodeFusionGraph(args->graph, "fusion_compile"));
     if (!graph.nodes.empty() && args->group_of_node == nullptr) {
-      return absl::InvalidArgumentError("fusion_compile: group_of_node is NULL");
+      return absl::InvalidArgumentError(
+          "fusion_compile: group_of_node is NULL");
     }
     const auto groups =
         absl::MakeConstSpan(args->group_of_node, graph.nodes.size());
     if (FusionGraph::GroupNodes(groups, args->group).empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fusion_compile: group ", args->group, " has no node"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fusion_compile: group ", args->group, " has no node"));
     }
-    MIXRT_ASSIGN_OR_RETURN(
-        std::unique_ptr<FusedKernel> kernel,
-        State().plugin->CompileFusion(args->device, graph, groups, args->group));
+    MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<FusedKernel> kernel,
+                           State().plugin->CompileFusion(args->device, graph,
+                                                         groups, args->group));
     auto* out = new MixrtFusedKernel{std::move(kernel), "",
                                      static_cast<int>(graph.values.size()),
                                      graph.num_symbols};
@@ -525,7 +539,8 @@ MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
   });
 }
 
-MixrtError* FusedKernelSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* args) {
+MixrtError* FusedKernelSetWeightVersion(
+    MixrtFusedKernel_SetWeightVersion_Args* args) {
   return Guard("fused_kernel_set_weight_version", [&]() -> absl::Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetWeightVersion_Args, version,
                          "fused_kernel_set_weight_version");
@@ -535,7 +550,8 @@ MixrtError* FusedKernelSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* 
           "fused_kernel_set_weight_version: no such kernel or value");
     }
     k->kernel->SetWeightVersion(args->value, args->version);
-    if (MIXRT_STRUCT_HAS(args, MixrtFusedKernel_SetWeightVersion_Args, keeps_copy)) {
+    if (MIXRT_STRUCT_HAS(args, MixrtFusedKernel_SetWeightVersion_Args,
+                         keeps_copy)) {
       args->keeps_copy = k->kernel->KeepsCopyOf(args->value) ? 1 : 0;
     }
     return absl::OkStatus();
@@ -548,13 +564,14 @@ void FusedKernelDestroy(MixrtFusedKernel_Destroy_Args* args) {
 
 }  // namespace
 
-// ---- Plugin defaults ---------------------------------------------------------
+// ---- Plugin defaults
+// ---------------------------------------------------------
 
 Capability Plugin::GetOpSupport(int device, const OpQuery& query) {
   const MixrtOpClass op_class = MixrtOpClassOf(query.op);
   if (op_class == MIXRT_OP_CLASS_COUNT) {
-    return Unsupported(absl::StrCat("this plugin does not know op ",
-                                    MixrtOpName(query.op)));
+    return Unsupported(
+        absl::StrCat("this plugin does not know op ", MixrtOpName(query.op)));
   }
   if (query.dtype != MIXRT_DTYPE_F32 && query.dtype != MIXRT_DTYPE_F16 &&
       query.dtype != MIXRT_DTYPE_BF16) {
@@ -565,9 +582,11 @@ Capability Plugin::GetOpSupport(int device, const OpQuery& query) {
 
 absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
   if (host_major != MIXRT_PLUGIN_API_MAJOR) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the plugin was built for ABI ", MIXRT_PLUGIN_API_MAJOR, ".x; the host "
-        "speaks ", host_major, ".", host_minor));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the plugin was built for ABI ", MIXRT_PLUGIN_API_MAJOR,
+                     ".x; the host "
+                     "speaks ",
+                     host_major, ".", host_minor));
   }
   return absl::OkStatus();
 }
@@ -577,16 +596,16 @@ absl::StatusOr<std::unique_ptr<KernelGraph>> Plugin::CreateKernelGraph(
   return steps;
 }
 
-absl::StatusOr<std::vector<int>> Plugin::ClaimFusion(
-    int /*device*/, const FusionGraph& graph) {
+absl::StatusOr<std::vector<int>> Plugin::ClaimFusion(int /*device*/,
+                                                     const FusionGraph& graph) {
   return std::vector<int>(graph.nodes.size(), -1);
 }
 
 absl::StatusOr<std::unique_ptr<FusedKernel>> Plugin::CompileFusion(
     int /*device*/, const FusionGraph& /*graph*/,
     absl::Span<const int> /*group_of_node*/, int group) {
-  return absl::UnimplementedError(
-      absl::StrCat("this plugin compiles no fusion group (asked for ", group, ")"));
+  return absl::UnimplementedError(absl::StrCat(
+      "this plugin compiles no fusion group (asked for ", group, ")"));
 }
 
 // ---- HostMemoryPlugin ------------------------------------------------------

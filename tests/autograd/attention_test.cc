@@ -249,7 +249,8 @@ TEST_P(Attention, AFullyMaskedQueryRowGivesZerosNotNaN) {
                 std::string(DTypeName(mask.dtype())));
     ASSERT_TRUE(sum(*out)->backward().ok());
     for (const Tensor* t : {&q, &k, &v}) {
-      for (float g : *t->grad().to_float_vector()) {
+      const std::vector<float> grad = *t->grad().to_float_vector();
+      for (float g : grad) {
         ASSERT_TRUE(std::isfinite(g)) << DTypeName(mask.dtype());
       }
     }
@@ -264,6 +265,30 @@ TEST_P(Attention, AFullyMaskedQueryRowGivesZerosNotNaN) {
       EXPECT_EQ(dv[3 * e + c], 0.0f);
     }
   }
+}
+
+// No query, no key, no feature: the same answer on every path. L = 0
+// gives an empty result, S = 0 zeros (a query attending nothing, as a
+// fully masked one), E = 0 an error (1/sqrt(0) has no meaning).
+TEST_P(Attention, EmptyQueriesKeysAndFeaturesAgreeOnEveryPath) {
+  auto run = [&](int64_t l, int64_t s, int64_t e, AttentionOptions o = {}) {
+    Tensor q = Make(testing::RandomValues(2 * l * e, 1), {2, l, e});
+    Tensor k = Make(testing::RandomValues(2 * s * e, 2), {2, s, e});
+    Tensor v = Make(testing::RandomValues(2 * s * 3, 3), {2, s, 3});
+    return scaled_dot_product_attention(q, k, v, With(o));
+  };
+  auto none = run(0, 4, 2);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->shape(), (Shape{2, 0, 3}));
+  for (const AttentionOptions& o :
+       {AttentionOptions{}, AttentionOptions{.is_causal = true}}) {
+    auto no_keys = run(4, 0, 2, o);
+    ASSERT_TRUE(no_keys.ok()) << no_keys.status();
+    EXPECT_EQ(no_keys->shape(), (Shape{2, 4, 3}));
+    for (double x : Values(no_keys)) EXPECT_EQ(x, 0.0);
+  }
+  EXPECT_THAT(run(4, 4, 0).status().message(),
+              HasSubstr("query and key have no features (E = 0"));
 }
 
 TEST_P(Attention, BadInputIsRefusedWithReasons) {

@@ -41,7 +41,8 @@ class FusionHost : public ::testing::Test {
 
   // Compiled (second call: a replay) against eager, bit for bit.
   std::string CompareWithEager(compiler::TracedFunction fn,
-                               const std::vector<Tensor>& in, const char* mode) {
+                               const std::vector<Tensor>& in,
+                               const char* mode) {
     auto want = fn(in);
     EXPECT_TRUE(want.ok()) << want.status();
     auto f = compile(fn, {.mode = mode});
@@ -52,7 +53,8 @@ class FusionHost : public ::testing::Test {
       EXPECT_TRUE(got.ok()) << got.status();
       if (!got.ok()) return "";
       for (size_t k = 0; k < got->size(); ++k) {
-        EXPECT_EQ(*(*got)[k].to_bytes(), *(*want)[k].to_bytes()) << mode << " output " << k;
+        EXPECT_EQ(*(*got)[k].to_bytes(), *(*want)[k].to_bytes())
+            << mode << " output " << k;
       }
     }
     return f->Explain();
@@ -68,7 +70,8 @@ class FusionHost : public ::testing::Test {
 // node: op by op), the add and the tanh after the matmul, as one group.
 TEST_F(FusionHost, AGroupANodeItLeftOutWouldSplitRunsInConvexPieces) {
   const std::vector<Tensor> in = {Random({8, 16}, 1), Random({16, 16}, 2)};
-  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
     MIXRT_ASSIGN_OR_RETURN(Tensor m, matmul(a, x[1]));
     MIXRT_ASSIGN_OR_RETURN(Tensor c, add(a, m));
@@ -78,8 +81,11 @@ TEST_F(FusionHost, AGroupANodeItLeftOutWouldSplitRunsInConvexPieces) {
   for (const char* mode : {"default", "reduce-overhead"}) {
     const std::string explain = CompareWithEager(fn, in, mode);
     EXPECT_THAT(explain, Not(HasSubstr("refused"))) << explain;
-    EXPECT_THAT(explain, HasSubstr("fusion: 1 fused kernels for 2 of 4 launches")) << explain;
-    EXPECT_THAT(explain, ::testing::ContainsRegex("= relu\\(|= unary\\(")) << explain;
+    EXPECT_THAT(explain,
+                HasSubstr("fusion: 1 fused kernels for 2 of 4 launches"))
+        << explain;
+    EXPECT_THAT(explain, ::testing::ContainsRegex("= relu\\(|= unary\\("))
+        << explain;
   }
 }
 
@@ -87,7 +93,8 @@ TEST_F(FusionHost, AGroupANodeItLeftOutWouldSplitRunsInConvexPieces) {
 // memory the host allocates; y is read from outside, the result stored.
 TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
   const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
-  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
     MIXRT_ASSIGN_OR_RETURN(a, neg(a));
     MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
@@ -96,8 +103,9 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
   };
   for (const char* mode : {"default", "reduce-overhead"}) {
     const std::string explain = CompareWithEager(fn, in, mode);
-    EXPECT_THAT(explain, HasSubstr("1 fused kernels for 4 of 4 launches offered: "
-                                   "stepwise: unary, unary, binary, unary"))
+    EXPECT_THAT(explain,
+                HasSubstr("1 fused kernels for 4 of 4 launches offered: "
+                          "stepwise: unary, unary, binary, unary"))
         << explain;
     EXPECT_THAT(explain, HasSubstr("= fused[stepwise"));
     EXPECT_THAT(explain, Not(HasSubstr("refused")));
@@ -115,7 +123,8 @@ TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
   compiler::ArtifactCache::ResetForTest();
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SLEEP_US", "20000", 1), 0);
   const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
-  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
     MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
     return std::vector<Tensor>{a};
@@ -127,8 +136,9 @@ TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
   unsetenv("MIXRT_FAKE_FUSION_SLEEP_US");
   unsetenv("MIXRT_CACHE_DIR");
   compiler::ArtifactCache::ResetForTest();
-  EXPECT_THAT(tuned, ::testing::ContainsRegex(
-                         "refused group 0: slower than its 2 launches \\([0-9.]+ vs [0-9.]+ us\\)"))
+  EXPECT_THAT(tuned,
+              ::testing::ContainsRegex("refused group 0: slower than its 2 "
+                                       "launches \\([0-9.]+ vs [0-9.]+ us\\)"))
       << tuned;
   EXPECT_THAT(tuned, Not(HasSubstr("= fused[")));
   EXPECT_THAT(plain, HasSubstr("= fused[stepwise: unary, binary]")) << plain;
@@ -141,7 +151,8 @@ TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
 TEST_F(FusionHost, AValueANodeOutsideReadsIsStoredForIt) {
   const std::vector<Tensor> in = {Random({8, 16}, 6), Random({16, 16}, 7),
                                   Random({8, 16}, 8)};
-  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
     MIXRT_ASSIGN_OR_RETURN(Tensor b, neg(a));
     MIXRT_ASSIGN_OR_RETURN(Tensor m, matmul(a, x[1]));
@@ -150,16 +161,68 @@ TEST_F(FusionHost, AValueANodeOutsideReadsIsStoredForIt) {
   };
   for (const char* mode : {"default", "reduce-overhead"}) {
     const std::string explain = CompareWithEager(fn, in, mode);
-    EXPECT_THAT(explain, HasSubstr("1 fused kernels for 3 of 4 launches offered"))
+    EXPECT_THAT(explain,
+                HasSubstr("1 fused kernels for 3 of 4 launches offered"))
         << explain;
   }
 }
 
 // With fusion off the same graph runs launch by launch.
+// A plugin is not trusted to fuse right: each new group is checked
+// against its launches (on by default for plugins other than mixrt's own),
+// and one that stores nothing or wrong values is dropped with the reason,
+// its launches running instead; a failing claim and sparse group numbers
+// (which the SDK refuses for its plugin) leave the call working op by op.
+TEST_F(FusionHost, HostileFusionIsCheckedDroppedOrDegraded) {
+  const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, neg(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
+    return std::vector<Tensor>{d};
+  };
+  struct Case {
+    const char* fusion;
+    const char* explain;
+  };
+  for (const Case& c :
+       {Case{"noop", "dropped: its results differ from its launches'"},
+        Case{"wrong", "dropped: its results differ from its launches'"},
+        Case{"fail_claim",
+             "its fusion claim failed (backend 'fake_accelerator' "
+             "fusion_claim: fake: the claim fails"},
+        Case{"sparse", "fusion_claim: group 1073741824 of 3 nodes"},
+        Case{"greedy", "[checked against its launches]"}}) {
+    SCOPED_TRACE(c.fusion);
+    ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", c.fusion, 1), 0);
+    ::testing::internal::CaptureStderr();
+    const std::string explain = CompareWithEager(fn, in, "default");
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_THAT(explain, HasSubstr(c.explain)) << explain;
+    if (std::string(c.fusion) == "noop" || std::string(c.fusion) == "wrong") {
+      EXPECT_THAT(log, HasSubstr("runs op by op: dropped:"));
+      EXPECT_THAT(explain, Not(HasSubstr("= fused[")));
+    }
+  }
+  // Off, a wrong kernel is trusted: the check is what stands between it
+  // and the results.
+  ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", "wrong", 1), 0);
+  ASSERT_EQ(setenv("MIXRT_COMPILE_CHECK_FUSION", "off", 1), 0);
+  auto f = compile(fn);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)(in).ok());
+  const std::vector<float> got = *(*(*f)(in))[0].to_float_vector();
+  const std::vector<float> want = *(*fn(in))[0].to_float_vector();
+  EXPECT_NE(got, want);
+  unsetenv("MIXRT_COMPILE_CHECK_FUSION");
+}
+
 TEST_F(FusionHost, FusionOffRunsOpByOp) {
   ASSERT_EQ(setenv("MIXRT_COMPILE_FUSION", "0", 1), 0);
   const std::vector<Tensor> in = {Random({4, 4}, 5)};
-  auto fn = [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
     MIXRT_ASSIGN_OR_RETURN(Tensor d, neg(a));
     return std::vector<Tensor>{d};
