@@ -23,7 +23,11 @@ ProgramResult RunProgram(const std::vector<std::string>& argv,
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  if (!log.empty()) {
+  if (log == kDiscardOutput) {
+    posix_spawn_file_actions_addopen(&actions, 1, kDiscardOutput,
+                                     O_WRONLY | O_CLOEXEC, 0);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  } else if (!log.empty()) {
     posix_spawn_file_actions_addopen(
         &actions, 1, log.c_str(),
         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -16,11 +16,14 @@ struct ProgramResult {
   bool timed_out = false;  // Killed after the time limit.
 };
 
+// Where output goes to be discarded (RunProgram's `log`).
+inline constexpr char kDiscardOutput[] = "/dev/null";
+
 // Runs argv[0] (searched on PATH when it has no slash) with argv, in a
 // process group of its own, killed (the whole group) after
 // `timeout_seconds`. With `log`, its stdout and stderr go to that file,
-// created exclusively (O_EXCL|O_NOFOLLOW, mode 0600); without, they are
-// this process's.
+// created exclusively (O_EXCL|O_NOFOLLOW, mode 0600), or are discarded
+// (kDiscardOutput); without, they are this process's.
 ProgramResult RunProgram(const std::vector<std::string>& argv,
                          double timeout_seconds, const std::string& log = "");
 

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape compile_diff)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape compile_diff compile_cache_entry bench_input)
 # Own output base: switching the C compiler would otherwise throw away the
 # gcc build's cache.
 bazel_fuzz=(bazel --output_base="${HOME}/.cache/mixrt-fuzz-bazel")

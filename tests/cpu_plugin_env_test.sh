@@ -87,7 +87,8 @@ for i in $(seq 0 5); do ln -sf "$victim" "$cache.tmp.$$.$i"; done
 
 # XDG rules: an empty HOME or a relative XDG_CACHE_HOME is ignored, never
 # resolved against / or the current directory.
-work="$TEST_TMPDIR/cwd"; mkdir -p "$work"
+# (HOME must exist: mixrt never creates a home.)
+work="$TEST_TMPDIR/cwd"; mkdir -p "$work" "$TEST_TMPDIR/home"
 (cd "$work" && env -u MIXRT_CACHE_DIR HOME="$TEST_TMPDIR/home" XDG_CACHE_HOME=relative "$mixrt" info >/dev/null)
 [ -s "$TEST_TMPDIR/home/.cache/mixrt/cpu_matmul_speeds.json" ] || fail "relative XDG_CACHE_HOME not ignored in favour of HOME"
 [ ! -e "$work/relative" ] || fail "cache written under the current directory"

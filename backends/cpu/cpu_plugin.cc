@@ -2,6 +2,7 @@
 // own vectorized loops elsewhere, and a capability matrix detected (not
 // assumed) at load time.
 #include <omp.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,13 +19,16 @@
 #include "backends/cpu/fused_conv.h"
 #include "backends/cpu/fused_gelu.h"
 #include "backends/cpu/fused_loop.h"
-#include "backends/cpu/generated_loop.h"
 #include "backends/cpu/fused_matmul.h"
 #include "backends/cpu/fused_norm.h"
+#include "backends/cpu/generated_loop.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
 namespace {
+
+// The address space the plugin needs to start and run small models.
+constexpr rlim_t kMinAddressSpace = rlim_t{1} << 30;
 
 constexpr char kNumThreadsEnv[] = "MIXRT_NUM_THREADS";
 
@@ -41,6 +45,19 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   }
 
   absl::Status Initialize() override {
+    // Under a small address-space limit (ulimit -v) OpenMP's threads and
+    // oneDNN's code cannot be mapped, and what failed then was a segfault
+    // or glibc's "libgcc_s.so.1 must be installed for unwinding": refuse
+    // to start instead, saying so.
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < kMinAddressSpace) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the address-space limit (ulimit -v) is ", limit.rlim_cur >> 20,
+          " MiB; the CPU plugin needs at least ", kMinAddressSpace >> 20,
+          " MiB (its threads' stacks, oneDNN's code and scratch memory) and "
+          "does not start under less"));
+    }
     if (const char* env = std::getenv(kNumThreadsEnv)) {
       // More threads than a few per hardware thread only oversubscribe
       // (and 100000 makes libgomp crash creating them).
@@ -91,7 +108,9 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       int, const sdk::FusionGraph& graph) override {
     std::vector<int> groups = ClaimMatmulEpilogues(graph);
     if (groups.empty()) return groups;
-    auto count = [&groups]() { return 1 + *std::max_element(groups.begin(), groups.end()); };
+    auto count = [&groups]() {
+      return 1 + *std::max_element(groups.begin(), groups.end());
+    };
     // A kind's claims (its group numbers plus `offset`) over what is left.
     auto take = [&groups](const std::vector<int>& claimed, int offset) {
       for (size_t i = 0; i < groups.size(); ++i) {

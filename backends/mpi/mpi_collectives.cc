@@ -127,6 +127,9 @@ struct MixrtCommunicator {
   int world_size = 1;
   double timeout_s = 300;
   std::string library = "Open MPI";
+  // MIXRT_MPI_ALLREDUCE_CHUNK_BYTES, checked at start to be one byte count
+  // every rank shares (ChunkBytesProblem).
+  size_t chunk_bytes = size_t{4} << 20;
 
   std::thread worker;
   std::mutex mutex;
@@ -262,13 +265,13 @@ std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
   }
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.1f", waited_s);
-  std::string message = "rank " + std::to_string(c.rank) + ": " +
-                        work.Name() + " did not complete within " + seconds +
-                        " s" + culprits;
+  std::string message = "rank " + std::to_string(c.rank) + ": " + work.Name() +
+                        " did not complete within " + seconds + " s" + culprits;
   if (!reached.empty()) message += "; ranks that reached it: " + reached;
   if (culprits.empty()) {
-    message += "; every rank reached it (the network or MPI itself is "
-               "stalled)";
+    message +=
+        "; every rank reached it (the network or MPI itself is "
+        "stalled)";
   }
   // The requests' buffers go out of scope: cancel what is still pending.
   for (int r = 0; r < n; ++r) {
@@ -305,17 +308,48 @@ void Average(const MixrtCommunicator& c, MixrtDtype dtype, void* data,
 // 2 ranks of these machines: a large call cycles buffers far past the
 // caches), so a large all-reduce runs as pieces of this size, each averaged
 // while it is still in cache. MIXRT_MPI_ALLREDUCE_CHUNK_BYTES overrides it
-// (0: one call, as MPI alone does); every rank must use the same value, or
-// their calls no longer match (the deadline then names the collective).
-size_t AllReduceChunkBytes() {
-  static const size_t bytes = [] {
-    const char* env = std::getenv("MIXRT_MPI_ALLREDUCE_CHUNK_BYTES");
-    if (env == nullptr || *env == '\0') return size_t{4} << 20;
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    return *end == '\0' ? static_cast<size_t>(v) : size_t{4} << 20;
-  }();
-  return bytes;
+// (0: one call, as MPI alone does), from 0 to 1 GiB. Every rank must use the
+// same value, or their calls no longer match: the ranks compare theirs when
+// the communicator starts (ChunkBytesProblem).
+constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
+
+// This rank's value, or -1 when it is not a whole number of bytes from 0
+// to kMaxChunkBytes ("abc", "-1" and "1e9" are refused, not read as
+// something else).
+int64_t ChunkBytesFromEnv() {
+  const char* env = std::getenv("MIXRT_MPI_ALLREDUCE_CHUNK_BYTES");
+  if (env == nullptr || *env == '\0') return int64_t{4} << 20;
+  int64_t v = 0;
+  for (const char* p = env; *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9' || v > kMaxChunkBytes) return -1;
+    v = v * 10 + (*p - '0');
+  }
+  return v <= kMaxChunkBytes ? v : -1;
+}
+
+// Why the ranks' values (`all`, by rank) cannot run ("" when they agree).
+std::string ChunkBytesProblem(const std::vector<int64_t>& all, int rank) {
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] < 0) {
+      const char* mine = std::getenv("MIXRT_MPI_ALLREDUCE_CHUNK_BYTES");
+      return "rank " + std::to_string(r) +
+             "'s MIXRT_MPI_ALLREDUCE_CHUNK_BYTES is not a byte count from 0 "
+             "to " +
+             std::to_string(kMaxChunkBytes) +
+             (static_cast<int>(r) == rank && mine != nullptr
+                  ? std::string(" (it is '") + mine + "')"
+                  : std::string());
+    }
+  }
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) {
+      return "the ranks' MIXRT_MPI_ALLREDUCE_CHUNK_BYTES differ: rank " +
+             std::to_string(r) + " has " + std::to_string(all[r]) +
+             ", rank 0 " + std::to_string(all[0]) +
+             " (every rank must use the same, or their calls stop matching)";
+    }
+  }
+  return "";
 }
 
 // Runs `w` with MPI's blocking collectives.
@@ -339,7 +373,7 @@ int Execute(MixrtCommunicator& c, WorkState& w) {
           break;
       }
       const size_t element = w.dtype == MIXRT_DTYPE_F32 ? 4 : 2;
-      const size_t chunk_bytes = AllReduceChunkBytes();
+      const size_t chunk_bytes = c.chunk_bytes;
       const size_t chunk = chunk_bytes == 0
                                ? std::max<size_t>(w.count, 1)
                                : std::max<size_t>(chunk_bytes / element, 1);
@@ -347,9 +381,8 @@ int Execute(MixrtCommunicator& c, WorkState& w) {
       for (size_t begin = 0; begin < w.count; begin += chunk) {
         const size_t n = std::min(chunk, w.count - begin);
         void* piece = base + begin * element;
-        const int code = MPI_Allreduce(MPI_IN_PLACE, piece,
-                                       static_cast<int>(n), type, op,
-                                       c.collectives);
+        const int code = MPI_Allreduce(MPI_IN_PLACE, piece, static_cast<int>(n),
+                                       type, op, c.collectives);
         if (code != MPI_SUCCESS) return code;
         if (w.op == MIXRT_COLLECTIVE_AVG) Average(c, w.dtype, piece, n);
       }
@@ -359,9 +392,8 @@ int Execute(MixrtCommunicator& c, WorkState& w) {
       return MPI_Bcast(w.data, static_cast<int>(w.count), MPI_BYTE, w.root,
                        c.collectives);
     case WorkState::Kind::kAllGather:
-      return MPI_Allgather(w.send, static_cast<int>(w.count), MPI_BYTE,
-                           w.data, static_cast<int>(w.count), MPI_BYTE,
-                           c.collectives);
+      return MPI_Allgather(w.send, static_cast<int>(w.count), MPI_BYTE, w.data,
+                           static_cast<int>(w.count), MPI_BYTE, c.collectives);
     case WorkState::Kind::kBarrier:
       return MPI_Barrier(c.collectives);
   }
@@ -454,8 +486,7 @@ void MonitorMain(MixrtCommunicator* c) {
   // knows the machine is oversubscribed.
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
   int provided = 0;
-  int code =
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   std::string failure;
   if (code != MPI_SUCCESS) {
     failure = "MPI_Init_thread failed: " + MpiErrorString(code);
@@ -478,13 +509,21 @@ void MonitorMain(MixrtCommunicator* c) {
     using mixrt::sdk::F32ToF16Bits;
     MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, false>, 1,
                   &c->sum_bf16);
-    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, false>, 1,
-                  &c->sum_f16);
+    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, false>, 1, &c->sum_f16);
     MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, true>, 1,
                   &c->max_bf16);
-    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, true>, 1,
-                  &c->max_f16);
+    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, true>, 1, &c->max_f16);
     MPI_Op_create(&MaxF32, 1, &c->max_f32);
+    // Settings every rank must share, compared now: a mismatch found later
+    // is a collective that never completes (or MPI_ERR_TRUNCATE).
+    const int64_t mine = ChunkBytesFromEnv();
+    std::vector<int64_t> all(c->world_size, 0);
+    MPI_Allgather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T,
+                  c->control);
+    failure = ChunkBytesProblem(all, c->rank);
+    if (mine >= 0) c->chunk_bytes = static_cast<size_t>(mine);
+  }
+  if (failure.empty()) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int length = 0;
     if (MPI_Get_library_version(version, &length) == MPI_SUCCESS) {
@@ -532,16 +571,15 @@ void MonitorMain(MixrtCommunicator* c) {
     MPI_Test(&barrier, &flag, MPI_STATUS_IGNORE);
     AnswerStatusRequests(*c);
     if (!flag) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    if (!flag &&
-        std::chrono::duration<double>(Clock::now() - begin).count() >
-            c->timeout_s) {
+    if (!flag && std::chrono::duration<double>(Clock::now() - begin).count() >
+                     c->timeout_s) {
       AbortJob(*c, "not every rank left the job within " +
                        std::to_string(c->timeout_s) + " s of this one");
     }
   }
   for (MPI_Request& r : c->replies) MPI_Wait(&r, MPI_STATUS_IGNORE);
-  for (MPI_Op* op : {&c->sum_bf16, &c->sum_f16, &c->max_bf16, &c->max_f16,
-                     &c->max_f32}) {
+  for (MPI_Op* op :
+       {&c->sum_bf16, &c->sum_f16, &c->max_bf16, &c->max_f16, &c->max_f32}) {
     MPI_Op_free(op);
   }
   MPI_Comm_free(&c->collectives);
@@ -618,9 +656,9 @@ int Enqueue(MixrtCommunicator* c, std::shared_ptr<WorkState> w,
   return MIXRT_ERROR_CODE_OK;
 }
 
-int AllReduce(MixrtCommunicator* c, void* data, size_t count,
-              MixrtDtype dtype, MixrtCollectiveOp op, MixrtCollectiveWork** work,
-              char* error, size_t error_size) {
+int AllReduce(MixrtCommunicator* c, void* data, size_t count, MixrtDtype dtype,
+              MixrtCollectiveOp op, MixrtCollectiveWork** work, char* error,
+              size_t error_size) {
   if (dtype != MIXRT_DTYPE_F32 && dtype != MIXRT_DTYPE_BF16 &&
       dtype != MIXRT_DTYPE_F16) {
     return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
@@ -664,9 +702,8 @@ int Broadcast(MixrtCommunicator* c, void* data, size_t bytes, int root,
   return Enqueue(c, std::move(w), work, error, error_size);
 }
 
-int AllGather(MixrtCommunicator* c, const void* send, void* recv,
-              size_t bytes, MixrtCollectiveWork** work, char* error,
-              size_t error_size) {
+int AllGather(MixrtCommunicator* c, const void* send, void* recv, size_t bytes,
+              MixrtCollectiveWork** work, char* error, size_t error_size) {
   if (bytes > static_cast<size_t>(INT32_MAX)) {
     return Fail(error, error_size, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
                 "all_gather: at most 2^31-1 bytes per rank");

@@ -138,8 +138,14 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
     if (origin == Origin::kEnvironment &&
         (location.empty() || location[0] != '/')) {
       // Resolved from wherever the program happens to run: code from the
-      // current directory, which the user did not name.
+      // current directory, which the user did not name. Reported once.
       std::lock_guard<std::shared_mutex> lock(mu_);
+      if (std::any_of(
+              reports_.begin(), reports_.end(), [&](const PluginReport& r) {
+                return r.path == location && r.state == PluginState::kUntrusted;
+              })) {
+        continue;
+      }
       PluginReport report;
       report.path = location;
       report.state = PluginState::kUntrusted;

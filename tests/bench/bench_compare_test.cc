@@ -39,15 +39,15 @@ nlohmann::json RunDoc(std::vector<nlohmann::json> results, std::string cpu) {
 
 TEST(BenchCompare, RatiosSignificanceAndGeometricMean) {
   // gemm: twice as fast, clearly; sdpa: the same distribution.
-  const nlohmann::json a =
-      RunDoc({Result("gemm", "cpu", {10, 10.2, 9.9, 10.1, 10.05, 9.95, 10, 10.1}),
-           Result("sdpa", "cpu", {5, 5.1, 4.9, 5.05, 4.95, 5, 5.02, 4.98}),
-           Result("only_a", "cpu", {1, 1, 1})},
-          "machine A");
+  const nlohmann::json a = RunDoc(
+      {Result("gemm", "cpu", {10, 10.2, 9.9, 10.1, 10.05, 9.95, 10, 10.1}),
+       Result("sdpa", "cpu", {5, 5.1, 4.9, 5.05, 4.95, 5, 5.02, 4.98}),
+       Result("only_a", "cpu", {1, 1, 1})},
+      "machine A");
   const nlohmann::json b =
       RunDoc({Result("gemm", "cpu", {5, 5.1, 4.95, 5.05, 5.02, 4.98, 5, 5.01}),
-           Result("sdpa", "cpu", {4.98, 5.02, 5, 4.95, 5.05, 4.9, 5.1, 5})},
-          "machine B");
+              Result("sdpa", "cpu", {4.98, 5.02, 5, 4.95, 5.05, 4.9, 5.1, 5})},
+             "machine B");
   auto c = Compare({a, b}, {"a.json", "b.json"}, {});
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->rows.size(), 3u);
@@ -67,19 +67,21 @@ TEST(BenchCompare, RatiosSignificanceAndGeometricMean) {
   EXPECT_TRUE(Regressions(*c, 0.05).empty());
   auto reverse = Compare({b, a}, {"b.json", "a.json"}, {});
   ASSERT_TRUE(reverse.ok());
-  EXPECT_THAT(Regressions(*reverse, 0.05),
-              ::testing::ElementsAre(HasSubstr("gemm cpu f32 eager (run 1): 0.50x")));
+  EXPECT_THAT(
+      Regressions(*reverse, 0.05),
+      ::testing::ElementsAre(HasSubstr("gemm cpu f32 eager (run 1): 0.50x")));
   EXPECT_TRUE(Regressions(*reverse, 0.6).empty());  // Under the threshold.
   const std::string table = ComparisonMarkdown(*c);
-  EXPECT_THAT(table, HasSubstr("| gemm cpu f32 eager | 10.050 | 5.010 | 2.01x |"));
+  EXPECT_THAT(table,
+              HasSubstr("| gemm cpu f32 eager | 10.050 | 5.010 | 2.01x |"));
   EXPECT_THAT(table, HasSubstr("(n.s.)"));
 }
 
 TEST(BenchCompare, AnyBackendMatchesTheFastestPerCase) {
   const nlohmann::json a = RunDoc({Result("gemm", "cpu", {10, 10, 10})}, "A");
-  const nlohmann::json b = RunDoc({Result("gemm", "cuda", {1, 1, 1}),
-                                Result("gemm", "cpu", {9, 9, 9})},
-                               "B");
+  const nlohmann::json b = RunDoc(
+      {Result("gemm", "cuda", {1, 1, 1}), Result("gemm", "cpu", {9, 9, 9})},
+      "B");
   CompareOptions options;
   options.any_backend = true;
   auto c = Compare({a, b}, {"a", "b"}, options);
@@ -105,6 +107,46 @@ TEST(BenchCompare, RefusesWhatIsNotAResult) {
   EXPECT_THAT(std::string(newer.status().message()),
               HasSubstr("v2.json: result format version 2; this mixrt reads "
                         "version 1"));
+}
+
+// Malformed result files end in an error naming what is wrong, never an
+// abort (five of them threw JSON type errors), and results that cannot be
+// compared are refused: no samples (an empty list turned a 5x slowdown
+// into "n.s." and passed --fail_above), a median of 0 ("infx").
+TEST(BenchCompare, MalformedResultsAreErrorsNotAborts) {
+  const nlohmann::json base =
+      RunDoc({Result("g", "cpu", {1, 1.1, 0.9, 1, 1})}, "A");
+  auto error = [&](const nlohmann::json& other) {
+    auto c = Compare({base, other}, {"base.json", "bad.json"}, {});
+    EXPECT_FALSE(c.ok());
+    return c.ok() ? std::string() : std::string(c.status().message());
+  };
+  nlohmann::json r = Result("g", "cpu", {5, 5.5, 4.5, 5, 5});
+  nlohmann::json bad = r;
+  bad["case"] = 17;
+  EXPECT_THAT(error(RunDoc({bad}, "B")),
+              HasSubstr("result 0 has no string \"case\""));
+  bad = r;
+  bad["timing"] = "fast";
+  EXPECT_THAT(error(RunDoc({bad}, "B")),
+              HasSubstr("has no \"timing\" with a number"));
+  bad = r;
+  bad["timing"]["samples"] = {1, "x"};
+  EXPECT_THAT(error(RunDoc({bad}, "B")),
+              HasSubstr("a sample that is not a positive time"));
+  bad = r;
+  bad["timing"]["samples"] = nlohmann::json::array();
+  EXPECT_THAT(error(RunDoc({bad}, "B")),
+              HasSubstr("has 0 samples; a comparison needs at least 3"));
+  bad = r;
+  bad["timing"]["median_ms"] = 0;
+  EXPECT_THAT(error(RunDoc({bad}, "B")),
+              HasSubstr("has median_ms 0; expected a positive time"));
+  nlohmann::json doc = RunDoc({r}, "B");
+  doc["results"] = "none";
+  EXPECT_THAT(error(doc), HasSubstr("\"results\" is not a list of results"));
+  doc["results"] = {42};
+  EXPECT_THAT(error(doc), HasSubstr("result 0 is not an object"));
 }
 
 }  // namespace

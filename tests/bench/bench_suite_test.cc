@@ -2,6 +2,9 @@
 // reported with file:line and what was expected.
 #include "tools/bench/bench_suite.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 
@@ -35,8 +38,9 @@ TEST(BenchSuite, ParsesCasesWithDefaults) {
 }
 
 TEST(BenchSuite, EveryMistakeNamesFileAndLine) {
-  EXPECT_THAT(Error("case gemm g m=1 n=1 k=1\n"),
-              HasSubstr("t.suite:1: expected the header 'mixrt-bench-suite 1'"));
+  EXPECT_THAT(
+      Error("case gemm g m=1 n=1 k=1\n"),
+      HasSubstr("t.suite:1: expected the header 'mixrt-bench-suite 1'"));
   EXPECT_THAT(Error("mixrt-bench-suite 2\n"),
               HasSubstr("t.suite:1: suite format version 2; this mixrt reads "
                         "version 1"));
@@ -80,12 +84,50 @@ TEST(BenchSuite, IncludesNestAndCyclesAreRefused) {
   std::ofstream(dir + "/b.suite") << "mixrt-bench-suite 1\ninclude a.suite\n";
   auto cycle = LoadSuite(dir + "/a.suite");
   ASSERT_FALSE(cycle.ok());
-  EXPECT_THAT(std::string(cycle.status().message()), HasSubstr("includes itself"));
+  EXPECT_THAT(std::string(cycle.status().message()),
+              HasSubstr("includes itself"));
   auto missing = ParseSuite("mixrt-bench-suite 1\ninclude nowhere.suite\n",
                             "t.suite", dir);
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(std::string(missing.status().message()),
               HasSubstr("t.suite:2: cannot read suite file"));
+}
+
+// Hostile and careless suites: a FIFO is refused, not waited on; files
+// that include each other many times over are read once each (14 files
+// including each other 10 times each were 10^13 reads); a value larger
+// than the benchmark runs is refused (layers=100000000 crashed).
+TEST(BenchSuite, FifosIncludeStormsAndHugeValuesAreRefused) {
+  std::string dir = ::testing::TempDir();
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();
+  const std::string fifo = dir + "/fifo.suite";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = LoadSuite(fifo);
+  ASSERT_FALSE(from_fifo.ok());
+  EXPECT_THAT(std::string(from_fifo.status().message()),
+              HasSubstr("not a regular file"));
+
+  // A chain, no cycle: file i includes file i + 1 ten times.
+  for (int i = 0; i < 14; ++i) {
+    std::ofstream f(dir + "/storm" + std::to_string(i) + ".suite");
+    f << "mixrt-bench-suite 1\n";
+    for (int r = 0; i < 13 && r < 10; ++r)
+      f << "include storm" << i + 1 << ".suite\n";
+  }
+  auto storm = LoadSuite(dir + "/storm0.suite");
+  ASSERT_FALSE(storm.ok());
+  EXPECT_THAT(std::string(storm.status().message()),
+              HasSubstr("is included a second time"));
+
+  EXPECT_THAT(
+      Error("mixrt-bench-suite 1\ncase mlp_train big batch=8 width=64 "
+            "layers=100000000\n"),
+      HasSubstr(
+          "t.suite:2: layers=100000000 is larger than this benchmark runs "
+          "(layers <= 1024)"));
+  EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=99999999 n=2 k=2\n"),
+              HasSubstr("m=99999999 is larger than this benchmark runs"));
 }
 
 }  // namespace

@@ -66,4 +66,32 @@ if "$mixrt" bench --suite="$TEST_TMPDIR/bad.suite" >"$TEST_TMPDIR/bad.txt" 2>&1;
   fail "a bad suite ran"
 fi
 grep -q "bad.suite:2: gemm needs k" "$TEST_TMPDIR/bad.txt" || fail "bad suite message: $(cat "$TEST_TMPDIR/bad.txt")"
-echo "mixrt bench: quick run valid, compare and regressions, suite errors"
+# A FIFO in place of a result file is refused, not waited on.
+mkfifo "$TEST_TMPDIR/result.fifo"
+if timeout 20 "$mixrt" bench compare "$TEST_TMPDIR/result.fifo" "$out" >"$TEST_TMPDIR/fifo.txt" 2>&1; then
+  fail "a FIFO was compared"
+else
+  rc=$?
+fi
+[ "$rc" != 124 ] || fail "mixrt bench compare waited on a FIFO"
+grep -q "not a regular file" "$TEST_TMPDIR/fifo.txt" || fail "FIFO: $(cat "$TEST_TMPDIR/fifo.txt")"
+
+# A peer that never returns is killed after its limit, and leaves nothing
+# in TMPDIR (a Python that claims to have torch and then hangs).
+fake="$TEST_TMPDIR/fake_python"
+printf '#!/bin/sh
+[ "$1" = -c ] && exit 0
+exec sleep 600
+' >"$fake"
+chmod +x "$fake"
+mkdir -p "$TEST_TMPDIR/tmp"
+start=$SECONDS
+PYTHON="$fake" TMPDIR="$TEST_TMPDIR/tmp" MIXRT_BENCH_PEER_TIMEOUT_S=2 timeout 120 \
+  "$mixrt" bench --quick --cases=gemm_256 --backend=cpu --dtype=f32 --peers=pytorch \
+  --min_time=0.01 --min_samples=2 >"$TEST_TMPDIR/peer.txt" 2>&1 ||
+  fail "the run with a hanging peer failed: $(tail -5 "$TEST_TMPDIR/peer.txt")"
+[ $((SECONDS - start)) -lt 100 ] || fail "the hanging peer held the run"
+grep -q "peer pytorch: .* did not finish within 2 s; killed" "$TEST_TMPDIR/peer.txt" ||
+  fail "no timeout named: $(cat "$TEST_TMPDIR/peer.txt")"
+[ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
+echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging peers"

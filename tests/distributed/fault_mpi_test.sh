@@ -62,4 +62,26 @@ out=$(MIXRT_COMM_PLUGIN=/nonexistent/libmixrtcomm_mpi.so timeout 60 \
 rc=$?
 expect "missing plugin" "cannot load /nonexistent/libmixrtcomm_mpi.so"
 
+# Settings every rank must share are compared at start: a value that is
+# not a byte count, or that differs between ranks, ends the job at once
+# with the reason (was read as 4 MiB or as a wrapped huge number, and
+# differing ranks ran mismatched calls).
+for bad in abc -1 1e9 99999999999; do
+  out=$(MIXRT_MPI_ALLREDUCE_CHUNK_BYTES=$bad timeout 60 "$runner" 2 "$worker" none 2>&1)
+  rc=$?
+  seconds=0
+  expect "chunk bytes $bad" "MIXRT_MPI_ALLREDUCE_CHUNK_BYTES is not a byte count from 0 to 1073741824"
+done
+rank1_differs="$TEST_TMPDIR/rank1_differs.sh"
+cat >"$rank1_differs" <<SH
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then export MIXRT_MPI_ALLREDUCE_CHUNK_BYTES=12; fi
+exec "$PWD/$worker" "\$@"
+SH
+chmod +x "$rank1_differs"
+out=$(timeout 60 "$runner" 2 "$rank1_differs" none 2>&1)
+rc=$?
+seconds=0
+expect "chunk bytes differ" "MIXRT_MPI_ALLREDUCE_CHUNK_BYTES differ: rank 1 has 12, rank 0 4194304"
+
 exit $fail

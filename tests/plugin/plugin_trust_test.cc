@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -34,7 +34,9 @@ std::string Dir(const std::string& path, mode_t mode) {
   return path;
 }
 
-std::string Root() { return Dir(std::string(getenv("TEST_TMPDIR")) + "/trust", 0755); }
+std::string Root() {
+  return Dir(std::string(getenv("TEST_TMPDIR")) + "/trust", 0755);
+}
 
 std::string CopyPlugin(const std::string& dir, size_t keep_bytes = 0) {
   const std::string to = dir + "/libmixrt_fixture_ok.so";
@@ -74,8 +76,9 @@ TEST(PluginTrust, GroupWritableAndStickyDirectoriesAreNot) {
   CopyPlugin(group);
   PluginReport r = Searched(group);
   EXPECT_EQ(r.state, PluginState::kUntrusted);
-  EXPECT_THAT(r.reason, HasSubstr("directory " + group +
-                                  " is writable by its group or by every user"));
+  EXPECT_THAT(r.reason,
+              HasSubstr("directory " + group +
+                        " is writable by its group or by every user"));
   // Sticky, like /tmp: anyone may still create files in it.
   const std::string sticky = Dir(Root() + "/sticky", 01777);
   CopyPlugin(sticky);
@@ -161,7 +164,8 @@ TEST(PluginTrust, TruncatedSharedObjectsAreRefusedBeforeDlopen) {
 
 TEST(PluginTrust, NamedPathsThatDoNotExistAreReported) {
   Registry registry;
-  registry.LoadAll({"/nonexistent/libmixrt_nothing.so", testing::ReferencePluginPath()});
+  registry.LoadAll(
+      {"/nonexistent/libmixrt_nothing.so", testing::ReferencePluginPath()});
   bool reported = false;
   for (const PluginReport& r : registry.Reports()) {
     if (r.path == "/nonexistent/libmixrt_nothing.so") {
@@ -190,9 +194,12 @@ TEST(PluginTrust, PluginPathEntriesThatDoNotExistAreReportedOnce) {
                                       "MIXRT_PLUGIN_PATH)"));
     }
     if (r.path == "bazel-bin/nowhere") {
+      // Not even searched: it would load code from the current directory.
       ++relative;
-      EXPECT_THAT(r.reason, HasSubstr("a relative path, resolved from the "
-                                      "current directory"));
+      EXPECT_EQ(r.state, PluginState::kUntrusted);
+      EXPECT_THAT(r.reason,
+                  HasSubstr("a relative path in MIXRT_PLUGIN_PATH would load "
+                            "code from the current directory"));
     }
   }
   EXPECT_EQ(absolute, 1);
@@ -206,7 +213,8 @@ TEST(PluginTrust, PluginPathEntriesThatDoNotExistAreReportedOnce) {
 
 TEST(PluginTrust, ABackendThatFailedIsNeverPassedOverSilently) {
   Registry registry;
-  registry.LoadAll({testing::FixturePath("init_fails"), testing::ReferencePluginPath()});
+  registry.LoadAll(
+      {testing::FixturePath("init_fails"), testing::ReferencePluginPath()});
   ::testing::internal::CaptureStderr();
   absl::StatusOr<Device> device = registry.SelectDevice();
   registry.SelectDevice().IgnoreError();  // Warned once, not per call.

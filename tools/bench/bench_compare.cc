@@ -16,28 +16,80 @@ struct Entry {
   std::vector<double> samples;
 };
 
-absl::StatusOr<std::map<std::string, Entry>> Entries(
-    const nlohmann::json& run, const std::string& name, bool any_backend) {
+// Fewer samples than this cannot make a Mann-Whitney U test significant
+// at any usual alpha: a comparison needs them.
+constexpr size_t kMinComparedSamples = 3;
+
+absl::StatusOr<std::map<std::string, Entry>> Entries(const nlohmann::json& run,
+                                                     const std::string& name,
+                                                     bool any_backend) {
   if (!run.is_object() || run.value("format", "") != kResultFormatName) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": not a mixrt bench result (no format "
-                           "\"mixrt-bench-result\")"));
+        absl::StrCat(name,
+                     ": not a mixrt bench result (no format "
+                     "\"mixrt-bench-result\")"));
   }
   if (run.value("version", 0) != kResultFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": result format version ", run.value("version", 0),
-        "; this mixrt reads version ", kResultFormatVersion));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": result format version ", run.value("version", 0),
+                     "; this mixrt reads version ", kResultFormatVersion));
   }
   std::map<std::string, Entry> entries;
-  for (const nlohmann::json& r : run["results"]) {
-    if (r.value("status", "") != "ok") continue;
+  if (!run.contains("results") || !run["results"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": \"results\" is not a list of results"));
+  }
+  for (size_t i = 0; i < run["results"].size(); ++i) {
+    const nlohmann::json& r = run["results"][i];
+    if (!r.is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": result ", i, " is not an object"));
+    }
+    if (r.value("status", nlohmann::json()) != "ok") continue;
+    // Every field a comparison reads, of the type it reads it as: a
+    // malformed file is an error naming the field, never an abort.
+    for (const char* field : {"case", "backend", "precision", "mode"}) {
+      if (!r.contains(field) || !r[field].is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": result ", i, " has no string \"", field, "\""));
+      }
+    }
     const std::string key = absl::StrCat(
         r["case"].get<std::string>(), " ",
         any_backend ? std::string("*") : r["backend"].get<std::string>(), " ",
         r["precision"].get<std::string>(), " ", r["mode"].get<std::string>());
+    const nlohmann::json& t = r.value("timing", nlohmann::json());
+    if (!t.is_object() || !t.contains("median_ms") ||
+        !t["median_ms"].is_number() || !t.contains("samples") ||
+        !t["samples"].is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": result ", i, " (", key,
+                       ") has no \"timing\" with a number \"median_ms\" and a "
+                       "list \"samples\""));
+    }
     Entry e;
-    e.median = r["timing"]["median_ms"].get<double>();
-    e.samples = r["timing"]["samples"].get<std::vector<double>>();
+    e.median = t["median_ms"].get<double>();
+    for (const nlohmann::json& x : t["samples"]) {
+      if (!x.is_number() || !(x.get<double>() > 0) ||
+          !std::isfinite(x.get<double>())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, ": result ", i, " (", key,
+                         ") has a sample that is not a positive time"));
+      }
+      e.samples.push_back(x.get<double>());
+    }
+    // A median of 0 would print "infx"; a result without the samples it
+    // summarizes cannot be tested (an empty list made a 5x slowdown "n.s.").
+    if (!(e.median > 0) || !std::isfinite(e.median)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": result ", i, " (", key, ") has median_ms ",
+                       e.median, "; expected a positive time"));
+    }
+    if (e.samples.size() < kMinComparedSamples) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": result ", i, " (", key, ") has ", e.samples.size(),
+          " samples; a comparison needs at least ", kMinComparedSamples));
+    }
     auto it = entries.find(key);
     if (it == entries.end() || e.median < it->second.median) {
       entries[key] = std::move(e);
@@ -129,20 +181,22 @@ std::string ComparisonMarkdown(const Comparison& c) {
       const std::string p = cell.p_value > 0
                                 ? absl::StrFormat("%.3g", cell.p_value)
                                 : std::string("<1e-300");
-      absl::StrAppend(&out, absl::StrFormat(" %.3f | %.2fx%s | %s |",
-                                            cell.median_ms, cell.speedup,
-                                            cell.significant ? "" : " (n.s.)",
-                                            p));
+      absl::StrAppend(
+          &out,
+          absl::StrFormat(" %.3f | %.2fx%s | %s |", cell.median_ms,
+                          cell.speedup, cell.significant ? "" : " (n.s.)", p));
     }
     out += "\n";
   }
   absl::StrAppend(&out, "| geometric mean | |");
   for (size_t i = 1; i < c.geomean_speedup.size(); ++i) {
-    absl::StrAppend(&out, absl::StrFormat(" | %.2fx | |", c.geomean_speedup[i]));
+    absl::StrAppend(&out,
+                    absl::StrFormat(" | %.2fx | |", c.geomean_speedup[i]));
   }
-  absl::StrAppend(&out, "\n\nspeedup = baseline median / run median (> 1: "
-                        "faster than the baseline); p: two-sided "
-                        "Mann-Whitney U on the raw samples; n.s.: p >= ",
+  absl::StrAppend(&out,
+                  "\n\nspeedup = baseline median / run median (> 1: "
+                  "faster than the baseline); p: two-sided "
+                  "Mann-Whitney U on the raw samples; n.s.: p >= ",
                   c.alpha, "\n");
   return out;
 }
@@ -152,8 +206,7 @@ std::vector<std::string> Regressions(const Comparison& c, double threshold) {
   for (const CompareRow& row : c.rows) {
     for (size_t i = 1; i < row.cells.size(); ++i) {
       const CompareCell& cell = row.cells[i];
-      if (cell.present && cell.significant &&
-          cell.speedup < 1.0 - threshold) {
+      if (cell.present && cell.significant && cell.speedup < 1.0 - threshold) {
         out.push_back(absl::StrFormat("%s (run %d): %.2fx (p=%.3g)", row.key,
                                       static_cast<int>(i), cell.speedup,
                                       cell.p_value));

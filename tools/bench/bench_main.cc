@@ -27,10 +27,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "mixrt/status_macros.h"
 #include "common/atomic_write.h"
+#include "common/regular_file_read.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/registry.h"
+#include "mixrt/status_macros.h"
 #include "tools/bench/bench_compare.h"
 #include "tools/bench/bench_machine.h"
 #include "tools/bench/bench_peers.h"
@@ -82,9 +83,11 @@ constexpr char kUsage[] =
     "mixrt bench compare BASELINE.json OTHER.json [...] [--fail_above=0.05]";
 
 absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  // A regular file only (a FIFO is refused, not waited on), of bounded size.
+  absl::StatusOr<std::string> text = files::ReadRegularFile(path, 256 << 20);
+  if (!text.ok()) return text.status();
+  nlohmann::json j =
+      nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
   }
@@ -127,11 +130,11 @@ absl::StatusOr<std::vector<SuiteCase>> Cases() {
   const std::vector<std::string> paths = absl::GetFlag(FLAGS_suite);
   if (paths.empty()) {
     const bool quick = absl::GetFlag(FLAGS_quick);
-    MIXRT_ASSIGN_OR_RETURN(
-        cases, ParseSuite(quick ? kQuickSuite : kDefaultSuite,
-                          quick ? "quick.suite (built in)"
-                                : "default.suite (built in)",
-                          "."));
+    MIXRT_ASSIGN_OR_RETURN(cases,
+                           ParseSuite(quick ? kQuickSuite : kDefaultSuite,
+                                      quick ? "quick.suite (built in)"
+                                            : "default.suite (built in)",
+                                      "."));
   }
   for (const std::string& path : paths) {
     MIXRT_ASSIGN_OR_RETURN(std::vector<SuiteCase> more, LoadSuite(path));
@@ -244,8 +247,8 @@ int RunBench(const char* argv0) {
       return 2;
     }
   }
-  std::vector<CaseResult> results = RunSuite(
-      *cases, *devices, Device(*reference, 0), options, Progress);
+  std::vector<CaseResult> results =
+      RunSuite(*cases, *devices, Device(*reference, 0), options, Progress);
   nlohmann::json peers = nlohmann::json::array();
   for (const std::string& peer : absl::GetFlag(FLAGS_peers)) {
     absl::StatusOr<nlohmann::json> ran = RunPeer(peer, *cases, options);
@@ -265,10 +268,12 @@ int RunBench(const char* argv0) {
     json_path = plot_dir + "/results.json";
   }
   if (!json_path.empty()) {
-    absl::Status s = Write(json_path, run.dump(1, ' ', false,
-                                               nlohmann::json::error_handler_t::replace));
+    absl::Status s = Write(
+        json_path,
+        run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!s.ok()) {
-      std::fprintf(stderr, "mixrt bench: %s\n", std::string(s.message()).c_str());
+      std::fprintf(stderr, "mixrt bench: %s\n",
+                   std::string(s.message()).c_str());
       return 1;
     }
     std::fprintf(stderr, "mixrt bench: results in %s\n", json_path.c_str());
@@ -276,7 +281,8 @@ int RunBench(const char* argv0) {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     absl::Status s = Write(absl::GetFlag(FLAGS_csv), CsvTable(run));
     if (!s.ok()) {
-      std::fprintf(stderr, "mixrt bench: %s\n", std::string(s.message()).c_str());
+      std::fprintf(stderr, "mixrt bench: %s\n",
+                   std::string(s.message()).c_str());
       return 1;
     }
   }

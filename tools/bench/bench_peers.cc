@@ -5,13 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/atomic_write.h"
+#include "common/regular_file_read.h"
+#include "common/run_program.h"
 #include "core/plugin/plugin_search_path.h"
 #include "mixrt/status_macros.h"
 #include "tools/cpp/runfiles/runfiles.h"
@@ -38,34 +43,29 @@ std::string Script(const std::string& name) {
   return IsFile(beside) ? beside : "";
 }
 
-// Runs `argv`; its stderr goes to ours unless `quiet`.
+// Runs `argv` under a time limit (common/run_program.h: no shell, killed
+// with what it started); its output goes to ours unless `quiet`.
 absl::Status RunProgram(const std::vector<std::string>& argv,
-                        bool quiet = false) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
-  if (pid == 0) {
-    if (quiet) {
-      const int null = open("/dev/null", O_WRONLY);
-      if (null >= 0) dup2(null, STDERR_FILENO);
-    }
-    execvp(args[0], args.data());
-    _exit(127);
+                        double timeout_seconds, bool quiet = false) {
+  const files::ProgramResult r = files::RunProgram(
+      argv, timeout_seconds, quiet ? files::kDiscardOutput : "");
+  const std::string what =
+      absl::StrCat(argv[0], " ", argv.size() > 1 ? argv[1] : "");
+  if (r.timed_out) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        what, " did not finish within ", timeout_seconds, " s; killed"));
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (r.exit_code != 0) {
     return absl::InternalError(absl::StrCat(
-        argv[0], " ", argv.size() > 1 ? argv[1] : "", " failed (status ",
-        WIFEXITED(status) ? WEXITSTATUS(status) : -1, ")"));
+        what, r.started ? absl::StrCat(" failed (status ", r.exit_code, ")")
+                        : " did not start"));
   }
   return absl::OkStatus();
 }
 
 bool Imports(const std::string& python, const std::string& module) {
-  return RunProgram({python, "-c", "import " + module}, /*quiet=*/true).ok();
+  return RunProgram({python, "-c", "import " + module}, 60, /*quiet=*/true)
+      .ok();
 }
 
 std::string PythonWith(const std::string& module) {
@@ -94,7 +94,9 @@ int Threads() {
 
 }  // namespace
 
-void SetScriptLocator(const char* argv0) { g_argv0 = argv0 != nullptr ? argv0 : ""; }
+void SetScriptLocator(const char* argv0) {
+  g_argv0 = argv0 != nullptr ? argv0 : "";
+}
 
 absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
                                        const std::vector<SuiteCase>& cases,
@@ -128,19 +130,40 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
                     {"max_noise", options.timing.max_noise},
                     {"timeout_s", options.timing.timeout_s},
                     {"min_sample_ms", options.timing.min_sample_ms}};
-  char dir_template[] = "/tmp/mixrt_bench_peer.XXXXXX";
-  const char* dir = mkdtemp(dir_template);
-  if (dir == nullptr) return absl::InternalError("mkdtemp failed");
-  const std::string in = std::string(dir) + "/cases.json";
-  const std::string out = std::string(dir) + "/results.json";
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp",
+                                 "/mixrt_bench_peer.XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr)
+    return absl::InternalError("mkdtemp failed");
+  const std::string in = dir + "/cases.json";
+  const std::string out = dir + "/results.json";
+  // Gone on every way out, a peer that failed or was killed included.
+  struct RemoveOnExit {
+    const std::string &dir, &in, &out;
+    ~RemoveOnExit() {
+      std::remove(in.c_str());
+      std::remove(out.c_str());
+      rmdir(dir.c_str());
+    }
+  } remove_on_exit{dir, in, out};
   MIXRT_RETURN_IF_ERROR(files::WriteFileAtomically(in, spec.dump()));
-  MIXRT_RETURN_IF_ERROR(RunProgram({python, script, in, out}));
-  std::ifstream results(out);
-  nlohmann::json j =
-      nlohmann::json::parse(results, nullptr, /*allow_exceptions=*/false);
-  std::remove(in.c_str());
-  std::remove(out.c_str());
-  rmdir(dir);
+  // Each case, precision and mode may take its timeout, and Python and
+  // torch a minute to start: a peer that never returns is killed then.
+  // MIXRT_BENCH_PEER_TIMEOUT_S sets the whole limit instead.
+  double limit = 60 + options.timing.timeout_s *
+                          static_cast<double>(cases.size()) *
+                          std::max<size_t>(1, options.precisions.size()) *
+                          std::max<size_t>(1, options.modes.size());
+  if (const char* v = std::getenv("MIXRT_BENCH_PEER_TIMEOUT_S")) {
+    double seconds = 0;
+    if (absl::SimpleAtod(v, &seconds) && seconds > 0) limit = seconds;
+  }
+  MIXRT_RETURN_IF_ERROR(RunProgram({python, script, in, out}, limit));
+  absl::StatusOr<std::string> text = files::ReadRegularFile(out, 64 << 20);
+  nlohmann::json j = text.ok()
+                         ? nlohmann::json::parse(*text, nullptr,
+                                                 /*allow_exceptions=*/false)
+                         : nlohmann::json();
   if (j.is_discarded() || !j.is_array()) {
     return absl::InternalError("the PyTorch peer wrote no results");
   }
@@ -157,7 +180,7 @@ absl::Status Plot(const std::string& results_json, const std::string& dir) {
     return absl::NotFoundError(
         "no Python with matplotlib (Debian: python3-matplotlib)");
   }
-  return RunProgram({python, script, results_json, dir});
+  return RunProgram({python, script, results_json, dir}, 300);
 }
 
 }  // namespace mixrt::bench
