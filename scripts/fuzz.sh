@@ -35,8 +35,10 @@ export MIXRT_CACHE_DIR
 trap 'rm -rf "$MIXRT_CACHE_DIR"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 mkdir -p fuzz/crashes
-status=0
-for t in "${targets[@]}"; do
+# One target: runs it on a copy of its corpus and prints one summary line
+# (the log's tail first if it crashed); its exit status is the verdict.
+fuzz_one() {
+  local t=$1 work log leaks result=ok code=0
   work=$(mktemp -d)
   cp fuzz/corpus/"$t"/* "$work"/
   log=$(mktemp)
@@ -46,21 +48,43 @@ for t in "${targets[@]}"; do
   # crashed among its threads. Memory errors are still checked.
   leaks=1
   [ "$t" = compile_diff ] && leaks=0
-  if ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=$leaks" "$bin/fuzz/${t}_fuzzer" \
+  if ! ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=$leaks" "$bin/fuzz/${t}_fuzzer" \
        -detect_leaks="$leaks" -max_total_time="$seconds" -rss_limit_mb=4096 \
        -artifact_prefix=fuzz/crashes/"$t"- -print_final_stats=1 \
        "$work" > "$log" 2>&1; then
-    result=ok
-  else
     result=CRASH
-    status=1
+    code=1
     tail -60 "$log"
   fi
+  local execs cov ft corpus
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
   ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || echo 0)
   corpus=$(ls "$work" | wc -l)
   echo "fuzz $t: $result, ${seconds}s, $execs executions, coverage $cov edges ($ft features), corpus $corpus"
   rm -rf "$work" "$log"
+  return "$code"
+}
+# As many targets at once as there are cores (each fuzzer is one thread):
+# on CI's two cores the six targets take three rounds of $seconds. Each
+# target's output is printed whole when it ends.
+jobs=${MIXRT_FUZZ_JOBS:-$(nproc)}
+status=0
+outputs=$(mktemp -d)
+trap 'rm -rf "$MIXRT_CACHE_DIR" "$outputs"' EXIT
+pids=()
+names=()
+finish_oldest() {
+  if ! wait "${pids[0]}"; then status=1; fi
+  cat "$outputs/${names[0]}"
+  pids=("${pids[@]:1}")
+  names=("${names[@]:1}")
+}
+for t in "${targets[@]}"; do
+  [ "${#pids[@]}" -lt "$jobs" ] || finish_oldest
+  fuzz_one "$t" > "$outputs/$t" 2>&1 &
+  pids+=($!)
+  names+=("$t")
 done
+while [ "${#pids[@]}" -gt 0 ]; do finish_oldest; done
 exit "$status"
