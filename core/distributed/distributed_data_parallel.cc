@@ -1,5 +1,6 @@
 #include "core/distributed/distributed_data_parallel.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -201,8 +202,55 @@ absl::StatusOr<Tensor> DistributedDataParallel::forward(const Tensor& x) {
   // out of step, so the error it returned is the one to act on. Here the
   // state is only made safe to reuse.
   AbandonBackward();
+  MIXRT_RETURN_IF_ERROR(CheckSameFirstInput(x));
   MIXRT_RETURN_IF_ERROR(SyncBuffers());
   return module_->forward(x);
+}
+
+absl::Status DistributedDataParallel::CheckSameFirstInput(const Tensor& x) {
+  if (input_checked_ || group_->world_size() == 1) return absl::OkStatus();
+  // A fixed-length signature (one exchange): dtype, rank, element count
+  // and the first kMaxDims sizes.
+  constexpr int kMaxDims = 8;
+  constexpr int64_t kLength = 3 + kMaxDims;
+  std::vector<int64_t> mine = {static_cast<int64_t>(x.dtype()), x.ndim(),
+                               x.numel()};
+  for (int d = 0; d < kMaxDims; ++d)
+    mine.push_back(d < x.ndim() ? x.shape()[d] : -1);
+  Device device = x.device();
+  if (!params_.empty()) device = params_[0].second.device();
+  const int world = group_->world_size();
+  MIXRT_ASSIGN_OR_RETURN(Tensor local,
+                         from_ints(mine, {kLength}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor all,
+                         zeros({world * kLength}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Work work, group_->AllGather(local, all));
+  MIXRT_RETURN_IF_ERROR(work.Wait());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs, all.to_int_vector());
+  const auto describe = [&](int r) {
+    const int64_t* sig = sigs.data() + r * kLength;
+    std::vector<int64_t> dims(
+        sig + 3, sig + 3 + std::clamp<int64_t>(sig[1], 0, kMaxDims));
+    return absl::StrCat("[", absl::StrJoin(dims, ", "),
+                        sig[1] > kMaxDims ? ", ..." : "", "] ",
+                        DTypeName(static_cast<DType>(sig[0])));
+  };
+  // Every rank compares every rank against rank 0, so all fail alike.
+  for (int r = 1; r < world; ++r) {
+    if (std::equal(sigs.begin(), sigs.begin() + kLength,
+                   sigs.begin() + r * kLength))
+      continue;
+    return absl::FailedPreconditionError(
+        absl::StrCat("DistributedDataParallel: rank ", r,
+                     "'s first input differs from rank 0's: ", describe(r),
+                     " on rank ", r, " but ", describe(0),
+                     " on rank 0 (every rank must pass batches of the same "
+                     "shape: with different "
+                     "batch sizes the ranks run different numbers of steps and "
+                     "their collectives cross)"));
+  }
+  input_checked_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status DistributedDataParallel::SyncBuffers() {

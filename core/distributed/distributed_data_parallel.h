@@ -77,6 +77,16 @@ class DistributedDataParallel : public nn::Module {
   // module as a graph).
   absl::Status SyncBuffers();
 
+  // The first call (forward() makes it) compares this rank's input with
+  // every other rank's: a different shape or dtype is an error on every
+  // rank naming the rank and both. Ranks with different batch sizes run
+  // different numbers of steps, and their collectives then cross
+  // (MPI_ERR_TRUNCATE after an epoch of mismatched steps). PyTorch allows
+  // uneven inputs (with join()); mixrt refuses them at the start. Later
+  // calls return at once: a check on every call would be a collective per
+  // step. A Trainer running the module compiled calls it itself.
+  absl::Status CheckSameFirstInput(const Tensor& x);
+
   nn::Module& module() { return *module_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
   ProcessGroup& group() { return *group_; }
@@ -140,6 +150,7 @@ class DistributedDataParallel : public nn::Module {
   std::vector<bool> has_grad_;
   bool sync_ = true;
   bool in_backward_ = false;
+  bool input_checked_ = false;
   size_t next_launch_ = 0;
   CommunicationStats stats_;
 };

@@ -68,14 +68,18 @@ absl::Status Trainer::EnsureDistributed() {
 absl::StatusOr<Tensor> Trainer::Forward(const Tensor& input) {
   MIXRT_RETURN_IF_ERROR(EnsureDistributed());
   if (options_.compile.has_value() && !compiled_.has_value()) {
-    MIXRT_ASSIGN_OR_RETURN(compiled_, mixrt::compile(model_, *options_.compile));
+    MIXRT_ASSIGN_OR_RETURN(compiled_,
+                           mixrt::compile(model_, *options_.compile));
   }
   // Compiled, the model's forward runs as a graph and DDP only reduces its
   // gradients (its hooks sit on the parameters), so rank 0's buffers are
   // broadcast here, as DDP's forward does (the graph reads the buffers in
   // place; the broadcast counts as a write for its kept launches).
   if (compiled_.has_value()) {
-    if (ddp_ != nullptr) MIXRT_RETURN_IF_ERROR(ddp_->SyncBuffers());
+    if (ddp_ != nullptr) {
+      MIXRT_RETURN_IF_ERROR(ddp_->CheckSameFirstInput(input));
+      MIXRT_RETURN_IF_ERROR(ddp_->SyncBuffers());
+    }
     return (*compiled_)(input);
   }
   return ddp_ != nullptr ? ddp_->forward(input) : model_->forward(input);
@@ -217,8 +221,8 @@ absl::Status Trainer::save_checkpoint(const std::string& path) {
     const absl::Status claimed = options_.process_group->rank() == 0
                                      ? ClaimLocally(path)
                                      : absl::OkStatus();
-    return distributed::SaveDistributedCheckpoint(*options_.process_group,
-                                                  path, state, claimed);
+    return distributed::SaveDistributedCheckpoint(*options_.process_group, path,
+                                                  state, claimed);
   }
   MIXRT_RETURN_IF_ERROR(ClaimLocally(path));
   return SaveTrainingCheckpoint(path, state);

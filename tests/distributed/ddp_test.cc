@@ -171,6 +171,52 @@ TEST(DdpTest, DifferentModelsAreRefusedNamingTheFirstDifference) {
       << ddp.status();
 }
 
+// Rank 1 passes batches of 12 rows, rank 0 of 8: every rank's first
+// forward fails naming rank 1 and both shapes (before: an epoch of
+// mismatched steps, then MPI_ERR_TRUNCATE where the step counts diverged),
+// and so does the Trainer's compiled path. Equal batches pass.
+TEST(DdpTest, RanksWithDifferentBatchSizesAreRefusedAtTheFirstForward) {
+  const bool rank1 = Group()->rank() == 1;
+  const int64_t rows = rank1 ? 12 : 8;
+  const Tensor x = *randn({rows, 16}, DType::kF32, CpuDevice(), 0, 1, nullptr);
+  const std::string expected =
+      "rank 1's first input differs from rank 0's: [12, 16] f32 on rank 1 but "
+      "[8, 16] f32 on "
+      "rank 0";
+  {
+    auto ddp = *DistributedDataParallel::Create(Model(1), Group());
+    auto out = ddp->forward(x);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(out.status().message().find(expected), std::string::npos)
+        << out.status();
+    // Still unchecked: the next call compares again, on every rank alike.
+    EXPECT_FALSE(ddp->forward(x).ok());
+    const Tensor same =
+        *randn({8, 16}, DType::kF32, CpuDevice(), 0, 1, nullptr);
+    EXPECT_TRUE(ddp->forward(same).ok());
+    // Checked once: a later batch of another size (an epoch's last) runs.
+    EXPECT_TRUE(ddp->forward(x).ok());
+  }
+  for (const bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    auto model = Model(1);
+    TrainerOptions options;
+    options.use_amp = false;
+    options.process_group = Group();
+    if (compiled) options.compile = CompileOptions{};
+    auto criterion = [](const Tensor& out, const Tensor& y) {
+      return mse_loss(out, y);
+    };
+    Trainer trainer(model, Sgd(*model), criterion, CpuDevice(), options);
+    const Tensor y = *randn({rows, 4}, DType::kF32, CpuDevice(), 0, 1, nullptr);
+    auto loss = trainer.train_step(x, y);
+    ASSERT_FALSE(loss.ok());
+    EXPECT_NE(loss.status().message().find(expected), std::string::npos)
+        << loss.status();
+  }
+}
+
 TEST(DdpTest, AnInfOnOneRankSkipsTheSameStepOnEveryRank) {
   auto replica = Model(1);
   auto ddp = *DistributedDataParallel::Create(replica, Group());
