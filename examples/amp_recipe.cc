@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
@@ -211,6 +212,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("amp_recipe");
   absl::ParseCommandLine(argc, argv);
   absl::Status status = Run(argv[0]);
   if (!status.ok()) {

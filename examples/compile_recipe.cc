@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
@@ -44,11 +45,13 @@ double Ms(std::chrono::steady_clock::time_point since) {
 }
 
 // One training run; mode "" is eager.
-absl::StatusOr<Result> Train(const mixrt::Device& device, const std::string& mode,
-                             const Tensor& data, const Tensor& target) {
+absl::StatusOr<Result> Train(const mixrt::Device& device,
+                             const std::string& mode, const Tensor& data,
+                             const Tensor& target) {
   const int64_t w = absl::GetFlag(FLAGS_width);
   mixrt::Generator init(0);  // Same weights for every variant.
-  MIXRT_ASSIGN_OR_RETURN(auto model, mixrt::nn::MLP({w, w, w, w}, device, &init));
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         mixrt::nn::MLP({w, w, w, w}, device, &init));
   mixrt::SGD optimizer(model->parameters(), {.lr = 0.01});
   mixrt::GradScaler scaler(device);
   std::optional<mixrt::CompiledModule<mixrt::nn::Sequential>> compiled;
@@ -60,8 +63,8 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, const std::string& mod
     Tensor loss;
     {
       mixrt::AutocastGuard autocast(device.type(), mixrt::DType::kBF16);
-      MIXRT_ASSIGN_OR_RETURN(Tensor output, compiled ? (*compiled)(data)
-                                                     : model->forward(data));
+      MIXRT_ASSIGN_OR_RETURN(
+          Tensor output, compiled ? (*compiled)(data) : model->forward(data));
       MIXRT_ASSIGN_OR_RETURN(loss, mixrt::cross_entropy(output, target));
     }
     MIXRT_ASSIGN_OR_RETURN(Tensor scaled, scaler.scale(loss));
@@ -70,7 +73,8 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, const std::string& mod
     MIXRT_RETURN_IF_ERROR(scaler.update());
     return loss.item();
   };
-  mixrt::CachingAllocator& allocator = device.backend()->allocator(device.index());
+  mixrt::CachingAllocator& allocator =
+      device.backend()->allocator(device.index());
   Result r;
   auto start = std::chrono::steady_clock::now();
   MIXRT_ASSIGN_OR_RETURN(r.loss, step());
@@ -95,7 +99,8 @@ absl::StatusOr<Result> Serve(const mixrt::Device& device, bool compile,
                              const Tensor& data) {
   const int64_t w = absl::GetFlag(FLAGS_width);
   mixrt::Generator init(0);
-  MIXRT_ASSIGN_OR_RETURN(auto model, mixrt::nn::MLP({w, w, w, w}, device, &init));
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         mixrt::nn::MLP({w, w, w, w}, device, &init));
   std::optional<mixrt::CompiledModule<mixrt::nn::Sequential>> compiled;
   if (compile) {
     MIXRT_ASSIGN_OR_RETURN(compiled,
@@ -110,8 +115,10 @@ absl::StatusOr<Result> Serve(const mixrt::Device& device, bool compile,
   auto start = std::chrono::steady_clock::now();
   MIXRT_RETURN_IF_ERROR(infer().status());
   r.first_ms = Ms(start);
-  for (int i = 0; i < 3; ++i) MIXRT_RETURN_IF_ERROR(infer().status());  // Warm-up.
-  mixrt::CachingAllocator& allocator = device.backend()->allocator(device.index());
+  for (int i = 0; i < 3; ++i)
+    MIXRT_RETURN_IF_ERROR(infer().status());  // Warm-up.
+  mixrt::CachingAllocator& allocator =
+      device.backend()->allocator(device.index());
   allocator.ResetPeak();
   start = std::chrono::steady_clock::now();
   const int steps = absl::GetFlag(FLAGS_steps);
@@ -124,9 +131,11 @@ absl::StatusOr<Result> Serve(const mixrt::Device& device, bool compile,
 // A serving process: what a restart costs before its first answer.
 absl::Status ServeProcess(const mixrt::Device& device,
                           std::chrono::steady_clock::time_point process_start) {
-  const int64_t w = absl::GetFlag(FLAGS_width), batch = absl::GetFlag(FLAGS_batch);
+  const int64_t w = absl::GetFlag(FLAGS_width),
+                batch = absl::GetFlag(FLAGS_batch);
   mixrt::Generator init(0);
-  MIXRT_ASSIGN_OR_RETURN(auto model, mixrt::nn::MLP({w, w, w, w}, device, &init));
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         mixrt::nn::MLP({w, w, w, w}, device, &init));
   model->eval();
   MIXRT_ASSIGN_OR_RETURN(auto compiled,
                          mixrt::compile(model, {.mode = "reduce-overhead"}));
@@ -142,56 +151,69 @@ absl::Status ServeProcess(const mixrt::Device& device,
     if (first_ms == 0) first_ms = Ms(process_start);
   }
   const mixrt::CompiledFunction& f = compiled.compiled();
-  std::printf("serving process: first result %.1f ms after process start; "
-              "%d traces for batches %lld, %lld, %lld, %lld%s\n",
-              first_ms, f.compiles(), static_cast<long long>(batch),
-              static_cast<long long>(batch / 2), static_cast<long long>(batch / 4),
-              static_cast<long long>(batch / 3),
-              f.Explain().find("loaded from the compile cache") != std::string::npos
-                  ? " (dynamic batch loaded from the compile cache)"
-                  : "");
+  std::printf(
+      "serving process: first result %.1f ms after process start; "
+      "%d traces for batches %lld, %lld, %lld, %lld%s\n",
+      first_ms, f.compiles(), static_cast<long long>(batch),
+      static_cast<long long>(batch / 2), static_cast<long long>(batch / 4),
+      static_cast<long long>(batch / 3),
+      f.Explain().find("loaded from the compile cache") != std::string::npos
+          ? " (dynamic batch loaded from the compile cache)"
+          : "");
   return absl::OkStatus();
 }
 
 absl::Status Main(const char* argv0,
                   std::chrono::steady_clock::time_point process_start) {
   mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 1 << 20));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 100000));
-  MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
-                         mixrt::Registry::Global().SelectDevice(
-                             absl::GetFlag(FLAGS_backend)));
-  if (absl::GetFlag(FLAGS_serve_process)) return ServeProcess(device, process_start);
-  const int64_t w = absl::GetFlag(FLAGS_width), batch = absl::GetFlag(FLAGS_batch);
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, 1 << 20));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 100000));
+  MIXRT_ASSIGN_OR_RETURN(
+      mixrt::Device device,
+      mixrt::Registry::Global().SelectDevice(absl::GetFlag(FLAGS_backend)));
+  if (absl::GetFlag(FLAGS_serve_process))
+    return ServeProcess(device, process_start);
+  const int64_t w = absl::GetFlag(FLAGS_width),
+                batch = absl::GetFlag(FLAGS_batch);
   mixrt::Generator g(1);
-  MIXRT_ASSIGN_OR_RETURN(Tensor data, mixrt::randn({batch, w}, mixrt::DType::kF32,
-                                                   device, 0, 1, &g));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor data,
+      mixrt::randn({batch, w}, mixrt::DType::kF32, device, 0, 1, &g));
   std::vector<int64_t> labels(batch);
   for (int64_t i = 0; i < batch; ++i) labels[i] = (i * 7) % w;
-  MIXRT_ASSIGN_OR_RETURN(Tensor target, mixrt::from_ints(labels, {batch},
-                                                         mixrt::DType::kI64, device));
-  std::printf("compile_recipe on %s: MLP 3 x Linear(%lld) + ReLU, batch %lld, "
-              "bf16 autocast + GradScaler, %d steps\n",
-              device.ToString().c_str(), static_cast<long long>(w),
-              static_cast<long long>(batch), absl::GetFlag(FLAGS_steps));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor target,
+      mixrt::from_ints(labels, {batch}, mixrt::DType::kI64, device));
+  std::printf(
+      "compile_recipe on %s: MLP 3 x Linear(%lld) + ReLU, batch %lld, "
+      "bf16 autocast + GradScaler, %d steps\n",
+      device.ToString().c_str(), static_cast<long long>(w),
+      static_cast<long long>(batch), absl::GetFlag(FLAGS_steps));
   std::printf("%-36s %9s %9s %12s %9s %8s\n", "variant", "ms/step", "vs eager",
               "first call", "peak MiB", "loss");
   double eager = 0;
-  for (const std::string mode : {"", "default", "reduce-overhead", "max-autotune"}) {
+  for (const std::string mode :
+       {"", "default", "reduce-overhead", "max-autotune"}) {
     MIXRT_ASSIGN_OR_RETURN(Result r, Train(device, mode, data, target));
     if (mode.empty()) eager = r.ms_per_step;
     std::printf("%-36s %9.2f %8.2fx %9.1f ms %9.1f %8.4f\n",
                 (mode.empty() ? std::string("train, eager")
-                              : "train, compile(mode=" + mode + ")").c_str(),
-                r.ms_per_step, eager / r.ms_per_step, r.first_ms, r.peak_mib, r.loss);
+                              : "train, compile(mode=" + mode + ")")
+                    .c_str(),
+                r.ms_per_step, eager / r.ms_per_step, r.first_ms, r.peak_mib,
+                r.loss);
   }
   for (bool compile : {false, true}) {
     MIXRT_ASSIGN_OR_RETURN(Result r, Serve(device, compile, data));
     if (!compile) eager = r.ms_per_step;
     std::printf("%-36s %9.2f %8.2fx %9.1f ms %9.1f %8s\n",
                 compile ? "serve, compile(reduce-overhead)" : "serve, eager",
-                r.ms_per_step, eager / r.ms_per_step, r.first_ms, r.peak_mib, "-");
+                r.ms_per_step, eager / r.ms_per_step, r.first_ms, r.peak_mib,
+                "-");
   }
   return absl::OkStatus();
 }
@@ -199,11 +221,13 @@ absl::Status Main(const char* argv0,
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("compile_recipe");
   const auto process_start = std::chrono::steady_clock::now();
   absl::ParseCommandLine(argc, argv);
   const absl::Status s = Main(argv[0], process_start);
   if (!s.ok()) {
-    std::fprintf(stderr, "compile_recipe: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "compile_recipe: %s\n",
+                 std::string(s.message()).c_str());
     return 1;
   }
   return 0;

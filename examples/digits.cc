@@ -22,9 +22,10 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
-#include "examples/flag_checks.h"
 #include "examples/digits_data.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 #include "plugins/sdk/philox.h"
 
@@ -139,10 +140,10 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device,
   std::optional<mixrt::distributed::DistributedSampler> sampler;
   if (group != nullptr) {
     MIXRT_ASSIGN_OR_RETURN(
-        sampler, mixrt::distributed::DistributedSampler::Create(
-                     static_cast<int64_t>(s.train_rows.size()),
-                     group->world_size(), group->rank(),
-                     {.seed = absl::GetFlag(FLAGS_seed)}));
+        sampler,
+        mixrt::distributed::DistributedSampler::Create(
+            static_cast<int64_t>(s.train_rows.size()), group->world_size(),
+            group->rank(), {.seed = absl::GetFlag(FLAGS_seed)}));
   }
   for (int epoch = 0; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
     if (!sampler.has_value()) {
@@ -186,7 +187,8 @@ absl::StatusOr<Outcome> TrainOnce(const mixrt::Device& device,
 
 absl::Status Run(const char* argv0) {
   using mixrt::examples::CheckFlag;
-  MIXRT_RETURN_IF_ERROR(CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
   registry.LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
@@ -194,8 +196,8 @@ absl::Status Run(const char* argv0) {
   MIXRT_ASSIGN_OR_RETURN(
       mixrt::examples::Digits digits,
       mixrt::examples::LoadDigits(absl::GetFlag(FLAGS_data)));
-  MIXRT_RETURN_IF_ERROR(
-      CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1, digits.count() * 4 / 5));
+  MIXRT_RETURN_IF_ERROR(CheckFlag("batch", absl::GetFlag(FLAGS_batch), 1,
+                                  digits.count() * 4 / 5));
   MIXRT_ASSIGN_OR_RETURN(Split split, MakeSplit(digits, device));
   std::shared_ptr<mixrt::distributed::ProcessGroup> group;
   if (absl::GetFlag(FLAGS_distributed)) {
@@ -229,21 +231,27 @@ absl::Status Run(const char* argv0) {
   bool within = true, compiled_within = true;
   for (Config c : configs) {
     c.options.process_group = group;
-    MIXRT_ASSIGN_OR_RETURN(Outcome o, TrainOnce(device, digits, split, c.options));
+    MIXRT_ASSIGN_OR_RETURN(Outcome o,
+                           TrainOnce(device, digits, split, c.options));
     if (c.name == configs[0].name) f32_accuracy = o.accuracy;
     const double gap = f32_accuracy - o.accuracy;
     within &= gap <= 1.0;
-    if (prints) std::printf(
-        "%-26s test accuracy %6.2f%% (%+.2f vs f32)  %6.2f s   AMP %s\n",
-        c.name, o.accuracy, -gap, o.seconds, o.amp.c_str());
+    if (prints)
+      std::printf(
+          "%-26s test accuracy %6.2f%% (%+.2f vs f32)  %6.2f s   AMP %s\n",
+          c.name, o.accuracy, -gap, o.seconds, o.amp.c_str());
     if (const std::string mode = absl::GetFlag(FLAGS_compile); !mode.empty()) {
       c.options.compile = mixrt::CompileOptions{.mode = mode};
-      MIXRT_ASSIGN_OR_RETURN(Outcome compiled, TrainOnce(device, digits, split, c.options));
+      MIXRT_ASSIGN_OR_RETURN(Outcome compiled,
+                             TrainOnce(device, digits, split, c.options));
       const double compiled_gap = compiled.accuracy - o.accuracy;
       compiled_within &= std::fabs(compiled_gap) <= 0.5;
-      if (prints) std::printf(
-          "%-26s test accuracy %6.2f%% (%+.2f vs eager)  %6.2f s   compiled, %s\n",
-          "", compiled.accuracy, compiled_gap, compiled.seconds, mode.c_str());
+      if (prints)
+        std::printf(
+            "%-26s test accuracy %6.2f%% (%+.2f vs eager)  %6.2f s   compiled, "
+            "%s\n",
+            "", compiled.accuracy, compiled_gap, compiled.seconds,
+            mode.c_str());
     }
   }
   if (absl::GetFlag(FLAGS_check) && !within) {
@@ -260,6 +268,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("digits");
   absl::ParseCommandLine(argc, argv);
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {

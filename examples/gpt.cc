@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_write.h"
+#include "common/out_of_memory.h"
 #include "common/run_program.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
@@ -432,6 +433,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("gpt");
   absl::ParseCommandLine(argc, argv);
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {

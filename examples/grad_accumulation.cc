@@ -8,6 +8,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
@@ -23,7 +24,8 @@ absl::Status Run(const char* argv0) {
   using mixrt::examples::CheckFlag;
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("accumulate", absl::GetFlag(FLAGS_accumulate), 1, 1 << 20));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
   mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());
@@ -63,6 +65,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("grad_accumulation");
   absl::ParseCommandLine(argc, argv);
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {

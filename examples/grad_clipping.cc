@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
@@ -20,10 +21,10 @@ using mixrt::Tensor;
 
 absl::Status Run(const char* argv0) {
   using mixrt::examples::CheckFlag;
+  MIXRT_RETURN_IF_ERROR(mixrt::examples::CheckFiniteFlag(
+      "max_norm", absl::GetFlag(FLAGS_max_norm), 0.0, 1e30));
   MIXRT_RETURN_IF_ERROR(
-      mixrt::examples::CheckFiniteFlag("max_norm", absl::GetFlag(FLAGS_max_norm),
-                                       0.0, 1e30));
-  MIXRT_RETURN_IF_ERROR(CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
+      CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
   mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());
@@ -60,6 +61,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("grad_clipping");
   absl::ParseCommandLine(argc, argv);
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {

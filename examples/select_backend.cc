@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
@@ -26,11 +27,13 @@ ABSL_FLAG(int64_t, n, 1 << 20, "Number of samples.");
 ABSL_FLAG(uint64_t, seed, 0, "Random seed.");
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("select_backend");
   absl::ParseCommandLine(argc, argv);
   if (absl::Status n = mixrt::examples::CheckFlag("n", absl::GetFlag(FLAGS_n),
                                                   1, int64_t{1} << 30);
       !n.ok()) {
-    std::fprintf(stderr, "select_backend: %s\n", std::string(n.message()).c_str());
+    std::fprintf(stderr, "select_backend: %s\n",
+                 std::string(n.message()).c_str());
     return 1;
   }
   mixrt::Registry& registry = mixrt::Registry::Global();

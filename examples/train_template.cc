@@ -19,9 +19,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
-#include "examples/flag_checks.h"
 #include "examples/digits_data.h"
+#include "examples/flag_checks.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(bool, amp, true, "Use automatic mixed precision.");
@@ -47,7 +48,8 @@ std::string ProgressBar(double fraction, int width = 30) {
 
 absl::Status Run(const char* argv0) {
   using mixrt::examples::CheckFlag;
-  MIXRT_RETURN_IF_ERROR(CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
+  MIXRT_RETURN_IF_ERROR(
+      CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("log_every", absl::GetFlag(FLAGS_log_every), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
@@ -72,7 +74,8 @@ absl::Status Run(const char* argv0) {
   for (int64_t b = 0; b < data.count(); b += batch) {
     const bool train = b < n_train;
     const int64_t begin = b;
-    const int64_t batch_end = std::min(train ? n_train : data.count(), b + batch);
+    const int64_t batch_end =
+        std::min(train ? n_train : data.count(), b + batch);
     if (train && batch_end == n_train) b = n_train - batch;  // Validation next.
     // This rank's rows of a training batch; its share of validation batches.
     int64_t s = begin, e = batch_end;
@@ -142,7 +145,8 @@ absl::Status Run(const char* argv0) {
   }
   const int steps_per_epoch = static_cast<int>(xs.size());
   const int64_t first_epoch = trainer.step() / steps_per_epoch;
-  for (int64_t epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs); ++epoch) {
+  for (int64_t epoch = first_epoch; epoch < absl::GetFlag(FLAGS_epochs);
+       ++epoch) {
     // The running loss stays on the device: reading it waits for the
     // device, so it is read only when a line is printed.
     mixrt::Tensor running;
@@ -174,6 +178,7 @@ absl::Status Run(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("train_template");
   absl::ParseCommandLine(argc, argv);
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {

@@ -39,6 +39,19 @@ for bad in zero 0 -1 100000; do
     || fail "fallback from the CPU plugin was silent: $(cat "$TEST_TMPDIR/stderr")"
 done
 
+# Under an address-space limit below 1 GiB (ulimit -v) the plugin refuses to
+# start, saying so (it segfaulted or aborted in libgcc_s's unwinder), and
+# the host falls back. Not under a sanitizer, whose shadow memory needs
+# terabytes of address space.
+if ! ldd "$mixrt" | grep -qE 'lib[at]san'; then
+  # 878 MiB: enough to map every plugin's libraries (below ~700 MiB the
+  # loader already fails to map oneDNN, and says so), not enough to start.
+  out=$(ulimit -v 900000 && "$mixrt" info 2>"$TEST_TMPDIR/stderr") || fail "mixrt info failed under ulimit -v 900000"
+  grep -q "the address-space limit (ulimit -v) is 878 MiB; the CPU plugin needs at least 1024 MiB" <<<"$out" \
+    || fail "the address-space limit was not reported: $out"
+  grep -q "selected: reference:0" <<<"$out" || fail "host did not fall back under ulimit -v"
+fi
+
 # Asking for the failed backend by name is an error, not a fallback.
 if MIXRT_NUM_THREADS=0 MIXRT_BACKEND=cpu "$mixrt" info >"$TEST_TMPDIR/out" 2>&1; then :; fi
 grep -q "selected: no backend named 'cpu' is loaded.*MIXRT_NUM_THREADS='0'" "$TEST_TMPDIR/out" || fail "named failed backend not an error: $(cat "$TEST_TMPDIR/out")"

@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "common/out_of_memory.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
@@ -119,6 +120,7 @@ bool AsksForHelp(const std::string& arg) {
 }
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("mixrt");
   if (argc >= 2 && std::string(argv[1]) == "bench")
     return ExecBench(argc, argv);
   for (int i = 1; i < argc; ++i) {

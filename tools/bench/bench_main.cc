@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/atomic_write.h"
+#include "common/out_of_memory.h"
 #include "common/regular_file_read.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/registry.h"
@@ -307,6 +308,7 @@ int RunBench(const char* argv0) {
 }  // namespace mixrt::bench
 
 int main(int argc, char** argv) {
+  mixrt::ReportOutOfMemoryAtExit("mixrt bench");
   absl::SetProgramUsageMessage(mixrt::bench::kUsage);
   mixrt::bench::SetScriptLocator(argv[0]);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
