@@ -44,6 +44,20 @@ std::string Describe(const std::vector<int64_t>& sig, size_t start, size_t end,
   return "none (it has fewer parameters)";
 }
 
+// Every rank's `mine` (the same length on every rank), rank by rank.
+absl::StatusOr<std::vector<int64_t>> AllGatherInts(
+    ProcessGroup& group, const Device& device,
+    const std::vector<int64_t>& mine) {
+  const int64_t n = static_cast<int64_t>(mine.size());
+  MIXRT_ASSIGN_OR_RETURN(Tensor local,
+                         from_ints(mine, {n}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Tensor all,
+                         zeros({group.world_size() * n}, DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(Work work, group.AllGather(local, all));
+  MIXRT_RETURN_IF_ERROR(work.Wait());
+  return all.to_int_vector();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DistributedDataParallel>>
@@ -135,23 +149,14 @@ absl::Status DistributedDataParallel::CheckSameParameters() {
   }
   const int world = group_->world_size();
   MIXRT_ASSIGN_OR_RETURN(
-      Tensor length,
-      from_ints({static_cast<int64_t>(mine.size())}, {1}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Tensor lengths, zeros({world}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Work w1, group_->AllGather(length, lengths));
-  MIXRT_RETURN_IF_ERROR(w1.Wait());
-  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, lengths.to_int_vector());
+      std::vector<int64_t> sizes,
+      AllGatherInts(*group_, device, {static_cast<int64_t>(mine.size())}));
   int64_t longest = 1;
   for (int64_t s : sizes) longest = std::max(longest, s);
   std::vector<int64_t> padded = mine;
   padded.resize(longest, -1);
-  MIXRT_ASSIGN_OR_RETURN(Tensor local,
-                         from_ints(padded, {longest}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Tensor all,
-                         zeros({world * longest}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Work w2, group_->AllGather(local, all));
-  MIXRT_RETURN_IF_ERROR(w2.Wait());
-  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs, all.to_int_vector());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs,
+                         AllGatherInts(*group_, device, padded));
   // Every rank compares every rank against rank 0, so all fail alike.
   auto begin = [&](int r) { return static_cast<size_t>(r * longest); };
   for (int r = 1; r < world; ++r) {
@@ -220,13 +225,8 @@ absl::Status DistributedDataParallel::CheckSameFirstInput(const Tensor& x) {
   Device device = x.device();
   if (!params_.empty()) device = params_[0].second.device();
   const int world = group_->world_size();
-  MIXRT_ASSIGN_OR_RETURN(Tensor local,
-                         from_ints(mine, {kLength}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Tensor all,
-                         zeros({world * kLength}, DType::kI64, device));
-  MIXRT_ASSIGN_OR_RETURN(Work work, group_->AllGather(local, all));
-  MIXRT_RETURN_IF_ERROR(work.Wait());
-  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs, all.to_int_vector());
+  MIXRT_ASSIGN_OR_RETURN(std::vector<int64_t> sigs,
+                         AllGatherInts(*group_, device, mine));
   const auto describe = [&](int r) {
     const int64_t* sig = sigs.data() + r * kLength;
     std::vector<int64_t> dims(
