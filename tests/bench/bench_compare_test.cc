@@ -107,6 +107,31 @@ TEST(BenchCompare, RefusesWhatIsNotAResult) {
   EXPECT_THAT(std::string(newer.status().message()),
               HasSubstr("v2.json: result format version 2; this mixrt reads "
                         "version 1"));
+  // Fields of another type than the format says (fuzz/bench_input found
+  // the first: nlohmann's value() threw a type error, an abort).
+  auto refused = [&](const nlohmann::json& doc) {
+    auto c = Compare({good, doc}, {"a", "odd.json"}, {});
+    EXPECT_FALSE(c.ok());
+    return c.ok() ? std::string() : std::string(c.status().message());
+  };
+  EXPECT_THAT(refused(nlohmann::json::parse(
+                  R"({"format":[{"case":17,"status":"ok"}]})")),
+              HasSubstr("odd.json: not a mixrt bench result"));
+  nlohmann::json text_version = good;
+  text_version["version"] = "1";
+  EXPECT_THAT(refused(text_version),
+              HasSubstr("odd.json: result format version \"1\""));
+  nlohmann::json no_version = good;
+  no_version.erase("version");
+  EXPECT_THAT(refused(no_version),
+              HasSubstr("odd.json: result format version null"));
+  // A machine description of another type is only a label: "?".
+  nlohmann::json odd_machine = good;
+  odd_machine["machine"] = {{"cpu", 3},
+                            {"mixrt_commit", nlohmann::json::array()}};
+  auto labelled = Compare({good, odd_machine}, {"a", "odd.json"}, {});
+  ASSERT_TRUE(labelled.ok()) << labelled.status();
+  EXPECT_THAT(labelled->labels[1], HasSubstr("odd.json (?, unknown)"));
 }
 
 // Malformed result files end in an error naming what is wrong, never an

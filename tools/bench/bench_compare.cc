@@ -20,18 +20,32 @@ struct Entry {
 // at any usual alpha: a comparison needs them.
 constexpr size_t kMinComparedSamples = 3;
 
+// `object[key]` when it is a string, else `fallback`: nlohmann's value()
+// throws a type error (an abort here) when the key holds another type.
+std::string StringOr(const nlohmann::json& object, const char* key,
+                     const std::string& fallback) {
+  if (!object.is_object() || !object.contains(key) ||
+      !object[key].is_string()) {
+    return fallback;
+  }
+  return object[key].get<std::string>();
+}
+
 absl::StatusOr<std::map<std::string, Entry>> Entries(const nlohmann::json& run,
                                                      const std::string& name,
                                                      bool any_backend) {
-  if (!run.is_object() || run.value("format", "") != kResultFormatName) {
+  if (StringOr(run, "format", "") != kResultFormatName) {
     return absl::InvalidArgumentError(
         absl::StrCat(name,
                      ": not a mixrt bench result (no format "
                      "\"mixrt-bench-result\")"));
   }
-  if (run.value("version", 0) != kResultFormatVersion) {
+  const nlohmann::json version =
+      run.contains("version") ? run["version"] : nlohmann::json();
+  if (!version.is_number_integer() ||
+      version.get<int64_t>() != kResultFormatVersion) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": result format version ", run.value("version", 0),
+        absl::StrCat(name, ": result format version ", version.dump(),
                      "; this mixrt reads version ", kResultFormatVersion));
   }
   std::map<std::string, Entry> entries;
@@ -99,10 +113,12 @@ absl::StatusOr<std::map<std::string, Entry>> Entries(const nlohmann::json& run,
 }
 
 std::string Label(const nlohmann::json& run, const std::string& name) {
-  const nlohmann::json& m = run.value("machine", nlohmann::json::object());
-  std::string commit = m.value("mixrt_commit", "unknown");
+  const nlohmann::json machine =
+      run.contains("machine") ? run["machine"] : nlohmann::json::object();
+  std::string commit = StringOr(machine, "mixrt_commit", "unknown");
   if (commit.size() > 10) commit = commit.substr(0, 10);
-  return absl::StrCat(name, " (", m.value("cpu", "?"), ", ", commit, ")");
+  return absl::StrCat(name, " (", StringOr(machine, "cpu", "?"), ", ", commit,
+                      ")");
 }
 
 }  // namespace
