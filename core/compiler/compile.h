@@ -129,7 +129,9 @@ class CompiledModule {
     if (!out.ok()) return out.status();
     return (*out)[0];
   }
-  absl::StatusOr<Tensor> operator()(const Tensor& x) const { return forward(x); }
+  absl::StatusOr<Tensor> operator()(const Tensor& x) const {
+    return forward(x);
+  }
   Module& module() const { return *module_; }
   // The compiled function of the module's current mode.
   const CompiledFunction& compiled() const {

@@ -12,7 +12,8 @@ namespace {
 
 // Whether `v` is an intermediate written once, whole, by one launch: what
 // a launch may be replaced by, or replace.
-bool WrittenOnceWhole(const Graph& g, const std::vector<std::vector<int>>& writers,
+bool WrittenOnceWhole(const Graph& g,
+                      const std::vector<std::vector<int>>& writers,
                       const ValueRef& v) {
   const StorageSlot& slot = g.slots[v.slot];
   return slot.kind == StorageSlot::Kind::kInternal && !slot.returned &&
@@ -46,15 +47,16 @@ std::vector<uint8_t> AttrBytes(const T& attrs) {
 
 // Per forward slot, the backward's (node, input) reads of it through a
 // saved view; input -1 where the backward writes it.
-std::vector<std::vector<std::pair<int, int>>> SavedReads(const Graph& forward,
-                                                         const Graph& backward) {
+std::vector<std::vector<std::pair<int, int>>> SavedReads(
+    const Graph& forward, const Graph& backward) {
   std::vector<std::vector<std::pair<int, int>>> reads(forward.slots.size());
   for (size_t j = 0; j < backward.nodes.size(); ++j) {
     const GraphNode& n = backward.nodes[j];
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const StorageSlot& slot = backward.slots[n.inputs[k].slot];
       if (slot.kind == StorageSlot::Kind::kSaved) {
-        reads[slot.forward_slot].push_back({static_cast<int>(j), static_cast<int>(k)});
+        reads[slot.forward_slot].push_back(
+            {static_cast<int>(j), static_cast<int>(k)});
       }
     }
     for (const ValueRef& v : n.outputs) {
@@ -86,7 +88,8 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
     for (const ValueRef& v : n.outputs) {
       outputs_single &= WrittenOnceWhole(*forward, fwd_writers, v);
     }
-    bool inputs_final = true;  // What the launch read is what the call ends with.
+    bool inputs_final =
+        true;  // What the launch read is what the call ends with.
     for (const ValueRef& v : n.inputs) {
       inputs_final &= !WrittenAfter(fwd_writers[v.slot], static_cast<int>(i));
     }
@@ -99,7 +102,8 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
   for (size_t s = 0; s < forward->slots.size(); ++s) {
     const StorageSlot& slot = forward->slots[s];
     if (slot.kind == StorageSlot::Kind::kConstant) {
-      fwd_constant_slot.try_emplace(slot.constant.lock().get(), static_cast<int>(s));
+      fwd_constant_slot.try_emplace(slot.constant.lock().get(),
+                                    static_cast<int>(s));
     }
   }
   const std::vector<std::vector<int>> bwd_writers = SlotWriters(*backward);
@@ -120,7 +124,8 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
   std::vector<int> view_of(forward->slots.size(), -1);
   for (size_t s = 0; s < backward->slots.size(); ++s) {
     const StorageSlot& slot = backward->slots[s];
-    if (slot.kind == StorageSlot::Kind::kSaved) view_of[slot.forward_slot] = static_cast<int>(s);
+    if (slot.kind == StorageSlot::Kind::kSaved)
+      view_of[slot.forward_slot] = static_cast<int>(s);
   }
   std::vector<int> renamed(backward->slots.size(), -1);
   std::vector<bool> converted(backward->slots.size(), false);
@@ -135,8 +140,8 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
       matchable &= WrittenOnceWhole(*backward, bwd_writers, v);
     }
     if (!matchable) continue;
-    const auto it = fwd_launch.find(
-        LaunchKey(*backward, n, [&](int slot) -> int64_t { return same_as[slot]; }));
+    const auto it = fwd_launch.find(LaunchKey(
+        *backward, n, [&](int slot) -> int64_t { return same_as[slot]; }));
     if (it == fwd_launch.end()) continue;
     const GraphNode& f = forward->nodes[it->second];
     bool on_constants = true;
@@ -193,8 +198,9 @@ int ReuseForwardResults(Graph* forward, Graph* backward) {
   return reused;
 }
 
-int FuseMatmulRelu(Graph* forward, Graph* backward,
-                   absl::FunctionRef<bool(const GraphNode& matmul)> runs_fused) {
+int FuseMatmulRelu(
+    Graph* forward, Graph* backward,
+    absl::FunctionRef<bool(const GraphNode& matmul)> runs_fused) {
   const std::vector<std::vector<int>> writers = SlotWriters(*forward);
   std::vector<std::vector<int>> readers(forward->slots.size());
   for (size_t i = 0; i < forward->nodes.size(); ++i) {
@@ -207,7 +213,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
   // The backward's views of each forward slot, and which of its nodes read
   // them (a write, input -1, leaves that slot alone).
   std::vector<std::vector<int>> saved_views(forward->slots.size());
-  std::vector<std::vector<std::pair<int, int>>> saved_reads(forward->slots.size());
+  std::vector<std::vector<std::pair<int, int>>> saved_reads(
+      forward->slots.size());
   if (backward != nullptr) {
     for (size_t s = 0; s < backward->slots.size(); ++s) {
       const StorageSlot& slot = backward->slots[s];
@@ -242,7 +249,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
     const ValueRef& result = relu.outputs[0];
     // Into an intermediate of its own: an in-place relu on an input or a
     // weight the product may read stays a launch of its own.
-    if (forward->slots[result.slot].kind != StorageSlot::Kind::kInternal) continue;
+    if (forward->slots[result.slot].kind != StorageSlot::Kind::kInternal)
+      continue;
     if (result.dtype != product.dtype || result.shape != product.shape ||
         result.strides != product.strides || writers[result.slot].size() != 1 ||
         !WholeSlot(*forward, result) || !runs_fused(m)) {
@@ -251,8 +259,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
     // Every backward read of the product must be a relu gradient's x.
     bool backward_fits = true;
     for (const auto& [node, input] : saved_reads[a]) {
-      if (input != 1 ||
-          !IsUnaryOf(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD, MIXRT_UNARY_RELU)) {
+      if (input != 1 || !IsUnaryOf(backward->nodes[node],
+                                   MIXRT_OP_UNARY_BACKWARD, MIXRT_UNARY_RELU)) {
         backward_fits = false;
         break;
       }
@@ -262,7 +270,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
       // Read the relu's result through the backward's existing view of it
       // (one backward slot per forward slot: a plan frees a saved slot
       // after its last reader), or retarget the product's view.
-      int view = saved_views[result.slot].empty() ? -1 : saved_views[result.slot][0];
+      int view =
+          saved_views[result.slot].empty() ? -1 : saved_views[result.slot][0];
       if (view < 0) {
         view = saved_views[a][0];
         backward->slots[view].forward_slot = result.slot;
@@ -271,7 +280,8 @@ int FuseMatmulRelu(Graph* forward, Graph* backward,
         backward->nodes[node].inputs[input].slot = view;
       }
       for (int other : saved_views[a]) {
-        if (other != view) backward->slots[other] = StorageSlot{};  // Unused now.
+        if (other != view)
+          backward->slots[other] = StorageSlot{};  // Unused now.
       }
       forward->slots[result.slot].saved = true;
       forward->slots[a].saved = false;
@@ -299,14 +309,15 @@ int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair) {
     if (!IsUnaryOf(gelu, MIXRT_OP_UNARY, MIXRT_UNARY_GELU)) continue;
     const ValueRef x = gelu.inputs[0];
     const StorageSlot x_slot = forward->slots[x.slot];  // Slots grow below.
-    if (!x_slot.saved || !WrittenOnceWhole(*forward, writers, x) || !IsDense(x) ||
-        !IsFloating(x.dtype) || saved_reads[x.slot].empty()) {
+    if (!x_slot.saved || !WrittenOnceWhole(*forward, writers, x) ||
+        !IsDense(x) || !IsFloating(x.dtype) || saved_reads[x.slot].empty()) {
       continue;
     }
     bool only_gradients = true;
     for (const auto& [node, input] : saved_reads[x.slot]) {
-      only_gradients &= input == 1 && IsUnaryOf(backward->nodes[node], MIXRT_OP_UNARY_BACKWARD,
-                                                MIXRT_UNARY_GELU);
+      only_gradients &=
+          input == 1 && IsUnaryOf(backward->nodes[node],
+                                  MIXRT_OP_UNARY_BACKWARD, MIXRT_UNARY_GELU);
     }
     if (!only_gradients) continue;
     // ones and the derivative: dense slots laid out as x's.
@@ -346,7 +357,8 @@ int SaveGeluDerivatives(Graph* forward, Graph* backward, bool fuses_pair) {
       grad.attrs = AttrBytes(mul);
     }
     for (StorageSlot& slot : backward->slots) {
-      if (slot.kind == StorageSlot::Kind::kSaved && slot.forward_slot == x.slot) {
+      if (slot.kind == StorageSlot::Kind::kSaved &&
+          slot.forward_slot == x.slot) {
         slot.forward_slot = derivative.slot;
       }
     }

@@ -42,7 +42,8 @@ std::string FindPlugin(const std::string& backend, std::string* looked) {
     runfiles.reset(bazel::tools::cpp::runfiles::Runfiles::Create(exe, &error));
   }
   if (runfiles == nullptr) {
-    runfiles.reset(bazel::tools::cpp::runfiles::Runfiles::CreateForTest(&error));
+    runfiles.reset(
+        bazel::tools::cpp::runfiles::Runfiles::CreateForTest(&error));
   }
   if (runfiles != nullptr) {
     for (const char* dir : {"mixrt/backends/mpi/", "mixrt/backends/cuda/"}) {
@@ -140,8 +141,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
   if (api == nullptr || api->struct_size < sizeof(MixrtCollectivesApi) ||
       api->abi_version != MIXRT_COLLECTIVES_ABI_VERSION) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "distributed: ", path,
-        " is not a collectives plugin of ABI version ",
+        "distributed: ", path, " is not a collectives plugin of ABI version ",
         MIXRT_COLLECTIVES_ABI_VERSION,
         api ? absl::StrCat(" (it has version ", api->abi_version, ")")
             : " (no MixrtCollectivesGetApi)"));
@@ -226,8 +226,7 @@ ProcessGroup::~ProcessGroup() {
   // its atexit handlers live in it.
 }
 
-int ProcessGroup::BootstrapBroadcast(void* context, void* data,
-                                     size_t bytes) {
+int ProcessGroup::BootstrapBroadcast(void* context, void* data, size_t bytes) {
   auto* group = static_cast<ProcessGroup*>(context);
   char error[kErrorSize] = "";
   MixrtCollectiveWork* work = nullptr;
@@ -258,12 +257,12 @@ absl::Status ProcessGroup::CheckTensor(const Tensor& t, const char* op) const {
   }
   const bool host = t.device().has_flag(MIXRT_DEVICE_FLAG_HOST_MEMORY);
   if (host == device_memory_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": the ", backend_, " collectives move ",
-        device_memory_ ? "device" : "host", " memory, and ",
-        t.device().ToString(), " holds ", host ? "host" : "device",
-        " memory (use the ", device_memory_ ? "mpi" : "nccl",
-        " collectives for it)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the ", backend_, " collectives move ",
+                     device_memory_ ? "device" : "host", " memory, and ",
+                     t.device().ToString(), " holds ", host ? "host" : "device",
+                     " memory (use the ", device_memory_ ? "mpi" : "nccl",
+                     " collectives for it)"));
   }
   // The plugin reads the memory from its own thread: every kernel that
   // writes it must have finished.
@@ -319,11 +318,11 @@ absl::StatusOr<Work> ProcessGroup::AllGather(const Tensor& input,
   if (input.dtype() != output.dtype() ||
       static_cast<size_t>(output.numel()) * DTypeSize(output.dtype()) !=
           bytes * world_size_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "all_gather: the output must hold world_size (", world_size_,
-        ") copies of the input's ", input.numel(), " ",
-        DTypeName(input.dtype()), " elements; it has ", output.numel(), " ",
-        DTypeName(output.dtype())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("all_gather: the output must hold world_size (",
+                     world_size_, ") copies of the input's ", input.numel(),
+                     " ", DTypeName(input.dtype()), " elements; it has ",
+                     output.numel(), " ", DTypeName(output.dtype())));
   }
   char error[kErrorSize] = "";
   MixrtCollectiveWork* work = nullptr;
@@ -344,8 +343,7 @@ absl::Status ProcessGroup::Barrier() {
 }
 
 absl::Status AgreeOnOutcome(ProcessGroup& group, const Device& device,
-                            const absl::Status& mine,
-                            const std::string& what) {
+                            const absl::Status& mine, const std::string& what) {
   MIXRT_ASSIGN_OR_RETURN(
       Tensor code,
       from_floats({static_cast<float>(static_cast<int>(mine.code()))}, {1},

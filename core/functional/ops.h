@@ -107,10 +107,10 @@ enum class AttentionBackend { kAuto, kMath, kFused };
 // torch.nn.functional.scaled_dot_product_attention's arguments after
 // (query, key, value).
 struct AttentionOptions {
-  Tensor attn_mask;  // bool (true = attend) or additive float; optional.
-  double dropout_p = 0;  // On the attention weights (training only).
+  Tensor attn_mask;        // bool (true = attend) or additive float; optional.
+  double dropout_p = 0;    // On the attention weights (training only).
   bool is_causal = false;  // Query i attends keys j <= i.
-  std::optional<double> scale;  // Default 1 / sqrt(E).
+  std::optional<double> scale;     // Default 1 / sqrt(E).
   Generator* generator = nullptr;  // For dropout.
   AttentionBackend backend = AttentionBackend::kAuto;
 };
@@ -126,8 +126,9 @@ absl::StatusOr<Tensor> dropout(const Tensor& x, double p,
 // `indices`. padding_idx as PyTorch's: unset, no padding; a negative value
 // counts from the end (-1 is the last row); the padding row gets no
 // gradient. Outside [-num_embeddings, num_embeddings) it is an error.
-absl::StatusOr<Tensor> embedding(const Tensor& weight, const Tensor& indices,
-                                 std::optional<int64_t> padding_idx = std::nullopt);
+absl::StatusOr<Tensor> embedding(
+    const Tensor& weight, const Tensor& indices,
+    std::optional<int64_t> padding_idx = std::nullopt);
 absl::StatusOr<Tensor> conv2d(const Tensor& x, const Tensor& weight,
                               const Tensor& bias,
                               const Conv2dOptions& options = {});

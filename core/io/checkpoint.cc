@@ -34,9 +34,9 @@ absl::Status SaveCheckpoint(const std::string& path, const Checkpoint& ckpt) {
     MIXRT_ASSIGN_OR_RETURN(files::RegularFile file,
                            files::RegularFile::Open(tmp));
     if (file.size() != data.size()) {
-      return absl::DataLossError(absl::StrCat(
-          "checkpoint ", path, " was not saved: ", tmp, " holds ",
-          file.size(), " bytes of the ", data.size(), " written"));
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", path, " was not saved: ", tmp, " holds ",
+                       file.size(), " bytes of the ", data.size(), " written"));
     }
     return checkpoint_format::ReadLayout(file.size(), ReadFrom(file), tmp)
         .status();

@@ -96,8 +96,8 @@ absl::StatusOr<BackendIdentity> ReadIdentity(const std::string& path,
   id.path = path;
   struct stat st;
   if (stat(path.c_str(), &st) == 0) {
-    id.file_stamp = absl::StrCat(st.st_size, " bytes, modified ", st.st_mtim.tv_sec, ".",
-                                 st.st_mtim.tv_nsec);
+    id.file_stamp = absl::StrCat(st.st_size, " bytes, modified ",
+                                 st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
   }
   id.abi_major = api->abi_major;
   id.abi_minor = api->abi_minor;

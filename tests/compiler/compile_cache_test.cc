@@ -5,10 +5,10 @@
 // in memory with one warning.
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/compiler/artifact_cache.h"
 #include "core/autograd/grad_mode.h"
+#include "core/compiler/artifact_cache.h"
 #include "core/compiler/compile.h"
 #include "core/functional/ops.h"
 #include "core/plugin/registry.h"
@@ -38,8 +38,8 @@ Device Cpu() { return testing::CpuDevice(); }
 
 std::string FreshDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name,
-                                       "_", getpid());
+  const std::string dir =
+      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "_", getpid());
   std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
   return dir;
 }
@@ -90,13 +90,14 @@ std::pair<int, std::string> CompileAndCall(const std::vector<int64_t>& sizes) {
 // Runs this test binary's child test in a new process with `env`; returns
 // its stdout.
 std::string RunChild(const std::string& env) {
-  const std::string cmd = absl::StrCat(
-      env, " MIXRT_CACHE_TEST_CHILD=1 /proc/", getpid(),
-      "/exe --gtest_filter=CompileCacheChild.* 2>&1");
+  const std::string cmd =
+      absl::StrCat(env, " MIXRT_CACHE_TEST_CHILD=1 /proc/", getpid(),
+                   "/exe --gtest_filter=CompileCacheChild.* 2>&1");
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
-  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe) != nullptr) out += buf;
+  while (pipe != nullptr && fgets(buf, sizeof(buf), pipe) != nullptr)
+    out += buf;
   if (pipe != nullptr) pclose(pipe);
   return out;
 }
@@ -105,8 +106,9 @@ std::string RunChild(const std::string& env) {
 TEST(CompileCacheChild, CallsAtThreeSizes) {
   if (std::getenv("MIXRT_CACHE_TEST_CHILD") == nullptr) GTEST_SKIP();
   const auto [compiles, explain] = CompileAndCall({8, 40, 64});
-  std::printf("child compiles=%d loaded=%d\n", compiles,
-              explain.find("loaded from the compile cache") != std::string::npos);
+  std::printf(
+      "child compiles=%d loaded=%d\n", compiles,
+      explain.find("loaded from the compile cache") != std::string::npos);
 }
 
 TEST(CompileCache, ASecondProcessTracesOnceWhereTheFirstLearnedADynamicSize) {
@@ -130,7 +132,8 @@ std::string EntryFile(const std::string& dir) {
   while (ls != nullptr && fgets(buf, sizeof(buf), ls) != nullptr) {
     std::string name = buf;
     if (!name.empty() && name.back() == '\n') name.pop_back();
-    if (absl::EndsWith(name, ".entry")) path = absl::StrCat(dir, "/compile/", name);
+    if (absl::EndsWith(name, ".entry"))
+      path = absl::StrCat(dir, "/compile/", name);
   }
   if (ls != nullptr) pclose(ls);
   return path;
@@ -166,17 +169,18 @@ TEST(CompileCache, CorruptTruncatedAndForeignEntriesAreIgnoredAndRewritten) {
     const size_t body = foreign.find('\n', foreign.find('\n') + 1) + 1;
     foreign[body] = foreign[body] == 'x' ? 'y' : 'x';
     compiler::ArtifactCache other(FreshDir("foreign"));
-    const std::string key = foreign.substr(body, std::stoul(foreign.substr(
-        foreign.find('\n') + 1)));
+    const std::string key = foreign.substr(
+        body, std::stoul(foreign.substr(foreign.find('\n') + 1)));
     const std::string payload = good.substr(body + key.size());
     other.Store(key, payload);
     foreign = Read(other.PathFor(key));
   }
-  for (const Damage& d : std::vector<Damage>{
-           {"flipped bit", flipped, "checksum mismatch"},
-           {"truncated", good.substr(0, good.size() / 2), "truncated or damaged"},
-           {"empty", "", "not a format"},
-           {"foreign", foreign, "written for another key"}}) {
+  for (const Damage& d :
+       std::vector<Damage>{{"flipped bit", flipped, "checksum mismatch"},
+                           {"truncated", good.substr(0, good.size() / 2),
+                            "truncated or damaged"},
+                           {"empty", "", "not a format"},
+                           {"foreign", foreign, "written for another key"}}) {
     Write(path, d.content);
     compiler::ArtifactCache::ResetForTest();  // A new process.
     const auto [compiles, explain] = CompileAndCall({8, 16, 24, 40});
@@ -211,7 +215,8 @@ TEST(CompileCache, ConcurrentWritersOfOneEntryLeaveOneWhole) {
         std::string why;
         std::optional<std::string> got = reader.Load(key, &why);
         if (!why.empty()) torn = true;
-        if (got && std::find(payloads.begin(), payloads.end(), *got) == payloads.end()) {
+        if (got && std::find(payloads.begin(), payloads.end(), *got) ==
+                       payloads.end()) {
           torn = true;
         }
       }
