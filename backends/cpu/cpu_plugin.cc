@@ -22,6 +22,8 @@
 #include "backends/cpu/fused_matmul.h"
 #include "backends/cpu/fused_norm.h"
 #include "backends/cpu/generated_loop.h"
+#include "backends/cpu/load_aware_threads.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
@@ -73,6 +75,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
       }
       omp_set_num_threads(threads);
     }
+    ConfigureLoadAwareThreads(omp_get_max_threads());
     speeds_ = GetMatmulSpeeds();
     table_ = CapabilityTable::Detect(speeds_);
     return absl::OkStatus();
@@ -130,6 +133,21 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
+    MIXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<sdk::FusedKernel> kernel,
+        CompileGroup(graph, group_of_node, group));
+    return RunOnThreadsLeftFree(std::move(kernel));
+  }
+
+  absl::Status Launch(const sdk::KernelCall& call) override {
+    UseThreadsLeftFree();
+    return RunKernel(call);
+  }
+
+ private:
+  static absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGroup(
+      const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+      int group) {
     // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
     // (with its cast) or layer_norm_backward's (with its neighbours), an
     // attention's (with its operands' copies), a GELU with its gradient, or
@@ -161,11 +179,6 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return absl::InvalidArgumentError("no node is in the group");
   }
 
-  absl::Status Launch(const sdk::KernelCall& call) override {
-    return RunKernel(call);
-  }
-
- private:
   MatmulSpeeds speeds_;
   CapabilityTable table_;
 };

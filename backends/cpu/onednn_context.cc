@@ -1,5 +1,7 @@
 #include "backends/cpu/onednn_context.h"
 
+#include <omp.h>
+
 #include <atomic>
 #include <mutex>
 
@@ -86,15 +88,19 @@ std::shared_ptr<const CachedPrimitive> GetPrimitive(
   // in" (dnnl_scratchpad_mode_library). Seen as garbage bf16 matmul outputs
   // in tests/concurrency_test. Threads that run the same shapes compile
   // them once each.
+  // Keyed by the thread count too: a primitive splits its work for the
+  // threads it was created under (see load_aware_threads.h, which changes
+  // the count when other processes load the machine).
   thread_local absl::node_hash_map<std::string,
                                    std::shared_ptr<const CachedPrimitive>>
       cache;
-  auto it = cache.find(key);
+  std::string full_key = absl::StrCat(key, "|threads=", omp_get_max_threads());
+  auto it = cache.find(full_key);
   if (it != cache.end()) return it->second;
   auto made = std::make_shared<const CachedPrimitive>(make());
   ++g_created;
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  return cache.try_emplace(key, std::move(made)).first->second;
+  return cache.try_emplace(std::move(full_key), std::move(made)).first->second;
 }
 
 std::shared_ptr<const CachedPrimitive> TryGetPrimitive(

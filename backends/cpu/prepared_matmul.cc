@@ -1,5 +1,7 @@
 #include "backends/cpu/prepared_matmul.h"
 
+#include <omp.h>
+
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -134,6 +136,7 @@ bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
   std::memcpy(&beta_bits, &shape.sum_beta, sizeof(beta_bits));
   key.push_back(beta_bits);
   AppendPostOps(shape, &key);
+  key.push_back(omp_get_max_threads());  // Work is split for that many.
   auto it = cache.find(key);
   if (it == cache.end()) {
     if (cache.size() >= kMaxShapes) cache.clear();

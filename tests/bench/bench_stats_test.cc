@@ -3,6 +3,7 @@
 // beside each expectation).
 #include "tools/bench/bench_stats.h"
 
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -36,6 +37,28 @@ TEST(BenchStats, ConstantSamplesHaveNoNoiseAndAPointInterval) {
   EXPECT_EQ(s.median_ci_low, 2.5);
   EXPECT_EQ(s.median_ci_high, 2.5);
   EXPECT_EQ(Summarize({}).count, 0);
+}
+
+TEST(BenchStats, MedianIntervalFromOrderStatistics) {
+  // 1..100: ranks 50 -+ 0.98 * 10 -> [40, 60] (0-based) hold 41 and 61;
+  // the median is 50.5: half width 10 / 50.5.
+  std::vector<double> hundred;
+  for (int i = 100; i >= 1; --i) hundred.push_back(i);  // Order is irrelevant.
+  EXPECT_NEAR(MedianCiHalfWidth(hundred), 10.0 / 50.5, 1e-12);
+  // Too few samples to bound the median at 95%: never precise enough.
+  EXPECT_EQ(MedianCiHalfWidth({1, 2, 3, 4, 5, 6, 7}),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(MedianCiHalfWidth({5, 5, 5, 5, 5, 5, 5, 5}), 0);
+  // The same spread, sampled longer, bounds the median more tightly: the
+  // property the stopping rule needs (the CV stays put).
+  const std::vector<double> ten = {9, 10, 11, 12, 8, 10, 13, 7, 10, 11};
+  std::vector<double> hundred_noisy;
+  for (int i = 0; i < 10; ++i) {
+    hundred_noisy.insert(hundred_noisy.end(), ten.begin(), ten.end());
+  }
+  EXPECT_LT(MedianCiHalfWidth(hundred_noisy), MedianCiHalfWidth(ten));
+  EXPECT_NEAR(CoefficientOfVariation(hundred_noisy),
+              CoefficientOfVariation(ten), 0.01);
 }
 
 TEST(BenchStats, MannWhitneyMatchesSciPy) {

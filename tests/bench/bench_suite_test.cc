@@ -37,6 +37,27 @@ TEST(BenchSuite, ParsesCasesWithDefaults) {
   EXPECT_EQ((*cases)[1].param("causal"), 0);
 }
 
+TEST(BenchSuite, EveryKindTakesBusyCores) {
+  auto cases = ParseSuite(
+      "mixrt-bench-suite 1\n"
+      "case gemm g1 m=8 n=4 k=2 busy_cores=2\n"
+      "case mlp_train m1 batch=4 width=8\n",
+      "t.suite", ".");
+  ASSERT_TRUE(cases.ok()) << cases.status();
+  EXPECT_EQ((*cases)[0].param("busy_cores"), 2);
+  EXPECT_EQ((*cases)[1].param("busy_cores"), 0);  // Default: none.
+  for (const std::string& kind : KindNames()) {
+    EXPECT_EQ(KindKeys(kind).count("busy_cores"), 1u) << kind;
+  }
+  auto many = ParseSuite(
+      "mixrt-bench-suite 1\ncase gemm g m=8 n=4 k=2 busy_cores=65\n",
+      "t.suite", ".");
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("busy_cores <= 64"),
+            std::string::npos)
+      << many.status();
+}
+
 TEST(BenchSuite, EveryMistakeNamesFileAndLine) {
   EXPECT_THAT(
       Error("case gemm g m=1 n=1 k=1\n"),
@@ -53,7 +74,7 @@ TEST(BenchSuite, EveryMistakeNamesFileAndLine) {
               HasSubstr("t.suite:3: k=x is not a non-negative integer"));
   EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1 q=2\n"),
               HasSubstr("t.suite:2: 'q=2' is not KEY=VALUE with a key of gemm "
-                        "(batch, k, m, n)"));
+                        "(batch, busy_cores, k, m, n)"));
   EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1 m=2\n"),
               HasSubstr("t.suite:2: m is given twice"));
   EXPECT_THAT(Error("mixrt-bench-suite 1\ncase gemm g m=1 n=1 k=1\n"

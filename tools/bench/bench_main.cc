@@ -64,9 +64,14 @@ ABSL_FLAG(std::vector<std::string>, peers, {},
           "Peers to run the same cases in: pytorch.");
 ABSL_FLAG(double, min_time, 0.5, "Seconds of samples at least, per case.");
 ABSL_FLAG(int, min_samples, 10, "Samples at least, per case.");
-ABSL_FLAG(double, max_noise, 0.05,
-          "Stop sampling once the coefficient of variation is below this.");
-ABSL_FLAG(double, timeout, 10, "Seconds at most per case (noisy or not).");
+ABSL_FLAG(double, max_noise, 0.02,
+          "Stop sampling once the median's 95% confidence interval is "
+          "within +-this fraction of it.");
+ABSL_FLAG(double, timeout, 5, "Seconds at most per case (noisy or not).");
+ABSL_FLAG(double, peer_case_limit, 0,
+          "Seconds a peer may spend on one case (one precision and mode; "
+          "torch.compile gets 120 more) before it is cut off and reported "
+          "'peer slower than N s'; 0: --timeout plus 15.");
 ABSL_FLAG(double, fail_above, -1,
           "compare: exit 3 when a run is significantly slower than the "
           "baseline by more than this fraction (0.05 = 5%).");
@@ -229,6 +234,7 @@ int RunBench(const char* argv0) {
   options.timing.min_samples = absl::GetFlag(FLAGS_min_samples);
   options.timing.max_noise = absl::GetFlag(FLAGS_max_noise);
   options.timing.timeout_s = absl::GetFlag(FLAGS_timeout);
+  options.peer_case_limit_s = absl::GetFlag(FLAGS_peer_case_limit);
   if (absl::GetFlag(FLAGS_quick)) {
     // Seconds in all: a few samples each, whatever their noise.
     options.timing.warmup_s = 0.01;

@@ -84,6 +84,9 @@ std::string PythonWith(const std::string& module) {
   return "";
 }
 
+// pytorch_peer.py's exit status after it cut a case off (CUT_OFF_EXIT).
+constexpr int kPeerCutOffExit = 75;
+
 int Threads() {
   if (const char* omp = std::getenv("OMP_NUM_THREADS")) {
     const int n = std::atoi(omp);
@@ -130,6 +133,11 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
                     {"max_noise", options.timing.max_noise},
                     {"timeout_s", options.timing.timeout_s},
                     {"min_sample_ms", options.timing.min_sample_ms}};
+  const double case_limit = options.peer_case_limit_s > 0
+                                ? options.peer_case_limit_s
+                                : options.timing.timeout_s + 15;
+  spec["case_limit_s"] = case_limit;
+  spec["compile_limit_s"] = options.peer_compile_limit_s;
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = absl::StrCat(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp",
                                  "/mixrt_bench_peer.XXXXXX");
@@ -146,28 +154,65 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
       rmdir(dir.c_str());
     }
   } remove_on_exit{dir, in, out};
-  MIXRT_RETURN_IF_ERROR(files::WriteFileAtomically(in, spec.dump()));
-  // Each case, precision and mode may take its timeout, and Python and
-  // torch a minute to start: a peer that never returns is killed then.
-  // MIXRT_BENCH_PEER_TIMEOUT_S sets the whole limit instead.
-  double limit = 60 + options.timing.timeout_s *
-                          static_cast<double>(cases.size()) *
-                          std::max<size_t>(1, options.precisions.size()) *
-                          std::max<size_t>(1, options.modes.size());
+  // Each case, precision and mode may take its limit, and Python and torch
+  // a minute to start: a peer that never returns is killed then.
+  // MIXRT_BENCH_PEER_TIMEOUT_S sets each run's whole limit instead.
+  const bool compiled = std::any_of(
+      options.modes.begin(), options.modes.end(),
+      [](const std::string& m) { return m != "eager"; });
+  const size_t jobs = cases.size() *
+                      std::max<size_t>(1, options.precisions.size()) *
+                      std::max<size_t>(1, options.modes.size());
+  double limit =
+      60 + (case_limit + (compiled ? options.peer_compile_limit_s : 0)) *
+               static_cast<double>(jobs);
   if (const char* v = std::getenv("MIXRT_BENCH_PEER_TIMEOUT_S")) {
     double seconds = 0;
     if (absl::SimpleAtod(v, &seconds) && seconds > 0) limit = seconds;
   }
-  MIXRT_RETURN_IF_ERROR(RunProgram({python, script, in, out}, limit));
-  absl::StatusOr<std::string> text = files::ReadRegularFile(out, 64 << 20);
-  nlohmann::json j = text.ok()
-                         ? nlohmann::json::parse(*text, nullptr,
-                                                 /*allow_exceptions=*/false)
-                         : nlohmann::json();
-  if (j.is_discarded() || !j.is_array()) {
-    return absl::InternalError("the PyTorch peer wrote no results");
+  // A run that cut a case off exits with kPeerCutOffExit after writing what
+  // it finished; the next run skips those ("done").
+  nlohmann::json all = nlohmann::json::array();
+  spec["done"] = nlohmann::json::array();
+  // Each run but the last finishes at least one more job: a peer that does
+  // not is not run again.
+  for (size_t run = 0; run <= jobs; ++run) {
+    MIXRT_RETURN_IF_ERROR(files::WriteFileAtomically(in, spec.dump()));
+    std::remove(out.c_str());
+    const files::ProgramResult ran =
+        files::RunProgram({python, script, in, out}, limit);
+    absl::StatusOr<std::string> text = files::ReadRegularFile(out, 64 << 20);
+    nlohmann::json j = text.ok() ? nlohmann::json::parse(
+                                       *text, nullptr,
+                                       /*allow_exceptions=*/false)
+                                 : nlohmann::json();
+    size_t added = 0;
+    if (!j.is_discarded() && j.is_array()) {
+      for (const nlohmann::json& r : j) {
+        if (!r.is_object() || !r.contains("case") || !r.contains("precision") ||
+            !r.contains("mode")) {
+          continue;
+        }
+        spec["done"].push_back({r["case"], r["precision"], r["mode"]});
+        all.push_back(r);
+        ++added;
+      }
+    }
+    if (ran.exit_code == 0) break;
+    const std::string why =
+        ran.timed_out ? absl::StrCat("did not finish within ", limit,
+                                     " s; killed")
+        : ran.started ? absl::StrCat("failed (status ", ran.exit_code, ")")
+                      : "did not start";
+    if (ran.exit_code == kPeerCutOffExit && added > 0 && run < jobs) continue;
+    if (all.empty()) {
+      return absl::InternalError(absl::StrCat("the PyTorch peer ", why));
+    }
+    std::fprintf(stderr, "mixrt bench: the PyTorch peer %s; %zu results kept\n",
+                 why.c_str(), all.size());
+    break;
   }
-  return j;
+  return all;
 }
 
 absl::Status Plot(const std::string& results_json, const std::string& dir) {

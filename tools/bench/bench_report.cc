@@ -92,11 +92,15 @@ std::string MarkdownTable(const nlohmann::json& run) {
     if (r["status"] == "ok") medians[Key(r, r["precision"])] = Median(r);
   }
   std::map<std::string, double> peer;  // case|precision|mode -> median.
+  // case|precision|mode -> the least a step of a peer cut off takes.
+  std::map<std::string, double> peer_cut_off;
   for (const nlohmann::json& p : run["peers"]) {
-    if (p["status"] == "ok") {
-      peer[absl::StrCat(p["case"].get<std::string>(), "|",
-                        p["precision"].get<std::string>(), "|",
-                        p["mode"].get<std::string>())] = Median(p);
+    const std::string key = absl::StrCat(p["case"].get<std::string>(), "|",
+                                         p["precision"].get<std::string>(),
+                                         "|", p["mode"].get<std::string>());
+    if (p["status"] == "ok") peer[key] = Median(p);
+    if (p["status"] == "cut_off" && p.value("cut_off_min_step_ms", 0.0) > 0) {
+      peer_cut_off[key] = p["cut_off_min_step_ms"].get<double>();
     }
   }
   std::string out =
@@ -120,11 +124,15 @@ std::string MarkdownTable(const nlohmann::json& run) {
         if (f32 != medians.end() && r["precision"] != "f32") {
           vs_f32 = absl::StrFormat("%.2fx", f32->second / Median(r));
         }
-        auto p = peer.find(absl::StrCat(r["case"].get<std::string>(), "|",
-                                        r["precision"].get<std::string>(), "|",
-                                        r["mode"].get<std::string>()));
-        if (p != peer.end()) {
+        const std::string key = absl::StrCat(
+            r["case"].get<std::string>(), "|",
+            r["precision"].get<std::string>(), "|", r["mode"].get<std::string>());
+        if (auto p = peer.find(key); p != peer.end()) {
           vs_peer = absl::StrFormat("%.2fx", p->second / Median(r));
+        } else if (auto cut = peer_cut_off.find(key);
+                   cut != peer_cut_off.end()) {
+          // The peer was cut off: its steps take at least this long.
+          vs_peer = absl::StrFormat(">%.0fx", cut->second / Median(r));
         }
       }
       if (r.contains("peak_mib")) {

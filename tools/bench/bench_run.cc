@@ -8,6 +8,7 @@
 #include "core/amp/autocast.h"
 #include "core/tensor/op_fallback.h"
 #include "tools/bench/bench_cases.h"
+#include "tools/bench/busy_loops.h"
 
 namespace mixrt::bench {
 namespace {
@@ -89,6 +90,9 @@ void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
   CachingAllocator& allocator = device.backend()->allocator(device.index());
   // The first step (tracing, for compiled modes) is the warm-up's; the peak
   // is the steady state's.
+  // Started before the warm-up, so a backend that adapts to the load has
+  // seen it by the timed steps.
+  const BusyLoops busy(static_cast<int>(c.param("busy_cores")));
   absl::Status first = w->step();
   allocator.ResetPeak();
   const int64_t fallbacks_before = GetFallbackCounters().launches;

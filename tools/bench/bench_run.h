@@ -40,6 +40,11 @@ struct RunOptions {
   std::vector<std::string> precisions = {"f32", "bf16", "f16"};
   std::vector<std::string> modes = {"eager"};
   TimingOptions timing;
+  // A peer's case (one precision and mode) still running after this many
+  // seconds (plus peer_compile_limit_s in a compiled mode) is cut off and
+  // reported "peer slower than N s"; 0: the timeout plus 15 s.
+  double peer_case_limit_s = 0;
+  double peer_compile_limit_s = 120;
   // The command line prefix the reproducers start with.
   std::string command = "mixrt bench";
   std::vector<std::string> suite_paths;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <utility>
@@ -23,6 +24,26 @@ double CoefficientOfVariation(const std::vector<double>& samples) {
   double ss = 0;
   for (double x : samples) ss += (x - mean) * (x - mean);
   return mean > 0 ? std::sqrt(ss / (samples.size() - 1)) / mean : 0;
+}
+
+double MedianCiHalfWidth(const std::vector<double>& samples) {
+  const size_t n = samples.size();
+  if (n < 2) return std::numeric_limits<double>::infinity();
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  // The ranks n/2 -+ 1.96 sqrt(n)/2 bound the median with 95% confidence
+  // whatever the distribution (the binomial's normal approximation).
+  const double spread = 0.98 * std::sqrt(static_cast<double>(n));
+  const double low_rank = std::floor(n / 2.0 - spread);
+  const double high_rank = std::ceil(n / 2.0 + spread);
+  if (low_rank < 0 || high_rank > static_cast<double>(n - 1)) {
+    return std::numeric_limits<double>::infinity();  // Too few samples.
+  }
+  const double median = Quantile(sorted, 0.5);
+  if (!(median > 0)) return std::numeric_limits<double>::infinity();
+  const double width = sorted[static_cast<size_t>(high_rank)] -
+                       sorted[static_cast<size_t>(low_rank)];
+  return width / 2 / median;
 }
 
 SampleStats Summarize(const std::vector<double>& samples) {

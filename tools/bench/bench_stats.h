@@ -24,6 +24,13 @@ SampleStats Summarize(const std::vector<double>& samples);
 // stddev / mean alone (cheap: no sorting, no bootstrap).
 double CoefficientOfVariation(const std::vector<double>& samples);
 
+// Half the width of the median's 95% confidence interval, relative to the
+// median, from order statistics (distribution-free and cheap: one sort);
+// infinity while the samples are too few (fewer than 8) to bound it.
+// Unlike the CV, it shrinks as samples accumulate, so a noisy machine
+// still reaches a precise median.
+double MedianCiHalfWidth(const std::vector<double>& samples);
+
 // The q-quantile (0..1) of `sorted`, interpolating linearly (NumPy's
 // default).
 double Quantile(const std::vector<double>& sorted, double q);

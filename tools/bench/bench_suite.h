@@ -17,6 +17,9 @@
 //   mlp_infer          batch width layers(3)
 //   transformer_train  batch seq width heads         TransformerBlock, MSE
 //   transformer_infer  batch seq width heads
+// Every kind also takes busy_cores(0): that many processes spin beside the
+// timed steps, as a build sharing the machine would (the PyTorch peer runs
+// beside the same).
 // Errors name the file and line: "quick.suite:7: gemm needs k".
 #ifndef MIXRT_TOOLS_BENCH_BENCH_SUITE_H_
 #define MIXRT_TOOLS_BENCH_BENCH_SUITE_H_

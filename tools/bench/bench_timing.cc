@@ -34,7 +34,7 @@ absl::StatusOr<Timing> TimeSteps(const std::function<absl::Status()>& step,
     const double elapsed = seconds_since(timing);
     if (static_cast<int>(t.samples_ms.size()) >= options.min_samples &&
         elapsed >= options.min_time_s) {
-      if (CoefficientOfVariation(t.samples_ms) <= options.max_noise) {
+      if (MedianCiHalfWidth(t.samples_ms) <= options.max_noise) {
         t.noise_met = true;
         break;
       }

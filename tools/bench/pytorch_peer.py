@@ -5,13 +5,23 @@ count and timing rules, and writes results in mixrt bench's JSON shape.
     python pytorch_peer.py CASES.json OUT.json
 
 CASES.json: {"cases": [{"case", "kind", "params"}], "precisions": [...],
-"modes": [...], "timing": {...}, "threads": N}. Compile modes run
-torch.compile(mode=...); "eager" runs eagerly.
+"modes": [...], "timing": {...}, "threads": N, "case_limit_s": S,
+"compile_limit_s": C, "done": [[case, precision, mode], ...]}. Compile
+modes run torch.compile(mode=...); "eager" runs eagerly. A case (one
+precision and mode) that takes longer than S seconds (S + C compiled) is
+cut off: recorded with status "cut_off" and the process exits with status
+75, so that a pathologically slow precision (PyTorch's bf16 GEMM on a CPU
+without AVX-512: a minute per 512x4096x4096) never holds the run; mixrt
+bench starts it again with the finished cases in "done".
 """
+import contextlib
 import json
 import math
+import os
 import statistics
+import subprocess
 import sys
+import threading
 import time
 
 import torch
@@ -37,7 +47,30 @@ def summarize(samples):
             "p90_ms": quantile(0.9)}
 
 
+def median_ci_half_width(samples):
+    """mixrt's MedianCiHalfWidth: the median's 95% CI from order statistics,
+    half its width relative to the median."""
+    n = len(samples)
+    if n < 2:
+        return math.inf
+    s = sorted(samples)
+    spread = 0.98 * math.sqrt(n)
+    lo, hi = math.floor(n / 2 - spread), math.ceil(n / 2 + spread)
+    if lo < 0 or hi > n - 1:
+        return math.inf
+    median = statistics.median(s)
+    return (s[hi] - s[lo]) / 2 / median if median > 0 else math.inf
+
+
 def time_steps(step, t):
+    def counted():
+        step()
+        STEPS_DONE[0] += 1
+
+    return time_counted_steps(counted, t)
+
+
+def time_counted_steps(step, t):
     begin = time.perf_counter()
     warm = 0
     while True:
@@ -57,8 +90,7 @@ def time_steps(step, t):
         samples.append((time.perf_counter() - s) * 1e3 / reps)
         elapsed = time.perf_counter() - start
         if len(samples) >= t["min_samples"] and elapsed >= t["min_time_s"]:
-            st = summarize(samples)
-            if st["cv"] <= t["max_noise"]:
+            if median_ci_half_width(samples) <= t["max_noise"]:
                 noise_met = True
                 break
         if elapsed >= t["timeout_s"] and len(samples) >= 2:
@@ -74,6 +106,25 @@ def time_steps(step, t):
     timing["median_ci95_ms"] = [meds[int(0.025 * 999)], meds[int(0.975 * 999)]]
     timing["seconds"] = time.perf_counter() - begin
     return timing
+
+
+BUSY = []  # The busy loops running now (a cut-off kills them).
+STEPS_DONE = [0]  # Steps of the running case finished (for a cut-off).
+
+
+@contextlib.contextmanager
+def busy_loops(count):
+    """`count` processes spinning beside the timed steps, as mixrt's."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(count)]
+    BUSY.extend(procs)
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+            BUSY.remove(p)
 
 
 class Block(torch.nn.Module):
@@ -169,33 +220,79 @@ def make_step(c, precision, mode):
     return train, 3 * fwd
 
 
+# The exit status of a peer that cut a case off: mixrt bench runs it again
+# for the cases left.
+CUT_OFF_EXIT = 75
+
+
+def write_results(path, results):
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(results, f)
+    os.replace(tmp, path)
+
+
+def cut_off(path, results, r, limit):
+    """Runs on the watchdog's thread when a case passes its limit (torch
+    releases the GIL inside its ops): records the case as cut off and ends
+    the process, whatever the main thread is computing."""
+    r = dict(r, status="cut_off",
+             reason=f"peer slower than {limit:g} s: killed after {limit:g} s "
+                    f"in this case, {STEPS_DONE[0]} steps done")
+    r["cut_off_s"] = limit
+    if r["mode"] == "eager":
+        # Each step finished took its share of the limit and the one
+        # running took more, so one step takes at least this long (a
+        # compiled mode's first step holds its compilation: no bound).
+        r["cut_off_min_step_ms"] = limit * 1e3 / (STEPS_DONE[0] + 1)
+    for p in BUSY:
+        p.kill()
+    write_results(path, results + [r])
+    print(f"pytorch {r['case']} {r['precision']} {r['mode']}: cut off after "
+          f"{limit:g} s", file=sys.stderr, flush=True)
+    os._exit(CUT_OFF_EXIT)
+
+
 def main():
     spec = json.load(open(sys.argv[1]))
+    out = sys.argv[2]
     torch.set_num_threads(spec["threads"])
+    done = {tuple(d) for d in spec.get("done", [])}
     results = []
     for c in spec["cases"]:
         for precision in spec["precisions"]:
             for mode in spec["modes"]:
+                if (c["case"], precision, mode) in done:
+                    continue
                 r = {"case": c["case"], "kind": c["kind"], "params": c["params"],
                      "backend": "pytorch", "device": "cpu",
                      "precision": precision, "mode": mode,
                      "peer_version": torch.__version__, "reason": "",
                      "support": "", "reproduce": ""}
+                STEPS_DONE[0] = 0
+                limit = spec["case_limit_s"] + (0 if mode == "eager" else spec["compile_limit_s"])
+                watchdog = threading.Timer(limit, cut_off, (out, results, r, limit))
+                watchdog.daemon = True
+                watchdog.start()
                 try:
                     step, flops = make_step(c, precision, mode)
                     if step is None:
+                        watchdog.cancel()
                         continue
-                    r["timing"] = time_steps(step, spec["timing"])
+                    with busy_loops(c["params"].get("busy_cores", 0)):
+                        r["timing"] = time_steps(step, spec["timing"])
                     r["status"] = "ok"
                     r["flops_per_step"] = flops
                     r["gflops"] = flops / (r["timing"]["median_ms"] * 1e6) if flops else 0.0
                 except Exception as e:  # A peer's failure is a result too.
                     r["status"] = "error"
                     r["reason"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                watchdog.cancel()
                 results.append(r)
+                write_results(out, results)  # What a later cut-off keeps.
                 print(f"pytorch {c['case']} {precision} {mode}: {r['status']}",
                       file=sys.stderr, flush=True)
-    json.dump(results, open(sys.argv[2], "w"))
+    write_results(out, results)
 
 
 if __name__ == "__main__":
