@@ -116,6 +116,34 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
   return r;
 }
 
+// What the device does with the precision asked for (why autocast is
+// slower, where it is) and what --dtype=auto would pick: the capability the
+// backend measured, in words.
+void ExplainPrecision(const mixrt::Device& device,
+                      const mixrt::AutocastOptions& autocast,
+                      double autocast_speedup) {
+  if (!autocast.auto_precision) {
+    const mixrt::DType asked =
+        autocast.dtype.value_or(mixrt::DefaultAutocastDType(device.type()));
+    const mixrt::CapabilityEntry& matmul =
+        device.info().capability(MIXRT_OP_CLASS_MATMUL, asked);
+    if (autocast_speedup > 0 && autocast_speedup < 1) {
+      std::printf(
+          "why autocast is slower here: %s matmul is %s on %s%s%s\n",
+          std::string(mixrt::DTypeName(asked)).c_str(),
+          std::string(mixrt::SupportLevelName(matmul.level)).c_str(),
+          device.ToString().c_str(), matmul.reason.empty() ? "" : ": ",
+          matmul.reason.c_str());
+    }
+  }
+  const mixrt::PrecisionChoice pick =
+      mixrt::AutoPrecision(device, MIXRT_OP_CLASS_MATMUL);
+  std::printf("--dtype=auto picks %s for matmuls on this device%s%s\n",
+              std::string(mixrt::DTypeName(pick.dtype)).c_str(),
+              pick.reason.empty() ? "" : ": ",
+              pick.reason.c_str());
+}
+
 absl::Status CheckFlags() {
   using mixrt::examples::CheckFlag;
   MIXRT_RETURN_IF_ERROR(
@@ -176,6 +204,7 @@ absl::Status Run(const char* argv0) {
     Mode mode;
   };
   double baseline = 0;
+  double autocast_speedup = 0;
   for (const Named& m :
        {Named{"default precision", Mode::kDefault},
         Named{"autocast", Mode::kAutocast},
@@ -183,6 +212,7 @@ absl::Status Run(const char* argv0) {
     MIXRT_ASSIGN_OR_RETURN(Result r,
                            Train(device, m.mode, autocast, data, targets));
     if (m.mode == Mode::kDefault) baseline = r.ms_per_step;
+    if (m.mode == Mode::kAutocast) autocast_speedup = baseline / r.ms_per_step;
     std::printf(
         "%-24s %-5s %8.1f ms/step (%.2fx default)  max memory used by "
         "tensors %7.1f MiB  final loss %.5f\n",
@@ -192,6 +222,7 @@ absl::Status Run(const char* argv0) {
   for (const std::string& w : mixrt::AutocastWarnings()) {
     std::printf("autocast note: %s\n", w.c_str());
   }
+  ExplainPrecision(device, autocast, autocast_speedup);
   // A backend that lacks ops (a partial plugin) trains with the rest on a
   // fallback backend: say what ran where, and what it cost in copies.
   const mixrt::FallbackCounters fallbacks = mixrt::GetFallbackCounters();

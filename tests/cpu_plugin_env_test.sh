@@ -81,6 +81,13 @@ out=$("$mixrt" info)
 grep -q "matmul speeds measured at load" <<<"$out" || fail "a 50-year-old measurement was trusted: $out"
 out=$("$mixrt" info)
 grep -q "matmul speeds cached in" <<<"$out" || fail "fresh measurement not cached"
+# A dtype converted to f32 to be multiplied (f16 with the ISA capped to
+# AVX2) cannot run 1.8x f32: such a cached ratio is measured again.
+ONEDNN_MAX_CPU_ISA=AVX2 "$mixrt" info >/dev/null
+set_in_cache f16_vs_f32 1.8
+out=$(ONEDNN_MAX_CPU_ISA=AVX2 "$mixrt" info)
+grep -q "matmul speeds measured at load" <<<"$out" || fail "an emulated f16 cached at 1.8x f32 was trusted: $out"
+grep -q "measured 1.80x" <<<"$out" && fail "the implausible ratio was shown: $out"
 
 # A FIFO or a directory at the cache path: no hang, no failure, measured.
 rm -f "$cache"; mkfifo "$cache"

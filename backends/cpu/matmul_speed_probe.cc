@@ -85,9 +85,25 @@ int64_t NowSeconds() {
       .count();
 }
 
-bool Plausible(double ratio) {
+// A dtype that oneDNN cannot multiply natively is converted to f32 and
+// multiplied as f32: it can gain only the halved operand traffic, never
+// the 1.8x once cached here for f16 on an AVX2 CPU (an f32 measurement
+// disturbed by a busy machine, shown to users as "emulated ... measured
+// 1.82x f32 throughput").
+double MaxPlausibleRatio(MixrtDtype dtype) {
+  const bool converted = OneDnnMatmulImplementation(dtype).empty() &&
+                         !(dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs());
+  return converted ? kMaxConvertedRatio : kMaxPlausibleRatio;
+}
+
+bool Plausible(double ratio, MixrtDtype dtype) {
   return std::isfinite(ratio) && ratio >= kMinPlausibleRatio &&
-         ratio <= kMaxPlausibleRatio;
+         ratio <= MaxPlausibleRatio(dtype);
+}
+
+bool Plausible(const MatmulSpeeds& speeds) {
+  return Plausible(speeds.bf16_vs_f32, MIXRT_DTYPE_BF16) &&
+         Plausible(speeds.f16_vs_f32, MIXRT_DTYPE_F16);
 }
 
 // The cached entry for `key`, when it exists, is well formed, plausible and
@@ -108,8 +124,10 @@ bool ReadCache(const std::string& path, const std::string& key,
   const double f16 = e["f16_vs_f32"].get<double>();
   const double age = static_cast<double>(NowSeconds()) -
                      e["measured_at"].get<double>();
-  if (!Plausible(bf16) || !Plausible(f16) || !(age >= 0) ||
-      age > kMaxCacheAgeSeconds) {
+  MatmulSpeeds cached;
+  cached.bf16_vs_f32 = bf16;
+  cached.f16_vs_f32 = f16;
+  if (!Plausible(cached) || !(age >= 0) || age > kMaxCacheAgeSeconds) {
     return false;
   }
   speeds->bf16_vs_f32 = bf16;
@@ -179,8 +197,7 @@ MatmulSpeeds GetMatmulSpeeds() {
   speeds.f16_vs_f32 = f32 / f16;
   speeds.source = "measured at load";
   // An implausible measurement is used for this process but not kept.
-  if (!path.empty() && Plausible(speeds.bf16_vs_f32) &&
-      Plausible(speeds.f16_vs_f32)) {
+  if (!path.empty() && Plausible(speeds)) {
     WriteCache(path, key, speeds);
   }
   return speeds;

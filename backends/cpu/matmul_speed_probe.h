@@ -7,8 +7,10 @@
 // The rule for trusting a cached ratio: an entry is measured again when it
 // is older than 30 days (the machine's load or firmware may have changed),
 // has no timestamp, or holds a ratio outside [1/16, 16] (no CPU path is that
-// far from f32: such a value came from a disturbed measurement). A fresh
-// measurement outside that range is used once and not stored.
+// far from f32: such a value came from a disturbed measurement), or above
+// 1.25 for a dtype converted to f32 to be multiplied (it is f32's work plus
+// the conversions). A fresh measurement outside that range is used once and
+// not stored.
 #ifndef MIXRT_BACKENDS_CPU_MATMUL_SPEED_PROBE_H_
 #define MIXRT_BACKENDS_CPU_MATMUL_SPEED_PROBE_H_
 
@@ -19,6 +21,7 @@ namespace mixrt::cpu {
 inline constexpr char kSkipProbeEnv[] = "MIXRT_CPU_SKIP_PROBE";
 inline constexpr double kMinPlausibleRatio = 1.0 / 16;
 inline constexpr double kMaxPlausibleRatio = 16;
+inline constexpr double kMaxConvertedRatio = 1.25;
 inline constexpr double kMaxCacheAgeSeconds = 30 * 24 * 3600.0;
 
 struct MatmulSpeeds {
