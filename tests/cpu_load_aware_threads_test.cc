@@ -13,24 +13,29 @@
 namespace mixrt::cpu {
 namespace {
 
-TEST(ThreadsLeftFree, AllConfiguredThreadsWhenOnlyOursRun) {
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 2, 2), 2);
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 1, 1), 2);
-  // Our threads counted by the system but not yet by us (a race between
-  // the two reads) never count as another process's.
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 1, 3), 2);
+TEST(OtherProcessesRunnable, IsTheSystemsLessOurs) {
+  EXPECT_EQ(OtherProcessesRunnable(3, 2), 1);
+  EXPECT_EQ(OtherProcessesRunnable(2, 2), 0);
+  // Our threads counted by us but not by the system (the two reads are not
+  // one instant) never make a negative count.
+  EXPECT_EQ(OtherProcessesRunnable(1, 3), 0);
+}
+
+TEST(ThreadsLeftFree, AllConfiguredThreadsWhenNoOtherProcessRuns) {
+  EXPECT_EQ(ThreadsLeftFree(2, 2, 0), 2);
+  EXPECT_EQ(ThreadsLeftFree(8, 64, 0), 8);
 }
 
 TEST(ThreadsLeftFree, LeavesOtherProcessesTheirCores) {
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 3, 2), 1);  // One busy loop beside.
-  EXPECT_EQ(ThreadsLeftFree(8, 4, 3, 2), 3);  // One of four cores taken.
-  EXPECT_EQ(ThreadsLeftFree(2, 64, 32, 2), 2);  // Plenty left.
+  EXPECT_EQ(ThreadsLeftFree(2, 2, 1), 1);   // One busy loop beside.
+  EXPECT_EQ(ThreadsLeftFree(8, 4, 1), 3);   // One of four cores taken.
+  EXPECT_EQ(ThreadsLeftFree(2, 64, 30), 2);  // Plenty left.
 }
 
 TEST(ThreadsLeftFree, NeverBelowOneThread) {
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 6, 1), 1);
-  EXPECT_EQ(ThreadsLeftFree(1, 2, 1, 1), 1);
-  EXPECT_EQ(ThreadsLeftFree(0, 2, 1, 1), 1);
+  EXPECT_EQ(ThreadsLeftFree(2, 2, 5), 1);
+  EXPECT_EQ(ThreadsLeftFree(1, 2, 0), 1);
+  EXPECT_EQ(ThreadsLeftFree(0, 2, 0), 1);
 }
 
 TEST(ParseRunnableFromLoadavg, ReadsTheRunnableCount) {

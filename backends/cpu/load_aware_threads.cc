@@ -24,6 +24,7 @@ std::atomic<bool> g_enabled{false};
 std::atomic<int> g_configured{1};
 std::atomic<int> g_threads{1};
 std::atomic<int64_t> g_next_refresh_ns{0};
+std::atomic<int> g_last_others{0};
 
 // Reads a small /proc file into `buffer`; false if it cannot.
 bool ReadSmallFile(const char* path, char* buffer, size_t size,
@@ -88,10 +89,18 @@ void Refresh() {
   const std::optional<int> system = SystemRunnable();
   const std::optional<int> own = OwnRunnable();
   // Unreadable (no /proc, a huge process): the configured count, as before.
-  const int threads = system && own ? ThreadsLeftFree(configured, OnlineCpus(),
-                                                      *system, *own)
-                                    : configured;
-  g_threads.store(threads, std::memory_order_relaxed);
+  if (!system || !own) {
+    g_threads.store(configured, std::memory_order_relaxed);
+    return;
+  }
+  const int others = OtherProcessesRunnable(*system, *own);
+  // Seen in two readings a refresh apart: a kernel worker or a short
+  // command caught runnable in one reading halved the threads of whatever
+  // GEMM started in the next 20 ms (the seed recipe's f32 step ran 5-8%
+  // slower on an idle machine).
+  const int persistent = std::min(others, g_last_others.exchange(others));
+  g_threads.store(ThreadsLeftFree(configured, OnlineCpus(), persistent),
+                  std::memory_order_relaxed);
 }
 
 class ThreadsLeftFreeKernel : public sdk::FusedKernel {
@@ -123,11 +132,12 @@ std::unique_ptr<sdk::FusedKernel> RunOnThreadsLeftFree(
   return std::make_unique<ThreadsLeftFreeKernel>(std::move(kernel));
 }
 
-int ThreadsLeftFree(int configured, int online_cpus, int system_runnable,
-                    int own_runnable) {
-  const int others = std::max(0, system_runnable - own_runnable);
-  const int free_cpus = online_cpus - others;
-  return std::max(1, std::min(configured, free_cpus));
+int OtherProcessesRunnable(int system_runnable, int own_runnable) {
+  return std::max(0, system_runnable - own_runnable);
+}
+
+int ThreadsLeftFree(int configured, int online_cpus, int others) {
+  return std::max(1, std::min(configured, online_cpus - others));
 }
 
 std::optional<int> ParseRunnableFromLoadavg(std::string_view text) {
@@ -162,6 +172,7 @@ void ConfigureLoadAwareThreads(int configured) {
   g_configured.store(std::max(1, configured));
   g_threads.store(std::max(1, configured));
   g_next_refresh_ns.store(0);
+  g_last_others.store(0);
   g_enabled.store(!off && configured > 1);
 }
 

@@ -15,7 +15,8 @@
 //
 // The count is re-read at most every kRefreshInterval from the kernel's
 // count of runnable threads (/proc/loadavg) less this process's own
-// (/proc/self/task/*/stat). MIXRT_CPU_LOAD_AWARE_THREADS=0 turns it off:
+// (/proc/self/task/*/stat); other processes count when two readings in a
+// row see them (an instant's kernel worker does not). MIXRT_CPU_LOAD_AWARE_THREADS=0 turns it off:
 // a fixed thread count gives bit-identical results from run to run, which
 // a changing one (another split of a reduction) need not.
 #ifndef MIXRT_BACKENDS_CPU_LOAD_AWARE_THREADS_H_
@@ -33,11 +34,13 @@ namespace mixrt::cpu {
 inline constexpr char kLoadAwareThreadsEnv[] = "MIXRT_CPU_LOAD_AWARE_THREADS";
 inline constexpr std::chrono::milliseconds kRefreshInterval{20};
 
-// The threads to use: `configured`, less the cores that runnable threads of
-// other processes (`system_runnable` - `own_runnable`) take from the
-// `online_cpus`; never below one.
-int ThreadsLeftFree(int configured, int online_cpus, int system_runnable,
-                    int own_runnable);
+// The runnable threads of other processes: the system's less this
+// process's (never negative: the two are read at different instants).
+int OtherProcessesRunnable(int system_runnable, int own_runnable);
+
+// The threads to use: `configured`, less the cores that `others` runnable
+// threads of other processes take from the `online_cpus`; never below one.
+int ThreadsLeftFree(int configured, int online_cpus, int others);
 
 // The runnable count of /proc/loadavg ("0.50 0.40 0.30 3/166 9782" -> 3);
 // nullopt for anything else.
