@@ -128,20 +128,18 @@ void ExplainPrecision(const mixrt::Device& device,
     const mixrt::CapabilityEntry& matmul =
         device.info().capability(MIXRT_OP_CLASS_MATMUL, asked);
     if (autocast_speedup > 0 && autocast_speedup < 1) {
-      std::printf(
-          "why autocast is slower here: %s matmul is %s on %s%s%s\n",
-          std::string(mixrt::DTypeName(asked)).c_str(),
-          std::string(mixrt::SupportLevelName(matmul.level)).c_str(),
-          device.ToString().c_str(), matmul.reason.empty() ? "" : ": ",
-          matmul.reason.c_str());
+      std::printf("why autocast is slower here: %s matmul is %s on %s%s%s\n",
+                  std::string(mixrt::DTypeName(asked)).c_str(),
+                  std::string(mixrt::SupportLevelName(matmul.level)).c_str(),
+                  device.ToString().c_str(), matmul.reason.empty() ? "" : ": ",
+                  matmul.reason.c_str());
     }
   }
   const mixrt::PrecisionChoice pick =
       mixrt::AutoPrecision(device, MIXRT_OP_CLASS_MATMUL);
   std::printf("--dtype=auto picks %s for matmuls on this device%s%s\n",
               std::string(mixrt::DTypeName(pick.dtype)).c_str(),
-              pick.reason.empty() ? "" : ": ",
-              pick.reason.c_str());
+              pick.reason.empty() ? "" : ": ", pick.reason.c_str());
 }
 
 absl::Status CheckFlags() {

@@ -1,5 +1,3 @@
-#include "backends/cpu/load_aware_threads.h"
-
 #include <omp.h>
 #include <unistd.h>
 
@@ -7,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "backends/cpu/load_aware_threads.h"
 #include "gtest/gtest.h"
 #include "tools/bench/busy_loops.h"
 
@@ -27,8 +26,8 @@ TEST(ThreadsLeftFree, AllConfiguredThreadsWhenNoOtherProcessRuns) {
 }
 
 TEST(ThreadsLeftFree, LeavesOtherProcessesTheirCores) {
-  EXPECT_EQ(ThreadsLeftFree(2, 2, 1), 1);   // One busy loop beside.
-  EXPECT_EQ(ThreadsLeftFree(8, 4, 1), 3);   // One of four cores taken.
+  EXPECT_EQ(ThreadsLeftFree(2, 2, 1), 1);    // One busy loop beside.
+  EXPECT_EQ(ThreadsLeftFree(8, 4, 1), 3);    // One of four cores taken.
   EXPECT_EQ(ThreadsLeftFree(2, 64, 30), 2);  // Plenty left.
 }
 
@@ -75,7 +74,8 @@ TEST(UseThreadsLeftFree, OneThreadWhileOtherProcessesHoldEveryCore) {
   // the interval, so one unlucky read does not decide.
   int threads = cpus;
   for (int attempt = 0; attempt < 20 && threads != 1; ++attempt) {
-    std::this_thread::sleep_for(kRefreshInterval + std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(kRefreshInterval +
+                                std::chrono::milliseconds(5));
     UseThreadsLeftFree();
     threads = omp_get_max_threads();
   }

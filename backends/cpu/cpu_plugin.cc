@@ -133,9 +133,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) override {
-    MIXRT_ASSIGN_OR_RETURN(
-        std::unique_ptr<sdk::FusedKernel> kernel,
-        CompileGroup(graph, group_of_node, group));
+    MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<sdk::FusedKernel> kernel,
+                           CompileGroup(graph, group_of_node, group));
     return RunOnThreadsLeftFree(std::move(kernel));
   }
 

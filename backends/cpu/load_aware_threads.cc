@@ -151,7 +151,8 @@ std::optional<int> ParseRunnableFromLoadavg(std::string_view text) {
   const size_t slash = text.find('/', pos);
   if (slash == std::string_view::npos) return std::nullopt;
   int runnable = 0;
-  if (!absl::SimpleAtoi(absl::string_view(text.data() + pos, slash - pos), &runnable) ||
+  if (!absl::SimpleAtoi(absl::string_view(text.data() + pos, slash - pos),
+                        &runnable) ||
       runnable < 0) {
     return std::nullopt;
   }
@@ -184,8 +185,7 @@ void UseThreadsLeftFree() {
   // omp_set_num_threads at initialization set only that thread's).
   if (g_enabled.load(std::memory_order_relaxed) && now >= due &&
       g_next_refresh_ns.compare_exchange_strong(
-                        due, now + std::chrono::nanoseconds(kRefreshInterval)
-                                       .count())) {
+          due, now + std::chrono::nanoseconds(kRefreshInterval).count())) {
     Refresh();
   }
   const int threads = g_threads.load(std::memory_order_relaxed);

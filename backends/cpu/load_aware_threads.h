@@ -16,9 +16,10 @@
 // The count is re-read at most every kRefreshInterval from the kernel's
 // count of runnable threads (/proc/loadavg) less this process's own
 // (/proc/self/task/*/stat); other processes count when two readings in a
-// row see them (an instant's kernel worker does not). MIXRT_CPU_LOAD_AWARE_THREADS=0 turns it off:
-// a fixed thread count gives bit-identical results from run to run, which
-// a changing one (another split of a reduction) need not.
+// row see them (an instant's kernel worker does not).
+// MIXRT_CPU_LOAD_AWARE_THREADS=0 turns it off: a fixed thread count gives
+// bit-identical results from run to run, which a changing one (another split of
+// a reduction) need not.
 #ifndef MIXRT_BACKENDS_CPU_LOAD_AWARE_THREADS_H_
 #define MIXRT_BACKENDS_CPU_LOAD_AWARE_THREADS_H_
 

@@ -111,7 +111,8 @@ bool Plausible(const MatmulSpeeds& speeds) {
 bool ReadCache(const std::string& path, const std::string& key,
                MatmulSpeeds* speeds) {
   // A FIFO, directory or device at the path is refused, never waited on.
-  absl::StatusOr<std::string> text = files::ReadRegularFile(path, kMaxCacheBytes);
+  absl::StatusOr<std::string> text =
+      files::ReadRegularFile(path, kMaxCacheBytes);
   if (!text.ok()) return false;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains(key)) return false;
@@ -122,8 +123,8 @@ bool ReadCache(const std::string& path, const std::string& key,
   }
   const double bf16 = e["bf16_vs_f32"].get<double>();
   const double f16 = e["f16_vs_f32"].get<double>();
-  const double age = static_cast<double>(NowSeconds()) -
-                     e["measured_at"].get<double>();
+  const double age =
+      static_cast<double>(NowSeconds()) - e["measured_at"].get<double>();
   MatmulSpeeds cached;
   cached.bf16_vs_f32 = bf16;
   cached.f16_vs_f32 = f16;
@@ -153,8 +154,8 @@ void WriteCache(const std::string& path, const std::string& key,
             {"f16_vs_f32", speeds.f16_vs_f32},
             {"measured_at", NowSeconds()}};
   files::WriteFileAtomically(
-      path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                "\n")
+      path,
+      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")
       .IgnoreError();
 }
 
@@ -165,8 +166,8 @@ std::string ProbeCacheKey() {
   // The thread count in force now (MIXRT_NUM_THREADS is applied after
   // GetCpuInfo may have been cached), which is what the kernels will use.
   return absl::StrCat(info.model, "|oneDNN ", info.onednn_version, "|",
-                      info.onednn_isa, "|", omp_get_max_threads(),
-                      " threads|", kM, "x", kK, "x", kN,
+                      info.onednn_isa, "|", omp_get_max_threads(), " threads|",
+                      kM, "x", kK, "x", kN,
                       F16MatmulByBf16Pairs() ? "|f16 as bf16 pairs" : "");
 }
 

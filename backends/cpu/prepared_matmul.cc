@@ -44,8 +44,9 @@ void AppendPostOps(const MatmulShape& s, ShapeKey* key) {
     int32_t alpha_bits, beta_bits;
     std::memcpy(&alpha_bits, &op.alpha, sizeof(alpha_bits));
     std::memcpy(&beta_bits, &op.beta, sizeof(beta_bits));
-    key->insert(key->end(), {op.binary ? 1 : 0, static_cast<int64_t>(op.algorithm),
-                             alpha_bits, beta_bits});
+    key->insert(key->end(),
+                {op.binary ? 1 : 0, static_cast<int64_t>(op.algorithm),
+                 alpha_bits, beta_bits});
     if (op.binary) AppendOperand(op.operand, key);
   }
   key->push_back(s.packed_b ? 1 : 0);
@@ -54,7 +55,8 @@ void AppendPostOps(const MatmulShape& s, ShapeKey* key) {
 dnnl::matmul::primitive_desc PrimitiveDesc(const MatmulShape& s) {
   const dnnl::memory::desc a_md = Desc(s.a), c_md = Desc(s.c);
   const dnnl::memory::desc b_md =
-      s.packed_b ? dnnl::memory::desc(s.b.dims, *OneDnnType(s.b.dtype), dnnl::memory::format_tag::any)
+      s.packed_b ? dnnl::memory::desc(s.b.dims, *OneDnnType(s.b.dtype),
+                                      dnnl::memory::format_tag::any)
                  : Desc(s.b);
   const bool has_bias = !s.bias.dims.empty();
   dnnl::memory::desc bias_md;
@@ -75,7 +77,8 @@ dnnl::matmul::primitive_desc PrimitiveDesc(const MatmulShape& s) {
 
 std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
   const dnnl::matmul::primitive_desc pd = PrimitiveDesc(s);
-  const dnnl::memory::desc a_md = Desc(s.a), b_md = pd.weights_desc(), c_md = Desc(s.c);
+  const dnnl::memory::desc a_md = Desc(s.a), b_md = pd.weights_desc(),
+                           c_md = Desc(s.c);
   const bool has_bias = !s.bias.dims.empty();
   auto p = std::make_unique<Prepared>();
   p->primitive = dnnl::matmul(pd);
@@ -83,7 +86,8 @@ std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
   p->a = Memory(a_md, nullptr);
   p->b = Memory(b_md, nullptr);
   p->c = Memory(c_md, nullptr);
-  p->args = {{DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->b}, {DNNL_ARG_DST, p->c}};
+  p->args = {
+      {DNNL_ARG_SRC, p->a}, {DNNL_ARG_WEIGHTS, p->b}, {DNNL_ARG_DST, p->c}};
   if (has_bias) {
     p->bias = Memory(Desc(s.bias), nullptr);
     p->args.emplace(DNNL_ARG_BIAS, p->bias);
@@ -94,8 +98,10 @@ std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
   for (size_t i = 0; i < s.post_ops.size(); ++i) {
     if (!s.post_ops[i].binary) continue;
     p->post_src[i] = Memory(Desc(s.post_ops[i].operand), nullptr);
-    p->args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                    p->post_src[i]);
+    p->args.emplace(
+        DNNL_ARG_ATTR_MULTIPLE_POST_OP(first + static_cast<int>(i)) |
+            DNNL_ARG_SRC_1,
+        p->post_src[i]);
   }
   return p;
 }
@@ -106,7 +112,8 @@ dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape) {
   return PrimitiveDesc(shape).weights_desc();
 }
 
-void PackWeights(const MatmulShape& shape, const void* b, const dnnl::memory& packed) {
+void PackWeights(const MatmulShape& shape, const void* b,
+                 const dnnl::memory& packed) {
   dnnl::memory src = Memory(Desc(shape.b), const_cast<void*>(b));
   dnnl::memory dst = packed;
   dnnl::reorder(src, dst).execute(ThreadStream(), src, dst);
@@ -122,7 +129,8 @@ std::string PreparedMatmulImplementation(const MatmulShape& shape) {
 }
 
 bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
-                       void* c, const void* bias, const void* const* post_op_data,
+                       void* c, const void* bias,
+                       const void* const* post_op_data,
                        const dnnl::memory::desc* packed_b) {
   // Per thread: oneDNN primitives run on the thread that created them (see
   // GetPrimitive), and under the thread count they were created with.
@@ -143,13 +151,15 @@ bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
     it = cache.emplace(std::move(key), Prepare(shape)).first;
   }
   Prepared& p = *it->second;
-  if (shape.packed_b && (packed_b == nullptr || p.b.get_desc() != *packed_b)) return false;
+  if (shape.packed_b && (packed_b == nullptr || p.b.get_desc() != *packed_b))
+    return false;
   p.a.set_data_handle(const_cast<void*>(a));
   p.b.set_data_handle(const_cast<void*>(b));
   p.c.set_data_handle(c);
   if (bias != nullptr) p.bias.set_data_handle(const_cast<void*>(bias));
   for (size_t i = 0; i < p.post_src.size(); ++i) {
-    if (shape.post_ops[i].binary) p.post_src[i].set_data_handle(const_cast<void*>(post_op_data[i]));
+    if (shape.post_ops[i].binary)
+      p.post_src[i].set_data_handle(const_cast<void*>(post_op_data[i]));
   }
   p.primitive.execute(ThreadStream(), p.args);
   ThreadStream().wait();

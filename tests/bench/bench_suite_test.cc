@@ -49,12 +49,11 @@ TEST(BenchSuite, EveryKindTakesBusyCores) {
   for (const std::string& kind : KindNames()) {
     EXPECT_EQ(KindKeys(kind).count("busy_cores"), 1u) << kind;
   }
-  auto many = ParseSuite(
-      "mixrt-bench-suite 1\ncase gemm g m=8 n=4 k=2 busy_cores=65\n",
-      "t.suite", ".");
+  auto many =
+      ParseSuite("mixrt-bench-suite 1\ncase gemm g m=8 n=4 k=2 busy_cores=65\n",
+                 "t.suite", ".");
   ASSERT_FALSE(many.ok());
-  EXPECT_NE(many.status().message().find("busy_cores <= 64"),
-            std::string::npos)
+  EXPECT_NE(many.status().message().find("busy_cores <= 64"), std::string::npos)
       << many.status();
 }
 

@@ -94,4 +94,43 @@ PYTHON="$fake" TMPDIR="$TEST_TMPDIR/tmp" MIXRT_BENCH_PEER_TIMEOUT_S=2 timeout 12
 grep -q "peer pytorch: .* did not finish within 2 s; killed" "$TEST_TMPDIR/peer.txt" ||
   fail "no timeout named: $(cat "$TEST_TMPDIR/peer.txt")"
 [ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
-echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging peers"
+# A peer that cuts a case off (pytorch_peer.py's watchdog: status cut_off,
+# exit 75) is run again for the cases left, and the cut-off case is
+# reported with the least slowdown it proves.
+cutter="$TEST_TMPDIR/cutting_python"
+cat >"$cutter" <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && exit 0
+exec /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[2]))
+if not spec["done"]:
+    json.dump([{"case": "gemm_256", "kind": "gemm", "params": {}, "backend": "pytorch",
+                "precision": "f32", "mode": "eager", "status": "cut_off",
+                "reason": "peer slower than 3 s", "cut_off_s": 3,
+                "cut_off_min_step_ms": 1500.0}], open(sys.argv[3], "w"))
+    sys.exit(75)
+assert spec["done"] == [["gemm_256", "f32", "eager"]], spec["done"]
+json.dump([{"case": "gemm_256", "kind": "gemm", "params": {}, "backend": "pytorch",
+            "precision": "bf16", "mode": "eager", "status": "error",
+            "reason": "second run"}], open(sys.argv[3], "w"))
+PY
+SH
+chmod +x "$cutter"
+PYTHON="$cutter" TMPDIR="$TEST_TMPDIR/tmp" timeout 120 \
+  "$mixrt" bench --quick --cases=gemm_256 --backend=cpu --dtype=f32,bf16 --peers=pytorch \
+  --min_time=0.01 --min_samples=2 --md --json="$TEST_TMPDIR/cut.json" \
+  >"$TEST_TMPDIR/cut.txt" 2>&1 || fail "the run with a cutting peer failed: $(tail -5 "$TEST_TMPDIR/cut.txt")"
+/usr/bin/python3 - "$schema" "$TEST_TMPDIR/cut.json" <<'PY' || fail "cut-off results: $(cat "$TEST_TMPDIR/cut.txt")"
+import json, sys
+import jsonschema
+schema, run = (json.load(open(p)) for p in sys.argv[1:3])
+jsonschema.validate(run, schema)
+peers = {(p["precision"], p["status"]) for p in run["peers"]}
+assert peers == {("f32", "cut_off"), ("bf16", "error")}, peers
+PY
+grep -qE '^\| gemm_256 \| cpu \| f32 \| eager \|.*\| >[0-9]+x \|' "$TEST_TMPDIR/cut.txt" ||
+  fail "no lower bound against the cut-off peer: $(cat "$TEST_TMPDIR/cut.txt")"
+[ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
+
+echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging and cut-off peers"

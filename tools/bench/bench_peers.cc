@@ -157,9 +157,9 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
   // Each case, precision and mode may take its limit, and Python and torch
   // a minute to start: a peer that never returns is killed then.
   // MIXRT_BENCH_PEER_TIMEOUT_S sets each run's whole limit instead.
-  const bool compiled = std::any_of(
-      options.modes.begin(), options.modes.end(),
-      [](const std::string& m) { return m != "eager"; });
+  const bool compiled =
+      std::any_of(options.modes.begin(), options.modes.end(),
+                  [](const std::string& m) { return m != "eager"; });
   const size_t jobs = cases.size() *
                       std::max<size_t>(1, options.precisions.size()) *
                       std::max<size_t>(1, options.modes.size());
@@ -182,10 +182,10 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
     const files::ProgramResult ran =
         files::RunProgram({python, script, in, out}, limit);
     absl::StatusOr<std::string> text = files::ReadRegularFile(out, 64 << 20);
-    nlohmann::json j = text.ok() ? nlohmann::json::parse(
-                                       *text, nullptr,
-                                       /*allow_exceptions=*/false)
-                                 : nlohmann::json();
+    nlohmann::json j = text.ok()
+                           ? nlohmann::json::parse(*text, nullptr,
+                                                   /*allow_exceptions=*/false)
+                           : nlohmann::json();
     size_t added = 0;
     if (!j.is_discarded() && j.is_array()) {
       for (const nlohmann::json& r : j) {
@@ -200,8 +200,8 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
     }
     if (ran.exit_code == 0) break;
     const std::string why =
-        ran.timed_out ? absl::StrCat("did not finish within ", limit,
-                                     " s; killed")
+        ran.timed_out
+            ? absl::StrCat("did not finish within ", limit, " s; killed")
         : ran.started ? absl::StrCat("failed (status ", ran.exit_code, ")")
                       : "did not start";
     if (ran.exit_code == kPeerCutOffExit && added > 0 && run < jobs) continue;

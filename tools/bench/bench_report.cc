@@ -31,21 +31,14 @@ double Median(const nlohmann::json& r) {
 }  // namespace
 
 nlohmann::json ResultJson(const CaseResult& r) {
-  nlohmann::json j = {{"case", r.case_name},
-                      {"kind", r.kind},
-                      {"defined_at", r.where},
-                      {"params", r.params},
-                      {"backend", r.backend},
-                      {"device", r.device},
-                      {"precision", r.precision},
-                      {"mode", r.mode},
-                      {"status", r.status},
-                      {"support", r.support},
-                      {"reason", r.reason},
-                      {"reproduce", r.reproduce}};
+  nlohmann::json j = {{"case", r.case_name},      {"kind", r.kind},
+                      {"defined_at", r.where},    {"params", r.params},
+                      {"backend", r.backend},     {"device", r.device},
+                      {"precision", r.precision}, {"mode", r.mode},
+                      {"status", r.status},       {"support", r.support},
+                      {"reason", r.reason},       {"reproduce", r.reproduce}};
   if (r.check_tolerance > 0) {
-    j["check"] = {{"error", r.check_error},
-                  {"tolerance", r.check_tolerance}};
+    j["check"] = {{"error", r.check_error}, {"tolerance", r.check_tolerance}};
   }
   if (r.status == "ok") {
     const SampleStats& s = r.stats;
@@ -96,8 +89,8 @@ std::string MarkdownTable(const nlohmann::json& run) {
   std::map<std::string, double> peer_cut_off;
   for (const nlohmann::json& p : run["peers"]) {
     const std::string key = absl::StrCat(p["case"].get<std::string>(), "|",
-                                         p["precision"].get<std::string>(),
-                                         "|", p["mode"].get<std::string>());
+                                         p["precision"].get<std::string>(), "|",
+                                         p["mode"].get<std::string>());
     if (p["status"] == "ok") peer[key] = Median(p);
     if (p["status"] == "cut_off" && p.value("cut_off_min_step_ms", 0.0) > 0) {
       peer_cut_off[key] = p["cut_off_min_step_ms"].get<double>();
@@ -124,9 +117,9 @@ std::string MarkdownTable(const nlohmann::json& run) {
         if (f32 != medians.end() && r["precision"] != "f32") {
           vs_f32 = absl::StrFormat("%.2fx", f32->second / Median(r));
         }
-        const std::string key = absl::StrCat(
-            r["case"].get<std::string>(), "|",
-            r["precision"].get<std::string>(), "|", r["mode"].get<std::string>());
+        const std::string key = absl::StrCat(r["case"].get<std::string>(), "|",
+                                             r["precision"].get<std::string>(),
+                                             "|", r["mode"].get<std::string>());
         if (auto p = peer.find(key); p != peer.end()) {
           vs_peer = absl::StrFormat("%.2fx", p->second / Median(r));
         } else if (auto cut = peer_cut_off.find(key);
@@ -149,9 +142,9 @@ std::string MarkdownTable(const nlohmann::json& run) {
     absl::StrAppend(&out, "| ", r["case"].get<std::string>(), " | ",
                     r["backend"].get<std::string>(), " | ",
                     r["precision"].get<std::string>(), " | ",
-                    r["mode"].get<std::string>(), " | ", time, " | ", ci,
-                    " | ", gflops, " | ", vs_f32, " | ", vs_peer, " | ", peak,
-                    " | ", note, " |\n");
+                    r["mode"].get<std::string>(), " | ", time, " | ", ci, " | ",
+                    gflops, " | ", vs_f32, " | ", vs_peer, " | ", peak, " | ",
+                    note, " |\n");
   };
   for (const nlohmann::json& r : run["results"]) row(r, false);
   for (const nlohmann::json& p : run["peers"]) row(p, true);
@@ -172,9 +165,8 @@ std::string CsvTable(const nlohmann::json& run) {
       const nlohmann::json& t = ok ? r["timing"] : none;
       absl::StrAppend(
           &out, quote(r["case"]), ",", quote(r["backend"]), ",",
-          quote(r["precision"]), ",", quote(r["mode"]), ",",
-          quote(r["status"]), ",",
-          ok ? absl::StrCat(t["median_ms"].get<double>()) : "", ",",
+          quote(r["precision"]), ",", quote(r["mode"]), ",", quote(r["status"]),
+          ",", ok ? absl::StrCat(t["median_ms"].get<double>()) : "", ",",
           ok ? absl::StrCat(t["median_ci95_ms"][0].get<double>()) : "", ",",
           ok ? absl::StrCat(t["median_ci95_ms"][1].get<double>()) : "", ",",
           ok ? absl::StrCat(t["cv"].get<double>()) : "", ",",

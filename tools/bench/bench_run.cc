@@ -29,8 +29,8 @@ double NormwiseError(const std::vector<double>& got,
 }
 
 std::string Reproducer(const RunOptions& options, const SuiteCase& c,
-                       const std::string& backend,
-                       const std::string& precision, const std::string& mode) {
+                       const std::string& backend, const std::string& precision,
+                       const std::string& mode) {
   std::string suites;
   for (const std::string& s : options.suite_paths) {
     absl::StrAppend(&suites, " --suite=", s);
@@ -149,12 +149,11 @@ std::vector<CaseResult> RunSuite(
     r.mode = job.mode;
     r.reproduce =
         Reproducer(options, *job.c, r.backend, job.precision, job.mode);
-    RunOne(*job.c, job.device, reference, job.precision, job.mode, options,
-           &r);
+    RunOne(*job.c, job.device, reference, job.precision, job.mode, options, &r);
     results.push_back(std::move(r));
     if (progress) {
-      progress(static_cast<int>(results.size()),
-               static_cast<int>(jobs.size()), results.back());
+      progress(static_cast<int>(results.size()), static_cast<int>(jobs.size()),
+               results.back());
     }
   }
   return results;

@@ -102,8 +102,7 @@ MannWhitney MannWhitneyU(const std::vector<double>& a,
   r.u = rank_sum_a - n1 * (n1 + 1) / 2;
   const double n = n1 + n2;
   const double mean_u = n1 * n2 / 2;
-  const double var_u =
-      n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)));
+  const double var_u = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)));
   if (var_u <= 0) return r;  // All values equal: no evidence of a difference.
   const double diff = r.u - mean_u;
   // Continuity correction toward the mean, as SciPy's default.

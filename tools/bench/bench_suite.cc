@@ -31,7 +31,7 @@ const std::map<std::string, int64_t>& Maxima() {
       {"w", 1 << 14},     {"o", 1 << 14},        {"kernel", 64},
       {"stride", 64},     {"padding", 64},       {"heads", 1 << 10},
       {"seq", 1 << 16},   {"head_dim", 1 << 12}, {"causal", 1},
-      {"width", 1 << 16}, {"layers", 1 << 10},      {"busy_cores", 64},
+      {"width", 1 << 16}, {"layers", 1 << 10},   {"busy_cores", 64},
   };
   return *maxima;
 }
@@ -44,41 +44,43 @@ std::map<std::string, std::map<std::string, int64_t>>* WithBusyCores(
 }
 
 const std::map<std::string, std::map<std::string, int64_t>>& Kinds() {
-  static const auto* kinds = WithBusyCores(new std::map<
-                                            std::string,
-                                            std::map<std::string, int64_t>>{
-      {"gemm",
-       {{"m", kRequired}, {"n", kRequired}, {"k", kRequired}, {"batch", 1}}},
-      {"conv",
-       {{"batch", kRequired},
-        {"c", kRequired},
-        {"h", kRequired},
-        {"w", kRequired},
-        {"o", kRequired},
-        {"kernel", kRequired},
-        {"stride", 1},
-        {"padding", 0}}},
-      {"sdpa",
-       {{"batch", kRequired},
-        {"heads", kRequired},
-        {"seq", kRequired},
-        {"head_dim", kRequired},
-        {"causal", 0}}},
-      {"mlp_train",
-       {{"batch", kRequired}, {"width", kRequired}, {"layers", 3}}},
-      {"mlp_infer",
-       {{"batch", kRequired}, {"width", kRequired}, {"layers", 3}}},
-      {"transformer_train",
-       {{"batch", kRequired},
-        {"seq", kRequired},
-        {"width", kRequired},
-        {"heads", kRequired}}},
-      {"transformer_infer",
-       {{"batch", kRequired},
-        {"seq", kRequired},
-        {"width", kRequired},
-        {"heads", kRequired}}},
-  });
+  static const auto* kinds =
+      WithBusyCores(new std::map<std::string, std::map<std::string, int64_t>>{
+          {"gemm",
+           {{"m", kRequired},
+            {"n", kRequired},
+            {"k", kRequired},
+            {"batch", 1}}},
+          {"conv",
+           {{"batch", kRequired},
+            {"c", kRequired},
+            {"h", kRequired},
+            {"w", kRequired},
+            {"o", kRequired},
+            {"kernel", kRequired},
+            {"stride", 1},
+            {"padding", 0}}},
+          {"sdpa",
+           {{"batch", kRequired},
+            {"heads", kRequired},
+            {"seq", kRequired},
+            {"head_dim", kRequired},
+            {"causal", 0}}},
+          {"mlp_train",
+           {{"batch", kRequired}, {"width", kRequired}, {"layers", 3}}},
+          {"mlp_infer",
+           {{"batch", kRequired}, {"width", kRequired}, {"layers", 3}}},
+          {"transformer_train",
+           {{"batch", kRequired},
+            {"seq", kRequired},
+            {"width", kRequired},
+            {"heads", kRequired}}},
+          {"transformer_infer",
+           {{"batch", kRequired},
+            {"seq", kRequired},
+            {"width", kRequired},
+            {"heads", kRequired}}},
+      });
   return *kinds;
 }
 
