@@ -242,11 +242,14 @@ absl::Status Run(const char* argv0) {
 
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("amp_recipe");
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(
+      argc, argv,
+      "PyTorch's AMP recipe (an MLP, MSE, SGD) in default "
+      "precision, autocast and autocast + GradScaler, with time per step and "
+      "peak memory");
   absl::Status status = Run(argv[0]);
   if (!status.ok()) {
-    std::fprintf(stderr, "amp_recipe: %s\n",
-                 std::string(status.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
     return 1;
   }
   return 0;

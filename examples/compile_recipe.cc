@@ -223,11 +223,12 @@ absl::Status Main(const char* argv0,
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("compile_recipe");
   const auto process_start = std::chrono::steady_clock::now();
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(argc, argv,
+                              "AMP with mixrt::compile, eager "
+                              "and each mode, then served compiled");
   const absl::Status s = Main(argv[0], process_start);
   if (!s.ok()) {
-    std::fprintf(stderr, "compile_recipe: %s\n",
-                 std::string(s.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
   return 0;

@@ -61,7 +61,8 @@ absl::StatusOr<Digits> LoadDigits(const std::string& path) {
   const bool read_error = n < 0;
   gzclose(gz);
   if (read_error) {
-    return absl::DataLossError(absl::StrCat(file, " is not readable gzip data"));
+    return absl::DataLossError(
+        absl::StrCat(file, " is not readable gzip data"));
   }
   Digits d;
   int line_no = 0;

@@ -7,14 +7,16 @@
 #include <cmath>
 #include <cstdint>
 
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace mixrt::examples {
 
-inline absl::Status CheckFlag(absl::string_view flag, int64_t value,
-                              int64_t lo, int64_t hi) {
+inline absl::Status CheckFlag(absl::string_view flag, int64_t value, int64_t lo,
+                              int64_t hi) {
   if (value < lo || value > hi) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--", flag, "=", value, " is out of range; expected ", lo, " to ", hi));
@@ -27,10 +29,20 @@ inline absl::Status CheckFiniteFlag(absl::string_view flag, double value,
                                     double lo, double hi) {
   if (!(value > lo && value <= hi) || !std::isfinite(value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", value, " is out of range; expected a "
-                     "finite value above ", lo, " and at most ", hi));
+        absl::StrCat("--", flag, "=", value,
+                     " is out of range; expected a "
+                     "finite value above ",
+                     lo, " and at most ", hi));
   }
   return absl::OkStatus();
+}
+
+// Parses the command line after saying what the program does: --help
+// prints `usage` and the program's flags (without it, absl prints a
+// warning that no usage message was set).
+inline void ParseFlags(int argc, char** argv, absl::string_view usage) {
+  absl::SetProgramUsageMessage(usage);
+  absl::ParseCommandLine(argc, argv);
 }
 
 }  // namespace mixrt::examples

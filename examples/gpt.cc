@@ -94,11 +94,10 @@ absl::StatusOr<Batches> MakeBatches(const std::vector<uint8_t>& tokens,
   // would make the bound below wrap around (an unsigned underflow: reads
   // far past the text).
   if (tokens.size() < static_cast<size_t>(context) + 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpt: a split of ", tokens.size(),
-                     " characters is too short for --context=", context,
-                     " (it needs at least ", context + 2,
-                     "); use a longer text or a shorter --context"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a split of ", tokens.size(), " characters is too short for --context=",
+        context, " (it needs at least ", context + 2,
+        "); use a longer text or a shorter --context"));
   }
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<size_t> start(0, tokens.size() - context - 2);
@@ -369,7 +368,7 @@ absl::Status Run(const char* argv0) {
   MIXRT_ASSIGN_OR_RETURN(Batches val, MakeBatches(corpus.validation, 4, batch,
                                                   context, 2, device));
   std::printf(
-      "gpt: %zu training / %zu validation characters, vocabulary %lld, on %s\n"
+      "%zu training / %zu validation characters, vocabulary %lld, on %s\n"
       "     %d layers, width %d, %d heads, context %d, batch %d, %d steps\n",
       corpus.train.size(), corpus.validation.size(),
       static_cast<long long>(corpus.vocab_size()), device.ToString().c_str(),
@@ -434,10 +433,13 @@ absl::Status Run(const char* argv0) {
 
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("gpt");
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(
+      argc, argv,
+      "a character-level GPT on the fortunes corpus in f32, bf16 and f16 "
+      "+ GradScaler, with or without checkpointing");
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {
-    std::fprintf(stderr, "gpt: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
   return 0;

@@ -62,11 +62,12 @@ absl::Status Run(const char* argv0) {
 
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("grad_clipping");
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(argc, argv,
+                              "gradient clipping with autocast "
+                              "and a GradScaler (unscale_ first)");
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {
-    std::fprintf(stderr, "grad_clipping: %s\n",
-                 std::string(s.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
   return 0;

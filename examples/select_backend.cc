@@ -28,12 +28,13 @@ ABSL_FLAG(uint64_t, seed, 0, "Random seed.");
 
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("select_backend");
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(argc, argv,
+                              "pick a backend at run time and "
+                              "see what lower precision costs");
   if (absl::Status n = mixrt::examples::CheckFlag("n", absl::GetFlag(FLAGS_n),
                                                   1, int64_t{1} << 30);
       !n.ok()) {
-    std::fprintf(stderr, "select_backend: %s\n",
-                 std::string(n.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(n.message()).c_str());
     return 1;
   }
   mixrt::Registry& registry = mixrt::Registry::Global();

@@ -179,11 +179,12 @@ absl::Status Run(const char* argv0) {
 
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("train_template");
-  absl::ParseCommandLine(argc, argv);
+  mixrt::examples::ParseFlags(argc, argv,
+                              "the AMP guide's training-script "
+                              "template on the digits data");
   absl::Status s = Run(argv[0]);
   if (!s.ok()) {
-    std::fprintf(stderr, "train_template: %s\n",
-                 std::string(s.message()).c_str());
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
   return 0;

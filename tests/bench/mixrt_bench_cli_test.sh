@@ -94,6 +94,22 @@ PYTHON="$fake" TMPDIR="$TEST_TMPDIR/tmp" MIXRT_BENCH_PEER_TIMEOUT_S=2 timeout 12
 grep -q "peer pytorch: .* did not finish within 2 s; killed" "$TEST_TMPDIR/peer.txt" ||
   fail "no timeout named: $(cat "$TEST_TMPDIR/peer.txt")"
 [ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
+# A case with two busy processes beside it, threads following the load:
+# checked against the reference plugin under that load, then timed.
+printf 'mixrt-bench-suite 1\ncase mlp_train busy_mlp batch=8 width=32 layers=2 busy_cores=2\n' \
+  >"$TEST_TMPDIR/busy.suite"
+MIXRT_CPU_LOAD_AWARE_THREADS=1 timeout 120 "$mixrt" bench --suite="$TEST_TMPDIR/busy.suite" \
+  --backend=cpu --dtype=f32,bf16 --min_time=0.05 --min_samples=3 --timeout=1 \
+  --json="$TEST_TMPDIR/busy.json" >"$TEST_TMPDIR/busy.txt" 2>&1 ||
+  fail "the busy case failed: $(tail -5 "$TEST_TMPDIR/busy.txt")"
+/usr/bin/python3 - "$TEST_TMPDIR/busy.json" <<'PY' || fail "busy case: $(cat "$TEST_TMPDIR/busy.txt")"
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+assert [r["status"] for r in results] == ["ok", "ok"], results
+assert all(r["params"]["busy_cores"] == 2 for r in results), results
+PY
+if pgrep -af "busy.suite"; then fail "busy processes outlived the run: $(pgrep -af busy.suite)"; fi
+
 # A peer that cuts a case off (pytorch_peer.py's watchdog: status cut_off,
 # exit 75) is run again for the cases left, and the cut-off case is
 # reported with the least slowdown it proves.

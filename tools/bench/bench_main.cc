@@ -24,6 +24,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -316,6 +318,14 @@ int RunBench(const char* argv0) {
 int main(int argc, char** argv) {
   mixrt::ReportOutOfMemoryAtExit("mixrt bench");
   absl::SetProgramUsageMessage(mixrt::bench::kUsage);
+  // --help lists the flags of files named like the program (mixrt_bench.cc)
+  // by default: "No flags matched" for this one's.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "tools/bench/");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   mixrt::bench::SetScriptLocator(argv[0]);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   // Called as `mixrt bench ...` (argv[1] == "bench") or directly.

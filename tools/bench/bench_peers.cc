@@ -187,16 +187,25 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
                                                    /*allow_exceptions=*/false)
                            : nlohmann::json();
     size_t added = 0;
-    if (!j.is_discarded() && j.is_array()) {
+    const bool wrote = !j.is_discarded() && j.is_array();
+    if (wrote) {
       for (const nlohmann::json& r : j) {
-        if (!r.is_object() || !r.contains("case") || !r.contains("precision") ||
-            !r.contains("mode")) {
+        // What the report reads as strings must be strings.
+        auto is_string = [&r](const char* key) {
+          return r.contains(key) && r[key].is_string();
+        };
+        if (!r.is_object() || !is_string("case") || !is_string("precision") ||
+            !is_string("mode") || !is_string("status") ||
+            !is_string("backend")) {
           continue;
         }
         spec["done"].push_back({r["case"], r["precision"], r["mode"]});
         all.push_back(r);
         ++added;
       }
+    }
+    if (ran.exit_code == 0 && !wrote && all.empty()) {
+      return absl::InternalError("the PyTorch peer wrote no results");
     }
     if (ran.exit_code == 0) break;
     const std::string why =

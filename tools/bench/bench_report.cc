@@ -92,7 +92,9 @@ std::string MarkdownTable(const nlohmann::json& run) {
                                          p["precision"].get<std::string>(), "|",
                                          p["mode"].get<std::string>());
     if (p["status"] == "ok") peer[key] = Median(p);
-    if (p["status"] == "cut_off" && p.value("cut_off_min_step_ms", 0.0) > 0) {
+    if (p["status"] == "cut_off" && p.contains("cut_off_min_step_ms") &&
+        p["cut_off_min_step_ms"].is_number() &&
+        p["cut_off_min_step_ms"].get<double>() > 0) {
       peer_cut_off[key] = p["cut_off_min_step_ms"].get<double>();
     }
   }

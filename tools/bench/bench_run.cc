@@ -59,6 +59,10 @@ void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
     r->support = absl::StrCat("auto: ", DTypeName(choice.dtype));
     r->reason = choice.reason;
   }
+  // Started before the check and the warm-up: the values are checked as
+  // the load leaves the backend (threads that follow it included), and a
+  // backend that adapts has seen it by the timed steps.
+  const BusyLoops busy(static_cast<int>(c.param("busy_cores")));
   // Correct first: small shapes against the reference plugin.
   const SuiteCase small = SmallShapes(c);
   absl::StatusOr<std::vector<double>> got =
@@ -90,9 +94,6 @@ void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
   CachingAllocator& allocator = device.backend()->allocator(device.index());
   // The first step (tracing, for compiled modes) is the warm-up's; the peak
   // is the steady state's.
-  // Started before the warm-up, so a backend that adapts to the load has
-  // seen it by the timed steps.
-  const BusyLoops busy(static_cast<int>(c.param("busy_cores")));
   absl::Status first = w->step();
   allocator.ResetPeak();
   const int64_t fallbacks_before = GetFallbackCounters().launches;
