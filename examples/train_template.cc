@@ -5,8 +5,8 @@
 //
 //   bazel run //examples:train_template -- --amp --dtype=bf16
 //   bazel run //examples:train_template -- --checkpoint=/tmp/run.ckpt --resume
-//   mpirun -np 2 bazel-bin/examples/train_template --distributed \
-//       --checkpoint=/tmp/run.ckpt
+//   mpirun -np 2 bazel-bin/examples/train_template --distributed
+//       --checkpoint=/tmp/run.ckpt           (one command line)
 //
 // --distributed hands the Trainer the job's process group: each rank trains
 // on its rows of every batch (--batch stays the global batch), validates

@@ -1,6 +1,17 @@
 #include "backends/cpu/amx_tiles.h"
 
+// GCC 12's _mm512_undefined_ps initializes a variable from itself, and
+// inlined into _mm512_max_ps and _mm512_reduce_max_ps here it warns "'__Y'
+// may be used uninitialized" in every first build (GCC bug 105593, fixed
+// in 13). Ignored for the intrinsics header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #include <math.h>
 #include <sys/syscall.h>
 #include <unistd.h>

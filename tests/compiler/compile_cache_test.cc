@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -40,7 +41,8 @@ std::string FreshDir(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string dir =
       absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name, "_", getpid());
-  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  std::error_code ignored;  // Absent is what we want.
+  std::filesystem::remove_all(dir, ignored);
   return dir;
 }
 

@@ -122,7 +122,9 @@ void TrainBoth(bool amp, DistributedDataParallelOptions options,
   EXPECT_GT(MaxRelativeDifference(*replica, *Model(1)), 5 * tolerance);
   std::printf("max relative difference to one process: %g\n",
               MaxRelativeDifference(*replica, *reference));
-  if (amp) EXPECT_EQ(*scaler->get_scale(), *ref_scaler->get_scale());
+  if (amp) {
+    EXPECT_EQ(*scaler->get_scale(), *ref_scaler->get_scale());
+  }
   EXPECT_GT(ddp->last_stats().bytes, 0);
 }
 
@@ -734,7 +736,9 @@ TEST(
               most = std::max(most, std::fabs(double{a[k]} - b[k]));
             EXPECT_GT(most, 1e-3) << now[i].first << " did not train";
           }
-          if (c.amp) EXPECT_EQ(*scaler.get_scale(), *ref_scaler.get_scale());
+          if (c.amp) {
+            EXPECT_EQ(*scaler.get_scale(), *ref_scaler.get_scale());
+          }
         }
 }
 
