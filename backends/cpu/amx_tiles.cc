@@ -28,7 +28,8 @@ constexpr int kXfeatureXtiledata = 18;
 
 // AMX machines all have AVX-512, which the fused row maxima use.
 #define MIXRT_AMX \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl")))
+  __attribute__(( \
+      target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl")))
 
 // Every kernel call uses eight 16 x 64-byte tiles: four accumulators
 // (tmm0-3, 16 x 16 f32), two left operands (tmm4-5, 16 rows x 32 bf16) and
@@ -84,7 +85,8 @@ void AmxPackKeys(const uint16_t* k, int64_t keys, int64_t e, uint16_t* out) {
         for (int64_t p = 0; p < 16; ++p) {
           const bool real = key < keys;
           tile[p * 32 + n * 2] = real ? k[key * e + db * 32 + 2 * p] : 0;
-          tile[p * 32 + n * 2 + 1] = real ? k[key * e + db * 32 + 2 * p + 1] : 0;
+          tile[p * 32 + n * 2 + 1] =
+              real ? k[key * e + db * 32 + 2 * p + 1] : 0;
         }
       }
     }
@@ -102,7 +104,8 @@ void AmxPackValues(const uint16_t* v, int64_t keys, int64_t ev, uint16_t* out) {
         for (int64_t h = 0; h < 2; ++h) {
           const int64_t key = kb * 32 + 2 * p + h;
           for (int64_t n = 0; n < 16; ++n) {
-            tile[p * 32 + n * 2 + h] = key < keys ? v[key * ev + cb * 16 + n] : 0;
+            tile[p * 32 + n * 2 + h] =
+                key < keys ? v[key * ev + cb * 16 + n] : 0;
           }
         }
       }
@@ -125,8 +128,9 @@ class StripMaxima {
   // The block's columns [0, valid) of rows 0..31 at s (row stride lds).
   MIXRT_AMX void Add(const float* s, int64_t lds, int64_t valid) {
     const __mmask16 m0 = valid >= 16 ? 0xffff : (1u << valid) - 1;
-    const __mmask16 m1 =
-        valid >= 32 ? 0xffff : valid <= 16 ? 0 : (1u << (valid - 16)) - 1;
+    const __mmask16 m1 = valid >= 32   ? 0xffff
+                         : valid <= 16 ? 0
+                                       : (1u << (valid - 16)) - 1;
     const __m512 hidden = _mm512_set1_ps(-INFINITY);
     for (int r = 0; r < 32; ++r) {
       const __m512 a = _mm512_mask_loadu_ps(hidden, m0, s + r * lds);
@@ -208,7 +212,8 @@ MIXRT_AMX void AmxAccumulateWeightedValues(const uint16_t* weights,
       _tile_loadd(3, a + 16 * ev + 16, acc_stride);
       for (int64_t kb = 0; kb < cols / 32; ++kb) {
         const uint16_t* w = weights + i * ldw + kb * 32;
-        const uint16_t* v = packed_values + (kb * blocks + c / 16) * kTileElements;
+        const uint16_t* v =
+            packed_values + (kb * blocks + c / 16) * kTileElements;
         _tile_loadd(4, w, w_stride);
         _tile_loadd(5, w + 16 * ldw, w_stride);
         _tile_loadd(6, v, 64);
