@@ -59,7 +59,7 @@ conformance_on_onednn3() {
 # their own cap keep it. Same build; the capped results cache apart.
 isa_capped_to_avx2() {
   local targets
-  targets=$(bazel query 'tests(//tests/compiler:all) + attr(name, "cpu_", tests(//tests:all))
+  targets=$(bazel query 'tests(//tests/compiler:all) + tests(//tests/cpu:all)
     - attr(env, "ONEDNN_MAX_CPU_ISA", tests(//...))' 2>/dev/null)
   # shellcheck disable=SC2086  # one target per word
   bazel test --test_env=ONEDNN_MAX_CPU_ISA=AVX2 --test_output=errors $targets

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cpu/fused_loop.h"
+#include "backends/cpu/fusion/fused_loop.h"
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
 #include "tests/testing/fusion_graph_builder.h"

@@ -1,0 +1,15 @@
+// dropout. Each takes a call whose
+// tensors the plugin has already validated against the ABI.
+#ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_DROPOUT_H_
+#define MIXRT_BACKENDS_CPU_KERNELS_CPU_DROPOUT_H_
+
+#include "absl/status/status.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+
+absl::Status RunDropout(const sdk::KernelCall& call);    // dense tensors
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_KERNELS_CPU_DROPOUT_H_

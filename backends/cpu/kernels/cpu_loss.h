@@ -1,0 +1,15 @@
+// cross_entropy and its backward. Each takes a call whose
+// tensors the plugin has already validated against the ABI.
+#ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_LOSS_H_
+#define MIXRT_BACKENDS_CPU_KERNELS_CPU_LOSS_H_
+
+#include "absl/status/status.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+
+absl::Status RunLoss(const sdk::KernelCall& call);         // dense tensors
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_KERNELS_CPU_LOSS_H_

@@ -1,0 +1,15 @@
+// The grad scaler's and the optimizers' steps. Each takes a call whose
+// tensors the plugin has already validated against the ABI.
+#ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_OPTIMIZER_H_
+#define MIXRT_BACKENDS_CPU_KERNELS_CPU_OPTIMIZER_H_
+
+#include "absl/status/status.h"
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+
+absl::Status RunOptimizer(const sdk::KernelCall& call);    // dense tensors
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_KERNELS_CPU_OPTIMIZER_H_

@@ -1,0 +1,53 @@
+// Gives a kernel contiguous tensors: inputs that are strided (or broadcast
+// with stride 0) are gathered into owned dense buffers, outputs that are
+// strided are computed in dense buffers (starting as copies, for in-place
+// ops) and scattered back by Finish(). Already-dense tensors pass through.
+#ifndef MIXRT_BACKENDS_CPU_KERNELS_DENSE_CALL_H_
+#define MIXRT_BACKENDS_CPU_KERNELS_DENSE_CALL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "plugins/sdk/plugin.h"
+
+namespace mixrt::cpu {
+
+size_t DtypeBytes(MixrtDtype dtype);
+// "f32", "bf16", ...: the dtype as the plugin's messages and Explain() name it.
+const char* DtypeName(MixrtDtype dtype);
+
+// Copies the elements of `src` into `dst` (same shape and dtype), honouring
+// both tensors' strides.
+void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst);
+
+class DenseCall {
+ public:
+  explicit DenseCall(const sdk::KernelCall& call);
+  DenseCall(const DenseCall&) = delete;
+  DenseCall& operator=(const DenseCall&) = delete;
+
+  const sdk::KernelCall& call() const { return dense_; }
+  // Writes dense outputs back into the caller's strided outputs.
+  void Finish();
+
+ private:
+  sdk::TensorRef Densify(const sdk::TensorRef& t, bool copy_in);
+
+  // A dense copy of one strided tensor: its descriptor points into it, so it
+  // must not move. Made only for tensors that need one (two std::deques
+  // here allocated on every launch, dense or not).
+  struct Copy {
+    MixrtTensorDesc desc{};
+    std::vector<int64_t> strides;
+    std::unique_ptr<uint8_t[]> buffer;
+  };
+
+  const sdk::KernelCall& original_;
+  sdk::KernelCall dense_;
+  std::vector<std::unique_ptr<Copy>> copies_;
+};
+
+}  // namespace mixrt::cpu
+
+#endif  // MIXRT_BACKENDS_CPU_KERNELS_DENSE_CALL_H_
