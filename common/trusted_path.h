@@ -1,6 +1,6 @@
 // Whether a path may hold code this process runs, or data it trusts: who
 // could have written it. Plugins (core/plugin) and the CPU plugin's cache
-// of compiled loops (backends/cpu/loop_compiler.cc) apply these rules.
+// of compiled loops (backends/cpu/fusion/loop_compiler.cc) apply these rules.
 #ifndef MIXRT_COMMON_TRUSTED_PATH_H_
 #define MIXRT_COMMON_TRUSTED_PATH_H_
 

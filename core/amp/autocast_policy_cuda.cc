@@ -65,14 +65,4 @@ absl::Span<const AutocastPolicyEntry> CudaAutocastPolicy() {
   return kCudaPolicy;
 }
 
-AutocastPolicyEntry AutocastPolicyFor(absl::string_view device_type,
-                                      absl::string_view op) {
-  const absl::Span<const AutocastPolicyEntry> table =
-      device_type == "cuda" ? CudaAutocastPolicy() : CpuAutocastPolicy();
-  for (const AutocastPolicyEntry& e : table) {
-    if (e.op == op) return e;
-  }
-  return {op, AutocastCategory::kUnlisted, ""};
-}
-
 }  // namespace mixrt

@@ -320,7 +320,7 @@ LoopSource ColumnReductionSource(const std::string& body,
 // The host source of a group with reductions over its innermost dims (a
 // loss's mean, a row's sum): each task is one outer index and a piece of
 // up to kRowPiece elements, summed chunk by chunk in eight double lanes
-// (backends/cpu/lane_sums.h's SumInDouble, written out again here because
+// (backends/cpu/kernels/lane_sums.h's SumInDouble, written out again here because
 // generated source includes nothing) into a partial; the finishing unit
 // adds each row's partials in order, as the reduce kernel and the
 // interpreter do, so the results agree bit for bit.
