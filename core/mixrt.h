@@ -14,8 +14,8 @@
 #define MIXRT_MIXRT_H_
 
 #include "core/allocator/caching_allocator.h"
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/autocast/autocast.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/autograd/grad_mode.h"
 #include "core/compiler/compile.h"
 #include "core/distributed/distributed_checkpoint.h"

@@ -32,7 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/compiler/compile.h"
 #include "core/functional/checkpoint.h"

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/on_off.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/compiler/artifact_cache.h"

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/distributed/process_group.h"
 
 namespace mixrt::distributed {

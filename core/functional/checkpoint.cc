@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"

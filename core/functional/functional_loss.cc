@@ -1,7 +1,7 @@
 // Differentiable losses. All are on autocast's f32 lists, so under autocast
 // their inputs arrive in f32 and the loss is f32.
 #include "absl/strings/str_cat.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
 #include "core/kernels/loss.h"

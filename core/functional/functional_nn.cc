@@ -1,6 +1,6 @@
 // Differentiable linear algebra and neural-network ops.
 #include "absl/strings/str_cat.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
 #include "core/kernels/batch_norm.h"

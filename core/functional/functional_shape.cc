@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"

@@ -1,4 +1,4 @@
-// The differentiable mixrt ops: each applies autocast (core/amp/autocast.h),
+// The differentiable mixrt ops: each applies autocast (core/amp/autocast/autocast.h),
 // runs the kernel on the tensors' device, and records its backward when an
 // input requires grad. This is the API models are written against;
 // core/kernels/ holds the same kernels without autocast or autograd

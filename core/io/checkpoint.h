@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/file_lock.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/generator.h"

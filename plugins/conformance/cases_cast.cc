@@ -50,6 +50,38 @@ void AddCastCases(std::vector<Case>* cases) {
                Fixed({0, 0, {}}), kSeed);
          }});
   }
+  // out[i] = start + i * step: each element one rounding of the value
+  // computed in double (integers exactly), with start and step that are
+  // not sums of powers of two (a fraction of a unit per step adds up in
+  // f32 loops). The double computation may or may not fuse its multiply
+  // and add, which near 0 (element 33 here) shows: 2^-52 of the terms.
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
+                      DType::kI64}) {
+    cases->push_back(
+        {absl::StrCat("arange/ramp/", DTypeName(dtype)), MIXRT_OP_CLASS_CAST,
+         dtype, [dtype](const Devices& d) {
+           const bool floating = IsFloating(dtype);
+           const double start = floating ? -3.3 : -1000;
+           const double step = floating ? 0.1 : 7;
+           const double end = start + 2049 * step;
+           auto a = arange(start, end, step, dtype, d.plugin);
+           auto b = arange(start, end, step, dtype, d.reference);
+           CONFORMANCE_ASSERT_RAN(a.status());
+           ASSERT_TRUE(b.ok()) << b.status();
+           auto got = a->to_double_vector();
+           auto want = b->to_double_vector();
+           ASSERT_TRUE(got.ok() && want.ok());
+           ASSERT_EQ(got->size(), want->size());
+           const double unit = floating ? 2 * UnitRoundoff(dtype) : 0;
+           for (size_t i = 0; i < want->size(); ++i) {
+             const double terms = std::fabs(start) + i * std::fabs(step);
+             ASSERT_LE(std::fabs((*got)[i] - (*want)[i]),
+                       unit * std::fabs((*want)[i]) + 0x1p-52 * terms)
+                 << "element " << i << ": plugin " << (*got)[i]
+                 << ", reference " << (*want)[i];
+           }
+         }});
+  }
   for (DType dtype : kFloatTypes) {
     cases->push_back(
         {absl::StrCat("random/normal_and_uniform/", DTypeName(dtype)),

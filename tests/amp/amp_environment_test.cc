@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/autocast/autocast.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/functional/ops.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "core/amp/autocast.h"
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast.h"
+#include "core/amp/autocast/autocast_policy.h"
 #include "core/dtype.h"
 #include "gtest/gtest.h"
 #include "tests/amp/autocast_ops.h"

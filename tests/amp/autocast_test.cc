@@ -3,12 +3,12 @@
 // region; state is per thread; unsupported precisions narrow with a
 // warning, through a fake accelerator's capability matrix and through
 // ONEDNN_MAX_CPU_ISA on the real CPU plugin (autocast_avx2_test).
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 
 #include <cstdlib>
 #include <thread>
 
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast_policy.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"

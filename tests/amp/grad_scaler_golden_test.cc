@@ -15,7 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/functional/ops.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"

@@ -1,12 +1,12 @@
 // GradScaler: scale trajectories for scripted inf/finite steps, the
 // per-optimizer state machine and its messages, skipped steps leaving
 // parameters bit-identical, state_dict round trips.
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 
 #include <cfloat>
 #include <cmath>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"

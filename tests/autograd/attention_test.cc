@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"

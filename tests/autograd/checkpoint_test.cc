@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"

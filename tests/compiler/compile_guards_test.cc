@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/compiler/compile.h"
 #include "core/functional/ops.h"

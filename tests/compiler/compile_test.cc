@@ -20,7 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/allocator/caching_allocator.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"

@@ -5,8 +5,8 @@
 #include <deque>
 #include <limits>
 
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/autocast/autocast.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/autograd/grad_mode.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/grad_scaler_sync.h"

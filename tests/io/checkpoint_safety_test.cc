@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/io/checkpoint.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"

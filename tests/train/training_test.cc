@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/amp/autocast.h"
-#include "core/amp/grad_scaler.h"
+#include "core/amp/autocast/autocast.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
 #include "core/nn/module.h"

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/tensor/op_fallback.h"
 #include "tools/bench/bench_cases.h"
 #include "tools/bench/busy_loops.h"

@@ -24,8 +24,8 @@
 // a step PyTorch throws away. AutocastOptions::low_precision_weight_gradients
 // gives PyTorch's behaviour (rounded and overflowing in the low precision,
 // then widened): the same skipped steps and scale as PyTorch's.
-#ifndef MIXRT_CORE_AMP_GRAD_SCALER_H_
-#define MIXRT_CORE_AMP_GRAD_SCALER_H_
+#ifndef MIXRT_CORE_AMP_GRAD_SCALER_GRAD_SCALER_H_
+#define MIXRT_CORE_AMP_GRAD_SCALER_GRAD_SCALER_H_
 
 #include <functional>
 #include <map>
@@ -149,4 +149,4 @@ class GradScaler {
 
 }  // namespace mixrt
 
-#endif  // MIXRT_CORE_AMP_GRAD_SCALER_H_
+#endif  // MIXRT_CORE_AMP_GRAD_SCALER_GRAD_SCALER_H_

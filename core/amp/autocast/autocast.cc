@@ -1,4 +1,4 @@
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 
 #include <atomic>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/on_off.h"
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast_policy.h"
 #include "core/autograd/differentiable_cast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"

@@ -11,8 +11,8 @@
 // (its plugin's capability matrix): an unsupported dtype falls back along
 // f16 -> bf16 -> f32 for that op, with one warning per (device, dtype,
 // reason) and a queryable record.
-#ifndef MIXRT_CORE_AMP_AUTOCAST_H_
-#define MIXRT_CORE_AMP_AUTOCAST_H_
+#ifndef MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_H_
+#define MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_H_
 
 #include <memory>
 #include <optional>
@@ -181,4 +181,4 @@ size_t AutocastCacheSize();
 
 }  // namespace mixrt
 
-#endif  // MIXRT_CORE_AMP_AUTOCAST_H_
+#endif  // MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_H_

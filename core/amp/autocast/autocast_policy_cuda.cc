@@ -1,7 +1,7 @@
 // torch.autocast("cuda") lists (ATen autocast_mode.cpp, KernelCUDA), one
 // line per op mixrt implements. Upstream ops mixrt does not have stay as
 // comments so the table diffs cleanly against upstream.
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast_policy.h"
 
 namespace mixrt {
 namespace {

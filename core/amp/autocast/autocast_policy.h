@@ -1,8 +1,8 @@
 // Autocast's per-op precision policy, one table per device type, as data
 // (autocast_policy_cpu.cc, autocast_policy_cuda.cc), following PyTorch's
 // lists in aten/src/ATen/autocast_mode.cpp so they stay diffable.
-#ifndef MIXRT_CORE_AMP_AUTOCAST_POLICY_H_
-#define MIXRT_CORE_AMP_AUTOCAST_POLICY_H_
+#ifndef MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_POLICY_H_
+#define MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_POLICY_H_
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -33,4 +33,4 @@ AutocastPolicyEntry AutocastPolicyFor(absl::string_view device_type,
 
 }  // namespace mixrt
 
-#endif  // MIXRT_CORE_AMP_AUTOCAST_POLICY_H_
+#endif  // MIXRT_CORE_AMP_AUTOCAST_AUTOCAST_POLICY_H_

@@ -2,7 +2,7 @@
 // per op mixrt implements. Upstream ops mixrt does not have stay as comments,
 // in upstream's order, so the table diffs cleanly against it; a live entry
 // for a missing op would be a promise nothing keeps.
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast_policy.h"
 
 namespace mixrt {
 namespace {

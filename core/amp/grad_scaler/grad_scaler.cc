@@ -1,11 +1,11 @@
-#include "core/amp/grad_scaler.h"
+#include "core/amp/grad_scaler/grad_scaler.h"
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "core/amp/autocast.h"
+#include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/fill_copy.h"

@@ -1,4 +1,4 @@
-#include "core/amp/autocast_policy.h"
+#include "core/amp/autocast/autocast_policy.h"
 
 namespace mixrt {
 
