@@ -14,14 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_capability.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/fusion/fusion_patterns.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
-#include "backends/cpu/fusion/fused_attention.h"
-#include "backends/cpu/fusion/fused_conv.h"
-#include "backends/cpu/fusion/fused_gelu.h"
-#include "backends/cpu/fusion/fused_loop.h"
-#include "backends/cpu/fusion/fused_matmul.h"
-#include "backends/cpu/fusion/fused_norm.h"
-#include "backends/cpu/fusion/generated_loop.h"
 #include "backends/cpu/capability/load_aware_threads.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
@@ -101,33 +95,10 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return table_.Get(op_class, dtype);
   }
 
-  // GEMMs and convolutions with the chains they feed first (oneDNN
-  // primitives with post-ops), then layer_norms writing their casts and
-  // layer_norm_backwards with their neighbours,
-  // attentions reading their heads in place and GELUs with their
-  // gradients, then loops over what is left; each kind's groups are
-  // numbered after the last kind's.
+  // The pattern table's claims, in its order (fusion/fusion_patterns.h).
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
-    std::vector<int> groups = ClaimMatmulEpilogues(graph);
-    if (groups.empty()) return groups;
-    auto count = [&groups]() {
-      return 1 + *std::max_element(groups.begin(), groups.end());
-    };
-    // A kind's claims (its group numbers plus `offset`) over what is left.
-    auto take = [&groups](const std::vector<int>& claimed, int offset) {
-      for (size_t i = 0; i < groups.size(); ++i) {
-        if (claimed[i] >= 0) groups[i] = offset + claimed[i];
-      }
-    };
-    take(ClaimConvEpilogues(graph, groups, count()), 0);
-    take(ClaimNormCasts(graph, groups, count()), 0);
-    take(ClaimNormBackwards(graph, groups, count()), 0);
-    take(ClaimAttentionHeads(graph, groups, count()), 0);
-    take(ClaimGeluWithGrad(graph, groups, count()), 0);
-    const int before_loops = count();  // Loops number their groups from 0.
-    take(ClaimFusedLoops(graph, groups), before_loops);
-    return groups;
+    return ClaimFusionPatterns(graph);
   }
 
   absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
@@ -147,35 +118,11 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   static absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGroup(
       const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
       int group) {
-    // A group is a matmul's or a conv2d's (with its chain), a layer_norm's
-    // (with its cast) or layer_norm_backward's (with its neighbours), an
-    // attention's (with its operands' copies), a GELU with its gradient, or
-    // a loop.
-    bool any = false;
-    for (size_t i = 0; i < group_of_node.size(); ++i) {
-      if (group_of_node[i] != group) continue;
-      any = true;
-      if (graph.nodes[i].op == MIXRT_OP_MATMUL) {
-        return CompileFusedMatmul(graph, group_of_node, group);
-      }
-      if (graph.nodes[i].op == MIXRT_OP_CONV2D) {
-        return CompileFusedConv(graph, group_of_node, group);
-      }
-      if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM) {
-        return CompileNormCast(graph, group_of_node, group);
-      }
-      if (graph.nodes[i].op == MIXRT_OP_LAYER_NORM_BACKWARD) {
-        return CompileNormBackward(graph, group_of_node, group);
-      }
-      if (graph.nodes[i].op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION) {
-        return CompileAttentionHeads(graph, group_of_node, group);
-      }
+    const FusionPattern* pattern = PatternOwning(graph, group_of_node, group);
+    if (pattern == nullptr) {
+      return absl::InvalidArgumentError("no node is in the group");
     }
-    if (any && IsGeluWithGrad(graph, group_of_node, group)) {
-      return CompileGeluWithGrad(graph, group_of_node, group);
-    }
-    if (any) return CompileGeneratedLoop(graph, group_of_node, group);
-    return absl::InvalidArgumentError("no node is in the group");
+    return pattern->compile(graph, group_of_node, group);
   }
 
   MatmulSpeeds speeds_;

@@ -238,8 +238,9 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta, uin
   return keeps;
 }
 
-std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g) {
-  return ClaimChains(g, MIXRT_OP_MATMUL, {}, 0, FollowChain, FusablePrefix);
+std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g, absl::Span<const int> taken,
+                                      int first) {
+  return ClaimChains(g, MIXRT_OP_MATMUL, taken, first, FollowChain, FusablePrefix);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
