@@ -73,9 +73,9 @@ Measure Time(const mixrt::Device& device, const std::vector<Tensor>& qkv,
     } else {
       (void)y->item();  // Waits for the device.
     }
-    const double s = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (r > 0) ms.push_back(1000 * s);
     peak = std::max(peak, allocator.stats().peak_bytes_in_use / 1048576.0);
   }
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  if (!refuse_unknown("passes", absl::GetFlag(FLAGS_passes), {"fwd", "fwd+bwd"}) ||
+  if (!refuse_unknown("passes", absl::GetFlag(FLAGS_passes),
+                      {"fwd", "fwd+bwd"}) ||
       !refuse_unknown("causal", absl::GetFlag(FLAGS_causal), {"yes", "no"})) {
     return 2;
   }
@@ -109,11 +110,12 @@ int main(int argc, char** argv) {
   const mixrt::Device device = mixrt::bench::CpuDevice();
   const int64_t b = absl::GetFlag(FLAGS_batch), h = absl::GetFlag(FLAGS_heads),
                 e = absl::GetFlag(FLAGS_head_dim);
-  std::printf("scaled_dot_product_attention on %s (%s), batch %lld, %lld "
-              "heads, head dim %lld; median of %d\n",
-              device.ToString().c_str(), device.info().name.c_str(),
-              static_cast<long long>(b), static_cast<long long>(h),
-              static_cast<long long>(e), absl::GetFlag(FLAGS_repeats));
+  std::printf(
+      "scaled_dot_product_attention on %s (%s), batch %lld, %lld "
+      "heads, head dim %lld; median of %d\n",
+      device.ToString().c_str(), device.info().name.c_str(),
+      static_cast<long long>(b), static_cast<long long>(h),
+      static_cast<long long>(e), absl::GetFlag(FLAGS_repeats));
   std::printf("%-6s %-5s %-7s %-9s %11s %11s %8s %11s %11s\n", "seq", "dtype",
               "causal", "pass", "fused ms", "math ms", "speedup", "fused MiB",
               "math MiB");
@@ -138,26 +140,27 @@ int main(int argc, char** argv) {
         const bool causal = causal_name == "yes";
         for (const std::string& pass : absl::GetFlag(FLAGS_passes)) {
           const bool backward = pass == "fwd+bwd";
-          const Measure fused =
-              Time(device, qkv, mixrt::AttentionBackend::kFused, causal, backward);
+          const Measure fused = Time(
+              device, qkv, mixrt::AttentionBackend::kFused, causal, backward);
           Measure math;
-          const double math_mib = 3.0 * b * h * l * l *
-                                  mixrt::DTypeSize(dtype) / 1048576.0;
+          const double math_mib =
+              3.0 * b * h * l * l * mixrt::DTypeSize(dtype) / 1048576.0;
           if (absl::GetFlag(FLAGS_math) &&
               math_mib <= absl::GetFlag(FLAGS_max_math_mib) &&
               (!backward || l <= absl::GetFlag(FLAGS_max_math_seq))) {
             math = Time(device, qkv, mixrt::AttentionBackend::kMath, causal,
                         backward);
           }
-          std::printf("%-6lld %-5s %-7s %-9s %11.1f ", static_cast<long long>(l),
-                      std::string(mixrt::DTypeName(dtype)).c_str(),
-                      causal ? "yes" : "no", backward ? "fwd+bwd" : "fwd",
-                      fused.ms);
+          std::printf(
+              "%-6lld %-5s %-7s %-9s %11.1f ", static_cast<long long>(l),
+              std::string(mixrt::DTypeName(dtype)).c_str(),
+              causal ? "yes" : "no", backward ? "fwd+bwd" : "fwd", fused.ms);
           if (math.ran) {
             std::printf("%11.1f %7.2fx %11.1f %11.1f\n", math.ms,
                         math.ms / fused.ms, fused.peak_mib, math.peak_mib);
           } else {
-            std::printf("%11s %8s %11.1f %11s\n", "-", "-", fused.peak_mib, "-");
+            std::printf("%11s %8s %11.1f %11s\n", "-", "-", fused.peak_mib,
+                        "-");
           }
           std::fflush(stdout);
         }

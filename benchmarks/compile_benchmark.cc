@@ -44,10 +44,10 @@ struct Case {
   std::string name;
   std::vector<int64_t> sizes;  // MLP widths, or {sequence, width, heads}.
   int64_t batch;
-  bool bf16_scaler;  // bf16 autocast + GradScaler, else f32.
-  bool block = false;  // A transformer block instead of an MLP.
+  bool bf16_scaler;        // bf16 autocast + GradScaler, else f32.
+  bool block = false;      // A transformer block instead of an MLP.
   bool inference = false;  // Forward only, eval() and inference mode.
-  bool cnn = false;  // Conv+BatchNorm+ReLU x3, sizes {image, channels}.
+  bool cnn = false;        // Conv+BatchNorm+ReLU x3, sizes {image, channels}.
 };
 
 // The case's model, input and loss target (class labels for an MLP).
@@ -66,9 +66,11 @@ absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
     auto seq = std::make_shared<mixrt::nn::Sequential>();
     int64_t in = 3;
     for (int layer = 0; layer < 3; ++layer) {
-      MIXRT_ASSIGN_OR_RETURN(auto conv, mixrt::nn::Conv2d::Create(
-                                            in, ch, 3, device, init, 1, 1, 1, false));
-      MIXRT_ASSIGN_OR_RETURN(auto bn, mixrt::nn::BatchNorm2d::Create(ch, device));
+      MIXRT_ASSIGN_OR_RETURN(
+          auto conv,
+          mixrt::nn::Conv2d::Create(in, ch, 3, device, init, 1, 1, 1, false));
+      MIXRT_ASSIGN_OR_RETURN(auto bn,
+                             mixrt::nn::BatchNorm2d::Create(ch, device));
       seq->append(conv);
       seq->append(bn);
       seq->append(std::make_shared<mixrt::nn::ReLU>());
@@ -76,19 +78,23 @@ absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
       in = ch;
     }
     s.net = seq;
-    MIXRT_ASSIGN_OR_RETURN(s.x, mixrt::randn({c.batch, 3, image, image},
-                                             mixrt::DType::kF32, device, 0, 1, init));
+    MIXRT_ASSIGN_OR_RETURN(
+        s.x, mixrt::randn({c.batch, 3, image, image}, mixrt::DType::kF32,
+                          device, 0, 1, init));
     return s;
   }
   if (c.block) {
     const int64_t seq = c.sizes[0], width = c.sizes[1], heads = c.sizes[2];
     MIXRT_ASSIGN_OR_RETURN(
-        s.net, mixrt::nn::TransformerBlock::Create(
-                   {.width = width, .heads = heads, .causal = true}, device, init));
-    MIXRT_ASSIGN_OR_RETURN(s.x, mixrt::randn({c.batch, seq, width},
-                                             mixrt::DType::kF32, device, 0, 1, init));
-    MIXRT_ASSIGN_OR_RETURN(s.target, mixrt::randn({c.batch, seq, width},
-                                                  mixrt::DType::kF32, device, 0, 1, init));
+        s.net,
+        mixrt::nn::TransformerBlock::Create(
+            {.width = width, .heads = heads, .causal = true}, device, init));
+    MIXRT_ASSIGN_OR_RETURN(
+        s.x, mixrt::randn({c.batch, seq, width}, mixrt::DType::kF32, device, 0,
+                          1, init));
+    MIXRT_ASSIGN_OR_RETURN(
+        s.target, mixrt::randn({c.batch, seq, width}, mixrt::DType::kF32,
+                               device, 0, 1, init));
     return s;
   }
   MIXRT_ASSIGN_OR_RETURN(s.net, mixrt::nn::MLP(c.sizes, device, init));
@@ -96,8 +102,9 @@ absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
                                            mixrt::DType::kF32, device));
   std::vector<int64_t> labels(c.batch);
   for (int64_t i = 0; i < c.batch; ++i) labels[i] = i % c.sizes.back();
-  MIXRT_ASSIGN_OR_RETURN(s.target, mixrt::from_ints(labels, {c.batch},
-                                                    mixrt::DType::kI64, device));
+  MIXRT_ASSIGN_OR_RETURN(
+      s.target,
+      mixrt::from_ints(labels, {c.batch}, mixrt::DType::kI64, device));
   return s;
 }
 
@@ -122,9 +129,11 @@ struct Runner {
 // for the steady state's peak memory (counted from what was in use before
 // the runner was made: the other modes' memory is idle meanwhile).
 absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const mixrt::Device& device,
-                                                   const Case& c, const std::string& mode,
+                                                   const Case& c,
+                                                   const std::string& mode,
                                                    int warmup) {
-  mixrt::CachingAllocator& allocator = device.backend()->allocator(device.index());
+  mixrt::CachingAllocator& allocator =
+      device.backend()->allocator(device.index());
   const double before = allocator.stats().bytes_in_use;
   auto r = std::make_unique<Runner>();
   r->mode = mode;
@@ -132,15 +141,17 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const mixrt::Device& device,
   MIXRT_ASSIGN_OR_RETURN(Setup setup, MakeSetup(device, c, &init));
   const std::shared_ptr<mixrt::nn::Module> net = setup.net;
   const Tensor x = setup.x, y = setup.target;
-  auto opt = std::make_shared<mixrt::SGD>(net->parameters(), mixrt::SgdOptions{.lr = 0.001});
+  auto opt = std::make_shared<mixrt::SGD>(net->parameters(),
+                                          mixrt::SgdOptions{.lr = 0.001});
   auto scaler = std::make_shared<mixrt::GradScaler>(
       device, mixrt::GradScalerOptions{.enabled = c.bf16_scaler});
   const bool block = c.block;
   auto loss_fn = [net, block](const std::vector<Tensor>& in)
       -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor out, net->forward(in[0]));
-    MIXRT_ASSIGN_OR_RETURN(Tensor loss, block ? mixrt::mse_loss(out, in[1])
-                                              : mixrt::cross_entropy(out, in[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor loss, block
+                                            ? mixrt::mse_loss(out, in[1])
+                                            : mixrt::cross_entropy(out, in[1]));
     return std::vector<Tensor>{loss};
   };
   auto forward_fn = [net](const std::vector<Tensor>& in)
@@ -149,12 +160,15 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const mixrt::Device& device,
     return std::vector<Tensor>{out};
   };
   if (c.inference) net->eval();
-  using StepFn =
-      std::function<absl::StatusOr<std::vector<Tensor>>(const std::vector<Tensor>&)>;
+  using StepFn = std::function<absl::StatusOr<std::vector<Tensor>>(
+      const std::vector<Tensor>&)>;
   StepFn step_fn = c.inference ? StepFn(forward_fn) : StepFn(loss_fn);
   if (mode != "eager") {
-    MIXRT_ASSIGN_OR_RETURN(r->compiled, mixrt::compile(step_fn, {.mode = mode}));
-    step_fn = [f = *r->compiled](const std::vector<Tensor>& in) { return f(in); };
+    MIXRT_ASSIGN_OR_RETURN(r->compiled,
+                           mixrt::compile(step_fn, {.mode = mode}));
+    step_fn = [f = *r->compiled](const std::vector<Tensor>& in) {
+      return f(in);
+    };
   }
   r->step = [=, &device]() -> absl::Status {
     if (c.inference) {
@@ -186,14 +200,16 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const mixrt::Device& device,
   // step and its traced backward).
   allocator.ResetPeak();
   for (int i = 0; i < 3; ++i) MIXRT_RETURN_IF_ERROR(r->step());
-  r->timing.peak_mib = (allocator.stats().peak_bytes_in_use - before) / (1024.0 * 1024.0);
+  r->timing.peak_mib =
+      (allocator.stats().peak_bytes_in_use - before) / (1024.0 * 1024.0);
   return r;
 }
 
 // Times the runners in rounds, each round a slice of every mode's steps, so
 // that a machine whose speed drifts (these VMs do, by 10-20% over
 // seconds) slows every mode alike.
-absl::Status TimeInRounds(const std::vector<std::unique_ptr<Runner>>& runners, int steps) {
+absl::Status TimeInRounds(const std::vector<std::unique_ptr<Runner>>& runners,
+                          int steps) {
   const int rounds = std::min(steps, 8);
   for (int round = 0; round < rounds; ++round) {
     for (const auto& r : runners) {
@@ -223,14 +239,30 @@ int main(int argc, char** argv) {
   const std::vector<Case> cases = {
       {"small MLP f32 (64, batch 32)", {64, 64, 64, 10}, 32, false},
       {"small MLP bf16+scaler", {64, 64, 64, 10}, 32, true},
-      {"recipe MLP bf16+scaler", {w, w, w, w}, absl::GetFlag(FLAGS_recipe_batch),
+      {"recipe MLP bf16+scaler",
+       {w, w, w, w},
+       absl::GetFlag(FLAGS_recipe_batch),
        true},
       {"transformer block bf16+scaler", {128, 256, 4}, 8, true, /*block=*/true},
-      {"transformer block bf16 infer", {128, 256, 4}, 8, true, /*block=*/true,
+      {"transformer block bf16 infer",
+       {128, 256, 4},
+       8,
+       true,
+       /*block=*/true,
        /*inference=*/true},
-      {"CNN bf16 infer (32px, 32ch)", {32, 32}, 32, true, false, /*inference=*/true,
+      {"CNN bf16 infer (32px, 32ch)",
+       {32, 32},
+       32,
+       true,
+       false,
+       /*inference=*/true,
        /*cnn=*/true},
-      {"CNN f32 infer (32px, 32ch)", {32, 32}, 32, false, false, /*inference=*/true,
+      {"CNN f32 infer (32px, 32ch)",
+       {32, 32},
+       32,
+       false,
+       false,
+       /*inference=*/true,
        /*cnn=*/true},
   };
   std::printf("mixrt::compile train steps on %s; median of %d steps\n",
@@ -259,15 +291,19 @@ int main(int argc, char** argv) {
     }
     status = TimeInRounds(runners, steps);
     if (!status.ok()) {
-      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), std::string(status.message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(),
+                   std::string(status.message()).c_str());
       return 1;
     }
-    const double eager = runners.front()->mode == "eager" ? runners.front()->timing.median_ms : 0;
+    const double eager = runners.front()->mode == "eager"
+                             ? runners.front()->timing.median_ms
+                             : 0;
     for (const auto& r : runners) {
       const Timing& t = r->timing;
       std::printf("%-30s %-16s %10.3f %8.2fx %9.1f ms %10.1f\n", c.name.c_str(),
-                  r->mode.c_str(), t.median_ms, eager > 0 ? eager / t.median_ms : 0.0,
-                  t.first_ms, t.peak_mib);
+                  r->mode.c_str(), t.median_ms,
+                  eager > 0 ? eager / t.median_ms : 0.0, t.first_ms,
+                  t.peak_mib);
       if (r->compiled.has_value() && absl::GetFlag(FLAGS_explain)) {
         std::printf("%s\n", r->compiled->Explain().c_str());
       }

@@ -108,8 +108,9 @@ absl::Status Train(const Device& device,
       const auto start = Clock::now();
       std::vector<distributed::Work> works;
       for (const Tensor& gr : grads) {
-        MIXRT_ASSIGN_OR_RETURN(distributed::Work w,
-                               group->AllReduce(gr, distributed::ReduceOp::kAvg));
+        MIXRT_ASSIGN_OR_RETURN(
+            distributed::Work w,
+            group->AllReduce(gr, distributed::ReduceOp::kAvg));
         works.push_back(std::move(w));
       }
       for (auto& w : works) MIXRT_RETURN_IF_ERROR(w.Wait());
@@ -125,11 +126,12 @@ absl::Status Train(const Device& device,
   return absl::OkStatus();
 }
 
-absl::Status AllReduce(const Device& device,
-                       const std::shared_ptr<distributed::ProcessGroup>& group) {
+absl::Status AllReduce(
+    const Device& device,
+    const std::shared_ptr<distributed::ProcessGroup>& group) {
   for (int64_t mib : {1, 4, 16, 64, 256}) {
-    MIXRT_ASSIGN_OR_RETURN(
-        Tensor t, full({mib * 1048576 / 4}, 1.0, DType::kF32, device));
+    MIXRT_ASSIGN_OR_RETURN(Tensor t,
+                           full({mib * 1048576 / 4}, 1.0, DType::kF32, device));
     std::vector<double> ms;
     for (int i = 0; i < 1 + absl::GetFlag(FLAGS_steps); ++i) {
       MIXRT_RETURN_IF_ERROR(group->Barrier());
@@ -157,10 +159,9 @@ int main(int argc, char** argv) {
   auto device = mixrt::Registry::Global().SelectDevice("cpu");
   auto group = mixrt::distributed::ProcessGroup::Create();
   if (!device.ok() || !group.ok()) {
-    std::fprintf(stderr, "ddp_benchmark: %s\n",
-                 (!device.ok() ? device.status() : group.status())
-                     .ToString()
-                     .c_str());
+    std::fprintf(
+        stderr, "ddp_benchmark: %s\n",
+        (!device.ok() ? device.status() : group.status()).ToString().c_str());
     return 1;
   }
   const absl::Status s = absl::GetFlag(FLAGS_mode) == "allreduce"

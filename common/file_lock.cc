@@ -41,9 +41,8 @@ absl::StatusOr<FileLock> FileLock::Acquire(const std::string& path) {
         lock_path, ". Use another path, or wait for that run to end"));
   }
   const std::string pid = absl::StrCat(::getpid(), "\n");
-  if (::ftruncate(fd, 0) != 0 ||
-      ::pwrite(fd, pid.data(), pid.size(), 0) !=
-          static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
     // The pid is only for messages; the lock itself is held.
   }
   return FileLock(fd, lock_path);

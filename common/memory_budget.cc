@@ -12,10 +12,9 @@ absl::Status CheckFitsInMemory(uint64_t bytes, absl::string_view what) {
   const uint64_t total =
       (static_cast<uint64_t>(info.totalram) + info.totalswap) * info.mem_unit;
   if (bytes > total) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory: ", what, " needs ", bytes,
-                     " bytes; this machine has ", total,
-                     " bytes of memory and swap"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory: ", what, " needs ", bytes, " bytes; this machine has ",
+        total, " bytes of memory and swap"));
   }
   return absl::OkStatus();
 }

@@ -14,7 +14,8 @@ namespace mixrt {
 // true or false for an accepted word; nullopt for anything else (callers
 // decide whether that is an error).
 inline std::optional<bool> ParseOnOff(absl::string_view value) {
-  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  const std::string v =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") {
     return false;

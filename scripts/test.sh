@@ -66,6 +66,10 @@ isa_capped_to_avx2() {
 }
 check "compiler and CPU plugin tests with the ISA capped to AVX2" isa_capped_to_avx2
 
+# Every C++ file as clang-format leaves it (.clang-format: Google, 80
+# columns); scripts/format.sh formats them.
+check "clang-format (scripts/format.sh --check)" scripts/format.sh --check
+
 # The conformance suite against each GPU plugin: with a device it must pass;
 # without one the suite exits 77 and the run says "skipped", never "passed".
 skipped=0

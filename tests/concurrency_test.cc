@@ -32,8 +32,8 @@ TEST(Concurrency, PerThreadStateOnASharedModel) {
     AutocastGuard autocast("cpu", DType::kBF16);
     bf16_ref = *model->forward(x)->to_double_vector();
   }
-  std::atomic<int> grad_mismatches{0}, dtype_mismatches{0},
-      value_mismatches{0}, errors{0};
+  std::atomic<int> grad_mismatches{0}, dtype_mismatches{0}, value_mismatches{0},
+      errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {

@@ -44,8 +44,8 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   const std::string cc = absl::StrCat(dir, "/", src->name, ".cc");
   const std::string so = absl::StrCat(dir, "/", src->name, ".so");
   std::ofstream(cc) << src->source;
-  const std::string cmd = absl::StrCat(Compiler(), " -std=c++20 -O2 -shared -fPIC -o ", so,
-                                       " ", cc, " 2>&1");
+  const std::string cmd = absl::StrCat(
+      Compiler(), " -std=c++20 -O2 -shared -fPIC -o ", so, " ", cc, " 2>&1");
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << src->source;
   void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(lib, nullptr) << dlerror();
@@ -58,7 +58,8 @@ TEST(LoopCodegen, HostBuildMatchesTheFusedLoopBitForBit) {
   for (int64_t i = 0; i < rows * cols; ++i) {
     x[i] = sdk::F32ToBF16Bits(static_cast<float>((i * 37) % 201 - 100) / 7.0f);
   }
-  for (int64_t i = 0; i < cols; ++i) bias[i] = sdk::F32ToBF16Bits(static_cast<float>(i % 13) / 3.0f);
+  for (int64_t i = 0; i < cols; ++i)
+    bias[i] = sdk::F32ToBF16Bits(static_cast<float>(i % 13) / 3.0f);
   x[3] = sdk::F32ToBF16Bits(std::numeric_limits<float>::quiet_NaN());
   x[4] = sdk::F32ToBF16Bits(std::numeric_limits<float>::infinity());
   x[5] = sdk::F32ToBF16Bits(-std::numeric_limits<float>::infinity());

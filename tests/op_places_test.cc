@@ -37,7 +37,8 @@ TEST(OpPlacesTest, EveryOpHasANameAndACapabilityClass) {
   std::set<std::string> names;
   for (MixrtOp op : AllOps()) {
     const std::string name = MixrtOpName(op);
-    EXPECT_NE(name, "unknown op") << "op " << op << " has no name in op_names.h";
+    EXPECT_NE(name, "unknown op")
+        << "op " << op << " has no name in op_names.h";
     EXPECT_TRUE(names.insert(name).second) << "two ops are named " << name;
     EXPECT_NE(MixrtOpClassOf(op), MIXRT_OP_CLASS_COUNT)
         << name << " has no capability class in op_class.h";
@@ -52,8 +53,8 @@ void ExpectDispatchKnowsEveryOp(const Device& device) {
         device.backend()->Launch(device.index(), op, {}, {}, nullptr);
     EXPECT_FALSE(status.ok()) << MixrtOpName(op) << " ran without tensors";
     EXPECT_NE(status.code(), absl::StatusCode::kUnimplemented)
-        << device.backend()->name() << " has no kernel for "
-        << MixrtOpName(op) << ": " << status;
+        << device.backend()->name() << " has no kernel for " << MixrtOpName(op)
+        << ": " << status;
   }
 }
 

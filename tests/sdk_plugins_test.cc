@@ -191,8 +191,10 @@ TEST(Sdk, TheCpuPluginRefusesMalformedCallsWithTheSdksWords) {
   MixrtDropoutAttrs dropout{};
   dropout.struct_size = sizeof(dropout);
   dropout.p = 1.5;
-  status = dev.backend()->Launch(0, MIXRT_OP_DROPOUT, {&x, 1}, {&x, 1}, &dropout);
-  EXPECT_THAT(status.message(), HasSubstr("dropout: p must be in [0, 1), got 1.5"));
+  status =
+      dev.backend()->Launch(0, MIXRT_OP_DROPOUT, {&x, 1}, {&x, 1}, &dropout);
+  EXPECT_THAT(status.message(),
+              HasSubstr("dropout: p must be in [0, 1), got 1.5"));
   dropout.p = 0.5;
   status = dev.backend()->Launch(0, MIXRT_OP_DROPOUT, {&short_x, 1}, {&x, 1},
                                  &dropout);

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_capability.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/capability/load_aware_threads.h"
 #include "backends/cpu/fusion/fusion_patterns.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
-#include "backends/cpu/capability/load_aware_threads.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 

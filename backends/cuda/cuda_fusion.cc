@@ -16,13 +16,14 @@ std::vector<int> ClaimGeneratedLoops(const sdk::FusionGraph& graph) {
   return sdk::ClaimLoops(graph, rules);
 }
 
-absl::StatusOr<FusedPtx> CompileGeneratedLoop(const sdk::FusionGraph& graph,
-                                              absl::Span<const int> group_of_node,
-                                              int group, const std::string& arch) {
+absl::StatusOr<FusedPtx> CompileGeneratedLoop(
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group, const std::string& arch) {
   MIXRT_ASSIGN_OR_RETURN(sdk::LoopSource source,
                          sdk::GenerateLoopSource(graph, group_of_node, group));
   FusedPtx out;
-  MIXRT_ASSIGN_OR_RETURN(out.ptx, CompileToPtx(source.source, source.name + ".cu", arch));
+  MIXRT_ASSIGN_OR_RETURN(
+      out.ptx, CompileToPtx(source.source, source.name + ".cu", arch));
   out.name = source.name;
   out.values = source.values;
   out.numel = source.numel;

@@ -24,9 +24,9 @@ struct FusedPtx {
   std::vector<int> values;  // Kernel argument k: fusion value values[k].
   int64_t numel = 0;
 };
-absl::StatusOr<FusedPtx> CompileGeneratedLoop(const sdk::FusionGraph& graph,
-                                              absl::Span<const int> group_of_node,
-                                              int group, const std::string& arch);
+absl::StatusOr<FusedPtx> CompileGeneratedLoop(
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group, const std::string& arch);
 
 }  // namespace mixrt::cuda
 

@@ -58,23 +58,26 @@ class CudaKernelGraph : public sdk::KernelGraph {
 
   absl::Status Run(absl::Span<void* const> buffers) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    MIXRT_RETURN_IF_ERROR(
+        gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
     switch (replay_.Next(buffers)) {
       case gpu::GraphReplay::Action::kLaunch:
         return steps_->Run(buffers);
       case gpu::GraphReplay::Action::kReplay:
         replay_.Replayed();
-        return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+        return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_),
+                                  "cudaGraphLaunch");
       case gpu::GraphReplay::Action::kCapture:
         break;
     }
     if (absl::Status captured = Capture(buffers); !captured.ok()) {
       replay_.CaptureFailed(std::string(captured.message()));
-      (void)cudaGetLastError();  // A failed capture leaves a sticky error.
+      (void)cudaGetLastError();     // A failed capture leaves a sticky error.
       return steps_->Run(buffers);  // Nothing ran during the capture.
     }
     replay_.Captured(buffers);
-    return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+    return gpu::RuntimeStatus(cudaGraphLaunch(exec_, stream_),
+                              "cudaGraphLaunch");
   }
 
  private:
@@ -117,25 +120,30 @@ class CudaFusedKernel : public sdk::FusedKernel {
  public:
   CudaFusedKernel(FusedPtx ptx, cudaLibrary_t library, cudaKernel_t kernel,
                   cudaStream_t stream, int device)
-      : ptx_(std::move(ptx)), library_(library), kernel_(kernel), stream_(stream),
+      : ptx_(std::move(ptx)),
+        library_(library),
+        kernel_(kernel),
+        stream_(stream),
         device_(device) {}
   ~CudaFusedKernel() override { (void)cudaLibraryUnload(library_); }
 
   absl::Status Run(absl::Span<void* const> value_data,
                    absl::Span<const int64_t>) override {
     if (ptx_.numel == 0) return absl::OkStatus();
-    MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    MIXRT_RETURN_IF_ERROR(
+        gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
     // The kernel's first parameter is a struct of the pointers, by value.
     std::vector<void*> pointers;
     for (int v : ptx_.values) pointers.push_back(value_data[v]);
     long long n = ptx_.numel;
     void* args[] = {pointers.data(), &n};
     constexpr int kThreads = 256;
-    const long long blocks = std::min<long long>((n + kThreads - 1) / kThreads, 1 << 16);
+    const long long blocks =
+        std::min<long long>((n + kThreads - 1) / kThreads, 1 << 16);
     return gpu::RuntimeStatus(
         cudaLaunchKernel(reinterpret_cast<const void*>(kernel_),
-                         dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args, 0,
-                         stream_),
+                         dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                         args, 0, stream_),
         "cudaLaunchKernel (fused loop)");
   }
   std::string Description() const override {
@@ -189,10 +197,9 @@ class CudaPlugin : public gpu::GpuPlugin {
       int device, const sdk::FusionGraph& graph,
       absl::Span<const int> group_of_node, int group) override {
     MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
-    const std::string arch =
-        absl::StrCat("compute_", CapabilityOf(*d).sm());
-    MIXRT_ASSIGN_OR_RETURN(FusedPtx ptx,
-                           CompileGeneratedLoop(graph, group_of_node, group, arch));
+    const std::string arch = absl::StrCat("compute_", CapabilityOf(*d).sm());
+    MIXRT_ASSIGN_OR_RETURN(
+        FusedPtx ptx, CompileGeneratedLoop(graph, group_of_node, group, arch));
     cudaLibrary_t library = nullptr;
     MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
         cudaLibraryLoadData(&library, ptx.ptx.c_str(), nullptr, nullptr, 0,
@@ -200,14 +207,15 @@ class CudaPlugin : public gpu::GpuPlugin {
         "cudaLibraryLoadData"));
     cudaKernel_t kernel = nullptr;
     const absl::Status found = gpu::RuntimeStatus(
-        cudaLibraryGetKernel(&kernel, library, ptx.name.c_str()), "cudaLibraryGetKernel");
+        cudaLibraryGetKernel(&kernel, library, ptx.name.c_str()),
+        "cudaLibraryGetKernel");
     if (!found.ok()) {
       (void)cudaLibraryUnload(library);
       return found;
     }
-    return std::make_unique<CudaFusedKernel>(std::move(ptx), library, kernel,
-                                             static_cast<cudaStream_t>(d->stream),
-                                             device);
+    return std::make_unique<CudaFusedKernel>(
+        std::move(ptx), library, kernel, static_cast<cudaStream_t>(d->stream),
+        device);
   }
 
   sdk::Capability GetCapability(int device, MixrtOpClass op_class,

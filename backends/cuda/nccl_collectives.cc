@@ -122,8 +122,7 @@ int Create(const MixrtCommunicatorOptions* options, MixrtCommunicator** out,
     return Fail(error, error_size, MIXRT_ERROR_CODE_UNAVAILABLE,
                 "CUDA setup for NCCL: " + CudaText(e));
   }
-  const ncclResult_t r =
-      ncclCommInitRank(&c->comm, c->world_size, id, c->rank);
+  const ncclResult_t r = ncclCommInitRank(&c->comm, c->world_size, id, c->rank);
   if (r != ncclSuccess) {
     cudaFree(c->scratch);
     cudaStreamDestroy(c->stream);
@@ -176,9 +175,9 @@ int Issue(MixrtCommunicator* c, const char* name, Launch launch,
   return MIXRT_ERROR_CODE_OK;
 }
 
-int AllReduce(MixrtCommunicator* c, void* data, size_t count,
-              MixrtDtype dtype, MixrtCollectiveOp op,
-              MixrtCollectiveWork** work, char* error, size_t error_size) {
+int AllReduce(MixrtCommunicator* c, void* data, size_t count, MixrtDtype dtype,
+              MixrtCollectiveOp op, MixrtCollectiveWork** work, char* error,
+              size_t error_size) {
   ncclDataType_t type;
   switch (dtype) {
     case MIXRT_DTYPE_F32:
@@ -222,9 +221,8 @@ int Broadcast(MixrtCommunicator* c, void* data, size_t bytes, int root,
       work, error, error_size);
 }
 
-int AllGather(MixrtCommunicator* c, const void* send, void* recv,
-              size_t bytes, MixrtCollectiveWork** work, char* error,
-              size_t error_size) {
+int AllGather(MixrtCommunicator* c, const void* send, void* recv, size_t bytes,
+              MixrtCollectiveWork** work, char* error, size_t error_size) {
   return Issue(
       c, "all_gather",
       [&] {

@@ -26,7 +26,8 @@ const Nvrtc& Library() {
   static const Nvrtc* lib = [] {
     auto* n = new Nvrtc();
     void* h = nullptr;
-    for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    for (const char* name :
+         {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
       h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (h != nullptr) break;
     }
@@ -35,7 +36,8 @@ const Nvrtc& Library() {
       return n;
     }
     auto load = [&](auto* fn, const char* symbol) {
-      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(h, symbol));
+      *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(
+          dlsym(h, symbol));
       if (*fn == nullptr && n->missing.empty()) {
         n->missing = absl::StrCat("NVRTC lacks ", symbol);
       }
@@ -61,9 +63,11 @@ absl::StatusOr<std::string> CompileToPtx(const std::string& source,
   const Nvrtc& n = Library();
   if (!n.missing.empty()) return absl::UnavailableError(n.missing);
   nvrtcProgram program = nullptr;
-  nvrtcResult r = n.create(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r =
+      n.create(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   if (r != NVRTC_SUCCESS) {
-    return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", n.error(r)));
+    return absl::InternalError(
+        absl::StrCat("nvrtcCreateProgram: ", n.error(r)));
   }
   const std::string arch_flag = absl::StrCat("--gpu-architecture=", arch);
   const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device"};
@@ -85,8 +89,8 @@ absl::StatusOr<std::string> CompileToPtx(const std::string& source,
   }
   n.destroy(&program);
   if (r != NVRTC_SUCCESS) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("NVRTC could not compile ", name, " (", n.error(r), "): ", log));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NVRTC could not compile ", name, " (", n.error(r), "): ", log));
   }
   return ptx;
 }

@@ -43,8 +43,8 @@ struct AttentionProblem {
             ? 0.0f
             : mask.LoadFloat(g * mask.strides[0] + i * mask.strides[1] +
                              j * mask.strides[2]);
-    return dot * scale +
-           static_cast<float>(sdk::AttentionBiasRule(is_causal, mask_kind, m, i, j));
+    return dot * scale + static_cast<float>(sdk::AttentionBiasRule(
+                             is_causal, mask_kind, m, i, j));
   }
 
   MIXRT_HOST_DEVICE float Dropout(int64_t g, int64_t i, int64_t j) const {
@@ -139,8 +139,8 @@ MIXRT_HOST_DEVICE inline AttentionScoreGrad ScoreGrad(
   AttentionScoreGrad s;
   s.weight = p.Weight(p.Score(g, i, j), lse[r]);
   s.dropout = p.Dropout(g, i, j);
-  const float dp = s.weight == 0 ? 0.0f
-                                 : p.GradDotValue(grad_out, g, i, j) * s.dropout;
+  const float dp =
+      s.weight == 0 ? 0.0f : p.GradDotValue(grad_out, g, i, j) * s.dropout;
   s.grad = s.weight * (dp - d[r]) * p.scale;
   return s;
 }
@@ -191,7 +191,8 @@ struct AttentionGradKVRows {
         }
       }
       if (s.grad != 0) {
-        for (int64_t c = 0; c < e; ++c) dk[c] += s.grad * p.q.LoadFloat(r * e + c);
+        for (int64_t c = 0; c < e; ++c)
+          dk[c] += s.grad * p.q.LoadFloat(r * e + c);
       }
     }
     for (int64_t c = 0; c < e; ++c) grad_k.StoreFloat(t * e + c, dk[c]);

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
-#include "mixrt/plugin_api.h"
 #include "mixrt/float_convert.h"
 #include "mixrt/host_device.h"
+#include "mixrt/plugin_api.h"
 
 namespace mixrt::gpu {
 

@@ -32,7 +32,8 @@ AttentionProblem Problem(const sdk::AttentionCall& a) {
 }  // namespace
 
 absl::Status RunAttention(GpuDevice& device, const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(const sdk::AttentionCall a, sdk::DecodeAttention(call));
+  MIXRT_ASSIGN_OR_RETURN(const sdk::AttentionCall a,
+                         sdk::DecodeAttention(call));
   if (a.groups == 0 || a.queries == 0) return absl::OkStatus();
   if (a.keys == 0) {
     return absl::InvalidArgumentError(
@@ -52,8 +53,8 @@ absl::Status RunAttention(GpuDevice& device, const sdk::KernelCall& call) {
   }
   // Scratch: D [rows], the dQ accumulators [rows, E], then dK and dV
   // [key_rows, E + Ev].
-  const int64_t floats = rows + rows * a.head_dim +
-                         key_rows * (a.head_dim + a.value_dim);
+  const int64_t floats =
+      rows + rows * a.head_dim + key_rows * (a.head_dim + a.value_dim);
   MIXRT_ASSIGN_OR_RETURN(void* scratch, device.Scratch(floats * sizeof(float)));
   float* d = static_cast<float*>(scratch);
   float* dq = d + rows;
@@ -61,22 +62,21 @@ absl::Status RunAttention(GpuDevice& device, const sdk::KernelCall& call) {
   const float* lse = static_cast<const float*>(a.lse->data());
   const DeviceTensor grad_out = Tensor(*a.grad_out);
   MIXRT_RETURN_IF_ERROR(Launched(
-      LaunchElementwise(device.ctx,
-                        AttentionRowDots{grad_out, Tensor(*a.out), a.value_dim, d},
-                        rows),
+      LaunchElementwise(
+          device.ctx,
+          AttentionRowDots{grad_out, Tensor(*a.out), a.value_dim, d}, rows),
       "scaled_dot_product_attention_backward (D)"));
   MIXRT_RETURN_IF_ERROR(Launched(
       LaunchElementwise(
           device.ctx,
           AttentionGradQRows{p, grad_out, lse, d, Tensor(*a.grad_q), dq}, rows),
       "scaled_dot_product_attention_backward (dQ)"));
-  return Launched(
-      LaunchElementwise(device.ctx,
-                        AttentionGradKVRows{p, grad_out, lse, d,
-                                            Tensor(*a.grad_k),
-                                            Tensor(*a.grad_v), dkv},
-                        key_rows),
-      "scaled_dot_product_attention_backward (dK, dV)");
+  return Launched(LaunchElementwise(device.ctx,
+                                    AttentionGradKVRows{p, grad_out, lse, d,
+                                                        Tensor(*a.grad_k),
+                                                        Tensor(*a.grad_v), dkv},
+                                    key_rows),
+                  "scaled_dot_product_attention_backward (dK, dV)");
 }
 
 }  // namespace mixrt::gpu

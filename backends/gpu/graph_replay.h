@@ -36,9 +36,9 @@ class GraphReplay {
     captured_ = true;
     ++captures_;
     if (captures_ > kCapturesBeforeJudging && captures_ > replays_) {
-      launch_reason_ = absl::StrCat("buffer addresses changed on ", captures_,
-                                    " of ", captures_ + replays_,
-                                    " runs: capturing costs more than it saves");
+      launch_reason_ = absl::StrCat(
+          "buffer addresses changed on ", captures_, " of ",
+          captures_ + replays_, " runs: capturing costs more than it saves");
     }
   }
   void CaptureFailed(std::string reason) {

@@ -110,8 +110,8 @@ struct AdamWFunctor {
     // The step lives on the device: each thread derives the constants.
     const sdk::AdamWStepConstants<float> c =
         sdk::AdamWConstants<float>(attrs, *step + 1.0f);
-    param.StoreFloat(po,
-                     sdk::AdamWElement<float>(c, param.LoadFloat(po), g, &m, &v));
+    param.StoreFloat(
+        po, sdk::AdamWElement<float>(c, param.LoadFloat(po), g, &m, &v));
     exp_avg.StoreFloat(mo, m);
     exp_avg_sq.StoreFloat(vo, v);
   }

@@ -16,12 +16,13 @@ absl::StatusOr<Tensor> cast(const Tensor& x, DType dtype) {
   const DType from = x.dtype();
   // Stateless: autocast caches a weight's cast for a whole region, and
   // each forward in it that uses the cast backpropagates through this node.
-  RecordStateless("CastBackward", {x}, {&y},
-         [from](const std::vector<Tensor>& g, const std::vector<Tensor>&)
-             -> absl::StatusOr<std::vector<Tensor>> {
-           MIXRT_ASSIGN_OR_RETURN(Tensor dx, g[0].to(from));
-           return std::vector<Tensor>{dx};
-         });
+  RecordStateless(
+      "CastBackward", {x}, {&y},
+      [from](const std::vector<Tensor>& g, const std::vector<Tensor>&)
+          -> absl::StatusOr<std::vector<Tensor>> {
+        MIXRT_ASSIGN_OR_RETURN(Tensor dx, g[0].to(from));
+        return std::vector<Tensor>{dx};
+      });
   return y;
 }
 

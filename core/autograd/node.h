@@ -56,7 +56,9 @@ class Node {
   // state once it has run (no retain_graph), so Apply may free each piece
   // as soon as it has used it (a compiled backward's activations).
   bool frees_saved_after_apply() const { return frees_saved_after_apply_; }
-  void set_frees_saved_after_apply(bool frees) { frees_saved_after_apply_ = frees; }
+  void set_frees_saved_after_apply(bool frees) {
+    frees_saved_after_apply_ = frees;
+  }
 
  private:
   std::string name_;

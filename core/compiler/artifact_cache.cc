@@ -26,7 +26,8 @@ constexpr uint64_t kMaxEntryBytes = 64 << 20;
 
 std::string Hex(uint64_t v) {
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(v));
   return buf;
 }
 
@@ -42,7 +43,8 @@ std::string Encode(const std::string& key, const std::string& payload) {
 std::optional<std::string> Decode(const std::string& file,
                                   const std::string& key, std::string* why) {
   const size_t line1 = file.find('\n');
-  const size_t line2 = line1 == std::string::npos ? line1 : file.find('\n', line1 + 1);
+  const size_t line2 =
+      line1 == std::string::npos ? line1 : file.find('\n', line1 + 1);
   if (line2 == std::string::npos ||
       file.substr(0, line1) != absl::StrCat(kMagic, " ", kFormat)) {
     *why = absl::StrCat("not a format ", kFormat, " entry");
@@ -84,11 +86,11 @@ std::vector<std::pair<const char*, bool>> IsaFeatures() {
   unsigned c1 = 0;
   if (__get_cpuid(1, &a, &b, &c, &d)) c1 = c;
   auto bit = [](unsigned v, int i) { return ((v >> i) & 1u) != 0; };
-  return {{"fma", bit(c1, 12)},          {"avx2", bit(b7, 5)},
-          {"avx512f", bit(b7, 16)},      {"avx512bw", bit(b7, 30)},
-          {"avx512vl", bit(b7, 31)},     {"avx512_vnni", bit(c7, 11)},
-          {"avx512_bf16", bit(a71, 5)},  {"avx512_fp16", bit(d7, 23)},
-          {"amx_bf16", bit(d7, 22)},     {"amx_tile", bit(d7, 24)}};
+  return {{"fma", bit(c1, 12)},         {"avx2", bit(b7, 5)},
+          {"avx512f", bit(b7, 16)},     {"avx512bw", bit(b7, 30)},
+          {"avx512vl", bit(b7, 31)},    {"avx512_vnni", bit(c7, 11)},
+          {"avx512_bf16", bit(a71, 5)}, {"avx512_fp16", bit(d7, 23)},
+          {"amx_bf16", bit(d7, 22)},    {"amx_tile", bit(d7, 24)}};
 }
 
 ArtifactCache*& GlobalSlot() {
@@ -185,7 +187,8 @@ std::optional<std::string> ArtifactCache::Load(const std::string& key,
     if (auto it = memory_.find(key); it != memory_.end()) return it->second;
   }
   if (path.empty()) return std::nullopt;
-  absl::StatusOr<std::string> file = files::ReadRegularFile(path, kMaxEntryBytes);
+  absl::StatusOr<std::string> file =
+      files::ReadRegularFile(path, kMaxEntryBytes);
   if (!file.ok()) {
     if (!absl::IsNotFound(file.status())) {
       *why = absl::StrCat(path, ": ", file.status().message());
@@ -205,14 +208,15 @@ std::optional<std::string> ArtifactCache::Load(const std::string& key,
 void ArtifactCache::Store(const std::string& key, const std::string& payload) {
   const std::string path = PathFor(key);
   absl::Status written;
-  if (!path.empty()) written = files::WriteFileAtomically(path, Encode(key, payload));
+  if (!path.empty())
+    written = files::WriteFileAtomically(path, Encode(key, payload));
   std::string warning;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     memory_[key] = payload;
     if (!written.ok()) {
-      memory_only_reason_ = absl::StrCat("writing ", path, " failed: ",
-                                         written.message());
+      memory_only_reason_ =
+          absl::StrCat("writing ", path, " failed: ", written.message());
       dir_.clear();
     }
     if (dir_.empty() && !warned_) {

@@ -38,7 +38,8 @@ bool ParseInts(const std::vector<absl::string_view>& words,
 
 std::string EncodeDynamic(const DynamicArtifact& a) {
   std::string out = "dims";
-  for (const auto& [input, dim] : a.dims) absl::StrAppend(&out, " ", input, ":", dim);
+  for (const auto& [input, dim] : a.dims)
+    absl::StrAppend(&out, " ", input, ":", dim);
   absl::StrAppend(&out, "\nsizes ", a.n1, " ", a.n2, "\nmasked ",
                   absl::BytesToHexString(a.masked_key), "\n");
   AppendInts(&out, "forward", a.forward);
@@ -69,21 +70,26 @@ std::optional<DynamicArtifact> DecodeDynamic(const std::string& text) {
   }
   const std::vector<absl::string_view> sizes = absl::StrSplit(lines[1], ' ');
   if (sizes.size() != 3 || sizes[0] != "sizes" ||
-      !absl::SimpleAtoi(sizes[1], &a.n1) || !absl::SimpleAtoi(sizes[2], &a.n2)) {
+      !absl::SimpleAtoi(sizes[1], &a.n1) ||
+      !absl::SimpleAtoi(sizes[2], &a.n2)) {
     return std::nullopt;
   }
   const std::vector<absl::string_view> masked = absl::StrSplit(lines[2], ' ');
-  if (masked.size() != 2 || masked[0] != "masked" || masked[1].size() % 2 != 0 ||
-      masked[1].find_first_not_of("0123456789abcdef") != absl::string_view::npos) {
+  if (masked.size() != 2 || masked[0] != "masked" ||
+      masked[1].size() % 2 != 0 ||
+      masked[1].find_first_not_of("0123456789abcdef") !=
+          absl::string_view::npos) {
     return std::nullopt;
   }
   a.masked_key = absl::HexStringToBytes(masked[1]);
   const std::vector<absl::string_view> forward = absl::StrSplit(lines[3], ' ');
-  if (forward.empty() || forward[0] != "forward" || !ParseInts(forward, &a.forward)) {
+  if (forward.empty() || forward[0] != "forward" ||
+      !ParseInts(forward, &a.forward)) {
     return std::nullopt;
   }
   const std::vector<absl::string_view> backward = absl::StrSplit(lines[4], ' ');
-  if (backward.size() == 2 && backward[0] == "backward" && backward[1] == "none") {
+  if (backward.size() == 2 && backward[0] == "backward" &&
+      backward[1] == "none") {
     return a;
   }
   a.backward.emplace();

@@ -7,7 +7,8 @@
 namespace mixrt::compiler {
 namespace {
 
-std::vector<uint8_t> Pointwise(uint32_t kind, double alpha = 0, double beta = 0) {
+std::vector<uint8_t> Pointwise(uint32_t kind, double alpha = 0,
+                               double beta = 0) {
   MixrtPointwiseAttrs a{};
   a.struct_size = sizeof(a);
   a.kind = kind;
@@ -77,9 +78,10 @@ int LowerEvalBatchNorms(Graph* g) {
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     const GraphNode& n = g->nodes[i];
     MixrtBatchNormAttrs a{};
-    const bool candidate = n.kind == GraphNode::Kind::kLaunch && n.op == MIXRT_OP_BATCH_NORM &&
-                           n.attrs.size() >= sizeof(a) && n.inputs.size() == 3 &&
-                           n.outputs.size() == 5;
+    const bool candidate = n.kind == GraphNode::Kind::kLaunch &&
+                           n.op == MIXRT_OP_BATCH_NORM &&
+                           n.attrs.size() >= sizeof(a) &&
+                           n.inputs.size() == 3 && n.outputs.size() == 5;
     if (candidate) std::memcpy(&a, n.attrs.data(), sizeof(a));
     bool ok = candidate && a.training == 0;
     if (ok) {
@@ -117,15 +119,20 @@ int LowerEvalBatchNorms(Graph* g) {
     };
     // Per channel, on constants alone (kept between runs).
     const ValueRef var_eps = r.Fresh(channels, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_UNARY, Pointwise(MIXRT_UNARY_SCALE, 1.0, a.eps), {var}, var_eps);
+    r.Add(&nodes, MIXRT_OP_UNARY, Pointwise(MIXRT_UNARY_SCALE, 1.0, a.eps),
+          {var}, var_eps);
     const ValueRef inv_std = r.Fresh(channels, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_UNARY, Pointwise(MIXRT_UNARY_RSQRT), {var_eps}, inv_std);
+    r.Add(&nodes, MIXRT_OP_UNARY, Pointwise(MIXRT_UNARY_RSQRT), {var_eps},
+          inv_std);
     const ValueRef scale = r.Fresh(channels, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL), {f32(w), inv_std}, scale);
+    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL),
+          {f32(w), inv_std}, scale);
     const ValueRef mean_scaled = r.Fresh(channels, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL), {mean, scale}, mean_scaled);
+    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL), {mean, scale},
+          mean_scaled);
     const ValueRef shift = r.Fresh(channels, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_SUB), {f32(b), mean_scaled}, shift);
+    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_SUB),
+          {f32(b), mean_scaled}, shift);
     // Per element: x * scale + shift, the channel values broadcast.
     auto across = [&](ValueRef v) {
       v.shape = x.shape;
@@ -134,12 +141,15 @@ int LowerEvalBatchNorms(Graph* g) {
       return v;
     };
     const ValueRef xs = r.Fresh(x.shape, DType::kF32);
-    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL), {f32(x), across(scale)}, xs);
+    r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_MUL),
+          {f32(x), across(scale)}, xs);
     if (y.dtype == DType::kF32) {
-      r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_ADD), {xs, across(shift)}, y);
+      r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_ADD),
+            {xs, across(shift)}, y);
     } else {
       const ValueRef sum = r.Fresh(x.shape, DType::kF32);
-      r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_ADD), {xs, across(shift)}, sum);
+      r.Add(&nodes, MIXRT_OP_BINARY, Pointwise(MIXRT_BINARY_ADD),
+            {xs, across(shift)}, sum);
       r.Add(&nodes, MIXRT_OP_COPY, {}, {sum}, y);
     }
     ++lowered;

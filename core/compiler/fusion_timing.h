@@ -53,13 +53,14 @@ struct FusionVerdict {
   bool keep = false;
   std::string note;
 };
-FusionVerdict JudgeFusedGroup(const FusionTiming& t, int launches, int64_t bytes_not_stored,
+FusionVerdict JudgeFusedGroup(const FusionTiming& t, int launches,
+                              int64_t bytes_not_stored,
                               const std::string& source = "");
 
-absl::StatusOr<FusionTiming> TimeFusedGroup(const Graph& g, const std::vector<int>& nodes,
-                                            const PluginFusedKernel& kernel,
-                                            const std::vector<ValueRef>& value_refs,
-                                            const std::vector<int>& values);
+absl::StatusOr<FusionTiming> TimeFusedGroup(
+    const Graph& g, const std::vector<int>& nodes,
+    const PluginFusedKernel& kernel, const std::vector<ValueRef>& value_refs,
+    const std::vector<int>& values);
 
 }  // namespace mixrt::compiler
 

@@ -45,7 +45,7 @@ int EliminateCommonLaunches(Graph* graph) {
     return graph->slots[v.slot].kind == StorageSlot::Kind::kInternal &&
            writers[v.slot].size() == 1;
   };
-  std::vector<int> replaced(slots, -1);  // Slot -> the slot read instead.
+  std::vector<int> replaced(slots, -1);        // Slot -> the slot read instead.
   absl::flat_hash_map<std::string, int> seen;  // Signature -> node.
   std::vector<bool> drop(graph->nodes.size(), false);
   for (size_t j = 0; j < graph->nodes.size(); ++j) {
@@ -111,7 +111,8 @@ int PlaceCopiedResults(Graph* graph) {
   const size_t slots = graph->slots.size();
   std::vector<std::vector<int>> readers(slots);
   for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    for (const ValueRef& v : graph->nodes[i].inputs) readers[v.slot].push_back(static_cast<int>(i));
+    for (const ValueRef& v : graph->nodes[i].inputs)
+      readers[v.slot].push_back(static_cast<int>(i));
   }
   std::vector<bool> returned(slots, false);
   for (const ValueRef& v : graph->outputs) returned[v.slot] = true;
@@ -131,8 +132,9 @@ int PlaceCopiedResults(Graph* graph) {
     }
     const ValueRef& from = copy.inputs[0];
     const ValueRef& to = copy.outputs[0];
-    if (from.slot == to.slot || from.dtype != to.dtype || !temporary(from.slot) ||
-        !temporary(to.slot) || !WholeSlot(*graph, from) || !IsDense(to) ||
+    if (from.slot == to.slot || from.dtype != to.dtype ||
+        !temporary(from.slot) || !temporary(to.slot) ||
+        !WholeSlot(*graph, from) || !IsDense(to) ||
         writers[from.slot].size() != 1 || readers[from.slot].size() != 1) {
       continue;
     }
@@ -157,7 +159,8 @@ int PlaceCopiedResults(Graph* graph) {
       if (drop[k]) continue;
       const GraphNode& n = graph->nodes[k];
       for (const ValueRef& v : n.inputs) clear &= v.slot != to.slot;
-      for (const ValueRef& v : n.outputs) clear &= v.slot != to.slot || Apart(v, to);
+      for (const ValueRef& v : n.outputs)
+        clear &= v.slot != to.slot || Apart(v, to);
     }
     if (!clear || Elements(from) != Elements(to)) continue;
     for (ValueRef& out : producer.outputs) {

@@ -25,8 +25,8 @@ absl::Status SaveDistributedCheckpoint(ProcessGroup& group,
   absl::Status written;
   if (group.rank() == 0) {
     state.metadata["world_size"] = static_cast<uint64_t>(group.world_size());
-    written = rank0_ready.ok() ? SaveTrainingCheckpoint(path, state)
-                               : rank0_ready;
+    written =
+        rank0_ready.ok() ? SaveTrainingCheckpoint(path, state) : rank0_ready;
   }
   return AgreeOnOutcome(group, device, written,
                         absl::StrCat("saving checkpoint ", path, " on rank 0"));

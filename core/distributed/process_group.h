@@ -5,7 +5,8 @@
 //   // mpirun -np 2 ./train
 //   MIXRT_ASSIGN_OR_RETURN(auto group, distributed::ProcessGroup::Create());
 //   MIXRT_ASSIGN_OR_RETURN(distributed::Work work,
-//                          group->AllReduce(grad, distributed::ReduceOp::kAvg));
+//                          group->AllReduce(grad,
+//                          distributed::ReduceOp::kAvg));
 //   MIXRT_RETURN_IF_ERROR(work.Wait());
 //
 // Every collective is asynchronous: the caller keeps computing while the

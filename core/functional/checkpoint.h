@@ -5,7 +5,8 @@
 // backpropagates through the recomputed graph. Trades compute for memory.
 //
 //   auto out = mixrt::checkpoint(
-//       [&](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+//       [&](const std::vector<Tensor>& in) ->
+//       absl::StatusOr<std::vector<Tensor>> {
 //         MIXRT_ASSIGN_OR_RETURN(Tensor y, block->forward(in[0]));
 //         return std::vector<Tensor>{y};
 //       },

@@ -22,9 +22,8 @@ absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t ndim,
                                 absl::string_view op) {
   if (dim < -ndim || dim >= ndim) {
     return absl::InvalidArgumentError(
-        absl::StrCat(op, ": dimension ", dim, " is out of range for a ",
-                     ndim, "-dim tensor (expected ", -ndim, " to ", ndim - 1,
-                     ")"));
+        absl::StrCat(op, ": dimension ", dim, " is out of range for a ", ndim,
+                     "-dim tensor (expected ", -ndim, " to ", ndim - 1, ")"));
   }
   return dim < 0 ? dim + ndim : dim;
 }
@@ -69,7 +68,8 @@ absl::StatusOr<DType> JoinedDType(const std::vector<Tensor>& ts,
 
 }  // namespace
 
-absl::StatusOr<Tensor> permute(const Tensor& x, absl::Span<const int64_t> dims) {
+absl::StatusOr<Tensor> permute(const Tensor& x,
+                               absl::Span<const int64_t> dims) {
   MIXRT_RETURN_IF_ERROR(CheckDefined(x, "permute"));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, x.permute(dims));
   std::vector<int64_t> inverse(dims.size());
@@ -104,23 +104,23 @@ absl::StatusOr<Tensor> narrow(const Tensor& x, int64_t dim, int64_t start,
   const int64_t size = x.shape()[dim];
   if (start < 0) start += size;
   if (start < 0 || length < 0 || start > size || length > size - start) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "narrow: start ", start, " and length ", length,
-        " do not fit dimension ", dim, " of size ", size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("narrow: start ", start, " and length ", length,
+                     " do not fit dimension ", dim, " of size ", size));
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor y, x.slice(dim, start, start + length));
   const Shape shape = x.shape();
   const DType dtype = x.dtype();
-  Record("NarrowBackward", {x}, {&y}, {},
-         [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor dx, ScatterIntoZeros(g[0], shape, dtype,
-                                           [&](const Tensor& z) {
-                                             return z.slice(dim, start,
-                                                            start + length);
-                                           }));
-           return std::vector<Tensor>{dx};
-         });
+  Record(
+      "NarrowBackward", {x}, {&y}, {},
+      [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
+        MIXRT_ASSIGN_OR_RETURN(
+            Tensor dx,
+            ScatterIntoZeros(g[0], shape, dtype, [&](const Tensor& z) {
+              return z.slice(dim, start, start + length);
+            }));
+        return std::vector<Tensor>{dx};
+      });
   return y;
 }
 
@@ -143,7 +143,8 @@ absl::StatusOr<std::vector<Tensor>> split(const Tensor& x, int64_t split_size,
   for (int64_t start = 0; start < size || (size == 0 && parts.empty());
        start += split_size) {
     MIXRT_ASSIGN_OR_RETURN(
-        Tensor part, x.slice(dim, start, start + std::min(split_size, size - start)));
+        Tensor part,
+        x.slice(dim, start, start + std::min(split_size, size - start)));
     parts.push_back(std::move(part));
     starts.push_back(start);
   }
@@ -153,20 +154,21 @@ absl::StatusOr<std::vector<Tensor>> split(const Tensor& x, int64_t split_size,
   const Device device = x.device();
   std::vector<int64_t> lengths;
   for (const Tensor& part : parts) lengths.push_back(part.shape()[dim]);
-  Record("SplitBackward", {x}, outputs, {},
-         [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(Tensor dx, empty(shape, dtype, device));
-           for (size_t i = 0; i < starts.size(); ++i) {
-             MIXRT_ASSIGN_OR_RETURN(
-                 Tensor slot, dx.slice(dim, starts[i], starts[i] + lengths[i]));
-             if (i < g.size() && g[i].defined()) {
-               MIXRT_RETURN_IF_ERROR(kernels::copy_(slot, g[i]));
-             } else {
-               MIXRT_RETURN_IF_ERROR(kernels::fill_(slot, 0));
-             }
-           }
-           return std::vector<Tensor>{dx};
-         });
+  Record(
+      "SplitBackward", {x}, outputs, {},
+      [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
+        MIXRT_ASSIGN_OR_RETURN(Tensor dx, empty(shape, dtype, device));
+        for (size_t i = 0; i < starts.size(); ++i) {
+          MIXRT_ASSIGN_OR_RETURN(
+              Tensor slot, dx.slice(dim, starts[i], starts[i] + lengths[i]));
+          if (i < g.size() && g[i].defined()) {
+            MIXRT_RETURN_IF_ERROR(kernels::copy_(slot, g[i]));
+          } else {
+            MIXRT_RETURN_IF_ERROR(kernels::fill_(slot, 0));
+          }
+        }
+        return std::vector<Tensor>{dx};
+      });
   return parts;
 }
 
@@ -191,13 +193,13 @@ absl::StatusOr<Tensor> unsqueeze(const Tensor& x, int64_t dim) {
   return reshape(x, shape);
 }
 
-absl::StatusOr<Tensor> cat(const std::vector<Tensor>& tensors_in,
-                           int64_t dim) {
+absl::StatusOr<Tensor> cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
   if (tensors_in.empty()) {
     return absl::InvalidArgumentError(
         "cat: expected a non-empty list of tensors");
   }
-  for (const Tensor& t : tensors_in) MIXRT_RETURN_IF_ERROR(CheckDefined(t, "cat"));
+  for (const Tensor& t : tensors_in)
+    MIXRT_RETURN_IF_ERROR(CheckDefined(t, "cat"));
   // Autocast's promote list: the widest input dtype (AutocastPromoteType).
   MIXRT_ASSIGN_OR_RETURN(
       std::vector<Tensor> tensors,
@@ -228,27 +230,27 @@ absl::StatusOr<Tensor> cat(const std::vector<Tensor>& tensors_in,
   std::vector<DType> dtypes;
   int64_t at = 0;
   for (const Tensor& t : tensors) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor part,
-                           y.slice(dim, at, at + t.shape()[dim]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor part, y.slice(dim, at, at + t.shape()[dim]));
     MIXRT_RETURN_IF_ERROR(kernels::copy_(part, t));
     starts.push_back(at);
     shapes.push_back(t.shape());
     dtypes.push_back(t.dtype());
     at += t.shape()[dim];
   }
-  Record("CatBackward", tensors, {&y}, {},
-         [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
-           std::vector<Tensor> grads;
-           for (size_t i = 0; i < shapes.size(); ++i) {
-             MIXRT_ASSIGN_OR_RETURN(
-                 Tensor part,
-                 g[0].slice(dim, starts[i], starts[i] + shapes[i][dim]));
-             MIXRT_ASSIGN_OR_RETURN(Tensor dense, part.contiguous());
-             MIXRT_ASSIGN_OR_RETURN(dense, dense.to(dtypes[i]));
-             grads.push_back(std::move(dense));
-           }
-           return grads;
-         });
+  Record(
+      "CatBackward", tensors, {&y}, {},
+      [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
+        std::vector<Tensor> grads;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+          MIXRT_ASSIGN_OR_RETURN(
+              Tensor part,
+              g[0].slice(dim, starts[i], starts[i] + shapes[i][dim]));
+          MIXRT_ASSIGN_OR_RETURN(Tensor dense, part.contiguous());
+          MIXRT_ASSIGN_OR_RETURN(dense, dense.to(dtypes[i]));
+          grads.push_back(std::move(dense));
+        }
+        return grads;
+      });
   return y;
 }
 
@@ -281,9 +283,9 @@ absl::StatusOr<Tensor> masked_fill(const Tensor& x, const Tensor& mask,
   MIXRT_RETURN_IF_ERROR(CheckDefined(x, "masked_fill"));
   MIXRT_RETURN_IF_ERROR(CheckDefined(mask, "masked_fill"));
   if (mask.dtype() != DType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "masked_fill: the mask is ", DTypeName(mask.dtype()),
-        "; expected bool"));
+    return absl::InvalidArgumentError(absl::StrCat("masked_fill: the mask is ",
+                                                   DTypeName(mask.dtype()),
+                                                   "; expected bool"));
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor fill, full({1}, value, x.dtype(), x.device()));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::where(mask, fill, x));
@@ -296,8 +298,8 @@ absl::StatusOr<Tensor> masked_fill(const Tensor& x, const Tensor& mask,
   Record("MaskedFillBackward", {x}, {&y}, {mask},
          [](const std::vector<Tensor>& g,
             const std::vector<Tensor>& saved) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor zero, zeros({1}, g[0].dtype(), g[0].device()));
+           MIXRT_ASSIGN_OR_RETURN(Tensor zero,
+                                  zeros({1}, g[0].dtype(), g[0].device()));
            MIXRT_ASSIGN_OR_RETURN(Tensor dx,
                                   kernels::where(saved[0], zero, g[0]));
            return std::vector<Tensor>{dx};
@@ -313,27 +315,26 @@ absl::StatusOr<Tensor> Triangle(const Tensor& x, int64_t diagonal, bool upper,
                                 const char* op) {
   MIXRT_RETURN_IF_ERROR(CheckDefined(x, op));
   if (x.ndim() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": the input is ", ShapeToString(x.shape()),
-        "; expected at least 2 dimensions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the input is ", ShapeToString(x.shape()),
+                     "; expected at least 2 dimensions"));
   }
   const int64_t rows = x.shape()[x.ndim() - 2], cols = x.shape()[x.ndim() - 1];
   MIXRT_ASSIGN_OR_RETURN(Tensor r, arange(0, rows, 1, DType::kI64, x.device()));
   MIXRT_ASSIGN_OR_RETURN(r, r.reshape({rows, 1}));
   MIXRT_ASSIGN_OR_RETURN(Tensor c, arange(0, cols, 1, DType::kI64, x.device()));
   MIXRT_ASSIGN_OR_RETURN(Tensor offset, kernels::sub(c, r));  // [rows, cols]
-  MIXRT_ASSIGN_OR_RETURN(Tensor d,
-                         full({1}, static_cast<double>(diagonal), DType::kI64,
-                              x.device()));
-  MIXRT_ASSIGN_OR_RETURN(Tensor keep, upper ? kernels::ge(offset, d)
-                                            : kernels::le(offset, d));
+  MIXRT_ASSIGN_OR_RETURN(Tensor d, full({1}, static_cast<double>(diagonal),
+                                        DType::kI64, x.device()));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor keep, upper ? kernels::ge(offset, d) : kernels::le(offset, d));
   MIXRT_ASSIGN_OR_RETURN(Tensor zero, zeros({1}, x.dtype(), x.device()));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::where(keep, x, zero));
   Record(std::string(op) + "Backward", {x}, {&y}, {keep},
          [](const std::vector<Tensor>& g,
             const std::vector<Tensor>& saved) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor zero, zeros({1}, g[0].dtype(), g[0].device()));
+           MIXRT_ASSIGN_OR_RETURN(Tensor zero,
+                                  zeros({1}, g[0].dtype(), g[0].device()));
            MIXRT_ASSIGN_OR_RETURN(Tensor dx,
                                   kernels::where(saved[0], g[0], zero));
            return std::vector<Tensor>{dx};

@@ -1,8 +1,8 @@
-// The differentiable mixrt ops: each applies autocast (core/amp/autocast/autocast.h),
-// runs the kernel on the tensors' device, and records its backward when an
-// input requires grad. This is the API models are written against;
-// core/kernels/ holds the same kernels without autocast or autograd
-// (mixrt::kernels).
+// The differentiable mixrt ops: each applies autocast
+// (core/amp/autocast/autocast.h), runs the kernel on the tensors' device, and
+// records its backward when an input requires grad. This is the API models are
+// written against; core/kernels/ holds the same kernels without autocast or
+// autograd (mixrt::kernels).
 //
 //   mixrt::Tensor h = *mixrt::relu(*mixrt::linear(x, w1, b1));
 //   mixrt::Tensor loss = *mixrt::cross_entropy(*mixrt::linear(h, w2, b2), y);

@@ -49,9 +49,9 @@ absl::StatusOr<std::string> Serialize(const Checkpoint& ckpt) {
     // JSON has no NaN or inf (they would be written as null and refused on
     // load): a checkpoint that cannot be loaded must never be written.
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint scalar '", name, "' is ", v,
-          "; only finite values can be saved"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint scalar '", name, "' is ", v,
+                       "; only finite values can be saved"));
     }
     header["scalars"][name] = v;
   }
@@ -98,7 +98,8 @@ absl::StatusOr<Layout> ReadLayout(uint64_t size, const ReadAtFn& read,
   std::vector<unsigned char> chunk(std::min<uint64_t>(kCrcChunk, crc_at));
   uLong actual = crc32(0L, Z_NULL, 0);
   for (uint64_t at = 0; at < crc_at; at += chunk.size()) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), crc_at - at));
+    const size_t n =
+        static_cast<size_t>(std::min<uint64_t>(chunk.size(), crc_at - at));
     MIXRT_RETURN_IF_ERROR(read(at, chunk.data(), n));
     actual = crc32(actual, chunk.data(), static_cast<uInt>(n));
   }
@@ -160,8 +161,8 @@ absl::StatusOr<Checkpoint> ReadContents(const Layout& layout,
         return refuse(absl::StrCat("entry '", name, "' is out of bounds"));
       }
       MIXRT_RETURN_IF_ERROR(files::CheckFitsInMemory(
-          bytes, absl::StrCat("loading entry '", name, "' of checkpoint ",
-                              path)));
+          bytes,
+          absl::StrCat("loading entry '", name, "' of checkpoint ", path)));
       std::vector<uint8_t> buffer;
       try {
         buffer.resize(bytes);

@@ -71,10 +71,10 @@ absl::StatusOr<FusedAttentionOutput> scaled_dot_product_attention(
   }
   MIXRT_RETURN_IF_ERROR(CheckPlugin(q));
   if (k.dtype() != q.dtype() || v.dtype() != q.dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kOp, ": q, k and v are ", DTypeName(q.dtype()), ", ",
-        DTypeName(k.dtype()), " and ", DTypeName(v.dtype()),
-        "; they must share a dtype"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": q, k and v are ", DTypeName(q.dtype()), ", ",
+                     DTypeName(k.dtype()), " and ", DTypeName(v.dtype()),
+                     "; they must share a dtype"));
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor q3, Grouped(q));
   MIXRT_ASSIGN_OR_RETURN(Tensor k3, Grouped(k));
@@ -86,9 +86,9 @@ absl::StatusOr<FusedAttentionOutput> scaled_dot_product_attention(
                            GroupedMask(args.mask, q, k, q.dtype()));
     ins.push_back(result.grouped_mask);
   }
-  MIXRT_ASSIGN_OR_RETURN(
-      Tensor out3, empty({q3.shape()[0], q3.shape()[1], v3.shape()[2]},
-                         q.dtype(), q.device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor out3,
+                         empty({q3.shape()[0], q3.shape()[1], v3.shape()[2]},
+                               q.dtype(), q.device()));
   MIXRT_ASSIGN_OR_RETURN(result.lse, empty({q3.shape()[0], q3.shape()[1]},
                                            DType::kF32, q.device()));
   const MixrtAttentionAttrs attrs = Attrs(args);
@@ -121,7 +121,8 @@ absl::StatusOr<std::vector<Tensor>> scaled_dot_product_attention_backward(
   }
   std::vector<Tensor> grads;
   for (const Tensor* t : {&q3, &k3, &v3}) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor d, empty(t->shape(), t->dtype(), t->device()));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d,
+                           empty(t->shape(), t->dtype(), t->device()));
     grads.push_back(std::move(d));
   }
   const MixrtAttentionAttrs attrs = Attrs(args);

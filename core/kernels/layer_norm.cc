@@ -111,8 +111,9 @@ absl::StatusOr<LayerNormGrads> layer_norm_backward(
     // give the parameter gradients two writers, which the compiler does not
     // offer a plugin for fusion.)
     for (Tensor* g : {&grads.grad_weight, &grads.grad_bias}) {
-      MIXRT_ASSIGN_OR_RETURN(*g, rows > 0 ? empty({cols}, weight.dtype(), x.device())
-                                          : zeros({cols}, weight.dtype(), x.device()));
+      MIXRT_ASSIGN_OR_RETURN(
+          *g, rows > 0 ? empty({cols}, weight.dtype(), x.device())
+                       : zeros({cols}, weight.dtype(), x.device()));
     }
     outs.push_back(grads.grad_weight);
     outs.push_back(grads.grad_bias);

@@ -96,8 +96,8 @@ absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
       momentum_buffers.size() != (momentum ? params.size() : 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         kOp, ": ", params.size(), " parameters need as many gradients",
-        momentum ? " and momentum buffers" : "", ", got ", grads.size(), " and ",
-        momentum_buffers.size()));
+        momentum ? " and momentum buffers" : "", ", got ", grads.size(),
+        " and ", momentum_buffers.size()));
   }
   std::vector<Tensor> ins, outs, buffers, scalars;
   for (size_t i = 0; i < params.size(); ++i) {

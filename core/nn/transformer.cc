@@ -32,9 +32,9 @@ absl::StatusOr<std::shared_ptr<MultiheadAttention>> MultiheadAttention::Create(
     int64_t embed_dim, int64_t num_heads, const Device& device,
     Generator* generator, double dropout, bool is_causal) {
   if (embed_dim < 1 || num_heads < 1 || embed_dim % num_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MultiheadAttention: embed_dim ", embed_dim,
-        " must be a positive multiple of num_heads ", num_heads));
+    return absl::InvalidArgumentError(
+        absl::StrCat("MultiheadAttention: embed_dim ", embed_dim,
+                     " must be a positive multiple of num_heads ", num_heads));
   }
   if (!(dropout >= 0 && dropout < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -55,8 +55,8 @@ absl::StatusOr<std::shared_ptr<MultiheadAttention>> MultiheadAttention::Create(
   MIXRT_ASSIGN_OR_RETURN(
       Tensor b, Trainable(zeros({3 * embed_dim}, DType::kF32, device)));
   m->in_proj_bias_ = m->register_parameter("in_proj_bias", b);
-  MIXRT_ASSIGN_OR_RETURN(m->out_proj_,
-                         Linear::Create(embed_dim, embed_dim, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->out_proj_, Linear::Create(embed_dim, embed_dim, device, generator));
   for (auto& [name, p] : m->out_proj_->named_parameters()) {
     if (name == "bias") MIXRT_RETURN_IF_ERROR(kernels::fill_(p, 0));
   }
@@ -86,9 +86,8 @@ absl::StatusOr<Tensor> MultiheadAttention::forward(const Tensor& x) {
   options.is_causal = causal_;
   options.dropout_p = is_training() ? dropout_ : 0;
   options.generator = generator_;
-  MIXRT_ASSIGN_OR_RETURN(
-      Tensor y,
-      scaled_dot_product_attention(heads[0], heads[1], heads[2], options));
+  MIXRT_ASSIGN_OR_RETURN(Tensor y, scaled_dot_product_attention(
+                                       heads[0], heads[1], heads[2], options));
   MIXRT_ASSIGN_OR_RETURN(y, permute(y, {0, 2, 1, 3}));  // [B, T, H, D]
   MIXRT_ASSIGN_OR_RETURN(y, reshape(y, {b, t, e}));
   return out_proj_->forward(y);
@@ -105,15 +104,14 @@ absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
   m->dropout_ = o.dropout;
   m->generator_ = generator;
   MIXRT_ASSIGN_OR_RETURN(m->ln_1_, LayerNorm::Create(o.width, device));
-  MIXRT_ASSIGN_OR_RETURN(m->attn_,
-                         MultiheadAttention::Create(o.width, o.heads, device,
-                                                    generator, o.dropout,
-                                                    o.causal));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->attn_, MultiheadAttention::Create(o.width, o.heads, device, generator,
+                                           o.dropout, o.causal));
   MIXRT_ASSIGN_OR_RETURN(m->ln_2_, LayerNorm::Create(o.width, device));
-  MIXRT_ASSIGN_OR_RETURN(
-      m->fc_, Linear::Create(o.width, o.mlp_ratio * o.width, device, generator));
-  MIXRT_ASSIGN_OR_RETURN(
-      m->proj_, Linear::Create(o.mlp_ratio * o.width, o.width, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(m->fc_, Linear::Create(o.width, o.mlp_ratio * o.width,
+                                                device, generator));
+  MIXRT_ASSIGN_OR_RETURN(m->proj_, Linear::Create(o.mlp_ratio * o.width,
+                                                  o.width, device, generator));
   m->register_module("ln_1", m->ln_1_);
   m->register_module("attn", m->attn_);
   m->register_module("ln_2", m->ln_2_);
@@ -125,13 +123,15 @@ absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
 absl::StatusOr<Tensor> TransformerBlock::forward(const Tensor& x) {
   MIXRT_ASSIGN_OR_RETURN(Tensor h, ln_1_->forward(x));
   MIXRT_ASSIGN_OR_RETURN(h, attn_->forward(h));
-  MIXRT_ASSIGN_OR_RETURN(h, MaybeDropout(h, dropout_, is_training(), generator_));
+  MIXRT_ASSIGN_OR_RETURN(h,
+                         MaybeDropout(h, dropout_, is_training(), generator_));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, add(x, h));
   MIXRT_ASSIGN_OR_RETURN(h, ln_2_->forward(y));
   MIXRT_ASSIGN_OR_RETURN(h, fc_->forward(h));
   MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
   MIXRT_ASSIGN_OR_RETURN(h, proj_->forward(h));
-  MIXRT_ASSIGN_OR_RETURN(h, MaybeDropout(h, dropout_, is_training(), generator_));
+  MIXRT_ASSIGN_OR_RETURN(h,
+                         MaybeDropout(h, dropout_, is_training(), generator_));
   return add(y, h);
 }
 
@@ -146,10 +146,10 @@ absl::StatusOr<std::shared_ptr<GPT>> GPT::Create(const GPTOptions& o,
   std::shared_ptr<GPT> m(new GPT());
   m->options_ = o;
   m->generator_ = generator;
-  MIXRT_ASSIGN_OR_RETURN(m->wte_,
-                         Embedding::Create(o.vocab_size, o.width, device, generator));
-  MIXRT_ASSIGN_OR_RETURN(m->wpe_,
-                         Embedding::Create(o.context, o.width, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->wte_, Embedding::Create(o.vocab_size, o.width, device, generator));
+  MIXRT_ASSIGN_OR_RETURN(
+      m->wpe_, Embedding::Create(o.context, o.width, device, generator));
   // GPT-2's N(0, 0.02) embeddings: N(0, 1) as torch.nn.Embedding, scaled.
   for (const auto& e : {m->wte_, m->wpe_}) {
     const Tensor& w = e->weight();
@@ -159,12 +159,12 @@ absl::StatusOr<std::shared_ptr<GPT>> GPT::Create(const GPTOptions& o,
   m->register_module("wte", m->wte_);
   m->register_module("wpe", m->wpe_);
   for (int64_t i = 0; i < o.layers; ++i) {
-    MIXRT_ASSIGN_OR_RETURN(
-        auto block, TransformerBlock::Create({.width = o.width,
-                                              .heads = o.heads,
-                                              .dropout = o.dropout,
-                                              .causal = true},
-                                             device, generator));
+    MIXRT_ASSIGN_OR_RETURN(auto block,
+                           TransformerBlock::Create({.width = o.width,
+                                                     .heads = o.heads,
+                                                     .dropout = o.dropout,
+                                                     .causal = true},
+                                                    device, generator));
     m->register_module(absl::StrCat("h.", i), block);
     m->blocks_.push_back(std::move(block));
   }
@@ -178,28 +178,28 @@ absl::StatusOr<Tensor> GPT::forward(const Tensor& tokens) {
       tokens.shape()[1] > options_.context || tokens.shape()[1] < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GPT: tokens are ", DTypeName(tokens.dtype()), " ",
-        ShapeToString(tokens.shape()), "; expected i64 [batch, T] with 1 <= T <= ",
-        options_.context));
+        ShapeToString(tokens.shape()),
+        "; expected i64 [batch, T] with 1 <= T <= ", options_.context));
   }
   const int64_t t = tokens.shape()[1];
   MIXRT_ASSIGN_OR_RETURN(Tensor positions,
                          arange(0, t, 1, DType::kI64, tokens.device()));
-  MIXRT_ASSIGN_OR_RETURN(Tensor tok, wte_->forward(tokens));   // [B, T, E]
+  MIXRT_ASSIGN_OR_RETURN(Tensor tok, wte_->forward(tokens));     // [B, T, E]
   MIXRT_ASSIGN_OR_RETURN(Tensor pos, wpe_->forward(positions));  // [T, E]
   MIXRT_ASSIGN_OR_RETURN(Tensor h, add(tok, pos));
   MIXRT_ASSIGN_OR_RETURN(
       h, MaybeDropout(h, options_.dropout, is_training(), generator_));
   for (const auto& block : blocks_) {
     if (options_.checkpoint && is_training() && GradModeEnabled()) {
-      MIXRT_ASSIGN_OR_RETURN(
-          std::vector<Tensor> out,
-          checkpoint(
-              [block](const std::vector<Tensor>& in)
-                  -> absl::StatusOr<std::vector<Tensor>> {
-                MIXRT_ASSIGN_OR_RETURN(Tensor y, block->forward(in[0]));
-                return std::vector<Tensor>{y};
-              },
-              {h}, {.generators = {generator_}}));
+      MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                             checkpoint(
+                                 [block](const std::vector<Tensor>& in)
+                                     -> absl::StatusOr<std::vector<Tensor>> {
+                                   MIXRT_ASSIGN_OR_RETURN(
+                                       Tensor y, block->forward(in[0]));
+                                   return std::vector<Tensor>{y};
+                                 },
+                                 {h}, {.generators = {generator_}}));
       h = out[0];
     } else {
       MIXRT_ASSIGN_OR_RETURN(h, block->forward(h));

@@ -133,7 +133,8 @@ absl::Status SGD::step(const kernels::StepScaling& scaling) {
   // momentum buffer made now starts as the gradient), as torch's fused SGD
   // steps a parameter group.
   std::vector<bool> fresh(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) fresh[i] = !momentum_[i].defined();
+  for (size_t i = 0; i < params_.size(); ++i)
+    fresh[i] = !momentum_[i].defined();
   for (bool first_step : {true, false}) {
     std::vector<Tensor> params, grads, buffers;
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -180,8 +181,8 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
   options_status_ = CheckAdamWOptions(options);
 }
 
-absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(
-    std::vector<Tensor> params, AdamWOptions options) {
+absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(std::vector<Tensor> params,
+                                                     AdamWOptions options) {
   MIXRT_RETURN_IF_ERROR(CheckAdamWOptions(options));
   return std::make_unique<AdamW>(std::move(params), options);
 }
@@ -263,10 +264,10 @@ absl::StatusOr<Tensor> StateCopy(const std::map<std::string, Tensor>& state,
 absl::Status SGD::check_state_dict(
     const std::map<std::string, Tensor>& state) const {
   for (size_t i = 0; i < params_.size(); ++i) {
-    MIXRT_RETURN_IF_ERROR(
-        CheckStateTensor(state, absl::StrCat(i, ".momentum_buffer"),
-                         params_[i].shape())
-            .status());
+    MIXRT_RETURN_IF_ERROR(CheckStateTensor(state,
+                                           absl::StrCat(i, ".momentum_buffer"),
+                                           params_[i].shape())
+                              .status());
   }
   return absl::OkStatus();
 }
@@ -285,14 +286,14 @@ absl::Status SGD::load_state_dict(const std::map<std::string, Tensor>& state) {
 absl::Status AdamW::check_state_dict(
     const std::map<std::string, Tensor>& state) const {
   for (size_t i = 0; i < params_.size(); ++i) {
-    MIXRT_ASSIGN_OR_RETURN(
-        const bool m,
-        CheckStateTensor(state, absl::StrCat(i, ".exp_avg"), params_[i].shape()));
-    MIXRT_ASSIGN_OR_RETURN(const bool v,
-                           CheckStateTensor(state, absl::StrCat(i, ".exp_avg_sq"),
+    MIXRT_ASSIGN_OR_RETURN(const bool m,
+                           CheckStateTensor(state, absl::StrCat(i, ".exp_avg"),
                                             params_[i].shape()));
-    MIXRT_ASSIGN_OR_RETURN(const bool s,
-                           CheckStateTensor(state, absl::StrCat(i, ".step"), {1}));
+    MIXRT_ASSIGN_OR_RETURN(
+        const bool v, CheckStateTensor(state, absl::StrCat(i, ".exp_avg_sq"),
+                                       params_[i].shape()));
+    MIXRT_ASSIGN_OR_RETURN(
+        const bool s, CheckStateTensor(state, absl::StrCat(i, ".step"), {1}));
     if (m != v || m != s) {
       return absl::InvalidArgumentError(
           absl::StrCat("optimizer state for parameter ", i, " is incomplete"));
@@ -361,7 +362,8 @@ absl::Status clip_grad_value_(const std::vector<Tensor>& params,
 
 absl::StatusOr<StepLR> StepLR::Create(Optimizer* optimizer, int step_size,
                                       double gamma) {
-  if (optimizer == nullptr) return absl::InvalidArgumentError("StepLR: no optimizer");
+  if (optimizer == nullptr)
+    return absl::InvalidArgumentError("StepLR: no optimizer");
   if (step_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "StepLR: step_size is ", step_size, "; expected an integer >= 1"));
@@ -381,8 +383,7 @@ StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
 
 absl::Status StepLR::step() {
   ++epoch_;
-  return optimizer_->set_lr(base_lr_ *
-                            std::pow(gamma_, epoch_ / step_size_));
+  return optimizer_->set_lr(base_lr_ * std::pow(gamma_, epoch_ / step_size_));
 }
 
 absl::StatusOr<CosineAnnealingLR> CosineAnnealingLR::Create(
@@ -408,9 +409,9 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
 absl::Status CosineAnnealingLR::step() {
   ++epoch_;
   const double pi = 3.14159265358979323846;
-  return optimizer_->set_lr(eta_min_ + (base_lr_ - eta_min_) *
-                                           (1 + std::cos(pi * epoch_ / t_max_)) /
-                                           2);
+  return optimizer_->set_lr(eta_min_ +
+                            (base_lr_ - eta_min_) *
+                                (1 + std::cos(pi * epoch_ / t_max_)) / 2);
 }
 
 }  // namespace mixrt

@@ -32,17 +32,18 @@ absl::string_view SupportLevelName(MixrtSupportLevel level) {
 }
 
 std::string BackendCacheKey(const BackendIdentity& id) {
-  return absl::StrCat("backend ", id.name, " ", id.version, " abi ", id.abi_major, ".",
-                      id.abi_minor, " ", id.build_info, " file ", id.file_stamp, "\n");
+  return absl::StrCat("backend ", id.name, " ", id.version, " abi ",
+                      id.abi_major, ".", id.abi_minor, " ", id.build_info,
+                      " file ", id.file_stamp, "\n");
 }
 
 std::string OpSignatureName(const OpSignature& sig) {
   const char* variant = MixrtOpVariantName(sig.op, sig.variant);
-  return absl::StrCat(
-      MixrtOpName(sig.op), *variant != '\0' ? "/" : "", variant, " ",
-      DTypeName(sig.dtype),
-      sig.out_dtype != sig.dtype ? absl::StrCat("->", DTypeName(sig.out_dtype))
-                                 : "");
+  return absl::StrCat(MixrtOpName(sig.op), *variant != '\0' ? "/" : "", variant,
+                      " ", DTypeName(sig.dtype),
+                      sig.out_dtype != sig.dtype
+                          ? absl::StrCat("->", DTypeName(sig.out_dtype))
+                          : "");
 }
 
 namespace {
@@ -254,8 +255,9 @@ absl::StatusOr<std::unique_ptr<PluginKernelGraph>> Backend::CreateKernelGraph(
     absl::Span<const MixrtKernelGraphStep> steps) const {
   if (!has_kernel_graphs()) {
     return absl::UnimplementedError(
-        absl::StrCat(name(), " makes no kernel graphs (a 1.0 plugin, or one "
-                             "without kernel_graph_create)"));
+        absl::StrCat(name(),
+                     " makes no kernel graphs (a 1.0 plugin, or one "
+                     "without kernel_graph_create)"));
   }
   if (absl::Status s = CheckDevice(device); !s.ok()) return s;
   MixrtKernelGraph_Create_Args args{};
@@ -314,8 +316,9 @@ absl::StatusOr<std::vector<int32_t>> Backend::ClaimFusion(
                                             name(), "fusion_claim"));
   for (int32_t g : groups) {
     if (g < -1 || g >= args.num_groups) {
-      return absl::InternalError(absl::StrCat(
-          name(), ": fusion_claim answered group ", g, " of ", args.num_groups));
+      return absl::InternalError(absl::StrCat(name(),
+                                              ": fusion_claim answered group ",
+                                              g, " of ", args.num_groups));
     }
   }
   return groups;
@@ -350,8 +353,9 @@ PluginFusedKernel::~PluginFusedKernel() {
   backend_->api()->fused_kernel_destroy(&args);
 }
 
-absl::Status PluginFusedKernel::Run(absl::Span<void* const> value_data,
-                                    absl::Span<const int64_t> symbol_sizes) const {
+absl::Status PluginFusedKernel::Run(
+    absl::Span<void* const> value_data,
+    absl::Span<const int64_t> symbol_sizes) const {
   MixrtFusedKernel_Run_Args args{};
   args.struct_size = sizeof(args);
   args.kernel = kernel_;
@@ -362,7 +366,8 @@ absl::Status PluginFusedKernel::Run(absl::Span<void* const> value_data,
                              backend_->name(), "fused_kernel_run");
 }
 
-absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(int value, uint64_t version) const {
+absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(
+    int value, uint64_t version) const {
   const MixrtPluginApi* api = backend_->api();
   if (!MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version) ||
       api->fused_kernel_set_weight_version == nullptr) {
@@ -373,9 +378,9 @@ absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(int value, uint64_t ver
   args.kernel = kernel_;
   args.value = value;
   args.version = version;
-  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
-                                            backend_->name(),
-                                            "fused_kernel_set_weight_version"));
+  MIXRT_RETURN_IF_ERROR(
+      PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
+                          backend_->name(), "fused_kernel_set_weight_version"));
   return args.keeps_copy != 0;
 }
 
@@ -438,9 +443,8 @@ bool Backend::RunsOp(int device, const OpSignature& sig) const {
   uint8_t known = cached.load(std::memory_order_relaxed);
   if (known == 0) {
     // Two threads may both ask; the plugin gives both the same answer.
-    known = QueryOpSupport(device, sig).level != MIXRT_SUPPORT_UNSUPPORTED
-                ? 2
-                : 1;
+    known =
+        QueryOpSupport(device, sig).level != MIXRT_SUPPORT_UNSUPPORTED ? 2 : 1;
     cached.store(known, std::memory_order_relaxed);
   }
   return known == 2;

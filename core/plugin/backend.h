@@ -108,7 +108,9 @@ class PluginFusedKernel {
  public:
   PluginFusedKernel(const Backend* backend, MixrtFusedKernel* kernel,
                     std::string description)
-      : backend_(backend), kernel_(kernel), description_(std::move(description)) {}
+      : backend_(backend),
+        kernel_(kernel),
+        description_(std::move(description)) {}
   ~PluginFusedKernel();
   PluginFusedKernel(const PluginFusedKernel&) = delete;
   PluginFusedKernel& operator=(const PluginFusedKernel&) = delete;

@@ -88,8 +88,8 @@ absl::Status RunOn(const Device& device, MixrtOp op,
   for (const Tensor& t : outs) out_descs.push_back(t.desc());
   if (OpProfileEnabled()) {
     const auto start = std::chrono::steady_clock::now();
-    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
-                                                   in_descs, out_descs, attrs));
+    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op, in_descs,
+                                                   out_descs, attrs));
     MIXRT_RETURN_IF_ERROR(device.backend()->Synchronize(device.index()));
     RecordOpTime(
         absl::StrCat(MixrtOpName(op), " ",
@@ -98,8 +98,8 @@ absl::Status RunOn(const Device& device, MixrtOp op,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count());
   } else {
-    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op,
-                                                   in_descs, out_descs, attrs));
+    MIXRT_RETURN_IF_ERROR(device.backend()->Launch(device.index(), op, in_descs,
+                                                   out_descs, attrs));
   }
   for (const Tensor& t : outputs) t.storage()->BumpVersion();
   if (CaptureHooks* hooks = captured ? ActiveCaptureHooks() : nullptr) {
@@ -190,10 +190,10 @@ absl::StatusOr<int64_t> RunCopiedTo(const Device& target, MixrtOp op,
     Span& span = spans[t.storage().get()];
     if (!span.written) continue;
     span.written = false;  // Once per storage.
-    MIXRT_RETURN_IF_ERROR(Transfer(
-        target, span.there->data(), t.device(),
-        static_cast<uint8_t*>(t.storage()->data()) + span.lo,
-        span.hi - span.lo));
+    MIXRT_RETURN_IF_ERROR(
+        Transfer(target, span.there->data(), t.device(),
+                 static_cast<uint8_t*>(t.storage()->data()) + span.lo,
+                 span.hi - span.lo));
     bytes += span.hi - span.lo;
     ++*copies;
   }
@@ -212,8 +212,9 @@ absl::Status LaunchOnFallback(const Device& device, const OpSignature& sig,
         device, sig, absl::StrCat(why, "; ", target.status().message()));
   }
   // A graph replays every launch on its one device.
-  ReportUntraceable("an op its device does not run (it ran on a fallback "
-                    "backend)");
+  ReportUntraceable(
+      "an op its device does not run (it ran on a fallback "
+      "backend)");
   int64_t copies = 0;
   int64_t bytes = 0;
   // Views of host memory are valid on every host device: nothing to copy.
@@ -227,14 +228,14 @@ absl::Status LaunchOnFallback(const Device& device, const OpSignature& sig,
                                 /*captured=*/false));
     MIXRT_RETURN_IF_ERROR(target->backend()->Synchronize(target->index()));
   } else {
-    MIXRT_ASSIGN_OR_RETURN(bytes, RunCopiedTo(*target, sig.op, inputs,
-                                              outputs, attrs, &copies));
+    MIXRT_ASSIGN_OR_RETURN(
+        bytes, RunCopiedTo(*target, sig.op, inputs, outputs, attrs, &copies));
     for (const Tensor& t : outputs) t.storage()->BumpVersion();
   }
-  NoteFallback(absl::StrCat(device.backend()->name(), ": ",
-                            OpSignatureName(sig), " ran on ",
-                            target->ToString(), " (", why, ")"),
-               copies, bytes);
+  NoteFallback(
+      absl::StrCat(device.backend()->name(), ": ", OpSignatureName(sig),
+                   " ran on ", target->ToString(), " (", why, ")"),
+      copies, bytes);
   return absl::OkStatus();
 }
 
@@ -246,10 +247,9 @@ std::string WhyUnsupported(const Device& device, const OpSignature& sig) {
   if (!support.from_class_matrix) {
     return absl::StrCat("declared unsupported: ", reason);
   }
-  return absl::StrCat(
-      "its class matrix says ",
-      OpClassName(MixrtOpClassOf(sig.op)), "/", DTypeName(sig.dtype),
-      " unsupported: ", reason);
+  return absl::StrCat("its class matrix says ",
+                      OpClassName(MixrtOpClassOf(sig.op)), "/",
+                      DTypeName(sig.dtype), " unsupported: ", reason);
 }
 
 }  // namespace

@@ -15,8 +15,7 @@
 namespace mixrt {
 namespace {
 
-constexpr char kDeclaredUnsupportedPayload[] =
-    "mixrt.dev/declared-unsupported";
+constexpr char kDeclaredUnsupportedPayload[] = "mixrt.dev/declared-unsupported";
 
 struct PolicyState {
   std::mutex mu;
@@ -30,7 +29,8 @@ PolicyState& Policy() {
 
 // "auto", "off" or a backend name.
 std::string Normalize(absl::string_view value) {
-  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  const std::string v =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
   if (v.empty() || v == "auto") return "auto";
   if (const std::optional<bool> on = ParseOnOff(v)) return *on ? "auto" : "off";
   return std::string(absl::StripAsciiWhitespace(value));
@@ -88,14 +88,14 @@ absl::StatusOr<Device> FallbackDeviceFor(const Device& from,
         Registry::Global().FindBackend(policy);
     if (!named.ok()) {
       return absl::FailedPreconditionError(
-          absl::StrCat(kFallbackEnv, "=", policy, " names no usable backend: ",
-                       named.status().message()));
+          absl::StrCat(kFallbackEnv, "=", policy,
+                       " names no usable backend: ", named.status().message()));
     }
     const Device device(*named, 0);
     if (device == from || !(*named)->RunsOp(0, sig)) {
-      return absl::UnimplementedError(absl::StrCat(
-          "the fallback backend '", policy, "' (", kFallbackEnv,
-          ") does not run it either"));
+      return absl::UnimplementedError(absl::StrCat("the fallback backend '",
+                                                   policy, "' (", kFallbackEnv,
+                                                   ") does not run it either"));
     }
     return device;
   }
@@ -144,9 +144,8 @@ void NoteFallback(const std::string& line, int64_t copies,
 absl::Status DeclaredUnsupportedError(const Device& device,
                                       const OpSignature& sig,
                                       const std::string& why) {
-  absl::Status status = absl::UnimplementedError(
-      absl::StrCat(device.ToString(), " does not run ", OpSignatureName(sig),
-                   ": ", why));
+  absl::Status status = absl::UnimplementedError(absl::StrCat(
+      device.ToString(), " does not run ", OpSignatureName(sig), ": ", why));
   status.SetPayload(kDeclaredUnsupportedPayload, absl::Cord("1"));
   return status;
 }

@@ -18,7 +18,7 @@
 namespace mixrt {
 
 struct OpProfileEntry {
-  std::string op;      // "matmul bf16 -> f32" (op, first input, output).
+  std::string op;  // "matmul bf16 -> f32" (op, first input, output).
   int64_t calls = 0;
   double seconds = 0;  // Summed over calls (and threads).
 };

@@ -51,7 +51,8 @@ void Tensor::set_grad(const Tensor& grad) {
 
 absl::StatusOr<int> Tensor::register_post_accumulate_grad_hook(
     std::function<absl::Status(const Tensor& grad)> hook) {
-  MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "register_post_accumulate_grad_hook"));
+  MIXRT_RETURN_IF_ERROR(
+      CheckDefined(*this, "register_post_accumulate_grad_hook"));
   if (!is_leaf() || !requires_grad()) {
     return absl::FailedPreconditionError(
         "register_post_accumulate_grad_hook: only a leaf that requires grad "

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/file_lock.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/compiler/compile.h"
 #include "core/distributed/distributed_data_parallel.h"
-#include "common/file_lock.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
 

@@ -93,12 +93,10 @@ typedef struct MixrtCollectivesApi {
   /* In place: `data` holds `count` elements of `dtype` (f32, f16, bf16). */
   int (*all_reduce)(MixrtCommunicator* comm, void* data, size_t count,
                     MixrtDtype dtype, MixrtCollectiveOp op,
-                    MixrtCollectiveWork** work, char* error,
-                    size_t error_size);
+                    MixrtCollectiveWork** work, char* error, size_t error_size);
   /* `bytes` from rank `root` to every rank, in place. */
-  int (*broadcast)(MixrtCommunicator* comm, void* data, size_t bytes,
-                   int root, MixrtCollectiveWork** work, char* error,
-                   size_t error_size);
+  int (*broadcast)(MixrtCommunicator* comm, void* data, size_t bytes, int root,
+                   MixrtCollectiveWork** work, char* error, size_t error_size);
   /* Rank r's `bytes` land at recv + r * bytes on every rank. */
   int (*all_gather)(MixrtCommunicator* comm, const void* send, void* recv,
                     size_t bytes, MixrtCollectiveWork** work, char* error,

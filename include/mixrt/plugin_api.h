@@ -677,17 +677,17 @@ typedef struct MixrtAxisAttrs {
 
 typedef enum MixrtAttentionMaskKind {
   MIXRT_ATTENTION_MASK_NONE = 0,
-  MIXRT_ATTENTION_MASK_BOOL = 1,     /* true = attend */
-  MIXRT_ATTENTION_MASK_ADDITIVE = 2  /* added to the scaled scores */
+  MIXRT_ATTENTION_MASK_BOOL = 1,    /* true = attend */
+  MIXRT_ATTENTION_MASK_ADDITIVE = 2 /* added to the scaled scores */
 } MixrtAttentionMaskKind;
 
 typedef struct MixrtAttentionAttrs {
   size_t struct_size;
   MixrtExtensionBase* ext;
-  double scale;      /* multiplies q . k */
-  double dropout_p;  /* in [0, 1) */
-  uint64_t seed;     /* Philox key for dropout */
-  uint64_t offset;   /* Philox counter start for dropout */
+  double scale;       /* multiplies q . k */
+  double dropout_p;   /* in [0, 1) */
+  uint64_t seed;      /* Philox key for dropout */
+  uint64_t offset;    /* Philox counter start for dropout */
   uint32_t is_causal; /* nonzero: query i attends keys j <= i */
   uint32_t mask_kind; /* a MixrtAttentionMaskKind */
 } MixrtAttentionAttrs;
@@ -847,11 +847,11 @@ typedef struct MixrtKernelGraphStep {
 typedef struct MixrtKernelGraph_Create_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
-  int32_t device;    /* in */
-  int32_t num_buffers; /* in */
-  int32_t num_steps; /* in */
+  int32_t device;                    /* in */
+  int32_t num_buffers;               /* in */
+  int32_t num_steps;                 /* in */
   const MixrtKernelGraphStep* steps; /* in */
-  MixrtKernelGraph* graph; /* out */
+  MixrtKernelGraph* graph;           /* out */
 } MixrtKernelGraph_Create_Args;
 /* Bad steps are refused as kernel_launch refuses them, naming the step. */
 typedef MixrtError* MixrtKernelGraph_Create(MixrtKernelGraph_Create_Args* args);
@@ -897,7 +897,7 @@ typedef void MixrtKernelGraph_Destroy(MixrtKernelGraph_Destroy_Args* args);
  * needs it stored. Nodes are in
  * an order that respects their data dependences, and each reads and writes
  * values as kernel_launch's op with these descriptors would. */
-#define MIXRT_FUSION_VALUE_INPUT (1u << 0)  /* Written by no node here. */
+#define MIXRT_FUSION_VALUE_INPUT (1u << 0) /* Written by no node here. */
 /* Read after the subgraph (a result, an activation saved for a backward):
  * a group writing it must store it. */
 #define MIXRT_FUSION_VALUE_OUTPUT (1u << 1)
@@ -914,15 +914,15 @@ typedef struct MixrtFusionValue {
   /* NULL (every dim static), or per dim: -1 for a static size, else the
    * symbol (0 <= s < num_symbols) whose run-time value the dim is. */
   const int32_t* dim_symbols;
-  uint32_t flags; /* MIXRT_FUSION_VALUE_* */
-  int32_t view_of; /* -1, or the value whose memory this one reads. */
+  uint32_t flags;      /* MIXRT_FUSION_VALUE_* */
+  int32_t view_of;     /* -1, or the value whose memory this one reads. */
   int64_t view_offset; /* Elements from view_of's element 0. */
 } MixrtFusionValue;
 
 typedef struct MixrtFusionNode {
   size_t struct_size;
   MixrtExtensionBase* ext;
-  uint32_t op; /* MixrtOp */
+  uint32_t op;       /* MixrtOp */
   const void* attrs; /* As for kernel_launch. */
   int32_t num_inputs;
   const int32_t* inputs; /* Value indexes. */
@@ -943,7 +943,7 @@ typedef struct MixrtFusionGraph {
 typedef struct MixrtFusion_Claim_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
-  int32_t device;               /* in */
+  int32_t device;                /* in */
   const MixrtFusionGraph* graph; /* in */
   /* out: num_nodes entries (the host's array): -1 for a node left to the
    * host, else its group, 0 <= group < num_groups. */

@@ -23,11 +23,16 @@ enum class Variant { kPlain, kCausal, kBoolMask, kAdditiveMask, kDropout };
 
 const char* Name(Variant v) {
   switch (v) {
-    case Variant::kPlain: return "plain";
-    case Variant::kCausal: return "causal";
-    case Variant::kBoolMask: return "bool_mask";
-    case Variant::kAdditiveMask: return "additive_mask";
-    case Variant::kDropout: return "dropout";
+    case Variant::kPlain:
+      return "plain";
+    case Variant::kCausal:
+      return "causal";
+    case Variant::kBoolMask:
+      return "bool_mask";
+    case Variant::kAdditiveMask:
+      return "additive_mask";
+    case Variant::kDropout:
+      return "dropout";
   }
   return "";
 }
@@ -58,18 +63,18 @@ absl::StatusOr<kernels::FusedAttentionArgs> Args(Variant v,
       }
     }
     if (v == Variant::kBoolMask) {
-      MIXRT_ASSIGN_OR_RETURN(args.mask, from_ints(keep, {kQueries, kKeys},
-                                                  DType::kBool, device));
+      MIXRT_ASSIGN_OR_RETURN(
+          args.mask, from_ints(keep, {kQueries, kKeys}, DType::kBool, device));
     } else {
-      MIXRT_ASSIGN_OR_RETURN(args.mask, from_floats(bias, {kQueries, kKeys},
-                                                    DType::kF32, device));
+      MIXRT_ASSIGN_OR_RETURN(
+          args.mask, from_floats(bias, {kQueries, kKeys}, DType::kF32, device));
     }
   }
   return args;
 }
 
-using ArgsOn = std::function<absl::StatusOr<kernels::FusedAttentionArgs>(
-    const Device&)>;
+using ArgsOn =
+    std::function<absl::StatusOr<kernels::FusedAttentionArgs>(const Device&)>;
 
 // The forward (output and log-normalizers) of q, k, v drawn as `qkv`
 // describes, with the arguments `args` makes on the tensors' device,
@@ -89,9 +94,9 @@ Case ForwardCase(std::string name, DType dtype, std::vector<InputSpec> qkv,
                 d, qkv,
                 [=](const std::vector<Tensor>& in) -> Outputs {
                   MIXRT_ASSIGN_OR_RETURN(auto args, args_on(in[0].device()));
-                  MIXRT_ASSIGN_OR_RETURN(
-                      auto o, kernels::scaled_dot_product_attention(
-                                  in[0], in[1], in[2], args));
+                  MIXRT_ASSIGN_OR_RETURN(auto o,
+                                         kernels::scaled_dot_product_attention(
+                                             in[0], in[1], in[2], args));
                   return std::vector<Tensor>{o.out, o.lse};
                 },
                 [=](int index, const std::vector<std::vector<double>>&) {
@@ -140,25 +145,26 @@ void AddAttentionCases(std::vector<Case>* cases) {
     // NaN and inf in q reach the output as the definition makes them (the
     // GradScaler finds overflow through them): never dropped as a key.
     for (bool causal : {false, true}) {
-      cases->push_back(ForwardCase(
-          absl::StrCat("attention/special", causal ? "_causal/" : "/",
-                       DTypeName(dtype)),
-          dtype,
-          {{{kGroups, kQueries, kHead}, dtype, Values::kSpecial},
-           {{kGroups, kKeys, kHead}, dtype},
-           {{kGroups, kKeys, kValue}, dtype}},
-          Unmasked(0.25, causal)));
+      cases->push_back(
+          ForwardCase(absl::StrCat("attention/special",
+                                   causal ? "_causal/" : "/", DTypeName(dtype)),
+                      dtype,
+                      {{{kGroups, kQueries, kHead}, dtype, Values::kSpecial},
+                       {{kGroups, kKeys, kHead}, dtype},
+                       {{kGroups, kKeys, kValue}, dtype}},
+                      Unmasked(0.25, causal)));
     }
     for (Variant v : {Variant::kPlain, Variant::kCausal, Variant::kBoolMask,
                       Variant::kAdditiveMask, Variant::kDropout}) {
-      const std::string base = absl::StrCat("attention/", Name(v), "/",
-                                            DTypeName(dtype));
+      const std::string base =
+          absl::StrCat("attention/", Name(v), "/", DTypeName(dtype));
       const std::vector<InputSpec> qkv = {{{kGroups, kQueries, kHead}, dtype},
                                           {{kGroups, kKeys, kHead}, dtype},
                                           {{kGroups, kKeys, kValue}, dtype}};
       const double u = UnitRoundoff(dtype);
-      cases->push_back(ForwardCase(
-          base, dtype, qkv, [v](const Device& device) { return Args(v, device); }));
+      cases->push_back(ForwardCase(base, dtype, qkv, [v](const Device& device) {
+        return Args(v, device);
+      }));
       std::vector<InputSpec> with_grad = qkv;
       with_grad.push_back({{kGroups, kQueries, kValue}, dtype});
       // dS is rounded to the dtype before two GEMMs of up to 1100 terms.
@@ -181,8 +187,9 @@ void AddAttentionCases(std::vector<Case>* cases) {
                      on_ref.push_back(r);
                    }
                    MIXRT_ASSIGN_OR_RETURN(
-                       auto fwd, kernels::scaled_dot_product_attention(
-                                     on_ref[0], on_ref[1], on_ref[2], ref_args));
+                       auto fwd,
+                       kernels::scaled_dot_product_attention(
+                           on_ref[0], on_ref[1], on_ref[2], ref_args));
                    kernels::FusedAttentionOutput here;
                    MIXRT_ASSIGN_OR_RETURN(here.out, fwd.out.to(in[0].device()));
                    MIXRT_ASSIGN_OR_RETURN(here.lse, fwd.lse.to(in[0].device()));

@@ -38,12 +38,15 @@ void AddCastCases(std::vector<Case>* cases) {
          MIXRT_OP_CLASS_CAST, dtype, [=](const Devices& d) {
            CompareOp(
                d, {{{1, 1, 1}, dtype}, {{6, 5, 4, 33}, dtype}},
-               [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
+               [](const std::vector<Tensor>& in)
+                   -> absl::StatusOr<std::vector<Tensor>> {
                  MIXRT_ASSIGN_OR_RETURN(Tensor wide, in[0].expand({6, 70, 33}));
                  MIXRT_ASSIGN_OR_RETURN(Tensor broadcast, wide.contiguous());
-                 MIXRT_ASSIGN_OR_RETURN(Tensor heads, in[1].permute({0, 2, 1, 3}));
+                 MIXRT_ASSIGN_OR_RETURN(Tensor heads,
+                                        in[1].permute({0, 2, 1, 3}));
                  MIXRT_ASSIGN_OR_RETURN(Tensor merged, heads.contiguous());
-                 MIXRT_ASSIGN_OR_RETURN(Tensor moved, in[1].permute({3, 1, 0, 2}));
+                 MIXRT_ASSIGN_OR_RETURN(Tensor moved,
+                                        in[1].permute({3, 1, 0, 2}));
                  MIXRT_ASSIGN_OR_RETURN(Tensor transposed, moved.contiguous());
                  return std::vector<Tensor>{broadcast, merged, transposed};
                },
@@ -55,8 +58,8 @@ void AddCastCases(std::vector<Case>* cases) {
   // not sums of powers of two (a fraction of a unit per step adds up in
   // f32 loops). The double computation may or may not fuse its multiply
   // and add, which near 0 (element 33 here) shows: 2^-52 of the terms.
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32,
-                      DType::kI64}) {
+  for (DType dtype :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
     cases->push_back(
         {absl::StrCat("arange/ramp/", DTypeName(dtype)), MIXRT_OP_CLASS_CAST,
          dtype, [dtype](const Devices& d) {
@@ -101,6 +104,5 @@ void AddCastCases(std::vector<Case>* cases) {
          }});
   }
 }
-
 
 }  // namespace mixrt::conformance

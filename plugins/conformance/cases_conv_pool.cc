@@ -118,7 +118,8 @@ void AddConvPoolCases(std::vector<Case>* cases) {
                                 return One(pool2d_backward(in[1], in[0], o));
                               },
                               Fixed(tol), kSeed);
-                        }});      // A CNN's 2x2, stride-2 pool without padding (every window inside
+                        }});  // A CNN's 2x2, stride-2 pool without padding
+                              // (every window inside
       // the plane), over NaN, infinities and signed zeros too: a NaN in a
       // window is the window's maximum and poisons its average.
       Pool2dOptions o2 = o;
@@ -127,11 +128,14 @@ void AddConvPoolCases(std::vector<Case>* cases) {
       for (Values values : {Values::kNormal, Values::kSpecial}) {
         const InputSpec x2{{3, 2, 8, 14}, dtype, values};
         cases->push_back(
-            {absl::StrCat(base, "/2x2", values == Values::kSpecial ? "/special" : ""),
+            {absl::StrCat(base, "/2x2",
+                          values == Values::kSpecial ? "/special" : ""),
              MIXRT_OP_CLASS_POOL, dtype, [=](const Devices& d) {
                CompareOp(
                    d, {x2},
-                   [=](const std::vector<Tensor>& in) { return One(pool2d(in[0], o2)); },
+                   [=](const std::vector<Tensor>& in) {
+                     return One(pool2d(in[0], o2));
+                   },
                    Fixed(tol), kSeed);
              }});
       }

@@ -13,8 +13,8 @@
 #include "core/kernels/conv2d.h"
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/matmul.h"
-#include "core/kernels/pool2d.h"
 #include "core/kernels/pointwise.h"
+#include "core/kernels/pool2d.h"
 #include "core/kernels/reduce.h"
 #include "core/tensor/factories.h"
 #include "gtest/gtest.h"
@@ -42,13 +42,16 @@ Fn Compiled(Fn fn) {
 // `ops` roundings of the dtype relative to each element's magnitude bound
 // (the sum of the absolute terms the chain combines), plus libm's budget
 // where the chain has transcendental ops.
-Tolerance ChainTolerance(DType dtype, int ops, const std::vector<double>& magnitude,
+Tolerance ChainTolerance(DType dtype, int ops,
+                         const std::vector<double>& magnitude,
                          bool transcendental) {
-  Tolerance t = transcendental ? TranscendentalTolerance(dtype) : ExactTolerance(dtype);
+  Tolerance t =
+      transcendental ? TranscendentalTolerance(dtype) : ExactTolerance(dtype);
   t.rtol *= ops;
   const double per = ops * 2 * UnitRoundoff(dtype) +
                      (transcendental ? 32 * UnitRoundoff(DType::kF32) : 0.0);
-  for (double m : magnitude) t.extra.push_back(std::isfinite(m) ? per * m : 0.0);
+  for (double m : magnitude)
+    t.extra.push_back(std::isfinite(m) ? per * m : 0.0);
   return t;
 }
 
@@ -58,8 +61,9 @@ double Finite(double v) { return std::isfinite(v) ? std::fabs(v) : 0.0; }
 // x, w, bias, then one more [rows, cols] operand when `residual`): the sum
 // of the absolute terms, with the f32 accumulation's rounding (inner
 // roundings of 2^-23) in units of the dtype's.
-std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in, int rows,
-                                    int cols, int inner, DType dtype, bool residual) {
+std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in,
+                                    int rows, int cols, int inner, DType dtype,
+                                    bool residual) {
   std::vector<double> m(rows * cols);
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < cols; ++c) {
@@ -67,8 +71,9 @@ std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in, 
       for (int k = 0; k < inner; ++k) {
         dot += Finite(in[0][r * inner + k]) * Finite(in[1][c * inner + k]);
       }
-      m[r * cols + c] = dot * (1 + inner * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
-                        Finite(in[2][c]) + (residual ? Finite(in[3][r * cols + c]) : 0.0);
+      m[r * cols + c] =
+          dot * (1 + inner * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype))) +
+          Finite(in[2][c]) + (residual ? Finite(in[3][r * cols + c]) : 0.0);
     }
   }
   return m;
@@ -77,8 +82,9 @@ std::vector<double> LinearMagnitude(const std::vector<std::vector<double>>& in, 
 // Per element of conv2d(x [n, c, h, w], w [o, c, 3, 3], padding 1) times
 // a per-channel scale plus a shift (inputs x, w, scale, shift): the sum of
 // the absolute terms, the accumulation's rounding as LinearMagnitude's.
-std::vector<double> ConvScaleShiftMagnitude(const std::vector<std::vector<double>>& in, int n,
-                                            int c, int o, int h, int w, DType dtype) {
+std::vector<double> ConvScaleShiftMagnitude(
+    const std::vector<std::vector<double>>& in, int n, int c, int o, int h,
+    int w, DType dtype) {
   std::vector<double> m(static_cast<size_t>(n) * o * h * w);
   const int taps = c * 9;
   for (int b = 0; b < n; ++b) {
@@ -97,7 +103,8 @@ std::vector<double> ConvScaleShiftMagnitude(const std::vector<std::vector<double
             }
           }
           dot *= 1 + taps * std::ldexp(1.0, -23) / (2 * UnitRoundoff(dtype));
-          m[((b * o + oc) * h + y) * w + x] = dot * Finite(in[2][oc]) + Finite(in[3][oc]);
+          m[((b * o + oc) * h + y) * w + x] =
+              dot * Finite(in[2][oc]) + Finite(in[3][oc]);
         }
       }
     }
@@ -107,7 +114,8 @@ std::vector<double> ConvScaleShiftMagnitude(const std::vector<std::vector<double
 
 // `m` [n, o, h, w] through a 2x2, stride-2 max pool: a max's error is at
 // most its window's largest.
-std::vector<double> MaxPooled(const std::vector<double>& m, int n, int o, int h, int w) {
+std::vector<double> MaxPooled(const std::vector<double>& m, int n, int o, int h,
+                              int w) {
   const int ho = h / 2, wo = w / 2;
   std::vector<double> out(static_cast<size_t>(n) * o * ho * wo, 0.0);
   for (int p = 0; p < n * o; ++p) {
@@ -121,13 +129,15 @@ std::vector<double> MaxPooled(const std::vector<double>& m, int n, int o, int h,
   return out;
 }
 
-void AddChain(std::vector<Case>* cases, const std::string& name, DType dtype,
-              std::vector<InputSpec> inputs, Fn fn,
-              std::function<Tolerance(int, const std::vector<std::vector<double>>&)> tol) {
+void AddChain(
+    std::vector<Case>* cases, const std::string& name, DType dtype,
+    std::vector<InputSpec> inputs, Fn fn,
+    std::function<Tolerance(int, const std::vector<std::vector<double>>&)>
+        tol) {
   cases->push_back({absl::StrCat("fusion/", name, "/", DTypeName(dtype)),
-                    MIXRT_OP_CLASS_ELEMENTWISE, dtype,
-                    [=](const Devices& d) {
-                      CompareOp(d, WithDtype(inputs, dtype), Compiled(fn), tol, kSeed);
+                    MIXRT_OP_CLASS_ELEMENTWISE, dtype, [=](const Devices& d) {
+                      CompareOp(d, WithDtype(inputs, dtype), Compiled(fn), tol,
+                                kSeed);
                     }});
 }
 
@@ -152,7 +162,8 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
   for (bool causal : {false, true}) {
     for (Values values : {Values::kNormal, Values::kSpecial}) {
       const bool special = values == Values::kSpecial;
-      std::vector<InputSpec> inputs = {{{kBatch, kSequence, 3, kHeads, kHeadDim}, dtype}};
+      std::vector<InputSpec> inputs = {
+          {{kBatch, kSequence, 3, kHeads, kHeadDim}, dtype}};
       if (special) inputs.push_back({{kBatch, kSequence, 1, 1, 1}, dtype});
       Fn fn = [causal, special](const std::vector<Tensor>& in) -> Outputs {
         Tensor packed = in[0];
@@ -160,13 +171,17 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
           const Device& device = packed.device();
           const DType dtype = packed.dtype();
           MIXRT_ASSIGN_OR_RETURN(Tensor two, full({1}, 2.0, dtype, device));
-          MIXRT_ASSIGN_OR_RETURN(Tensor inf, full({1}, INFINITY, dtype, device));
-          MIXRT_ASSIGN_OR_RETURN(Tensor q_only, from_floats({1, 0, 0}, {1, 1, 3, 1, 1},
-                                                            dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(Tensor inf,
+                                 full({1}, INFINITY, dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(
+              Tensor q_only,
+              from_floats({1, 0, 0}, {1, 1, 3, 1, 1}, dtype, device));
           std::vector<float> last_key(kBatch * kSequence * 3, 0.0f);
           last_key[((kBatch - 1) * kSequence + kSequence - 1) * 3 + 1] = 10;
-          MIXRT_ASSIGN_OR_RETURN(Tensor k_spike, from_floats(last_key, {kBatch, kSequence, 3, 1, 1},
-                                                             dtype, device));
+          MIXRT_ASSIGN_OR_RETURN(
+              Tensor k_spike,
+              from_floats(last_key, {kBatch, kSequence, 3, 1, 1}, dtype,
+                          device));
           MIXRT_ASSIGN_OR_RETURN(Tensor spike, mul(in[1], q_only));
           MIXRT_ASSIGN_OR_RETURN(spike, add(spike, k_spike));
           MIXRT_ASSIGN_OR_RETURN(spike, gt(spike, two));
@@ -176,33 +191,38 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
         std::vector<Tensor> qkv;
         for (int64_t i = 0; i < 3; ++i) {
           MIXRT_ASSIGN_OR_RETURN(Tensor h, p.slice(0, i, i + 1));
-          MIXRT_ASSIGN_OR_RETURN(h, h.view({kBatch, kHeads, kSequence, kHeadDim}));
+          MIXRT_ASSIGN_OR_RETURN(h,
+                                 h.view({kBatch, kHeads, kSequence, kHeadDim}));
           qkv.push_back(h);
         }
         FusedAttentionArgs args;
         args.scale = 0.125;
         args.is_causal = causal;
-        MIXRT_ASSIGN_OR_RETURN(FusedAttentionOutput o,
-                               scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], args));
+        MIXRT_ASSIGN_OR_RETURN(
+            FusedAttentionOutput o,
+            scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], args));
         if (!causal) return std::vector<Tensor>{o.out, o.lse};
         // The heads merged back, [B, T, H * D], as a multi-head attention
         // hands them on: a copy a plugin may fuse too, writing in place.
         MIXRT_ASSIGN_OR_RETURN(Tensor merged, o.out.permute({0, 2, 1, 3}));
-        MIXRT_ASSIGN_OR_RETURN(merged, merged.reshape({kBatch, kSequence, kHeads * kHeadDim}));
+        MIXRT_ASSIGN_OR_RETURN(
+            merged, merged.reshape({kBatch, kSequence, kHeads * kHeadDim}));
         return std::vector<Tensor>{merged};
       };
       cases->push_back(
           {absl::StrCat("fusion/attention_heads", causal ? "_causal" : "",
-                        values == Values::kNormal ? "" : "/special", "/", DTypeName(dtype)),
+                        values == Values::kNormal ? "" : "/special", "/",
+                        DTypeName(dtype)),
            MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
              if (!HasFusedAttention(d.plugin)) {
                GTEST_SKIP() << "the plugin has no fused attention";
              }
-             CompareOp(d, inputs, Compiled(fn),
-                       [=](int index, const std::vector<std::vector<double>>&) {
-                         return index == 0 ? out_tol : lse_tol;
-                       },
-                       kSeed);
+             CompareOp(
+                 d, inputs, Compiled(fn),
+                 [=](int index, const std::vector<std::vector<double>>&) {
+                   return index == 0 ? out_tol : lse_tol;
+                 },
+                 kSeed);
            }});
     }
   }
@@ -218,7 +238,8 @@ void AddFusionCases(std::vector<Case>* cases) {
       const InputSpec v{{513, 7}, dtype, values};
       AddChain(
           cases,
-          values == Values::kNormal ? "pointwise_chain" : "pointwise_chain/special",
+          values == Values::kNormal ? "pointwise_chain"
+                                    : "pointwise_chain/special",
           dtype, {v, v, v},
           [](const std::vector<Tensor>& in) -> Outputs {
             MIXRT_ASSIGN_OR_RETURN(Tensor t, mul(in[0], in[1]));
@@ -266,19 +287,23 @@ void AddFusionCases(std::vector<Case>* cases) {
               const Tensor& x = in[0];
               Tensor g;
               if (ones) {
-                MIXRT_ASSIGN_OR_RETURN(g, full(x.shape(), 1.0, x.dtype(), x.device()));
+                MIXRT_ASSIGN_OR_RETURN(
+                    g, full(x.shape(), 1.0, x.dtype(), x.device()));
               } else {
                 g = in[1];
               }
               MIXRT_ASSIGN_OR_RETURN(Tensor y, gelu(x));
-              MIXRT_ASSIGN_OR_RETURN(Tensor d, unary_backward(MIXRT_UNARY_GELU, g, x));
+              MIXRT_ASSIGN_OR_RETURN(Tensor d,
+                                     unary_backward(MIXRT_UNARY_GELU, g, x));
               return std::vector<Tensor>{y, d};
             },
-            [dtype, ones](int index, const std::vector<std::vector<double>>& in) {
+            [dtype, ones](int index,
+                          const std::vector<std::vector<double>>& in) {
               // gelu(x) is at most |x|; its slope at most 1.13 (x = 2.4).
               std::vector<double> m(in[0].size());
               for (size_t i = 0; i < m.size(); ++i) {
-                m[i] = index == 0 ? Finite(in[0][i]) : 1.13 * (ones ? 1.0 : Finite(in[1][i]));
+                m[i] = index == 0 ? Finite(in[0][i])
+                                  : 1.13 * (ones ? 1.0 : Finite(in[1][i]));
               }
               return ChainTolerance(dtype, 2, m, true);
             });
@@ -287,9 +312,11 @@ void AddFusionCases(std::vector<Case>* cases) {
     // An activation's gradient and its bias gradient: a reduction with a
     // pointwise prologue whose result is also read on its own.
     AddChain(
-        cases, "relu_grad_and_column_sum", dtype, {{{33, 70}, dtype}, {{33, 70}, dtype}},
+        cases, "relu_grad_and_column_sum", dtype,
+        {{{33, 70}, dtype}, {{33, 70}, dtype}},
         [](const std::vector<Tensor>& in) -> Outputs {
-          MIXRT_ASSIGN_OR_RETURN(Tensor g, unary_backward(MIXRT_UNARY_RELU, in[0], in[1]));
+          MIXRT_ASSIGN_OR_RETURN(
+              Tensor g, unary_backward(MIXRT_UNARY_RELU, in[0], in[1]));
           MIXRT_ASSIGN_OR_RETURN(Tensor s, sum(g, {0}, /*keepdim=*/true));
           return std::vector<Tensor>{g, s};
         },
@@ -306,7 +333,8 @@ void AddFusionCases(std::vector<Case>* cases) {
         });
     // mean((x - y)^2): the mse pattern, a whole-tensor reduction.
     AddChain(
-        cases, "squared_error_mean", dtype, {{{257, 9}, dtype}, {{257, 9}, dtype}},
+        cases, "squared_error_mean", dtype,
+        {{{257, 9}, dtype}, {{257, 9}, dtype}},
         [](const std::vector<Tensor>& in) -> Outputs {
           MIXRT_ASSIGN_OR_RETURN(Tensor d, sub(in[0], in[1]));
           MIXRT_ASSIGN_OR_RETURN(d, mul(d, d));
@@ -332,7 +360,8 @@ void AddFusionCases(std::vector<Case>* cases) {
         },
         [dtype](int, const std::vector<std::vector<double>>& in) {
           std::vector<double> m(in[0].size());
-          for (size_t i = 0; i < m.size(); ++i) m[i] = Finite(in[0][i]) * Finite(in[1][0]);
+          for (size_t i = 0; i < m.size(); ++i)
+            m[i] = Finite(in[0][i]) * Finite(in[1][0]);
           return ChainTolerance(dtype, 3, m, false);
         });
     // A linear with its relu and a residual add: GEMM plus epilogues; then
@@ -342,16 +371,21 @@ void AddFusionCases(std::vector<Case>* cases) {
     for (Values values : {Values::kNormal, Values::kSpecial}) {
       AddChain(
           cases,
-          values == Values::kNormal ? "linear_relu_residual" : "linear_relu_residual/special",
+          values == Values::kNormal ? "linear_relu_residual"
+                                    : "linear_relu_residual/special",
           dtype,
-          {{{17, 33}, dtype, values}, {{19, 33}, dtype}, {{19}, dtype}, {{17, 19}, dtype}},
+          {{{17, 33}, dtype, values},
+           {{19, 33}, dtype},
+           {{19}, dtype},
+           {{17, 19}, dtype}},
           [](const std::vector<Tensor>& in) -> Outputs {
             MIXRT_ASSIGN_OR_RETURN(Tensor t, linear(in[0], in[1], in[2]));
             MIXRT_ASSIGN_OR_RETURN(t, relu(t));
             return One(add(t, in[3]));
           },
           [dtype](int, const std::vector<std::vector<double>>& in) {
-            return ChainTolerance(dtype, 4, LinearMagnitude(in, 17, 19, 33, dtype, true), false);
+            return ChainTolerance(
+                dtype, 4, LinearMagnitude(in, 17, 19, 33, dtype, true), false);
           });
     }
     // A convolution, an eval batch_norm's per-channel scale and shift, and
@@ -361,23 +395,27 @@ void AddFusionCases(std::vector<Case>* cases) {
     // 2.6.3's bf16 convolution pads an odd one with zero weights, and inf
     // times that zero makes NaN where the sum is inf (op by op too; the
     // conv2d cases' specials use 2 channels).
-    for (const auto& [values, pool] : std::vector<std::pair<Values, bool>>{
-             {Values::kNormal, false},
-             {Values::kSpecial, false},
-             {Values::kNormal, true},
-             {Values::kSpecial, true}}) {
+    for (const auto& [values, pool] :
+         std::vector<std::pair<Values, bool>>{{Values::kNormal, false},
+                                              {Values::kSpecial, false},
+                                              {Values::kNormal, true},
+                                              {Values::kSpecial, true}}) {
       const int c = values == Values::kNormal ? 5 : 4;
       AddChain(
           cases,
-          absl::StrCat(pool ? "conv_scale_shift_relu_max_pool" : "conv_scale_shift_relu",
-                       values == Values::kNormal ? "" : "/special"),
+          absl::StrCat(
+              pool ? "conv_scale_shift_relu_max_pool" : "conv_scale_shift_relu",
+              values == Values::kNormal ? "" : "/special"),
           dtype,
-          {{{2, c, 7, 9}, dtype, values}, {{6, c, 3, 3}, dtype}, {{6, 1, 1}, dtype},
+          {{{2, c, 7, 9}, dtype, values},
+           {{6, c, 3, 3}, dtype},
+           {{6, 1, 1}, dtype},
            {{6, 1, 1}, dtype}},
           [pool](const std::vector<Tensor>& in) -> Outputs {
             Conv2dOptions options;
             options.padding = {1, 1};
-            MIXRT_ASSIGN_OR_RETURN(Tensor t, conv2d(in[0], in[1], Tensor(), options));
+            MIXRT_ASSIGN_OR_RETURN(Tensor t,
+                                   conv2d(in[0], in[1], Tensor(), options));
             MIXRT_ASSIGN_OR_RETURN(t, mul(t, in[2]));
             MIXRT_ASSIGN_OR_RETURN(t, add(t, in[3]));
             MIXRT_ASSIGN_OR_RETURN(t, relu(t));
@@ -385,7 +423,8 @@ void AddFusionCases(std::vector<Case>* cases) {
             return One(pool2d(t, {}));
           },
           [dtype, c, pool](int, const std::vector<std::vector<double>>& in) {
-            std::vector<double> m = ConvScaleShiftMagnitude(in, 2, c, 6, 7, 9, dtype);
+            std::vector<double> m =
+                ConvScaleShiftMagnitude(in, 2, c, 6, 7, 9, dtype);
             if (pool) m = MaxPooled(m, 2, 6, 7, 9);
             return ChainTolerance(dtype, 4, m, false);
           });
@@ -394,7 +433,10 @@ void AddFusionCases(std::vector<Case>* cases) {
     // stream it is added back to after a cast, as autocast writes it.
     AddChain(
         cases, "linear_gelu_cast_residual", dtype,
-        {{{64, 48}, dtype}, {{40, 48}, dtype}, {{40}, dtype}, {{64, 40}, DType::kF32}},
+        {{{64, 48}, dtype},
+         {{40, 48}, dtype},
+         {{40}, dtype},
+         {{64, 40}, DType::kF32}},
         [](const std::vector<Tensor>& in) -> Outputs {
           MIXRT_ASSIGN_OR_RETURN(Tensor t, linear(in[0], in[1], in[2]));
           MIXRT_ASSIGN_OR_RETURN(t, gelu(t));
@@ -402,19 +444,24 @@ void AddFusionCases(std::vector<Case>* cases) {
           return One(add(t, in[3]));
         },
         [dtype](int, const std::vector<std::vector<double>>& in) {
-          return ChainTolerance(dtype, 4, LinearMagnitude(in, 64, 40, 48, dtype, true), true);
+          return ChainTolerance(
+              dtype, 4, LinearMagnitude(in, 64, 40, 48, dtype, true), true);
         });
     // An f32 layer_norm (autocast runs it in f32) cast for the next
     // linear: the normalized rows, rounded once to the dtype. Over
     // [batch, sequence, features] too (a transformer's): the layer_norm
     // runs on [rows, features] and the cast reads its result through a
     // reshape view, so the group stores the cast alone.
-    for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-             {"layer_norm_cast", {65, 96}}, {"layer_norm_cast/3d", {3, 11, 96}}}) {
+    for (const auto& [name, shape] :
+         std::vector<std::pair<std::string, std::vector<int64_t>>>{
+             {"layer_norm_cast", {65, 96}},
+             {"layer_norm_cast/3d", {3, 11, 96}}}) {
       AddChain(
-          cases, name, dtype, {{shape, DType::kF32}, {{96}, DType::kF32}, {{96}, DType::kF32}},
+          cases, name, dtype,
+          {{shape, DType::kF32}, {{96}, DType::kF32}, {{96}, DType::kF32}},
           [dtype](const std::vector<Tensor>& in) -> Outputs {
-            MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(in[0], 1, in[1], in[2]));
+            MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o,
+                                   layer_norm(in[0], 1, in[1], in[2]));
             MIXRT_ASSIGN_OR_RETURN(Tensor y, o.y.to(dtype));
             return One(mul(y, y));
           },
@@ -423,7 +470,8 @@ void AddFusionCases(std::vector<Case>* cases) {
             // then the cast's and the product's roundings.
             std::vector<double> m(in[0].size());
             for (size_t i = 0; i < m.size(); ++i) {
-              const double y = std::sqrt(96.0) * Finite(in[1][i % 96]) + Finite(in[2][i % 96]);
+              const double y = std::sqrt(96.0) * Finite(in[1][i % 96]) +
+                               Finite(in[2][i % 96]);
               m[i] = y * y;
             }
             Tolerance t = ChainTolerance(dtype, 3, m, false);
@@ -444,9 +492,11 @@ void AddFusionCases(std::vector<Case>* cases) {
             MIXRT_ASSIGN_OR_RETURN(Tensor w, t.to(DType::kF32));
             f32.push_back(w);
           }
-          MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o, layer_norm(f32[1], 1, f32[2], f32[3]));
-          MIXRT_ASSIGN_OR_RETURN(LayerNormGrads g,
-                                 layer_norm_backward(f32[0], f32[1], o, 1, f32[2]));
+          MIXRT_ASSIGN_OR_RETURN(LayerNormOutput o,
+                                 layer_norm(f32[1], 1, f32[2], f32[3]));
+          MIXRT_ASSIGN_OR_RETURN(
+              LayerNormGrads g,
+              layer_norm_backward(f32[0], f32[1], o, 1, f32[2]));
           MIXRT_ASSIGN_OR_RETURN(Tensor sum, add(g.grad_x, f32[4]));
           MIXRT_ASSIGN_OR_RETURN(sum, sum.to(dtype));
           return std::vector<Tensor>{sum, g.grad_weight, g.grad_bias};
@@ -459,7 +509,8 @@ void AddFusionCases(std::vector<Case>* cases) {
           std::vector<double> m(output == 0 ? kRows * kCols : kCols, 0.0);
           for (int r = 0; r < kRows; ++r) {
             double mean = 0, var = 0;
-            for (int c = 0; c < kCols; ++c) mean += in[1][r * kCols + c] / kCols;
+            for (int c = 0; c < kCols; ++c)
+              mean += in[1][r * kCols + c] / kCols;
             for (int c = 0; c < kCols; ++c) {
               var += std::pow(in[1][r * kCols + c] - mean, 2) / kCols;
             }
@@ -475,15 +526,17 @@ void AddFusionCases(std::vector<Case>* cases) {
             for (int c = 0; c < kCols; ++c) {
               const double g = Finite(in[0][r * kCols + c]);
               if (output == 0) {
-                m[r * kCols + c] = rstd * (g * Finite(in[2][c]) + gw + xhat[c] * gwx) +
-                                   Finite(in[4][r * kCols + c]);
+                m[r * kCols + c] =
+                    rstd * (g * Finite(in[2][c]) + gw + xhat[c] * gwx) +
+                    Finite(in[4][r * kCols + c]);
               } else {
                 m[c] += output == 1 ? g * xhat[c] : g;
               }
             }
           }
           // The sum is cast to the dtype; the parameters' sums stay f32.
-          Tolerance t = ChainTolerance(output == 0 ? dtype : DType::kF32, 4, m, false);
+          Tolerance t =
+              ChainTolerance(output == 0 ? dtype : DType::kF32, 4, m, false);
           t.rtol += 64 * UnitRoundoff(DType::kF32);
           return t;
         });

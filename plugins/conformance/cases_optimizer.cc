@@ -86,42 +86,45 @@ void AddOptimizerCases(std::vector<Case>* cases) {
        }});
   // ABI 1.1: one launch steps a parameter group (a plugin without the op
   // is stepped parameter by parameter by the host, which must agree too).
-  cases->push_back(
-      {"optimizer/multi_tensor_sgd", MIXRT_OP_CLASS_OPTIMIZER, DType::kF32,
-       [](const Devices& d) {
-         CompareOp(
-             d, {{{513, 7}}, {{33}}, {{513, 7}, DType::kF16}, {{33}, DType::kBF16}},
-             [](const std::vector<Tensor>& in) -> Outputs {
-               const Device& dev = in[0].device();
-               auto p0 = in[0].clone();
-               auto p1 = in[1].clone();
-               auto b0 = zeros({513, 7}, DType::kF32, dev);
-               auto b1 = zeros({33}, DType::kF32, dev);
-               auto scale = full({1}, 1024, DType::kF32, dev);
-               auto no_inf = zeros({1}, DType::kF32, dev);
-               auto inf = full({1}, 1, DType::kF32, dev);
-               if (!p0.ok() || !p1.ok() || !b0.ok() || !b1.ok() || !scale.ok() ||
-                   !no_inf.ok() || !inf.ok()) {
-                 return absl::InternalError("setup failed");
-               }
-               MixrtSgdAttrs sgd{};
-               sgd.lr = 0.1;
-               sgd.momentum = 0.9;
-               sgd.dampening = 0.1;
-               sgd.weight_decay = 1e-4;
-               for (int i = 0; i < 4; ++i) {
-                 sgd.first_step = i == 0;
-                 // f16 and bf16 gradients scaled by 1024; the last step
-                 // found an inf and changes nothing.
-                 absl::Status s = multi_tensor_sgd_step_(
-                     {*p0, *p1}, {in[2], in[3]}, {*b0, *b1}, sgd,
-                     {*scale, i == 3 ? *inf : *no_inf});
-                 if (!s.ok()) return s;
-               }
-               return std::vector<Tensor>{*p0, *b0, *p1, *b1};
-             },
-             Fixed({1e-5, 1e-6, {}}), kSeed);
-       }});
+  cases->push_back({"optimizer/multi_tensor_sgd", MIXRT_OP_CLASS_OPTIMIZER,
+                    DType::kF32, [](const Devices& d) {
+                      CompareOp(
+                          d,
+                          {{{513, 7}},
+                           {{33}},
+                           {{513, 7}, DType::kF16},
+                           {{33}, DType::kBF16}},
+                          [](const std::vector<Tensor>& in) -> Outputs {
+                            const Device& dev = in[0].device();
+                            auto p0 = in[0].clone();
+                            auto p1 = in[1].clone();
+                            auto b0 = zeros({513, 7}, DType::kF32, dev);
+                            auto b1 = zeros({33}, DType::kF32, dev);
+                            auto scale = full({1}, 1024, DType::kF32, dev);
+                            auto no_inf = zeros({1}, DType::kF32, dev);
+                            auto inf = full({1}, 1, DType::kF32, dev);
+                            if (!p0.ok() || !p1.ok() || !b0.ok() || !b1.ok() ||
+                                !scale.ok() || !no_inf.ok() || !inf.ok()) {
+                              return absl::InternalError("setup failed");
+                            }
+                            MixrtSgdAttrs sgd{};
+                            sgd.lr = 0.1;
+                            sgd.momentum = 0.9;
+                            sgd.dampening = 0.1;
+                            sgd.weight_decay = 1e-4;
+                            for (int i = 0; i < 4; ++i) {
+                              sgd.first_step = i == 0;
+                              // f16 and bf16 gradients scaled by 1024; the last
+                              // step found an inf and changes nothing.
+                              absl::Status s = multi_tensor_sgd_step_(
+                                  {*p0, *p1}, {in[2], in[3]}, {*b0, *b1}, sgd,
+                                  {*scale, i == 3 ? *inf : *no_inf});
+                              if (!s.ok()) return s;
+                            }
+                            return std::vector<Tensor>{*p0, *b0, *p1, *b1};
+                          },
+                          Fixed({1e-5, 1e-6, {}}), kSeed);
+                    }});
   cases->push_back(
       {"optimizer/update_scale_trajectory", MIXRT_OP_CLASS_OPTIMIZER,
        DType::kF32, [](const Devices& d) {
@@ -146,29 +149,29 @@ void AddOptimizerCases(std::vector<Case>* cases) {
        }});
   // ABI 1.1: a non-finite inv_scale is an overflow (found_inf set, nothing
   // written), and a backed-off scale stops at FLT_MIN instead of 0.
-  cases->push_back(
-      {"optimizer/scale_never_collapses", MIXRT_OP_CLASS_OPTIMIZER, DType::kF32,
-       [](const Devices& d) {
-         auto grad = full({5}, 0.0, DType::kF32, d.plugin);
-         auto found = zeros({1}, DType::kF32, d.plugin);
-         auto inv = full({1}, INFINITY, DType::kF32, d.plugin);
-         CONFORMANCE_ASSERT_RAN(grad.status());
-         CONFORMANCE_ASSERT_RAN(found.status());
-         CONFORMANCE_ASSERT_RAN(inv.status());
-         CONFORMANCE_ASSERT_RAN(
-             non_finite_check_and_unscale_({*grad}, *found, *inv));
-         EXPECT_EQ(*found->item(), 1.0);
-         EXPECT_EQ(*grad->to_double_vector(), std::vector<double>(5, 0.0));
-         auto scale = full({1}, 1e-37, DType::kF32, d.plugin);
-         auto tracker = zeros({1}, DType::kI32, d.plugin);
-         CONFORMANCE_ASSERT_RAN(scale.status());
-         CONFORMANCE_ASSERT_RAN(tracker.status());
-         for (int i = 0; i < 8; ++i) {
-           CONFORMANCE_ASSERT_RAN(
-               update_scale_(*scale, *tracker, *found, 2.0, 0.5, 2000));
-         }
-         EXPECT_EQ(*scale->item(), FLT_MIN);
-       }});
+  cases->push_back({"optimizer/scale_never_collapses", MIXRT_OP_CLASS_OPTIMIZER,
+                    DType::kF32, [](const Devices& d) {
+                      auto grad = full({5}, 0.0, DType::kF32, d.plugin);
+                      auto found = zeros({1}, DType::kF32, d.plugin);
+                      auto inv = full({1}, INFINITY, DType::kF32, d.plugin);
+                      CONFORMANCE_ASSERT_RAN(grad.status());
+                      CONFORMANCE_ASSERT_RAN(found.status());
+                      CONFORMANCE_ASSERT_RAN(inv.status());
+                      CONFORMANCE_ASSERT_RAN(
+                          non_finite_check_and_unscale_({*grad}, *found, *inv));
+                      EXPECT_EQ(*found->item(), 1.0);
+                      EXPECT_EQ(*grad->to_double_vector(),
+                                std::vector<double>(5, 0.0));
+                      auto scale = full({1}, 1e-37, DType::kF32, d.plugin);
+                      auto tracker = zeros({1}, DType::kI32, d.plugin);
+                      CONFORMANCE_ASSERT_RAN(scale.status());
+                      CONFORMANCE_ASSERT_RAN(tracker.status());
+                      for (int i = 0; i < 8; ++i) {
+                        CONFORMANCE_ASSERT_RAN(update_scale_(
+                            *scale, *tracker, *found, 2.0, 0.5, 2000));
+                      }
+                      EXPECT_EQ(*scale->item(), FLT_MIN);
+                    }});
   // torch._amp_update_scale_ multiplies the f32 scale by the double factor
   // and rounds once; a plugin rounding the factor to f32 first leaves
   // PyTorch's trajectory within a few updates for factors like 1.1 and 0.3.

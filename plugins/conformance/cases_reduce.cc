@@ -80,9 +80,9 @@ void AddReduceCases(std::vector<Case>* cases) {
   for (DType dtype : kFloatTypes) {
     for (const R& r : kinds) {
       for (const Axes& a : axes) {
-        AddReduceCase(absl::StrCat("reduce/", r.name, "/", a.name, "/",
-                                   DTypeName(dtype)),
-                      r, a, {{513, 7, 3}, dtype}, cases);
+        AddReduceCase(
+            absl::StrCat("reduce/", r.name, "/", a.name, "/", DTypeName(dtype)),
+            r, a, {{513, 7, 3}, dtype}, cases);
       }
     }
   }
@@ -92,8 +92,8 @@ void AddReduceCases(std::vector<Case>* cases) {
   // what a lost or repeated piece would cost (~50000).
   for (DType dtype : kFloatTypes) {
     for (const R& r : {kinds[0], kinds[1]}) {
-      for (const Axes& a : {Axes{"all", {}, 1, 2 * 70001, 1},
-                            Axes{"rows", {1}, 2, 70001, 1}}) {
+      for (const Axes& a :
+           {Axes{"all", {}, 1, 2 * 70001, 1}, Axes{"rows", {1}, 2, 70001, 1}}) {
         AddReduceCase(absl::StrCat("reduce/", r.name, "/long_", a.name, "/",
                                    DTypeName(dtype)),
                       r, a, {{2, 70001}, dtype, Values::kPositive}, cases);

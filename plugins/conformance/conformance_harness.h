@@ -71,14 +71,15 @@ inline constexpr char kNotImplemented[] = "not implemented: ";
 // For cases that run ops on the plugin themselves: asserts that `status`
 // is OK, or skips the case as not implemented when the host refused an op
 // the plugin declares unsupported.
-#define CONFORMANCE_ASSERT_RAN(status_expr)                               \
-  do {                                                                    \
-    const absl::Status conformance_status_ = (status_expr);               \
-    if (::mixrt::IsDeclaredUnsupported(conformance_status_)) {            \
-      GTEST_SKIP() << ::mixrt::conformance::kNotImplemented               \
-                   << conformance_status_.message();                      \
-    }                                                                     \
-    ASSERT_TRUE(conformance_status_.ok()) << "plugin: " << conformance_status_; \
+#define CONFORMANCE_ASSERT_RAN(status_expr)                    \
+  do {                                                         \
+    const absl::Status conformance_status_ = (status_expr);    \
+    if (::mixrt::IsDeclaredUnsupported(conformance_status_)) { \
+      GTEST_SKIP() << ::mixrt::conformance::kNotImplemented    \
+                   << conformance_status_.message();           \
+    }                                                          \
+    ASSERT_TRUE(conformance_status_.ok())                      \
+        << "plugin: " << conformance_status_;                  \
   } while (0)
 
 // Builds the inputs on both devices (identical values), runs `op` on each,

@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/ascii.h"
 
 namespace mixrt::conformance {
 namespace {

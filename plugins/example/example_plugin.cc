@@ -42,8 +42,8 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
             0};
   }
 
-  mixrt::sdk::Capability GetOpSupport(
-      int, const mixrt::sdk::OpQuery& q) override {
+  mixrt::sdk::Capability GetOpSupport(int,
+                                      const mixrt::sdk::OpQuery& q) override {
     const bool ours =
         q.op == MIXRT_OP_FILL || q.op == MIXRT_OP_COPY ||
         (q.op == MIXRT_OP_BINARY && q.variant == MIXRT_BINARY_ADD);

@@ -42,7 +42,8 @@ double Weights(const AttentionCall& a, int64_t g, int64_t i,
     return -INFINITY;
   }
   double total = 0;
-  for (int64_t j = 0; j < a.keys; ++j) total += (*p)[j] = std::exp((*p)[j] - max);
+  for (int64_t j = 0; j < a.keys; ++j)
+    total += (*p)[j] = std::exp((*p)[j] - max);
   for (int64_t j = 0; j < a.keys; ++j) (*p)[j] /= total;
   return max + std::log(total);
 }
@@ -56,7 +57,8 @@ void Forward(const AttentionCall& a) {
       for (int64_t c = 0; c < a.value_dim; ++c) {
         double acc = 0;
         for (int64_t j = 0; j < a.keys; ++j) {
-          acc += p[j] * sdk::AttentionDropoutFactor(a, g, i, j) * At(*a.v, g, j, c);
+          acc += p[j] * sdk::AttentionDropoutFactor(a, g, i, j) *
+                 At(*a.v, g, j, c);
         }
         a.out->StoreFloat((g * a.queries + i) * a.value_dim + c,
                           static_cast<float>(acc));
@@ -100,10 +102,12 @@ void Backward(const AttentionCall& a) {
       }
     }
     for (int64_t n = 0; n < a.keys * a.head_dim; ++n) {
-      a.grad_k->StoreFloat(g * a.keys * a.head_dim + n, static_cast<float>(dk[n]));
+      a.grad_k->StoreFloat(g * a.keys * a.head_dim + n,
+                           static_cast<float>(dk[n]));
     }
     for (int64_t n = 0; n < a.keys * a.value_dim; ++n) {
-      a.grad_v->StoreFloat(g * a.keys * a.value_dim + n, static_cast<float>(dv[n]));
+      a.grad_v->StoreFloat(g * a.keys * a.value_dim + n,
+                           static_cast<float>(dv[n]));
     }
   }
 }

@@ -108,18 +108,17 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   const TensorRef& g = call.inputs[0];
   const sdk::AdamWStepConstants<double> c =
       sdk::AdamWConstants<double>(a, step);
-  sdk::ForEachElement<4>(p.ndim(), p.shape(),
-                         {p.strides(), g.strides(), m.strides(), v.strides()},
-                         [&](const std::array<int64_t, 4>& o) {
-                           double mm = m.LoadFloat(o[2]);
-                           double vv = v.LoadFloat(o[3]);
-                           const double np = sdk::AdamWElement<double>(
-                               c, p.LoadFloat(o[0]),
-                               g.LoadFloat(o[1]) * inv_scale, &mm, &vv);
-                           p.StoreFloat(o[0], static_cast<float>(np));
-                           m.StoreFloat(o[2], static_cast<float>(mm));
-                           v.StoreFloat(o[3], static_cast<float>(vv));
-                         });
+  sdk::ForEachElement<4>(
+      p.ndim(), p.shape(), {p.strides(), g.strides(), m.strides(), v.strides()},
+      [&](const std::array<int64_t, 4>& o) {
+        double mm = m.LoadFloat(o[2]);
+        double vv = v.LoadFloat(o[3]);
+        const double np = sdk::AdamWElement<double>(
+            c, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &mm, &vv);
+        p.StoreFloat(o[0], static_cast<float>(np));
+        m.StoreFloat(o[2], static_cast<float>(mm));
+        v.StoreFloat(o[3], static_cast<float>(vv));
+      });
   return absl::OkStatus();
 }
 

@@ -15,11 +15,10 @@ namespace mixrt::sdk {
 
 inline double AttentionBias(const AttentionCall& a, int64_t g, int64_t i,
                             int64_t j) {
-  const float m =
-      a.mask == nullptr
-          ? 0.0f
-          : a.mask->LoadFloat(g * a.mask->stride(0) + i * a.mask->stride(1) +
-                              j * a.mask->stride(2));
+  const float m = a.mask == nullptr ? 0.0f
+                                    : a.mask->LoadFloat(g * a.mask->stride(0) +
+                                                        i * a.mask->stride(1) +
+                                                        j * a.mask->stride(2));
   return AttentionBiasRule(a.attrs->is_causal != 0, a.attrs->mask_kind, m, i,
                            j);
 }
@@ -41,10 +40,9 @@ inline void AttentionDropoutRow(const AttentionCall& a, int64_t g, int64_t i,
   }
   const float kept = static_cast<float>(1.0 / (1.0 - p));
   const auto first = static_cast<uint64_t>((g * a.queries + i) * a.keys + j0);
-  ForEachPhiloxUnit(a.attrs->seed, a.attrs->offset, first, n,
-                    [&](int64_t j, double unit) {
-                      factors[j] = unit < p ? 0.0f : kept;
-                    });
+  ForEachPhiloxUnit(
+      a.attrs->seed, a.attrs->offset, first, n,
+      [&](int64_t j, double unit) { factors[j] = unit < p ? 0.0f : kept; });
 }
 
 }  // namespace mixrt::sdk

@@ -40,11 +40,13 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
   return step;
 }
 
-absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call) {
+absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(
+    const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
   const size_t extras = OptimizerOptionalInputs(attrs->flags);
   const size_t per_param = attrs->momentum != 0 ? 2 : 1;
-  const size_t n = call.inputs.size() > extras ? call.inputs.size() - extras : 0;
+  const size_t n =
+      call.inputs.size() > extras ? call.inputs.size() - extras : 0;
   if (n == 0 || call.outputs.size() != n * per_param) {
     return absl::InvalidArgumentError(absl::StrCat(
         "multi_tensor_sgd_step: ", call.inputs.size(), " inputs and ",
@@ -59,16 +61,19 @@ absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& ca
     step.op = MIXRT_OP_SGD_STEP;
     step.attrs = call.attrs;
     step.inputs.push_back(call.inputs[i]);
-    for (size_t e = 0; e < extras; ++e) step.inputs.push_back(call.inputs[n + e]);
+    for (size_t e = 0; e < extras; ++e)
+      step.inputs.push_back(call.inputs[n + e]);
     step.outputs.push_back(call.outputs[i]);
     if (per_param == 2) step.outputs.push_back(call.outputs[n + i]);
   }
   return steps;
 }
 
-absl::Status RunEachSgdStep(const KernelCall& call,
-                            absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step) {
-  MIXRT_ASSIGN_OR_RETURN(std::vector<KernelCall> steps, SplitMultiTensorSgd(call));
+absl::Status RunEachSgdStep(
+    const KernelCall& call,
+    absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step) {
+  MIXRT_ASSIGN_OR_RETURN(std::vector<KernelCall> steps,
+                         SplitMultiTensorSgd(call));
   for (const KernelCall& step : steps) MIXRT_RETURN_IF_ERROR(sgd_step(step));
   return absl::OkStatus();
 }
@@ -191,27 +196,29 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
       a.k->dim(2) != a.head_dim || a.v->dim(1) != a.keys) {
     return refuse("q, k and v disagree on G, E or S");
   }
-  const auto expect = [&](const TensorRef* t, std::initializer_list<int64_t> dims,
-                          bool f32, absl::string_view what) -> absl::Status {
-    bool ok = t->ndim() == static_cast<int>(dims.size()) && t->is_contiguous() &&
-              (f32 ? t->dtype() == MIXRT_DTYPE_F32 : t->dtype() == a.q->dtype());
+  const auto expect = [&](const TensorRef* t,
+                          std::initializer_list<int64_t> dims, bool f32,
+                          absl::string_view what) -> absl::Status {
+    bool ok =
+        t->ndim() == static_cast<int>(dims.size()) && t->is_contiguous() &&
+        (f32 ? t->dtype() == MIXRT_DTYPE_F32 : t->dtype() == a.q->dtype());
     int d = 0;
     for (int64_t want : dims) ok = ok && t->dim(d++) == want;
     if (!ok) return refuse(absl::StrCat(what, " has the wrong shape or dtype"));
     return absl::OkStatus();
   };
-  MIXRT_RETURN_IF_ERROR(expect(a.out, {a.groups, a.queries, a.value_dim},
-                               false, "out"));
+  MIXRT_RETURN_IF_ERROR(
+      expect(a.out, {a.groups, a.queries, a.value_dim}, false, "out"));
   MIXRT_RETURN_IF_ERROR(expect(a.lse, {a.groups, a.queries}, true, "lse"));
   if (a.backward) {
     MIXRT_RETURN_IF_ERROR(expect(a.grad_out, {a.groups, a.queries, a.value_dim},
                                  false, "grad_out"));
-    MIXRT_RETURN_IF_ERROR(expect(a.grad_q, {a.groups, a.queries, a.head_dim},
-                                 false, "grad_q"));
-    MIXRT_RETURN_IF_ERROR(expect(a.grad_k, {a.groups, a.keys, a.head_dim},
-                                 false, "grad_k"));
-    MIXRT_RETURN_IF_ERROR(expect(a.grad_v, {a.groups, a.keys, a.value_dim},
-                                 false, "grad_v"));
+    MIXRT_RETURN_IF_ERROR(
+        expect(a.grad_q, {a.groups, a.queries, a.head_dim}, false, "grad_q"));
+    MIXRT_RETURN_IF_ERROR(
+        expect(a.grad_k, {a.groups, a.keys, a.head_dim}, false, "grad_k"));
+    MIXRT_RETURN_IF_ERROR(
+        expect(a.grad_v, {a.groups, a.keys, a.value_dim}, false, "grad_v"));
   }
   if (has_mask) {
     const bool bool_kind = a.attrs->mask_kind == MIXRT_ATTENTION_MASK_BOOL;
@@ -219,7 +226,8 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
                                     : IsFloatingDtype(a.mask->dtype());
     if (a.mask->ndim() != 3 || !dtype_ok || a.mask->dim(0) != a.groups ||
         a.mask->dim(1) != a.queries || a.mask->dim(2) != a.keys) {
-      return refuse("the mask must be [G, L, S], bool or floating as its kind says");
+      return refuse(
+          "the mask must be [G, L, S], bool or floating as its kind says");
     }
   }
   return a;

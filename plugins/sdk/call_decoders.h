@@ -37,12 +37,14 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
 // A multi_tensor_sgd_step (ABI 1.1) as the single-parameter sgd_step calls
 // it stands for, each sharing the optional grad_scale and found_inf, in
 // parameter order. Refuses counts that do not split into n >= 1 steps.
-absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call);
+absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(
+    const KernelCall& call);
 
 // Runs `sgd_step` on each of SplitMultiTensorSgd's calls in turn: how a
 // plugin implements multi_tensor_sgd_step with its single-parameter step.
-absl::Status RunEachSgdStep(const KernelCall& call,
-                            absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step);
+absl::Status RunEachSgdStep(
+    const KernelCall& call,
+    absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step);
 
 // cross_entropy: inputs (logits [N, C], target i64 [N]); backward:
 // (grad_loss [N], logits, target). One output.
@@ -73,9 +75,9 @@ struct AttentionCall {
   const TensorRef* q = nullptr;
   const TensorRef* k = nullptr;
   const TensorRef* v = nullptr;
-  const TensorRef* out = nullptr;  // Forward: output; backward: input.
-  const TensorRef* lse = nullptr;  // Forward: output; backward: input.
-  const TensorRef* mask = nullptr;  // When attrs->mask_kind != NONE.
+  const TensorRef* out = nullptr;     // Forward: output; backward: input.
+  const TensorRef* lse = nullptr;     // Forward: output; backward: input.
+  const TensorRef* mask = nullptr;    // When attrs->mask_kind != NONE.
   const TensorRef* grad_q = nullptr;  // Backward outputs.
   const TensorRef* grad_k = nullptr;
   const TensorRef* grad_v = nullptr;

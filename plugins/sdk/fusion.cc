@@ -43,7 +43,8 @@ bool FusionValue::is_static() const {
 }
 
 absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
-  if (g.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionGraph, num_symbols) ||
+  if (g.struct_size <
+          MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionGraph, num_symbols) ||
       g.num_values < 0 || g.num_nodes < 0 || g.num_symbols < 0 ||
       (g.num_values > 0 && g.values == nullptr) ||
       (g.num_nodes > 0 && g.nodes == nullptr)) {
@@ -56,7 +57,8 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   for (int v = 0; v < g.num_values; ++v) {
     const MixrtFusionValue& in = g.values[v];
     const std::string where = absl::StrCat("fusion graph value ", v);
-    if (in.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionValue, view_offset)) {
+    if (in.struct_size <
+        MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionValue, view_offset)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " has struct_size ", in.struct_size));
     }
@@ -98,7 +100,8 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   for (int i = 0; i < g.num_nodes; ++i) {
     const MixrtFusionNode& in = g.nodes[i];
     const std::string where =
-        absl::StrCat("fusion graph node ", i, " (", MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
+        absl::StrCat("fusion graph node ", i, " (",
+                     MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
     if (in.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionNode, outputs) ||
         in.op >= MIXRT_OP_COUNT || in.num_inputs < 0 || in.num_outputs < 0 ||
         (in.num_inputs > 0 && in.inputs == nullptr) ||
@@ -123,9 +126,9 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
       const int base = out.values[v].view_of >= 0 ? out.values[v].view_of : v;
       if (out.producer[base] < 0 &&
           !out.values[base].has(MIXRT_FUSION_VALUE_INPUT)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": reads value ", v,
-            " before any node writes it (and it is no INPUT)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": reads value ", v,
+                         " before any node writes it (and it is no INPUT)"));
       }
       node.inputs.push_back(v);
       out.readers[v].push_back(i);
@@ -182,10 +185,13 @@ bool SplitAtReducedDims(absl::Span<const int64_t> shape, uint32_t axes_mask,
     if (first < 0) first = d;
     last = d;
   }
-  if (first < 0 || (shape.size() < 32 && (axes_mask >> shape.size()) != 0)) return false;
+  if (first < 0 || (shape.size() < 32 && (axes_mask >> shape.size()) != 0))
+    return false;
   *split = ReducedSplit{};
   for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    (d < first ? split->outer : d <= last ? split->middle : split->inner) *= shape[d];
+    (d < first   ? split->outer
+     : d <= last ? split->middle
+                 : split->inner) *= shape[d];
   }
   return true;
 }
@@ -194,9 +200,9 @@ bool FusionGraph::IsPlainReshape(int v) const {
   const FusionValue& view = values[v];
   if (view.view_of < 0) return false;
   const FusionValue& base = values[view.view_of];
-  return view.view_offset == 0 && view.dtype == base.dtype && view.is_static() &&
-         base.is_static() && view.is_contiguous() && base.is_contiguous() &&
-         view.numel() == base.numel();
+  return view.view_offset == 0 && view.dtype == base.dtype &&
+         view.is_static() && base.is_static() && view.is_contiguous() &&
+         base.is_contiguous() && view.numel() == base.numel();
 }
 
 int FusionGraph::ReshapeBase(int v) const {
@@ -216,7 +222,8 @@ std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
     // the value itself.
     for (int r : readers[v]) {
       for (int in : nodes[r].inputs) {
-        store |= values[in].view_of == static_cast<int>(v) && !IsPlainReshape(in);
+        store |=
+            values[in].view_of == static_cast<int>(v) && !IsPlainReshape(in);
       }
     }
     if (store) result.push_back(static_cast<int>(v));

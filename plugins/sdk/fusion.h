@@ -6,8 +6,8 @@
 #ifndef MIXRT_PLUGINS_SDK_FUSION_H_
 #define MIXRT_PLUGINS_SDK_FUSION_H_
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,7 +41,7 @@ struct FusionValue {
 
 struct FusionNode {
   MixrtOp op = MIXRT_OP_FILL;
-  std::vector<uint8_t> attrs;  // The attribute struct, copied; empty: none.
+  std::vector<uint8_t> attrs;   // The attribute struct, copied; empty: none.
   bool attrs_extended = false;  // Its extension chain was dropped.
   std::vector<int> inputs, outputs;
 

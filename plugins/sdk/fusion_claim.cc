@@ -42,7 +42,9 @@ std::vector<int> ClaimLoops(const FusionGraph& g, const LoopRules& rules) {
   std::vector<Group> groups;
   // Per node: the groups it depends on, its own included.
   std::vector<std::set<int>> depends(n);
-  auto base_of = [&](int v) { return g.values[v].view_of >= 0 ? g.values[v].view_of : v; };
+  auto base_of = [&](int v) {
+    return g.values[v].view_of >= 0 ? g.values[v].view_of : v;
+  };
   for (int i = 0; i < n; ++i) {
     const FusionNode& node = g.nodes[i];
     std::vector<int64_t> shape = rules.iteration_shape(node);
@@ -114,6 +116,5 @@ std::vector<int> ClaimLoops(const FusionGraph& g, const LoopRules& rules) {
   }
   return group_of;
 }
-
 
 }  // namespace mixrt::sdk

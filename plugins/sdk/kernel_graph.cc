@@ -49,9 +49,11 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     const MixrtKernelGraphStep& s = steps[i];
     const std::string where = absl::StrCat(
         "kernel_graph_create: step ", i, " (",
-        s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op)) : "fused",
+        s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op))
+                              : "fused",
         ")");
-    if (s.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtKernelGraphStep, attrs)) {
+    if (s.struct_size <
+        MIXRT_STRUCT_SIZE_THROUGH(MixrtKernelGraphStep, attrs)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": struct_size ", s.struct_size));
     }
@@ -63,9 +65,9 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
           absl::StrCat(where, ": op ", s.op, " is newer than this plugin"));
     }
     const int n_in = s.num_inputs, n_out = s.num_outputs;
-    if (n_in < 0 || n_out < 0 || (n_in > 0 && (s.inputs == nullptr ||
-                                                s.input_buffers == nullptr ||
-                                                s.input_offsets == nullptr)) ||
+    if (n_in < 0 || n_out < 0 ||
+        (n_in > 0 && (s.inputs == nullptr || s.input_buffers == nullptr ||
+                      s.input_offsets == nullptr)) ||
         (n_out > 0 && (s.outputs == nullptr || s.output_buffers == nullptr ||
                        s.output_offsets == nullptr))) {
       return absl::InvalidArgumentError(
@@ -77,8 +79,10 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     for (int k = 0; k < n_in + n_out; ++k) {
       const bool in = k < n_in;
       const MixrtTensorDesc& d = in ? s.inputs[k] : s.outputs[k - n_in];
-      const int32_t buffer = in ? s.input_buffers[k] : s.output_buffers[k - n_in];
-      const uint64_t offset = in ? s.input_offsets[k] : s.output_offsets[k - n_in];
+      const int32_t buffer =
+          in ? s.input_buffers[k] : s.output_buffers[k - n_in];
+      const uint64_t offset =
+          in ? s.input_offsets[k] : s.output_offsets[k - n_in];
       MIXRT_RETURN_IF_ERROR(internal::CheckTensorShape(
           d, in ? "input" : "output", in ? k : k - n_in, where));
       if (buffer < 0 || buffer >= num_buffers) {
@@ -104,8 +108,8 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     }
     if (fused) {
       if (s.fused_values == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": a fused kernel's step without fused_values"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": a fused kernel's step without fused_values"));
       }
       step->fused = s.fused_kernel;
       const int values = internal::FusedKernelValues(s.fused_kernel);
@@ -123,15 +127,17 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
         return absl::UnimplementedError(absl::StrCat(
             where, ": an attribute extension chain cannot be copied"));
       }
-      const size_t words = (header->struct_size + sizeof(std::max_align_t) - 1) /
-                           sizeof(std::max_align_t);
+      const size_t words =
+          (header->struct_size + sizeof(std::max_align_t) - 1) /
+          sizeof(std::max_align_t);
       step->attrs = std::make_unique<std::max_align_t[]>(words);
       std::memcpy(step->attrs.get(), s.attrs, header->struct_size);
     }
     step->call.device = device;
     step->call.op = static_cast<MixrtOp>(s.op);
     step->call.attrs = step->attrs.get();
-    for (int k = 0; k < n_in; ++k) step->call.inputs.emplace_back(step->descs[k]);
+    for (int k = 0; k < n_in; ++k)
+      step->call.inputs.emplace_back(step->descs[k]);
     for (int k = n_in; k < n_in + n_out; ++k) {
       step->call.outputs.emplace_back(step->descs[k]);
     }
@@ -143,8 +149,8 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
 absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
   if (static_cast<int>(buffers.size()) != num_buffers_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("kernel_graph_run: ", buffers.size(), " buffers for a graph of ",
-                     num_buffers_));
+        absl::StrCat("kernel_graph_run: ", buffers.size(),
+                     " buffers for a graph of ", num_buffers_));
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
     Step& step = *steps_[i];
@@ -167,10 +173,12 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
       status = plugin_->Launch(step.call);
     }
     if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat("step ", i, " (",
-                                       step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
-                                       "): ", status.message()));
+      return absl::Status(
+          status.code(),
+          absl::StrCat(
+              "step ", i, " (",
+              step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
+              "): ", status.message()));
     }
   }
   return absl::OkStatus();

@@ -59,14 +59,15 @@ struct LoopSourceOptions {
 
 // UNIMPLEMENTED for a group this generator cannot write (a reduction
 // unless asked for, an integer result, a symbolic size).
-absl::StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& graph,
-                                              absl::Span<const int> group_of_node,
-                                              int group, LoopSourceOptions options = {});
+absl::StatusOr<LoopSource> GenerateLoopSource(
+    const FusionGraph& graph, absl::Span<const int> group_of_node, int group,
+    LoopSourceOptions options = {});
 
 // The shape node `n` iterates over when the generator can write it (a
 // pointwise op of a kind it knows, static float or bool values), else
 // empty: the iteration_shape of sdk::LoopRules for a generating plugin.
-std::vector<int64_t> LoopCodegenShape(const FusionGraph& graph, const FusionNode& n);
+std::vector<int64_t> LoopCodegenShape(const FusionGraph& graph,
+                                      const FusionNode& n);
 
 }  // namespace mixrt::sdk
 

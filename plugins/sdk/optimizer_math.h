@@ -67,9 +67,8 @@ MIXRT_HOST_DEVICE inline AdamWStepConstants<T> AdamWConstants(
 
 // One AdamW element; returns the new parameter.
 template <typename T>
-MIXRT_HOST_DEVICE inline T AdamWElement(const AdamWStepConstants<T>& c,
-                                        T param, T grad, T* exp_avg,
-                                        T* exp_avg_sq) {
+MIXRT_HOST_DEVICE inline T AdamWElement(const AdamWStepConstants<T>& c, T param,
+                                        T grad, T* exp_avg, T* exp_avg_sq) {
   param *= c.decay;
   *exp_avg = c.beta1 * *exp_avg + c.one_minus_beta1 * grad;
   *exp_avg_sq = c.beta2 * *exp_avg_sq + c.one_minus_beta2 * grad * grad;

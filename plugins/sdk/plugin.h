@@ -79,10 +79,11 @@ struct OpQuery {
 // host's struct lacks them. Frozen: appending a field never changes these.
 template <typename Attrs>
 struct AttrsFirstVersion;
-#define MIXRT_SDK_ATTRS_FIRST_VERSION(Type, last_field)                   \
-  template <>                                                            \
-  struct AttrsFirstVersion<Type> {                                       \
-    static constexpr size_t kSize = MIXRT_STRUCT_SIZE_THROUGH(Type, last_field); \
+#define MIXRT_SDK_ATTRS_FIRST_VERSION(Type, last_field) \
+  template <>                                           \
+  struct AttrsFirstVersion<Type> {                      \
+    static constexpr size_t kSize =                     \
+        MIXRT_STRUCT_SIZE_THROUGH(Type, last_field);    \
   }
 MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtScalarAttrs, value);
 MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtArangeAttrs, step);
@@ -194,8 +195,8 @@ class Plugin {
       int device, const FusionGraph& graph);
   // The kernel running `group` as ClaimFusion claimed it.
   virtual absl::StatusOr<std::unique_ptr<FusedKernel>> CompileFusion(
-      int device, const FusionGraph& graph,
-      absl::Span<const int> group_of_node, int group);
+      int device, const FusionGraph& graph, absl::Span<const int> group_of_node,
+      int group);
 };
 
 // A plugin whose "device" is host memory (CPU backends, the reference
@@ -243,12 +244,12 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
 #endif
 
 // Defines the plugin's entry symbol for PluginClass (default-constructible).
-#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                               \
-  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(               \
-      uint32_t host_major, uint32_t host_minor) {                          \
-    return ::mixrt::sdk::internal::GetApi(                                 \
-        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); },       \
-        host_major, host_minor, MIXRT_SDK_ABI_MINOR);                      \
+#define MIXRT_SDK_DEFINE_PLUGIN(PluginClass)                         \
+  MIXRT_SDK_EXPORT const MixrtPluginApi* mixrt_plugin_entry(         \
+      uint32_t host_major, uint32_t host_minor) {                    \
+    return ::mixrt::sdk::internal::GetApi(                           \
+        []() -> ::mixrt::sdk::Plugin* { return new PluginClass(); }, \
+        host_major, host_minor, MIXRT_SDK_ABI_MINOR);                \
   }
 
 // Defines the optional score symbol from an `int32_t fn()`.

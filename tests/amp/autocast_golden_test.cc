@@ -60,9 +60,9 @@ TEST(AutocastGolden, OutputDtypesMatchPyTorchOnEveryRow) {
     if (row.output_dtype == "error") {
       // PyTorch refused it (a promote-list op given a lower-precision dtype
       // other than autocast's): so must mixrt.
-      EXPECT_FALSE(out.ok()) << row.op << " under " << row.autocast_dtype
-                             << " autocast with " << row.input_dtype
-                             << " inputs should be refused";
+      EXPECT_FALSE(out.ok())
+          << row.op << " under " << row.autocast_dtype << " autocast with "
+          << row.input_dtype << " inputs should be refused";
       ++checked;
       continue;
     }

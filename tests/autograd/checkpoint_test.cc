@@ -3,13 +3,14 @@
 // and under bf16 autocast (same kernels, same order, same dropout masks),
 // leaves the generators where the plain run leaves them, and holds less
 // memory at its peak.
+#include "core/functional/checkpoint.h"
+
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
-#include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"
 #include "core/nn/transformer.h"
 #include "core/tensor/factories.h"
@@ -31,8 +32,12 @@ struct StepResult {
 StepResult TrainStep(bool checkpointing, bool autocast) {
   const Device d = testing::ReferenceDevice();
   Generator gen(5);
-  auto gpt = *nn::GPT::Create({.vocab_size = 7, .context = 6, .width = 8,
-                               .heads = 2, .layers = 3, .dropout = 0.2,
+  auto gpt = *nn::GPT::Create({.vocab_size = 7,
+                               .context = 6,
+                               .width = 8,
+                               .heads = 2,
+                               .layers = 3,
+                               .dropout = 0.2,
                                .checkpoint = checkpointing},
                               d, &gen);
   std::vector<int64_t> in, target;

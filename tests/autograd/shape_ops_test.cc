@@ -44,8 +44,8 @@ class ShapeOps : public ::testing::Test {
   }
   void Backward(const Tensor& y) {
     Tensor w = testing::MakeTensor(
-        d_, Weights(y), std::vector<int64_t>(y.shape().begin(), y.shape().end()),
-        y.dtype());
+        d_, Weights(y),
+        std::vector<int64_t>(y.shape().begin(), y.shape().end()), y.dtype());
     absl::StatusOr<Tensor> loss = sum(*mul(y, w));
     ASSERT_TRUE(loss.ok()) << loss.status();
     ASSERT_TRUE(loss->backward().ok());
@@ -177,18 +177,17 @@ TEST_F(ShapeOps, CausalMaskWithTriuAndMaskedFill) {
   absl::StatusOr<Tensor> y = masked_fill(scores, *mask, -INFINITY);
   ASSERT_TRUE(y.ok()) << y.status();
   const double inf = INFINITY;
-  EXPECT_EQ(Values(*y), (std::vector<double>{0, -inf, -inf, 3, 4, -inf, 6, 7,
-                                             8, 9, -inf, -inf, 12, 13, -inf,
-                                             15, 16, 17}));
+  EXPECT_EQ(Values(*y),
+            (std::vector<double>{0, -inf, -inf, 3, 4, -inf, 6, 7, 8, 9, -inf,
+                                 -inf, 12, 13, -inf, 15, 16, 17}));
   Tensor w = testing::MakeTensor(d_, std::vector<float>(18, 1), {2, 3, 3});
   ASSERT_TRUE(sum(*mul(*masked_fill(scores, *mask, 0), w))->backward().ok());
   EXPECT_EQ(Values(scores.grad()),
-            (std::vector<double>{1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0,
-                                 1, 1, 1}));
-  EXPECT_THAT(masked_fill(scores, *ones({3, 3}, DType::kF32, d_), 0)
-                  .status()
-                  .message(),
-              HasSubstr("expected bool"));
+            (std::vector<double>{1, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1,
+                                 1, 1}));
+  EXPECT_THAT(
+      masked_fill(scores, *ones({3, 3}, DType::kF32, d_), 0).status().message(),
+      HasSubstr("expected bool"));
   EXPECT_THAT(masked_fill(Iota({3}), *mask, 0).status().message(),
               HasSubstr("must broadcast to the input's shape"));
 }

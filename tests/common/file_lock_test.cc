@@ -62,7 +62,11 @@ TEST(FileLock, AnotherProcessHoldingItIsNamed) {
 TEST(FileLock, APlantedSymlinkAtTheLockPathIsNotFollowed) {
   const std::string path = Tmp("linked.ckpt");
   const std::string victim = Tmp("victim");
-  { FILE* f = std::fopen(victim.c_str(), "w"); std::fputs("keep", f); std::fclose(f); }
+  {
+    FILE* f = std::fopen(victim.c_str(), "w");
+    std::fputs("keep", f);
+    std::fclose(f);
+  }
   ASSERT_EQ(::symlink(victim.c_str(), (path + ".lock").c_str()), 0);
   EXPECT_FALSE(FileLock::Acquire(path).ok());
   FILE* f = std::fopen(victim.c_str(), "r");

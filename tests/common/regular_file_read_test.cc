@@ -42,8 +42,9 @@ TEST(RegularFileRead, AFifoIsRefusedWithoutWaitingForAWriter) {
 }
 
 TEST(RegularFileRead, ADirectoryOrDeviceIsRefused) {
-  EXPECT_THAT(ReadRegularFile(std::getenv("TEST_TMPDIR"), 100).status().message(),
-              HasSubstr("not a regular file"));
+  EXPECT_THAT(
+      ReadRegularFile(std::getenv("TEST_TMPDIR"), 100).status().message(),
+      HasSubstr("not a regular file"));
   EXPECT_THAT(ReadRegularFile("/dev/zero", 100).status().message(),
               HasSubstr("not a regular file"));
 }

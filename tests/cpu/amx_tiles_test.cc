@@ -21,7 +21,8 @@ namespace {
 
 std::vector<uint16_t> RandomBf16(int64_t n, uint32_t seed) {
   std::vector<uint16_t> v;
-  for (float x : testing::UniformFloats(n, seed)) v.push_back(sdk::F32ToBF16Bits(x));
+  for (float x : testing::UniformFloats(n, seed))
+    v.push_back(sdk::F32ToBF16Bits(x));
   return v;
 }
 
@@ -78,8 +79,8 @@ TEST(AmxTiles, ScoresReportEachRowsMaximum) {
   std::vector<uint16_t> packed(AmxPaddedKeys(keys) * e);
   AmxPackKeys(k.data(), keys, e, packed.data());
   std::vector<float> scores(rows * lds), row_max(rows);
-  AmxScores(q.data(), rows, e, packed.data() + j0 * e, cols, scores.data(),
-            lds, valid, row_max.data());
+  AmxScores(q.data(), rows, e, packed.data() + j0 * e, cols, scores.data(), lds,
+            valid, row_max.data());
   for (int64_t i = 0; i < rows; ++i) {
     if (i >= 32 && i < 64) {
       EXPECT_TRUE(std::isnan(row_max[i])) << "row " << i;

@@ -36,13 +36,14 @@ TEST(F32Tiles, TimesPanelsIsRowsTimesKeysTransposed) {
     std::vector<float> panels(F32PanelKeys(keys) * depth);
     F32PackPanels(k.data(), keys, depth, ld, panels.data());
     std::vector<float> c(rows * ldc, NAN);
-    F32TimesPanels(a.data(), rows, depth, lda, panels.data() + j0 * depth,
-                   cols, c.data(), ldc);
+    F32TimesPanels(a.data(), rows, depth, lda, panels.data() + j0 * depth, cols,
+                   c.data(), ldc);
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < ldc; ++j) {
         const float got = c[i * ldc + j];
         if (j >= cols) {
-          ASSERT_TRUE(std::isnan(got)) << "wrote past the chunk at " << i << "," << j;
+          ASSERT_TRUE(std::isnan(got))
+              << "wrote past the chunk at " << i << "," << j;
           continue;
         }
         double want = 0, mag = 0;
@@ -73,7 +74,8 @@ TEST(F32Tiles, AccumulateTransposedTimesAddsATransposedB) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < ldc; ++j) {
         if (j >= n) {
-          ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j]) << "wrote past column " << n;
+          ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j])
+              << "wrote past column " << n;
           continue;
         }
         double want = c0[i * ldc + j], mag = std::abs(want);

@@ -30,8 +30,10 @@ std::vector<float> RandomBitPatterns(int64_t n, uint32_t seed) {
 
 void ExpectBf16Exact(const std::vector<float>& x, int64_t offset) {
   std::vector<uint16_t> out(x.size() + offset, 0xabcd);
-  StoreRow(x.data(), static_cast<int64_t>(x.size()), out.data(), MIXRT_DTYPE_BF16, offset);
-  for (int64_t i = 0; i < offset; ++i) ASSERT_EQ(out[i], 0xabcd) << "wrote before " << i;
+  StoreRow(x.data(), static_cast<int64_t>(x.size()), out.data(),
+           MIXRT_DTYPE_BF16, offset);
+  for (int64_t i = 0; i < offset; ++i)
+    ASSERT_EQ(out[i], 0xabcd) << "wrote before " << i;
   for (size_t i = 0; i < x.size(); ++i) {
     uint32_t bits;
     std::memcpy(&bits, &x[i], 4);
@@ -63,7 +65,8 @@ TEST(FloatRows, OneSubnormalAmongNormalsKeepsItsBits) {
 TEST(FloatRows, F16StoresRoundAsTheSdkOnEveryBitPattern) {
   const std::vector<float> x = RandomBitPatterns(1 << 16, 7);
   std::vector<uint16_t> out(x.size());
-  StoreRow(x.data(), static_cast<int64_t>(x.size()), out.data(), MIXRT_DTYPE_F16, 0);
+  StoreRow(x.data(), static_cast<int64_t>(x.size()), out.data(),
+           MIXRT_DTYPE_F16, 0);
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {  // Any quiet NaN: F16C keeps fewer payload bits.
       ASSERT_TRUE(std::isnan(sdk::F16BitsToF32(out[i]))) << i;
@@ -74,9 +77,11 @@ TEST(FloatRows, F16StoresRoundAsTheSdkOnEveryBitPattern) {
 }
 
 TEST(FloatRows, RoundingInPlaceIsAStoreAndALoad) {
-  for (MixrtDtype dtype : {MIXRT_DTYPE_BF16, MIXRT_DTYPE_F16, MIXRT_DTYPE_F32}) {
+  for (MixrtDtype dtype :
+       {MIXRT_DTYPE_BF16, MIXRT_DTYPE_F16, MIXRT_DTYPE_F32}) {
     for (int64_t n : {1, 7, 8, 9, 300, 1 << 16}) {
-      const std::vector<float> x = RandomBitPatterns(n, static_cast<uint32_t>(n + dtype));
+      const std::vector<float> x =
+          RandomBitPatterns(n, static_cast<uint32_t>(n + dtype));
       std::vector<uint16_t> narrow(n);
       std::vector<float> want(n), got = x;
       if (dtype == MIXRT_DTYPE_F32) {

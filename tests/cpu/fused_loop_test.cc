@@ -79,7 +79,8 @@ TEST(CpuFusedLoop, ReluGradientAndItsColumnSumInOneLoopMatchOpByOp) {
   for (int64_t c = 0; c < cols; ++c) {
     double sum = 0;  // The reduce kernel's order: rows in turn, in double.
     for (int64_t r = 0; r < rows; ++r) {
-      sum += static_cast<double>(gv[r * cols + c]) * (xv[r * cols + c] > 0 ? 1 : 0);
+      sum += static_cast<double>(gv[r * cols + c]) *
+             (xv[r * cols + c] > 0 ? 1 : 0);
     }
     if (std::isnan(sum)) {
       EXPECT_TRUE(std::isnan(sv[c])) << c;
@@ -99,7 +100,8 @@ TEST(CpuFusedLoop, Bf16ChainWithBroadcastsRoundsEachResultLikeMemory) {
   const int bias = b.Input(MIXRT_DTYPE_BF16, {rows, cols}, {0, 1});
   const int scale = b.Input(MIXRT_DTYPE_BF16, {rows, cols}, {0, 0});
   const int a = b.Value(MIXRT_DTYPE_BF16, {rows, cols});
-  const int m = b.Value(MIXRT_DTYPE_BF16, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int m =
+      b.Value(MIXRT_DTYPE_BF16, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
   const int mean = b.Value(MIXRT_DTYPE_F32, {1, 1}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_ADD), {x, bias}, {a});
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {a, scale}, {m});
@@ -128,14 +130,16 @@ TEST(CpuFusedLoop, Bf16ChainWithBroadcastsRoundsEachResultLikeMemory) {
   double sum = 0;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      const float added = from_bf16(to_bf16(from_bf16(xv[r * cols + c]) + from_bf16(bv[c])));
+      const float added =
+          from_bf16(to_bf16(from_bf16(xv[r * cols + c]) + from_bf16(bv[c])));
       const float want = from_bf16(to_bf16(added * from_bf16(sv)));
       ASSERT_EQ(from_bf16(mv[r * cols + c]), want) << r << "," << c;
       sum += want;
     }
   }
   // Summed in another order than here: within f32's rounding of the mean.
-  EXPECT_NEAR(meanv, sum / (rows * cols), 1e-6 * std::fabs(sum / (rows * cols)) + 1e-7);
+  EXPECT_NEAR(meanv, sum / (rows * cols),
+              1e-6 * std::fabs(sum / (rows * cols)) + 1e-7);
 }
 
 // A loss's mean over rows longer than the reduce kernel's 2^16-element
@@ -148,9 +152,11 @@ TEST(CpuFusedLoop, WholeRowMeansOverManyPiecesMatchTheExactMean) {
   Builder b;
   const int x = b.Input(MIXRT_DTYPE_F32, {rows, cols});
   const int t = b.Input(MIXRT_DTYPE_F32, {rows, cols});
-  const int d = b.Value(MIXRT_DTYPE_F32, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int d =
+      b.Value(MIXRT_DTYPE_F32, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
   const int sq = b.Value(MIXRT_DTYPE_F32, {rows, cols});
-  const int mean = b.Value(MIXRT_DTYPE_F32, {rows, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int mean =
+      b.Value(MIXRT_DTYPE_F32, {rows, 1}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_SUB), {x, t}, {d});
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {d, d}, {sq});
   b.Node(MIXRT_OP_REDUCE, Reduce(MIXRT_REDUCE_MEAN, 2u), {sq}, {mean});
@@ -158,7 +164,8 @@ TEST(CpuFusedLoop, WholeRowMeansOverManyPiecesMatchTheExactMean) {
   ASSERT_EQ(groups, (std::vector<int>{0, 0, 0}));
   auto kernel = CompileFusedLoop(b.g, groups, 0);
   ASSERT_TRUE(kernel.ok()) << kernel.status();
-  const std::vector<float> xv = Floats(rows * cols, 5), tv = Floats(rows * cols, 6);
+  const std::vector<float> xv = Floats(rows * cols, 5),
+                           tv = Floats(rows * cols, 6);
   std::vector<float> dv(rows * cols), mv(rows, -1.0f);
   std::vector<void*> data(b.g.values.size(), nullptr);
   data[x] = const_cast<float*>(xv.data());
@@ -171,10 +178,12 @@ TEST(CpuFusedLoop, WholeRowMeansOverManyPiecesMatchTheExactMean) {
     for (int64_t c = 0; c < cols; ++c) {
       const float diff = xv[r * cols + c] - tv[r * cols + c];
       ASSERT_EQ(dv[r * cols + c], diff) << r << "," << c;
-      sum += static_cast<long double>(diff * diff);  // The f32 square, as the op rounds it.
+      sum += static_cast<long double>(
+          diff * diff);  // The f32 square, as the op rounds it.
     }
     const double exact = static_cast<double>(sum / cols);
-    // The double accumulation's error is far below f32's half ulp of the result.
+    // The double accumulation's error is far below f32's half ulp of the
+    // result.
     EXPECT_NEAR(mv[r], exact, std::ldexp(std::fabs(exact), -23)) << "row " << r;
   }
 }

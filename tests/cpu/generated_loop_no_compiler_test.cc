@@ -24,8 +24,9 @@ TEST(GeneratedLoop, WithoutACompilerTheInterpreterRuns) {
   auto k = CompileGeneratedLoop(c.b.g, groups, 0);
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_THAT((*k)->Description(),
-              ::testing::HasSubstr("(interpreted: no C++ compiler: '/nonexistent/c++ --version' "
-                                   "did not run (set CXX to one))"));
+              ::testing::HasSubstr(
+                  "(interpreted: no C++ compiler: '/nonexistent/c++ --version' "
+                  "did not run (set CXX to one))"));
   std::vector<uint16_t> x(150, 0x3f80), bias(50, 0x4000), r(150), r_want(150);
   uint16_t s = 0x3fc0;
   std::vector<float> mf(150), mf_want(150);
@@ -45,7 +46,9 @@ TEST(GeneratedLoop, WithoutACompilerTheInterpreterRuns) {
   EXPECT_EQ(GeneratedLoopRuns(), runs);
   auto interpreter = CompileFusedLoop(c.b.g, groups, 0);
   ASSERT_TRUE(interpreter.ok());
-  ASSERT_TRUE((*interpreter)->Run(data(r_want.data(), mf_want.data(), gt_want.data()), {}).ok());
+  ASSERT_TRUE((*interpreter)
+                  ->Run(data(r_want.data(), mf_want.data(), gt_want.data()), {})
+                  .ok());
   EXPECT_EQ(r, r_want);
   EXPECT_EQ(mf, mf_want);
   EXPECT_EQ(gt, gt_want);

@@ -46,8 +46,11 @@ struct Buffers {
     for (size_t v = 0; v < g.values.size(); ++v) {
       const sdk::FusionValue& val = g.values[v];
       int64_t extent = 1;  // Elements up to the last one the strides reach.
-      for (size_t d = 0; d < val.shape.size(); ++d) extent += (val.shape[d] - 1) * val.strides[d];
-      const int64_t size = val.dtype == MIXRT_DTYPE_F32 ? 4 : val.dtype == MIXRT_DTYPE_BOOL ? 1 : 2;
+      for (size_t d = 0; d < val.shape.size(); ++d)
+        extent += (val.shape[d] - 1) * val.strides[d];
+      const int64_t size = val.dtype == MIXRT_DTYPE_F32    ? 4
+                           : val.dtype == MIXRT_DTYPE_BOOL ? 1
+                                                           : 2;
       bytes.emplace_back(extent * size, 0);
       if ((val.flags & MIXRT_FUSION_VALUE_INPUT) == 0) continue;
       for (int64_t i = 0; i < extent; ++i) {
@@ -73,10 +76,13 @@ struct Buffers {
 
 // Equal bits, but any NaN for a NaN: which operand's NaN an instruction
 // passes on (its sign, its payload) is the compiler's choice.
-void ExpectSameValues(const sdk::FusionGraph& g, const Buffers& mine, const Buffers& want) {
+void ExpectSameValues(const sdk::FusionGraph& g, const Buffers& mine,
+                      const Buffers& want) {
   for (size_t v = 0; v < g.values.size(); ++v) {
     const MixrtDtype dtype = g.values[v].dtype;
-    const size_t size = dtype == MIXRT_DTYPE_F32 ? 4 : dtype == MIXRT_DTYPE_BOOL ? 1 : 2;
+    const size_t size = dtype == MIXRT_DTYPE_F32    ? 4
+                        : dtype == MIXRT_DTYPE_BOOL ? 1
+                                                    : 2;
     ASSERT_EQ(mine.bytes[v].size(), want.bytes[v].size());
     for (size_t i = 0; i < mine.bytes[v].size(); i += size) {
       auto as_float = [&](const std::vector<uint8_t>& b) {
@@ -93,7 +99,8 @@ void ExpectSameValues(const sdk::FusionGraph& g, const Buffers& mine, const Buff
       const float a = as_float(mine.bytes[v]), w = as_float(want.bytes[v]);
       if (a != a && w != w) continue;
       ASSERT_EQ(std::memcmp(&mine.bytes[v][i], &want.bytes[v][i], size), 0)
-          << "value " << v << " element " << i / size << ": " << a << " vs " << w;
+          << "value " << v << " element " << i / size << ": " << a << " vs "
+          << w;
     }
   }
 }
@@ -104,12 +111,14 @@ void UseSyncBuildsIn(const std::string& dir) {
 }
 
 // Runs group 0 of `b` generated and interpreted; expects equal bytes.
-void ExpectGeneratedMatchesInterpreter(const Builder& b, const std::vector<int>& groups,
-                                       const std::function<void(Buffers&)>& fill = nullptr) {
+void ExpectGeneratedMatchesInterpreter(
+    const Builder& b, const std::vector<int>& groups,
+    const std::function<void(Buffers&)>& fill = nullptr) {
   UseSyncBuildsIn(::testing::TempDir());
   auto generated = CompileGeneratedLoop(b.g, groups, 0);
   ASSERT_TRUE(generated.ok()) << generated.status();
-  EXPECT_THAT((*generated)->Description(), ::testing::EndsWith("(generated C++)"));
+  EXPECT_THAT((*generated)->Description(),
+              ::testing::EndsWith("(generated C++)"));
   auto interpreter = CompileFusedLoop(b.g, groups, 0);
   ASSERT_TRUE(interpreter.ok()) << interpreter.status();
   Buffers mine(b.g), want(b.g);
@@ -139,11 +148,16 @@ TEST(GeneratedLoop, ColumnReductionsMatchTheInterpreter) {
   const int s = b.Input(MIXRT_DTYPE_BF16, {3, 40, 300}, {0, 0, 1});
   const int gx = b.Value(MIXRT_DTYPE_BF16, {3, 40, 300});
   const int m = b.Value(MIXRT_DTYPE_BF16, {3, 40, 300});
-  const int scaled = b.Value(MIXRT_DTYPE_F32, {3, 40, 300}, MIXRT_FUSION_VALUE_OUTPUT);
-  const int sum = b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
-  const int mean = b.Value(MIXRT_DTYPE_BF16, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
-  const int max = b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
-  const int min = b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int scaled =
+      b.Value(MIXRT_DTYPE_F32, {3, 40, 300}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int sum =
+      b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int mean =
+      b.Value(MIXRT_DTYPE_BF16, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int max =
+      b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int min =
+      b.Value(MIXRT_DTYPE_F32, {3, 1, 300}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_UNARY_BACKWARD, Kind(MIXRT_UNARY_RELU), {g, x}, {gx});
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_MUL), {gx, s}, {m});
   b.NoAttrs(MIXRT_OP_COPY, {m}, {scaled});
@@ -165,7 +179,8 @@ TEST(GeneratedLoop, WholeRowReductionsMatchTheInterpreter) {
   const int df = b.Value(MIXRT_DTYPE_F32, {40, 50});
   const int sq = b.Value(MIXRT_DTYPE_F32, {40, 50});
   const int sum = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
-  const int mean = b.Value(MIXRT_DTYPE_BF16, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+  const int mean =
+      b.Value(MIXRT_DTYPE_BF16, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
   const int max = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
   const int min = b.Value(MIXRT_DTYPE_F32, {40, 1}, MIXRT_FUSION_VALUE_OUTPUT);
   b.Node(MIXRT_OP_BINARY, Kind(MIXRT_BINARY_SUB), {x, t}, {d});
@@ -191,7 +206,8 @@ std::function<void(Buffers&)> Cancelling(int v, int64_t row) {
       float* y = x + r * row;
       for (int64_t i = 0; i < row / 2; ++i) {
         const float m = 1.0f + static_cast<float>((i * 37) % 101) / 101.0f;
-        y[i] = std::ldexp(i % 3 == 0 ? -m : m, static_cast<int>((i * 13) % 41) + 20);
+        y[i] = std::ldexp(i % 3 == 0 ? -m : m,
+                          static_cast<int>((i * 13) % 41) + 20);
         y[row - 1 - i] = -y[i];
       }
       y[row / 2] = 0.75f;
@@ -203,11 +219,13 @@ TEST(GeneratedLoop, WholeRowSumsOverManyPiecesMatchTheInterpreter) {
   // Two rows of 150001: three pieces of 2^16 each, the last ragged, and a
   // ragged last chunk, added in the interpreter's order. Then the mean of
   // all of them, as a loss's, over a [2, 150001] view.
-  for (const auto& [kind, axes] : {std::pair{MIXRT_REDUCE_SUM, 2u}, {MIXRT_REDUCE_MEAN, 3u}}) {
+  for (const auto& [kind, axes] :
+       {std::pair{MIXRT_REDUCE_SUM, 2u}, {MIXRT_REDUCE_MEAN, 3u}}) {
     Builder b;
     const int x = b.Input(MIXRT_DTYPE_F32, {2, 150001});
     const int y = b.Value(MIXRT_DTYPE_F32, {2, 150001});
-    const int r = b.Value(MIXRT_DTYPE_F32, {axes == 3u ? 1 : 2, 1}, MIXRT_FUSION_VALUE_OUTPUT);
+    const int r = b.Value(MIXRT_DTYPE_F32, {axes == 3u ? 1 : 2, 1},
+                          MIXRT_FUSION_VALUE_OUTPUT);
     b.Node(MIXRT_OP_UNARY, Kind(MIXRT_UNARY_NEG), {x}, {y});
     b.Node(MIXRT_OP_REDUCE, Reduce(kind, axes), {y}, {r});
     ExpectGeneratedMatchesInterpreter(b, {0, 0}, Cancelling(x, 150001));
@@ -229,7 +247,10 @@ TEST(GeneratedLoop, ABrokenCachedObjectIsRebuilt) {
   std::ifstream built(path);
   std::string magic(4, '\0');
   built.read(magic.data(), 4);
-  EXPECT_EQ(magic, "\x7f" "ELF") << path << " was not rebuilt";
+  EXPECT_EQ(magic,
+            "\x7f"
+            "ELF")
+      << path << " was not rebuilt";
 }
 
 TEST(GeneratedLoop, TheBackgroundBuildTakesOver) {
@@ -239,15 +260,18 @@ TEST(GeneratedLoop, TheBackgroundBuildTakesOver) {
   const std::vector<int> groups = ClaimFusedLoops(c.b.g);
   auto k = CompileGeneratedLoop(c.b.g, groups, 0);
   ASSERT_TRUE(k.ok()) << k.status();
-  EXPECT_THAT((*k)->Description(), ::testing::HasSubstr("built in the background"));
+  EXPECT_THAT((*k)->Description(),
+              ::testing::HasSubstr("built in the background"));
   auto interpreter = CompileFusedLoop(c.b.g, groups, 0);
   ASSERT_TRUE(interpreter.ok());
   Buffers want(c.b.g);
   ASSERT_TRUE((*interpreter)->Run(want.data(), {}).ok());
   const int64_t runs = GeneratedLoopRuns();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (GeneratedLoopRuns() == runs) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the build never took over";
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "the build never took over";
     Buffers mine(c.b.g);
     ASSERT_TRUE((*k)->Run(mine.data(), {}).ok());
     ExpectSameValues(c.b.g, mine, want);
@@ -260,7 +284,9 @@ TEST(GeneratedLoop, AnUnknownModeIsAnError) {
   testing::PointwiseChain c(2, 3);
   auto k = CompileGeneratedLoop(c.b.g, ClaimFusedLoops(c.b.g), 0);
   ASSERT_FALSE(k.ok());
-  EXPECT_THAT(k.status().message(), ::testing::HasSubstr("expected sync (the default), async or off"));
+  EXPECT_THAT(
+      k.status().message(),
+      ::testing::HasSubstr("expected sync (the default), async or off"));
   unsetenv("MIXRT_CPU_CODEGEN");
 }
 

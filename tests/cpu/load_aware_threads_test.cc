@@ -1,3 +1,5 @@
+#include "backends/cpu/capability/load_aware_threads.h"
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -5,7 +7,6 @@
 #include <cstdlib>
 #include <thread>
 
-#include "backends/cpu/capability/load_aware_threads.h"
 #include "gtest/gtest.h"
 #include "tools/bench/busy_loops.h"
 

@@ -15,8 +15,7 @@
 namespace mixrt::cpu {
 namespace {
 
-void ExpectSdkUnits(uint64_t seed, uint64_t offset, uint64_t first,
-                    int64_t n) {
+void ExpectSdkUnits(uint64_t seed, uint64_t offset, uint64_t first, int64_t n) {
   std::vector<float> units(n);
   PhiloxUnitsRow(seed, offset, first, n, units.data());
   for (int64_t i = 0; i < n; ++i) {
@@ -55,7 +54,8 @@ TEST(PhiloxRows, DropoutFactorsAreTheSdkAttentionRow) {
   call.queries = 3;
   call.keys = 1001;
   const double unit = sdk::PhiloxUniform(attrs.seed, attrs.offset, 0, 0, 1);
-  for (double p : {0.1, 1.0 / 3.0, 0.25, 0.7, 0.0, unit, unit + std::ldexp(1.0, -30)}) {
+  for (double p :
+       {0.1, 1.0 / 3.0, 0.25, 0.7, 0.0, unit, unit + std::ldexp(1.0, -30)}) {
     attrs.dropout_p = p;
     for (int64_t g : {0, 2}) {
       for (int64_t i : {0, 1}) {
@@ -63,10 +63,12 @@ TEST(PhiloxRows, DropoutFactorsAreTheSdkAttentionRow) {
           const int64_t n = call.keys - j0;
           std::vector<float> want(n), got(n);
           sdk::AttentionDropoutRow(call, g, i, j0, n, want.data());
-          DropoutFactorsRow(attrs.seed, attrs.offset,
-                            static_cast<uint64_t>((g * call.queries + i) * call.keys + j0),
-                            n, p, got.data());
-          ASSERT_EQ(got, want) << "p " << p << " g " << g << " i " << i << " j0 " << j0;
+          DropoutFactorsRow(
+              attrs.seed, attrs.offset,
+              static_cast<uint64_t>((g * call.queries + i) * call.keys + j0), n,
+              p, got.data());
+          ASSERT_EQ(got, want)
+              << "p " << p << " g " << g << " i " << i << " j0 " << j0;
         }
       }
     }

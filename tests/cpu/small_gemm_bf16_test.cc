@@ -2,8 +2,8 @@
 // here in double from the same bf16 values. Products of two bf16 are exact
 // in f32, so the error is f32 accumulation of k terms (within k + 2 f32
 // ulps of the sum of magnitudes) plus, for a bf16 c, one rounding to bf16
-// (half a bf16 ulp, at most 2^-8 relative). Every operand layout the plugin hands
-// over: a row-major (read in place at even k, packed at odd k) or
+// (half a bf16 ulp, at most 2^-8 relative). Every operand layout the plugin
+// hands over: a row-major (read in place at even k, packed at odd k) or
 // transposed (a weight gradient's dY^T), b row-major, transposed (a
 // Linear's weight) or strided; ragged sizes must give exactly the valid
 // products and write nothing past them. Skipped where the CPU has no
@@ -53,8 +53,9 @@ struct Case {
 void Check(const Case& t) {
   SCOPED_TRACE(::testing::Message()
                << "m " << t.m << " n " << t.n << " k " << t.k << " b layout "
-               << static_cast<int>(t.b_layout) << " a transposed " << t.a_transposed
-               << " c " << (t.c_dtype == MIXRT_DTYPE_F32 ? "f32" : "bf16") << " bias "
+               << static_cast<int>(t.b_layout) << " a transposed "
+               << t.a_transposed << " c "
+               << (t.c_dtype == MIXRT_DTYPE_F32 ? "f32" : "bf16") << " bias "
                << t.bias << " stride " << t.bias_stride << " beta " << t.beta
                << " relu " << t.relu);
   ASSERT_TRUE(SmallGemmBf16Applies(t.m, t.n, t.k));
@@ -101,7 +102,7 @@ void Check(const Case& t) {
   g.c_dtype = t.c_dtype;
   g.ldc = ldc;
   const bool bias_f = t.bias_dtype == MIXRT_DTYPE_F32;
-  g.bias = !t.bias ? nullptr
+  g.bias = !t.bias  ? nullptr
            : bias_f ? static_cast<const void*>(bias_f32.data())
                     : static_cast<const void*>(bias_bf16.data());
   g.bias_dtype = t.bias_dtype;
@@ -127,7 +128,8 @@ void Check(const Case& t) {
       }
       if (t.bias) {
         const int64_t s = j * t.bias_stride;
-        const double v = bias_f ? static_cast<double>(bias_f32[s]) : Value(bias_bf16[s]);
+        const double v =
+            bias_f ? static_cast<double>(bias_f32[s]) : Value(bias_bf16[s]);
         want += v;
         magnitudes += std::fabs(v);
       }
@@ -136,7 +138,8 @@ void Check(const Case& t) {
         want += t.beta * c_before(at);
         magnitudes += std::fabs(t.beta * c_before(at));
       }
-      double tolerance = magnitudes * static_cast<double>(t.k + 2) * std::ldexp(1.0, -24);
+      double tolerance =
+          magnitudes * static_cast<double>(t.k + 2) * std::ldexp(1.0, -24);
       if (!f32) tolerance += std::fabs(want) * std::ldexp(1.0, -8);
       ASSERT_NEAR(got, want, tolerance) << "c[" << i << ", " << j << "]";
     }
@@ -144,9 +147,11 @@ void Check(const Case& t) {
 }
 
 TEST(SmallGemmBf16, ProductsMatchDoubleOnRaggedShapesAndEveryLayout) {
-  if (!SmallGemmBf16Applies(1, 1, 1)) GTEST_SKIP() << "no avx512_bf16 on this machine";
+  if (!SmallGemmBf16Applies(1, 1, 1))
+    GTEST_SKIP() << "no avx512_bf16 on this machine";
   constexpr MixrtDtype kF32 = MIXRT_DTYPE_F32, kBf16 = MIXRT_DTYPE_BF16;
-  for (BLayout layout : {BLayout::kRowMajor, BLayout::kTransposed, BLayout::kStrided}) {
+  for (BLayout layout :
+       {BLayout::kRowMajor, BLayout::kTransposed, BLayout::kStrided}) {
     for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
              {32, 64, 64},  // The small MLP's layers.
              {32, 10, 64},
@@ -160,30 +165,38 @@ TEST(SmallGemmBf16, ProductsMatchDoubleOnRaggedShapesAndEveryLayout) {
       for (bool a_transposed : {false, true}) {
         for (MixrtDtype c : {kF32, kBf16}) {
           Check({m, n, k, layout, a_transposed, c, false, kF32, 1, 0});
-          Check({m, n, k, layout, a_transposed, c, true, kBf16, 1, 0, /*relu=*/true});
+          Check({m, n, k, layout, a_transposed, c, true, kBf16, 1, 0,
+                 /*relu=*/true});
         }
       }
-      Check({m, n, k, layout, false, kBf16, true, kF32, 0, 0});  // One broadcast value.
+      Check({m, n, k, layout, false, kBf16, true, kF32, 0,
+             0});  // One broadcast value.
       Check({m, n, k, layout, true, kF32, true, kF32, 1, 1.5f});
       Check({m, n, k, layout, false, kBf16, false, kF32, 1, 1.0f});
-      Check({m, n, k, layout, false, kBf16, true, kBf16, 1, 0.5f, /*relu=*/true});
+      Check(
+          {m, n, k, layout, false, kBf16, true, kBf16, 1, 0.5f, /*relu=*/true});
     }
   }
 }
 
 TEST(SmallGemmBf16, NonFiniteValuesPropagateAndReluKeepsNaN) {
-  if (!SmallGemmBf16Applies(1, 1, 1)) GTEST_SKIP() << "no avx512_bf16 on this machine";
+  if (!SmallGemmBf16Applies(1, 1, 1))
+    GTEST_SKIP() << "no avx512_bf16 on this machine";
   // An overflowed activation must reach the GradScaler's check: inf times a
   // weight stays inf, inf - inf gives NaN, NaN stays NaN, through a bf16 c
   // and through the relu epilogue.
-  const uint16_t inf = sdk::F32ToBF16Bits(std::numeric_limits<float>::infinity());
-  const uint16_t ninf = sdk::F32ToBF16Bits(-std::numeric_limits<float>::infinity());
-  const uint16_t nan = sdk::F32ToBF16Bits(std::numeric_limits<float>::quiet_NaN());
+  const uint16_t inf =
+      sdk::F32ToBF16Bits(std::numeric_limits<float>::infinity());
+  const uint16_t ninf =
+      sdk::F32ToBF16Bits(-std::numeric_limits<float>::infinity());
+  const uint16_t nan =
+      sdk::F32ToBF16Bits(std::numeric_limits<float>::quiet_NaN());
   const uint16_t one = sdk::F32ToBF16Bits(1.0f), zero = 0;
   const uint16_t minus2 = sdk::F32ToBF16Bits(-2.0f);
   const int64_t m = 4, n = 20, k = 2;
   // Rows of a: (inf, 1), (inf, -inf), (NaN, 0), (-2, 0).
-  const std::vector<uint16_t> a = {inf, one, inf, ninf, nan, zero, minus2, zero};
+  const std::vector<uint16_t> a = {inf, one,  inf,    ninf,
+                                   nan, zero, minus2, zero};
   std::vector<uint16_t> b(k * n, one);
   for (bool relu : {false, true}) {
     for (MixrtDtype c_dtype : {MIXRT_DTYPE_F32, MIXRT_DTYPE_BF16}) {
@@ -207,8 +220,7 @@ TEST(SmallGemmBf16, NonFiniteValuesPropagateAndReluKeepsNaN) {
       g.relu = relu;
       RunSmallGemmBf16(g);
       const auto at = [&](int64_t i) {
-        return c_dtype == MIXRT_DTYPE_F32 ? c32[i]
-                                          : sdk::BF16BitsToF32(c16[i]);
+        return c_dtype == MIXRT_DTYPE_F32 ? c32[i] : sdk::BF16BitsToF32(c16[i]);
       };
       for (int64_t j = 0; j < n; ++j) {
         EXPECT_EQ(at(j), std::numeric_limits<float>::infinity()) << j;
@@ -222,7 +234,8 @@ TEST(SmallGemmBf16, NonFiniteValuesPropagateAndReluKeepsNaN) {
 }
 
 TEST(SmallGemmBf16, AppliesOnlyToSmallNonEmptyProducts) {
-  if (!SmallGemmBf16Applies(1, 1, 1)) GTEST_SKIP() << "no avx512_bf16 on this machine";
+  if (!SmallGemmBf16Applies(1, 1, 1))
+    GTEST_SKIP() << "no avx512_bf16 on this machine";
   EXPECT_TRUE(SmallGemmBf16Applies(64, 64, 64));
   EXPECT_FALSE(SmallGemmBf16Applies(64, 64, 65));
   EXPECT_FALSE(SmallGemmBf16Applies(0, 64, 64));

@@ -7,8 +7,6 @@
 // there; the conformance suite covers both).
 #include "backends/cpu/gemm/small_gemm.h"
 
-#include "backends/cpu/capability/cpu_info.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -16,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/capability/cpu_info.h"
 #include "gtest/gtest.h"
 #include "tests/testing/uniform_floats.h"
 
@@ -173,7 +172,7 @@ TEST(SmallGemm, NonFiniteValuesPropagate) {
   std::vector<float> c(m * n, 7.0f);
   RunSmallGemm(RowMajor(m, n, k, a.data(), b.data(), c.data()));
   for (int64_t j = 0; j < n; ++j) {
-    EXPECT_EQ(c[j], inf) << j;  // Column 5: inf + 1 x 0.
+    EXPECT_EQ(c[j], inf) << j;               // Column 5: inf + 1 x 0.
     EXPECT_TRUE(std::isnan(c[n + j])) << j;  // inf - inf; inf + NaN at 5.
     EXPECT_TRUE(std::isnan(c[2 * n + j])) << j;
   }

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "backends/cpu/capability/cpu_info.h"
-
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
 
@@ -65,7 +64,8 @@ TEST(SoftmaxRows, ExponentialsAndSumsMatchDouble) {
       const std::vector<float> x = Scores(n);
       std::vector<float> f32(n);
       std::vector<uint16_t> bf16(n);
-      const float sum_f32 = k->exp_row_f32(x.data(), n, shift, mult, f32.data());
+      const float sum_f32 =
+          k->exp_row_f32(x.data(), n, shift, mult, f32.data());
       const float sum_bf16 =
           k->exp_row_bf16(x.data(), n, shift, mult, bf16.data());
       double want_sum = 0;
@@ -104,11 +104,13 @@ TEST(SoftmaxRows, NaNScoresReachTheSumAndTheF32Weights) {
   for (const SoftmaxRowKernels* k : Implementations()) {
     std::vector<float> x = Scores(40), out(40);
     x[21] = NAN;
-    EXPECT_TRUE(std::isnan(k->exp_row_f32(x.data(), 40, 0.0f, 1.0f, out.data())))
+    EXPECT_TRUE(
+        std::isnan(k->exp_row_f32(x.data(), 40, 0.0f, 1.0f, out.data())))
         << k->isa;
     EXPECT_TRUE(std::isnan(out[21])) << k->isa;
     std::vector<uint16_t> low(40);
-    EXPECT_TRUE(std::isnan(k->exp_row_bf16(x.data(), 40, 0.0f, 1.0f, low.data())))
+    EXPECT_TRUE(
+        std::isnan(k->exp_row_bf16(x.data(), 40, 0.0f, 1.0f, low.data())))
         << k->isa;
   }
 }

@@ -33,8 +33,8 @@ absl::Status Main(const std::string& mode, const std::string& dir) {
   Generator data_gen(11);
   MIXRT_ASSIGN_OR_RETURN(
       Tensor data, randn({kDataset, 8}, DType::kF32, device, 0, 1, &data_gen));
-  MIXRT_ASSIGN_OR_RETURN(
-      Tensor labels, randn({kDataset, 3}, DType::kF32, device, 0, 1, &data_gen));
+  MIXRT_ASSIGN_OR_RETURN(Tensor labels, randn({kDataset, 3}, DType::kF32,
+                                              device, 0, 1, &data_gen));
   MIXRT_ASSIGN_OR_RETURN(std::vector<float> xs, data.to_float_vector());
   MIXRT_ASSIGN_OR_RETURN(std::vector<float> ys, labels.to_float_vector());
   Generator init(1);
@@ -44,17 +44,17 @@ absl::Status Main(const std::string& mode, const std::string& dir) {
   MIXRT_ASSIGN_OR_RETURN(auto opt,
                          AdamW::Create(model->parameters(), {.lr = 1e-2}));
   const int world = group->world_size();
-  MIXRT_ASSIGN_OR_RETURN(
-      auto sampler, distributed::DistributedSampler::Create(
-                        kDataset, world, group->rank(), {.seed = 3}));
+  MIXRT_ASSIGN_OR_RETURN(auto sampler,
+                         distributed::DistributedSampler::Create(
+                             kDataset, world, group->rank(), {.seed = 3}));
   const int64_t per_rank = kGlobalBatch / world;
 
   int first = 0;
   TrainingState state{model.get(), opt.get(), nullptr, nullptr, 0};
   if (mode == "resume") {
     MIXRT_ASSIGN_OR_RETURN(
-        int saved_world, distributed::LoadDistributedCheckpoint(
-                             *group, dir + "/ckpt", state));
+        int saved_world,
+        distributed::LoadDistributedCheckpoint(*group, dir + "/ckpt", state));
     first = static_cast<int>(state.step);
     std::printf("rank %d: resumed at step %d of a %d-rank run on %d ranks\n",
                 group->rank(), first, saved_world, world);
@@ -62,8 +62,8 @@ absl::Status Main(const std::string& mode, const std::string& dir) {
   for (int step = first; step < kSteps; ++step) {
     if (mode == "save" && step == kSaveAt) {
       state.step = step;
-      MIXRT_RETURN_IF_ERROR(distributed::SaveDistributedCheckpoint(
-          *group, dir + "/ckpt", state));
+      MIXRT_RETURN_IF_ERROR(
+          distributed::SaveDistributedCheckpoint(*group, dir + "/ckpt", state));
     }
     const int64_t per_epoch = kDataset / kGlobalBatch;
     sampler.set_epoch(step / per_epoch);
@@ -100,8 +100,8 @@ absl::Status Main(const std::string& mode, const std::string& dir) {
     MIXRT_ASSIGN_OR_RETURN(std::vector<float> b,
                            expected->parameters()[i].to_float_vector());
     for (size_t k = 0; k < a.size(); ++k) {
-      worst = std::max(worst, std::abs(double{a[k]} - b[k]) /
-                                  (1 + std::abs(double{b[k]})));
+      worst = std::max(
+          worst, std::abs(double{a[k]} - b[k]) / (1 + std::abs(double{b[k]})));
     }
   }
   std::printf("rank %d: max relative difference to the uninterrupted run: %g\n",

@@ -18,8 +18,8 @@ using testing::Group;
 
 std::vector<float> Reduced(std::vector<float> values, DType dtype,
                            ReduceOp op) {
-  Tensor t = *from_floats(values, {static_cast<int64_t>(values.size())},
-                          dtype, CpuDevice());
+  Tensor t = *from_floats(values, {static_cast<int64_t>(values.size())}, dtype,
+                          CpuDevice());
   auto work = Group()->AllReduce(t, op);
   EXPECT_TRUE(work.ok()) << work.status();
   EXPECT_TRUE(work->Wait().ok());
@@ -106,8 +106,8 @@ TEST(CollectivesTest, NonFiniteValuesSurviveEveryReduction) {
 
 TEST(CollectivesTest, BroadcastAllGatherAndBarrier) {
   const int rank = Group()->rank();
-  Tensor t = *from_ints({rank * 10 + 1, rank * 10 + 2}, {2}, DType::kI32,
-                        CpuDevice());
+  Tensor t =
+      *from_ints({rank * 10 + 1, rank * 10 + 2}, {2}, DType::kI32, CpuDevice());
   const uint64_t version = t.storage()->version();
   auto bcast = Group()->Broadcast(t, 1);
   ASSERT_TRUE(bcast.ok());
@@ -135,8 +135,11 @@ TEST(CollectivesTest, BadArgumentsAreRefusedBeforeAnyRankWaits) {
             std::string::npos);
   Tensor t = *zeros({4}, DType::kF32, CpuDevice());
   Tensor strided = *t.slice(0, 0, 4, 2);
-  EXPECT_NE(Group()->AllReduce(strided, ReduceOp::kSum).status().message().find(
-                "contiguous"),
+  EXPECT_NE(Group()
+                ->AllReduce(strided, ReduceOp::kSum)
+                .status()
+                .message()
+                .find("contiguous"),
             std::string::npos);
   auto root = Group()->Broadcast(t, 5);
   EXPECT_NE(root.status().message().find("root 5 is not a rank"),
@@ -152,7 +155,8 @@ TEST(CollectivesTest, ManyCollectivesInFlightCompleteInIssueOrder) {
   std::vector<Tensor> tensors;
   std::vector<distributed::Work> works;
   for (int i = 0; i < 16; ++i) {
-    tensors.push_back(*full({1000 + i}, static_cast<double>(i + Group()->rank()),
+    tensors.push_back(*full({1000 + i},
+                            static_cast<double>(i + Group()->rank()),
                             DType::kF32, CpuDevice()));
     works.push_back(*Group()->AllReduce(tensors.back(), ReduceOp::kSum));
   }

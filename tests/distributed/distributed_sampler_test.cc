@@ -33,7 +33,8 @@ TEST(DistributedSamplerTest, UnevenEpochsArePaddedOrDropped) {
   // 10 over 4 ranks: 3 each, 2 indices repeated from the epoch's start.
   std::multiset<int64_t> padded;
   for (int rank = 0; rank < 4; ++rank) {
-    for (int64_t i : Shard(10, 4, rank, 0, {.shuffle = false})) padded.insert(i);
+    for (int64_t i : Shard(10, 4, rank, 0, {.shuffle = false}))
+      padded.insert(i);
   }
   EXPECT_EQ(padded.size(), 12u);
   EXPECT_EQ(padded.count(0), 2u);

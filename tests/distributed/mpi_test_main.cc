@@ -29,11 +29,12 @@ int main(int argc, char** argv) {
   int failed = RUN_ALL_TESTS();
   // Every rank returns the job's verdict; failing to exchange it fails.
   bool exchanged = false;
-  auto verdict = mixrt::from_floats({static_cast<float>(failed != 0)}, {1},
-                                    mixrt::DType::kF32,
-                                    mixrt::testing::CpuDevice());
+  auto verdict =
+      mixrt::from_floats({static_cast<float>(failed != 0)}, {1},
+                         mixrt::DType::kF32, mixrt::testing::CpuDevice());
   if (verdict.ok()) {
-    auto work = (*group)->AllReduce(*verdict, mixrt::distributed::ReduceOp::kMax);
+    auto work =
+        (*group)->AllReduce(*verdict, mixrt::distributed::ReduceOp::kMax);
     if (work.ok() && work->Wait().ok()) {
       auto value = verdict->item();
       if (value.ok()) {

@@ -107,11 +107,16 @@ Forward ReferenceForward(const Inputs& in) {
 
 const char* Name(Variant v) {
   switch (v) {
-    case Variant::kPlain: return "plain";
-    case Variant::kCausal: return "causal";
-    case Variant::kBoolMask: return "bool mask";
-    case Variant::kAdditiveMask: return "additive mask";
-    case Variant::kDropout: return "dropout";
+    case Variant::kPlain:
+      return "plain";
+    case Variant::kCausal:
+      return "causal";
+    case Variant::kBoolMask:
+      return "bool mask";
+    case Variant::kAdditiveMask:
+      return "additive mask";
+    case Variant::kDropout:
+      return "dropout";
   }
   return "";
 }
@@ -132,8 +137,8 @@ TEST(AttentionFunctors, ForwardMatchesTheReference) {
       // One rounding into the dtype after f32 sums of <= 29 terms; each out
       // is a weighted mean of v (|v| ~ 1), which cancellation can make
       // small: the scale 1 is v's magnitude.
-      ExpectNear(got.out.Values(), want.out.Values(), StoreTolerance(dtype),
-                 1, what + " out");
+      ExpectNear(got.out.Values(), want.out.Values(), StoreTolerance(dtype), 1,
+                 what + " out");
       ExpectNear(got.lse.Values(), want.lse.Values(), 1e-5, 1, what + " lse");
     }
   }
@@ -141,10 +146,11 @@ TEST(AttentionFunctors, ForwardMatchesTheReference) {
 
 TEST(AttentionFunctors, NaNAndInfInputsReachTheRowsTheDefinitionSays) {
   for (bool causal : {false, true}) {
-    Inputs in = Make(MIXRT_DTYPE_F32, causal ? Variant::kCausal : Variant::kPlain);
-    in.q.Set(5 * kE + 1, NAN);        // Row 5: every score NaN.
-    in.q.Set(9 * kE + 2, INFINITY);   // Row 9: scores +-inf or NaN.
-    in.k.Set(20 * kE + 3, -INFINITY); // Key 20: hidden from causal rows < 20.
+    Inputs in =
+        Make(MIXRT_DTYPE_F32, causal ? Variant::kCausal : Variant::kPlain);
+    in.q.Set(5 * kE + 1, NAN);         // Row 5: every score NaN.
+    in.q.Set(9 * kE + 2, INFINITY);    // Row 9: scores +-inf or NaN.
+    in.k.Set(20 * kE + 3, -INFINITY);  // Key 20: hidden from causal rows < 20.
     const Forward got = RunForward(in), want = ReferenceForward(in);
     ExpectNear(got.out.Values(), want.out.Values(), 1e-5, 1,
                causal ? "special causal out" : "special out");
@@ -159,9 +165,10 @@ TEST(AttentionFunctors, BackwardMatchesTheReference) {
     for (Variant v : kVariants) {
       const Inputs in = Make(dtype, v);
       const Forward fwd = ReferenceForward(in);
-      const HostTensor grad_out = HostTensor(dtype, {kG, kL, kEv}).FillRandom(5);
-      std::vector<const HostTensor*> inputs = {&grad_out, &in.q, &in.k, &in.v,
-                                               &fwd.out, &fwd.lse};
+      const HostTensor grad_out =
+          HostTensor(dtype, {kG, kL, kEv}).FillRandom(5);
+      std::vector<const HostTensor*> inputs = {&grad_out, &in.q,    &in.k,
+                                               &in.v,     &fwd.out, &fwd.lse};
       if (in.attrs.mask_kind != MIXRT_ATTENTION_MASK_NONE) {
         inputs.push_back(&in.mask);
       }
@@ -172,7 +179,8 @@ TEST(AttentionFunctors, BackwardMatchesTheReference) {
 
       HostTensor got_q(dtype, {kG, kL, kE}), got_k(dtype, {kG, kS, kE}),
           got_v(dtype, {kG, kS, kEv});
-      HostTensor d(MIXRT_DTYPE_F32, {kG, kL}), dq(MIXRT_DTYPE_F32, {kG, kL, kE}),
+      HostTensor d(MIXRT_DTYPE_F32, {kG, kL}),
+          dq(MIXRT_DTYPE_F32, {kG, kL, kE}),
           dkv(MIXRT_DTYPE_F32, {kG, kS, kE + kEv});
       const float* lse = static_cast<const float*>(fwd.lse.data());
       const gpu::AttentionProblem p = Problem(in);
@@ -186,10 +194,9 @@ TEST(AttentionFunctors, BackwardMatchesTheReference) {
                                   static_cast<float*>(dq.data())},
           kG * kL);
       RunElementwiseOnHost(
-          gpu::AttentionGradKVRows{p, grad_out.device(), lse,
-                                   static_cast<float*>(d.data()),
-                                   got_k.device(), got_v.device(),
-                                   static_cast<float*>(dkv.data())},
+          gpu::AttentionGradKVRows{
+              p, grad_out.device(), lse, static_cast<float*>(d.data()),
+              got_k.device(), got_v.device(), static_cast<float*>(dkv.data())},
           kG * kS);
       const std::string what = std::string(Name(v)) + " dtype " +
                                std::to_string(static_cast<int>(dtype));

@@ -25,7 +25,9 @@ TEST(CudaFusion, TheClaimedGroupCompilesToPtx) {
   auto ptx = cuda::CompileGeneratedLoop(c.b.g, groups, 0, "compute_90");
   if (absl::IsUnavailable(ptx.status())) GTEST_SKIP() << ptx.status();
   ASSERT_TRUE(ptx.ok()) << ptx.status();
-  EXPECT_NE(ptx->ptx.find(absl::StrCat(".entry ", ptx->name)), std::string::npos) << ptx->ptx;
+  EXPECT_NE(ptx->ptx.find(absl::StrCat(".entry ", ptx->name)),
+            std::string::npos)
+      << ptx->ptx;
   EXPECT_EQ(ptx->numel, 64 * 70);
   // Inputs x, bias, s; stored r, mf, gt (a and m stay in registers).
   EXPECT_EQ(ptx->values.size(), 6u);
@@ -40,7 +42,8 @@ TEST(CudaFusion, NvrtcErrorsCarryTheLogAndTheFileName) {
   auto bad = cuda::CompileToPtx("this is not CUDA", "broken.cu", "compute_90");
   if (absl::IsUnavailable(bad.status())) GTEST_SKIP() << bad.status();
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("broken.cu"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("broken.cu"), std::string::npos)
+      << bad.status();
 }
 
 }  // namespace

@@ -222,15 +222,14 @@ TEST(CheckpointSafety, OutOfRangeIntegerFieldsAreRefused) {
   // In the integers section, a negative or fractional value is refused.
   const Device d = testing::ReferenceDevice();
   for (const char* bad : {"-5", "1.5", "1e300", "\"7\""}) {
-    const std::string header =
-        absl::StrCat(R"({"version":2,"entries":[],"integers":{"step":)", bad,
-                     "}}");
+    const std::string header = absl::StrCat(
+        R"({"version":2,"entries":[],"integers":{"step":)", bad, "}}");
     absl::StatusOr<Checkpoint> c = ParseCheckpoint(Framed(header), "x", d);
     EXPECT_EQ(c.status().code(), absl::StatusCode::kDataLoss) << bad;
     EXPECT_THAT(c.status().message(), HasSubstr("integer 'step'")) << bad;
   }
-  absl::StatusOr<Checkpoint> future = ParseCheckpoint(
-      Framed(R"({"version":3,"entries":[]})"), "x", d);
+  absl::StatusOr<Checkpoint> future =
+      ParseCheckpoint(Framed(R"({"version":3,"entries":[]})"), "x", d);
   EXPECT_THAT(future.status().message(), HasSubstr("format version is 3"));
   absl::StatusOr<Checkpoint> null_scalar = ParseCheckpoint(
       Framed(R"({"version":1,"entries":[],"scalars":{"lr":null}})"), "x", d);
@@ -291,7 +290,8 @@ TEST(CheckpointSafety, StreamedAndInMemoryReadsAgree) {
   const std::string path = Tmp("streamed.ckpt");
   ASSERT_TRUE(SaveCheckpoint(path, c).ok());
   absl::StatusOr<Checkpoint> streamed = LoadCheckpoint(path, d);
-  absl::StatusOr<Checkpoint> in_memory = ParseCheckpoint(Contents(path), path, d);
+  absl::StatusOr<Checkpoint> in_memory =
+      ParseCheckpoint(Contents(path), path, d);
   ASSERT_TRUE(streamed.ok()) << streamed.status();
   ASSERT_TRUE(in_memory.ok()) << in_memory.status();
   EXPECT_EQ(*streamed->tensors.at("w").to_float_vector(), values);
@@ -331,11 +331,12 @@ TEST(CheckpointSafety, ASecondRunOnTheSamePathIsRefusedWithThePid) {
 TEST(CheckpointSafety, ABadPathIsFoundBeforeTrainingStarts) {
   const Device d = testing::ReferenceDevice();
   auto r = MakeRun(1);
-  Trainer t(r->model, std::move(r->optimizer),
-            [](const Tensor& out, const Tensor&) -> absl::StatusOr<Tensor> {
-              return out;
-            },
-            d, TrainerOptions{.use_amp = false});
+  Trainer t(
+      r->model, std::move(r->optimizer),
+      [](const Tensor& out, const Tensor&) -> absl::StatusOr<Tensor> {
+        return out;
+      },
+      d, TrainerOptions{.use_amp = false});
   absl::Status s = t.claim_checkpoint_path(Tmp("no/such/dir/run.ckpt"));
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(s.message(), HasSubstr("no/such/dir"));

@@ -152,7 +152,8 @@ TEST_F(AmpOptimizerTest, AdamWMatchesTheAlgorithm) {
 // One multi_tensor_sgd_step launch steps every parameter exactly as its
 // own sgd_step_ would: mixed shapes (an empty one included), an f16
 // gradient, momentum with nesterov, a scaled step and a skipped one.
-TEST_F(AmpOptimizerTest, MultiTensorSgdStepsEachParameterAsItsOwnStepBitForBit) {
+TEST_F(AmpOptimizerTest,
+       MultiTensorSgdStepsEachParameterAsItsOwnStepBitForBit) {
   const std::vector<std::vector<int64_t>> shapes = {{3}, {2, 2}, {0}, {5}};
   MixrtSgdAttrs a{};
   a.lr = 0.1;
@@ -170,27 +171,35 @@ TEST_F(AmpOptimizerTest, MultiTensorSgdStepsEachParameterAsItsOwnStepBitForBit) 
     }
     multi_p.push_back(MakeTensor(device_, v, shapes[t]));
     own_p.push_back(MakeTensor(device_, v, shapes[t]));
-    multi_buf.push_back(MakeTensor(device_, std::vector<float>(n, 0.0f), shapes[t]));
-    own_buf.push_back(MakeTensor(device_, std::vector<float>(n, 0.0f), shapes[t]));
-    grads.push_back(MakeTensor(device_, g, shapes[t], t == 1 ? DType::kF16 : DType::kF32));
+    multi_buf.push_back(
+        MakeTensor(device_, std::vector<float>(n, 0.0f), shapes[t]));
+    own_buf.push_back(
+        MakeTensor(device_, std::vector<float>(n, 0.0f), shapes[t]));
+    grads.push_back(
+        MakeTensor(device_, g, shapes[t], t == 1 ? DType::kF16 : DType::kF32));
   }
   for (int step = 0; step < 4; ++step) {
     a.first_step = step == 0;
     // Step 2 is scaled by 4 (so the gradients shrink), step 3 skipped.
     const StepScaling scaling =
         step < 2 ? StepScaling{} : StepScaling{Scalar(4), Scalar(step == 3)};
-    ASSERT_TRUE(multi_tensor_sgd_step_(multi_p, grads, multi_buf, a, scaling).ok());
+    ASSERT_TRUE(
+        multi_tensor_sgd_step_(multi_p, grads, multi_buf, a, scaling).ok());
     for (size_t t = 0; t < shapes.size(); ++t) {
       ASSERT_TRUE(sgd_step_(own_p[t], grads[t], own_buf[t], a, scaling).ok());
-      EXPECT_EQ(*multi_p[t].to_bytes(), *own_p[t].to_bytes()) << step << " " << t;
-      EXPECT_EQ(*multi_buf[t].to_bytes(), *own_buf[t].to_bytes()) << step << " " << t;
+      EXPECT_EQ(*multi_p[t].to_bytes(), *own_p[t].to_bytes())
+          << step << " " << t;
+      EXPECT_EQ(*multi_buf[t].to_bytes(), *own_buf[t].to_bytes())
+          << step << " " << t;
     }
   }
-  EXPECT_THAT(multi_tensor_sgd_step_(multi_p, {grads[0]}, multi_buf, a).message(),
-              HasSubstr("4 parameters need as many gradients and momentum buffers"));
+  EXPECT_THAT(
+      multi_tensor_sgd_step_(multi_p, {grads[0]}, multi_buf, a).message(),
+      HasSubstr("4 parameters need as many gradients and momentum buffers"));
   a.momentum = 0;
-  EXPECT_THAT(multi_tensor_sgd_step_({multi_p[0], MakeTensor(device_, {1}, {1}, DType::kF16)},
-                                     {grads[0], grads[0]}, {}, a)
+  EXPECT_THAT(multi_tensor_sgd_step_(
+                  {multi_p[0], MakeTensor(device_, {1}, {1}, DType::kF16)},
+                  {grads[0], grads[0]}, {}, a)
                   .message(),
               HasSubstr("parameters must be f32 master weights"));
 }

@@ -53,7 +53,8 @@ TEST(MultiheadAttention, MatchesItsDefinition) {
     for (int r = 0; r < t; ++r)
       for (int c = 0; c < 3 * e; ++c) {
         double acc = bias[c];
-        for (int i = 0; i < e; ++i) acc += xv[(bb * t + r) * e + i] * w[c * e + i];
+        for (int i = 0; i < e; ++i)
+          acc += xv[(bb * t + r) * e + i] * w[c * e + i];
         qkv[r][c] = acc;
       }
     std::vector<std::vector<double>> heads(t, std::vector<double>(e, 0));
@@ -78,7 +79,8 @@ TEST(MultiheadAttention, MatchesItsDefinition) {
     for (int r = 0; r < t; ++r)
       for (int c = 0; c < e; ++c) {
         double acc = p["out_proj.bias"][c];
-        for (int i = 0; i < e; ++i) acc += heads[r][i] * p["out_proj.weight"][c * e + i];
+        for (int i = 0; i < e; ++i)
+          acc += heads[r][i] * p["out_proj.weight"][c * e + i];
         want[(bb * t + r) * e + c] = acc;
       }
   }
@@ -88,9 +90,8 @@ TEST(MultiheadAttention, MatchesItsDefinition) {
 
 TEST(GPT, HasPyTorchNamesAndATiedOutputProjection) {
   const Device d = testing::ReferenceDevice();
-  auto gpt = GPT::Create({.vocab_size = 11, .context = 8, .width = 8,
-                          .heads = 2, .layers = 2},
-                         d);
+  auto gpt = GPT::Create(
+      {.vocab_size = 11, .context = 8, .width = 8, .heads = 2, .layers = 2}, d);
   ASSERT_TRUE(gpt.ok()) << gpt.status();
   const auto params = (*gpt)->named_parameters();
   std::map<std::string, Shape> shapes;
@@ -116,9 +117,9 @@ TEST(GPT, LearnsARepeatingSequence) {
   // 0 1 2 3 4 0 1 2 ...: after enough steps the next token is certain.
   const Device d = testing::ReferenceDevice();
   Generator gen(1);
-  auto gpt = GPT::Create({.vocab_size = 5, .context = 8, .width = 16,
-                          .heads = 2, .layers = 2},
-                         d, &gen);
+  auto gpt = GPT::Create(
+      {.vocab_size = 5, .context = 8, .width = 16, .heads = 2, .layers = 2}, d,
+      &gen);
   ASSERT_TRUE(gpt.ok()) << gpt.status();
   AdamW opt((*gpt)->parameters(), {.lr = 1e-2, .weight_decay = 0});
   std::vector<int64_t> in, target;

@@ -43,7 +43,9 @@ const MixrtPluginApi* Entry(const std::string& variant, uint32_t major,
 class AbiSkew : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(SetFallbackPolicy("off").ok()); }
-  void TearDown() override { ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok()); }
+  void TearDown() override {
+    ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok());
+  }
 
   Device Load(const std::string& variant) {
     auto backend = registry_.Load(Skew(variant));
@@ -64,7 +66,8 @@ TEST_F(AbiSkew, CurrentPluginAnswersPerOp) {
   EXPECT_TRUE(dev.backend()->has_fusion());
   // The weight-version notice, appended after them, is in the SDK's table.
   const MixrtPluginApi* api = dev.backend()->api();
-  ASSERT_TRUE(MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version));
+  ASSERT_TRUE(
+      MIXRT_STRUCT_HAS(api, MixrtPluginApi, fused_kernel_set_weight_version));
   EXPECT_NE(api->fused_kernel_set_weight_version, nullptr);
   OpSignature sub{MIXRT_OP_BINARY, MIXRT_BINARY_SUB, DType::kF32, DType::kF32};
   EXPECT_FALSE(dev.backend()->RunsOp(0, sub));
@@ -89,7 +92,8 @@ TEST_F(AbiSkew, OlderPluginOnNewerHost) {
   EXPECT_FALSE(dev.backend()->has_fusion());
   MixrtFusionGraph empty{};
   empty.struct_size = sizeof(empty);
-  EXPECT_TRUE(absl::IsUnimplemented(dev.backend()->ClaimFusion(0, empty).status()));
+  EXPECT_TRUE(
+      absl::IsUnimplemented(dev.backend()->ClaimFusion(0, empty).status()));
   auto x = full({3}, 1.5, DType::kF32, dev);
   ASSERT_TRUE(x.ok()) << x.status();
   auto sum = kernels::add(*x, *x);

@@ -46,8 +46,10 @@ TEST(PluginLoader, LoadsTheReferencePlugin) {
 // build decided are not read for the other; one file loaded twice keys
 // alike.
 TEST(PluginLoader, ARebuiltPluginKeysTheCompileCacheApart) {
-  const std::string original = testing::RunfilePath("plugins/reference/libmixrt_reference.so");
-  const std::string rebuilt = ::testing::TempDir() + "/libmixrt_reference_rebuilt.so";
+  const std::string original =
+      testing::RunfilePath("plugins/reference/libmixrt_reference.so");
+  const std::string rebuilt =
+      ::testing::TempDir() + "/libmixrt_reference_rebuilt.so";
   {
     std::ifstream in(original, std::ios::binary);
     std::ofstream out(rebuilt, std::ios::binary | std::ios::trunc);
@@ -61,9 +63,12 @@ TEST(PluginLoader, ARebuiltPluginKeysTheCompileCacheApart) {
   ASSERT_TRUE(first.ok() && again.ok() && other.ok());
   EXPECT_EQ((*other)->identity().name, (*first)->identity().name);
   EXPECT_EQ((*other)->identity().build_info, (*first)->identity().build_info);
-  EXPECT_THAT((*other)->identity().file_stamp, HasSubstr("modified 1000000000.0"));
-  EXPECT_EQ(BackendCacheKey((*again)->identity()), BackendCacheKey((*first)->identity()));
-  EXPECT_NE(BackendCacheKey((*other)->identity()), BackendCacheKey((*first)->identity()));
+  EXPECT_THAT((*other)->identity().file_stamp,
+              HasSubstr("modified 1000000000.0"));
+  EXPECT_EQ(BackendCacheKey((*again)->identity()),
+            BackendCacheKey((*first)->identity()));
+  EXPECT_NE(BackendCacheKey((*other)->identity()),
+            BackendCacheKey((*first)->identity()));
 }
 
 TEST(PluginLoader, LoadsAHealthyRawAbiPlugin) {
@@ -105,9 +110,9 @@ TEST(PluginLoader, RefusesAFileThatIsNotASharedObject) {
   auto backend =
       LoadPlugin(testing::RunfilePath("tests/fixtures/libmixrt_garbage.so"));
   ASSERT_FALSE(backend.ok());
-  EXPECT_THAT(backend.status().message(),
-              AllOf(HasSubstr("refused before loading"),
-                    HasSubstr("not an ELF file")));
+  EXPECT_THAT(
+      backend.status().message(),
+      AllOf(HasSubstr("refused before loading"), HasSubstr("not an ELF file")));
 }
 
 TEST(PluginLoader, ReportsAMissingFile) {

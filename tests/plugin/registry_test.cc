@@ -39,8 +39,9 @@ TEST(Registry, RefusesASecondBackendWithTheSameName) {
 
 TEST(Registry, SkipsBrokenPluginsAndKeepsTheirReasons) {
   Registry registry;
-  registry.LoadAll({testing::FixturePath("wrong_major"), testing::FixturePath("init_fails"),
-                    testing::FixturePath("no_device"), testing::ReferencePluginPath()});
+  registry.LoadAll(
+      {testing::FixturePath("wrong_major"), testing::FixturePath("init_fails"),
+       testing::FixturePath("no_device"), testing::ReferencePluginPath()});
   const std::vector<PluginReport> reports = registry.Reports();
   int usable = 0;
   for (const PluginReport& r : reports) {
@@ -59,7 +60,8 @@ TEST(Registry, SkipsBrokenPluginsAndKeepsTheirReasons) {
 
 TEST(Registry, SelectsByNameAndExplainsAMissingName) {
   Registry registry;
-  registry.LoadAll({testing::ReferencePluginPath(), testing::FixturePath("ok"), testing::FixturePath("no_device")});
+  registry.LoadAll({testing::ReferencePluginPath(), testing::FixturePath("ok"),
+                    testing::FixturePath("no_device")});
   auto by_name = registry.SelectDevice("fixture_ok");
   ASSERT_TRUE(by_name.ok()) << by_name.status();
   EXPECT_EQ(by_name->backend()->name(), "fixture_ok");
@@ -77,7 +79,8 @@ TEST(Registry, SelectsByNameAndExplainsAMissingName) {
 
 TEST(Registry, SelectsFromTheEnvironmentVariable) {
   Registry registry;
-  registry.LoadAll({testing::ReferencePluginPath(), testing::FixturePath("ok")});
+  registry.LoadAll(
+      {testing::ReferencePluginPath(), testing::FixturePath("ok")});
   ASSERT_EQ(setenv(kBackendEnv, "fixture_ok", 1), 0);
   auto device = registry.SelectDevice();
   unsetenv(kBackendEnv);
@@ -135,7 +138,8 @@ TEST(Registry, WorldWritableDirectoriesAreNotSearched) {
 
 TEST(Registry, BestScoreWinsWhenNothingIsNamed) {
   Registry registry;
-  registry.LoadAll({testing::FixturePath("ok"), testing::ReferencePluginPath()});
+  registry.LoadAll(
+      {testing::FixturePath("ok"), testing::ReferencePluginPath()});
   // Both score 1: the first loaded stays first (stable order).
   auto device = registry.SelectDevice();
   ASSERT_TRUE(device.ok());

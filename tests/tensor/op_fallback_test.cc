@@ -38,7 +38,9 @@ class OpFallback : public ::testing::Test {
     ASSERT_TRUE(SetFallbackPolicy("auto").ok());
     ASSERT_FALSE(device_->has_flag(MIXRT_DEVICE_FLAG_HOST_MEMORY));
   }
-  void TearDown() override { ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok()); }
+  void TearDown() override {
+    ASSERT_TRUE(SetFallbackPolicy(std::nullopt).ok());
+  }
 
   static Device* device_;
 };
@@ -69,8 +71,8 @@ TEST_F(OpFallback, StridedAndBroadcastOperandsAreCopiedAcrossAndBack) {
 TEST_F(OpFallback, InPlaceOutputsComeBackIntoTheirViews) {
   // The parameter is a slice of a larger storage: only its span travels and
   // the rest of the storage is left as it was.
-  auto storage = from_floats({1, 2, 3, 4, 5, 6, 7, 8}, {8}, DType::kF32,
-                             *device_);
+  auto storage =
+      from_floats({1, 2, 3, 4, 5, 6, 7, 8}, {8}, DType::kF32, *device_);
   ASSERT_TRUE(storage.ok());
   auto param = storage->slice(0, 2, 6);
   ASSERT_TRUE(param.ok());

@@ -68,8 +68,8 @@ TEST(Trainer, ACompiledModelTrainsLikeTheEagerOne) {
   auto y = from_ints({0, 1, 2, 0, 1, 2}, {6}, DType::kI64, d);
   std::vector<double> losses[2];
   for (int compiled = 0; compiled < 2; ++compiled) {
-    TrainerOptions o{.amp_dtype = DType::kBF16, .force_amp = true,
-                     .use_scaler = true};
+    TrainerOptions o{
+        .amp_dtype = DType::kBF16, .force_amp = true, .use_scaler = true};
     if (compiled) o.compile = CompileOptions{.mode = "reduce-overhead"};
     auto t = MakeTrainer(d, o);
     for (int step = 0; step < 4; ++step) {

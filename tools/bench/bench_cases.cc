@@ -56,10 +56,10 @@ absl::StatusOr<Model> MakeModel(const SuiteCase& c, const Device& device) {
     const int64_t layers = c.param("layers");
     std::vector<int64_t> sizes(layers + 1, width);
     MIXRT_ASSIGN_OR_RETURN(m.net, nn::MLP(sizes, device, &init));
-    MIXRT_ASSIGN_OR_RETURN(m.x, randn({batch, width}, DType::kF32, device, 0, 1,
-                                      &init));
-    MIXRT_ASSIGN_OR_RETURN(m.target, randn({batch, width}, DType::kF32, device,
-                                           0, 1, &init));
+    MIXRT_ASSIGN_OR_RETURN(
+        m.x, randn({batch, width}, DType::kF32, device, 0, 1, &init));
+    MIXRT_ASSIGN_OR_RETURN(
+        m.target, randn({batch, width}, DType::kF32, device, 0, 1, &init));
     m.flops_forward = 2.0 * batch * width * width * layers;
     return m;
   }
@@ -74,10 +74,10 @@ absl::StatusOr<Model> MakeModel(const SuiteCase& c, const Device& device) {
   options.causal = true;
   MIXRT_ASSIGN_OR_RETURN(m.net,
                          nn::TransformerBlock::Create(options, device, &init));
-  MIXRT_ASSIGN_OR_RETURN(m.x, randn({batch, seq, width}, DType::kF32, device,
-                                    0, 1, &init));
-  MIXRT_ASSIGN_OR_RETURN(m.target, randn({batch, seq, width}, DType::kF32,
-                                         device, 0, 1, &init));
+  MIXRT_ASSIGN_OR_RETURN(
+      m.x, randn({batch, seq, width}, DType::kF32, device, 0, 1, &init));
+  MIXRT_ASSIGN_OR_RETURN(
+      m.target, randn({batch, seq, width}, DType::kF32, device, 0, 1, &init));
   // Projections (4 w^2) and the MLP (2 * 4 w^2) per token, and the causal
   // attention's two products (half of 2 * 2 * seq * w per token).
   const double tokens = static_cast<double>(batch) * seq;
@@ -195,8 +195,8 @@ absl::StatusOr<OpCase> MakeOpCase(const SuiteCase& c, const Device& device,
                   w = c.param("w"), o = c.param("o"), kk = c.param("kernel"),
                   stride = c.param("stride"), pad = c.param("padding");
     if (stride == 0 || h + 2 * pad < kk || w + 2 * pad < kk) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          c.where, ": the kernel does not fit the padded image"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(c.where, ": the kernel does not fit the padded image"));
     }
     MIXRT_RETURN_IF_ERROR(input({n, ch, h, w}));
     MIXRT_RETURN_IF_ERROR(input({o, ch, kk, kk}));
@@ -213,7 +213,8 @@ absl::StatusOr<OpCase> MakeOpCase(const SuiteCase& c, const Device& device,
   } else if (c.kind == "sdpa") {
     const int64_t b = c.param("batch"), heads = c.param("heads"),
                   seq = c.param("seq"), e = c.param("head_dim");
-    for (int i = 0; i < 3; ++i) MIXRT_RETURN_IF_ERROR(input({b, heads, seq, e}));
+    for (int i = 0; i < 3; ++i)
+      MIXRT_RETURN_IF_ERROR(input({b, heads, seq, e}));
     const bool causal = c.param("causal") != 0;
     oc.op = [causal](const std::vector<Tensor>& in) {
       AttentionOptions options;

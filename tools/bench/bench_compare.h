@@ -17,13 +17,13 @@ namespace mixrt::bench {
 struct CompareCell {
   bool present = false;
   double median_ms = 0;
-  double speedup = 0;  // baseline median / this median: > 1 is faster.
-  double p_value = 1;  // Mann-Whitney U against the baseline's samples.
+  double speedup = 0;        // baseline median / this median: > 1 is faster.
+  double p_value = 1;        // Mann-Whitney U against the baseline's samples.
   bool significant = false;  // p < alpha.
 };
 
 struct CompareRow {
-  std::string key;  // "case backend precision mode".
+  std::string key;                 // "case backend precision mode".
   std::vector<CompareCell> cells;  // One per run; cells[0] is the baseline.
 };
 

@@ -63,8 +63,8 @@ std::string GitCommit() {
   char buffer[64] = {0};
   const bool read = fgets(buffer, sizeof(buffer), pipe) != nullptr;
   pclose(pipe);
-  std::string commit = read ? std::string(absl::StripAsciiWhitespace(buffer))
-                            : "";
+  std::string commit =
+      read ? std::string(absl::StripAsciiWhitespace(buffer)) : "";
   return commit.size() == 40 ? commit : "unknown";
 }
 

@@ -17,8 +17,7 @@ nlohmann::json ResultJson(const CaseResult& r);
 // and peers' results (an array, possibly empty).
 nlohmann::json RunJson(const std::vector<CaseResult>& results,
                        const nlohmann::json& machine,
-                       const std::string& command,
-                       const nlohmann::json& peers);
+                       const std::string& command, const nlohmann::json& peers);
 
 // One row per result: median time, its 95% CI, GFLOP/s, speed over the same
 // case in f32, peak memory, and the status with its reason. Peers' results

@@ -114,8 +114,9 @@ uint32_t VariantCount(MixrtOp op) {
 
 // The op variants device 0 of `backend` runs in `dtype`, and how many
 // there are.
-std::vector<std::string> OpsRun(const Backend& backend, const DeviceInfo& device,
-                                DType dtype, int* total) {
+std::vector<std::string> OpsRun(const Backend& backend,
+                                const DeviceInfo& device, DType dtype,
+                                int* total) {
   std::vector<std::string> runs;
   *total = 0;
   for (int op = 0; op < MIXRT_OP_COUNT; ++op) {
@@ -239,10 +240,10 @@ std::string InfoText(const Registry& registry) {
       policy == "auto"
           ? "auto (an op a device does not run goes to the best host backend "
             "that runs it; MIXRT_FALLBACK=0 turns this off)"
-          : policy == "off" ? "off (MIXRT_FALLBACK): an op a device does not "
-                              "run fails, naming it"
-                            : absl::StrCat("to backend '", policy,
-                                           "' (MIXRT_FALLBACK)"),
+      : policy == "off"
+          ? "off (MIXRT_FALLBACK): an op a device does not "
+            "run fails, naming it"
+          : absl::StrCat("to backend '", policy, "' (MIXRT_FALLBACK)"),
       "\n");
   absl::StatusOr<Device> selected = registry.SelectDevice();
   absl::StrAppend(&out, "\nselected: ",

@@ -1,9 +1,9 @@
 #include "backends/cpu/capability/cpu_capability.h"
 
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
 #include "backends/cpu/kernels/dense_call.h"
 
 namespace mixrt::cpu {

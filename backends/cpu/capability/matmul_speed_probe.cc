@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
 #include "common/atomic_write.h"
 #include "common/cache_dir.h"
 #include "common/regular_file_read.h"

@@ -15,14 +15,15 @@ namespace mixrt::cpu {
 // Per node, its group (`first`, first + 1, ...) or -1. `match(i, claimed)`
 // returns the nodes of the group node i starts, or none.
 template <typename Match>
-std::vector<int> ClaimInOrder(size_t nodes, absl::Span<const int> taken, int first,
-                              Match match) {
+std::vector<int> ClaimInOrder(size_t nodes, absl::Span<const int> taken,
+                              int first, Match match) {
   std::vector<int> group(nodes, -1);
   std::vector<int> claimed(taken.begin(), taken.end());
   claimed.resize(nodes, -1);
   int next = first;
   for (size_t i = 0; i < nodes; ++i) {
-    const std::vector<int> members = match(static_cast<int>(i), absl::Span<const int>(claimed));
+    const std::vector<int> members =
+        match(static_cast<int>(i), absl::Span<const int>(claimed));
     if (members.empty()) continue;
     for (int k : members) group[k] = claimed[k] = next;
     ++next;

@@ -77,13 +77,14 @@ std::optional<ChainStep> EltwiseFor(uint32_t kind, float alpha, float beta) {
     default:
       return std::nullopt;
   }
-  if (!PostOpKeepsSpecials(s.algorithm, s.alpha, s.beta, kind)) return std::nullopt;
+  if (!PostOpKeepsSpecials(s.algorithm, s.alpha, s.beta, kind))
+    return std::nullopt;
   s.name = AlgorithmName(s.algorithm);
   return s;
 }
 
-std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n, int v,
-                                 OperandFits fits, bool* cast) {
+std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n,
+                                 int v, OperandFits fits, bool* cast) {
   *cast = false;
   if (n.outputs.size() != 1 || n.attrs_extended) return std::nullopt;
   switch (n.op) {
@@ -99,7 +100,8 @@ std::optional<ChainStep> StepFor(const FusionGraph& g, const FusionNode& n, int 
                         static_cast<float>(attrs->beta));
     }
     case MIXRT_OP_BINARY: {
-      if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
+      if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1])
+        return std::nullopt;
       auto attrs = n.GetAttrs<MixrtPointwiseAttrs>();
       if (!attrs.ok()) return std::nullopt;
       const bool first = n.inputs[0] == v;
@@ -141,8 +143,9 @@ bool IsUnaryOf(const FusionNode& n, int v, uint32_t kind) {
 }
 
 void BindChain(const FusionGraph& g, const std::vector<int>& leading, int bias,
-               absl::Span<const ChainStep> steps, const std::vector<int>& described,
-               absl::Span<void* const> data, BoundChain* out) {
+               absl::Span<const ChainStep> steps,
+               const std::vector<int>& described, absl::Span<void* const> data,
+               BoundChain* out) {
   // Sized first, so that the TensorRefs' pointers into `descs` stay valid.
   std::vector<int> values = leading;
   if (bias >= 0) values.push_back(bias);
@@ -154,7 +157,8 @@ void BindChain(const FusionGraph& g, const std::vector<int>& leading, int bias,
   out->descs.clear();
   for (size_t i = 0; i < values.size(); ++i) {
     const bool memory = !data.empty() && i < with_memory;
-    out->descs.push_back(g.values[values[i]].Desc(memory ? data[values[i]] : nullptr));
+    out->descs.push_back(
+        g.values[values[i]].Desc(memory ? data[values[i]] : nullptr));
   }
   out->refs.clear();
   for (const MixrtTensorDesc& d : out->descs) out->refs.emplace_back(d);
@@ -162,8 +166,8 @@ void BindChain(const FusionGraph& g, const std::vector<int>& leading, int bias,
   out->steps.clear();
   size_t next = leading.size() + (bias >= 0 ? 1 : 0);
   for (const ChainStep& s : steps) {
-    out->steps.push_back(
-        {s.algorithm, s.alpha, s.beta, s.operand >= 0 ? &out->refs[next++] : nullptr});
+    out->steps.push_back({s.algorithm, s.alpha, s.beta,
+                          s.operand >= 0 ? &out->refs[next++] : nullptr});
   }
 }
 
@@ -171,10 +175,10 @@ bool Optimized(const std::string& implementation) {
   return !implementation.empty() && !absl::StartsWith(implementation, "ref");
 }
 
-size_t LongestFusablePrefix(const FusionGraph& g, MixrtDtype operands,
-                            const std::vector<int>& outs,
-                            const std::vector<size_t>& steps_upto, bool packs_weights,
-                            const std::function<std::string(size_t)>& implementation) {
+size_t LongestFusablePrefix(
+    const FusionGraph& g, MixrtDtype operands, const std::vector<int>& outs,
+    const std::vector<size_t>& steps_upto, bool packs_weights,
+    const std::function<std::string(size_t)>& implementation) {
   for (size_t n = outs.size(); n >= 1; --n) {
     const MixrtDtype d = g.values[outs[n - 1]].dtype;
     if (d != MIXRT_DTYPE_F32 && d != operands) continue;
@@ -184,19 +188,23 @@ size_t LongestFusablePrefix(const FusionGraph& g, MixrtDtype operands,
   return 0;
 }
 
-absl::Status CheckChainGroup(const FusionGraph& g, absl::Span<const int> group_of_node,
-                             int group, const std::vector<int>& nodes,
-                             const std::vector<int>& outs, const std::string& what) {
-  const std::vector<int> grouped = FusionGraph::GroupNodes(group_of_node, group);
+absl::Status CheckChainGroup(const FusionGraph& g,
+                             absl::Span<const int> group_of_node, int group,
+                             const std::vector<int>& nodes,
+                             const std::vector<int>& outs,
+                             const std::string& what) {
+  const std::vector<int> grouped =
+      FusionGraph::GroupNodes(group_of_node, group);
   if (grouped.empty() || nodes.size() < grouped.size() ||
       !std::equal(grouped.begin(), grouped.end(), nodes.begin())) {
     return absl::InvalidArgumentError(
         absl::StrCat("fused ", what, ": the group is not a ", what,
                      " and the chain only it feeds"));
   }
-  if (g.GroupStores(group_of_node, group) != std::vector<int>{outs[grouped.size() - 1]}) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fused ", what, ": a value inside the chain is read outside it"));
+  if (g.GroupStores(group_of_node, group) !=
+      std::vector<int>{outs[grouped.size() - 1]}) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fused ", what, ": a value inside the chain is read outside it"));
   }
   return absl::OkStatus();
 }

@@ -32,11 +32,13 @@ std::optional<ChainStep> EltwiseFor(uint32_t kind, float alpha, float beta);
 
 // Whether a binary op's other operand `v` can be a post-op's second
 // source for the chain's value `like` (the fusion decides which layouts).
-using OperandFits = bool (*)(const sdk::FusionValue& v, const sdk::FusionValue& like);
+using OperandFits = bool (*)(const sdk::FusionValue& v,
+                             const sdk::FusionValue& like);
 
 // The step node `n` adds when it reads `v` (the chain's current value) and
 // fuses, and whether it is a cast (no step).
-std::optional<ChainStep> StepFor(const sdk::FusionGraph& g, const sdk::FusionNode& n, int v,
+std::optional<ChainStep> StepFor(const sdk::FusionGraph& g,
+                                 const sdk::FusionNode& n, int v,
                                  OperandFits fits, bool* cast);
 
 // Whether node `n` is unary op `kind` of value `v` alone.
@@ -52,9 +54,10 @@ struct BoundChain {
   std::vector<EpilogueStep> steps;
   const sdk::TensorRef* bias = nullptr;
 };
-void BindChain(const sdk::FusionGraph& g, const std::vector<int>& leading, int bias,
-               absl::Span<const ChainStep> steps, const std::vector<int>& described,
-               absl::Span<void* const> data, BoundChain* out);
+void BindChain(const sdk::FusionGraph& g, const std::vector<int>& leading,
+               int bias, absl::Span<const ChainStep> steps,
+               const std::vector<int>& described, absl::Span<void* const> data,
+               BoundChain* out);
 
 // Per node, its group (`first`, first + 1, ...) or -1: from each node of
 // op `op` not `taken` (empty: none is), follow(g, node) gives its chain
@@ -62,8 +65,9 @@ void BindChain(const sdk::FusionGraph& g, const std::vector<int>& leading, int b
 // many of those nodes fuse (0: none); a chain reaching a taken node is
 // left out.
 template <typename Follow, typename Prefix>
-std::vector<int> ClaimChains(const sdk::FusionGraph& g, uint32_t op, absl::Span<const int> taken,
-                             int first, Follow follow, Prefix prefix) {
+std::vector<int> ClaimChains(const sdk::FusionGraph& g, uint32_t op,
+                             absl::Span<const int> taken, int first,
+                             Follow follow, Prefix prefix) {
   std::vector<int> group(g.nodes.size(), -1);
   int next = first;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -71,7 +75,8 @@ std::vector<int> ClaimChains(const sdk::FusionGraph& g, uint32_t op, absl::Span<
     const auto c = follow(g, static_cast<int>(i));
     const size_t n = c.nodes.empty() ? 0 : prefix(g, c);
     bool free = n > 0;
-    for (size_t k = 0; free && !taken.empty() && k < n; ++k) free = taken[c.nodes[k]] < 0;
+    for (size_t k = 0; free && !taken.empty() && k < n; ++k)
+      free = taken[c.nodes[k]] < 0;
     if (!free) continue;
     for (size_t k = 0; k < n; ++k) group[c.nodes[k]] = next;
     ++next;
@@ -87,17 +92,20 @@ bool Optimized(const std::string& implementation);
 // oneDNN writes), runs on an optimized kernel (`implementation` of a
 // prefix's node count) and gains something: a post-op, or packed weights
 // (`packs_weights`) for the primitive alone; 0 when none.
-size_t LongestFusablePrefix(const sdk::FusionGraph& g, MixrtDtype operands,
-                            const std::vector<int>& outs,
-                            const std::vector<size_t>& steps_upto, bool packs_weights,
-                            const std::function<std::string(size_t)>& implementation);
+size_t LongestFusablePrefix(
+    const sdk::FusionGraph& g, MixrtDtype operands,
+    const std::vector<int>& outs, const std::vector<size_t>& steps_upto,
+    bool packs_weights,
+    const std::function<std::string(size_t)>& implementation);
 
 // That group `group` is the first nodes of a chain (`nodes`, and per node
 // its output value in `outs`) storing only its last node's output;
 // INVALID_ARGUMENT naming `what` (a matmul, a conv2d) otherwise.
-absl::Status CheckChainGroup(const sdk::FusionGraph& g, absl::Span<const int> group_of_node,
-                             int group, const std::vector<int>& nodes,
-                             const std::vector<int>& outs, const std::string& what);
+absl::Status CheckChainGroup(const sdk::FusionGraph& g,
+                             absl::Span<const int> group_of_node, int group,
+                             const std::vector<int>& nodes,
+                             const std::vector<int>& outs,
+                             const std::string& what);
 
 }  // namespace mixrt::cpu
 

@@ -31,15 +31,17 @@ struct OperandSource {
 // reshape of it), read by this attention only, not a result of the graph;
 // the copy a same-dtype copy of a static view [G, R, C] or [B, H, R, C]
 // (B * H = G) whose rows are contiguous. nullopt when x is none of that.
-std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention, int x,
-                                         absl::Span<const int> taken) {
+std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention,
+                                         int x, absl::Span<const int> taken) {
   const int made = g.ReshapeBase(x);
   const int c = g.producer[made];
-  if (c < 0 || (static_cast<size_t>(c) < taken.size() && taken[c] >= 0)) return std::nullopt;
+  if (c < 0 || (static_cast<size_t>(c) < taken.size() && taken[c] >= 0))
+    return std::nullopt;
   const FusionNode& copy = g.nodes[c];
-  if (copy.op != MIXRT_OP_COPY || copy.inputs.size() != 1 || copy.outputs.size() != 1 ||
-      g.values[made].has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[made].size() != 1 ||
-      g.readers[made][0] != attention) {
+  if (copy.op != MIXRT_OP_COPY || copy.inputs.size() != 1 ||
+      copy.outputs.size() != 1 ||
+      g.values[made].has(MIXRT_FUSION_VALUE_OUTPUT) ||
+      g.readers[made].size() != 1 || g.readers[made][0] != attention) {
     return std::nullopt;
   }
   const FusionValue& src = g.values[copy.inputs[0]];
@@ -48,8 +50,8 @@ std::optional<OperandSource> ThroughCopy(const FusionGraph& g, int attention, in
   const size_t n = src.shape.size();
   if (src.dtype != dst.dtype || !src.is_static() || !dst.is_static() ||
       !dst.is_contiguous() || src.shape != dst.shape || (n != 3 && n != 4) ||
-      src.strides[n - 1] != 1 || op.shape.size() != 3 || src.shape[n - 1] != op.shape[2] ||
-      src.shape[n - 2] != op.shape[1] ||
+      src.strides[n - 1] != 1 || op.shape.size() != 3 ||
+      src.shape[n - 1] != op.shape[2] || src.shape[n - 2] != op.shape[1] ||
       (n == 3 ? src.shape[0] : src.shape[0] * src.shape[1]) != op.shape[0]) {
     return std::nullopt;
   }
@@ -81,9 +83,11 @@ std::optional<OperandSource> MergeCopy(const FusionGraph& g, int attention,
     return std::nullopt;
   }
   const int c = g.readers[o][0];
-  if (static_cast<size_t>(c) < taken.size() && taken[c] >= 0) return std::nullopt;
+  if (static_cast<size_t>(c) < taken.size() && taken[c] >= 0)
+    return std::nullopt;
   const FusionNode& copy = g.nodes[c];
-  if (copy.op != MIXRT_OP_COPY || copy.inputs.size() != 1 || copy.outputs.size() != 1) {
+  if (copy.op != MIXRT_OP_COPY || copy.inputs.size() != 1 ||
+      copy.outputs.size() != 1) {
     return std::nullopt;
   }
   const FusionValue& view = g.values[copy.inputs[0]];
@@ -91,9 +95,9 @@ std::optional<OperandSource> MergeCopy(const FusionGraph& g, int attention,
   const int64_t rows = out.shape[1], cols = out.shape[2];
   if (view.view_of != o || view.view_offset != 0 || view.dtype != out.dtype ||
       dst.dtype != out.dtype || !view.is_static() || !dst.is_static() ||
-      !dst.is_contiguous() || view.shape.size() != 4 || dst.shape != view.shape ||
-      view.shape[1] != rows || view.shape[3] != cols ||
-      view.shape[0] * view.shape[2] != out.shape[0]) {
+      !dst.is_contiguous() || view.shape.size() != 4 ||
+      dst.shape != view.shape || view.shape[1] != rows ||
+      view.shape[3] != cols || view.shape[0] * view.shape[2] != out.shape[0]) {
     return std::nullopt;
   }
   const int64_t heads = view.shape[2];
@@ -116,8 +120,8 @@ std::optional<OperandSource> MergeCopy(const FusionGraph& g, int attention,
 
 // The attention node i's operand sources (q, k, v), or nullopt when it
 // cannot be fused or no copy would be taken.
-std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
-                                                    absl::Span<const int> taken) {
+std::optional<std::array<OperandSource, 3>> Sources(
+    const FusionGraph& g, int i, absl::Span<const int> taken) {
   const FusionNode& n = g.nodes[i];
   if (n.op != MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION || n.attrs_extended ||
       n.inputs.size() < 3 || n.outputs.size() != 2) {
@@ -140,13 +144,16 @@ std::optional<std::array<OperandSource, 3>> Sources(const FusionGraph& g, int i,
       continue;
     }
     const FusionValue& v = g.values[x];
-    if (v.shape.size() != 3 || !v.is_static() || !v.is_contiguous()) return std::nullopt;
+    if (v.shape.size() != 3 || !v.is_static() || !v.is_contiguous())
+      return std::nullopt;
     sources[k].value = x;
-    sources[k].rows = GroupRows::Dense(nullptr, v.dtype, v.shape[1], v.shape[2]);
+    sources[k].rows =
+        GroupRows::Dense(nullptr, v.dtype, v.shape[1], v.shape[2]);
   }
   if (!any_copy && !MergeCopy(g, i, taken).has_value()) return std::nullopt;
   for (int v : n.outputs) {
-    if (!g.values[v].is_static() || !g.values[v].is_contiguous()) return std::nullopt;
+    if (!g.values[v].is_static() || !g.values[v].is_contiguous())
+      return std::nullopt;
   }
   return sources;
 }
@@ -176,28 +183,34 @@ class AttentionHeads : public sdk::FusedKernel {
     call_.value_dim = value_dim;
   }
 
-  absl::Status Run(absl::Span<void* const> data, absl::Span<const int64_t>) override {
+  absl::Status Run(absl::Span<void* const> data,
+                   absl::Span<const int64_t>) override {
     AttentionForwardRows rows;
     GroupRows* operands[3] = {&rows.q, &rows.k, &rows.v};
     for (int k = 0; k < 3; ++k) {
       *operands[k] = sources_[k].rows;
       operands[k]->data = data[sources_[k].value];
       if (operands[k]->data == nullptr) {
-        return absl::InvalidArgumentError("attention reading its heads: no operand address");
+        return absl::InvalidArgumentError(
+            "attention reading its heads: no operand address");
       }
     }
     if (merge_.has_value()) {
       rows.out = merge_->rows;
       rows.out.data = data[merge_->value];
     } else {
-      rows.out = GroupRows::Dense(data[out_], dtype_, call_.queries, call_.value_dim);
+      rows.out =
+          GroupRows::Dense(data[out_], dtype_, call_.queries, call_.value_dim);
     }
     if (rows.out.data == nullptr) {
-      return absl::InvalidArgumentError("attention reading its heads: no result address");
+      return absl::InvalidArgumentError(
+          "attention reading its heads: no result address");
     }
     // The normalizers are this group's own when nothing else reads them.
-    lse_scratch_.resize(data[lse_] == nullptr ? call_.groups * call_.queries : 0);
-    rows.lse = data[lse_] != nullptr ? static_cast<float*>(data[lse_]) : lse_scratch_.data();
+    lse_scratch_.resize(data[lse_] == nullptr ? call_.groups * call_.queries
+                                              : 0);
+    rows.lse = data[lse_] != nullptr ? static_cast<float*>(data[lse_])
+                                     : lse_scratch_.data();
     sdk::AttentionCall call = call_;
     MixrtTensorDesc mask_desc{};
     std::optional<sdk::TensorRef> mask;
@@ -213,9 +226,10 @@ class AttentionHeads : public sdk::FusedKernel {
     int copies = 0;
     for (const OperandSource& s : sources_) copies += s.copy >= 0 ? 1 : 0;
     if (merge_.has_value()) ++copies;
-    return absl::StrCat("attention reading ", merge_.has_value() ? "and writing " : "",
-                        "its heads in place (", copies, copies == 1 ? " copy" : " copies",
-                        " fused)");
+    return absl::StrCat("attention reading ",
+                        merge_.has_value() ? "and writing " : "",
+                        "its heads in place (", copies,
+                        copies == 1 ? " copy" : " copies", " fused)");
   }
 
  private:
@@ -233,8 +247,8 @@ class AttentionHeads : public sdk::FusedKernel {
 
 }  // namespace
 
-std::vector<int> ClaimAttentionHeads(const FusionGraph& g, absl::Span<const int> taken,
-                                     int first) {
+std::vector<int> ClaimAttentionHeads(const FusionGraph& g,
+                                     absl::Span<const int> taken, int first) {
   std::vector<int> group(g.nodes.size(), -1);
   int next = first;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -266,21 +280,25 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileAttentionHeads(
     if (c >= 0 && group_of_node[c] == group) ++copies;
   }
   // The merge only when the host kept its copy in the group.
-  std::optional<OperandSource> merge = i < 0 ? std::nullopt : MergeCopy(g, i, {});
+  std::optional<OperandSource> merge =
+      i < 0 ? std::nullopt : MergeCopy(g, i, {});
   if (merge.has_value() && group_of_node[merge->copy] != group) merge.reset();
   if (merge.has_value()) ++copies;
   if (!sources.has_value() || copies + 1 != nodes.size()) {
     return absl::InvalidArgumentError(
-        "attention reading its heads: the group is not an attention, the copies making "
+        "attention reading its heads: the group is not an attention, the "
+        "copies making "
         "its operands and the copy merging its result's heads");
   }
   const FusionNode& n = g.nodes[i];
-  MIXRT_ASSIGN_OR_RETURN(const MixrtAttentionAttrs attrs, n.GetAttrs<MixrtAttentionAttrs>());
+  MIXRT_ASSIGN_OR_RETURN(const MixrtAttentionAttrs attrs,
+                         n.GetAttrs<MixrtAttentionAttrs>());
   std::optional<FusionValue> mask;
   int mask_value = -1;
   if (attrs.mask_kind != MIXRT_ATTENTION_MASK_NONE) {
     if (n.inputs.size() != 4) {
-      return absl::InvalidArgumentError("attention reading its heads: the mask is missing");
+      return absl::InvalidArgumentError(
+          "attention reading its heads: the mask is missing");
     }
     mask_value = n.inputs[3];
     mask = g.values[mask_value];

@@ -29,7 +29,8 @@ std::vector<int> ClaimAttentionHeads(const sdk::FusionGraph& graph,
                                      absl::Span<const int> taken, int first);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileAttentionHeads(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 }  // namespace mixrt::cpu
 

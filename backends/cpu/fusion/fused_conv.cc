@@ -5,16 +5,16 @@
 #include <optional>
 #include <utility>
 
-#include "backends/cpu/kernels/cpu_conv.h"
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backends/cpu/fusion/epilogue_chain.h"
+#include "backends/cpu/fusion/weight_pack_state.h"
+#include "backends/cpu/kernels/cpu_conv.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
 #include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/kernels/epilogue.h"
-#include "backends/cpu/fusion/epilogue_chain.h"
 #include "backends/cpu/kernels/max_magnitude.h"
-#include "backends/cpu/fusion/weight_pack_state.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
@@ -61,7 +61,9 @@ struct ConvChain {
   MixrtPoolAttrs pool_attrs{};
 };
 
-bool IsF32OrBf16(MixrtDtype d) { return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16; }
+bool IsF32OrBf16(MixrtDtype d) {
+  return d == MIXRT_DTYPE_F32 || d == MIXRT_DTYPE_BF16;
+}
 
 // The chain from conv node `i`: empty nodes when the conv itself is not one
 // this fusion takes.
@@ -73,19 +75,22 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
     return c;
   }
   auto attrs = m.GetAttrs<MixrtConvAttrs>();
-  if (!attrs.ok() || attrs->activation != MIXRT_ACTIVATION_NONE || attrs->groups < 1) return c;
+  if (!attrs.ok() || attrs->activation != MIXRT_ACTIVATION_NONE ||
+      attrs->groups < 1)
+    return c;
   const FusionValue& x = g.values[m.inputs[0]];
   const FusionValue& w = g.values[m.inputs[1]];
   const FusionValue& out = g.values[m.outputs[0]];
-  if (!x.is_static() || !w.is_static() || !out.is_static() || !x.is_contiguous() ||
-      !out.is_contiguous() || x.shape.size() != 4 || w.shape.size() != 4 ||
-      x.dtype != w.dtype || out.dtype != x.dtype || !IsF32OrBf16(x.dtype) ||
-      !OneDnnHasMatmul(x.dtype)) {
+  if (!x.is_static() || !w.is_static() || !out.is_static() ||
+      !x.is_contiguous() || !out.is_contiguous() || x.shape.size() != 4 ||
+      w.shape.size() != 4 || x.dtype != w.dtype || out.dtype != x.dtype ||
+      !IsF32OrBf16(x.dtype) || !OneDnnHasMatmul(x.dtype)) {
     return c;
   }
   if (m.inputs.size() == 3) {
     const FusionValue& b = g.values[m.inputs[2]];
-    if (!b.is_static() || b.shape.size() != 1 || !IsF32OrBf16(b.dtype)) return c;
+    if (!b.is_static() || b.shape.size() != 1 || !IsF32OrBf16(b.dtype))
+      return c;
     c.bias = m.inputs[2];
   }
   c.x = m.inputs[0];
@@ -107,7 +112,8 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
     const FusionNode& n = g.nodes[r];
     bool cast = false;
     std::optional<ChainStep> s = StepFor(g, n, v, PerChannelFits, &cast);
-    if (!s.has_value() && c.guarded < 0 && boundable && IsUnaryOf(n, v, MIXRT_UNARY_RELU)) {
+    if (!s.has_value() && c.guarded < 0 && boundable &&
+        IsUnaryOf(n, v, MIXRT_UNARY_RELU)) {
       s = ChainStep{dnnl::algorithm::eltwise_relu, 0, 0, -1, "relu (guarded)"};
       c.guarded = static_cast<int>(c.steps.size());
     } else if (!s.has_value() || (c.guarded >= 0 && !cast)) {
@@ -121,9 +127,10 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
       break;
     }
     if (!cast) {
-      boundable = boundable && (c.guarded == static_cast<int>(c.steps.size()) ||
-                                s->operand >= 0 ||
-                                s->algorithm == dnnl::algorithm::eltwise_linear);
+      boundable =
+          boundable &&
+          (c.guarded == static_cast<int>(c.steps.size()) || s->operand >= 0 ||
+           s->algorithm == dnnl::algorithm::eltwise_linear);
       c.steps.push_back(*s);
     }
     c.nodes.push_back(r);
@@ -135,17 +142,20 @@ ConvChain FollowChain(const FusionGraph& g, int i) {
   // result before it is reordered (a 4x smaller reorder), where the bound
   // proves the values finite (its max drops NaN).
   const FusionValue& last = g.values[v];
-  if (!boundable || last.has(MIXRT_FUSION_VALUE_OUTPUT) || g.readers[v].size() != 1) return c;
+  if (!boundable || last.has(MIXRT_FUSION_VALUE_OUTPUT) ||
+      g.readers[v].size() != 1)
+    return c;
   const int r = g.readers[v][0];
   const FusionNode& n = g.nodes[r];
-  if (n.op != MIXRT_OP_POOL2D || n.inputs.size() != 1 || n.outputs.size() != 1 ||
-      n.attrs_extended) {
+  if (n.op != MIXRT_OP_POOL2D || n.inputs.size() != 1 ||
+      n.outputs.size() != 1 || n.attrs_extended) {
     return c;
   }
   auto pool = n.GetAttrs<MixrtPoolAttrs>();
   const FusionValue& pooled = g.values[n.outputs[0]];
   if (!pool.ok() || pool->kind != MIXRT_POOL_MAX || !pooled.is_static() ||
-      !pooled.is_contiguous() || pooled.dtype != last.dtype || pooled.shape.size() != 4) {
+      !pooled.is_contiguous() || pooled.dtype != last.dtype ||
+      pooled.shape.size() != 4) {
     return c;
   }
   c.pool = r;
@@ -167,29 +177,35 @@ struct Bound : BoundChain {
   const TensorRef* conv_out = nullptr;  // refs[2] without a pool.
 };
 
-void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes, absl::Span<void* const> data,
-          Bound* out) {
+void Bind(const FusionGraph& g, const ConvChain& c, size_t nodes,
+          absl::Span<void* const> data, Bound* out) {
   const bool pool = HasPool(c, nodes);
-  BindChain(g, {c.x, c.w, c.outs[nodes - 1]}, c.bias, {c.steps.data(), c.steps_upto[nodes - 1]},
-            pool ? std::vector<int>{c.outs[nodes - 2]} : std::vector<int>{}, data, out);
+  BindChain(g, {c.x, c.w, c.outs[nodes - 1]}, c.bias,
+            {c.steps.data(), c.steps_upto[nodes - 1]},
+            pool ? std::vector<int>{c.outs[nodes - 2]} : std::vector<int>{},
+            data, out);
   out->conv_out = pool ? &out->refs.back() : &out->refs[2];
 }
 
-std::string Implementation(const FusionGraph& g, const ConvChain& c, size_t nodes) {
+std::string Implementation(const FusionGraph& g, const ConvChain& c,
+                           size_t nodes) {
   Bound bound;
   Bind(g, c, nodes, {}, &bound);
   if (HasPool(c, nodes)) {
-    return ConvMaxPoolImplementation(bound.refs[0], bound.refs[1], bound.bias, *bound.conv_out,
-                                     bound.refs[2], c.attrs, bound.steps, c.pool_attrs);
+    return ConvMaxPoolImplementation(bound.refs[0], bound.refs[1], bound.bias,
+                                     *bound.conv_out, bound.refs[2], c.attrs,
+                                     bound.steps, c.pool_attrs);
   }
-  return ConvWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias, bound.refs[2],
-                                        c.attrs, bound.steps);
+  return ConvWithEpilogueImplementation(bound.refs[0], bound.refs[1],
+                                        bound.bias, bound.refs[2], c.attrs,
+                                        bound.steps);
 }
 
 // LongestFusablePrefix of the conv's chain.
 size_t FusablePrefix(const FusionGraph& g, const ConvChain& c) {
-  return LongestFusablePrefix(g, g.values[c.x].dtype, c.outs, c.steps_upto, c.weight >= 0,
-                              [&](size_t n) { return Implementation(g, c, n); });
+  return LongestFusablePrefix(
+      g, g.values[c.x].dtype, c.outs, c.steps_upto, c.weight >= 0,
+      [&](size_t n) { return Implementation(g, c, n); });
 }
 
 // The group's leading steps that are per-channel affine (binary steps on
@@ -201,8 +217,9 @@ size_t FoldedSteps(const FusionGraph& g, const ConvChain& c, size_t nodes) {
   if (!g.values[c.w].is_contiguous()) return 0;
   const size_t steps = c.steps_upto[nodes - 1];
   size_t n = 0;
-  while (n < steps && (c.steps[n].operand >= 0 ||
-                       c.steps[n].algorithm == dnnl::algorithm::eltwise_linear)) {
+  while (n < steps &&
+         (c.steps[n].operand >= 0 ||
+          c.steps[n].algorithm == dnnl::algorithm::eltwise_linear)) {
     ++n;
   }
   return n;
@@ -210,19 +227,21 @@ size_t FoldedSteps(const FusionGraph& g, const ConvChain& c, size_t nodes) {
 
 class FusedConv : public sdk::FusedKernel {
  public:
-  FusedConv(const FusionGraph& graph, ConvChain chain, size_t nodes, std::string description)
+  FusedConv(const FusionGraph& graph, ConvChain chain, size_t nodes,
+            std::string description)
       : graph_(graph),
         chain_(std::move(chain)),
         nodes_(nodes),
-        relu_(chain_.guarded >= 0 &&
-                      static_cast<size_t>(chain_.guarded) < chain_.steps_upto[nodes_ - 1]
+        relu_(chain_.guarded >= 0 && static_cast<size_t>(chain_.guarded) <
+                                         chain_.steps_upto[nodes_ - 1]
                   ? chain_.guarded
                   : -1),
         affine_(FoldedSteps(graph, chain_, nodes_)),
         pool_(HasPool(chain_, nodes_)),
         description_(std::move(description)) {}
 
-  absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
+  absl::Status Run(absl::Span<void* const> value_data,
+                   absl::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
     const TensorRef& x = bound_.refs[0];
     const TensorRef& y = bound_.refs[2];
@@ -230,8 +249,11 @@ class FusedConv : public sdk::FusedKernel {
     // Folding, the relu post-op and oneDNN's max pool hold only while no
     // step can meet a NaN or an infinity; otherwise the chain runs as it
     // is written.
-    const int bounded = relu_ >= 0 ? relu_ : pool_ ? static_cast<int>(steps.size()) : affine_;
-    if ((relu_ >= 0 || affine_ > 0 || pool_) && !Finite(bounded)) return RunAsWritten();
+    const int bounded = relu_ >= 0 ? relu_
+                        : pool_    ? static_cast<int>(steps.size())
+                                   : affine_;
+    if ((relu_ >= 0 || affine_ > 0 || pool_) && !Finite(bounded))
+      return RunAsWritten();
     steps.remove_prefix(affine_);
     const TensorRef* weights = &bound_.refs[1];
     const TensorRef* bias = bound_.bias;
@@ -241,10 +263,11 @@ class FusedConv : public sdk::FusedKernel {
       if (scale_ != packed_scale_) pack_.Forget();
     }
     const auto run = [&](const dnnl::memory* packed) {
-      return pool_ ? RunConvMaxPoolWithEpilogue(x, *weights, bias, *bound_.conv_out, y,
-                                                chain_.attrs, steps, chain_.pool_attrs,
-                                                &between_, packed)
-                   : RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs, steps, packed);
+      return pool_ ? RunConvMaxPoolWithEpilogue(
+                         x, *weights, bias, *bound_.conv_out, y, chain_.attrs,
+                         steps, chain_.pool_attrs, &between_, packed)
+                   : RunConvWithEpilogue(x, *weights, bias, y, chain_.attrs,
+                                         steps, packed);
     };
     if (chain_.weight < 0 || !pack_.Packs()) {
       if (affine_ > 0) weights = &FoldWeights();
@@ -254,14 +277,15 @@ class FusedConv : public sdk::FusedKernel {
     // weight again), so it always packs from the weight.
     const auto pack = [&](bool /*from_copy*/) -> absl::Status {
       if (affine_ > 0) weights = &FoldWeights();
-      MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out, chain_.attrs,
-                                            steps, &packed_));
+      MIXRT_RETURN_IF_ERROR(PackConvWeights(x, *weights, bias, *bound_.conv_out,
+                                            chain_.attrs, steps, &packed_));
       packed_steps_ = steps.size();
       packed_scale_ = scale_;
       return absl::OkStatus();
     };
     // A guarded relu's run that fell back chose another primitive.
-    return pack_.RunPacked(packed_steps_ != steps.size(), pack, [&] { return run(&packed_); });
+    return pack_.RunPacked(packed_steps_ != steps.size(), pack,
+                           [&] { return run(&packed_); });
   }
 
   void SetWeightVersion(int value, uint64_t version) override {
@@ -299,8 +323,8 @@ class FusedConv : public sdk::FusedKernel {
       unpooled.data = unpooled_data_.data();
       conv_out = TensorRef(unpooled);
     }
-    MIXRT_RETURN_IF_ERROR(
-        RunConvWithEpilogue(x, bound_.refs[1], bound_.bias, conv_out, chain_.attrs, steps));
+    MIXRT_RETURN_IF_ERROR(RunConvWithEpilogue(x, bound_.refs[1], bound_.bias,
+                                              conv_out, chain_.attrs, steps));
     if (relu_ >= 0) ActivateInPlace(conv_out, MIXRT_ACTIVATION_RELU);
     if (!pool_) return absl::OkStatus();
     sdk::KernelCall call;
@@ -362,8 +386,13 @@ class FusedConv : public sdk::FusedKernel {
       }
     }
     bias_shape_ = channels;
-    bias_desc_ = {sizeof(MixrtTensorDesc), nullptr, bias_.data(), MIXRT_DTYPE_F32, 1,
-                  &bias_shape_, &kUnitStride};
+    bias_desc_ = {sizeof(MixrtTensorDesc),
+                  nullptr,
+                  bias_.data(),
+                  MIXRT_DTYPE_F32,
+                  1,
+                  &bias_shape_,
+                  &kUnitStride};
     folded_bias_ = TensorRef(bias_desc_);
   }
 
@@ -371,7 +400,8 @@ class FusedConv : public sdk::FusedKernel {
   const TensorRef& FoldWeights() {
     const TensorRef& w = bound_.refs[1];
     const int64_t per_channel = w.numel() / w.dim(0);
-    const size_t bytes = static_cast<size_t>(w.numel()) * (w.dtype() == MIXRT_DTYPE_F32 ? 4 : 2);
+    const size_t bytes =
+        static_cast<size_t>(w.numel()) * (w.dtype() == MIXRT_DTYPE_F32 ? 4 : 2);
     folded_data_.resize(bytes);
     folded_desc_ = *w.desc();
     folded_desc_.data = folded_data_.data();
@@ -388,14 +418,14 @@ class FusedConv : public sdk::FusedKernel {
   const FusionGraph graph_;
   const ConvChain chain_;
   const size_t nodes_;
-  const int relu_;        // The guarded relu's step in this group, or -1.
-  const size_t affine_;   // Leading steps folded into weights and bias.
-  const bool pool_;       // The group ends with the chain's max pool.
+  const int relu_;       // The guarded relu's step in this group, or -1.
+  const size_t affine_;  // Leading steps folded into weights and bias.
+  const bool pool_;      // The group ends with the chain's max pool.
   const std::string description_;
   Bound bound_;  // Reused by each run (runs never overlap).
   WeightPackState pack_;
   dnnl::memory packed_;
-  size_t packed_steps_ = 0;          // The post-ops the packed layout was chosen with.
+  size_t packed_steps_ = 0;  // The post-ops the packed layout was chosen with.
   std::vector<float> packed_scale_;  // The scale folded into the packed copy.
   std::vector<float> scale_, bias_;
   int64_t bias_shape_ = 0;
@@ -403,36 +433,42 @@ class FusedConv : public sdk::FusedKernel {
   TensorRef folded_bias_{bias_desc_}, folded_w_{folded_desc_};
   std::vector<uint8_t> folded_data_;
   std::optional<uint64_t> weight_version_;  // The one last told, if any.
-  std::optional<uint64_t> magnitude_for_;   // The version weight_magnitude_ is of.
+  std::optional<uint64_t>
+      magnitude_for_;  // The version weight_magnitude_ is of.
   double weight_magnitude_ = 0;
-  dnnl::memory between_;               // The blocked result the pool reads.
+  dnnl::memory between_;                // The blocked result the pool reads.
   std::vector<uint8_t> unpooled_data_;  // RunAsWritten's, before its pool.
 };
 
 }  // namespace
 
-std::vector<int> ClaimConvEpilogues(const FusionGraph& g, absl::Span<const int> taken,
-                                    int first) {
-  return ClaimChains(g, MIXRT_OP_CONV2D, taken, first, FollowChain, FusablePrefix);
+std::vector<int> ClaimConvEpilogues(const FusionGraph& g,
+                                    absl::Span<const int> taken, int first) {
+  return ClaimChains(g, MIXRT_OP_CONV2D, taken, first, FollowChain,
+                     FusablePrefix);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
   if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_CONV2D) {
-    return absl::InvalidArgumentError("fused conv: the group does not start with a conv2d");
+    return absl::InvalidArgumentError(
+        "fused conv: the group does not start with a conv2d");
   }
   ConvChain c = FollowChain(g, nodes[0]);
-  MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "conv2d"));
+  MIXRT_RETURN_IF_ERROR(
+      CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "conv2d"));
   const std::string implementation = Implementation(g, c, nodes.size());
   if (!Optimized(implementation)) {
     return absl::UnimplementedError(absl::StrCat(
-        "oneDNN runs this convolution's post-ops on no optimized kernel (", implementation, ")"));
+        "oneDNN runs this convolution's post-ops on no optimized kernel (",
+        implementation, ")"));
   }
   const size_t steps = c.steps_upto[nodes.size() - 1];
   const size_t folded = FoldedSteps(g, c, nodes.size());
   std::vector<std::string> names[2];  // Folded, then post-ops.
-  for (size_t i = 0; i < steps; ++i) names[i < folded ? 0 : 1].push_back(c.steps[i].name);
+  for (size_t i = 0; i < steps; ++i)
+    names[i < folded ? 0 : 1].push_back(c.steps[i].name);
   const MixrtDtype out = g.values[c.outs[nodes.size() - 1]].dtype;
   const std::string description = absl::StrCat(
       "oneDNN conv2d", c.weight >= 0 ? " (weights packed per version)" : "",
@@ -440,9 +476,10 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
                                 " folded into weights and bias")
                  : "",
       names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "),
-      HasPool(c, nodes.size()) ? " + max pool on its blocked result" : "", " -> ",
-      DtypeName(out), " (", implementation, ")");
-  return std::make_unique<FusedConv>(g, std::move(c), nodes.size(), description);
+      HasPool(c, nodes.size()) ? " + max pool on its blocked result" : "",
+      " -> ", DtypeName(out), " (", implementation, ")");
+  return std::make_unique<FusedConv>(g, std::move(c), nodes.size(),
+                                     description);
 }
 
 }  // namespace mixrt::cpu

@@ -32,11 +32,12 @@ namespace mixrt::cpu {
 
 // Per node, its group (`first`, first + 1, ...) or -1: each group a conv2d
 // and the chain it feeds; nodes `taken` by another fusion are left out.
-std::vector<int> ClaimConvEpilogues(const sdk::FusionGraph& graph, absl::Span<const int> taken,
-                                    int first);
+std::vector<int> ClaimConvEpilogues(const sdk::FusionGraph& graph,
+                                    absl::Span<const int> taken, int first);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 }  // namespace mixrt::cpu
 

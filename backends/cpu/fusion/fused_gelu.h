@@ -20,15 +20,17 @@ namespace mixrt::cpu {
 // Per node, its group (`first`, first + 1, ...) or -1: each GELU with the
 // first GELU gradient taken at the same x; nodes `taken` by another fusion
 // are left out.
-std::vector<int> ClaimGeluWithGrad(const sdk::FusionGraph& graph, absl::Span<const int> taken,
-                                   int first);
+std::vector<int> ClaimGeluWithGrad(const sdk::FusionGraph& graph,
+                                   absl::Span<const int> taken, int first);
 
 // Whether `group` is such a pair (a loop group never is: the pair is
 // claimed first).
-bool IsGeluWithGrad(const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+bool IsGeluWithGrad(const sdk::FusionGraph& graph,
+                    absl::Span<const int> group_of_node, int group);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeluWithGrad(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 }  // namespace mixrt::cpu
 

@@ -114,7 +114,8 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
     case MIXRT_OP_WHERE:
       if (!same_shape(3) || g.values[n.inputs[0]].dtype != MIXRT_DTYPE_BOOL ||
           g.values[n.inputs[1]].dtype != out.dtype ||
-          g.values[n.inputs[2]].dtype != out.dtype || !sdk::IsFloatingDtype(out.dtype)) {
+          g.values[n.inputs[2]].dtype != out.dtype ||
+          !sdk::IsFloatingDtype(out.dtype)) {
         return none;
       }
       return out.shape;
@@ -135,8 +136,8 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
       const FusionValue& in = g.values[n.inputs[0]];
       if ((a->kind != MIXRT_REDUCE_SUM && a->kind != MIXRT_REDUCE_MEAN &&
            a->kind != MIXRT_REDUCE_MAX && a->kind != MIXRT_REDUCE_MIN) ||
-          !sdk::IsFloatingDtype(in.dtype) || !sdk::IsFloatingDtype(out.dtype) || in.shape.empty() ||
-          in.shape.size() != out.shape.size()) {
+          !sdk::IsFloatingDtype(in.dtype) || !sdk::IsFloatingDtype(out.dtype) ||
+          in.shape.empty() || in.shape.size() != out.shape.size()) {
         return none;
       }
       // The reduced axes: one run, each reduced to 1 in the output.
@@ -162,7 +163,8 @@ std::vector<int64_t> IterationShape(const FusionGraph& g, const FusionNode& n) {
 
 }  // namespace
 
-std::vector<int> ClaimFusedLoops(const FusionGraph& g, absl::Span<const int> taken) {
+std::vector<int> ClaimFusedLoops(const FusionGraph& g,
+                                 absl::Span<const int> taken) {
   sdk::LoopRules rules;
   rules.iteration_shape = [&g, taken](const FusionNode& n) {
     const size_t i = static_cast<size_t>(&n - g.nodes.data());
@@ -175,7 +177,8 @@ std::vector<int> ClaimFusedLoops(const FusionGraph& g, absl::Span<const int> tak
 
 namespace {
 
-// ---- The kernel --------------------------------------------------------------
+// ---- The kernel
+// --------------------------------------------------------------
 
 // A value the loop reads from memory.
 struct Load {
@@ -217,14 +220,17 @@ void Map2(const float* a, const float* b, int64_t n, float* out, Fn&& f) {
 
 template <MixrtBinaryKind kKind>
 void BinaryChunk(const float* a, const float* b, int64_t n, float* out) {
-  Map2(a, b, n, out, [](float x, float y) { return sdk::ApplyBinary<float>(kKind, x, y); });
+  Map2(a, b, n, out,
+       [](float x, float y) { return sdk::ApplyBinary<float>(kKind, x, y); });
 }
 
 template <size_t... kKinds>
-void Binary(uint32_t kind, const float* a, const float* b, int64_t n, float* out,
-            std::index_sequence<kKinds...>) {
-  ((kind == kKinds ? (BinaryChunk<static_cast<MixrtBinaryKind>(kKinds)>(a, b, n, out), true)
-                   : false) ||
+void Binary(uint32_t kind, const float* a, const float* b, int64_t n,
+            float* out, std::index_sequence<kKinds...>) {
+  ((kind == kKinds
+        ? (BinaryChunk<static_cast<MixrtBinaryKind>(kKinds)>(a, b, n, out),
+           true)
+        : false) ||
    ...);
 }
 
@@ -235,10 +241,12 @@ void Unary(const Step& s, const float* x, int64_t n, float* out) {
     return;
   }
   if (kind == MIXRT_UNARY_RELU) {
-    for (int64_t i = 0; i < n; ++i) out[i] = sdk::ApplyUnary<float>(MIXRT_UNARY_RELU, x[i], 0.f, 0.f);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = sdk::ApplyUnary<float>(MIXRT_UNARY_RELU, x[i], 0.f, 0.f);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) out[i] = sdk::ApplyUnary<float>(kind, x[i], s.alpha, s.beta);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = sdk::ApplyUnary<float>(kind, x[i], s.alpha, s.beta);
 }
 
 void UnaryBackward(const Step& s, const float* g, const float* x, int64_t n,
@@ -259,7 +267,6 @@ void UnaryBackward(const Step& s, const float* g, const float* x, int64_t n,
     out[i] = g[i] * sdk::UnaryDerivative<float>(kind, x[i], s.alpha, s.beta);
   }
 }
-
 
 class FusedLoop : public sdk::FusedKernel {
  public:
@@ -298,7 +305,8 @@ class FusedLoop : public sdk::FusedKernel {
                     Scratch scratch(*this);
                     for (int64_t c = begin; c < end; ++c) {
                       const int64_t start = c * kChunk;
-                      Chunk(data, start, std::min(kChunk, numel - start), scratch);
+                      Chunk(data, start, std::min(kChunk, numel - start),
+                            scratch);
                     }
                   });
       return absl::OkStatus();
@@ -309,7 +317,8 @@ class FusedLoop : public sdk::FusedKernel {
                   [&](int64_t begin, int64_t end) {
                     Scratch scratch(*this);
                     for (int64_t task = begin; task < end; ++task) {
-                      ColumnBlock(data, task / blocks, (task % blocks) * kChunk, scratch);
+                      ColumnBlock(data, task / blocks, (task % blocks) * kChunk,
+                                  scratch);
                     }
                   });
     } else {
@@ -329,7 +338,8 @@ class FusedLoop : public sdk::FusedKernel {
       const size_t need = static_cast<size_t>(k.locals) * kChunk;
       if (floats.size() < need) floats.resize(need);
       if (ints.size() < need) ints.resize(need);
-      if (at_storage.size() < static_cast<size_t>(k.locals)) at_storage.resize(k.locals);
+      if (at_storage.size() < static_cast<size_t>(k.locals))
+        at_storage.resize(k.locals);
       float_base = floats.data();
       int_base = ints.data();
       at = at_storage.data();
@@ -337,8 +347,12 @@ class FusedLoop : public sdk::FusedKernel {
     float* float_base;
     int64_t* int_base;
     const float** at;  // Per local: its chunk's floats.
-    float* own(int local) { return float_base + static_cast<size_t>(local) * kChunk; }
-    int64_t* ints_of(int local) { return int_base + static_cast<size_t>(local) * kChunk; }
+    float* own(int local) {
+      return float_base + static_cast<size_t>(local) * kChunk;
+    }
+    int64_t* ints_of(int local) {
+      return int_base + static_cast<size_t>(local) * kChunk;
+    }
   };
 
   // Runs the chain over elements [start, start + n) of the iteration
@@ -360,7 +374,8 @@ class FusedLoop : public sdk::FusedKernel {
       desc.data = const_cast<void*>(src);
       desc.dtype = l.dtype;
       const sdk::TensorRef t(desc);
-      ForEachOffset(l, start, n, [&](int64_t i, int64_t off) { dst[i] = t.LoadInt(off); });
+      ForEachOffset(l, start, n,
+                    [&](int64_t i, int64_t off) { dst[i] = t.LoadInt(off); });
       return;
     }
     if (l.contiguous) {
@@ -414,7 +429,8 @@ class FusedLoop : public sdk::FusedKernel {
     auto in = [&](int k) { return s.at[st.in[k]]; };
     switch (st.op) {
       case MIXRT_OP_BINARY:
-        Binary(st.kind, in(0), in(1), n, out, std::make_index_sequence<MIXRT_BINARY_COUNT>());
+        Binary(st.kind, in(0), in(1), n, out,
+               std::make_index_sequence<MIXRT_BINARY_COUNT>());
         break;
       case MIXRT_OP_UNARY:
         Unary(st, in(0), n, out);
@@ -427,11 +443,13 @@ class FusedLoop : public sdk::FusedKernel {
         if (st.int_inputs) {
           const int64_t* a = s.ints_of(st.in[0]);
           const int64_t* b = s.ints_of(st.in[1]);
-          for (int64_t i = 0; i < n; ++i) out[i] = sdk::ApplyCompare<int64_t>(kind, a[i], b[i]) ? 1.f : 0.f;
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = sdk::ApplyCompare<int64_t>(kind, a[i], b[i]) ? 1.f : 0.f;
         } else {
           const float* a = in(0);
           const float* b = in(1);
-          for (int64_t i = 0; i < n; ++i) out[i] = sdk::ApplyCompare<float>(kind, a[i], b[i]) ? 1.f : 0.f;
+          for (int64_t i = 0; i < n; ++i)
+            out[i] = sdk::ApplyCompare<float>(kind, a[i], b[i]) ? 1.f : 0.f;
         }
         break;
       }
@@ -448,14 +466,17 @@ class FusedLoop : public sdk::FusedKernel {
           if (local_is_int[st.out]) {
             int64_t* o = s.ints_of(st.out);
             for (int64_t i = 0; i < n; ++i) {
-              o[i] = st.out_dtype == MIXRT_DTYPE_I32 ? static_cast<int32_t>(a[i]) : a[i];
+              o[i] = st.out_dtype == MIXRT_DTYPE_I32
+                         ? static_cast<int32_t>(a[i])
+                         : a[i];
             }
             s.at[st.out] = nullptr;
             return;
           }
           for (int64_t i = 0; i < n; ++i) {
-            out[i] = st.out_dtype == MIXRT_DTYPE_BOOL ? (a[i] != 0 ? 1.f : 0.f)
-                                                      : static_cast<float>(a[i]);
+            out[i] = st.out_dtype == MIXRT_DTYPE_BOOL
+                         ? (a[i] != 0 ? 1.f : 0.f)
+                         : static_cast<float>(a[i]);
           }
         } else if (st.out_dtype == MIXRT_DTYPE_BOOL) {
           const float* a = in(0);
@@ -496,9 +517,11 @@ class FusedLoop : public sdk::FusedKernel {
     }
     for (size_t r = 0; r < reductions.size(); ++r) {
       float result[kChunk];
-      for (int64_t j = 0; j < n; ++j) result[j] = Finish(reductions[r].kind, acc[r][j]);
+      for (int64_t j = 0; j < n; ++j)
+        result[j] = Finish(reductions[r].kind, acc[r][j]);
       if (data[reductions[r].value] == nullptr) continue;  // Nobody reads it.
-      StoreRow(result, n, data[reductions[r].value], reductions[r].dtype, o * inner + c0);
+      StoreRow(result, n, data[reductions[r].value], reductions[r].dtype,
+               o * inner + c0);
     }
   }
 
@@ -514,7 +537,8 @@ class FusedLoop : public sdk::FusedKernel {
                 [&](int64_t begin, int64_t end) {
                   Scratch scratch(*this);
                   for (int64_t task = begin; task < end; ++task) {
-                    const int64_t o = task / pieces, p0 = (task % pieces) * kPiece;
+                    const int64_t o = task / pieces,
+                                  p0 = (task % pieces) * kPiece;
                     Piece(data, o, p0, std::min(middle, p0 + kPiece), scratch,
                           &partial[task * nr]);
                   }
@@ -536,9 +560,10 @@ class FusedLoop : public sdk::FusedKernel {
 
   // Middle rows [p0, p1) of outer index o, each reduction's from its
   // initial value into piece[r].
-  void Piece(absl::Span<void* const> data, int64_t o, int64_t p0, int64_t p1, Scratch& s,
-             double* piece) const {
-    for (size_t r = 0; r < reductions.size(); ++r) piece[r] = Initial(reductions[r].kind);
+  void Piece(absl::Span<void* const> data, int64_t o, int64_t p0, int64_t p1,
+             Scratch& s, double* piece) const {
+    for (size_t r = 0; r < reductions.size(); ++r)
+      piece[r] = Initial(reductions[r].kind);
     for (int64_t m0 = p0; m0 < p1; m0 += kChunk) {
       const int64_t n = std::min(kChunk, p1 - m0);
       Chunk(data, o * middle + m0, n, s);
@@ -565,8 +590,8 @@ class FusedLoop : public sdk::FusedKernel {
     return k == MIXRT_REDUCE_MAX ? std::max(r, v) : std::min(r, v);
   }
   // acc[j] (or acc[0] for all j when single) takes x[j].
-  static void Accumulate(MixrtReduceKind k, const float* x, int64_t n, double* acc,
-                         bool single = false) {
+  static void Accumulate(MixrtReduceKind k, const float* x, int64_t n,
+                         double* acc, bool single = false) {
     if (Sums(k) && !single) {
       for (int64_t j = 0; j < n; ++j) acc[j] += x[j];
       return;
@@ -577,7 +602,8 @@ class FusedLoop : public sdk::FusedKernel {
     }
   }
   float Finish(MixrtReduceKind k, double v) const {
-    return static_cast<float>(k == MIXRT_REDUCE_MEAN ? v / static_cast<double>(middle) : v);
+    return static_cast<float>(
+        k == MIXRT_REDUCE_MEAN ? v / static_cast<double>(middle) : v);
   }
 };
 
@@ -598,12 +624,14 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
     const FusionNode& n = g.nodes[i];
     const std::vector<int64_t> shape = IterationShape(g, n);
     if (shape.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fused loop: node ", i, " (", MixrtOpName(n.op), ") is not a loop op"));
+      return absl::InvalidArgumentError(absl::StrCat("fused loop: node ", i,
+                                                     " (", MixrtOpName(n.op),
+                                                     ") is not a loop op"));
     }
     if (k->shape.empty()) k->shape = shape;
     if (shape != k->shape) {
-      return absl::InvalidArgumentError("fused loop: nodes of different shapes");
+      return absl::InvalidArgumentError(
+          "fused loop: nodes of different shapes");
     }
     ops.push_back(MixrtOpName(n.op));
     Step st;
@@ -611,9 +639,11 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
     for (int v : n.inputs) {
       if (local_of[v] < 0) {
         const FusionValue& val = g.values[v];
-        const bool integer = !sdk::IsFloatingDtype(val.dtype) && val.dtype != MIXRT_DTYPE_BOOL;
+        const bool integer =
+            !sdk::IsFloatingDtype(val.dtype) && val.dtype != MIXRT_DTYPE_BOOL;
         local_of[v] = new_local(integer);
-        Load l{v, local_of[v], val.dtype, val.strides, val.is_contiguous(), integer};
+        Load l{v,           local_of[v],         val.dtype,
+               val.strides, val.is_contiguous(), integer};
         k->loads.push_back(std::move(l));
       }
       st.in.push_back(local_of[v]);
@@ -623,10 +653,12 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
     if (n.op == MIXRT_OP_REDUCE) {
       auto a = n.GetAttrs<MixrtReduceAttrs>();
       k->reductions.push_back({st.in[0], n.outputs[0],
-                               static_cast<MixrtReduceKind>(a->kind), out.dtype});
+                               static_cast<MixrtReduceKind>(a->kind),
+                               out.dtype});
       sdk::ReducedSplit split;
       if (!sdk::SplitAtReducedDims(shape, a->axes_mask, &split)) {
-        return absl::InvalidArgumentError("fused loop: reduced dims are not one run");
+        return absl::InvalidArgumentError(
+            "fused loop: reduced dims are not one run");
       }
       k->outer = split.outer;
       k->middle = split.middle;
@@ -648,9 +680,11 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedLoop(
   }
   for (int64_t d : k->shape) k->numel *= d;
   for (int v : g.GroupStores(group_of_node, group)) {
-    if (g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE) continue;  // Stored at its end.
+    if (g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE)
+      continue;  // Stored at its end.
     if (k->local_is_int[local_of[v]]) {
-      return absl::UnimplementedError("fused loop: integer results stay op by op");
+      return absl::UnimplementedError(
+          "fused loop: integer results stay op by op");
     }
     k->stores.push_back({v, local_of[v], g.values[v].dtype});
   }

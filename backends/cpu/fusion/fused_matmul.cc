@@ -9,13 +9,13 @@
 #include <tuple>
 #include <utility>
 
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/fusion/epilogue_chain.h"
-#include "backends/cpu/gemm/small_gemm.h"
 #include "backends/cpu/fusion/weight_pack_state.h"
+#include "backends/cpu/gemm/small_gemm.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
+#include "backends/cpu/kernels/dense_call.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
@@ -48,8 +48,8 @@ struct Chain {
 // value `like` (contiguous): like's own strides, a row broadcast over the
 // leading dims, or one element everywhere.
 bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
-  if (!v.is_static() || v.shape != like.shape || !sdk::IsFloatingDtype(v.dtype) ||
-      v.dtype == MIXRT_DTYPE_F16) {
+  if (!v.is_static() || v.shape != like.shape ||
+      !sdk::IsFloatingDtype(v.dtype) || v.dtype == MIXRT_DTYPE_F16) {
     return false;
   }
   if (v.strides == like.strides) return true;
@@ -61,10 +61,10 @@ bool BroadcastLayoutFits(const FusionValue& v, const FusionValue& like) {
 }
 
 // The chain prefix of `nodes` nodes: a, b, out, bias, then the operands.
-void Bind(const FusionGraph& g, const Chain& c, size_t nodes, absl::Span<void* const> data,
-          BoundChain* out) {
-  BindChain(g, {c.a, c.b, c.outs[nodes - 1]}, c.bias, {c.steps.data(), c.steps_upto[nodes - 1]},
-            {}, data, out);
+void Bind(const FusionGraph& g, const Chain& c, size_t nodes,
+          absl::Span<void* const> data, BoundChain* out) {
+  BindChain(g, {c.a, c.b, c.outs[nodes - 1]}, c.bias,
+            {c.steps.data(), c.steps_upto[nodes - 1]}, {}, data, out);
 }
 
 // The chain from matmul node `i`: empty nodes when the matmul itself is
@@ -81,16 +81,19 @@ Chain FollowChain(const FusionGraph& g, int i) {
   const FusionValue& a = g.values[m.inputs[0]];
   const FusionValue& b = g.values[m.inputs[1]];
   const FusionValue& out = g.values[m.outputs[0]];
-  if (!a.is_static() || !b.is_static() || !out.is_static() || !out.is_contiguous() ||
-      a.dtype != b.dtype || !sdk::IsFloatingDtype(a.dtype) || !OneDnnHasMatmul(a.dtype) ||
-      (a.dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) || out.shape.size() < 2) {
+  if (!a.is_static() || !b.is_static() || !out.is_static() ||
+      !out.is_contiguous() || a.dtype != b.dtype ||
+      !sdk::IsFloatingDtype(a.dtype) || !OneDnnHasMatmul(a.dtype) ||
+      (a.dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) ||
+      out.shape.size() < 2) {
     return c;
   }
   const size_t nd = out.shape.size();
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < nd; ++d) rows *= out.shape[d];
   // The small f32 tiles beat oneDNN there, and apply a relu themselves.
-  if (a.dtype == MIXRT_DTYPE_F32 && SmallGemmApplies(rows, out.shape[nd - 1], a.shape[nd - 1])) {
+  if (a.dtype == MIXRT_DTYPE_F32 &&
+      SmallGemmApplies(rows, out.shape[nd - 1], a.shape[nd - 1])) {
     return c;
   }
   c.a = m.inputs[0];
@@ -104,7 +107,8 @@ Chain FollowChain(const FusionGraph& g, int i) {
     static const uint32_t kKinds[] = {0, MIXRT_UNARY_RELU, MIXRT_UNARY_GELU,
                                       MIXRT_UNARY_GELU_TANH};
     std::optional<ChainStep> s =
-        attrs->activation < 4 ? EltwiseFor(kKinds[attrs->activation], 0, 0) : std::nullopt;
+        attrs->activation < 4 ? EltwiseFor(kKinds[attrs->activation], 0, 0)
+                              : std::nullopt;
     if (!s.has_value()) {
       c.nodes.clear();
       return c;
@@ -139,8 +143,9 @@ Chain FollowChain(const FusionGraph& g, int i) {
 std::string Implementation(const FusionGraph& g, const Chain& c, size_t nodes) {
   BoundChain bound;
   Bind(g, c, nodes, {}, &bound);
-  return MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1], bound.bias,
-                                          bound.refs[2], bound.steps, c.weight >= 0);
+  return MatmulWithEpilogueImplementation(bound.refs[0], bound.refs[1],
+                                          bound.bias, bound.refs[2],
+                                          bound.steps, c.weight >= 0);
 }
 
 // LongestFusablePrefix of the matmul's chain. A chain of casts alone is
@@ -148,23 +153,26 @@ std::string Implementation(const FusionGraph& g, const Chain& c, size_t nodes) {
 // product widened before its bf16 rounding), which a gradient feeding an
 // optimizer should not get silently.
 size_t FusablePrefix(const FusionGraph& g, const Chain& c) {
-  return LongestFusablePrefix(g, g.values[c.a].dtype, c.outs, c.steps_upto, c.weight >= 0,
-                              [&](size_t n) { return Implementation(g, c, n); });
+  return LongestFusablePrefix(
+      g, g.values[c.a].dtype, c.outs, c.steps_upto, c.weight >= 0,
+      [&](size_t n) { return Implementation(g, c, n); });
 }
 
 class FusedMatmul : public sdk::FusedKernel {
  public:
-  FusedMatmul(FusionGraph graph, Chain chain, size_t nodes, std::string description)
+  FusedMatmul(FusionGraph graph, Chain chain, size_t nodes,
+              std::string description)
       : graph_(std::move(graph)),
         chain_(std::move(chain)),
         nodes_(nodes),
         description_(std::move(description)) {}
 
-  absl::Status Run(absl::Span<void* const> value_data, absl::Span<const int64_t>) override {
+  absl::Status Run(absl::Span<void* const> value_data,
+                   absl::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
     const auto run = [&](const dnnl::memory* packed) {
-      return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                                   bound_.steps, packed);
+      return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias,
+                                   bound_.refs[2], bound_.steps, packed);
     };
     if (chain_.weight < 0 || !pack_.Packs()) return run(nullptr);
     return pack_.RunPacked(
@@ -189,14 +197,14 @@ class FusedMatmul : public sdk::FusedKernel {
       // from the weight, whose memory the host may have released.
       const dnnl::memory old = packed_;
       packed_ = dnnl::memory();
-      return RepackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                                 bound_.steps, old, &packed_);
+      return RepackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias,
+                                 bound_.refs[2], bound_.steps, old, &packed_);
     }
     if (value_data[chain_.weight] == nullptr) {
       return absl::InvalidArgumentError("fused matmul: no weight address");
     }
-    return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias, bound_.refs[2],
-                             bound_.steps, &packed_);
+    return PackMatmulWeights(bound_.refs[0], bound_.refs[1], bound_.bias,
+                             bound_.refs[2], bound_.steps, &packed_);
   }
 
   const FusionGraph graph_;
@@ -210,10 +218,12 @@ class FusedMatmul : public sdk::FusedKernel {
 
 }  // namespace
 
-bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta, uint32_t kind) {
+bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
+                         uint32_t kind) {
   static std::mutex mu;
   static std::map<std::tuple<int, float, float, uint32_t>, bool> known;
-  const auto key = std::make_tuple(static_cast<int>(algorithm), alpha, beta, kind);
+  const auto key =
+      std::make_tuple(static_cast<int>(algorithm), alpha, beta, kind);
   std::lock_guard<std::mutex> lock(mu);
   auto it = known.find(key);
   if (it != known.end()) return it->second;
@@ -223,46 +233,72 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta, uin
   float b[1] = {1.0f}, c[3] = {0, 0, 0};
   const int64_t a_shape[2] = {3, 1}, a_strides[2] = {1, 1};
   const int64_t b_shape[2] = {1, 1}, b_strides[2] = {1, 1};
-  MixrtTensorDesc ad{sizeof(MixrtTensorDesc), nullptr, a, MIXRT_DTYPE_F32, 2, a_shape, a_strides};
-  MixrtTensorDesc bd{sizeof(MixrtTensorDesc), nullptr, b, MIXRT_DTYPE_F32, 2, b_shape, b_strides};
-  MixrtTensorDesc cd{sizeof(MixrtTensorDesc), nullptr, c, MIXRT_DTYPE_F32, 2, a_shape, a_strides};
+  MixrtTensorDesc ad{sizeof(MixrtTensorDesc),
+                     nullptr,
+                     a,
+                     MIXRT_DTYPE_F32,
+                     2,
+                     a_shape,
+                     a_strides};
+  MixrtTensorDesc bd{sizeof(MixrtTensorDesc),
+                     nullptr,
+                     b,
+                     MIXRT_DTYPE_F32,
+                     2,
+                     b_shape,
+                     b_strides};
+  MixrtTensorDesc cd{sizeof(MixrtTensorDesc),
+                     nullptr,
+                     c,
+                     MIXRT_DTYPE_F32,
+                     2,
+                     a_shape,
+                     a_strides};
   const EpilogueStep step{algorithm, alpha, beta, nullptr};
-  bool keeps = RunMatmulWithEpilogue(TensorRef(ad), TensorRef(bd), nullptr, TensorRef(cd),
-                                     {&step, 1})
+  bool keeps = RunMatmulWithEpilogue(TensorRef(ad), TensorRef(bd), nullptr,
+                                     TensorRef(cd), {&step, 1})
                    .ok();
   for (int i = 0; keeps && i < 3; ++i) {
-    const float want = sdk::ApplyUnary<float>(static_cast<MixrtUnaryKind>(kind), a[i], alpha, beta);
+    const float want = sdk::ApplyUnary<float>(static_cast<MixrtUnaryKind>(kind),
+                                              a[i], alpha, beta);
     keeps = std::isnan(want) ? std::isnan(c[i]) : c[i] == want;
   }
   known.emplace(key, keeps);
   return keeps;
 }
 
-std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g, absl::Span<const int> taken,
-                                      int first) {
-  return ClaimChains(g, MIXRT_OP_MATMUL, taken, first, FollowChain, FusablePrefix);
+std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g,
+                                      absl::Span<const int> taken, int first) {
+  return ClaimChains(g, MIXRT_OP_MATMUL, taken, first, FollowChain,
+                     FusablePrefix);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
   if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_MATMUL) {
-    return absl::InvalidArgumentError("fused matmul: the group does not start with a matmul");
+    return absl::InvalidArgumentError(
+        "fused matmul: the group does not start with a matmul");
   }
   Chain c = FollowChain(g, nodes[0]);
-  MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "matmul"));
+  MIXRT_RETURN_IF_ERROR(
+      CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "matmul"));
   const std::string implementation = Implementation(g, c, nodes.size());
   if (!Optimized(implementation)) {
     return absl::UnimplementedError(absl::StrCat(
-        "oneDNN runs this matmul's post-ops on no optimized kernel (", implementation, ")"));
+        "oneDNN runs this matmul's post-ops on no optimized kernel (",
+        implementation, ")"));
   }
   std::vector<std::string> names;
-  for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i) names.push_back(c.steps[i].name);
+  for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i)
+    names.push_back(c.steps[i].name);
   const std::string description = absl::StrCat(
       "oneDNN matmul", c.weight >= 0 ? " (weights packed per version)" : "",
       names.empty() ? "" : " + post-ops ", absl::StrJoin(names, ", "), " -> ",
-      DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation, ")");
-  return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(), description);
+      DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation,
+      ")");
+  return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(),
+                                       description);
 }
 
 }  // namespace mixrt::cpu

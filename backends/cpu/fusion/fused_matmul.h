@@ -36,11 +36,12 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
 // group a matmul and the chain it feeds, or a matmul alone whose b is a
 // WEIGHT (the kernel packs it into oneDNN's preferred layout once per
 // weight version); nodes `taken` by another fusion are left out.
-std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph, absl::Span<const int> taken,
-                                      int first);
+std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph,
+                                      absl::Span<const int> taken, int first);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 }  // namespace mixrt::cpu
 

@@ -24,8 +24,8 @@ namespace mixrt::cpu {
 // y = (x - mean) * rstd * weight + bias over the rows of x [R, N], y of
 // any float dtype (cpu_softmax_norm.cc); mean and rstd may be null.
 void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
-                   const sdk::TensorRef* bias, float eps, void* y, MixrtDtype y_dtype,
-                   float* mean_out, float* rstd_out);
+                   const sdk::TensorRef* bias, float eps, void* y,
+                   MixrtDtype y_dtype, float* mean_out, float* rstd_out);
 
 // layer_norm_backward over the rows of x [R, N]: gx = its gradient (+
 // residual [R, N] f32, when not null) rounded once to gx_dtype, not
@@ -34,25 +34,28 @@ void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
 // all ones.
 void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
                            const float* mean, const float* rstd,
-                           const sdk::TensorRef* weight, void* gx, MixrtDtype gx_dtype,
-                           const float* residual, void* grad_weight, void* grad_bias,
+                           const sdk::TensorRef* weight, void* gx,
+                           MixrtDtype gx_dtype, const float* residual,
+                           void* grad_weight, void* grad_bias,
                            MixrtDtype param_dtype);
 
 // Per node, its group (`first`, first + 1, ...) or -1; nodes `taken` by
 // another fusion are left out.
-std::vector<int> ClaimNormCasts(const sdk::FusionGraph& graph, absl::Span<const int> taken,
-                                int first);
+std::vector<int> ClaimNormCasts(const sdk::FusionGraph& graph,
+                                absl::Span<const int> taken, int first);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileNormCast(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 // As ClaimNormCasts, for layer_norm_backwards with their widening copy,
 // their residual add and its cast (at least one of them).
-std::vector<int> ClaimNormBackwards(const sdk::FusionGraph& graph, absl::Span<const int> taken,
-                                    int first);
+std::vector<int> ClaimNormBackwards(const sdk::FusionGraph& graph,
+                                    absl::Span<const int> taken, int first);
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileNormBackward(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 }  // namespace mixrt::cpu
 

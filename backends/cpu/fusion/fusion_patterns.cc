@@ -52,8 +52,9 @@ absl::Span<const FusionPattern> CpuFusionPatterns() { return kPatterns; }
 std::vector<int> ClaimFusionPatterns(const sdk::FusionGraph& graph) {
   std::vector<int> groups(graph.nodes.size(), -1);
   for (const FusionPattern& pattern : kPatterns) {
-    const int first =
-        groups.empty() ? 0 : 1 + *std::max_element(groups.begin(), groups.end());
+    const int first = groups.empty()
+                          ? 0
+                          : 1 + *std::max_element(groups.begin(), groups.end());
     const std::vector<int> claimed = pattern.claim(graph, groups, first);
     for (size_t i = 0; i < groups.size() && i < claimed.size(); ++i) {
       if (claimed[i] >= 0) groups[i] = claimed[i];

@@ -28,9 +28,9 @@ struct Built {
 
 class GeneratedLoop : public sdk::FusedKernel {
  public:
-  GeneratedLoop(std::unique_ptr<sdk::FusedKernel> interpreter, sdk::LoopSource source,
-                std::vector<bool> may_be_null, std::shared_ptr<Built> built,
-                std::string description)
+  GeneratedLoop(std::unique_ptr<sdk::FusedKernel> interpreter,
+                sdk::LoopSource source, std::vector<bool> may_be_null,
+                std::shared_ptr<Built> built, std::string description)
       : interpreter_(std::move(interpreter)),
         source_(std::move(source)),
         may_be_null_(std::move(may_be_null)),
@@ -39,21 +39,24 @@ class GeneratedLoop : public sdk::FusedKernel {
 
   std::string Description() const override { return description_; }
 
-  absl::Status Run(absl::Span<void* const> data, absl::Span<const int64_t> symbols) override {
+  absl::Status Run(absl::Span<void* const> data,
+                   absl::Span<const int64_t> symbols) override {
     const LoopEntry entry = built_->entry.load(std::memory_order_acquire);
     if (entry == nullptr) return interpreter_->Run(data, symbols);
     args_.resize(source_.values.size());
     for (size_t k = 0; k < source_.values.size(); ++k) {
       args_[k] = data[source_.values[k]];
       // The interpreter's checks name a missing value.
-      if (args_[k] == nullptr && !may_be_null_[k]) return interpreter_->Run(data, symbols);
+      if (args_[k] == nullptr && !may_be_null_[k])
+        return interpreter_->Run(data, symbols);
     }
     if (source_.finishes) {
       partials_.resize(std::max<int64_t>(source_.partials, 1));
       args_.push_back(partials_.data());
     }
-    ParallelFor(source_.units, GrainFor(source_.elements_per_unit * 4),
-                [&](int64_t begin, int64_t end) { entry(args_.data(), begin, end); });
+    ParallelFor(
+        source_.units, GrainFor(source_.elements_per_unit * 4),
+        [&](int64_t begin, int64_t end) { entry(args_.data(), begin, end); });
     if (source_.finishes) entry(args_.data(), source_.units, source_.units + 1);
     generated_runs.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
@@ -77,11 +80,13 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
   MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<sdk::FusedKernel> interpreter,
                          CompileFusedLoop(g, group_of_node, group));
   const std::string ops = interpreter->Description();
-  auto interpreted = [&](absl::string_view why) -> std::unique_ptr<sdk::FusedKernel> {
+  auto interpreted =
+      [&](absl::string_view why) -> std::unique_ptr<sdk::FusedKernel> {
     struct Described : sdk::FusedKernel {
       std::unique_ptr<sdk::FusedKernel> inner;
       std::string description;
-      absl::Status Run(absl::Span<void* const> d, absl::Span<const int64_t> s) override {
+      absl::Status Run(absl::Span<void* const> d,
+                       absl::Span<const int64_t> s) override {
         return inner->Run(d, s);
       }
       std::string Description() const override { return description; }
@@ -93,14 +98,15 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
   };
   MIXRT_ASSIGN_OR_RETURN(CodegenMode mode, CodegenModeFromEnv());
   if (mode == CodegenMode::kOff) return interpreted("MIXRT_CPU_CODEGEN=off");
-  absl::StatusOr<sdk::LoopSource> source =
-      sdk::GenerateLoopSource(g, group_of_node, group, {.host_reductions = true});
+  absl::StatusOr<sdk::LoopSource> source = sdk::GenerateLoopSource(
+      g, group_of_node, group, {.host_reductions = true});
   if (!source.ok()) return interpreted(source.status().message());
   const SystemCompiler& compiler = FindSystemCompiler();
   if (!compiler.missing.empty()) return interpreted(compiler.missing);
   std::vector<bool> may_be_null;
   for (int v : source->values) {
-    may_be_null.push_back(g.producer[v] >= 0 && g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE);
+    may_be_null.push_back(g.producer[v] >= 0 &&
+                          g.nodes[g.producer[v]].op == MIXRT_OP_REDUCE);
   }
   auto built = std::make_shared<Built>();
   std::string how = "generated C++";
@@ -118,21 +124,22 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
     built->entry.store(*entry);
   } else {
     how = "generated C++, built in the background; interpreted until it loads";
-    BuildLoopInBackground(source->source, source->name,
-                          [built, name = source->name](absl::StatusOr<LoopEntry> entry) {
-                            if (entry.ok()) {
-                              built->entry.store(*entry, std::memory_order_release);
-                              return;
-                            }
-                            std::fprintf(stderr,
-                                         "mixrt cpu: fused loop %s stays interpreted: %s\n",
-                                         name.c_str(),
-                                         std::string(entry.status().message()).c_str());
-                          });
+    BuildLoopInBackground(
+        source->source, source->name,
+        [built, name = source->name](absl::StatusOr<LoopEntry> entry) {
+          if (entry.ok()) {
+            built->entry.store(*entry, std::memory_order_release);
+            return;
+          }
+          std::fprintf(
+              stderr, "mixrt cpu: fused loop %s stays interpreted: %s\n",
+              name.c_str(), std::string(entry.status().message()).c_str());
+        });
   }
   const std::string description = absl::StrCat(ops, " (", how, ")");
-  return std::make_unique<GeneratedLoop>(std::move(interpreter), *std::move(source),
-                                         std::move(may_be_null), std::move(built), description);
+  return std::make_unique<GeneratedLoop>(
+      std::move(interpreter), *std::move(source), std::move(may_be_null),
+      std::move(built), description);
 }
 
 int64_t GeneratedLoopRuns() { return generated_runs.load(); }

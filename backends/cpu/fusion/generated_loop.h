@@ -18,7 +18,8 @@
 namespace mixrt::cpu {
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+    int group);
 
 // Runs of generated code in this process (tests: whether a background
 // build took over).

@@ -18,7 +18,8 @@ class WeightPackState {
  public:
   // The version the next runs see (FusedKernel::SetWeightVersion).
   void SetVersion(uint64_t version) {
-    if (told_ && packed_for_.has_value() && *packed_for_ != version && runs_of_pack_ < 2) {
+    if (told_ && packed_for_.has_value() && *packed_for_ != version &&
+        runs_of_pack_ < 2) {
       plain_ = true;
     }
     told_ = true;
@@ -29,7 +30,9 @@ class WeightPackState {
   // stands (FusedKernel::KeepsCopyOf).
   bool Packs() const { return told_ && !plain_; }
   // Whether the copy must be packed from the current version first.
-  bool Stale() const { return !packed_for_.has_value() || *packed_for_ != version_; }
+  bool Stale() const {
+    return !packed_for_.has_value() || *packed_for_ != version_;
+  }
   void Packed() {
     packed_for_ = version_;
     runs_of_pack_ = 0;

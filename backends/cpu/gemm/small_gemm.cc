@@ -11,7 +11,7 @@
 namespace mixrt::cpu {
 namespace {
 
-constexpr int kTileRows = 8;   // 8 x 2 accumulators: 16 of 32 registers.
+constexpr int kTileRows = 8;    // 8 x 2 accumulators: 16 of 32 registers.
 constexpr int64_t kStrip = 32;  // Columns per tile: two vectors.
 
 // b as a row-major [k, n] f32 block in out (row stride n).
@@ -22,7 +22,8 @@ void PackRows(const SmallGemm& g, float* out) {
     return;
   }
   for (int64_t p = 0; p < k; ++p) {
-    for (int64_t j = 0; j < n; ++j) out[p * n + j] = g.b[p * g.b_rows + j * g.b_cols];
+    for (int64_t j = 0; j < n; ++j)
+      out[p * n + j] = g.b[p * g.b_rows + j * g.b_cols];
   }
 }
 
@@ -33,10 +34,12 @@ MIXRT_AVX512 inline void Finish(__m512 v, __mmask16 mask, const float* bias,
   if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias));
   if (relu) {
     // Kept where v > 0 or v is NaN (not-less-or-equal, unordered true).
-    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+    v = _mm512_maskz_mov_ps(
+        _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
   }
   if (beta != 0) {
-    v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c), v);
+    v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, c),
+                        v);
   }
   _mm512_mask_storeu_ps(c, mask, v);
 }
@@ -59,18 +62,18 @@ MIXRT_AVX512 void Tile(const SmallGemm& g, const float* b, int64_t ldb,
   }
   const int64_t o0 = at[0], o1 = at[1], o2 = at[2], o3 = at[3], o4 = at[4],
                 o5 = at[5], o6 = at[6], o7 = at[7];
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
-         c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
-         c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+         c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00,
+         c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
   const float* a = g.a + i0 * g.a_rows;
   const float* row = b + j0;
   for (int64_t p = 0; p < k; ++p, a += a_cols, row += ldb) {
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, row);
     const __m512 b1 = kTwo ? _mm512_maskz_loadu_ps(m1, row + 16) : b0;
-#define MIXRT_SMALL_GEMM_ROW(r)                        \
-  {                                                    \
-    const __m512 x = _mm512_set1_ps(a[o##r]);          \
-    c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0);         \
+#define MIXRT_SMALL_GEMM_ROW(r)                          \
+  {                                                      \
+    const __m512 x = _mm512_set1_ps(a[o##r]);            \
+    c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0);           \
     if (kTwo) c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1); \
   }
     MIXRT_SMALL_GEMM_ROW(0)
@@ -87,7 +90,8 @@ MIXRT_AVX512 void Tile(const SmallGemm& g, const float* b, int64_t ldb,
   const __m512 second[kTileRows] = {c01, c11, c21, c31, c41, c51, c61, c71};
   for (int64_t r = 0; r < rows; ++r) {
     float* c = g.c + (i0 + r) * g.ldc + j0;
-    Finish(first[r], m0, bias == nullptr ? nullptr : bias + j0, g.relu, g.beta, c);
+    Finish(first[r], m0, bias == nullptr ? nullptr : bias + j0, g.relu, g.beta,
+           c);
     if (kTwo) {
       Finish(second[r], m1, bias == nullptr ? nullptr : bias + j0 + 16, g.relu,
              g.beta, c + 16);

@@ -49,12 +49,16 @@ void InterleaveRows(const uint16_t* x, int64_t rows, int64_t k, int64_t cols,
     uint32_t* o = out + q * ldo;
     int64_t j = 0;
     for (; j + 8 <= cols; j += 8) {
-      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
-      const __m128i hi = r1 != nullptr
-                             ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j))
-                             : _mm_setzero_si128();
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + j), _mm_unpacklo_epi16(lo, hi));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + j + 4), _mm_unpackhi_epi16(lo, hi));
+      const __m128i lo =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
+      const __m128i hi =
+          r1 != nullptr
+              ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j))
+              : _mm_setzero_si128();
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + j),
+                       _mm_unpacklo_epi16(lo, hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + j + 4),
+                       _mm_unpackhi_epi16(lo, hi));
     }
     for (; j < cols; ++j) o[j] = Pair(r0[j], r1 != nullptr ? r1[j] : 0);
   }
@@ -114,7 +118,8 @@ const uint32_t* PackB(const SmallGemmBf16& g, std::vector<uint32_t>& scratch) {
     const int64_t p = 2 * q;
     for (int64_t j = 0; j < n; ++j) {
       const uint16_t* col = g.b + j * g.b_cols;
-      out[q * n + j] = Pair(col[p * g.b_rows], p + 1 < g.k ? col[(p + 1) * g.b_rows] : 0);
+      out[q * n + j] =
+          Pair(col[p * g.b_rows], p + 1 < g.k ? col[(p + 1) * g.b_rows] : 0);
     }
   }
   return out;
@@ -122,27 +127,31 @@ const uint32_t* PackB(const SmallGemmBf16& g, std::vector<uint32_t>& scratch) {
 
 // The epilogue of one vector of c: + bias, relu, + beta c, stored under
 // mask in c's dtype.
-MIXRT_AVX512_BF16 inline void Finish(__m512 v, __mmask16 mask, const float* bias,
-                                     bool relu, float beta, MixrtDtype c_dtype,
-                                     void* c) {
+MIXRT_AVX512_BF16 inline void Finish(__m512 v, __mmask16 mask,
+                                     const float* bias, bool relu, float beta,
+                                     MixrtDtype c_dtype, void* c) {
   if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias));
   if (relu) {
     // Kept where v > 0 or v is NaN (not-less-or-equal, unordered true).
-    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+    v = _mm512_maskz_mov_ps(
+        _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
   }
   if (c_dtype == MIXRT_DTYPE_F32) {
     float* out = static_cast<float*>(c);
-    if (beta != 0) v = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, out), v);
+    if (beta != 0)
+      v = _mm512_fmadd_ps(_mm512_set1_ps(beta),
+                          _mm512_maskz_loadu_ps(mask, out), v);
     _mm512_mask_storeu_ps(out, mask, v);
     return;
   }
   uint16_t* out = static_cast<uint16_t*>(c);
   if (beta != 0) {
-    const __m512 old = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, out)), 16));
+    const __m512 old = _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, out)), 16));
     v = _mm512_fmadd_ps(_mm512_set1_ps(beta), old, v);
   }
-  _mm256_mask_storeu_epi16(out, mask, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+  _mm256_mask_storeu_epi16(out, mask,
+                           reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
 }
 
 // Rows [i0, i0 + rows) x columns [j0, j0 + cols) of c, rows <= 8, cols <=
@@ -150,28 +159,33 @@ MIXRT_AVX512_BF16 inline void Finish(__m512 v, __mmask16 mask, const float* bias
 // tiles (small_gemm.cc) keep them; rows past `rows` repeat the last row
 // and are not stored.
 template <bool kTwo>
-MIXRT_AVX512_BF16 void Tile(const SmallGemmBf16& g, const Pairs& x, const float* bias,
-                            int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+MIXRT_AVX512_BF16 void Tile(const SmallGemmBf16& g, const Pairs& x,
+                            const float* bias, int64_t i0, int64_t rows,
+                            int64_t j0, int64_t cols) {
   const __mmask16 m0 = Lanes(cols), m1 = Lanes(cols - 16);
   int64_t at[kTileRows];
-  for (int r = 0; r < kTileRows; ++r) at[r] = std::min<int64_t>(r, rows - 1) * x.a_row;
+  for (int r = 0; r < kTileRows; ++r)
+    at[r] = std::min<int64_t>(r, rows - 1) * x.a_row;
   const int64_t o0 = at[0], o1 = at[1], o2 = at[2], o3 = at[3], o4 = at[4],
                 o5 = at[5], o6 = at[6], o7 = at[7];
   const uint32_t* a = x.a + i0 * x.a_row;
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00,
-         c20 = c00, c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00,
-         c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
+         c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00,
+         c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
   const uint32_t* row = x.b + j0;
   for (int64_t q = 0; q < x.pairs; ++q, a += x.a_pair, row += x.ldb) {
-    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m0, row));
+    const __m512bh b0 =
+        reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m0, row));
     const __m512bh b1 =
-        kTwo ? reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m1, row + 16)) : b0;
-#define MIXRT_SMALL_GEMM_BF16_ROW(r)                                                 \
-  {                                                                                  \
-    const __m512bh v = reinterpret_cast<__m512bh>(_mm512_set1_epi32(                 \
-        static_cast<int>(a[o##r])));                                                 \
-    c##r##0 = _mm512_dpbf16_ps(c##r##0, v, b0);                                      \
-    if (kTwo) c##r##1 = _mm512_dpbf16_ps(c##r##1, v, b1);                            \
+        kTwo
+            ? reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(m1, row + 16))
+            : b0;
+#define MIXRT_SMALL_GEMM_BF16_ROW(r)                      \
+  {                                                       \
+    const __m512bh v = reinterpret_cast<__m512bh>(        \
+        _mm512_set1_epi32(static_cast<int>(a[o##r])));    \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, v, b0);           \
+    if (kTwo) c##r##1 = _mm512_dpbf16_ps(c##r##1, v, b1); \
   }
     MIXRT_SMALL_GEMM_BF16_ROW(0)
     MIXRT_SMALL_GEMM_BF16_ROW(1)
@@ -223,9 +237,10 @@ void RunSmallGemmBf16(const SmallGemmBf16& g) {
     bias.resize(std::max<size_t>(bias.size(), g.n));
     for (int64_t j = 0; j < g.n; ++j) {
       const int64_t at = j * g.bias_stride;
-      bias[j] = g.bias_dtype == MIXRT_DTYPE_F32
-                    ? static_cast<const float*>(g.bias)[at]
-                    : sdk::BF16BitsToF32(static_cast<const uint16_t*>(g.bias)[at]);
+      bias[j] =
+          g.bias_dtype == MIXRT_DTYPE_F32
+              ? static_cast<const float*>(g.bias)[at]
+              : sdk::BF16BitsToF32(static_cast<const uint16_t*>(g.bias)[at]);
     }
     dense_bias = bias.data();
   }

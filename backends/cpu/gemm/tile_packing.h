@@ -14,11 +14,16 @@ namespace mixrt::cpu {
 // into out (row stride ldo) with AVX's shuffle network: how the small
 // products pack a Linear's weight read as its transpose (x W^T), whose
 // scalar packing cost more than oneDNN's whole overhead.
-inline void Transpose8x8(const float* b, int64_t b_cols, float* out, int64_t ldo) {
-  __m256 r0 = _mm256_loadu_ps(b + 0 * b_cols), r1 = _mm256_loadu_ps(b + 1 * b_cols);
-  __m256 r2 = _mm256_loadu_ps(b + 2 * b_cols), r3 = _mm256_loadu_ps(b + 3 * b_cols);
-  __m256 r4 = _mm256_loadu_ps(b + 4 * b_cols), r5 = _mm256_loadu_ps(b + 5 * b_cols);
-  __m256 r6 = _mm256_loadu_ps(b + 6 * b_cols), r7 = _mm256_loadu_ps(b + 7 * b_cols);
+inline void Transpose8x8(const float* b, int64_t b_cols, float* out,
+                         int64_t ldo) {
+  __m256 r0 = _mm256_loadu_ps(b + 0 * b_cols),
+         r1 = _mm256_loadu_ps(b + 1 * b_cols);
+  __m256 r2 = _mm256_loadu_ps(b + 2 * b_cols),
+         r3 = _mm256_loadu_ps(b + 3 * b_cols);
+  __m256 r4 = _mm256_loadu_ps(b + 4 * b_cols),
+         r5 = _mm256_loadu_ps(b + 5 * b_cols);
+  __m256 r6 = _mm256_loadu_ps(b + 6 * b_cols),
+         r7 = _mm256_loadu_ps(b + 7 * b_cols);
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
   const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
   const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -43,8 +48,8 @@ inline void Transpose8x8(const float* b, int64_t b_cols, float* out, int64_t ldo
 
 // out[c * ldo + r] = in[r * ldi + c] for r < rows, c < cols: 8 x 8 blocks
 // through Transpose8x8, the ragged edges value by value.
-inline void TransposePanel(const float* in, int64_t ldi, int64_t rows, int64_t cols,
-                           float* out, int64_t ldo) {
+inline void TransposePanel(const float* in, int64_t ldi, int64_t rows,
+                           int64_t cols, float* out, int64_t ldo) {
   int64_t r0 = 0;
   for (; r0 + 8 <= rows; r0 += 8) {
     int64_t c0 = 0;
@@ -52,7 +57,8 @@ inline void TransposePanel(const float* in, int64_t ldi, int64_t rows, int64_t c
       Transpose8x8(in + r0 * ldi + c0, ldi, out + c0 * ldo + r0, ldo);
     }
     for (; c0 < cols; ++c0) {
-      for (int64_t r = r0; r < r0 + 8; ++r) out[c0 * ldo + r] = in[r * ldi + c0];
+      for (int64_t r = r0; r < r0 + 8; ++r)
+        out[c0 * ldo + r] = in[r * ldi + c0];
     }
   }
   for (; r0 < rows; ++r0) {
@@ -62,7 +68,9 @@ inline void TransposePanel(const float* in, int64_t ldi, int64_t rows, int64_t c
 
 // The first `count` of 16 lanes (none for count <= 0, all from 16).
 inline __mmask16 Lanes(int64_t count) {
-  return count >= 16 ? 0xffff : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1);
+  return count >= 16  ? 0xffff
+         : count <= 0 ? 0
+                      : static_cast<__mmask16>((1u << count) - 1);
 }
 
 }  // namespace mixrt::cpu

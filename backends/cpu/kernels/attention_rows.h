@@ -23,9 +23,11 @@ struct GroupRows {
   int64_t heads = 1, batch_stride = 0, head_stride = 0, row_stride = 0;
 
   // A contiguous [G, rows, cols] tensor's.
-  static GroupRows Dense(void* data, MixrtDtype dtype, int64_t rows, int64_t cols);
+  static GroupRows Dense(void* data, MixrtDtype dtype, int64_t rows,
+                         int64_t cols);
   int64_t Offset(int64_t g, int64_t r) const {
-    return (g / heads) * batch_stride + (g % heads) * head_stride + r * row_stride;
+    return (g / heads) * batch_stride + (g % heads) * head_stride +
+           r * row_stride;
   }
   // Whether a group's `rows` rows of `cols` lie back to back.
   bool Packed(int64_t cols) const { return row_stride == cols; }

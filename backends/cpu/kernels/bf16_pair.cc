@@ -28,15 +28,16 @@ bool SplitScalar(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
 // vcvtneps2bf16 rounds as F32ToBF16Bits does (nearest even) for every
 // value this sees: hi of an f16 value is never subnormal in bf16 (f16's
 // smallest, 2^-24, is far above bf16's 2^-126), nor is a nonzero lo.
-MIXRT_AVX512_BF16 bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
+MIXRT_AVX512_BF16 bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi,
+                                       uint16_t* lo) {
   int64_t i = 0;
   __mmask16 all_finite = 0xffff;
   const __m512 inf = _mm512_set1_ps(INFINITY);
   for (; i + 16 <= n; i += 16) {
     const __m512 v = _mm512_loadu_ps(x + i);
     const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
-    const __m512 hf = _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    const __m512 hf =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     // Finite lanes: |v| < inf (false for NaN too).
     const __mmask16 finite =
         _mm512_cmp_ps_mask(_mm512_abs_ps(v), inf, _CMP_LT_OQ);
@@ -51,8 +52,7 @@ MIXRT_AVX512_BF16 bool SplitAvx512Bf16(const float* x, int64_t n, uint16_t* hi, 
 
 }  // namespace
 
-bool SplitIntoBf16Pairs(const float* x, int64_t n, uint16_t* hi,
-                        uint16_t* lo) {
+bool SplitIntoBf16Pairs(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
   static const bool vector = OwnAvx512Bf16Usable();
   return vector ? SplitAvx512Bf16(x, n, hi, lo) : SplitScalar(x, n, hi, lo);
 }

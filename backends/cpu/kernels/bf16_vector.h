@@ -20,7 +20,8 @@ inline __m256i BF16Bits8(__m256 v) {
   const __m256i lsb =
       _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
   __m256i r = _mm256_srli_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb), 16);
+      _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb),
+      16);
   if constexpr (kExactNaN) {
     const __m256i nan =
         _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));

@@ -21,19 +21,19 @@
 #include <type_traits>
 #include <vector>
 
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/gemm/amx_tiles.h"
-#include "backends/cpu/kernels/attention_rows.h"
 #include "backends/cpu/gemm/f32_tiles.h"
+#include "backends/cpu/kernels/attention_rows.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
 #include "backends/cpu/kernels/float_rows.h"
-#include "backends/cpu/onednn/onednn_compat.h"
-#include "backends/cpu/onednn/onednn_context.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/kernels/philox_rows.h"
-#include "backends/cpu/onednn/prepared_matmul.h"
 #include "backends/cpu/kernels/softmax_rows.h"
+#include "backends/cpu/onednn/onednn_compat.h"
+#include "backends/cpu/onednn/onednn_context.h"
+#include "backends/cpu/onednn/prepared_matmul.h"
 #include "mixrt/float_convert.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/attention_math.h"
@@ -106,14 +106,16 @@ struct RowsIn {
   int64_t ld;
 };
 RowsIn RowsInDtype(const GroupRows& t, int64_t g, int64_t r0, int64_t rows,
-                   int64_t cols, MixrtDtype dtype, std::vector<float>* scratch) {
+                   int64_t cols, MixrtDtype dtype,
+                   std::vector<float>* scratch) {
   const int64_t at = t.Offset(g, r0);
   if (t.dtype == dtype) {
     return {static_cast<const char*>(t.data) + at * Bytes(dtype), t.row_stride};
   }
   scratch->resize(rows * cols);
   for (int64_t i = 0; i < rows; ++i) {
-    LoadRow(t.data, t.dtype, at + i * t.row_stride, cols, scratch->data() + i * cols);
+    LoadRow(t.data, t.dtype, at + i * t.row_stride, cols,
+            scratch->data() + i * cols);
   }
   return {scratch->data(), cols};
 }
@@ -179,8 +181,8 @@ struct Scratch {
   std::vector<float> scores, weights_f32, acc, kbuf, vbuf, qbuf;
   std::vector<uint16_t> qpad;  // A query block's rows padded for the tiles.
   std::vector<uint16_t> kpad, vpad;  // A group's strided rows, packed.
-  std::vector<float> row_max;  // The tiles' row maxima of a chunk.
-  std::vector<float> dropout;  // Factors of the row or chunk at hand.
+  std::vector<float> row_max;        // The tiles' row maxima of a chunk.
+  std::vector<float> dropout;        // Factors of the row or chunk at hand.
   std::vector<uint16_t> weights_low;
 };
 
@@ -221,8 +223,9 @@ Bits LargestMagnitude(const void* data, int64_t at, int64_t rows, int64_t cols,
   static_assert(sizeof(Bits) == 2 || sizeof(Bits) == 4);
   constexpr int64_t kLanes = 32 / sizeof(Bits);
   const Bits* b = static_cast<const Bits*>(data) + at;
-  const __m256i mask = sizeof(Bits) == 2 ? _mm256_set1_epi16(static_cast<int16_t>(magnitude))
-                                         : _mm256_set1_epi32(static_cast<int32_t>(magnitude));
+  const __m256i mask = sizeof(Bits) == 2
+                           ? _mm256_set1_epi16(static_cast<int16_t>(magnitude))
+                           : _mm256_set1_epi32(static_cast<int32_t>(magnitude));
   __m256i lanes = _mm256_setzero_si256();
   Bits largest = 0;
   const int64_t body = cols / kLanes * kLanes;
@@ -231,7 +234,8 @@ Bits LargestMagnitude(const void* data, int64_t at, int64_t rows, int64_t cols,
     for (int64_t i = 0; i < body; i += kLanes) {
       const __m256i v = _mm256_and_si256(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i)), mask);
-      lanes = sizeof(Bits) == 2 ? _mm256_max_epu16(lanes, v) : _mm256_max_epu32(lanes, v);
+      lanes = sizeof(Bits) == 2 ? _mm256_max_epu16(lanes, v)
+                                : _mm256_max_epu32(lanes, v);
     }
     for (int64_t i = body; i < cols; ++i) {
       largest = std::max<Bits>(largest, row[i] & magnitude);
@@ -248,15 +252,18 @@ bool AnyNonFinite(const GroupRows& t, int64_t g, int64_t r0, int64_t rows,
                   int64_t cols) {
   const int64_t at = t.Offset(g, r0);
   // Rows back to back are one long row.
-  const int64_t n = t.Packed(cols) ? 1 : rows, m = t.Packed(cols) ? rows * cols : cols;
+  const int64_t n = t.Packed(cols) ? 1 : rows,
+                m = t.Packed(cols) ? rows * cols : cols;
   switch (t.dtype) {
     case MIXRT_DTYPE_F32:
-      return LargestMagnitude<uint32_t>(t.data, at, n, m, t.row_stride, 0x7fffffffu) >=
-             0x7f800000u;
+      return LargestMagnitude<uint32_t>(t.data, at, n, m, t.row_stride,
+                                        0x7fffffffu) >= 0x7f800000u;
     case MIXRT_DTYPE_BF16:
-      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride, 0x7fff) >= 0x7f80;
+      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride,
+                                        0x7fff) >= 0x7f80;
     default:  // f16
-      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride, 0x7fff) >= 0x7c00;
+      return LargestMagnitude<uint16_t>(t.data, at, n, m, t.row_stride,
+                                        0x7fff) >= 0x7c00;
   }
 }
 
@@ -314,9 +321,8 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t g = task / blocks, r0 = (task % blocks) * kRows;
       const int64_t rows = std::min(kRows, a.queries - r0);
-      const bool skip_hidden =
-          a.attrs->is_causal && last_bad_key[g] <= r0 &&
-          !AnyNonFinite(at.q, g, r0, rows, e);
+      const bool skip_hidden = a.attrs->is_causal && last_bad_key[g] <= r0 &&
+                               !AnyNonFinite(at.q, g, r0, rows, e);
       const int64_t extent =
           skip_hidden || !a.attrs->is_causal ? KeyExtent(a, r0, rows) : a.keys;
       // Scores masked in place when not folded (a mask, a non-positive
@@ -343,7 +349,8 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
         if (rows_p != rows || ldq != e) {
           s.qpad.assign(rows_p * e, 0);
           for (int64_t i = 0; i < rows; ++i) {
-            std::memcpy(s.qpad.data() + i * e, static_cast<const uint16_t*>(q) + i * ldq,
+            std::memcpy(s.qpad.data() + i * e,
+                        static_cast<const uint16_t*>(q) + i * ldq,
                         e * sizeof(uint16_t));
           }
           q = s.qpad.data();
@@ -385,21 +392,21 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
         } else {
           // scores = q_block k_chunk^T: k read as [E, cols] through strides.
           Gemm({q, gemm, rows, e, ldq, 1},
-               {static_cast<const char*>(k.data) + j0 * k.ld * Bytes(gemm), gemm, e, cols,
-                1, k.ld},
+               {static_cast<const char*>(k.data) + j0 * k.ld * Bytes(gemm),
+                gemm, e, cols, 1, k.ld},
                s.scores.data(), cols, false);
         }
-        if (!folded) ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
+        if (!folded)
+          ScaleAndMask(a, g, r0, rows, j0, cols, lds, s.scores.data());
         if (low) s.weights_low.resize(rows_p * lds);
         for (int64_t i = 0; i < rows; ++i) {
           // f32 weights replace their scores (one block fewer in L2).
           float* row = s.scores.data() + i * lds;
           uint16_t* wl = low ? s.weights_low.data() + i * lds : nullptr;
           // Causal without a mask: only keys j <= r0 + i are visible.
-          const int64_t n =
-              folded && a.attrs->is_causal
-                  ? std::clamp<int64_t>(r0 + i + 1 - j0, 0, cols)
-                  : cols;
+          const int64_t n = folded && a.attrs->is_causal
+                                ? std::clamp<int64_t>(r0 + i + 1 - j0, 0, cols)
+                                : cols;
           RowStats& st = stats[i];
           // The tiles' maximum is over all `cols`: a causal row that sees
           // fewer, or a NaN in its strip, needs its own.
@@ -442,8 +449,7 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
           p = s.weights_low.data();
         } else if (gemm != MIXRT_DTYPE_F32) {
           s.weights_low.resize(rows * cols);
-          StoreRow(s.scores.data(), rows * cols, s.weights_low.data(),
-                   gemm, 0);
+          StoreRow(s.scores.data(), rows * cols, s.weights_low.data(), gemm, 0);
           p = s.weights_low.data();
         }
         if (amx) {
@@ -455,8 +461,8 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
                                       s.acc.data());
         } else {
           Gemm({p, gemm, rows, cols, cols, 1},
-               {static_cast<const char*>(v.data) + j0 * v.ld * Bytes(gemm), gemm, cols, ev,
-                v.ld, 1},
+               {static_cast<const char*>(v.data) + j0 * v.ld * Bytes(gemm),
+                gemm, cols, ev, v.ld, 1},
                s.acc.data(), ev, /*accumulate=*/true);
         }
       }
@@ -467,7 +473,9 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
                                      : st.max * mult + std::log(st.total);
         // A row that sees nothing has total 0 and acc 0: output 0.
         rows_k.scale_row(s.acc.data() + i * ev, ev,
-                         st.total > 0 ? 1.0f / st.total : st.total == 0 ? 0.0f : NAN);
+                         st.total > 0    ? 1.0f / st.total
+                         : st.total == 0 ? 0.0f
+                                         : NAN);
       }
       StoreRows(s.acc.data(), rows, ev, at.out, g, r0);
     }
@@ -477,7 +485,8 @@ void Forward(const AttentionCall& a, const AttentionForwardRows& at) {
 void Backward(const AttentionCall& a) {
   const struct {
     GroupRows q, k, v, grad_out;
-  } at = {DenseRows(*a.q), DenseRows(*a.k), DenseRows(*a.v), DenseRows(*a.grad_out)};
+  } at = {DenseRows(*a.q), DenseRows(*a.k), DenseRows(*a.v),
+          DenseRows(*a.grad_out)};
   const SoftmaxRowKernels& rows_k = SoftmaxRows();
   const MixrtDtype dt = a.q->dtype(), gemm = GemmDtype(dt);
   const int64_t e = a.head_dim, ev = a.value_dim;
@@ -499,17 +508,21 @@ void Backward(const AttentionCall& a) {
       if (f32_tiles) {
         panels_k.resize(F32PanelKeys(a.keys) * e);
         panels_v.resize(F32PanelKeys(a.keys) * ev);
-        F32PackPanels(static_cast<const float*>(k), a.keys, e, e, panels_k.data());
-        F32PackPanels(static_cast<const float*>(v), a.keys, ev, ev, panels_v.data());
+        F32PackPanels(static_cast<const float*>(k), a.keys, e, e,
+                      panels_k.data());
+        F32PackPanels(static_cast<const float*>(v), a.keys, ev, ev,
+                      panels_v.data());
       }
-      const float* lse = static_cast<const float*>(a.lse->data()) + g * a.queries;
+      const float* lse =
+          static_cast<const float*>(a.lse->data()) + g * a.queries;
       for (int64_t r0 = 0; r0 < a.queries; r0 += kRows) {
         const int64_t rows = std::min(kRows, a.queries - r0);
         const int64_t extent = KeyExtent(a, r0, rows);
         const int64_t at_q = (g * a.queries + r0) * e;
         const int64_t at_o = (g * a.queries + r0) * ev;
         const void* q = RowsInDtype(at.q, g, r0, rows, e, gemm, &s.qbuf).data;
-        const void* go = RowsInDtype(at.grad_out, g, r0, rows, ev, gemm, &go_buf).data;
+        const void* go =
+            RowsInDtype(at.grad_out, g, r0, rows, ev, gemm, &go_buf).data;
         // D_i = sum_c dO_ic O_ic.
         d.resize(rows);
         out_row.resize(ev);
@@ -526,12 +539,15 @@ void Backward(const AttentionCall& a) {
         // (rows x chunk) stay in L2 across the five GEMMs that use them.
         for (int64_t j0 = 0; j0 < extent; j0 += kKeyChunk) {
           const int64_t cols = std::min(kKeyChunk, extent - j0);
-          const void* k_chunk = static_cast<const char*>(k) + j0 * e * Bytes(gemm);
-          const void* v_chunk = static_cast<const char*>(v) + j0 * ev * Bytes(gemm);
+          const void* k_chunk =
+              static_cast<const char*>(k) + j0 * e * Bytes(gemm);
+          const void* v_chunk =
+              static_cast<const char*>(v) + j0 * ev * Bytes(gemm);
           s.scores.resize(rows * cols);
           if (f32_tiles) {
             F32TimesPanels(static_cast<const float*>(q), rows, e, e,
-                           panels_k.data() + j0 * e, cols, s.scores.data(), cols);
+                           panels_k.data() + j0 * e, cols, s.scores.data(),
+                           cols);
           } else {
             Gemm({q, gemm, rows, e, e, 1}, {k_chunk, gemm, e, cols, 1, e},
                  s.scores.data(), cols, false);
@@ -552,7 +568,7 @@ void Backward(const AttentionCall& a) {
             s.dropout.resize(rows * cols);
             for (int64_t i = 0; i < rows; ++i) {
               AttentionDropout(a, g, r0 + i, j0, cols,
-                                       s.dropout.data() + i * cols);
+                               s.dropout.data() + i * cols);
             }
           }
           // dV += (dropped weights)^T dO.
@@ -560,9 +576,9 @@ void Backward(const AttentionCall& a) {
               WeightsForGemm(gemm, rows, cols, s.scores.data(),
                              dropout ? s.dropout.data() : nullptr, &s);
           if (f32_transposed) {
-            F32AccumulateTransposedTimes(static_cast<const float*>(p), cols,
-                                         rows, cols, static_cast<const float*>(go),
-                                         ev, ev, dv.data() + j0 * ev, ev);
+            F32AccumulateTransposedTimes(
+                static_cast<const float*>(p), cols, rows, cols,
+                static_cast<const float*>(go), ev, ev, dv.data() + j0 * ev, ev);
           } else {
             Gemm({p, gemm, cols, rows, 1, cols}, {go, gemm, rows, ev, ev, 1},
                  dv.data() + j0 * ev, ev, true);
@@ -599,9 +615,9 @@ void Backward(const AttentionCall& a) {
           Gemm({ds, gemm, rows, cols, cols, 1}, {k_chunk, gemm, cols, e, e, 1},
                dq.data(), e, true);
           if (f32_transposed) {
-            F32AccumulateTransposedTimes(static_cast<const float*>(ds), cols,
-                                         rows, cols, static_cast<const float*>(q),
-                                         e, e, dk.data() + j0 * e, e);
+            F32AccumulateTransposedTimes(
+                static_cast<const float*>(ds), cols, rows, cols,
+                static_cast<const float*>(q), e, e, dk.data() + j0 * e, e);
           } else {
             Gemm({ds, gemm, cols, rows, 1, cols}, {q, gemm, rows, e, e, 1},
                  dk.data() + j0 * e, e, true);
@@ -635,7 +651,8 @@ absl::Status RunPass(const AttentionCall& a, Pass&& pass) {
 
 }  // namespace
 
-GroupRows GroupRows::Dense(void* data, MixrtDtype dtype, int64_t rows, int64_t cols) {
+GroupRows GroupRows::Dense(void* data, MixrtDtype dtype, int64_t rows,
+                           int64_t cols) {
   GroupRows t;
   t.data = data;
   t.dtype = dtype;
@@ -644,7 +661,8 @@ GroupRows GroupRows::Dense(void* data, MixrtDtype dtype, int64_t rows, int64_t c
   return t;
 }
 
-absl::Status RunAttentionForward(const AttentionCall& a, const AttentionForwardRows& rows) {
+absl::Status RunAttentionForward(const AttentionCall& a,
+                                 const AttentionForwardRows& rows) {
   return RunPass(a, [&] { Forward(a, rows); });
 }
 
@@ -652,7 +670,8 @@ absl::Status RunAttention(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(const AttentionCall a, sdk::DecodeAttention(call));
   if (a.backward) return RunPass(a, [&] { Backward(a); });
   AttentionForwardRows rows{DenseRows(*a.q), DenseRows(*a.k), DenseRows(*a.v),
-                            DenseRows(*a.out), static_cast<float*>(a.lse->data())};
+                            DenseRows(*a.out),
+                            static_cast<float*>(a.lse->data())};
   return RunPass(a, [&] { Forward(a, rows); });
 }
 

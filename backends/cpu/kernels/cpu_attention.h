@@ -1,5 +1,5 @@
-// Fused scaled dot-product attention, forward and backward. Each takes a call whose
-// tensors the plugin has already validated against the ABI.
+// Fused scaled dot-product attention, forward and backward. Each takes a call
+// whose tensors the plugin has already validated against the ABI.
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_ATTENTION_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_CPU_ATTENTION_H_
 

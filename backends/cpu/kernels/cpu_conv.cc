@@ -7,15 +7,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cpu/kernels/cpu_matmul.h"
 #include "absl/strings/str_cat.h"
-#include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/fusion/epilogue_chain.h"
-#include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/fusion/fused_conv.h"
+#include "backends/cpu/kernels/cpu_matmul.h"
+#include "backends/cpu/kernels/epilogue.h"
+#include "backends/cpu/kernels/float_rows.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/onednn/onednn_compat.h"
 #include "backends/cpu/onednn/onednn_context.h"
-#include "backends/cpu/kernels/parallel.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -104,14 +104,16 @@ dnnl::convolution_forward::primitive_desc ForwardPd(
 // for one element (the layouts the fusion claims).
 dnnl::memory::desc OperandDesc(const TensorRef& t) {
   const bool per_channel = t.ndim() == 4 && t.dim(1) != 1 && t.stride(1) != 0;
-  return dnnl::memory::desc({1, per_channel ? t.dim(1) : 1, 1, 1}, *OneDnnType(t.dtype()),
+  return dnnl::memory::desc({1, per_channel ? t.dim(1) : 1, 1, 1},
+                            *OneDnnType(t.dtype()),
                             dnnl::memory::format_tag::abcd);
 }
 
 std::string StepsKey(absl::Span<const EpilogueStep> steps) {
   std::string key;
   for (const EpilogueStep& s : steps) {
-    absl::StrAppend(&key, "|", static_cast<int>(s.algorithm), ",", s.alpha, ",", s.beta);
+    absl::StrAppend(&key, "|", static_cast<int>(s.algorithm), ",", s.alpha, ",",
+                    s.beta);
     if (s.operand != nullptr) absl::StrAppend(&key, ",", DescKey(*s.operand));
   }
   return key;
@@ -120,8 +122,9 @@ std::string StepsKey(absl::Span<const EpilogueStep> steps) {
 // The forward primitive of x (*) w (+ bias) -> y with `steps` as post-ops;
 // nullptr when oneDNN has none (`may_fail`).
 std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
-    const TensorRef& x, const TensorRef& w, const TensorRef* bias, const TensorRef& y,
-    const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps, bool may_fail) {
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+    const TensorRef& y, const MixrtConvAttrs& a,
+    absl::Span<const EpilogueStep> steps, bool may_fail) {
   const std::string key =
       absl::StrCat("conv_fwd|", DescKey(x), "|", DescKey(w), "|",
                    bias != nullptr ? DescKey(*bias) : "-", "|", DescKey(y), "|",
@@ -140,8 +143,8 @@ std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
     dnnl::memory::desc bias_md;
     if (bias != nullptr) bias_md = MemoryDesc(*bias);
     const auto pd = ForwardPd(Any(MemoryDesc(x)), Any(WeightsDesc(w, a.groups)),
-                              bias != nullptr ? &bias_md : nullptr, Any(MemoryDesc(y)), a,
-                              attr);
+                              bias != nullptr ? &bias_md : nullptr,
+                              Any(MemoryDesc(y)), a, attr);
     return CachedPrimitive{dnnl::convolution_forward(pd),
                            pd.impl_info_str(),
                            {{DNNL_ARG_SRC, pd.src_desc()},
@@ -154,25 +157,30 @@ std::shared_ptr<const CachedPrimitive> ForwardPrimitive(
 // Runs the primitive on dense-or-strided caller tensors; `packed_w` is w in
 // the primitive's own layout (then w's data is not read); with `blocked_y`
 // the result stays in the primitive's layout there (y only describes it).
-void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef& w,
-                const TensorRef* bias, const TensorRef& y, const MixrtConvAttrs& a,
-                absl::Span<const EpilogueStep> steps, const dnnl::memory* packed_w,
+void RunForward(const CachedPrimitive& prim, const TensorRef& x,
+                const TensorRef& w, const TensorRef* bias, const TensorRef& y,
+                const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps,
+                const dnnl::memory* packed_w,
                 const dnnl::memory* blocked_y = nullptr) {
   LayoutBinder bind(prim);
   bind.Input(DNNL_ARG_SRC, MemoryDesc(x), x.data());
   if (packed_w != nullptr) {
-    bind.Input(DNNL_ARG_WEIGHTS, packed_w->get_desc(), packed_w->get_data_handle());
+    bind.Input(DNNL_ARG_WEIGHTS, packed_w->get_desc(),
+               packed_w->get_data_handle());
   } else {
     bind.Input(DNNL_ARG_WEIGHTS, WeightsDesc(w, a.groups), w.data());
   }
-  if (bias != nullptr) bind.Input(DNNL_ARG_BIAS, MemoryDesc(*bias), bias->data());
+  if (bias != nullptr)
+    bind.Input(DNNL_ARG_BIAS, MemoryDesc(*bias), bias->data());
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].operand == nullptr) continue;
-    bind.Input(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-               OperandDesc(*steps[i].operand), steps[i].operand->data());
+    bind.Input(
+        DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+        OperandDesc(*steps[i].operand), steps[i].operand->data());
   }
   if (blocked_y != nullptr) {
-    bind.Output(DNNL_ARG_DST, blocked_y->get_desc(), blocked_y->get_data_handle());
+    bind.Output(DNNL_ARG_DST, blocked_y->get_desc(),
+                blocked_y->get_data_handle());
   } else {
     bind.Output(DNNL_ARG_DST, MemoryDesc(y), y.data());
   }
@@ -182,32 +190,37 @@ void RunForward(const CachedPrimitive& prim, const TensorRef& x, const TensorRef
 // ForwardPrimitive's, UNIMPLEMENTED when there is none and
 // FAILED_PRECONDITION when it wants another layout than `packed_w`'s.
 absl::StatusOr<std::shared_ptr<const CachedPrimitive>> UsableForward(
-    const TensorRef& x, const TensorRef& w, const TensorRef* bias, const TensorRef& y,
-    const MixrtConvAttrs& a, absl::Span<const EpilogueStep> steps,
-    const dnnl::memory* packed_w) {
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+    const TensorRef& y, const MixrtConvAttrs& a,
+    absl::Span<const EpilogueStep> steps, const dnnl::memory* packed_w) {
   auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
   if (prim == nullptr) {
-    return absl::UnimplementedError("conv2d: oneDNN has no convolution with these post-ops");
+    return absl::UnimplementedError(
+        "conv2d: oneDNN has no convolution with these post-ops");
   }
-  if (packed_w != nullptr && packed_w->get_desc() != prim->layouts.at(DNNL_ARG_WEIGHTS)) {
-    return absl::FailedPreconditionError("conv2d: the packed weights' layout changed");
+  if (packed_w != nullptr &&
+      packed_w->get_desc() != prim->layouts.at(DNNL_ARG_WEIGHTS)) {
+    return absl::FailedPreconditionError(
+        "conv2d: the packed weights' layout changed");
   }
   return prim;
 }
 
-std::shared_ptr<const CachedPrimitive> MaxPoolPrimitive(const dnnl::memory::desc& src,
-                                                        const TensorRef& y,
-                                                        const MixrtPoolAttrs& p) {
-  const std::string key = absl::StrCat(
-      "maxpool_inference|", DescIdentity(src), "|", DescKey(y), "|", p.kernel[0], ",",
-      p.kernel[1], ",", p.stride[0], ",", p.stride[1], ",", p.padding[0], ",", p.padding[1]);
+std::shared_ptr<const CachedPrimitive> MaxPoolPrimitive(
+    const dnnl::memory::desc& src, const TensorRef& y,
+    const MixrtPoolAttrs& p) {
+  const std::string key =
+      absl::StrCat("maxpool_inference|", DescIdentity(src), "|", DescKey(y),
+                   "|", p.kernel[0], ",", p.kernel[1], ",", p.stride[0], ",",
+                   p.stride[1], ",", p.padding[0], ",", p.padding[1]);
   return TryGetPrimitive(key, [&] {
-    const auto pd = MaxPoolInferencePd(src, Any(MemoryDesc(y)), {p.kernel[0], p.kernel[1]},
-                                       {p.stride[0], p.stride[1]},
-                                       {p.padding[0], p.padding[1]});
-    return CachedPrimitive{dnnl::pooling_forward(pd),
-                           pd.impl_info_str(),
-                           {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DST, pd.dst_desc()}}};
+    const auto pd = MaxPoolInferencePd(
+        src, Any(MemoryDesc(y)), {p.kernel[0], p.kernel[1]},
+        {p.stride[0], p.stride[1]}, {p.padding[0], p.padding[1]});
+    return CachedPrimitive{
+        dnnl::pooling_forward(pd),
+        pd.impl_info_str(),
+        {{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_DST, pd.dst_desc()}}};
   });
 }
 
@@ -231,7 +244,8 @@ absl::Status Forward(const sdk::KernelCall& call, const MixrtConvAttrs& a) {
   Operand x(call.inputs[0], widen, true), w(call.inputs[1], widen, true);
   Operand y(call.outputs[0], widen, false);
   std::unique_ptr<Operand> bias;
-  if (call.inputs.size() == 3) bias = std::make_unique<Operand>(call.inputs[2], widen, true);
+  if (call.inputs.size() == 3)
+    bias = std::make_unique<Operand>(call.inputs[2], widen, true);
   const TensorRef* bias_ref = bias != nullptr ? &bias->ref : nullptr;
   auto prim = ForwardPrimitive(x.ref, w.ref, bias_ref, y.ref, a, {}, false);
   RunForward(*prim, x.ref, w.ref, bias_ref, y.ref, a, {}, nullptr);
@@ -316,34 +330,38 @@ absl::Status BackwardWeights(const sdk::KernelCall& call,
 
 }  // namespace
 
-absl::Status RunConvWithEpilogue(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
-                                 const TensorRef& y, const MixrtConvAttrs& a,
+absl::Status RunConvWithEpilogue(const TensorRef& x, const TensorRef& w,
+                                 const TensorRef* bias, const TensorRef& y,
+                                 const MixrtConvAttrs& a,
                                  absl::Span<const EpilogueStep> steps,
                                  const dnnl::memory* packed_w) {
-  MIXRT_ASSIGN_OR_RETURN(auto prim, UsableForward(x, w, bias, y, a, steps, packed_w));
+  MIXRT_ASSIGN_OR_RETURN(auto prim,
+                         UsableForward(x, w, bias, y, a, steps, packed_w));
   RunForward(*prim, x, w, bias, y, a, steps, packed_w);
   return absl::OkStatus();
 }
 
-std::string ConvWithEpilogueImplementation(const TensorRef& x, const TensorRef& w,
-                                           const TensorRef* bias, const TensorRef& y,
-                                           const MixrtConvAttrs& a,
-                                           absl::Span<const EpilogueStep> steps) {
+std::string ConvWithEpilogueImplementation(
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+    const TensorRef& y, const MixrtConvAttrs& a,
+    absl::Span<const EpilogueStep> steps) {
   auto prim = ForwardPrimitive(x, w, bias, y, a, steps, true);
   return prim == nullptr ? "" : prim->implementation;
 }
 
-absl::Status RunConvMaxPoolWithEpilogue(const TensorRef& x, const TensorRef& w,
-                                        const TensorRef* bias, const TensorRef& conv_out,
-                                        const TensorRef& y, const MixrtConvAttrs& a,
-                                        absl::Span<const EpilogueStep> steps,
-                                        const MixrtPoolAttrs& pool, dnnl::memory* between,
-                                        const dnnl::memory* packed_w) {
-  MIXRT_ASSIGN_OR_RETURN(auto conv, UsableForward(x, w, bias, conv_out, a, steps, packed_w));
+absl::Status RunConvMaxPoolWithEpilogue(
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+    const TensorRef& conv_out, const TensorRef& y, const MixrtConvAttrs& a,
+    absl::Span<const EpilogueStep> steps, const MixrtPoolAttrs& pool,
+    dnnl::memory* between, const dnnl::memory* packed_w) {
+  MIXRT_ASSIGN_OR_RETURN(
+      auto conv, UsableForward(x, w, bias, conv_out, a, steps, packed_w));
   const dnnl::memory::desc& blocked = conv->layouts.at(DNNL_ARG_DST);
   auto max_pool = MaxPoolPrimitive(blocked, y, pool);
-  if (max_pool == nullptr) return absl::UnimplementedError("oneDNN has no such max pooling");
-  if (!*between || between->get_desc() != blocked) *between = dnnl::memory(blocked, Engine());
+  if (max_pool == nullptr)
+    return absl::UnimplementedError("oneDNN has no such max pooling");
+  if (!*between || between->get_desc() != blocked)
+    *between = dnnl::memory(blocked, Engine());
   RunForward(*conv, x, w, bias, conv_out, a, steps, packed_w, between);
   LayoutBinder bind(*max_pool);
   bind.Input(DNNL_ARG_SRC, blocked, between->get_data_handle());
@@ -352,24 +370,28 @@ absl::Status RunConvMaxPoolWithEpilogue(const TensorRef& x, const TensorRef& w,
   return absl::OkStatus();
 }
 
-std::string ConvMaxPoolImplementation(const TensorRef& x, const TensorRef& w,
-                                      const TensorRef* bias, const TensorRef& conv_out,
-                                      const TensorRef& y, const MixrtConvAttrs& a,
-                                      absl::Span<const EpilogueStep> steps,
-                                      const MixrtPoolAttrs& pool) {
+std::string ConvMaxPoolImplementation(
+    const TensorRef& x, const TensorRef& w, const TensorRef* bias,
+    const TensorRef& conv_out, const TensorRef& y, const MixrtConvAttrs& a,
+    absl::Span<const EpilogueStep> steps, const MixrtPoolAttrs& pool) {
   auto conv = ForwardPrimitive(x, w, bias, conv_out, a, steps, true);
   if (conv == nullptr) return "";
   auto max_pool = MaxPoolPrimitive(conv->layouts.at(DNNL_ARG_DST), y, pool);
   if (max_pool == nullptr || !Optimized(max_pool->implementation)) return "";
-  return absl::StrCat(conv->implementation, "; max pool ", max_pool->implementation);
+  return absl::StrCat(conv->implementation, "; max pool ",
+                      max_pool->implementation);
 }
 
-absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w, const TensorRef* bias,
-                             const TensorRef& y, const MixrtConvAttrs& a,
-                             absl::Span<const EpilogueStep> steps, dnnl::memory* packed) {
-  MIXRT_ASSIGN_OR_RETURN(auto prim, UsableForward(x, w, bias, y, a, steps, nullptr));
+absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w,
+                             const TensorRef* bias, const TensorRef& y,
+                             const MixrtConvAttrs& a,
+                             absl::Span<const EpilogueStep> steps,
+                             dnnl::memory* packed) {
+  MIXRT_ASSIGN_OR_RETURN(auto prim,
+                         UsableForward(x, w, bias, y, a, steps, nullptr));
   const dnnl::memory::desc& want = prim->layouts.at(DNNL_ARG_WEIGHTS);
-  if (!*packed || packed->get_desc() != want) *packed = dnnl::memory(want, Engine());
+  if (!*packed || packed->get_desc() != want)
+    *packed = dnnl::memory(want, Engine());
   Reorder(Memory(WeightsDesc(w, a.groups), w.data()), *packed);
   ThreadStream().wait();
   return absl::OkStatus();

@@ -1,5 +1,5 @@
-// Creation ops: fill, copy, arange, random uniform and normal. Each takes a call whose
-// tensors the plugin has already validated against the ABI.
+// Creation ops: fill, copy, arange, random uniform and normal. Each takes a
+// call whose tensors the plugin has already validated against the ABI.
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_CREATION_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_CPU_CREATION_H_
 
@@ -8,7 +8,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunCreation(const sdk::KernelCall& call);     // fill, copy, ...
+absl::Status RunCreation(const sdk::KernelCall& call);  // fill, copy, ...
 
 }  // namespace mixrt::cpu
 

@@ -8,7 +8,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunDropout(const sdk::KernelCall& call);    // dense tensors
+absl::Status RunDropout(const sdk::KernelCall& call);  // dense tensors
 
 }  // namespace mixrt::cpu
 

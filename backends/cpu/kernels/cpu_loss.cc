@@ -39,7 +39,8 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
   // ~75 ns of latency); sums and the loss itself in double.
   const SoftmaxRowKernels& k = SoftmaxRows();
   const bool log_probs = attrs->log_probs_input;
-  const int64_t block = std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
+  const int64_t block =
+      std::max<int64_t>(1, 4096 / std::max<int64_t>(classes, 1));
   ParallelFor(rows, GrainFor(4 * classes), [&](int64_t begin, int64_t end) {
     // Kept per thread (four allocations were a fifth of a 32 x 10 loss).
     thread_local std::vector<float> z, d, e;
@@ -51,13 +52,15 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
       e.resize(n * classes);
       lse.assign(n, 0.0);
       sums.assign(n, 0.0);
-      LoadRow(logits.data(), logits.dtype(), r0 * classes, n * classes, z.data());
+      LoadRow(logits.data(), logits.dtype(), r0 * classes, n * classes,
+              z.data());
       // Log-probability input (nll_loss) is used as it is.
       if (!log_probs) {
         for (int64_t i = 0; i < n; ++i) {
           const float* zi = z.data() + i * classes;
           const float max = k.row_max(zi, classes);
-          for (int64_t c = 0; c < classes; ++c) d[i * classes + c] = zi[c] - max;
+          for (int64_t c = 0; c < classes; ++c)
+            d[i * classes + c] = zi[c] - max;
           lse[i] = max;
         }
         k.exp_row_f32(d.data(), n * classes, 0.0f, 1.0f, e.data());

@@ -8,7 +8,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunLoss(const sdk::KernelCall& call);         // dense tensors
+absl::Status RunLoss(const sdk::KernelCall& call);  // dense tensors
 
 }  // namespace mixrt::cpu
 

@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/fusion/fused_matmul.h"
 #include "backends/cpu/gemm/amx_tiles.h"
+#include "backends/cpu/gemm/small_gemm.h"
+#include "backends/cpu/gemm/small_gemm_bf16.h"
 #include "backends/cpu/kernels/bf16_pair.h"
 #include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/kernels/float_rows.h"
-#include "backends/cpu/fusion/fused_matmul.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/onednn/onednn_compat.h"
 #include "backends/cpu/onednn/onednn_context.h"
-#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/onednn/prepared_matmul.h"
-#include "backends/cpu/gemm/small_gemm.h"
-#include "backends/cpu/gemm/small_gemm_bf16.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/pointwise_math.h"
 
@@ -64,18 +64,20 @@ bool RowsMerge(const dnnl::memory::dims& dims,
 // rows of a and c merge. oneDNN 2.6 runs the batched form with transposed
 // weights (every nn.Linear) on its older gemm:jit; the 2-D form gets the
 // brgemm kernels (AMX, avx512_core_bf16).
-void FoldBroadcastBatch(dnnl::memory::dims* a_dims, dnnl::memory::dims* a_strides,
-                        dnnl::memory::dims* b_dims, dnnl::memory::dims* b_strides,
-                        dnnl::memory::dims* c_dims, dnnl::memory::dims* c_strides,
-                        dnnl::memory::dims* bias_dims,
-                        dnnl::memory::dims* bias_strides) {
+void FoldBroadcastBatch(
+    dnnl::memory::dims* a_dims, dnnl::memory::dims* a_strides,
+    dnnl::memory::dims* b_dims, dnnl::memory::dims* b_strides,
+    dnnl::memory::dims* c_dims, dnnl::memory::dims* c_strides,
+    dnnl::memory::dims* bias_dims, dnnl::memory::dims* bias_strides) {
   const size_t nd = a_dims->size();
   if (nd <= 2) return;
   for (size_t d = 0; d + 2 < nd; ++d) {
     if ((*b_dims)[d] != 1) return;
   }
-  if (!RowsMerge(*a_dims, *a_strides) || !RowsMerge(*c_dims, *c_strides)) return;
-  const auto fold = [nd](dnnl::memory::dims* dims, dnnl::memory::dims* strides) {
+  if (!RowsMerge(*a_dims, *a_strides) || !RowsMerge(*c_dims, *c_strides))
+    return;
+  const auto fold = [nd](dnnl::memory::dims* dims,
+                         dnnl::memory::dims* strides) {
     dnnl::memory::dim rows = 1;
     for (size_t d = 0; d + 1 < nd; ++d) rows *= (*dims)[d];
     *dims = {rows, (*dims)[nd - 1]};
@@ -186,9 +188,8 @@ CopyLayout LayoutForCopy(const TensorRef& t) {
 template <typename RowFn>
 void ForEachCopyRow(const TensorRef& t, const CopyLayout& l, RowFn&& row) {
   if (l.in_place_order) {
-    ParallelFor(l.elements, 1 << 16, [&](int64_t b, int64_t e) {
-      row(b, int64_t{1}, e - b, b);
-    });
+    ParallelFor(l.elements, 1 << 16,
+                [&](int64_t b, int64_t e) { row(b, int64_t{1}, e - b, b); });
     return;
   }
   const int nd = t.ndim();
@@ -226,7 +227,8 @@ void LoadStrided(const TensorRef& t, int64_t offset, int64_t col_stride,
   if (col_stride == 1) {
     LoadRow(t.data(), t.dtype(), offset, n, dst);
   } else {
-    for (int64_t j = 0; j < n; ++j) dst[j] = t.LoadFloat(offset + j * col_stride);
+    for (int64_t j = 0; j < n; ++j)
+      dst[j] = t.LoadFloat(offset + j * col_stride);
   }
 }
 
@@ -245,10 +247,10 @@ void Widen(const TensorRef& t, WidenedOperand* w, bool values = true) {
   w->desc = CopyDesc(t, w->layout, w->data.get(), MIXRT_DTYPE_F32);
   if (!values) return;
   float* out = w->data.get();
-  ForEachCopyRow(t, w->layout, [&](int64_t src, int64_t stride, int64_t n,
-                                   int64_t dst) {
-    LoadStrided(t, src, stride, n, out + dst);
-  });
+  ForEachCopyRow(t, w->layout,
+                 [&](int64_t src, int64_t stride, int64_t n, int64_t dst) {
+                   LoadStrided(t, src, stride, n, out + dst);
+                 });
 }
 
 // An f16 operand as two bf16 operands, hi + lo (bf16_pair.h).
@@ -268,27 +270,28 @@ bool Split(const TensorRef& t, SplitOperand* s) {
   s->hi_desc = CopyDesc(t, s->layout, s->hi.get(), MIXRT_DTYPE_BF16);
   s->lo_desc = CopyDesc(t, s->layout, s->lo.get(), MIXRT_DTYPE_BF16);
   std::atomic<bool> finite{true};
-  ForEachCopyRow(t, s->layout, [&](int64_t src, int64_t stride, int64_t n,
-                                   int64_t dst) {
-    constexpr int64_t kChunk = 1024;
-    float buf[kChunk];
-    bool f = true;
-    for (int64_t j = 0; j < n; j += kChunk) {
-      const int64_t m = std::min(kChunk, n - j);
-      LoadStrided(t, src + j * stride, stride, m, buf);
-      f &= SplitIntoBf16Pairs(buf, m, s->hi.get() + dst + j,
-                              s->lo.get() + dst + j);
-    }
-    if (!f) finite.store(false, std::memory_order_relaxed);
-  });
+  ForEachCopyRow(t, s->layout,
+                 [&](int64_t src, int64_t stride, int64_t n, int64_t dst) {
+                   constexpr int64_t kChunk = 1024;
+                   float buf[kChunk];
+                   bool f = true;
+                   for (int64_t j = 0; j < n; j += kChunk) {
+                     const int64_t m = std::min(kChunk, n - j);
+                     LoadStrided(t, src + j * stride, stride, m, buf);
+                     f &= SplitIntoBf16Pairs(buf, m, s->hi.get() + dst + j,
+                                             s->lo.get() + dst + j);
+                   }
+                   if (!f) finite.store(false, std::memory_order_relaxed);
+                 });
   return finite.load();
 }
 
 // The oneDNN shape of c = a x b (+ bias) (+ sum_beta c), then `steps`
 // (binary ones' addresses into post_data); a bias in neither f32 nor a's
 // dtype is described as the dense f32 copy Product makes of it.
-void DescribeProduct(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
-                     const TensorRef& c, float sum_beta, absl::Span<const EpilogueStep> steps,
+void DescribeProduct(const TensorRef& a, const TensorRef& b,
+                     const TensorRef* bias_in, const TensorRef& c,
+                     float sum_beta, absl::Span<const EpilogueStep> steps,
                      MatmulShape* out, std::vector<const void*>* post_data) {
   MatmulShape& shape = *out;
   const bool has_bias = bias_in != nullptr;
@@ -389,8 +392,8 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   }
   // The plugin's own tiles for small 2-D products (f32, or bf16 on
   // avx512_bf16), their epilogue a bias, a relu and beta c.
-  const bool tiles = steps.empty() && packed_b == nullptr && shape.c.dims.size() == 2 &&
-                     shape.c.strides[1] == 1;
+  const bool tiles = steps.empty() && packed_b == nullptr &&
+                     shape.c.dims.size() == 2 && shape.c.strides[1] == 1;
   const auto describe = [&](auto& g, auto element) {
     using T = decltype(element);
     g.m = shape.c.dims[0];
@@ -403,7 +406,9 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
     g.b_rows = shape.b.strides[0];
     g.b_cols = shape.b.strides[1];
     g.ldc = shape.c.strides[0];
-    g.bias_stride = wide_bias != nullptr ? 1 : has_bias ? bias_in->stride(0) : 0;
+    g.bias_stride = wide_bias != nullptr ? 1
+                    : has_bias           ? bias_in->stride(0)
+                                         : 0;
     g.beta = sum_beta;
     g.relu = act == MIXRT_ACTIVATION_RELU && sum_beta == 0;
   };
@@ -431,11 +436,12 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   }
   const SerialScope serial(SerialProduct(shape));
   if (packed_b == nullptr) {
-    RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data, post_data.data());
+    RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data,
+                      post_data.data());
   } else {
     const dnnl::memory::desc packed = packed_b->get_desc();
-    if (!RunPreparedMatmul(shape, a.data(), packed_b->get_data_handle(), c.data(), bias_data,
-                           post_data.data(), &packed)) {
+    if (!RunPreparedMatmul(shape, a.data(), packed_b->get_data_handle(),
+                           c.data(), bias_data, post_data.data(), &packed)) {
       throw PackedLayoutChanged{};
     }
   }
@@ -543,9 +549,11 @@ absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,
   try {
     Product(a, b, bias, out, 0, MIXRT_ACTIVATION_NONE, steps, packed_b);
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("oneDNN matmul with post-ops: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("oneDNN matmul with post-ops: ", e.what()));
   } catch (const PackedLayoutChanged&) {
-    return absl::FailedPreconditionError("the packed weights' layout is not the product's");
+    return absl::FailedPreconditionError(
+        "the packed weights' layout is not the product's");
   }
   return absl::OkStatus();
 }
@@ -553,9 +561,9 @@ absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,
 namespace {
 
 // The oneDNN shape of the product RunMatmulWithEpilogue runs.
-MatmulShape EpilogueShape(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
-                          const TensorRef& out, absl::Span<const EpilogueStep> steps,
-                          bool packed_b) {
+MatmulShape EpilogueShape(const TensorRef& a, const TensorRef& b,
+                          const TensorRef* bias, const TensorRef& out,
+                          absl::Span<const EpilogueStep> steps, bool packed_b) {
   MatmulShape shape;
   std::vector<const void*> post_data;
   DescribeProduct(a, b, bias, out, 0, steps, &shape, &post_data);
@@ -565,31 +573,36 @@ MatmulShape EpilogueShape(const TensorRef& a, const TensorRef& b, const TensorRe
 
 }  // namespace
 
-std::string MatmulWithEpilogueImplementation(const TensorRef& a, const TensorRef& b,
-                                             const TensorRef* bias, const TensorRef& out,
-                                             absl::Span<const EpilogueStep> steps,
-                                             bool packed_b) {
-  return PreparedMatmulImplementation(EpilogueShape(a, b, bias, out, steps, packed_b));
+std::string MatmulWithEpilogueImplementation(
+    const TensorRef& a, const TensorRef& b, const TensorRef* bias,
+    const TensorRef& out, absl::Span<const EpilogueStep> steps, bool packed_b) {
+  return PreparedMatmulImplementation(
+      EpilogueShape(a, b, bias, out, steps, packed_b));
 }
 
-absl::Status PackMatmulWeights(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
-                               const TensorRef& out, absl::Span<const EpilogueStep> steps,
+absl::Status PackMatmulWeights(const TensorRef& a, const TensorRef& b,
+                               const TensorRef* bias, const TensorRef& out,
+                               absl::Span<const EpilogueStep> steps,
                                dnnl::memory* packed) {
   try {
     const MatmulShape shape = EpilogueShape(a, b, bias, out, steps, true);
     const SerialScope serial(SerialProduct(shape));  // As Product runs it.
     const dnnl::memory::desc desc = PackedWeightsDesc(shape);
-    if (!*packed || packed->get_desc() != desc) *packed = dnnl::memory(desc, Engine());
+    if (!*packed || packed->get_desc() != desc)
+      *packed = dnnl::memory(desc, Engine());
     PackWeights(shape, b.data(), *packed);
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("packing a matmul's weights: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("packing a matmul's weights: ", e.what()));
   }
   return absl::OkStatus();
 }
 
-absl::Status RepackMatmulWeights(const TensorRef& a, const TensorRef& b, const TensorRef* bias,
-                                 const TensorRef& out, absl::Span<const EpilogueStep> steps,
-                                 const dnnl::memory& from, dnnl::memory* packed) {
+absl::Status RepackMatmulWeights(const TensorRef& a, const TensorRef& b,
+                                 const TensorRef* bias, const TensorRef& out,
+                                 absl::Span<const EpilogueStep> steps,
+                                 const dnnl::memory& from,
+                                 dnnl::memory* packed) {
   try {
     const MatmulShape shape = EpilogueShape(a, b, bias, out, steps, true);
     const dnnl::memory::desc desc = PackedWeightsDesc(shape);
@@ -597,7 +610,8 @@ absl::Status RepackMatmulWeights(const TensorRef& a, const TensorRef& b, const T
     Reorder(from, *packed);
     ThreadStream().wait();
   } catch (const dnnl::error& e) {
-    return absl::InternalError(absl::StrCat("repacking a matmul's weights: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("repacking a matmul's weights: ", e.what()));
   }
   return absl::OkStatus();
 }
@@ -662,9 +676,9 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
   }
   // Product applies a relu itself where it can (c = relu(a x b + bias)
   // before any accumulation): what is left of the epilogue follows.
-  const MixrtActivation rest =
-      Product(a, b, bias, c, fused_sum ? beta : 0, act) ? MIXRT_ACTIVATION_NONE
-                                                          : act;
+  const MixrtActivation rest = Product(a, b, bias, c, fused_sum ? beta : 0, act)
+                                   ? MIXRT_ACTIVATION_NONE
+                                   : act;
   if (c.data() != out.data() || rest != MIXRT_ACTIVATION_NONE) {
     FinishEpilogue(c, out, rest, fused_sum ? 0.0f : beta);
   }

@@ -1,5 +1,5 @@
-// Matrix products on oneDNN, and what oneDNN offers for them. Each takes a call whose
-// tensors the plugin has already validated against the ABI.
+// Matrix products on oneDNN, and what oneDNN offers for them. Each takes a call
+// whose tensors the plugin has already validated against the ABI.
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_MATMUL_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_CPU_MATMUL_H_
 
@@ -14,7 +14,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunMatmul(const sdk::KernelCall& call);       // strided ok
+absl::Status RunMatmul(const sdk::KernelCall& call);  // strided ok
 
 // The oneDNN matmul implementation for `dtype` inputs (f32 output), e.g.
 // "brg:avx512_core_bf16", or "" when this build and CPU have none.
@@ -30,28 +30,33 @@ bool F16MatmulByBf16Pairs();
 // out = steps(a x b + bias) on oneDNN (cpu_matmul.cc). out is f32 or a's
 // dtype. With `packed_b` (PackMatmulWeights' result), b's data is not
 // read; FAILED_PRECONDITION when the product now wants another layout.
-absl::Status RunMatmulWithEpilogue(const sdk::TensorRef& a, const sdk::TensorRef& b,
-                                   const sdk::TensorRef* bias, const sdk::TensorRef& out,
+absl::Status RunMatmulWithEpilogue(const sdk::TensorRef& a,
+                                   const sdk::TensorRef& b,
+                                   const sdk::TensorRef* bias,
+                                   const sdk::TensorRef& out,
                                    absl::Span<const EpilogueStep> steps,
                                    const dnnl::memory* packed_b = nullptr);
 // The oneDNN implementation that product gets ("" when none).
-std::string MatmulWithEpilogueImplementation(const sdk::TensorRef& a,
-                                             const sdk::TensorRef& b,
-                                             const sdk::TensorRef* bias,
-                                             const sdk::TensorRef& out,
-                                             absl::Span<const EpilogueStep> steps,
-                                             bool packed_b = false);
+std::string MatmulWithEpilogueImplementation(
+    const sdk::TensorRef& a, const sdk::TensorRef& b,
+    const sdk::TensorRef* bias, const sdk::TensorRef& out,
+    absl::Span<const EpilogueStep> steps, bool packed_b = false);
 // b in the layout oneDNN prefers for that product, into `packed` (made or
 // remade to fit).
 absl::Status PackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
-                               const sdk::TensorRef* bias, const sdk::TensorRef& out,
-                               absl::Span<const EpilogueStep> steps, dnnl::memory* packed);
+                               const sdk::TensorRef* bias,
+                               const sdk::TensorRef& out,
+                               absl::Span<const EpilogueStep> steps,
+                               dnnl::memory* packed);
 
 // PackMatmulWeights from an earlier packed copy (in any layout) instead
 // of b's data, which is not read.
-absl::Status RepackMatmulWeights(const sdk::TensorRef& a, const sdk::TensorRef& b,
-                                 const sdk::TensorRef* bias, const sdk::TensorRef& out,
-                                 absl::Span<const EpilogueStep> steps, const dnnl::memory& from,
+absl::Status RepackMatmulWeights(const sdk::TensorRef& a,
+                                 const sdk::TensorRef& b,
+                                 const sdk::TensorRef* bias,
+                                 const sdk::TensorRef& out,
+                                 absl::Span<const EpilogueStep> steps,
+                                 const dnnl::memory& from,
                                  dnnl::memory* packed);
 
 }  // namespace mixrt::cpu

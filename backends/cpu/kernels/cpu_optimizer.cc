@@ -110,12 +110,14 @@ absl::Status Sgd(const sdk::KernelCall& call) {
         // compiler vectorizes (SgdElement's own kept it scalar).
         const float lr = static_cast<float>(a.lr);
         for (int64_t i = 0; i < n; ++i) {
-          p[b + i] -= lr * sdk::SgdDecayed<float>(a, p[b + i], grad[i] * inv_scale);
+          p[b + i] -=
+              lr * sdk::SgdDecayed<float>(a, p[b + i], grad[i] * inv_scale);
         }
         continue;
       }
       for (int64_t i = 0; i < n; ++i) {
-        p[b + i] = sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale, &buf[b + i]);
+        p[b + i] = sdk::SgdElement<float>(a, p[b + i], grad[i] * inv_scale,
+                                          &buf[b + i]);
       }
     }
   });

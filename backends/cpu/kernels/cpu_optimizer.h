@@ -8,7 +8,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunOptimizer(const sdk::KernelCall& call);    // dense tensors
+absl::Status RunOptimizer(const sdk::KernelCall& call);  // dense tensors
 
 }  // namespace mixrt::cpu
 

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/gelu_rows.h"
-#include "backends/cpu/onednn/onednn_pointwise.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/onednn/onednn_pointwise.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/pointwise_math.h"
@@ -60,14 +60,16 @@ void FloatRows(const sdk::KernelCall& call, Rows&& rows) {
 // out[i] = f(in_0[i], ..., in_k[i]) over floats, for up to three inputs.
 template <int kInputs, typename Fn>
 void FloatMap(const sdk::KernelCall& call, Fn&& f) {
-  FloatRows<kInputs>(call, [&](const float* const* in, int64_t n,
-                               float* result) {
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (kInputs == 1) result[i] = f(in[0][i]);
-      if constexpr (kInputs == 2) result[i] = f(in[0][i], in[1][i]);
-      if constexpr (kInputs == 3) result[i] = f(in[0][i], in[1][i], in[2][i]);
-    }
-  });
+  FloatRows<kInputs>(call,
+                     [&](const float* const* in, int64_t n, float* result) {
+                       for (int64_t i = 0; i < n; ++i) {
+                         if constexpr (kInputs == 1) result[i] = f(in[0][i]);
+                         if constexpr (kInputs == 2)
+                           result[i] = f(in[0][i], in[1][i]);
+                         if constexpr (kInputs == 3)
+                           result[i] = f(in[0][i], in[1][i], in[2][i]);
+                       }
+                     });
 }
 
 template <MixrtBinaryKind kKind>
@@ -82,13 +84,13 @@ void UnaryFloat(const sdk::KernelCall& call, float alpha, float beta,
                 bool backward) {
   if constexpr (kKind == MIXRT_UNARY_GELU) {
     if (backward) {
-      FloatRows<2>(call, [](const float* const* in, int64_t n,
-                            float* result) {
+      FloatRows<2>(call, [](const float* const* in, int64_t n, float* result) {
         GeluGradRow(in[0], in[1], n, result);
       });
     } else {
-      FloatRows<1>(call, [](const float* const* in, int64_t n,
-                            float* result) { GeluRow(in[0], n, result); });
+      FloatRows<1>(call, [](const float* const* in, int64_t n, float* result) {
+        GeluRow(in[0], n, result);
+      });
     }
     return;
   }
@@ -100,10 +102,10 @@ void UnaryFloat(const sdk::KernelCall& call, float alpha, float beta,
       // element). The factors first, then the products: two loops that
       // vectorize. An inf or NaN gradient still gives NaN at x <= 0. The
       // factors go to a buffer of their own: result may be either input.
-      FloatRows<2>(call, [](const float* const* in, int64_t n,
-                            float* result) {
+      FloatRows<2>(call, [](const float* const* in, int64_t n, float* result) {
         float factor[kChunk];
-        for (int64_t i = 0; i < n; ++i) factor[i] = in[1][i] > 0.0f ? 1.0f : 0.0f;
+        for (int64_t i = 0; i < n; ++i)
+          factor[i] = in[1][i] > 0.0f ? 1.0f : 0.0f;
         for (int64_t i = 0; i < n; ++i) result[i] = in[0][i] * factor[i];
       });
       return;

@@ -1,5 +1,5 @@
-// Pointwise ops: binary, unary and its backward, compare, where. Each takes a call whose
-// tensors the plugin has already validated against the ABI.
+// Pointwise ops: binary, unary and its backward, compare, where. Each takes a
+// call whose tensors the plugin has already validated against the ABI.
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_POINTWISE_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_CPU_POINTWISE_H_
 
@@ -8,7 +8,7 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunPointwise(const sdk::KernelCall& call);    // dense tensors
+absl::Status RunPointwise(const sdk::KernelCall& call);  // dense tensors
 
 }  // namespace mixrt::cpu
 

@@ -3,9 +3,9 @@
 // pool2d forward and backward: parallel loops over the N * C planes of
 // dense NCHW tensors, in f32 (a branch-free path for windows inside the
 // plane: the generic loop's bounds and NaN checks made a CNN's 2x2 max
-// pool ~30x slower than its memory traffic). Not oneDNN's pooling: 2.6.3's max pooling
-// drops NaN (the max of {1, NaN, 3, 2} comes out 3), where the ABI, like
-// PyTorch, propagates it.
+// pool ~30x slower than its memory traffic). Not oneDNN's pooling: 2.6.3's max
+// pooling drops NaN (the max of {1, NaN, 3, 2} comes out 3), where the ABI,
+// like PyTorch, propagates it.
 #include <cmath>
 #include <vector>
 
@@ -20,14 +20,17 @@ namespace {
 
 // The larger of x and y, NaN when either is (the order of the scan does
 // not matter then: any NaN wins).
-inline float MaxKeepingNaN(float x, float y) { return (x != x || x > y) ? x : y; }
+inline float MaxKeepingNaN(float x, float y) {
+  return (x != x || x > y) ? x : y;
+}
 
 // Forward pooling of one plane whose windows all lie inside it (no
 // padding): rows of the output at a time, branch-free, so the compiler
 // vectorizes the 2x2/stride-2 case (a CNN's usual pool) across columns.
 void PoolPlaneInside(const float* in, int64_t w, int64_t ho, int64_t wo,
                      const MixrtPoolAttrs& a, bool max, float* out) {
-  const int64_t kh = a.kernel[0], kw = a.kernel[1], sh = a.stride[0], sw = a.stride[1];
+  const int64_t kh = a.kernel[0], kw = a.kernel[1], sh = a.stride[0],
+                sw = a.stride[1];
   if (kh == 2 && kw == 2 && sh == 2 && sw == 2) {
     for (int64_t oy = 0; oy < ho; ++oy) {
       const float* r0 = in + 2 * oy * w;
@@ -41,7 +44,8 @@ void PoolPlaneInside(const float* in, int64_t w, int64_t ho, int64_t wo,
       } else {
         for (int64_t ox = 0; ox < wo; ++ox) {
           // The generic loop's order: ((0 + a) + b) + c) + d.
-          o[ox] = (((0.0f + r0[2 * ox]) + r0[2 * ox + 1]) + r1[2 * ox]) + r1[2 * ox + 1];
+          o[ox] = (((0.0f + r0[2 * ox]) + r0[2 * ox + 1]) + r1[2 * ox]) +
+                  r1[2 * ox + 1];
           o[ox] /= 4.0f;
         }
       }
@@ -85,7 +89,8 @@ absl::Status RunPool(const sdk::KernelCall& call) {
   const sdk::TensorRef& out = call.outputs[0];
   const bool inside = !backward && a.padding[0] == 0 && a.padding[1] == 0 &&
                       (ho - 1) * a.stride[0] + a.kernel[0] <= h &&
-                      (wo - 1) * a.stride[1] + a.kernel[1] <= w && ho > 0 && wo > 0;
+                      (wo - 1) * a.stride[1] + a.kernel[1] <= w && ho > 0 &&
+                      wo > 0;
   if (inside) {
     ParallelFor(planes, GrainFor(h * w), [&](int64_t begin, int64_t end) {
       std::vector<float> in(h * w), result(ho * wo);

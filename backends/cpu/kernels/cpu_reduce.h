@@ -10,7 +10,7 @@ namespace mixrt::cpu {
 
 absl::Status RunReduce(const sdk::KernelCall& call);
 // The total L2 norm of many tensors (ABI 1.1).
-absl::Status RunMultiTensorNorm(const sdk::KernelCall& call);       // dense tensors
+absl::Status RunMultiTensorNorm(const sdk::KernelCall& call);  // dense tensors
 
 }  // namespace mixrt::cpu
 

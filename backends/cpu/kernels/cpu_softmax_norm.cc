@@ -8,23 +8,24 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/fusion/fused_norm.h"
+#include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/lane_sums.h"
+#include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/onednn/onednn_compat.h"
 #include "backends/cpu/onednn/onednn_context.h"
-#include "backends/cpu/kernels/parallel.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
 
 void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
-                   const sdk::TensorRef* bias, float eps, void* y, MixrtDtype y_dtype,
-                   float* mean_out, float* rstd_out) {
+                   const sdk::TensorRef* bias, float eps, void* y,
+                   MixrtDtype y_dtype, float* mean_out, float* rstd_out) {
   const int64_t rows = x.dim(0), n = x.dim(1);
   std::vector<float> w(n, 1.0f), b(n, 0.0f);
-  if (weight != nullptr) LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
+  if (weight != nullptr)
+    LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
   if (bias != nullptr) LoadRow(bias->data(), bias->dtype(), 0, n, b.data());
   ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
     std::vector<float> row(n);
@@ -32,7 +33,8 @@ void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
       LoadRow(x.data(), x.dtype(), r * n, n, row.data());
       const float* v = row.data();
       const double mean =
-          SumInLanes(n, [v](int64_t i) { return static_cast<double>(v[i]); }) / n;
+          SumInLanes(n, [v](int64_t i) { return static_cast<double>(v[i]); }) /
+          n;
       const double sq = SumInLanes(n, [v, mean](int64_t i) {
         const double d = v[i] - mean;
         return d * d;
@@ -50,17 +52,21 @@ void LayerNormRows(const sdk::TensorRef& x, const sdk::TensorRef* weight,
 
 void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
                            const float* mean, const float* rstd,
-                           const sdk::TensorRef* weight, void* gx, MixrtDtype gx_dtype,
-                           const float* residual, void* grad_weight, void* grad_bias,
+                           const sdk::TensorRef* weight, void* gx,
+                           MixrtDtype gx_dtype, const float* residual,
+                           void* grad_weight, void* grad_bias,
                            MixrtDtype param_dtype) {
   const int64_t rows = x.dim(0), n = x.dim(1);
   std::vector<float> w(n, 1.0f);
-  if (weight != nullptr) LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
+  if (weight != nullptr)
+    LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
   const bool affine = grad_weight != nullptr;
   const int threads = omp_get_max_threads();
   // Per-thread partial sums for the parameter gradients, added at the end.
-  std::vector<std::vector<double>> gw(threads, std::vector<double>(affine ? n : 0, 0.0));
-  std::vector<std::vector<double>> gb(threads, std::vector<double>(affine ? n : 0, 0.0));
+  std::vector<std::vector<double>> gw(threads,
+                                      std::vector<double>(affine ? n : 0, 0.0));
+  std::vector<std::vector<double>> gb(threads,
+                                      std::vector<double>(affine ? n : 0, 0.0));
   ParallelFor(rows, GrainFor(n), [&](int64_t begin, int64_t end) {
     const int t = omp_get_thread_num();
     std::vector<float> g(n), xr(n), out(n);
@@ -153,23 +159,24 @@ RowGeometry Geometry(const TensorRef& t, int axis) {
 template <typename Fn>
 void ForEachRow(const sdk::KernelCall& call, const RowGeometry& g, Fn&& fn) {
   const TensorRef& out = call.outputs[0];
-  ParallelFor(g.outer * g.inner, GrainFor(g.n), [&](int64_t begin, int64_t end) {
-    std::vector<std::vector<float>> rows(call.inputs.size(),
-                                         std::vector<float>(g.n));
-    std::vector<float> result(g.n);
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t base = (r / g.inner) * g.n * g.inner + r % g.inner;
-      for (size_t k = 0; k < call.inputs.size(); ++k) {
-        for (int64_t i = 0; i < g.n; ++i) {
-          rows[k][i] = call.inputs[k].LoadFloat(base + i * g.inner);
+  ParallelFor(
+      g.outer * g.inner, GrainFor(g.n), [&](int64_t begin, int64_t end) {
+        std::vector<std::vector<float>> rows(call.inputs.size(),
+                                             std::vector<float>(g.n));
+        std::vector<float> result(g.n);
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t base = (r / g.inner) * g.n * g.inner + r % g.inner;
+          for (size_t k = 0; k < call.inputs.size(); ++k) {
+            for (int64_t i = 0; i < g.n; ++i) {
+              rows[k][i] = call.inputs[k].LoadFloat(base + i * g.inner);
+            }
+          }
+          fn(rows, result);
+          for (int64_t i = 0; i < g.n; ++i) {
+            out.StoreFloat(base + i * g.inner, result[i]);
+          }
         }
-      }
-      fn(rows, result);
-      for (int64_t i = 0; i < g.n; ++i) {
-        out.StoreFloat(base + i * g.inner, result[i]);
-      }
-    }
-  });
+      });
 }
 
 // False when this oneDNN build and CPU have no such softmax.
@@ -255,7 +262,8 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError(
         "layer_norm: x and y must be [R, N], mean and rstd f32 [R]");
   }
-  LayerNormRows(x, nin == 3 ? &call.inputs[1] : nullptr, nin == 3 ? &call.inputs[2] : nullptr,
+  LayerNormRows(x, nin == 3 ? &call.inputs[1] : nullptr,
+                nin == 3 ? &call.inputs[2] : nullptr,
                 static_cast<float>(attrs->eps), y.data(), y.dtype(),
                 static_cast<float*>(call.outputs[1].data()),
                 static_cast<float*>(call.outputs[2].data()));
@@ -269,13 +277,14 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
     return absl::InvalidArgumentError("layer_norm_backward: wrong tensors");
   }
   const TensorRef& gx = call.outputs[0];
-  LayerNormBackwardRows(call.inputs[0], call.inputs[1],
-                        static_cast<const float*>(call.inputs[2].data()),
-                        static_cast<const float*>(call.inputs[3].data()),
-                        affine ? &call.inputs[4] : nullptr, gx.data(), gx.dtype(),
-                        /*residual=*/nullptr, affine ? call.outputs[1].data() : nullptr,
-                        affine ? call.outputs[2].data() : nullptr,
-                        affine ? call.outputs[1].dtype() : MIXRT_DTYPE_F32);
+  LayerNormBackwardRows(
+      call.inputs[0], call.inputs[1],
+      static_cast<const float*>(call.inputs[2].data()),
+      static_cast<const float*>(call.inputs[3].data()),
+      affine ? &call.inputs[4] : nullptr, gx.data(), gx.dtype(),
+      /*residual=*/nullptr, affine ? call.outputs[1].data() : nullptr,
+      affine ? call.outputs[2].data() : nullptr,
+      affine ? call.outputs[1].dtype() : MIXRT_DTYPE_F32);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,5 @@
-// softmax, log_softmax and layer_norm with their backwards. Each takes a call whose
-// tensors the plugin has already validated against the ABI.
+// softmax, log_softmax and layer_norm with their backwards. Each takes a call
+// whose tensors the plugin has already validated against the ABI.
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_CPU_SOFTMAX_NORM_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_CPU_SOFTMAX_NORM_H_
 

@@ -25,13 +25,20 @@ size_t DtypeBytes(MixrtDtype dtype) {
 
 const char* DtypeName(MixrtDtype dtype) {
   switch (dtype) {
-    case MIXRT_DTYPE_F32: return "f32";
-    case MIXRT_DTYPE_F16: return "f16";
-    case MIXRT_DTYPE_BF16: return "bf16";
-    case MIXRT_DTYPE_I32: return "i32";
-    case MIXRT_DTYPE_I64: return "i64";
-    case MIXRT_DTYPE_BOOL: return "bool";
-    default: return "unknown dtype";
+    case MIXRT_DTYPE_F32:
+      return "f32";
+    case MIXRT_DTYPE_F16:
+      return "f16";
+    case MIXRT_DTYPE_BF16:
+      return "bf16";
+    case MIXRT_DTYPE_I32:
+      return "i32";
+    case MIXRT_DTYPE_I64:
+      return "i64";
+    case MIXRT_DTYPE_BOOL:
+      return "bool";
+    default:
+      return "unknown dtype";
   }
 }
 
@@ -46,7 +53,8 @@ void CopyRow(const T* from, int64_t step, int64_t n, T* to) {
 void CopyStridedRow(const uint8_t* from, int64_t step, int64_t n, size_t bytes,
                     uint8_t* to) {
   switch (bytes) {
-    case 1: return CopyRow(from, step, n, to);
+    case 1:
+      return CopyRow(from, step, n, to);
     case 2:
       return CopyRow(reinterpret_cast<const uint16_t*>(from), step, n,
                      reinterpret_cast<uint16_t*>(to));
@@ -75,24 +83,23 @@ void StridedCopy(const sdk::TensorRef& src, const sdk::TensorRef& dst) {
   const int64_t src_step = nd > 0 ? src.stride(nd - 1) : 0;
   if (nd > 0 && inner >= 8 && dst.stride(nd - 1) == 1) {
     const int64_t rows = src.numel() / inner;
-    ParallelFor(rows, GrainFor(inner),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t r = begin; r < end; ++r) {
-                    int64_t rest = r, from = 0, to = 0;
-                    for (int dim = nd - 2; dim >= 0; --dim) {
-                      const int64_t index = rest % src.dim(dim);
-                      rest /= src.dim(dim);
-                      from += index * src.stride(dim);
-                      to += index * dst.stride(dim);
-                    }
-                    if (src_step == 1) {
-                      std::memcpy(d + to * bytes, s + from * bytes, inner * bytes);
-                    } else {
-                      CopyStridedRow(s + from * bytes, src_step, inner, bytes,
-                                     d + to * bytes);
-                    }
-                  }
-                });
+    ParallelFor(rows, GrainFor(inner), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t rest = r, from = 0, to = 0;
+        for (int dim = nd - 2; dim >= 0; --dim) {
+          const int64_t index = rest % src.dim(dim);
+          rest /= src.dim(dim);
+          from += index * src.stride(dim);
+          to += index * dst.stride(dim);
+        }
+        if (src_step == 1) {
+          std::memcpy(d + to * bytes, s + from * bytes, inner * bytes);
+        } else {
+          CopyStridedRow(s + from * bytes, src_step, inner, bytes,
+                         d + to * bytes);
+        }
+      }
+    });
     return;
   }
   sdk::ForEachElement<2>(

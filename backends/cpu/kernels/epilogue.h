@@ -1,8 +1,9 @@
 // What oneDNN's matmul and convolution apply after the product: post-op
 // steps (EpilogueStep, built from fused chains by fusion/epilogue_chain.h),
-// and activation epilogues. The activations are not oneDNN post-ops: oneDNN 2.6.3's relu post-op maps NaN to 0, which
-// would hide an overflow from the grad scaler (conformance cases
-// matmul/special_relu and conv2d/special_relu).
+// and activation epilogues. The activations are not oneDNN post-ops:
+// oneDNN 2.6.3's relu post-op maps NaN to 0, which would hide an overflow from
+// the grad scaler (conformance cases matmul/special_relu and
+// conv2d/special_relu).
 #ifndef MIXRT_BACKENDS_CPU_KERNELS_EPILOGUE_H_
 #define MIXRT_BACKENDS_CPU_KERNELS_EPILOGUE_H_
 

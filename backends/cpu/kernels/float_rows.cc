@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/kernels/bf16_vector.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/kernels/bf16_vector.h"
 #include "mixrt/float_convert.h"
 #include "plugins/sdk/tensor_ref.h"
 
@@ -22,7 +22,8 @@ namespace {
 // takes a dozen instructions per 8: casts and the fused loops' bf16
 // stores were a tenth of a small bf16 train step. It flushes subnormal
 // inputs to zero, so a vector holding one takes the integer path.
-MIXRT_AVX512_BF16 void StoreBf16RowNative(const float* src, int64_t n, uint16_t* d) {
+MIXRT_AVX512_BF16 void StoreBf16RowNative(const float* src, int64_t n,
+                                          uint16_t* d) {
   const __m512i exponent = _mm512_set1_epi32(0x7f800000);
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   int64_t i = 0;
@@ -30,8 +31,8 @@ MIXRT_AVX512_BF16 void StoreBf16RowNative(const float* src, int64_t n, uint16_t*
     const __m512 v = _mm512_loadu_ps(src + i);
     const __m512i bits = _mm512_castps_si512(v);
     // Exponent zero and not +-0: subnormal.
-    const __mmask16 subnormal =
-        _mm512_testn_epi32_mask(bits, exponent) & _mm512_test_epi32_mask(bits, magnitude);
+    const __mmask16 subnormal = _mm512_testn_epi32_mask(bits, exponent) &
+                                _mm512_test_epi32_mask(bits, magnitude);
     if (subnormal != 0) {
       StoreBF16x8</*kExactNaN=*/true>(_mm256_loadu_ps(src + i), d + i);
       StoreBF16x8</*kExactNaN=*/true>(_mm256_loadu_ps(src + i + 8), d + i + 8);

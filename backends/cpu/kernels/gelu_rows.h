@@ -16,7 +16,8 @@ void GeluRow(const float* x, int64_t n, float* out);
 void GeluGradRow(const float* g, const float* x, int64_t n, float* out);
 // y = GeluRow(x) and d = GeluGradRow(g, x), bit for bit, from one erfcf per
 // element; g null stands for ones.
-void GeluWithGradRow(const float* x, const float* g, int64_t n, float* y, float* d);
+void GeluWithGradRow(const float* x, const float* g, int64_t n, float* y,
+                     float* d);
 
 }  // namespace mixrt::cpu
 

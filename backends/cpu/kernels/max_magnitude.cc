@@ -53,14 +53,16 @@ double MaxMagnitude(const sdk::TensorRef& t) {
     count *= sizes[i];
   }
   if (dense && t.dtype() == MIXRT_DTYPE_F32) {
-    const uint32_t bits = MaxMagnitudeBits(static_cast<const uint32_t*>(t.data()), count);
+    const uint32_t bits =
+        MaxMagnitudeBits(static_cast<const uint32_t*>(t.data()), count);
     if (bits >= 0x7f800000u) return kInf;
     float v;
     std::memcpy(&v, &bits, sizeof(v));
     return v;
   }
   if (dense && t.dtype() == MIXRT_DTYPE_BF16) {
-    const uint16_t bits = MaxMagnitudeBits(static_cast<const uint16_t*>(t.data()), count);
+    const uint16_t bits =
+        MaxMagnitudeBits(static_cast<const uint16_t*>(t.data()), count);
     if (bits >= 0x7f80u) return kInf;
     const uint32_t wide = static_cast<uint32_t>(bits) << 16;
     float v;

@@ -35,7 +35,8 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
 // cross entropy on two threads took 10 us, a fifth of a small train step).
 constexpr int64_t kParallelWork = int64_t{1} << 14;
 inline int64_t GrainFor(int64_t work_per_item) {
-  return std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, work_per_item));
+  return std::max<int64_t>(1,
+                           kParallelWork / std::max<int64_t>(1, work_per_item));
 }
 
 // Work this small runs on the calling thread: waking the other threads

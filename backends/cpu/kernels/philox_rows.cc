@@ -11,8 +11,8 @@
 namespace mixrt::cpu {
 namespace {
 
-constexpr int kBlocks = 8;                 // One per 32-bit lane.
-constexpr int kElements = 4 * kBlocks;     // Four words per block.
+constexpr int kBlocks = 8;              // One per 32-bit lane.
+constexpr int kElements = 4 * kBlocks;  // Four words per block.
 
 struct Product {
   __m256i hi, lo;
@@ -113,10 +113,12 @@ void DropoutFactorsRow(uint64_t seed, uint64_t offset, uint64_t first,
 }
 
 void KeepFactorsRow(float* units, int64_t n, float least_kept, float kept) {
-  const __m256 least = _mm256_set1_ps(least_kept), factor = _mm256_set1_ps(kept);
+  const __m256 least = _mm256_set1_ps(least_kept),
+               factor = _mm256_set1_ps(kept);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(units + i), least, _CMP_GE_OQ);
+    const __m256 keep =
+        _mm256_cmp_ps(_mm256_loadu_ps(units + i), least, _CMP_GE_OQ);
     _mm256_storeu_ps(units + i, _mm256_and_ps(keep, factor));
   }
   for (; i < n; ++i) units[i] = units[i] >= least_kept ? kept : 0.0f;

@@ -11,8 +11,8 @@
 #include <functional>
 #include <type_traits>
 
-#include "backends/cpu/kernels/bf16_vector.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/kernels/bf16_vector.h"
 #include "mixrt/float_convert.h"
 
 namespace mixrt::cpu {
@@ -24,8 +24,8 @@ namespace {
 //
 // exp(x), x <= 0, as 2^t with t = x log2 e (x rounded to f32 first, as
 // before the multiply: folding log2 e into the softmax multiplier cost ~1e-6
-// relative at x ~ -12): t = n + r, n rounded to nearest, |r| <= 1/2, and 2^r by its
-// Taylor polynomial in r (the coefficients ln2^k / k!): degree 6 for f32
+// relative at x ~ -12): t = n + r, n rounded to nearest, |r| <= 1/2, and 2^r by
+// its Taylor polynomial in r (the coefficients ln2^k / k!): degree 6 for f32
 // weights (relative error ~1e-7), degree 4 for bf16 weights (4e-5, a
 // hundredth of bf16's rounding; two FMAs fewer per 16 weights); exactly 0
 // for t below -125 (so -inf, a masked score, gives 0); NaN stays NaN (a NaN
@@ -132,9 +132,8 @@ float ExpRowAvx2(const float* x, int64_t n, float shift, float mult, Out* out) {
   __m256 acc = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    const __m256 p =
-        Exp2x8<DegreeFor<Out>()>(_mm256_mul_ps(
-            _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), s8), m8), l8));
+    const __m256 p = Exp2x8<DegreeFor<Out>()>(_mm256_mul_ps(
+        _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), s8), m8), l8));
     acc = _mm256_add_ps(acc, p);
     if constexpr (std::is_same_v<Out, float>) {
       _mm256_storeu_ps(out + j, p);
@@ -187,7 +186,8 @@ MIXRT_AVX512 inline void StoreBF16x16(__m512 v, uint16_t* out) {
   const __m512i lsb =
       _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
   const __m512i r = _mm512_srli_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), lsb), 16);
+      _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), lsb),
+      16);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
                       _mm512_cvtepi32_epi16(r));
 }
@@ -227,9 +227,8 @@ MIXRT_AVX512_BF16 float ExpRowAvx512(const float* x, int64_t n, float shift,
   __m512 acc = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    const __m512 p =
-        Exp2x16<DegreeFor<Out>()>(_mm512_mul_ps(
-            _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), s16), m16), l16));
+    const __m512 p = Exp2x16<DegreeFor<Out>()>(_mm512_mul_ps(
+        _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), s16), m16), l16));
     acc = _mm512_add_ps(acc, p);
     if constexpr (std::is_same_v<Out, float>) {
       _mm512_storeu_ps(out + j, p);
@@ -247,8 +246,8 @@ MIXRT_AVX512_BF16 float ExpRowAvx512(const float* x, int64_t n, float shift,
       const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1);
       const __m512 p = _mm512_maskz_mov_ps(
           m, Exp2x16<DegreeFor<Out>()>(_mm512_mul_ps(
-                 _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), s16),
-                               m16),
+                 _mm512_mul_ps(
+                     _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), s16), m16),
                  l16)));
       acc = _mm512_add_ps(acc, p);
       _mm512_mask_storeu_ps(out + j, m, p);
@@ -299,12 +298,14 @@ const SoftmaxRowKernels& Avx512Bf16SoftmaxRows() {
 }
 
 const SoftmaxRowKernels& SoftmaxRows() {
-  static const SoftmaxRowKernels& k = [] {
-    const CpuInfo& cpu = GetCpuInfo();
-    if (!OwnAvx512Usable()) return std::cref(Avx2SoftmaxRows());
-    return std::cref(cpu.avx512_bf16 ? Avx512Bf16SoftmaxRows()
-                                     : Avx512SoftmaxRows());
-  }().get();
+  static const SoftmaxRowKernels& k =
+      [] {
+        const CpuInfo& cpu = GetCpuInfo();
+        if (!OwnAvx512Usable()) return std::cref(Avx2SoftmaxRows());
+        return std::cref(cpu.avx512_bf16 ? Avx512Bf16SoftmaxRows()
+                                         : Avx512SoftmaxRows());
+      }()
+          .get();
   return k;
 }
 

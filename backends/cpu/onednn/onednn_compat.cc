@@ -113,14 +113,13 @@ dnnl::convolution_backward_weights::primitive_desc ConvBackwardWeightsPd(
                    diff_dst, g.strides, g.dilates, g.padding, g.padding, hint);
 }
 
-dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(const dnnl::memory::desc& src,
-                                                         const dnnl::memory::desc& dst,
-                                                         const dnnl::memory::dims& kernel,
-                                                         const dnnl::memory::dims& strides,
-                                                         const dnnl::memory::dims& padding) {
-  return dnnl::pooling_forward::primitive_desc(Engine(), prop_kind::forward_inference,
-                                               algorithm::pooling_max, src, dst, strides, kernel,
-                                               {0, 0}, padding, padding);
+dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& dst,
+    const dnnl::memory::dims& kernel, const dnnl::memory::dims& strides,
+    const dnnl::memory::dims& padding) {
+  return dnnl::pooling_forward::primitive_desc(
+      Engine(), prop_kind::forward_inference, algorithm::pooling_max, src, dst,
+      strides, kernel, {0, 0}, padding, padding);
 }
 
 #else  // oneDNN 2.x
@@ -232,13 +231,13 @@ dnnl::convolution_backward_weights::primitive_desc ConvBackwardWeightsPd(
                                                             hint);
 }
 
-dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(const dnnl::memory::desc& src,
-                                                         const dnnl::memory::desc& dst,
-                                                         const dnnl::memory::dims& kernel,
-                                                         const dnnl::memory::dims& strides,
-                                                         const dnnl::memory::dims& padding) {
-  const dnnl::pooling_forward::desc desc(prop_kind::forward_inference, algorithm::pooling_max,
-                                         src, dst, strides, kernel, padding, padding);
+dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& dst,
+    const dnnl::memory::dims& kernel, const dnnl::memory::dims& strides,
+    const dnnl::memory::dims& padding) {
+  const dnnl::pooling_forward::desc desc(prop_kind::forward_inference,
+                                         algorithm::pooling_max, src, dst,
+                                         strides, kernel, padding, padding);
   return dnnl::pooling_forward::primitive_desc(desc, Engine());
 }
 

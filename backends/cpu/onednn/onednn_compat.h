@@ -72,11 +72,10 @@ dnnl::convolution_backward_weights::primitive_desc ConvBackwardWeightsPd(
     const ConvGeometry& g,
     const dnnl::convolution_forward::primitive_desc& hint);
 // Max pooling for inference (no workspace); padding counts as -inf.
-dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(const dnnl::memory::desc& src,
-                                                         const dnnl::memory::desc& dst,
-                                                         const dnnl::memory::dims& kernel,
-                                                         const dnnl::memory::dims& strides,
-                                                         const dnnl::memory::dims& padding);
+dnnl::pooling_forward::primitive_desc MaxPoolInferencePd(
+    const dnnl::memory::desc& src, const dnnl::memory::desc& dst,
+    const dnnl::memory::dims& kernel, const dnnl::memory::dims& strides,
+    const dnnl::memory::dims& padding);
 
 }  // namespace mixrt::cpu
 

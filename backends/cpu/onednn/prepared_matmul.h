@@ -33,8 +33,8 @@ struct MatmulPostOp {
 
 struct MatmulShape {
   MatmulOperand a, b, c;
-  MatmulOperand bias;  // No dims: no bias.
-  float sum_beta = 0;  // c = a x b + bias + sum_beta * c.
+  MatmulOperand bias;                  // No dims: no bias.
+  float sum_beta = 0;                  // c = a x b + bias + sum_beta * c.
   std::vector<MatmulPostOp> post_ops;  // Then these, in order.
   // b comes in oneDNN's preferred layout for the product (PackedWeights),
   // not as `b` describes it.
@@ -55,7 +55,8 @@ dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape);
 
 // b (as shape.b describes it) reordered into `packed` (PackedWeightsDesc's
 // layout).
-void PackWeights(const MatmulShape& shape, const void* b, const dnnl::memory& packed);
+void PackWeights(const MatmulShape& shape, const void* b,
+                 const dnnl::memory& packed);
 
 // The oneDNN implementation the shape gets ("brg:avx512_core_bf16", or
 // "ref:any" for its slow reference loops), or "" when oneDNN has none.
