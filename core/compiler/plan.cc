@@ -706,23 +706,17 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
   }
-  const absl::Status status = segment.graph->Run(graph_buffers_);
+  int failed_step = -1;
+  const absl::Status status = segment.graph->Run(graph_buffers_, &failed_step);
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     AfterNode(order_[pos], saved_in);
   }
   if (status.ok()) return status;
-  // The plugin names the failing step ("step 3 (matmul): ..."): name the
-  // graph node it came from.
+  // The plugin says which step failed (failed_step, ABI 1.1): name the
+  // graph node it came from, else the segment's first.
   int node = order_[segment.first];
-  if (const size_t at = status.message().find("step ");
-      at != absl::string_view::npos) {
-    int step = 0;
-    absl::string_view rest = status.message().substr(at + 5);
-    rest = rest.substr(0, rest.find(' '));
-    if (absl::SimpleAtoi(rest, &step) && step >= 0 &&
-        step <= segment.last - segment.first) {
-      node = order_[segment.first + step];
-    }
+  if (failed_step >= 0 && failed_step <= segment.last - segment.first) {
+    node = order_[segment.first + failed_step];
   }
   return NodeError(node, ", in a kernel graph", status);
 }

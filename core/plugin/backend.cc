@@ -282,14 +282,19 @@ PluginKernelGraph::~PluginKernelGraph() {
   backend_->api()->kernel_graph_destroy(&args);
 }
 
-absl::Status PluginKernelGraph::Run(absl::Span<void* const> buffers) const {
+absl::Status PluginKernelGraph::Run(absl::Span<void* const> buffers,
+                                    int* failed_step) const {
   MixrtKernelGraph_Run_Args args{};
   args.struct_size = sizeof(args);
   args.graph = graph_;
   args.buffers = buffers.data();
-  return PluginErrorToStatus(backend_->api(),
-                             backend_->api()->kernel_graph_run(&args),
-                             backend_->name(), "kernel_graph_run");
+  args.failed_step = -1;
+  absl::Status status = PluginErrorToStatus(
+      backend_->api(), backend_->api()->kernel_graph_run(&args),
+      backend_->name(), "kernel_graph_run");
+  if (failed_step != nullptr)
+    *failed_step = status.ok() ? -1 : args.failed_step;
+  return status;
 }
 
 bool Backend::has_fusion() const {

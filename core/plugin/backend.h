@@ -95,8 +95,11 @@ class PluginKernelGraph {
   ~PluginKernelGraph();
   PluginKernelGraph(const PluginKernelGraph&) = delete;
   PluginKernelGraph& operator=(const PluginKernelGraph&) = delete;
-  // One base address per buffer the graph was made with.
-  absl::Status Run(absl::Span<void* const> buffers) const;
+  // One base address per buffer the graph was made with. On an error,
+  // `failed_step` (when given) is the index of the step that failed, or -1
+  // when the plugin did not say.
+  absl::Status Run(absl::Span<void* const> buffers,
+                   int* failed_step = nullptr) const;
 
  private:
   const Backend* backend_;

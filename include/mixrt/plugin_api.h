@@ -62,6 +62,13 @@ extern "C" {
  * struct must have for `field` to be present. */
 #define MIXRT_STRUCT_SIZE_THROUGH(Type, field) \
   (offsetof(Type, field) + sizeof(((Type*)0)->field))
+/* Beside each struct: Type##_STRUCT_SIZE, the size of the struct's first
+ * version (through `last_field`, that version's last field): what every
+ * caller sends, so what a callee requires. Frozen: a field appended later
+ * leaves it alone and is read only where MIXRT_STRUCT_HAS says the caller
+ * sent it (as PJRT_DEFINE_STRUCT_TRAITS). */
+#define MIXRT_DEFINE_STRUCT_TRAITS(Type, last_field) \
+  enum { Type##_STRUCT_SIZE = MIXRT_STRUCT_SIZE_THROUGH(Type, last_field) }
 /* True when `ptr` (a struct with struct_size) contains `field`. */
 #define MIXRT_STRUCT_HAS(ptr, Type, field) \
   ((ptr)->struct_size >= MIXRT_STRUCT_SIZE_THROUGH(Type, field))
@@ -423,6 +430,7 @@ typedef struct MixrtPlugin_GetInfo_Args {
   const char* build_info;  /* out: e.g. "oneDNN 2.6.3, built for avx512". */
   const char* device_type; /* out: autocast policy family: "cpu", "cuda". */
 } MixrtPlugin_GetInfo_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtPlugin_GetInfo_Args, device_type);
 /* May be called before plugin_initialize. */
 typedef MixrtError* MixrtPlugin_GetInfo(MixrtPlugin_GetInfo_Args* args);
 
@@ -430,6 +438,7 @@ typedef struct MixrtPlugin_Initialize_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
 } MixrtPlugin_Initialize_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtPlugin_Initialize_Args, ext);
 /* Called once before any call other than get_info. A failure makes the host
  * skip the plugin and keep the error message as the reason. */
 typedef MixrtError* MixrtPlugin_Initialize(MixrtPlugin_Initialize_Args* args);
@@ -438,6 +447,7 @@ typedef struct MixrtPlugin_Shutdown_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
 } MixrtPlugin_Shutdown_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtPlugin_Shutdown_Args, ext);
 /* Optional. Releases everything; no call may follow. */
 typedef MixrtError* MixrtPlugin_Shutdown(MixrtPlugin_Shutdown_Args* args);
 
@@ -452,6 +462,7 @@ typedef struct MixrtDevice_Count_Args {
   /* out: when count is 0, why (e.g. the driver's error text); else NULL. */
   const char* no_device_reason;
 } MixrtDevice_Count_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_Count_Args, no_device_reason);
 typedef MixrtError* MixrtDevice_Count(MixrtDevice_Count_Args* args);
 
 /* Device property flags. */
@@ -474,6 +485,7 @@ typedef struct MixrtDevice_GetProperties_Args {
   uint32_t flags;        /* out: MIXRT_DEVICE_FLAG_* */
   uint32_t alignment;    /* out: allocation alignment in bytes (power of 2). */
 } MixrtDevice_GetProperties_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_GetProperties_Args, alignment);
 typedef MixrtError* MixrtDevice_GetProperties(
     MixrtDevice_GetProperties_Args* args);
 
@@ -507,6 +519,7 @@ typedef struct MixrtDevice_GetCapability_Args {
    * 0 if not measured. */
   double speed_vs_f32;
 } MixrtDevice_GetCapability_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_GetCapability_Args, speed_vs_f32);
 typedef MixrtError* MixrtDevice_GetCapability(
     MixrtDevice_GetCapability_Args* args);
 
@@ -538,6 +551,7 @@ typedef struct MixrtDevice_GetOpSupport_Args {
   /* out: why, in words, when not NATIVE (shown in the fallback log). */
   const char* reason;
 } MixrtDevice_GetOpSupport_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_GetOpSupport_Args, reason);
 typedef MixrtError* MixrtDevice_GetOpSupport(
     MixrtDevice_GetOpSupport_Args* args);
 
@@ -552,6 +566,7 @@ typedef struct MixrtMemory_Allocate_Args {
   uint64_t bytes; /* in: may be 0 (then ptr may be NULL). */
   void* ptr;      /* out: device pointer, aligned to the device alignment. */
 } MixrtMemory_Allocate_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtMemory_Allocate_Args, ptr);
 /* Failure to allocate returns MIXRT_ERROR_CODE_OUT_OF_MEMORY. */
 typedef MixrtError* MixrtMemory_Allocate(MixrtMemory_Allocate_Args* args);
 
@@ -561,6 +576,7 @@ typedef struct MixrtMemory_Free_Args {
   int32_t device; /* in */
   void* ptr;      /* in: from memory_allocate on that device, or NULL. */
 } MixrtMemory_Free_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtMemory_Free_Args, ptr);
 typedef MixrtError* MixrtMemory_Free(MixrtMemory_Free_Args* args);
 
 typedef enum MixrtCopyKind {
@@ -578,6 +594,7 @@ typedef struct MixrtMemory_Copy_Args {
   const void* src;
   uint64_t bytes;
 } MixrtMemory_Copy_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtMemory_Copy_Args, bytes);
 typedef MixrtError* MixrtMemory_Copy(MixrtMemory_Copy_Args* args);
 
 typedef struct MixrtMemory_Set_Args {
@@ -588,6 +605,7 @@ typedef struct MixrtMemory_Set_Args {
   uint8_t value; /* Byte value, as memset. */
   uint64_t bytes;
 } MixrtMemory_Set_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtMemory_Set_Args, bytes);
 typedef MixrtError* MixrtMemory_Set(MixrtMemory_Set_Args* args);
 
 typedef struct MixrtDevice_Synchronize_Args {
@@ -595,6 +613,7 @@ typedef struct MixrtDevice_Synchronize_Args {
   MixrtExtensionBase* ext;
   int32_t device;
 } MixrtDevice_Synchronize_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_Synchronize_Args, device);
 /* Returns when every call issued for the device has finished. */
 typedef MixrtError* MixrtDevice_Synchronize(MixrtDevice_Synchronize_Args* args);
 
@@ -615,6 +634,7 @@ typedef struct MixrtTensorDesc {
   const int64_t* shape;
   const int64_t* strides;
 } MixrtTensorDesc;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtTensorDesc, strides);
 
 /* Attributes: each op documents which struct `attrs` points to. */
 typedef struct MixrtScalarAttrs {
@@ -622,6 +642,7 @@ typedef struct MixrtScalarAttrs {
   MixrtExtensionBase* ext;
   double value;
 } MixrtScalarAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtScalarAttrs, value);
 
 typedef struct MixrtArangeAttrs {
   size_t struct_size;
@@ -629,6 +650,7 @@ typedef struct MixrtArangeAttrs {
   double start;
   double step;
 } MixrtArangeAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtArangeAttrs, step);
 
 /* Element i (flattened, row-major) of a random tensor uses the Philox4x32-10
  * block with key = (seed lo, seed hi) and counter = (i / 4 + offset lo,
@@ -645,6 +667,7 @@ typedef struct MixrtRandomAttrs {
   double a;        /* uniform: low;  normal: mean. */
   double b;        /* uniform: high; normal: std.  */
 } MixrtRandomAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtRandomAttrs, b);
 
 typedef struct MixrtPointwiseAttrs {
   size_t struct_size;
@@ -653,6 +676,7 @@ typedef struct MixrtPointwiseAttrs {
   double alpha;
   double beta;
 } MixrtPointwiseAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtPointwiseAttrs, beta);
 
 typedef struct MixrtReduceAttrs {
   size_t struct_size;
@@ -661,6 +685,7 @@ typedef struct MixrtReduceAttrs {
   uint32_t axes_mask; /* Bit d set: axis d is reduced. */
   double correction;  /* VAR only: 1 for the unbiased estimate. */
 } MixrtReduceAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtReduceAttrs, correction);
 
 typedef struct MixrtMatmulAttrs {
   size_t struct_size;
@@ -668,12 +693,14 @@ typedef struct MixrtMatmulAttrs {
   uint32_t activation; /* MixrtActivation, applied after the bias. */
   float beta;          /* 0: overwrite out; 1: accumulate into out. */
 } MixrtMatmulAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtMatmulAttrs, beta);
 
 typedef struct MixrtAxisAttrs {
   size_t struct_size;
   MixrtExtensionBase* ext;
   int32_t axis; /* 0 <= axis < ndim. */
 } MixrtAxisAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtAxisAttrs, axis);
 
 typedef enum MixrtAttentionMaskKind {
   MIXRT_ATTENTION_MASK_NONE = 0,
@@ -691,6 +718,7 @@ typedef struct MixrtAttentionAttrs {
   uint32_t is_causal; /* nonzero: query i attends keys j <= i */
   uint32_t mask_kind; /* a MixrtAttentionMaskKind */
 } MixrtAttentionAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtAttentionAttrs, mask_kind);
 
 typedef struct MixrtDropoutAttrs {
   size_t struct_size;
@@ -699,12 +727,14 @@ typedef struct MixrtDropoutAttrs {
   uint64_t seed;   /* Philox key, as MixrtRandomAttrs */
   uint64_t offset; /* Philox counter start, in blocks */
 } MixrtDropoutAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDropoutAttrs, offset);
 
 typedef struct MixrtNormAttrs {
   size_t struct_size;
   MixrtExtensionBase* ext;
   double eps;
 } MixrtNormAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtNormAttrs, eps);
 
 typedef struct MixrtCrossEntropyAttrs {
   size_t struct_size;
@@ -714,6 +744,7 @@ typedef struct MixrtCrossEntropyAttrs {
   /* 1: in0 already holds log-probabilities (nll_loss); no log_softmax. */
   uint32_t log_probs_input;
 } MixrtCrossEntropyAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtCrossEntropyAttrs, log_probs_input);
 
 typedef struct MixrtConvAttrs {
   size_t struct_size;
@@ -724,6 +755,7 @@ typedef struct MixrtConvAttrs {
   int32_t groups;      /* >= 1, divides C and O. */
   uint32_t activation; /* MixrtActivation, forward only. */
 } MixrtConvAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtConvAttrs, activation);
 
 typedef enum MixrtPoolKind {
   MIXRT_POOL_MAX = 0,
@@ -738,6 +770,7 @@ typedef struct MixrtPoolAttrs {
   int32_t stride[2];
   int32_t padding[2]; /* Max pooling pads with -inf. */
 } MixrtPoolAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtPoolAttrs, padding);
 
 typedef struct MixrtBatchNormAttrs {
   size_t struct_size;
@@ -746,12 +779,14 @@ typedef struct MixrtBatchNormAttrs {
   double momentum;   /* running = (1 - momentum) running + momentum batch. */
   double eps;
 } MixrtBatchNormAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtBatchNormAttrs, eps);
 
 typedef struct MixrtEmbeddingAttrs {
   size_t struct_size;
   MixrtExtensionBase* ext;
   int64_t padding_idx; /* -1: none. */
 } MixrtEmbeddingAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtEmbeddingAttrs, padding_idx);
 
 typedef struct MixrtUpdateScaleAttrs {
   size_t struct_size;
@@ -760,6 +795,7 @@ typedef struct MixrtUpdateScaleAttrs {
   double backoff_factor;
   int32_t growth_interval;
 } MixrtUpdateScaleAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtUpdateScaleAttrs, growth_interval);
 
 /* Which optional inputs follow grad in an optimizer step. */
 #define MIXRT_OPTIM_HAS_GRAD_SCALE (1u << 0)
@@ -776,6 +812,7 @@ typedef struct MixrtSgdAttrs {
   uint32_t nesterov;
   uint32_t first_step; /* The momentum buffer is initialized to the grad. */
 } MixrtSgdAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtSgdAttrs, first_step);
 
 typedef struct MixrtAdamWAttrs {
   size_t struct_size;
@@ -787,6 +824,7 @@ typedef struct MixrtAdamWAttrs {
   double eps;
   double weight_decay;
 } MixrtAdamWAttrs;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtAdamWAttrs, weight_decay);
 
 typedef struct MixrtKernel_Launch_Args {
   size_t struct_size;
@@ -799,6 +837,7 @@ typedef struct MixrtKernel_Launch_Args {
   const MixrtTensorDesc* outputs; /* in: written by the kernel. */
   const void* attrs; /* in: op-specific struct (starts with struct_size). */
 } MixrtKernel_Launch_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtKernel_Launch_Args, attrs);
 /* Launches one op. An op or dtype the plugin does not implement returns
  * MIXRT_ERROR_CODE_UNIMPLEMENTED. Outputs never alias inputs unless the op
  * says so. */
@@ -843,6 +882,7 @@ typedef struct MixrtKernelGraphStep {
   MixrtFusedKernel* fused_kernel;
   const int32_t* fused_values;
 } MixrtKernelGraphStep;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtKernelGraphStep, attrs);
 
 typedef struct MixrtKernelGraph_Create_Args {
   size_t struct_size;
@@ -853,6 +893,7 @@ typedef struct MixrtKernelGraph_Create_Args {
   const MixrtKernelGraphStep* steps; /* in */
   MixrtKernelGraph* graph;           /* out */
 } MixrtKernelGraph_Create_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtKernelGraph_Create_Args, graph);
 /* Bad steps are refused as kernel_launch refuses them, naming the step. */
 typedef MixrtError* MixrtKernelGraph_Create(MixrtKernelGraph_Create_Args* args);
 
@@ -863,9 +904,14 @@ typedef struct MixrtKernelGraph_Run_Args {
   /* in: num_buffers base addresses on the graph's device (NULL only for a
    * buffer no step with elements uses). */
   void* const* buffers;
+  /* out (1.1): on an error, the index of the step that failed (the steps
+   * before it have run), or -1 when no step did (the graph itself). The
+   * host sets -1 before the call. */
+  int32_t failed_step;
 } MixrtKernelGraph_Run_Args;
-/* An error names the step and its op ("step 3 (matmul): ..."); the steps
- * before it have run. */
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtKernelGraph_Run_Args, buffers);
+/* An error names the step and its op in its message ("step 3 (matmul):
+ * ...") for people, and its index in failed_step for the host. */
 typedef MixrtError* MixrtKernelGraph_Run(MixrtKernelGraph_Run_Args* args);
 
 typedef struct MixrtKernelGraph_Destroy_Args {
@@ -918,6 +964,7 @@ typedef struct MixrtFusionValue {
   int32_t view_of;     /* -1, or the value whose memory this one reads. */
   int64_t view_offset; /* Elements from view_of's element 0. */
 } MixrtFusionValue;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusionValue, view_offset);
 
 typedef struct MixrtFusionNode {
   size_t struct_size;
@@ -929,6 +976,7 @@ typedef struct MixrtFusionNode {
   int32_t num_outputs;
   const int32_t* outputs; /* Value indexes; none is a view. */
 } MixrtFusionNode;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusionNode, outputs);
 
 typedef struct MixrtFusionGraph {
   size_t struct_size;
@@ -939,6 +987,7 @@ typedef struct MixrtFusionGraph {
   const MixrtFusionNode* nodes;
   int32_t num_symbols;
 } MixrtFusionGraph;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusionGraph, num_symbols);
 
 typedef struct MixrtFusion_Claim_Args {
   size_t struct_size;
@@ -950,6 +999,7 @@ typedef struct MixrtFusion_Claim_Args {
   int32_t* group_of_node;
   int32_t num_groups; /* out */
 } MixrtFusion_Claim_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusion_Claim_Args, num_groups);
 /* The host runs each group as one unit where all its inputs are ready. A
  * group that would have to run both before and after some node it left out
  * (a path through a launch the graph does not show, which the plugin could
@@ -974,6 +1024,7 @@ typedef struct MixrtFusion_Compile_Args {
    * unary_backward, reduce"); valid until fused_kernel_destroy. */
   const char* description;
 } MixrtFusion_Compile_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusion_Compile_Args, description);
 /* Copies everything it needs: the graph may go right after. */
 typedef MixrtError* MixrtFusion_Compile(MixrtFusion_Compile_Args* args);
 
@@ -989,6 +1040,7 @@ typedef struct MixrtFusedKernel_Run_Args {
   void* const* value_data;
   const int64_t* symbol_sizes; /* in: num_symbols sizes (NULL if none). */
 } MixrtFusedKernel_Run_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusedKernel_Run_Args, symbol_sizes);
 /* Asynchronous on the device's stream, as kernel_launch is. */
 typedef MixrtError* MixrtFusedKernel_Run(MixrtFusedKernel_Run_Args* args);
 
@@ -1021,6 +1073,7 @@ typedef struct MixrtFusedKernel_SetWeightVersion_Args {
   uint64_t version;         /* in */
   uint32_t keeps_copy;      /* out */
 } MixrtFusedKernel_SetWeightVersion_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusedKernel_SetWeightVersion_Args, version);
 typedef MixrtError* MixrtFusedKernel_SetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* args);
 

@@ -43,9 +43,8 @@ bool FusionValue::is_static() const {
 }
 
 absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
-  if (g.struct_size <
-          MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionGraph, num_symbols) ||
-      g.num_values < 0 || g.num_nodes < 0 || g.num_symbols < 0 ||
+  if (g.struct_size < MixrtFusionGraph_STRUCT_SIZE || g.num_values < 0 ||
+      g.num_nodes < 0 || g.num_symbols < 0 ||
       (g.num_values > 0 && g.values == nullptr) ||
       (g.num_nodes > 0 && g.nodes == nullptr)) {
     return absl::InvalidArgumentError(
@@ -57,8 +56,7 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   for (int v = 0; v < g.num_values; ++v) {
     const MixrtFusionValue& in = g.values[v];
     const std::string where = absl::StrCat("fusion graph value ", v);
-    if (in.struct_size <
-        MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionValue, view_offset)) {
+    if (in.struct_size < MixrtFusionValue_STRUCT_SIZE) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " has struct_size ", in.struct_size));
     }
@@ -102,7 +100,7 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
     const std::string where =
         absl::StrCat("fusion graph node ", i, " (",
                      MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
-    if (in.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtFusionNode, outputs) ||
+    if (in.struct_size < MixrtFusionNode_STRUCT_SIZE ||
         in.op >= MIXRT_OP_COUNT || in.num_inputs < 0 || in.num_outputs < 0 ||
         (in.num_inputs > 0 && in.inputs == nullptr) ||
         (in.num_outputs > 0 && in.outputs == nullptr)) {

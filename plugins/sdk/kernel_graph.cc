@@ -1,13 +1,41 @@
 #include "plugins/sdk/kernel_graph.h"
 
 #include <cstring>
+#include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::sdk {
+
+namespace {
+
+// The payload that carries a failed step's index (decimal) inside the SDK,
+// from a KernelGraph's Run to kernel_graph_run's failed_step.
+constexpr char kFailedStepPayload[] = "mixrt.sdk.failed_step";
+
+}  // namespace
+
+absl::Status StepFailed(int step, absl::Status status) {
+  status.SetPayload(kFailedStepPayload, absl::Cord(absl::StrCat(step)));
+  return status;
+}
+
+int FailedStepOf(const absl::Status& status) {
+  const absl::optional<absl::Cord> payload =
+      status.GetPayload(kFailedStepPayload);
+  int step = -1;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &step) ||
+      step < 0) {
+    return -1;
+  }
+  return step;
+}
 
 // Attribute structs start with these two fields (plugin_api.h).
 namespace {
@@ -52,8 +80,7 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
         s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op))
                               : "fused",
         ")");
-    if (s.struct_size <
-        MIXRT_STRUCT_SIZE_THROUGH(MixrtKernelGraphStep, attrs)) {
+    if (s.struct_size < MixrtKernelGraphStep_STRUCT_SIZE) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": struct_size ", s.struct_size));
     }
@@ -157,9 +184,11 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
     for (size_t k = 0; k < step.descs.size(); ++k) {
       char* base = static_cast<char*>(buffers[step.buffers[k]]);
       if (base == nullptr && step.has_elements[k]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kernel_graph_run: step ", i, " (", MixrtOpName(step.call.op),
-            "): buffer ", step.buffers[k], " is NULL"));
+        return StepFailed(
+            static_cast<int>(i),
+            absl::InvalidArgumentError(absl::StrCat(
+                "kernel_graph_run: step ", i, " (", MixrtOpName(step.call.op),
+                "): buffer ", step.buffers[k], " is NULL")));
       }
       step.descs[k].data = base == nullptr ? nullptr : base + step.offsets[k];
     }
@@ -173,12 +202,14 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
       status = plugin_->Launch(step.call);
     }
     if (!status.ok()) {
-      return absl::Status(
-          status.code(),
-          absl::StrCat(
-              "step ", i, " (",
-              step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
-              "): ", status.message()));
+      return StepFailed(
+          static_cast<int>(i),
+          absl::Status(
+              status.code(),
+              absl::StrCat(
+                  "step ", i, " (",
+                  step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
+                  "): ", status.message())));
     }
   }
   return absl::OkStatus();

@@ -19,10 +19,18 @@ namespace mixrt::sdk {
 class Plugin;
 struct KernelCall;
 
+// `status` (an error of step `step`) marked with the step's index, which
+// kernel_graph_run hands the host in failed_step (ABI 1.1): a KernelGraph
+// of a plugin's own returns its step errors through this.
+absl::Status StepFailed(int step, absl::Status status);
+// The step StepFailed marked `status` with, or -1.
+int FailedStepOf(const absl::Status& status);
+
 class KernelGraph {
  public:
   virtual ~KernelGraph() = default;
-  // `buffers`: the run's base addresses, one per graph buffer.
+  // `buffers`: the run's base addresses, one per graph buffer. An error of
+  // one step comes from StepFailed.
   virtual absl::Status Run(absl::Span<void* const> buffers) = 0;
   virtual int num_buffers() const = 0;
 };

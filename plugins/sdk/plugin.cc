@@ -46,7 +46,7 @@ int internal::FusedKernelValues(const MixrtFusedKernel* kernel) {
 absl::Status internal::CheckTensorShape(const MixrtTensorDesc& d,
                                         const char* what, int index,
                                         absl::string_view where) {
-  if (d.struct_size < MIXRT_STRUCT_SIZE_THROUGH(MixrtTensorDesc, strides)) {
+  if (d.struct_size < MixrtTensorDesc_STRUCT_SIZE) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": ", what, " ", index, " has struct_size ", d.struct_size));
   }
@@ -141,11 +141,12 @@ absl::Status CheckArgs(const Args* args, size_t needed, const char* function) {
   return absl::OkStatus();
 }
 
-#define MIXRT_SDK_CHECK_ARGS(Type, last_field, function)              \
-  do {                                                                \
-    absl::Status check = CheckArgs(                                   \
-        args, MIXRT_STRUCT_SIZE_THROUGH(Type, last_field), function); \
-    if (!check.ok()) return check;                                    \
+// Whether the caller's Args struct holds at least its first version
+// (Type##_STRUCT_SIZE, beside the struct in plugin_api.h).
+#define MIXRT_SDK_CHECK_ARGS(Type, function)                            \
+  do {                                                                  \
+    absl::Status check = CheckArgs(args, Type##_STRUCT_SIZE, function); \
+    if (!check.ok()) return check;                                      \
   } while (0)
 
 absl::Status CheckDevice(int device) {
@@ -197,8 +198,7 @@ void ErrorGetCode(MixrtError_GetCode_Args* args) {
 
 MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
   return Guard("plugin_get_info", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_GetInfo_Args, device_type,
-                         "plugin_get_info");
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_GetInfo_Args, "plugin_get_info");
     const PluginInfo& info = State().info;
     args->name = info.name.c_str();
     args->version = info.version.c_str();
@@ -210,7 +210,7 @@ MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
 
 MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
   return Guard("plugin_initialize", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, ext, "plugin_initialize");
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, "plugin_initialize");
     if (!State().host_declined.ok()) return State().host_declined;
     return State().plugin->Initialize();
   });
@@ -218,15 +218,14 @@ MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
 
 MixrtError* Shutdown(MixrtPlugin_Shutdown_Args* args) {
   return Guard("plugin_shutdown", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Shutdown_Args, ext, "plugin_shutdown");
+    MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Shutdown_Args, "plugin_shutdown");
     return State().plugin->Shutdown();
   });
 }
 
 MixrtError* CountDevices(MixrtDevice_Count_Args* args) {
   return Guard("device_count", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Count_Args, no_device_reason,
-                         "device_count");
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Count_Args, "device_count");
     const DeviceCount count = State().plugin->CountDevices();
     args->count = count.count;
     args->no_device_reason =
@@ -237,7 +236,7 @@ MixrtError* CountDevices(MixrtDevice_Count_Args* args) {
 
 MixrtError* GetProperties(MixrtDevice_GetProperties_Args* args) {
   return Guard("device_get_properties", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetProperties_Args, alignment,
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetProperties_Args,
                          "device_get_properties");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
@@ -254,7 +253,7 @@ MixrtError* GetProperties(MixrtDevice_GetProperties_Args* args) {
 
 MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
   return Guard("device_get_capability", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetCapability_Args, speed_vs_f32,
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetCapability_Args,
                          "device_get_capability");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
@@ -276,7 +275,7 @@ MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
 
 MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
   return Guard("device_get_op_support", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetOpSupport_Args, reason,
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetOpSupport_Args,
                          "device_get_op_support");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
@@ -307,8 +306,7 @@ MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
 
 MixrtError* Synchronize(MixrtDevice_Synchronize_Args* args) {
   return Guard("device_synchronize", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Synchronize_Args, device,
-                         "device_synchronize");
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_Synchronize_Args, "device_synchronize");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     return State().plugin->Synchronize(args->device);
@@ -317,7 +315,7 @@ MixrtError* Synchronize(MixrtDevice_Synchronize_Args* args) {
 
 MixrtError* Allocate(MixrtMemory_Allocate_Args* args) {
   return Guard("memory_allocate", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Allocate_Args, ptr, "memory_allocate");
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Allocate_Args, "memory_allocate");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     absl::StatusOr<void*> ptr =
@@ -330,7 +328,7 @@ MixrtError* Allocate(MixrtMemory_Allocate_Args* args) {
 
 MixrtError* Free(MixrtMemory_Free_Args* args) {
   return Guard("memory_free", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Free_Args, ptr, "memory_free");
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Free_Args, "memory_free");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     return State().plugin->Free(args->device, args->ptr);
@@ -339,7 +337,7 @@ MixrtError* Free(MixrtMemory_Free_Args* args) {
 
 MixrtError* Copy(MixrtMemory_Copy_Args* args) {
   return Guard("memory_copy", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Copy_Args, bytes, "memory_copy");
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Copy_Args, "memory_copy");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
@@ -357,7 +355,7 @@ MixrtError* Copy(MixrtMemory_Copy_Args* args) {
 
 MixrtError* Set(MixrtMemory_Set_Args* args) {
   return Guard("memory_set", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Set_Args, bytes, "memory_set");
+    MIXRT_SDK_CHECK_ARGS(MixrtMemory_Set_Args, "memory_set");
     absl::Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->bytes > 0 && args->dst == nullptr) {
@@ -370,7 +368,7 @@ MixrtError* Set(MixrtMemory_Set_Args* args) {
 
 MixrtError* Launch(MixrtKernel_Launch_Args* args) {
   return Guard("kernel_launch", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtKernel_Launch_Args, attrs, "kernel_launch");
+    MIXRT_SDK_CHECK_ARGS(MixrtKernel_Launch_Args, "kernel_launch");
     absl::Status ok = CheckDevice(args->device);
     if (ok.ok()) ok = CheckTensors(args->inputs, args->num_inputs, "input");
     if (ok.ok()) ok = CheckTensors(args->outputs, args->num_outputs, "output");
@@ -396,8 +394,7 @@ MixrtError* Launch(MixrtKernel_Launch_Args* args) {
 
 MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
   return Guard("kernel_graph_create", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Create_Args, graph,
-                         "kernel_graph_create");
+    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Create_Args, "kernel_graph_create");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     if (args->num_steps < 0 ||
         (args->num_steps > 0 && args->steps == nullptr)) {
@@ -419,8 +416,7 @@ MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
 
 MixrtError* GraphRun(MixrtKernelGraph_Run_Args* args) {
   return Guard("kernel_graph_run", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, buffers,
-                         "kernel_graph_run");
+    MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, "kernel_graph_run");
     if (args->graph == nullptr) {
       return absl::InvalidArgumentError("kernel_graph_run: graph is NULL");
     }
@@ -429,7 +425,12 @@ MixrtError* GraphRun(MixrtKernelGraph_Run_Args* args) {
     if (n > 0 && args->buffers == nullptr) {
       return absl::InvalidArgumentError("kernel_graph_run: buffers is NULL");
     }
-    return graph.Run(absl::MakeConstSpan(args->buffers, n));
+    absl::Status status = graph.Run(absl::MakeConstSpan(args->buffers, n));
+    if (!status.ok() &&
+        MIXRT_STRUCT_HAS(args, MixrtKernelGraph_Run_Args, failed_step)) {
+      args->failed_step = FailedStepOf(status);
+    }
+    return status;
   });
 }
 
@@ -448,7 +449,7 @@ absl::StatusOr<FusionGraph> DecodeFusionGraph(const MixrtFusionGraph* graph,
 
 MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
   return Guard("fusion_claim", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Claim_Args, num_groups, "fusion_claim");
+    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Claim_Args, "fusion_claim");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
                            DecodeFusionGraph(args->graph, "fusion_claim"));
@@ -492,8 +493,7 @@ MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
 
 MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
   return Guard("fusion_compile", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, description,
-                         "fusion_compile");
+    MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, "fusion_compile");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
                            DecodeFusionGraph(args->graph, "fusion_compile"));
@@ -522,8 +522,7 @@ MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
 
 MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
   return Guard("fused_kernel_run", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_Run_Args, symbol_sizes,
-                         "fused_kernel_run");
+    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_Run_Args, "fused_kernel_run");
     MixrtFusedKernel* k = args->kernel;
     if (k == nullptr) {
       return absl::InvalidArgumentError("fused_kernel_run: kernel is NULL");
@@ -542,7 +541,7 @@ MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
 MixrtError* FusedKernelSetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* args) {
   return Guard("fused_kernel_set_weight_version", [&]() -> absl::Status {
-    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetWeightVersion_Args, version,
+    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetWeightVersion_Args,
                          "fused_kernel_set_weight_version");
     MixrtFusedKernel* k = args->kernel;
     if (k == nullptr || args->value < 0 || args->value >= k->num_values) {

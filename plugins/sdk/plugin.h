@@ -79,30 +79,29 @@ struct OpQuery {
 // host's struct lacks them. Frozen: appending a field never changes these.
 template <typename Attrs>
 struct AttrsFirstVersion;
-#define MIXRT_SDK_ATTRS_FIRST_VERSION(Type, last_field) \
+#define MIXRT_SDK_ATTRS_FIRST_VERSION(Type)             \
   template <>                                           \
   struct AttrsFirstVersion<Type> {                      \
-    static constexpr size_t kSize =                     \
-        MIXRT_STRUCT_SIZE_THROUGH(Type, last_field);    \
+    static constexpr size_t kSize = Type##_STRUCT_SIZE; \
   }
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtScalarAttrs, value);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtArangeAttrs, step);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtRandomAttrs, b);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPointwiseAttrs, beta);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtReduceAttrs, correction);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtMatmulAttrs, beta);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAxisAttrs, axis);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAttentionAttrs, mask_kind);  // 1.1
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtDropoutAttrs, offset);       // 1.1
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtNormAttrs, eps);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtCrossEntropyAttrs, log_probs_input);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtConvAttrs, activation);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPoolAttrs, padding);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtBatchNormAttrs, eps);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtEmbeddingAttrs, padding_idx);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtUpdateScaleAttrs, growth_interval);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtSgdAttrs, first_step);
-MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAdamWAttrs, weight_decay);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtScalarAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtArangeAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtRandomAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPointwiseAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtReduceAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtMatmulAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAxisAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAttentionAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtDropoutAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtNormAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtCrossEntropyAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtConvAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtPoolAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtBatchNormAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtEmbeddingAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtUpdateScaleAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtSgdAttrs);
+MIXRT_SDK_ATTRS_FIRST_VERSION(MixrtAdamWAttrs);
 
 // One kernel launch, with the descriptors wrapped for convenient access.
 struct KernelCall {

@@ -128,9 +128,11 @@ TEST(KernelGraph, ARunWithoutABufferItNeedsFailsNamingTheStep) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::vector<float> a = {1, 2, 3, 4}, out(8, -1);
   std::vector<void*> buffers = {a.data(), nullptr, out.data()};
-  const absl::Status run = (*graph)->Run(buffers);
+  int failed_step = -2;
+  const absl::Status run = (*graph)->Run(buffers, &failed_step);
   ASSERT_FALSE(run.ok());
   EXPECT_THAT(run.message(), HasSubstr("step 0 (binary): buffer 1 is NULL"));
+  EXPECT_EQ(failed_step, 0);  // failed_step (ABI 1.1), not the text.
   EXPECT_THAT(out, ElementsAre(-1, -1, -1, -1, -1, -1, -1, -1));
 }
 
@@ -142,13 +144,27 @@ TEST(KernelGraph, AKernelErrorNamesItsStep) {
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::vector<float> a = {1, 2, 3, 4}, b = {1, 1, 1, 1}, out(8, -1);
   std::vector<void*> buffers = {a.data(), b.data(), out.data()};
-  const absl::Status run = (*graph)->Run(buffers);
+  int failed_step = -2;
+  const absl::Status run = (*graph)->Run(buffers, &failed_step);
   ASSERT_FALSE(run.ok());
   EXPECT_THAT(run.message(), HasSubstr("kernel_graph_run"));
   EXPECT_THAT(run.message(), HasSubstr("step 1 (binary)"));
+  EXPECT_EQ(failed_step, 1);
   // The step before it ran.
   EXPECT_THAT(std::vector<float>(out.begin(), out.begin() + 4),
               ElementsAre(2, 3, 4, 5));
+}
+
+TEST(KernelGraph, AnErrorOfNoStepSaysNone) {
+  ASSERT_NE(Cpu(), nullptr);
+  AddThenMul g;
+  auto graph = Cpu()->CreateKernelGraph(0, 3, g.steps);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  int failed_step = -2;
+  const absl::Status run = (*graph)->Run({}, &failed_step);
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(run.message(), HasSubstr("buffers is NULL"));
+  EXPECT_EQ(failed_step, -1);
 }
 
 }  // namespace
