@@ -8,6 +8,7 @@ DIR/vs_peer.png         mixrt's speed over the peer's (when peers ran)
 DIR/memory.png          peak tensor memory per case and precision
 """
 import json
+import math
 import os
 import sys
 
@@ -15,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 
 def ok(rows):
@@ -37,6 +39,15 @@ def grouped_bars(path, title, ylabel, cases, series, value, ratio=False):
     if ratio:
         ax.set_yscale("log")
         ax.axhline(1.0, color="black", linewidth=0.8)
+        # Ratios read as "1.15x", not matplotlib's "1.15 x 10^0" (its
+        # scientific labels on a log axis that spans less than a decade).
+        # Minor ticks are labelled only where there is no major one to read.
+        as_ratio = ticker.FuncFormatter(lambda v, _: f"{v:.3g}x")
+        low, high = ax.get_ylim()
+        decades = math.floor(math.log10(high)) - math.ceil(math.log10(low)) + 1
+        ax.yaxis.set_major_formatter(as_ratio)
+        ax.yaxis.set_minor_formatter(
+            as_ratio if decades < 2 else ticker.NullFormatter())
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))])
     ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
