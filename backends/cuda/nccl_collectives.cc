@@ -304,24 +304,7 @@ void Destroy(MixrtCommunicator* c, const char* reason) {
   delete c;
 }
 
-const MixrtCollectivesApi kApi = {
-    sizeof(MixrtCollectivesApi),
-    MIXRT_COLLECTIVES_ABI_VERSION,
-    "nccl",
-    &Create,
-    &GetInfo,
-    &AllReduce,
-    &Broadcast,
-    &AllGather,
-    &Barrier,
-    &Wait,
-    &ReleaseWork,
-    &Destroy,
-};
-
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const MixrtCollectivesApi*
-MixrtCollectivesGetApi(void) {
-  return &kApi;
-}
+MIXRT_DEFINE_COLLECTIVES_PLUGIN("nccl", Create, GetInfo, AllReduce, Broadcast,
+                                AllGather, Barrier, Wait, ReleaseWork, Destroy)

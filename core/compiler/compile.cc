@@ -508,14 +508,16 @@ struct CompiledFunction::State {
     // The forward and its backward share held memory (never running at
     // once: they take turns under its lock).
     auto held = std::make_shared<compiler::HeldBuffers>();
+    const compiler::Plan::BuildOptions build{.preallocate = hold,
+                                             .held = held,
+                                             .fuse = true,
+                                             .time_fusion = time_fusion};
     MIXRT_ASSIGN_OR_RETURN(e->plan,
-                           compiler::Plan::Build(std::move(forward), hold, held,
-                                                 /*fuse=*/true, time_fusion));
+                           compiler::Plan::Build(std::move(forward), build));
     if (training) {
       MIXRT_ASSIGN_OR_RETURN(
           e->backward,
-          compiler::Plan::Build(std::move(training->backward), hold, held,
-                                /*fuse=*/true, time_fusion));
+          compiler::Plan::Build(std::move(training->backward), build));
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }

@@ -107,18 +107,18 @@ absl::Status Plan::CheckExtent(int slot, uint64_t available) const {
                    " (refused rather than read past it)"));
 }
 
-absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
-    Graph graph, bool preallocate, std::shared_ptr<HeldBuffers> held, bool fuse,
-    bool time_fusion) {
+absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
+                                                  BuildOptions options) {
   std::unique_ptr<const Graph> traced;
   std::string fusion;
-  if (fuse) {
+  if (options.fuse) {
     if (!FusionEnabled()) {
       fusion = absl::StrCat("none (", kFusionEnv, "=0)");
     } else {
       Graph fused;
-      MIXRT_ASSIGN_OR_RETURN(FusionOutcome outcome,
-                             FuseWithBackend(graph, &fused, time_fusion));
+      MIXRT_ASSIGN_OR_RETURN(
+          FusionOutcome outcome,
+          FuseWithBackend(graph, &fused, options.time_fusion));
       fusion = DescribeFusion(outcome);
       if (outcome.groups > 0) {
         traced = std::make_unique<const Graph>(std::move(graph));
@@ -129,8 +129,8 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   std::unique_ptr<Plan> plan(new Plan(std::move(graph)));
   plan->traced_ = std::move(traced);
   plan->fusion_ = std::move(fusion);
-  plan->held_ =
-      held != nullptr ? std::move(held) : std::make_shared<HeldBuffers>();
+  plan->held_ = options.held != nullptr ? std::move(options.held)
+                                        : std::make_shared<HeldBuffers>();
   const size_t slots = plan->graph_.slots.size();
   plan->buffer_of_.assign(slots, -1);
   plan->run_.resize(slots);
@@ -177,7 +177,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(
   for (size_t i = 0; i < plan->order_.size(); ++i)
     plan->order_[i] = static_cast<int>(i);
   plan->segment_at_.assign(plan->order_.size(), -1);
-  if (preallocate) {
+  if (options.preallocate) {
     plan->recycle_ = true;
     plan->recycled_.resize(slots);
     MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());

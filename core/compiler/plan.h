@@ -54,22 +54,26 @@ class HeldBuffers {
 
 class Plan {
  public:
-  // With `preallocate`, temporaries live in `held` (shared with the plans
-  // given the same one; a new one when null).
-  // With `preallocate` on a backend that makes kernel graphs (ABI 1.1),
-  // runs of launches become kernel graphs, each replayed by one call
-  // (MIXRT_COMPILE_KERNEL_GRAPHS=0 launches one by one, to compare).
-  // With `fuse`, the graph's launches are first offered to the backend's
-  // fusion (ABI 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare);
-  // with `time_fusion` too, a fused kernel is kept only where it beats its
-  // launches on the graph's shapes (max-autotune).
   // Whether MIXRT_COMPILE_FUSION leaves fusion on (the default).
   static bool FusionEnabled();
 
-  static absl::StatusOr<std::unique_ptr<Plan>> Build(
-      Graph graph, bool preallocate,
-      std::shared_ptr<HeldBuffers> held = nullptr, bool fuse = false,
-      bool time_fusion = false);
+  struct BuildOptions {
+    // Temporaries live in `held` (shared with the plans given the same
+    // one; a new one when null), and on a backend that makes kernel graphs
+    // (ABI 1.1) runs of launches become kernel graphs, each replayed by
+    // one call (MIXRT_COMPILE_KERNEL_GRAPHS=0 launches one by one, to
+    // compare): "reduce-overhead".
+    bool preallocate = false;
+    std::shared_ptr<HeldBuffers> held;
+    // The graph's launches are first offered to the backend's fusion (ABI
+    // 1.1; MIXRT_COMPILE_FUSION=0 turns it off, to compare).
+    bool fuse = false;
+    // With `fuse`: a fused kernel is kept only where it beats its launches
+    // on the graph's shapes ("max-autotune").
+    bool time_fusion = false;
+  };
+  static absl::StatusOr<std::unique_ptr<Plan>> Build(Graph graph,
+                                                     BuildOptions options);
 
   // The inputs must match what the graph was captured with (the compiled
   // function's guards check that). Runs of one plan, and of the plans

@@ -94,6 +94,16 @@ absl::Status Optimizer::CheckParam(const Tensor& p) const {
   return absl::OkStatus();
 }
 
+absl::Status Optimizer::BeginStep() const {
+  ReportUntraceable(
+      "an optimizer step (its step count and learning rate are host values "
+      "a replay would repeat)");
+  MIXRT_RETURN_IF_ERROR(options_status_);
+  // Validate everything first: a bad parameter leaves all state unchanged.
+  for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> Optimizer::SkippedBeforeStateExists(
     const kernels::StepScaling& scaling, bool creates_state) {
   if (!creates_state || !scaling.found_inf.defined()) return false;
@@ -115,12 +125,7 @@ absl::StatusOr<std::unique_ptr<SGD>> SGD::Create(std::vector<Tensor> params,
 }
 
 absl::Status SGD::step(const kernels::StepScaling& scaling) {
-  ReportUntraceable(
-      "an optimizer step (its step count and learning rate are host values "
-      "a replay would repeat)");
-  MIXRT_RETURN_IF_ERROR(options_status_);
-  // Validate everything first: a bad parameter leaves all state unchanged.
-  for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  MIXRT_RETURN_IF_ERROR(BeginStep());
   bool creates_state = false;
   for (size_t i = 0; i < params_.size(); ++i) {
     creates_state |= options_.momentum != 0 && params_[i].grad().defined() &&
@@ -188,11 +193,7 @@ absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(std::vector<Tensor> params,
 }
 
 absl::Status AdamW::step(const kernels::StepScaling& scaling) {
-  ReportUntraceable(
-      "an optimizer step (its step count and learning rate are host values "
-      "a replay would repeat)");
-  MIXRT_RETURN_IF_ERROR(options_status_);
-  for (const Tensor& p : params_) MIXRT_RETURN_IF_ERROR(CheckParam(p));
+  MIXRT_RETURN_IF_ERROR(BeginStep());
   bool creates_state = false;
   for (size_t i = 0; i < params_.size(); ++i) {
     creates_state |= params_[i].grad().defined() && !step_[i].defined();
@@ -375,15 +376,16 @@ absl::StatusOr<StepLR> StepLR::Create(Optimizer* optimizer, int step_size,
   return StepLR(optimizer, step_size, gamma);
 }
 
-StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
-    : optimizer_(optimizer),
-      step_size_(step_size),
-      gamma_(gamma),
-      base_lr_(optimizer->lr()) {}
-
-absl::Status StepLR::step() {
+absl::Status LRScheduler::step() {
   ++epoch_;
-  return optimizer_->set_lr(base_lr_ * std::pow(gamma_, epoch_ / step_size_));
+  return optimizer_->set_lr(LrAt(epoch_));
+}
+
+StepLR::StepLR(Optimizer* optimizer, int step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {}
+
+double StepLR::LrAt(int epoch) const {
+  return base_lr_ * std::pow(gamma_, epoch / step_size_);
 }
 
 absl::StatusOr<CosineAnnealingLR> CosineAnnealingLR::Create(
@@ -401,17 +403,12 @@ absl::StatusOr<CosineAnnealingLR> CosineAnnealingLR::Create(
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer* optimizer, int t_max,
                                      double eta_min)
-    : optimizer_(optimizer),
-      t_max_(t_max),
-      eta_min_(eta_min),
-      base_lr_(optimizer->lr()) {}
+    : LRScheduler(optimizer), t_max_(t_max), eta_min_(eta_min) {}
 
-absl::Status CosineAnnealingLR::step() {
-  ++epoch_;
+double CosineAnnealingLR::LrAt(int epoch) const {
   const double pi = 3.14159265358979323846;
-  return optimizer_->set_lr(eta_min_ +
-                            (base_lr_ - eta_min_) *
-                                (1 + std::cos(pi * epoch_ / t_max_)) / 2);
+  return eta_min_ +
+         (base_lr_ - eta_min_) * (1 + std::cos(pi * epoch / t_max_)) / 2;
 }
 
 }  // namespace mixrt

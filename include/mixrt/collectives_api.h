@@ -119,6 +119,24 @@ typedef struct MixrtCollectivesApi {
 const MixrtCollectivesApi* MixrtCollectivesGetApi(void);
 typedef const MixrtCollectivesApi* MixrtCollectivesGetApiFn(void);
 
+/* Defines that export, at file scope, for a plugin called `name` whose
+ * functions follow in the table's order (create, get_info, all_reduce,
+ * broadcast, all_gather, barrier, wait, release_work, destroy); the table's
+ * struct_size and abi_version are filled in:
+ *
+ *   MIXRT_DEFINE_COLLECTIVES_PLUGIN("mpi", Create, GetInfo, AllReduce,
+ *                                   Broadcast, AllGather, Barrier, Wait,
+ *                                   ReleaseWork, Destroy)
+ */
+#define MIXRT_DEFINE_COLLECTIVES_PLUGIN(name, ...)                        \
+  __attribute__((visibility("default"))) const MixrtCollectivesApi*       \
+  MixrtCollectivesGetApi(void) {                                          \
+    static const MixrtCollectivesApi mixrt_collectives_api = {            \
+        sizeof(MixrtCollectivesApi), MIXRT_COLLECTIVES_ABI_VERSION, name, \
+        __VA_ARGS__};                                                     \
+    return &mixrt_collectives_api;                                        \
+  }
+
 #ifdef __cplusplus
 }
 #endif
