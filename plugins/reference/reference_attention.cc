@@ -114,7 +114,9 @@ void Backward(const AttentionCall& a) {
 
 }  // namespace
 
-absl::Status RunAttention(const sdk::KernelCall& call) {
+namespace {
+
+absl::Status Attention(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(const AttentionCall a, sdk::DecodeAttention(call));
   if (a.backward) {
     Backward(a);
@@ -122,6 +124,15 @@ absl::Status RunAttention(const sdk::KernelCall& call) {
     Forward(a);
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<sdk::OpTable::Row> AttentionOps() {
+  return {
+      {MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION, Attention},
+      {MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, Attention},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -201,17 +201,15 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
 
 }  // namespace
 
-absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_BATCH_NORM:
-      return BatchNorm(call);
-    case MIXRT_OP_BATCH_NORM_BACKWARD:
-      return BatchNormBackward(call);
-    case MIXRT_OP_EMBEDDING:
-      return Embedding(call, /*backward=*/false);
-    default:
-      return Embedding(call, /*backward=*/true);
-  }
+std::vector<sdk::OpTable::Row> BatchNormEmbeddingOps() {
+  return {
+      {MIXRT_OP_BATCH_NORM, BatchNorm},
+      {MIXRT_OP_BATCH_NORM_BACKWARD, BatchNormBackward},
+      {MIXRT_OP_EMBEDDING,
+       [](const sdk::KernelCall& call) { return Embedding(call, false); }},
+      {MIXRT_OP_EMBEDDING_BACKWARD,
+       [](const sdk::KernelCall& call) { return Embedding(call, true); }},
+  };
 }
 
 }  // namespace mixrt::reference

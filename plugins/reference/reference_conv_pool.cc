@@ -250,19 +250,16 @@ absl::Status Pool(const sdk::KernelCall& call, bool backward) {
 
 }  // namespace
 
-absl::Status RunConvPool(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_CONV2D:
-      return ConvForward(call);
-    case MIXRT_OP_CONV2D_BACKWARD_DATA:
-      return ConvBackwardData(call);
-    case MIXRT_OP_CONV2D_BACKWARD_WEIGHTS:
-      return ConvBackwardWeights(call);
-    case MIXRT_OP_POOL2D:
-      return Pool(call, /*backward=*/false);
-    default:
-      return Pool(call, /*backward=*/true);
-  }
+std::vector<sdk::OpTable::Row> ConvPoolOps() {
+  return {
+      {MIXRT_OP_CONV2D, ConvForward},
+      {MIXRT_OP_CONV2D_BACKWARD_DATA, ConvBackwardData},
+      {MIXRT_OP_CONV2D_BACKWARD_WEIGHTS, ConvBackwardWeights},
+      {MIXRT_OP_POOL2D,
+       [](const sdk::KernelCall& call) { return Pool(call, false); }},
+      {MIXRT_OP_POOL2D_BACKWARD,
+       [](const sdk::KernelCall& call) { return Pool(call, true); }},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -79,19 +79,14 @@ absl::Status Random(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunCreation(const sdk::KernelCall& call) {
-  const bool copy = call.op == MIXRT_OP_COPY;
-  MIXRT_RETURN_IF_ERROR(ExpectArity(call, copy ? 1 : 0, copy ? 1 : 0, 1));
-  switch (call.op) {
-    case MIXRT_OP_FILL:
-      return Fill(call);
-    case MIXRT_OP_COPY:
-      return Copy(call);
-    case MIXRT_OP_ARANGE:
-      return Arange(call);
-    default:
-      return Random(call);
-  }
+std::vector<sdk::OpTable::Row> CreationOps() {
+  return {
+      {MIXRT_OP_FILL, WithArity<0, Fill>},
+      {MIXRT_OP_COPY, WithArity<1, Copy>},
+      {MIXRT_OP_ARANGE, WithArity<0, Arange>},
+      {MIXRT_OP_RANDOM_UNIFORM, WithArity<0, Random>},
+      {MIXRT_OP_RANDOM_NORMAL, WithArity<0, Random>},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -10,7 +10,9 @@
 
 namespace mixrt::reference {
 
-absl::Status RunDropout(const sdk::KernelCall& call) {
+namespace {
+
+absl::Status Dropout(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(const sdk::DropoutCall d, sdk::DecodeDropout(call));
   const MixrtDropoutAttrs& a = d.attrs;
   const double kept = 1.0 / (1.0 - a.p);
@@ -24,6 +26,14 @@ absl::Status RunDropout(const sdk::KernelCall& call) {
                           static_cast<float>(d.x->LoadFloat(o[0]) * factor));
       });
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<sdk::OpTable::Row> DropoutOps() {
+  return {
+      {MIXRT_OP_DROPOUT, Dropout},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -5,30 +5,44 @@
 #ifndef MIXRT_PLUGINS_REFERENCE_REFERENCE_KERNELS_H_
 #define MIXRT_PLUGINS_REFERENCE_REFERENCE_KERNELS_H_
 
+#include <vector>
+
 #include "absl/status/status.h"
+#include "mixrt/status_macros.h"
 #include "plugins/sdk/call_checks.h"
+#include "plugins/sdk/op_table.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::reference {
 
+// The plugin's op table: every group's rows.
 absl::Status RunKernel(const sdk::KernelCall& call);
 
-// One group per file.
-absl::Status RunCreation(const sdk::KernelCall& call);   // fill, copy, ...
-absl::Status RunPointwise(const sdk::KernelCall& call);  // binary, unary, ...
-absl::Status RunReduce(const sdk::KernelCall& call);
-absl::Status RunMultiTensorNorm(const sdk::KernelCall& call);
-absl::Status RunMatmul(const sdk::KernelCall& call);
-absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // softmax, norms
-absl::Status RunLoss(const sdk::KernelCall& call);
-absl::Status RunOptimizer(const sdk::KernelCall& call);  // scaler, optims
-absl::Status RunConvPool(const sdk::KernelCall& call);
-absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);
-absl::Status RunAttention(const sdk::KernelCall& call);  // fused SDPA
-absl::Status RunDropout(const sdk::KernelCall& call);
+// One group per file, each giving its ops' rows of the table.
+std::vector<sdk::OpTable::Row> CreationOps();   // fill, copy, arange, random
+std::vector<sdk::OpTable::Row> PointwiseOps();  // binary, unary, compare, ...
+std::vector<sdk::OpTable::Row> ReduceOps();     // reduce, multi_tensor_norm
+std::vector<sdk::OpTable::Row> MatmulOps();
+std::vector<sdk::OpTable::Row> SoftmaxNormOps();  // softmax, layer_norm
+std::vector<sdk::OpTable::Row> LossOps();
+std::vector<sdk::OpTable::Row> OptimizerOps();  // grad scaler, SGD, AdamW
+std::vector<sdk::OpTable::Row> ConvPoolOps();
+std::vector<sdk::OpTable::Row> BatchNormEmbeddingOps();
+std::vector<sdk::OpTable::Row> AttentionOps();  // fused SDPA
+std::vector<sdk::OpTable::Row> DropoutOps();
 
 using sdk::ExpectArity;
 using sdk::ExpectSameShapes;
+
+// A kernel whose call is checked first: kInputs inputs and one output, all
+// of one shape when kCheckShapes.
+inline constexpr bool kSameShapes = true;
+template <size_t kInputs, sdk::OpKernel kKernel, bool kCheckShapes = false>
+absl::Status WithArity(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(ExpectArity(call, kInputs, kInputs, 1));
+  if (kCheckShapes) MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
+  return kKernel(call);
+}
 
 }  // namespace mixrt::reference
 

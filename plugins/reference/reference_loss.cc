@@ -9,7 +9,9 @@
 
 namespace mixrt::reference {
 
-absl::Status RunLoss(const sdk::KernelCall& call) {
+namespace {
+
+absl::Status CrossEntropy(const sdk::KernelCall& call) {
   const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
   MIXRT_RETURN_IF_ERROR(
       ExpectArity(call, backward ? 3 : 2, backward ? 3 : 2, 1));
@@ -65,6 +67,15 @@ absl::Status RunLoss(const sdk::KernelCall& call) {
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<sdk::OpTable::Row> LossOps() {
+  return {
+      {MIXRT_OP_CROSS_ENTROPY, CrossEntropy},
+      {MIXRT_OP_CROSS_ENTROPY_BACKWARD, CrossEntropy},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -28,7 +28,9 @@ double Activate(MixrtActivation act, double v) {
 
 }  // namespace
 
-absl::Status RunMatmul(const sdk::KernelCall& call) {
+namespace {
+
+absl::Status Matmul(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
   const TensorRef& a = call.inputs[0];
@@ -91,6 +93,14 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
         }
       });
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<sdk::OpTable::Row> MatmulOps() {
+  return {
+      {MIXRT_OP_MATMUL, Matmul},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -124,19 +124,17 @@ absl::Status AdamW(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunOptimizer(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
-      return NonFiniteCheckAndUnscale(call);
-    case MIXRT_OP_UPDATE_SCALE:
-      return UpdateScale(call);
-    case MIXRT_OP_SGD_STEP:
-      return Sgd(call);
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
-      return sdk::RunEachSgdStep(call, Sgd);
-    default:
-      return AdamW(call);
-  }
+std::vector<sdk::OpTable::Row> OptimizerOps() {
+  return {
+      {MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE, NonFiniteCheckAndUnscale},
+      {MIXRT_OP_UPDATE_SCALE, UpdateScale},
+      {MIXRT_OP_SGD_STEP, Sgd},
+      {MIXRT_OP_MULTI_TENSOR_SGD_STEP,
+       [](const sdk::KernelCall& call) {
+         return sdk::RunEachSgdStep(call, Sgd);
+       }},
+      {MIXRT_OP_ADAMW_STEP, AdamW},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -14,17 +14,11 @@ namespace {
 using sdk::TensorRef;
 
 absl::Status Binary(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::BinaryAttrs(call));
   const auto kind = static_cast<MixrtBinaryKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
-  if (x.dtype() != out.dtype() || y.dtype() != out.dtype() ||
-      out.dtype() == MIXRT_DTYPE_BOOL) {
-    return absl::InvalidArgumentError(
-        "binary op needs one non-bool dtype for inputs and output");
-  }
   const std::array<const int64_t*, 3> strides = {x.strides(), y.strides(),
                                                  out.strides()};
   if (sdk::IsFloatingDtype(out.dtype())) {
@@ -58,17 +52,11 @@ absl::Status Binary(const sdk::KernelCall& call) {
 }
 
 absl::Status Unary(const sdk::KernelCall& call, bool backward) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::UnaryAttrs(call));
   const auto kind = static_cast<MixrtUnaryKind>(attrs.kind);
   const TensorRef& out = call.outputs[0];
   const TensorRef& x = call.inputs[backward ? 1 : 0];
   const TensorRef& g = call.inputs[0];
-  for (const TensorRef& in : call.inputs) {
-    if (in.dtype() != out.dtype()) {
-      return absl::InvalidArgumentError("unary op needs one dtype throughout");
-    }
-  }
   if (!sdk::IsFloatingDtype(out.dtype())) {
     const bool int_ok = !backward && out.dtype() != MIXRT_DTYPE_BOOL &&
                         (kind == MIXRT_UNARY_NEG || kind == MIXRT_UNARY_ABS);
@@ -102,16 +90,11 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
 }
 
 absl::Status Compare(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::CompareAttrs(call));
   const auto kind = static_cast<MixrtCompareKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
-  if (x.dtype() != y.dtype() || out.dtype() != MIXRT_DTYPE_BOOL) {
-    return absl::InvalidArgumentError(
-        "compare needs inputs of one dtype and a bool output");
-  }
   const bool floating = sdk::IsFloatingDtype(x.dtype());
   sdk::ForEachElement<3>(
       out.ndim(), out.shape(), {x.strides(), y.strides(), out.strides()},
@@ -131,11 +114,7 @@ absl::Status Where(const sdk::KernelCall& call) {
   const TensorRef& x = call.inputs[1];
   const TensorRef& y = call.inputs[2];
   const TensorRef& out = call.outputs[0];
-  if (c.dtype() != MIXRT_DTYPE_BOOL || x.dtype() != out.dtype() ||
-      y.dtype() != out.dtype()) {
-    return absl::InvalidArgumentError(
-        "where needs a bool condition and one dtype for values and output");
-  }
+  MIXRT_RETURN_IF_ERROR(sdk::CheckWhereDtypes(call));
   const bool floating = sdk::IsFloatingDtype(out.dtype());
   sdk::ForEachElement<4>(
       out.ndim(), out.shape(),
@@ -151,26 +130,24 @@ absl::Status Where(const sdk::KernelCall& call) {
   return absl::OkStatus();
 }
 
+absl::Status UnaryForward(const sdk::KernelCall& call) {
+  return Unary(call, /*backward=*/false);
+}
+
+absl::Status UnaryBackward(const sdk::KernelCall& call) {
+  return Unary(call, /*backward=*/true);
+}
+
 }  // namespace
 
-absl::Status RunPointwise(const sdk::KernelCall& call) {
-  size_t inputs = 2;
-  if (call.op == MIXRT_OP_UNARY) inputs = 1;
-  if (call.op == MIXRT_OP_WHERE) inputs = 3;
-  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 1));
-  MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
-  switch (call.op) {
-    case MIXRT_OP_BINARY:
-      return Binary(call);
-    case MIXRT_OP_UNARY:
-      return Unary(call, /*backward=*/false);
-    case MIXRT_OP_UNARY_BACKWARD:
-      return Unary(call, /*backward=*/true);
-    case MIXRT_OP_COMPARE:
-      return Compare(call);
-    default:
-      return Where(call);
-  }
+std::vector<sdk::OpTable::Row> PointwiseOps() {
+  return {
+      {MIXRT_OP_BINARY, WithArity<2, Binary, kSameShapes>},
+      {MIXRT_OP_UNARY, WithArity<1, UnaryForward, kSameShapes>},
+      {MIXRT_OP_UNARY_BACKWARD, WithArity<2, UnaryBackward, kSameShapes>},
+      {MIXRT_OP_COMPARE, WithArity<2, Compare, kSameShapes>},
+      {MIXRT_OP_WHERE, WithArity<3, Where, kSameShapes>},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -35,7 +35,9 @@ void ForEachInput(const TensorRef& in, uint32_t mask, Fn&& fn) {
 
 }  // namespace
 
-absl::Status RunReduce(const sdk::KernelCall& call) {
+namespace {
+
+absl::Status Reduce(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtReduceAttrs>());
   const MixrtReduceAttrs a = *attrs;
@@ -114,7 +116,11 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
   return absl::OkStatus();
 }
 
-absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
+}  // namespace
+
+namespace {
+
+absl::Status MultiTensorNorm(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(sdk::ExpectMultiTensorNorm(call));
   double sum = 0;
   for (const TensorRef& t : call.inputs) {
@@ -126,6 +132,15 @@ absl::Status RunMultiTensorNorm(const sdk::KernelCall& call) {
   }
   call.outputs[0].StoreFloat(0, static_cast<float>(std::sqrt(sum)));
   return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<sdk::OpTable::Row> ReduceOps() {
+  return {
+      {MIXRT_OP_REDUCE, Reduce},
+      {MIXRT_OP_MULTI_TENSOR_NORM, MultiTensorNorm},
+  };
 }
 
 }  // namespace mixrt::reference

@@ -164,23 +164,15 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunSoftmaxNorm(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_SOFTMAX:
-    case MIXRT_OP_LOG_SOFTMAX:
-      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
-      MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
-      return Softmax(call);
-    case MIXRT_OP_SOFTMAX_BACKWARD:
-    case MIXRT_OP_LOG_SOFTMAX_BACKWARD:
-      MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
-      MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
-      return Softmax(call);
-    case MIXRT_OP_LAYER_NORM:
-      return LayerNorm(call);
-    default:
-      return LayerNormBackward(call);
-  }
+std::vector<sdk::OpTable::Row> SoftmaxNormOps() {
+  return {
+      {MIXRT_OP_SOFTMAX, WithArity<1, Softmax, kSameShapes>},
+      {MIXRT_OP_LOG_SOFTMAX, WithArity<1, Softmax, kSameShapes>},
+      {MIXRT_OP_SOFTMAX_BACKWARD, WithArity<2, Softmax, kSameShapes>},
+      {MIXRT_OP_LOG_SOFTMAX_BACKWARD, WithArity<2, Softmax, kSameShapes>},
+      {MIXRT_OP_LAYER_NORM, LayerNorm},
+      {MIXRT_OP_LAYER_NORM_BACKWARD, LayerNormBackward},
+  };
 }
 
 }  // namespace mixrt::reference

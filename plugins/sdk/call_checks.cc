@@ -48,4 +48,45 @@ absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
   return *attrs;
 }
 
+absl::StatusOr<MixrtPointwiseAttrs> BinaryAttrs(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, PointwiseAttrs(call, MIXRT_BINARY_COUNT));
+  const MixrtDtype out = call.outputs[0].dtype();
+  if (call.inputs[0].dtype() != out || call.inputs[1].dtype() != out ||
+      out == MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "binary op needs one non-bool dtype for inputs and output");
+  }
+  return attrs;
+}
+
+absl::StatusOr<MixrtPointwiseAttrs> UnaryAttrs(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, PointwiseAttrs(call, MIXRT_UNARY_COUNT));
+  for (const TensorRef& t : call.inputs) {
+    if (t.dtype() != call.outputs[0].dtype()) {
+      return absl::InvalidArgumentError("unary op needs one dtype throughout");
+    }
+  }
+  return attrs;
+}
+
+absl::StatusOr<MixrtPointwiseAttrs> CompareAttrs(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
+  if (call.inputs[0].dtype() != call.inputs[1].dtype() ||
+      call.outputs[0].dtype() != MIXRT_DTYPE_BOOL) {
+    return absl::InvalidArgumentError(
+        "compare needs inputs of one dtype and a bool output");
+  }
+  return attrs;
+}
+
+absl::Status CheckWhereDtypes(const KernelCall& call) {
+  const MixrtDtype out = call.outputs[0].dtype();
+  if (call.inputs[0].dtype() != MIXRT_DTYPE_BOOL ||
+      call.inputs[1].dtype() != out || call.inputs[2].dtype() != out) {
+    return absl::InvalidArgumentError(
+        "where needs a bool condition and one dtype for values and output");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace mixrt::sdk

@@ -31,6 +31,17 @@ absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
 absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
                                                    uint32_t kind_count);
 
+// Each pointwise op's attributes with its dtype rules (plugin_api.h)
+// checked, for every plugin: binary, inputs and output of one non-bool
+// dtype; unary and its backward, one dtype throughout; compare, inputs of
+// one dtype and a bool output. Arity and shapes are ExpectArity's and
+// ExpectSameShapes'.
+absl::StatusOr<MixrtPointwiseAttrs> BinaryAttrs(const KernelCall& call);
+absl::StatusOr<MixrtPointwiseAttrs> UnaryAttrs(const KernelCall& call);
+absl::StatusOr<MixrtPointwiseAttrs> CompareAttrs(const KernelCall& call);
+// where: a bool condition, values and output of one dtype.
+absl::Status CheckWhereDtypes(const KernelCall& call);
+
 }  // namespace mixrt::sdk
 
 #endif  // MIXRT_PLUGINS_SDK_CALL_CHECKS_H_

@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "backends/cpu/kernels/epilogue.h"
+#include "mixrt/op_names.h"
+#include "mixrt/status_macros.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "plugins/sdk/fusion.h"
 #include "plugins/sdk/tensor_ref.h"
@@ -106,6 +110,65 @@ absl::Status CheckChainGroup(const sdk::FusionGraph& g,
                              const std::vector<int>& nodes,
                              const std::vector<int>& outs,
                              const std::string& what);
+
+// What the matmul and conv epilogue fusions share, claim and compile:
+// `op` (MIXRT_OP_MATMUL, MIXRT_OP_CONV2D) starts each chain; `follow(g,
+// node)` walks the chain it feeds; `prefix(g, chain)` is how much of it
+// fuses; `implementation(g, chain, nodes)` names the oneDNN kernel the
+// chain's first `nodes` get.
+template <typename Chain>
+struct EpilogueSkeleton {
+  MixrtOp op;
+  const char* kernel;   // "matmul", "conv": in messages.
+  const char* product;  // "matmul", "convolution": in messages.
+  Chain (*follow)(const sdk::FusionGraph& g, int node);
+  size_t (*prefix)(const sdk::FusionGraph& g, const Chain& chain);
+  std::string (*implementation)(const sdk::FusionGraph& g, const Chain& chain,
+                                size_t nodes);
+};
+
+// One claim per chain that starts at `skeleton.op` and its fusable prefix.
+template <typename Chain>
+std::vector<int> ClaimEpilogues(const EpilogueSkeleton<Chain>& skeleton,
+                                const sdk::FusionGraph& g,
+                                absl::Span<const int> taken, int first) {
+  return ClaimChains(g, skeleton.op, taken, first, skeleton.follow,
+                     skeleton.prefix);
+}
+
+// A claimed group as its compiler starts from: its nodes, its chain
+// (checked against the group) and the oneDNN implementation, which must be
+// an optimized kernel (UNIMPLEMENTED otherwise: the launches run op by op).
+template <typename Chain>
+struct EpilogueGroup {
+  std::vector<int> nodes;
+  Chain chain;
+  std::string implementation;
+};
+
+template <typename Chain>
+absl::StatusOr<EpilogueGroup<Chain>> BeginEpilogueGroup(
+    const EpilogueSkeleton<Chain>& skeleton, const sdk::FusionGraph& g,
+    absl::Span<const int> group_of_node, int group) {
+  EpilogueGroup<Chain> out;
+  out.nodes = sdk::FusionGraph::GroupNodes(group_of_node, group);
+  if (out.nodes.empty() || g.nodes[out.nodes[0]].op != skeleton.op) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fused ", skeleton.kernel, ": the group does not start with a ",
+        MixrtOpName(skeleton.op)));
+  }
+  out.chain = skeleton.follow(g, out.nodes[0]);
+  MIXRT_RETURN_IF_ERROR(CheckChainGroup(g, group_of_node, group,
+                                        out.chain.nodes, out.chain.outs,
+                                        MixrtOpName(skeleton.op)));
+  out.implementation = skeleton.implementation(g, out.chain, out.nodes.size());
+  if (!Optimized(out.implementation)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "oneDNN runs this ", skeleton.product,
+        "'s post-ops on no optimized kernel (", out.implementation, ")"));
+  }
+  return out;
+}
 
 }  // namespace mixrt::cpu
 

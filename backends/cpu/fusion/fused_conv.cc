@@ -442,28 +442,27 @@ class FusedConv : public sdk::FusedKernel {
 
 }  // namespace
 
+namespace {
+
+const EpilogueSkeleton<ConvChain> kConvSkeleton = {
+    MIXRT_OP_CONV2D, "conv",        "convolution",
+    FollowChain,     FusablePrefix, Implementation};
+
+}  // namespace
+
 std::vector<int> ClaimConvEpilogues(const FusionGraph& g,
                                     absl::Span<const int> taken, int first) {
-  return ClaimChains(g, MIXRT_OP_CONV2D, taken, first, FollowChain,
-                     FusablePrefix);
+  return ClaimEpilogues(kConvSkeleton, g, taken, first);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
-  const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
-  if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_CONV2D) {
-    return absl::InvalidArgumentError(
-        "fused conv: the group does not start with a conv2d");
-  }
-  ConvChain c = FollowChain(g, nodes[0]);
-  MIXRT_RETURN_IF_ERROR(
-      CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "conv2d"));
-  const std::string implementation = Implementation(g, c, nodes.size());
-  if (!Optimized(implementation)) {
-    return absl::UnimplementedError(absl::StrCat(
-        "oneDNN runs this convolution's post-ops on no optimized kernel (",
-        implementation, ")"));
-  }
+  MIXRT_ASSIGN_OR_RETURN(
+      EpilogueGroup<ConvChain> begun,
+      BeginEpilogueGroup(kConvSkeleton, g, group_of_node, group));
+  const std::vector<int>& nodes = begun.nodes;
+  ConvChain& c = begun.chain;
+  const std::string& implementation = begun.implementation;
   const size_t steps = c.steps_upto[nodes.size() - 1];
   const size_t folded = FoldedSteps(g, c, nodes.size());
   std::vector<std::string> names[2];  // Folded, then post-ops.

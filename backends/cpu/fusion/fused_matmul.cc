@@ -267,28 +267,27 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
   return keeps;
 }
 
+namespace {
+
+const EpilogueSkeleton<Chain> kMatmulSkeleton = {
+    MIXRT_OP_MATMUL, "matmul",      "matmul",
+    FollowChain,     FusablePrefix, Implementation};
+
+}  // namespace
+
 std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g,
                                       absl::Span<const int> taken, int first) {
-  return ClaimChains(g, MIXRT_OP_MATMUL, taken, first, FollowChain,
-                     FusablePrefix);
+  return ClaimEpilogues(kMatmulSkeleton, g, taken, first);
 }
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
     const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
-  const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
-  if (nodes.empty() || g.nodes[nodes[0]].op != MIXRT_OP_MATMUL) {
-    return absl::InvalidArgumentError(
-        "fused matmul: the group does not start with a matmul");
-  }
-  Chain c = FollowChain(g, nodes[0]);
-  MIXRT_RETURN_IF_ERROR(
-      CheckChainGroup(g, group_of_node, group, c.nodes, c.outs, "matmul"));
-  const std::string implementation = Implementation(g, c, nodes.size());
-  if (!Optimized(implementation)) {
-    return absl::UnimplementedError(absl::StrCat(
-        "oneDNN runs this matmul's post-ops on no optimized kernel (",
-        implementation, ")"));
-  }
+  MIXRT_ASSIGN_OR_RETURN(
+      EpilogueGroup<Chain> begun,
+      BeginEpilogueGroup(kMatmulSkeleton, g, group_of_node, group));
+  const std::vector<int>& nodes = begun.nodes;
+  Chain& c = begun.chain;
+  const std::string& implementation = begun.implementation;
   std::vector<std::string> names;
   for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i)
     names.push_back(c.steps[i].name);

@@ -1,5 +1,3 @@
-#include "backends/cpu/kernels/cpu_attention.h"
-
 // Fused scaled dot-product attention, blocked "flash" style: per (group,
 // block of 128 query rows) the scores against each chunk of 512 visible
 // keys are formed in f32 (O(rows x chunk) scratch per thread, never the
@@ -12,6 +10,8 @@
 // where the CPU has them (amx_tiles.h: K and V packed once per group).
 // Backward recomputes the weights from the saved log-normalizers,
 // one group per task, so dK and dV accumulate without atomics.
+#include "backends/cpu/kernels/cpu_attention.h"
+
 #include <immintrin.h>
 #include <omp.h>
 

@@ -1,10 +1,10 @@
-#include "backends/cpu/kernels/cpu_batch_norm_embedding.h"
-
 // batch_norm (parallel over channels, double sums) and embedding (parallel
 // over looked-up rows; the backward scatter-add runs per table row). Batch
 // norm is not oneDNN's: the running statistics (with PyTorch's unbiased
 // variance) are the plugin's to update either way, and oneDNN 2.6.3 offers
 // only its simple implementation for the plain layouts used here.
+#include "backends/cpu/kernels/cpu_batch_norm_embedding.h"
+
 #include <cmath>
 #include <vector>
 
@@ -195,17 +195,20 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
 
 }  // namespace
 
-absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_BATCH_NORM:
-      return BatchNorm(call);
-    case MIXRT_OP_BATCH_NORM_BACKWARD:
-      return BatchNormBackward(call);
-    case MIXRT_OP_EMBEDDING:
-      return Embedding(call, /*backward=*/false);
-    default:
-      return Embedding(call, /*backward=*/true);
-  }
+absl::Status RunBatchNorm(const sdk::KernelCall& call) {
+  return BatchNorm(call);
+}
+
+absl::Status RunBatchNormBackward(const sdk::KernelCall& call) {
+  return BatchNormBackward(call);
+}
+
+absl::Status RunEmbedding(const sdk::KernelCall& call) {
+  return Embedding(call, /*backward=*/false);
+}
+
+absl::Status RunEmbeddingBackward(const sdk::KernelCall& call) {
+  return Embedding(call, /*backward=*/true);
 }
 
 }  // namespace mixrt::cpu

@@ -8,7 +8,10 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunBatchNormEmbedding(const sdk::KernelCall& call);  // dense
+absl::Status RunBatchNorm(const sdk::KernelCall& call);
+absl::Status RunBatchNormBackward(const sdk::KernelCall& call);
+absl::Status RunEmbedding(const sdk::KernelCall& call);
+absl::Status RunEmbeddingBackward(const sdk::KernelCall& call);  // dense
 
 }  // namespace mixrt::cpu
 

@@ -1,8 +1,8 @@
-#include "backends/cpu/kernels/cpu_conv.h"
-
 // conv2d forward, backward data and backward weights on oneDNN. Tensors are
 // passed in the caller's NCHW layout; f16 (which oneDNN 2.6 cannot convolve)
 // is widened to f32 and the result rounded back.
+#include "backends/cpu/kernels/cpu_conv.h"
+
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -397,22 +397,37 @@ absl::Status PackConvWeights(const TensorRef& x, const TensorRef& w,
   return absl::OkStatus();
 }
 
-absl::Status RunConv(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));
-  const size_t nin = call.inputs.size(), nout = call.outputs.size();
-  switch (call.op) {
-    case MIXRT_OP_CONV2D:
-      if (nin < 2 || nin > 3 || nout != 1) break;
-      return Forward(call, attrs);
-    case MIXRT_OP_CONV2D_BACKWARD_DATA:
-      if (nin != 2 || nout != 1) break;
-      return BackwardData(call, attrs);
-    default:
-      if (nin != 2 || nout < 1 || nout > 2) break;
-      return BackwardWeights(call, attrs);
-  }
+namespace {
+
+absl::Status WrongTensorCount(const sdk::KernelCall& call) {
   return absl::InvalidArgumentError(
       absl::StrCat("conv op ", call.op, ": wrong number of tensors"));
+}
+
+}  // namespace
+
+absl::Status RunConv2d(const sdk::KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));
+  const size_t nin = call.inputs.size(), nout = call.outputs.size();
+  if (nin < 2 || nin > 3 || nout != 1) return WrongTensorCount(call);
+  return Forward(call, attrs);
+}
+
+absl::Status RunConv2dBackwardData(const sdk::KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));
+  if (call.inputs.size() != 2 || call.outputs.size() != 1) {
+    return WrongTensorCount(call);
+  }
+  return BackwardData(call, attrs);
+}
+
+absl::Status RunConv2dBackwardWeights(const sdk::KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, Attrs(call));
+  const size_t nout = call.outputs.size();
+  if (call.inputs.size() != 2 || nout < 1 || nout > 2) {
+    return WrongTensorCount(call);
+  }
+  return BackwardWeights(call, attrs);
 }
 
 }  // namespace mixrt::cpu

@@ -15,7 +15,9 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunConv(const sdk::KernelCall& call);  // strided ok
+absl::Status RunConv2d(const sdk::KernelCall& call);  // strided ok
+absl::Status RunConv2dBackwardData(const sdk::KernelCall& call);
+absl::Status RunConv2dBackwardWeights(const sdk::KernelCall& call);
 
 // y = steps(x (*) w + bias) on oneDNN (cpu_conv.cc); x, w (and y unless it
 // is f32) of one dtype oneDNN convolves. A binary step's operand is per

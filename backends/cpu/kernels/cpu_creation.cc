@@ -1,8 +1,9 @@
+// fill, copy (casts, strided), arange, random: parallel loops.
 #include "backends/cpu/kernels/cpu_creation.h"
 
-// fill, copy (casts, strided), arange, random: parallel loops.
 #include <array>
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/dense_call.h"
@@ -92,61 +93,89 @@ absl::Status Copy(const TensorRef& in, const TensorRef& out) {
 
 }  // namespace
 
-absl::Status RunCreation(const sdk::KernelCall& call) {
-  const bool copy = call.op == MIXRT_OP_COPY;
-  if (call.inputs.size() != (copy ? 1u : 0u) || call.outputs.size() != 1) {
+namespace {
+
+absl::StatusOr<MixrtRandomAttrs> RandomAttrs(const sdk::KernelCall& call,
+                                             const TensorRef& out) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtRandomAttrs>());
+  if (!sdk::IsFloatingDtype(out.dtype())) {
+    return absl::InvalidArgumentError("random ops need a floating output");
+  }
+  return *attrs;
+}
+
+absl::Status CheckTensorCount(const sdk::KernelCall& call, size_t inputs) {
+  if (call.inputs.size() != inputs || call.outputs.size() != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(MixrtOpName(call.op), ": wrong number of tensors"));
   }
-  if (copy) return Copy(call.inputs[0], call.outputs[0]);
-  // The remaining ops index the flattened output: work on a dense one.
+  return absl::OkStatus();
+}
+
+// The generating ops index the flattened output: `generate` fills a dense
+// one.
+absl::Status OnDenseOutput(
+    const sdk::KernelCall& call,
+    const std::function<absl::Status(const TensorRef& out)>& generate) {
+  MIXRT_RETURN_IF_ERROR(CheckTensorCount(call, 0));
   DenseCall dense(call);
-  const TensorRef& out = dense.call().outputs[0];
-  absl::Status status;
-  switch (call.op) {
-    case MIXRT_OP_FILL:
-      status = Fill(call, out);
-      break;
-    case MIXRT_OP_ARANGE: {
-      MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtArangeAttrs>());
-      const double start = attrs->start, step = attrs->step;
-      if (sdk::IsFloatingDtype(out.dtype())) {
-        GenerateFloat(out, [&](int64_t i) {
-          return static_cast<float>(start + static_cast<double>(i) * step);
-        });
-      } else {
-        for (int64_t i = 0; i < out.numel(); ++i) {
-          out.StoreInt(
-              i, static_cast<int64_t>(start + static_cast<double>(i) * step));
-        }
-      }
-      break;
-    }
-    default: {  // Random.
-      MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtRandomAttrs>());
-      if (!sdk::IsFloatingDtype(out.dtype())) {
-        return absl::InvalidArgumentError("random ops need a floating output");
-      }
-      const MixrtRandomAttrs a = *attrs;
-      if (call.op == MIXRT_OP_RANDOM_NORMAL) {
-        GenerateFloat(out, [&](int64_t i) {
-          return static_cast<float>(sdk::PhiloxNormal(
-              a.seed, a.offset, static_cast<uint64_t>(i), a.a, a.b));
-        });
-      } else {
-        GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
-          PhiloxUnitsRow(a.seed, a.offset, static_cast<uint64_t>(first), n,
-                         buffer);
-          for (int64_t i = 0; i < n; ++i) {
-            buffer[i] = static_cast<float>(a.a + (a.b - a.a) * buffer[i]);
-          }
-        });
-      }
-      break;
-    }
-  }
+  absl::Status status = generate(dense.call().outputs[0]);
   if (status.ok()) dense.Finish();
   return status;
+}
+
+}  // namespace
+
+absl::Status RunCopy(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckTensorCount(call, 1));
+  return Copy(call.inputs[0], call.outputs[0]);
+}
+
+absl::Status RunFill(const sdk::KernelCall& call) {
+  return OnDenseOutput(call,
+                       [&](const TensorRef& out) { return Fill(call, out); });
+}
+
+absl::Status RunArange(const sdk::KernelCall& call) {
+  return OnDenseOutput(call, [&](const TensorRef& out) -> absl::Status {
+    MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtArangeAttrs>());
+    const double start = attrs->start, step = attrs->step;
+    if (sdk::IsFloatingDtype(out.dtype())) {
+      GenerateFloat(out, [&](int64_t i) {
+        return static_cast<float>(start + static_cast<double>(i) * step);
+      });
+    } else {
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        out.StoreInt(
+            i, static_cast<int64_t>(start + static_cast<double>(i) * step));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunRandomUniform(const sdk::KernelCall& call) {
+  return OnDenseOutput(call, [&](const TensorRef& out) -> absl::Status {
+    MIXRT_ASSIGN_OR_RETURN(const MixrtRandomAttrs a, RandomAttrs(call, out));
+    GenerateFloatRows(out, [&](int64_t first, int64_t n, float* buffer) {
+      PhiloxUnitsRow(a.seed, a.offset, static_cast<uint64_t>(first), n, buffer);
+      for (int64_t i = 0; i < n; ++i) {
+        buffer[i] = static_cast<float>(a.a + (a.b - a.a) * buffer[i]);
+      }
+    });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunRandomNormal(const sdk::KernelCall& call) {
+  return OnDenseOutput(call, [&](const TensorRef& out) -> absl::Status {
+    MIXRT_ASSIGN_OR_RETURN(const MixrtRandomAttrs a, RandomAttrs(call, out));
+    GenerateFloat(out, [&](int64_t i) {
+      return static_cast<float>(sdk::PhiloxNormal(
+          a.seed, a.offset, static_cast<uint64_t>(i), a.a, a.b));
+    });
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace mixrt::cpu

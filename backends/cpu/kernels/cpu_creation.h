@@ -8,7 +8,11 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunCreation(const sdk::KernelCall& call);  // fill, copy, ...
+absl::Status RunFill(const sdk::KernelCall& call);
+absl::Status RunCopy(const sdk::KernelCall& call);  // Strided in and out.
+absl::Status RunArange(const sdk::KernelCall& call);
+absl::Status RunRandomUniform(const sdk::KernelCall& call);
+absl::Status RunRandomNormal(const sdk::KernelCall& call);
 
 }  // namespace mixrt::cpu
 

@@ -1,9 +1,9 @@
-#include "backends/cpu/kernels/cpu_dropout.h"
-
 // dropout (ABI 1.1) in one pass: the Philox units, the keep test, the scale
 // and the store per chunk of the flattened tensor, so neither a uniform
 // tensor nor a mask ever reaches memory (the composed random, compare,
 // where and mul took ~20% of a GPT train step).
+#include "backends/cpu/kernels/cpu_dropout.h"
+
 #include <algorithm>
 
 #include "backends/cpu/kernels/float_rows.h"

@@ -16,82 +16,75 @@
 #include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/onednn/onednn_context.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "plugins/sdk/op_table.h"
 
 namespace mixrt::cpu {
 namespace {
 
-absl::Status RunDense(const sdk::KernelCall& call,
-                      absl::Status (*kernel)(const sdk::KernelCall&)) {
+// The kernels that index their tensors densely get strided (or broadcast)
+// operands gathered into dense buffers first, and dense outputs copied
+// back after.
+template <sdk::OpKernel kKernel>
+absl::Status Dense(const sdk::KernelCall& call) {
   DenseCall dense(call);
-  absl::Status status = kernel(dense.call());
+  absl::Status status = kKernel(dense.call());
   if (status.ok()) dense.Finish();
   return status;
 }
 
-absl::Status Dispatch(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_FILL:
-    case MIXRT_OP_COPY:
-    case MIXRT_OP_ARANGE:
-    case MIXRT_OP_RANDOM_UNIFORM:
-    case MIXRT_OP_RANDOM_NORMAL:
-      return RunCreation(call);
-    case MIXRT_OP_MATMUL:
-      return RunMatmul(call);
-    case MIXRT_OP_BINARY:
-    case MIXRT_OP_UNARY:
-    case MIXRT_OP_UNARY_BACKWARD:
-    case MIXRT_OP_COMPARE:
-    case MIXRT_OP_WHERE:
-      return RunDense(call, RunPointwise);
-    case MIXRT_OP_REDUCE:
-      return RunDense(call, RunReduce);
-    case MIXRT_OP_MULTI_TENSOR_NORM:
-      return RunDense(call, RunMultiTensorNorm);
-    case MIXRT_OP_SOFTMAX:
-    case MIXRT_OP_LOG_SOFTMAX:
-    case MIXRT_OP_SOFTMAX_BACKWARD:
-    case MIXRT_OP_LOG_SOFTMAX_BACKWARD:
-    case MIXRT_OP_LAYER_NORM:
-    case MIXRT_OP_LAYER_NORM_BACKWARD:
-      return RunDense(call, RunSoftmaxNorm);
-    case MIXRT_OP_CROSS_ENTROPY:
-    case MIXRT_OP_CROSS_ENTROPY_BACKWARD:
-      return RunDense(call, RunLoss);
-    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
-    case MIXRT_OP_UPDATE_SCALE:
-    case MIXRT_OP_SGD_STEP:
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
-    case MIXRT_OP_ADAMW_STEP:
-      return RunDense(call, RunOptimizer);
-    case MIXRT_OP_CONV2D:
-    case MIXRT_OP_CONV2D_BACKWARD_DATA:
-    case MIXRT_OP_CONV2D_BACKWARD_WEIGHTS:
-      return RunConv(call);
-    case MIXRT_OP_POOL2D:
-    case MIXRT_OP_POOL2D_BACKWARD:
-      return RunDense(call, RunPool);
-    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION:
-    case MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD:
-      return RunAttention(call);  // The mask may keep broadcast strides.
-    case MIXRT_OP_DROPOUT:
-      return RunDense(call, RunDropout);
-    case MIXRT_OP_BATCH_NORM:
-    case MIXRT_OP_BATCH_NORM_BACKWARD:
-    case MIXRT_OP_EMBEDDING:
-    case MIXRT_OP_EMBEDDING_BACKWARD:
-      return RunDense(call, RunBatchNormEmbedding);
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("the cpu plugin does not implement op ", call.op));
-  }
+// One row per op (docs/contributing.md, "Add an op").
+const sdk::OpTable& CpuOps() {
+  static const sdk::OpTable* const ops = new sdk::OpTable(
+      "cpu", {
+                 {MIXRT_OP_FILL, RunFill},
+                 {MIXRT_OP_COPY, RunCopy},
+                 {MIXRT_OP_ARANGE, RunArange},
+                 {MIXRT_OP_RANDOM_UNIFORM, RunRandomUniform},
+                 {MIXRT_OP_RANDOM_NORMAL, RunRandomNormal},
+                 {MIXRT_OP_BINARY, Dense<RunBinary>},
+                 {MIXRT_OP_UNARY, Dense<RunUnary>},
+                 {MIXRT_OP_UNARY_BACKWARD, Dense<RunUnaryBackward>},
+                 {MIXRT_OP_COMPARE, Dense<RunCompare>},
+                 {MIXRT_OP_WHERE, Dense<RunWhere>},
+                 {MIXRT_OP_REDUCE, Dense<RunReduce>},
+                 {MIXRT_OP_MULTI_TENSOR_NORM, Dense<RunMultiTensorNorm>},
+                 {MIXRT_OP_MATMUL, RunMatmul},
+                 {MIXRT_OP_SOFTMAX, Dense<RunSoftmax>},
+                 {MIXRT_OP_LOG_SOFTMAX, Dense<RunSoftmax>},
+                 {MIXRT_OP_SOFTMAX_BACKWARD, Dense<RunSoftmaxBackward>},
+                 {MIXRT_OP_LOG_SOFTMAX_BACKWARD, Dense<RunSoftmaxBackward>},
+                 {MIXRT_OP_LAYER_NORM, Dense<RunLayerNorm>},
+                 {MIXRT_OP_LAYER_NORM_BACKWARD, Dense<RunLayerNormBackward>},
+                 {MIXRT_OP_CROSS_ENTROPY, Dense<RunLoss>},
+                 {MIXRT_OP_CROSS_ENTROPY_BACKWARD, Dense<RunLoss>},
+                 {MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE,
+                  Dense<RunNonFiniteCheckAndUnscale>},
+                 {MIXRT_OP_UPDATE_SCALE, Dense<RunUpdateScale>},
+                 {MIXRT_OP_SGD_STEP, Dense<RunSgdStep>},
+                 {MIXRT_OP_MULTI_TENSOR_SGD_STEP, Dense<RunMultiTensorSgdStep>},
+                 {MIXRT_OP_ADAMW_STEP, Dense<RunAdamWStep>},
+                 {MIXRT_OP_CONV2D, RunConv2d},
+                 {MIXRT_OP_CONV2D_BACKWARD_DATA, RunConv2dBackwardData},
+                 {MIXRT_OP_CONV2D_BACKWARD_WEIGHTS, RunConv2dBackwardWeights},
+                 {MIXRT_OP_POOL2D, Dense<RunPool>},
+                 {MIXRT_OP_POOL2D_BACKWARD, Dense<RunPool>},
+                 // The mask may keep broadcast strides.
+                 {MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION, RunAttention},
+                 {MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD, RunAttention},
+                 {MIXRT_OP_DROPOUT, Dense<RunDropout>},
+                 {MIXRT_OP_BATCH_NORM, Dense<RunBatchNorm>},
+                 {MIXRT_OP_BATCH_NORM_BACKWARD, Dense<RunBatchNormBackward>},
+                 {MIXRT_OP_EMBEDDING, Dense<RunEmbedding>},
+                 {MIXRT_OP_EMBEDDING_BACKWARD, Dense<RunEmbeddingBackward>},
+             });
+  return *ops;
 }
 
 }  // namespace
 
 absl::Status RunKernel(const sdk::KernelCall& call) {
   try {
-    return Dispatch(call);
+    return CpuOps().Run(call);
   } catch (const dnnl::error& e) {
     std::string tensors;
     for (const sdk::TensorRef& t : call.inputs) {

@@ -1,6 +1,6 @@
+// cross_entropy forward and backward: one row per sample, in parallel.
 #include "backends/cpu/kernels/cpu_loss.h"
 
-// cross_entropy forward and backward: one row per sample, in parallel.
 #include <algorithm>
 #include <cmath>
 #include <vector>

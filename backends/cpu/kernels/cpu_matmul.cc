@@ -1,10 +1,10 @@
-#include "backends/cpu/kernels/cpu_matmul.h"
-
 // matmul on oneDNN: strided operands (transposed weights need no copy),
 // broadcast batch dims, and the epilogue (bias, activation, accumulation)
 // fused as oneDNN post-ops. f16 runs natively when this oneDNN build has an
 // f16 matmul, else as three bf16 products where oneDNN's bf16 runs on AMX,
 // else through f32 (the capability table reports which).
+#include "backends/cpu/kernels/cpu_matmul.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>

@@ -1,6 +1,6 @@
+// Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
 #include "backends/cpu/kernels/cpu_optimizer.h"
 
-// Grad-scaler kernels and fused SGD / AdamW steps over dense f32 state.
 #include <cmath>
 #include <cstring>
 
@@ -155,19 +155,20 @@ absl::Status AdamW(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunOptimizer(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_NON_FINITE_CHECK_AND_UNSCALE:
-      return NonFiniteCheckAndUnscale(call);
-    case MIXRT_OP_UPDATE_SCALE:
-      return UpdateScale(call);
-    case MIXRT_OP_SGD_STEP:
-      return Sgd(call);
-    case MIXRT_OP_MULTI_TENSOR_SGD_STEP:
-      return sdk::RunEachSgdStep(call, Sgd);
-    default:
-      return AdamW(call);
-  }
+absl::Status RunNonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
+  return NonFiniteCheckAndUnscale(call);
 }
+
+absl::Status RunUpdateScale(const sdk::KernelCall& call) {
+  return UpdateScale(call);
+}
+
+absl::Status RunSgdStep(const sdk::KernelCall& call) { return Sgd(call); }
+
+absl::Status RunMultiTensorSgdStep(const sdk::KernelCall& call) {
+  return sdk::RunEachSgdStep(call, Sgd);
+}
+
+absl::Status RunAdamWStep(const sdk::KernelCall& call) { return AdamW(call); }
 
 }  // namespace mixrt::cpu

@@ -8,7 +8,11 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunOptimizer(const sdk::KernelCall& call);  // dense tensors
+absl::Status RunNonFiniteCheckAndUnscale(const sdk::KernelCall& call);
+absl::Status RunUpdateScale(const sdk::KernelCall& call);
+absl::Status RunSgdStep(const sdk::KernelCall& call);
+absl::Status RunMultiTensorSgdStep(const sdk::KernelCall& call);
+absl::Status RunAdamWStep(const sdk::KernelCall& call);
 
 }  // namespace mixrt::cpu
 

@@ -1,10 +1,10 @@
-#include "backends/cpu/kernels/cpu_pointwise.h"
-
 // binary, unary, unary backward, compare and where on dense tensors. f32
 // and bf16 go to oneDNN's eltwise and binary primitives where oneDNN has the
 // op; the rest (f16, log1p, pow, maximum/minimum, compare, where) run in f32
 // chunks (LoadRow -> math -> StoreRow), each op kind a separate
 // instantiation so the per-element math inlines and vectorizes.
+#include "backends/cpu/kernels/cpu_pointwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -149,17 +149,11 @@ absl::Status CheckShapes(const sdk::KernelCall& call, size_t inputs) {
 }
 
 absl::Status Binary(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_BINARY_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::BinaryAttrs(call));
   const auto kind = static_cast<MixrtBinaryKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
-  if (x.dtype() != out.dtype() || y.dtype() != out.dtype() ||
-      out.dtype() == MIXRT_DTYPE_BOOL) {
-    return absl::InvalidArgumentError(
-        "binary op needs one non-bool dtype for inputs and output");
-  }
   if (sdk::IsFloatingDtype(out.dtype())) {
     if (!OneDnnBinary(call, kind)) {
       DispatchBinary(kind, call,
@@ -185,15 +179,9 @@ absl::Status Binary(const sdk::KernelCall& call) {
 }
 
 absl::Status Unary(const sdk::KernelCall& call, bool backward) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_UNARY_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::UnaryAttrs(call));
   const auto kind = static_cast<MixrtUnaryKind>(attrs.kind);
   const TensorRef& out = call.outputs[0];
-  for (const TensorRef& t : call.inputs) {
-    if (t.dtype() != out.dtype()) {
-      return absl::InvalidArgumentError("unary op needs one dtype throughout");
-    }
-  }
   if (sdk::IsFloatingDtype(out.dtype())) {
     if (!OneDnnUnary(call, attrs, backward)) {
       DispatchUnary(kind, call, static_cast<float>(attrs.alpha),
@@ -217,16 +205,11 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
 }
 
 absl::Status Compare(const sdk::KernelCall& call) {
-  MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                         sdk::PointwiseAttrs(call, MIXRT_COMPARE_COUNT));
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::CompareAttrs(call));
   const auto kind = static_cast<MixrtCompareKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
   const TensorRef& y = call.inputs[1];
   const TensorRef& out = call.outputs[0];
-  if (x.dtype() != y.dtype() || out.dtype() != MIXRT_DTYPE_BOOL) {
-    return absl::InvalidArgumentError(
-        "compare needs inputs of one dtype and a bool output");
-  }
   auto* result = static_cast<uint8_t*>(out.data());
   if (sdk::IsFloatingDtype(x.dtype())) {
     ParallelFor(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
@@ -254,11 +237,7 @@ absl::Status Where(const sdk::KernelCall& call) {
   const TensorRef& x = call.inputs[1];
   const TensorRef& y = call.inputs[2];
   const TensorRef& out = call.outputs[0];
-  if (c.dtype() != MIXRT_DTYPE_BOOL || x.dtype() != out.dtype() ||
-      y.dtype() != out.dtype()) {
-    return absl::InvalidArgumentError(
-        "where needs a bool condition and one dtype for values and output");
-  }
+  MIXRT_RETURN_IF_ERROR(sdk::CheckWhereDtypes(call));
   const auto* cond = static_cast<const uint8_t*>(c.data());
   const size_t bytes =
       out.dtype() == MIXRT_DTYPE_I64                                       ? 8
@@ -278,24 +257,29 @@ absl::Status Where(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunPointwise(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_BINARY:
-      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
-      return Binary(call);
-    case MIXRT_OP_UNARY:
-      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 1));
-      return Unary(call, /*backward=*/false);
-    case MIXRT_OP_UNARY_BACKWARD:
-      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
-      return Unary(call, /*backward=*/true);
-    case MIXRT_OP_COMPARE:
-      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
-      return Compare(call);
-    default:
-      MIXRT_RETURN_IF_ERROR(CheckShapes(call, 3));
-      return Where(call);
-  }
+absl::Status RunBinary(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
+  return Binary(call);
+}
+
+absl::Status RunUnary(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call, 1));
+  return Unary(call, /*backward=*/false);
+}
+
+absl::Status RunUnaryBackward(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
+  return Unary(call, /*backward=*/true);
+}
+
+absl::Status RunCompare(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call, 2));
+  return Compare(call);
+}
+
+absl::Status RunWhere(const sdk::KernelCall& call) {
+  MIXRT_RETURN_IF_ERROR(CheckShapes(call, 3));
+  return Where(call);
 }
 
 }  // namespace mixrt::cpu

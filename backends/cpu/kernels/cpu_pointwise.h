@@ -8,7 +8,11 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunPointwise(const sdk::KernelCall& call);  // dense tensors
+absl::Status RunBinary(const sdk::KernelCall& call);
+absl::Status RunUnary(const sdk::KernelCall& call);
+absl::Status RunUnaryBackward(const sdk::KernelCall& call);
+absl::Status RunCompare(const sdk::KernelCall& call);
+absl::Status RunWhere(const sdk::KernelCall& call);
 
 }  // namespace mixrt::cpu
 

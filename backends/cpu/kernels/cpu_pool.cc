@@ -1,11 +1,11 @@
-#include "backends/cpu/kernels/cpu_pool.h"
-
 // pool2d forward and backward: parallel loops over the N * C planes of
 // dense NCHW tensors, in f32 (a branch-free path for windows inside the
 // plane: the generic loop's bounds and NaN checks made a CNN's 2x2 max
 // pool ~30x slower than its memory traffic). Not oneDNN's pooling: 2.6.3's max
 // pooling drops NaN (the max of {1, NaN, 3, 2} comes out 3), where the ABI,
 // like PyTorch, propagates it.
+#include "backends/cpu/kernels/cpu_pool.h"
+
 #include <cmath>
 #include <vector>
 

@@ -1,11 +1,11 @@
-#include "backends/cpu/kernels/cpu_reduce.h"
-
 // reduce on dense tensors: sums and means over one contiguous run of axes
 // (bias gradients, row sums) in a parallel double-accumulating loop; else
 // oneDNN's reduction primitive for f32/bf16 sums, means and extrema, and a
 // double-accumulating loop for var, abs_max and f16. oneDNN 2.6 reduces
 // [4096, 1536] -> [1, 1536] with its reference implementation, ~78 ms: a
 // third of a GPT train step went there.
+#include "backends/cpu/kernels/cpu_reduce.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>

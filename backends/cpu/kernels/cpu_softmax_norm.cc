@@ -1,9 +1,9 @@
-#include "backends/cpu/kernels/cpu_softmax_norm.h"
-
 // softmax / log_softmax forward on oneDNN for f32 and bf16; f16, the
 // backward kernels and layer_norm run as parallel row loops in f32 with
 // double row sums. (oneDNN 2.6.3 serves layer normalization here with its
 // non-jit simple_layer_normalization, no faster than these loops.)
+#include "backends/cpu/kernels/cpu_softmax_norm.h"
+
 #include <cmath>
 #include <vector>
 
@@ -290,25 +290,26 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
 
 }  // namespace
 
-absl::Status RunSoftmaxNorm(const sdk::KernelCall& call) {
-  switch (call.op) {
-    case MIXRT_OP_SOFTMAX:
-    case MIXRT_OP_LOG_SOFTMAX:
-    case MIXRT_OP_SOFTMAX_BACKWARD:
-    case MIXRT_OP_LOG_SOFTMAX_BACKWARD: {
-      const size_t want =
-          (call.op == MIXRT_OP_SOFTMAX || call.op == MIXRT_OP_LOG_SOFTMAX) ? 1
-                                                                           : 2;
-      if (call.inputs.size() != want || call.outputs.size() != 1) {
-        return absl::InvalidArgumentError("softmax: wrong number of tensors");
-      }
-      return Softmax(call);
-    }
-    case MIXRT_OP_LAYER_NORM:
-      return LayerNorm(call);
-    default:
-      return LayerNormBackward(call);
+absl::Status RunSoftmax(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 1 || call.outputs.size() != 1) {
+    return absl::InvalidArgumentError("softmax: wrong number of tensors");
   }
+  return Softmax(call);
+}
+
+absl::Status RunSoftmaxBackward(const sdk::KernelCall& call) {
+  if (call.inputs.size() != 2 || call.outputs.size() != 1) {
+    return absl::InvalidArgumentError("softmax: wrong number of tensors");
+  }
+  return Softmax(call);
+}
+
+absl::Status RunLayerNorm(const sdk::KernelCall& call) {
+  return LayerNorm(call);
+}
+
+absl::Status RunLayerNormBackward(const sdk::KernelCall& call) {
+  return LayerNormBackward(call);
 }
 
 }  // namespace mixrt::cpu

@@ -8,7 +8,11 @@
 
 namespace mixrt::cpu {
 
-absl::Status RunSoftmaxNorm(const sdk::KernelCall& call);  // dense tensors
+// softmax and log_softmax (the op says which), and their backwards.
+absl::Status RunSoftmax(const sdk::KernelCall& call);
+absl::Status RunSoftmaxBackward(const sdk::KernelCall& call);
+absl::Status RunLayerNorm(const sdk::KernelCall& call);
+absl::Status RunLayerNormBackward(const sdk::KernelCall& call);
 
 }  // namespace mixrt::cpu
 
