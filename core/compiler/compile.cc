@@ -16,7 +16,7 @@
 #include "core/autograd/node.h"
 #include "core/compiler/artifact_cache.h"
 #include "core/compiler/dynamic_artifact.h"
-#include "core/compiler/eval_batch_norm.h"
+#include "core/compiler/lower.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/compiler/symbolic.h"
@@ -136,58 +136,6 @@ std::string KeyFor(const std::vector<Tensor>& inputs,
   Append(&key, AmpGloballyDisabled());
   key += AutocastStateKey();
   return key;
-}
-
-// What the passes did to a traced graph, for the log.
-struct PassCounts {
-  int repeated = 0;     // Launches CSE merged in the forward.
-  int dead = 0;         // Unused launches dropped from the forward.
-  int relus_fused = 0;  // Relus that became matmul epilogues.
-  int batch_norms = 0;  // Eval batch_norms lowered to a scale and shift.
-  int gelu_slopes = 0;  // GELUs saving their derivative for the backward.
-  int reused = 0;       // Backward launches reading forward results.
-  int placed = 0;       // Copies whose producers now write their places.
-};
-
-// The passes every traced graph goes through (its backward too), as a
-// trace and verify's second trace must run them alike.
-PassCounts RunPasses(compiler::CaptureOutcome* outcome) {
-  PassCounts counts;
-  compiler::Graph& forward = *outcome->graph;
-  compiler::Graph* backward =
-      outcome->training ? &outcome->training->backward : nullptr;
-  counts.repeated = compiler::EliminateCommonLaunches(&forward);
-  counts.dead = compiler::EliminateDeadLaunches(&forward);
-  if (backward != nullptr) {
-    compiler::EliminateCommonLaunches(backward);
-    compiler::EliminateDeadLaunches(backward);
-  }
-  const Device device = forward.device;
-  // Only where a backend fuses: op by op the lowered chain would be four
-  // passes over the activations instead of one, and the GELU's derivative
-  // a pass of its own.
-  const bool fusing = device.valid() && device.backend()->has_fusion() &&
-                      compiler::Plan::FusionEnabled();
-  counts.gelu_slopes =
-      compiler::SaveGeluDerivatives(&forward, backward, fusing);
-  if (backward == nullptr && fusing) {
-    counts.batch_norms = compiler::LowerEvalBatchNorms(&forward);
-    if (counts.batch_norms > 0) compiler::EliminateDeadLaunches(&forward);
-  }
-  counts.relus_fused = compiler::FuseMatmulRelu(
-      &forward, backward, [&](const compiler::GraphNode& matmul) {
-        return device.backend()->RunsOp(
-            device.index(), {MIXRT_OP_MATMUL, MIXRT_ACTIVATION_RELU,
-                             matmul.inputs[0].dtype, matmul.outputs[0].dtype});
-      });
-  if (backward != nullptr) {
-    counts.reused = compiler::ReuseForwardResults(&forward, backward);
-    compiler::EliminateDeadLaunches(backward);
-  }
-  counts.placed = compiler::PlaceCopiedResults(&forward);
-  if (backward != nullptr)
-    counts.placed += compiler::PlaceCopiedResults(backward);
-  return counts;
 }
 
 // The first guard of `now` that differs from `before`, for the log.
@@ -499,25 +447,14 @@ struct CompiledFunction::State {
       compiler::Graph forward,
       std::optional<compiler::TrainingGraphs> training) {
     auto e = std::make_shared<Entry>();
-    // "max-autotune" replays as "reduce-overhead" does (torch.compile's
-    // max-autotune uses CUDA graphs; "max-autotune-no-cudagraphs" not).
-    const bool hold =
-        options.mode == "reduce-overhead" || options.mode == "max-autotune";
-    // max-autotune keeps a fused kernel only where it beat its launches.
-    const bool time_fusion = options.mode.rfind("max-autotune", 0) == 0;
-    // The forward and its backward share held memory (never running at
-    // once: they take turns under its lock).
-    auto held = std::make_shared<compiler::HeldBuffers>();
-    const compiler::Plan::BuildOptions build{.preallocate = hold,
-                                             .held = held,
-                                             .fuse = true,
-                                             .time_fusion = time_fusion};
-    MIXRT_ASSIGN_OR_RETURN(e->plan,
-                           compiler::Plan::Build(std::move(forward), build));
+    MIXRT_ASSIGN_OR_RETURN(
+        compiler::LoweredPlans plans,
+        compiler::LowerToPlans(std::move(forward),
+                               training ? &training->backward : nullptr,
+                               options.mode));
+    e->plan = std::move(plans.forward);
     if (training) {
-      MIXRT_ASSIGN_OR_RETURN(
-          e->backward,
-          compiler::Plan::Build(std::move(training->backward), build));
+      e->backward = std::move(plans.backward);
       training->backward = compiler::Graph{};
       e->training = *std::move(training);
     }
@@ -585,7 +522,7 @@ struct CompiledFunction::State {
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
-      const PassCounts counts = RunPasses(&*outcome);
+      const compiler::PassCounts counts = compiler::RunPasses(&*outcome);
       const size_t nodes = outcome->graph->nodes.size();
       const std::string backward_note =
           outcome->training
@@ -595,18 +532,8 @@ struct CompiledFunction::State {
               : "";
       MIXRT_ASSIGN_OR_RETURN(fresh, MakeEntry(*std::move(outcome->graph),
                                               std::move(outcome->training)));
-      auto note = [](int count, absl::string_view what) {
-        return count > 0 ? absl::StrCat(" (", count, " ", what, ")") : "";
-      };
-      Event(absl::StrCat(
-          "compiled graph ", compiles, " (", cause, "): ", nodes, " launches",
-          backward_note, note(counts.repeated, "repeated launches merged"),
-          note(counts.dead, "unused launches dropped"),
-          note(counts.relus_fused, "relus fused into matmuls"),
-          note(counts.batch_norms, "eval batch_norms as a scale and shift"),
-          note(counts.gelu_slopes, "GELUs save their derivative"),
-          note(counts.reused, "backward launches read forward results"),
-          note(counts.placed, "copies written in place by their producers")));
+      Event(absl::StrCat("compiled graph ", compiles, " (", cause, "): ", nodes,
+                         " launches", backward_note, counts.Summary()));
     } else {
       if (options.fullgraph) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -894,7 +821,7 @@ struct CompiledFunction::State {
       difference = absl::StrCat("the call cannot be captured now: ",
                                 again->not_captured);
     } else {
-      RunPasses(&*again);
+      compiler::RunPasses(&*again);
       difference =
           compiler::FirstDifference(entry->forward_graph(), *again->graph);
       if (difference.empty() &&
