@@ -16,13 +16,14 @@ std::string PassCounts::Summary() const {
   auto note = [](int count, absl::string_view what) {
     return count > 0 ? absl::StrCat(" (", count, " ", what, ")") : "";
   };
-  return absl::StrCat(note(repeated, "repeated launches merged"),
-                      note(dead, "unused launches dropped"),
-                      note(relus_fused, "relus fused into matmuls"),
-                      note(batch_norms, "eval batch_norms as a scale and shift"),
-                      note(gelu_slopes, "GELUs save their derivative"),
-                      note(reused, "backward launches read forward results"),
-                      note(placed, "copies written in place by their producers"));
+  return absl::StrCat(
+      note(repeated, "repeated launches merged"),
+      note(dead, "unused launches dropped"),
+      note(relus_fused, "relus fused into matmuls"),
+      note(batch_norms, "eval batch_norms as a scale and shift"),
+      note(gelu_slopes, "GELUs save their derivative"),
+      note(reused, "backward launches read forward results"),
+      note(placed, "copies written in place by their producers"));
 }
 
 // The passes every traced graph goes through (its backward too), as a
@@ -30,8 +31,7 @@ std::string PassCounts::Summary() const {
 PassCounts RunPasses(CaptureOutcome* outcome) {
   PassCounts counts;
   Graph& forward = *outcome->graph;
-  Graph* backward =
-      outcome->training ? &outcome->training->backward : nullptr;
+  Graph* backward = outcome->training ? &outcome->training->backward : nullptr;
   counts.repeated = EliminateCommonLaunches(&forward);
   counts.dead = EliminateDeadLaunches(&forward);
   if (backward != nullptr) {
@@ -42,16 +42,15 @@ PassCounts RunPasses(CaptureOutcome* outcome) {
   // Only where a backend fuses: op by op the lowered chain would be four
   // passes over the activations instead of one, and the GELU's derivative
   // a pass of its own.
-  const bool fusing = device.valid() && device.backend()->has_fusion() &&
-                      Plan::FusionEnabled();
-  counts.gelu_slopes =
-      SaveGeluDerivatives(&forward, backward, fusing);
+  const bool fusing =
+      device.valid() && device.backend()->has_fusion() && Plan::FusionEnabled();
+  counts.gelu_slopes = SaveGeluDerivatives(&forward, backward, fusing);
   if (backward == nullptr && fusing) {
     counts.batch_norms = LowerEvalBatchNorms(&forward);
     if (counts.batch_norms > 0) EliminateDeadLaunches(&forward);
   }
-  counts.relus_fused = FuseMatmulRelu(
-      &forward, backward, [&](const GraphNode& matmul) {
+  counts.relus_fused =
+      FuseMatmulRelu(&forward, backward, [&](const GraphNode& matmul) {
         return device.backend()->RunsOp(
             device.index(), {MIXRT_OP_MATMUL, MIXRT_ACTIVATION_RELU,
                              matmul.inputs[0].dtype, matmul.outputs[0].dtype});
@@ -61,8 +60,7 @@ PassCounts RunPasses(CaptureOutcome* outcome) {
     EliminateDeadLaunches(backward);
   }
   counts.placed = PlaceCopiedResults(&forward);
-  if (backward != nullptr)
-    counts.placed += PlaceCopiedResults(backward);
+  if (backward != nullptr) counts.placed += PlaceCopiedResults(backward);
   return counts;
 }
 
