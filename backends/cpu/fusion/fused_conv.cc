@@ -440,10 +440,6 @@ class FusedConv : public sdk::FusedKernel {
   std::vector<uint8_t> unpooled_data_;  // RunAsWritten's, before its pool.
 };
 
-}  // namespace
-
-namespace {
-
 const EpilogueSkeleton<ConvChain> kConvSkeleton = {
     MIXRT_OP_CONV2D, "conv",        "convolution",
     FollowChain,     FusablePrefix, Implementation};

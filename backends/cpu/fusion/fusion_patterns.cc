@@ -47,8 +47,6 @@ const FusionPattern kPatterns[] = {
 
 }  // namespace
 
-absl::Span<const FusionPattern> CpuFusionPatterns() { return kPatterns; }
-
 std::vector<int> ClaimFusionPatterns(const sdk::FusionGraph& graph) {
   std::vector<int> groups(graph.nodes.size(), -1);
   for (const FusionPattern& pattern : kPatterns) {

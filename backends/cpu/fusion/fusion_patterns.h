@@ -36,9 +36,6 @@ struct FusionPattern {
       int group);
 };
 
-// The rows, in claim order.
-absl::Span<const FusionPattern> CpuFusionPatterns();
-
 // Per node of `graph`, its group or -1: every row's claims, each row's
 // groups numbered after the last row's.
 std::vector<int> ClaimFusionPatterns(const sdk::FusionGraph& graph);

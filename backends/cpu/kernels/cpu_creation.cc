@@ -118,10 +118,9 @@ absl::Status OnDenseOutput(
     const sdk::KernelCall& call,
     const std::function<absl::Status(const TensorRef& out)>& generate) {
   MIXRT_RETURN_IF_ERROR(CheckTensorCount(call, 0));
-  DenseCall dense(call);
-  absl::Status status = generate(dense.call().outputs[0]);
-  if (status.ok()) dense.Finish();
-  return status;
+  return RunDense(call, [&](const sdk::KernelCall& dense) {
+    return generate(dense.outputs[0]);
+  });
 }
 
 }  // namespace

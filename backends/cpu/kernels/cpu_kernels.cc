@@ -26,10 +26,7 @@ namespace {
 // back after.
 template <sdk::OpKernel kKernel>
 absl::Status Dense(const sdk::KernelCall& call) {
-  DenseCall dense(call);
-  absl::Status status = kKernel(dense.call());
-  if (status.ok()) dense.Finish();
-  return status;
+  return RunDense(call, kKernel);
 }
 
 // One row per op (docs/contributing.md, "Add an op").

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "plugins/sdk/plugin.h"
 
 namespace mixrt::cpu {
@@ -47,6 +48,16 @@ class DenseCall {
   sdk::KernelCall dense_;
   std::vector<std::unique_ptr<Copy>> copies_;
 };
+
+// `kernel` on `call` made dense; its dense outputs written back when it
+// succeeds.
+template <typename Kernel>
+absl::Status RunDense(const sdk::KernelCall& call, Kernel&& kernel) {
+  DenseCall dense(call);
+  absl::Status status = kernel(dense.call());
+  if (status.ok()) dense.Finish();
+  return status;
+}
 
 }  // namespace mixrt::cpu
 
