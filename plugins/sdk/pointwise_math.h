@@ -1,7 +1,9 @@
 // Per-element math of the pointwise ops in plugin_api.h, written once as
 // templates over the compute type (float in fast kernels, double in the
 // reference plugin) so every backend implements the same definitions. Marked
-// for host and device so CUDA/HIP kernels can use them unchanged.
+// for host and device so CUDA/HIP kernels can use them unchanged. The ops a
+// fused loop runs take their math from loop_elements.h, which generated
+// loops embed.
 #ifndef MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
 #define MIXRT_PLUGINS_SDK_POINTWISE_MATH_H_
 
@@ -10,6 +12,7 @@
 
 #include "mixrt/host_device.h"
 #include "mixrt/plugin_api.h"
+#include "plugins/sdk/loop_elements.h"
 
 namespace mixrt::sdk {
 
@@ -28,19 +31,19 @@ template <typename T>
 MIXRT_HOST_DEVICE inline T ApplyBinary(MixrtBinaryKind kind, T x, T y) {
   switch (kind) {
     case MIXRT_BINARY_ADD:
-      return x + y;
+      return element::mx_add(x, y);
     case MIXRT_BINARY_SUB:
-      return x - y;
+      return element::mx_sub(x, y);
     case MIXRT_BINARY_MUL:
-      return x * y;
+      return element::mx_mul(x, y);
     case MIXRT_BINARY_DIV:
-      return x / y;
+      return element::mx_div(x, y);
     case MIXRT_BINARY_POW:
-      return std::pow(x, y);
+      return element::mx_pow(x, y);
     case MIXRT_BINARY_MAXIMUM:
-      return (x != x || y != y) ? x + y : (x > y ? x : y);
+      return element::mx_maximum(x, y);
     case MIXRT_BINARY_MINIMUM:
-      return (x != x || y != y) ? x + y : (x < y ? x : y);
+      return element::mx_minimum(x, y);
     default:
       return T(0);
   }
@@ -51,17 +54,17 @@ MIXRT_HOST_DEVICE inline T ApplyUnary(MixrtUnaryKind kind, T x, T alpha,
                                       T beta) {
   switch (kind) {
     case MIXRT_UNARY_NEG:
-      return -x;
+      return element::mx_neg(x);
     case MIXRT_UNARY_ABS:
-      return std::fabs(x);
+      return element::mx_abs(x);
     case MIXRT_UNARY_RELU:
-      return x > T(0) ? x : (x != x ? x : T(0));
+      return element::mx_relu(x);
     case MIXRT_UNARY_LEAKY_RELU:
-      return x > T(0) ? x : x * alpha;
-    // 1 + erf(z) = erfc(-z) and 1 + tanh(u) = 2 sigmoid(2u) avoid the
-    // cancellation that costs f32 most of its digits for x < -2.
+      return element::mx_leaky_relu(x, alpha);
+    // 1 + tanh(u) = 2 sigmoid(2u) avoids the cancellation that costs f32
+    // most of its digits for x < -2 (as erfc does in mx_gelu).
     case MIXRT_UNARY_GELU:
-      return T(0.5) * x * std::erfc(-x * T(0.7071067811865476));
+      return element::mx_gelu(x);
     case MIXRT_UNARY_GELU_TANH:
       return x * Sigmoid(T(2) * GeluTanhInner(x));
     case MIXRT_UNARY_SILU:
@@ -80,12 +83,8 @@ MIXRT_HOST_DEVICE inline T ApplyUnary(MixrtUnaryKind kind, T x, T alpha,
       return std::sqrt(x);
     case MIXRT_UNARY_RSQRT:
       return T(1) / std::sqrt(x);
-    case MIXRT_UNARY_CLAMP: {
-      T r = x;
-      if (alpha == alpha && r < alpha) r = alpha;
-      if (beta == beta && r > beta) r = beta;
-      return r;
-    }
+    case MIXRT_UNARY_CLAMP:
+      return element::mx_clamp(x, alpha, beta);
     case MIXRT_UNARY_POW_SCALAR:
       return std::pow(x, alpha);
     case MIXRT_UNARY_SCALE:
@@ -103,13 +102,13 @@ MIXRT_HOST_DEVICE inline T UnaryDerivative(MixrtUnaryKind kind, T x, T alpha,
                                            T beta) {
   switch (kind) {
     case MIXRT_UNARY_NEG:
-      return T(-1);
+      return element::mx_neg_derivative(x);
     case MIXRT_UNARY_ABS:
-      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+      return element::mx_abs_derivative(x);
     case MIXRT_UNARY_RELU:
-      return x > T(0) ? T(1) : T(0);
+      return element::mx_relu_derivative(x);
     case MIXRT_UNARY_LEAKY_RELU:
-      return x > T(0) ? T(1) : alpha;
+      return element::mx_leaky_relu_derivative(x, alpha);
     case MIXRT_UNARY_GELU: {
       const T cdf = T(0.5) * std::erfc(-x * T(0.7071067811865476));
       const T pdf = std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
@@ -145,9 +144,7 @@ MIXRT_HOST_DEVICE inline T UnaryDerivative(MixrtUnaryKind kind, T x, T alpha,
     case MIXRT_UNARY_RSQRT:
       return T(-0.5) / (x * std::sqrt(x));
     case MIXRT_UNARY_CLAMP:
-      return ((alpha == alpha && x < alpha) || (beta == beta && x > beta))
-                 ? T(0)
-                 : T(1);
+      return element::mx_clamp_derivative(x, alpha, beta);
     case MIXRT_UNARY_POW_SCALAR:
       return alpha == T(0) ? T(0) : alpha * std::pow(x, alpha - T(1));
     case MIXRT_UNARY_SCALE:
@@ -190,17 +187,17 @@ template <typename T>
 MIXRT_HOST_DEVICE inline bool ApplyCompare(MixrtCompareKind kind, T x, T y) {
   switch (kind) {
     case MIXRT_COMPARE_EQ:
-      return x == y;
+      return element::mx_eq(x, y);
     case MIXRT_COMPARE_NE:
-      return x != y;
+      return element::mx_ne(x, y);
     case MIXRT_COMPARE_LT:
-      return x < y;
+      return element::mx_lt(x, y);
     case MIXRT_COMPARE_LE:
-      return x <= y;
+      return element::mx_le(x, y);
     case MIXRT_COMPARE_GT:
-      return x > y;
+      return element::mx_gt(x, y);
     case MIXRT_COMPARE_GE:
-      return x >= y;
+      return element::mx_ge(x, y);
     default:
       return false;
   }

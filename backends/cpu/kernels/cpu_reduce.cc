@@ -20,6 +20,7 @@
 #include "backends/cpu/onednn/onednn_context.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/call_decoders.h"
+#include "plugins/sdk/reduction_order.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
@@ -86,8 +87,9 @@ bool ViewAsMiddle(uint32_t axes_mask, const TensorRef& in, MiddleView* v) {
 // the thread count).
 void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
                const TensorRef& out) {
-  constexpr int64_t kColumns = 256;
-  constexpr int64_t kPiece = 1 << 16;
+  // The reduction order of sdk/reduction_order.h.
+  constexpr int64_t kColumns = sdk::element::kReduceColumnBlock;
+  constexpr int64_t kPiece = sdk::element::kReducePiece;
   const double divisor = mean ? static_cast<double>(v.middle) : 1.0;
   if (v.inner == 1) {
     const int64_t pieces = (v.middle + kPiece - 1) / kPiece;
@@ -101,7 +103,7 @@ void SumMiddle(const MiddleView& v, bool mean, const TensorRef& in,
         double sum = 0;
         for (int64_t m0 = p0; m0 < p1; m0 += kColumns) {
           const int64_t n = std::min(kColumns, p1 - m0);
-          sum += SumInDouble(
+          sum += sdk::element::mx_sum_in_double(
               FloatsAt(in.data(), in.dtype(), o * v.middle + m0, n, chunk), n);
         }
         partial[task] = sum;
