@@ -1,12 +1,14 @@
-// Source code for a fused loop group: one translation unit that compiles
-// both as CUDA (NVRTC, for the GPU plugins) and as host C++ (the system
-// compiler, for CPU code generation), so the host build checks the same
-// text a GPU runs. Shapes, strides and op attributes are constants in the
-// source: a group's kernel is specialized to its graph. Each op's result is
-// rounded to its dtype before the next op reads it, as op by op in memory.
-// Pointwise groups (binary, unary and unary_backward of the exact kinds,
-// compare, where, casts) for both; for the host also groups ending in
-// reductions.
+// The loop emitter: a sdk::LoopProgram printed as source code, one
+// translation unit that compiles both as CUDA (NVRTC, for the GPU plugins)
+// and as host C++ (the system compiler, for CPU code generation), so the
+// host build checks the same text a GPU runs. Shapes, strides and op
+// attributes are constants in the source: a group's kernel is specialized
+// to its graph. Each step is a call of its element function from
+// loop_elements.h and reductions follow reduction_order.h, both headers
+// embedded in the source's prelude by the build; each step's result is
+// rounded to its dtype before the next reads it, as op by op in memory.
+// Pointwise groups of float values for both; for the host also groups
+// ending in reductions.
 #ifndef MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
 #define MIXRT_PLUGINS_SDK_LOOP_CODEGEN_H_
 
@@ -17,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "plugins/sdk/fusion.h"
+#include "plugins/sdk/loop_program.h"
 
 namespace mixrt::sdk {
 
@@ -47,25 +50,24 @@ struct LoopSource {
 
 struct LoopSourceOptions {
   // Chains ending in sums, means, maxima or minima over one run of dims,
-  // host code only, in the CPU plugin's reduce kernel's order (its
-  // fused-loop interpreter repeats it), so the results agree bit for bit:
-  // over leading or middle dims (a bias gradient, a batch norm's
-  // statistics) each column's accumulator is a double taking the rows in
-  // order; over the innermost dims (a loss's mean, a row's sum) pieces of
-  // 2^16 elements are summed in chunks of 256 in eight double lanes and
-  // the pieces added in order.
+  // host code only, in reduction_order.h's order (the CPU plugin's reduce
+  // kernel and interpreter follow it), so the results agree bit for bit.
   bool host_reductions = false;
 };
 
-// UNIMPLEMENTED for a group this generator cannot write (a reduction
-// unless asked for, an integer result, a symbolic size).
+// UNIMPLEMENTED for a program it cannot print (reductions unless asked
+// for, integer loads, GELU's gradient).
+absl::StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
+                                          LoopSourceOptions options = {});
+
+// EmitLoopSource of the group's program (BuildLoopProgram's errors too).
 absl::StatusOr<LoopSource> GenerateLoopSource(
     const FusionGraph& graph, absl::Span<const int> group_of_node, int group,
     LoopSourceOptions options = {});
 
-// The shape node `n` iterates over when the generator can write it (a
-// pointwise op of a kind it knows, static float or bool values), else
-// empty: the iteration_shape of sdk::LoopRules for a generating plugin.
+// LoopIterationShape for a pointwise node of float or bool values whose
+// step the emitter prints, else empty: the iteration_shape of
+// sdk::LoopRules for a generating plugin.
 std::vector<int64_t> LoopCodegenShape(const FusionGraph& graph,
                                       const FusionNode& n);
 

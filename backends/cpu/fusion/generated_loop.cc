@@ -77,8 +77,13 @@ class GeneratedLoop : public sdk::FusedKernel {
 
 absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
     const sdk::FusionGraph& g, absl::Span<const int> group_of_node, int group) {
-  MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<sdk::FusedKernel> interpreter,
-                         CompileFusedLoop(g, group_of_node, group));
+  // One program: the interpreter runs it, the emitter prints it.
+  MIXRT_ASSIGN_OR_RETURN(sdk::LoopProgram program,
+                         sdk::BuildLoopProgram(g, group_of_node, group));
+  absl::StatusOr<sdk::LoopSource> source =
+      sdk::EmitLoopSource(program, {.host_reductions = true});
+  std::unique_ptr<sdk::FusedKernel> interpreter =
+      MakeFusedLoop(std::move(program));
   const std::string ops = interpreter->Description();
   auto interpreted =
       [&](absl::string_view why) -> std::unique_ptr<sdk::FusedKernel> {
@@ -98,8 +103,6 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
   };
   MIXRT_ASSIGN_OR_RETURN(CodegenMode mode, CodegenModeFromEnv());
   if (mode == CodegenMode::kOff) return interpreted("MIXRT_CPU_CODEGEN=off");
-  absl::StatusOr<sdk::LoopSource> source = sdk::GenerateLoopSource(
-      g, group_of_node, group, {.host_reductions = true});
   if (!source.ok()) return interpreted(source.status().message());
   const SystemCompiler& compiler = FindSystemCompiler();
   if (!compiler.missing.empty()) return interpreted(compiler.missing);
