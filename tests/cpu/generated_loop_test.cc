@@ -138,6 +138,70 @@ TEST(GeneratedLoop, PointwiseChainMatchesTheInterpreter) {
   ExpectGeneratedMatchesInterpreter(c.b, ClaimFusedLoops(c.b.g));
 }
 
+MixrtPointwiseAttrs KindWith(uint32_t kind, double alpha, double beta) {
+  MixrtPointwiseAttrs a = Kind(kind);
+  a.alpha = alpha;
+  a.beta = beta;
+  return a;
+}
+
+// Every step kind the emitter prints beyond the chain above, each a call
+// of its loop_elements.h function in both: pow, min/max, sub/div, abs,
+// neg, leaky_relu, GELU, clamp (a NaN bound is no bound) and the
+// derivatives of neg, abs, relu, leaky_relu and clamp; where, ne/le, and
+// a copy to bool.
+TEST(GeneratedLoop, EveryPrintedStepKindMatchesTheInterpreter) {
+  const int64_t rows = 3, cols = 257;
+  Builder b;
+  const int x = b.Input(MIXRT_DTYPE_F32, {rows, cols});
+  const int y = b.Input(MIXRT_DTYPE_F32, {rows, cols});
+  auto value = [&] {
+    return b.Value(MIXRT_DTYPE_F32, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  };
+  auto binary = [&](uint32_t kind, int u, int v) {
+    const int out = value();
+    b.Node(MIXRT_OP_BINARY, Kind(kind), {u, v}, {out});
+    return out;
+  };
+  auto unary = [&](MixrtOp op, uint32_t kind, std::vector<int> in,
+                   double alpha = 0, double beta = 0) {
+    const int out = value();
+    b.Node(op, KindWith(kind, alpha, beta), std::move(in), {out});
+    return out;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  int v = binary(MIXRT_BINARY_POW, x, y);
+  v = binary(MIXRT_BINARY_MAXIMUM, v, x);
+  v = binary(MIXRT_BINARY_MINIMUM, v, y);
+  v = binary(MIXRT_BINARY_SUB, v, x);
+  v = binary(MIXRT_BINARY_DIV, v, y);
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_ABS, {v});
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_NEG, {v});
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_LEAKY_RELU, {v}, 0.01);
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_GELU, {v});
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_CLAMP, {v}, -2.5, nan);
+  v = unary(MIXRT_OP_UNARY, MIXRT_UNARY_CLAMP, {v}, -1.0, 3.0);
+  for (MixrtUnaryKind kind : {MIXRT_UNARY_NEG, MIXRT_UNARY_ABS,
+                              MIXRT_UNARY_RELU, MIXRT_UNARY_LEAKY_RELU}) {
+    v = unary(MIXRT_OP_UNARY_BACKWARD, kind, {v, x}, 0.2);
+  }
+  v = unary(MIXRT_OP_UNARY_BACKWARD, MIXRT_UNARY_CLAMP, {v, y}, -1.0, 2.0);
+  const int ne = b.Value(MIXRT_DTYPE_BOOL, {rows, cols});
+  b.Node(MIXRT_OP_COMPARE, Kind(MIXRT_COMPARE_NE), {v, x}, {ne});
+  const int le =
+      b.Value(MIXRT_DTYPE_BOOL, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  b.Node(MIXRT_OP_COMPARE, Kind(MIXRT_COMPARE_LE), {v, y}, {le});
+  const int picked = value();
+  b.NoAttrs(MIXRT_OP_WHERE, {ne, v, y}, {picked});
+  const int nonzero =
+      b.Value(MIXRT_DTYPE_BOOL, {rows, cols}, MIXRT_FUSION_VALUE_OUTPUT);
+  b.NoAttrs(MIXRT_OP_COPY, {picked}, {nonzero});
+  const std::vector<int> groups = ClaimFusedLoops(b.g);
+  for (size_t n = 0; n < groups.size(); ++n)
+    ASSERT_EQ(groups[n], 0) << "node " << n << " left out of the loop";
+  ExpectGeneratedMatchesInterpreter(b, groups);
+}
+
 TEST(GeneratedLoop, ColumnReductionsMatchTheInterpreter) {
   // [3, 40, 300]: outer 3 kept, the 40 rows reduced, 300 columns (a block
   // of 256 and a ragged one). A bf16 relu-backward times a broadcast
