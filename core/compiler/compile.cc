@@ -15,11 +15,14 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
 #include "core/compiler/artifact_cache.h"
+#include "core/compiler/call_signature.h"
 #include "core/compiler/dynamic_artifact.h"
+#include "core/compiler/dynamic_sizes.h"
 #include "core/compiler/lower.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
 #include "core/compiler/symbolic.h"
+#include "core/compiler/trace_entry.h"
 #include "core/compiler/training_passes.h"
 #include "core/plugin/backend.h"
 #include "core/tensor/factories.h"
@@ -29,6 +32,11 @@
 namespace mixrt {
 namespace {
 
+using compiler::FirstGuardDifference;
+using compiler::Guard;
+using compiler::GuardsFor;
+using compiler::SignatureKey;
+
 constexpr char kDisableEnv[] = "MIXRT_COMPILE_DISABLE";
 constexpr char kLogEnv[] = "MIXRT_COMPILE_LOG";
 constexpr char kVerifyEnv[] = "MIXRT_COMPILE_VERIFY";
@@ -37,120 +45,6 @@ constexpr char kVerifyEnv[] = "MIXRT_COMPILE_VERIFY";
 bool EnvFlag(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && ParseOnOff(v).value_or(false);
-}
-
-// The first input before input i viewing its memory (-1 for none): inputs
-// that share memory were one slot in the trace.
-int FirstAlias(const std::vector<Tensor>& inputs, size_t i) {
-  for (size_t j = 0; j < i; ++j) {
-    if (inputs[j].defined() && inputs[j].shares_storage_with(inputs[i])) {
-      return static_cast<int>(j);
-    }
-  }
-  return -1;
-}
-
-// One assumption of a trace, named for the explain log.
-struct Guard {
-  std::string name;
-  std::string value;
-};
-
-std::vector<Guard> GuardsFor(const std::vector<Tensor>& inputs) {
-  std::vector<Guard> g;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    const std::string in = absl::StrCat("input ", i, " ");
-    if (!t.defined()) {
-      g.push_back({in + "defined", "no"});
-      continue;
-    }
-    g.push_back({in + "dtype", std::string(DTypeName(t.dtype()))});
-    g.push_back({in + "device", t.device().ToString()});
-    g.push_back({in + "shape", ShapeToString(t.shape())});
-    g.push_back({in + "strides", ShapeToString(t.strides())});
-    g.push_back({in + "requires_grad", t.requires_grad() ? "yes" : "no"});
-    g.push_back(
-        {in + "shares memory with input", absl::StrCat(FirstAlias(inputs, i))});
-  }
-  g.push_back({"grad mode", GradModeEnabled() ? "on" : "off"});
-  g.push_back({"inference mode", InferenceModeEnabled() ? "on" : "off"});
-  g.push_back({"autocast state", AutocastStateKey()});
-  g.push_back({"MIXRT_DISABLE_AMP", AmpGloballyDisabled() ? "on" : "off"});
-  return g;
-}
-
-// The guards' values packed as bytes: what every call computes to find
-// its signature (the named, formatted guards are built only on a trace).
-void Append(std::string* key, int64_t v) {
-  key->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-// With `dynamic`, the listed (input, dim) sizes are left out, and the
-// strides of an input holding one are its contiguity (they depend on it).
-// With `stable`, backends are named, not addressed: the same in every
-// process (for the compile cache).
-std::string KeyFor(const std::vector<Tensor>& inputs,
-                   const std::vector<std::pair<int, int>>* dynamic,
-                   bool stable = false) {
-  std::string key;
-  key.reserve(64 + inputs.size() * 128);
-  Append(&key, static_cast<int64_t>(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    if (!t.defined()) {
-      Append(&key, -1);
-      continue;
-    }
-    Append(&key, static_cast<int64_t>(t.dtype()));
-    if (stable) {
-      key += t.device().backend()->name() + "|";
-    } else {
-      Append(&key, reinterpret_cast<intptr_t>(t.device().backend()));
-    }
-    Append(&key, t.device().index());
-    Append(&key, t.ndim());
-    bool symbolic = false;
-    for (int d = 0; d < t.ndim(); ++d) {
-      bool masked = false;
-      if (dynamic != nullptr) {
-        for (const auto& [i2, d2] : *dynamic) {
-          masked |= i2 == static_cast<int>(i) && d2 == d;
-        }
-      }
-      symbolic |= masked;
-      Append(&key, masked ? -2 : t.shape()[d]);
-    }
-    if (symbolic) {
-      Append(&key, t.is_contiguous() ? -3 : -4);
-      if (!t.is_contiguous()) {
-        for (int64_t s : t.strides()) Append(&key, s);
-      }
-    } else {
-      for (int64_t s : t.strides()) Append(&key, s);
-    }
-    Append(&key, t.requires_grad());
-    Append(&key, FirstAlias(inputs, i));
-  }
-  Append(&key, GradModeEnabled() * 2 + InferenceModeEnabled());
-  Append(&key, AmpGloballyDisabled());
-  key += AutocastStateKey();
-  return key;
-}
-
-// The first guard of `now` that differs from `before`, for the log.
-std::string Difference(const std::vector<Guard>& before,
-                       const std::vector<Guard>& now) {
-  for (size_t i = 0; i < now.size(); ++i) {
-    if (i >= before.size() || before[i].name != now[i].name) {
-      return absl::StrCat(now[i].name, " (not in the previous signature)");
-    }
-    if (before[i].value != now[i].value) {
-      return absl::StrCat(now[i].name, " changed from ", before[i].value,
-                          " to ", now[i].value);
-    }
-  }
-  return "the number of inputs changed";
 }
 
 // ", 2 launches on constants kept (8388608 bytes)" for a plan keeping
@@ -287,84 +181,17 @@ std::optional<compiler::Graph> Rebind(compiler::Graph g,
 }  // namespace
 
 struct CompiledFunction::State {
+  using Entry = compiler::TraceEntry;
+  using Dynamic = compiler::DynamicSize;
+
+  State(compiler::TracedFunction traced, CompileOptions compile_options)
+      : fn(std::move(traced)),
+        options(std::move(compile_options)),
+        dynamics(options.dynamic, options.mode,
+                 [this](std::string line) { Event(std::move(line)); }) {}
+
   compiler::TracedFunction fn;
   CompileOptions options;
-
-  struct Entry {
-    std::vector<Guard> guards;
-    std::vector<Shape> input_shapes;
-    std::shared_ptr<compiler::Plan> plan;  // Null: runs eagerly.
-    std::string eager_reason;
-    // Training signatures: the compiled backward and where its gradients go.
-    std::shared_ptr<compiler::Plan> backward;
-    compiler::TrainingGraphs training;  // Its `backward` graph moved out.
-    // What else the trace read (module modes, GuardedValues, leaves'
-    // requires_grad) and the memory its graphs read without owning it:
-    // a replay needs every guard to hold and every constant to be there.
-    std::vector<HostGuard> host_guards;
-    std::vector<std::weak_ptr<Storage>> constants;
-    // Why this entry cannot serve a call now, or "".
-    std::string Stale() const {
-      for (const std::weak_ptr<Storage>& c : constants) {
-        if (c.expired()) {
-          return "a tensor it read that is not an input is gone (the "
-                 "variable holding it was rebound or freed)";
-        }
-      }
-      for (const HostGuard& g : host_guards) {
-        if (!g.holds()) return absl::StrCat(g.what, " changed");
-      }
-      return "";
-    }
-    // Holds the constants for a replay; empty when one is gone.
-    std::optional<std::vector<std::shared_ptr<Storage>>> Pin() const {
-      std::vector<std::shared_ptr<Storage>> pins;
-      for (const std::weak_ptr<Storage>& c : constants) {
-        pins.push_back(c.lock());
-        if (pins.back() == nullptr) return std::nullopt;
-      }
-      return pins;
-    }
-    void FindConstants() {
-      constants.clear();
-      for (const auto& p : {plan, backward}) {
-        if (p == nullptr) continue;
-        for (const compiler::StorageSlot& slot : p->graph().slots) {
-          if (slot.kind == compiler::StorageSlot::Kind::kConstant) {
-            constants.push_back(slot.constant);
-          }
-        }
-      }
-    }
-    // The traced graphs (the plans keep them), for generalizing over a
-    // dynamic size and for sharing with other instances.
-    const compiler::Graph& forward_graph() const { return plan->graph(); }
-    const compiler::Graph& backward_graph() const { return backward->graph(); }
-    void SetSignature(std::vector<Guard> signature,
-                      const std::vector<Tensor>& inputs) {
-      guards = std::move(signature);
-      input_shapes.clear();
-      for (const Tensor& t : inputs) {
-        input_shapes.push_back(t.defined() ? t.shape() : Shape{});
-      }
-    }
-  };
-
-  // A size learned to be dynamic: dims (input, dim) that changed together
-  // between two traces, one symbol N for all of them.
-  struct Dynamic {
-    std::vector<std::pair<int, int>> dims;
-    std::string masked_key;
-    int64_t n1 = 0, n2 = 0;
-    std::optional<compiler::SymbolicGraph> forward, backward;
-    // What instances copy from the trace at n2 besides the graphs.
-    std::vector<Guard> guards;
-    std::vector<HostGuard> host_guards;
-    compiler::TrainingGraphs training;
-    bool verified = false;
-    bool failed = false;
-    int checked = 0;  // New sizes traced that matched the formulas.
-  };
 
   // A module's forward: its parameters and the graphs its type shares.
   std::vector<Tensor> parameters;
@@ -378,7 +205,7 @@ struct CompiledFunction::State {
   std::shared_ptr<Entry> last_entry;  // The latest trace.
   // Why a trace verify dropped must be made again (told by the next).
   std::string retrace_cause;
-  std::vector<Dynamic> dynamics;
+  compiler::DynamicSizes dynamics;
   std::vector<std::string> events;
   int compiles = 0;
   bool over_limit = false;
@@ -391,13 +218,6 @@ struct CompiledFunction::State {
   const std::vector<Guard>& LastGuards() const {
     static const std::vector<Guard>* none = new std::vector<Guard>();
     return last_entry != nullptr ? last_entry->guards : *none;
-  }
-
-  static bool HostGuardsHold(const std::vector<HostGuard>& guards) {
-    for (const HostGuard& g : guards) {
-      if (!g.holds()) return false;
-    }
-    return true;
   }
 
   // Whether `e` can serve a call now; else why not, in *why. Pins its
@@ -429,6 +249,47 @@ struct CompiledFunction::State {
       it = gone ? traces->erase(it) : it + 1;
     }
     return nullptr;
+  }
+
+  // A trace's plan run on this call's inputs; in training, its results get
+  // the compiled backward as their autograd node, holding `pins` (the memory
+  // its graphs read without owning it) until it runs.
+  static absl::StatusOr<std::vector<Tensor>> Replay(
+      const Entry& entry, const std::vector<Tensor>& inputs,
+      std::vector<std::shared_ptr<Storage>> pins) {
+    if (entry.backward == nullptr) return entry.plan->Run(inputs);
+    std::vector<compiler::SavedMemory> saved;
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
+                           entry.plan->Run(inputs, {}, &saved));
+    auto node = std::make_shared<CompiledBackwardNode>(
+        entry.backward, entry.training, std::move(saved), results,
+        std::move(pins));
+    for (const compiler::GradientSink& sink : entry.training.sinks) {
+      node->next_edges().push_back(
+          sink.input >= 0 ? GradientEdge(inputs[sink.input]) : sink.edge);
+    }
+    node->set_num_outputs(static_cast<int>(entry.training.grad_outputs.size()));
+    for (size_t j = 0; j < entry.training.grad_outputs.size(); ++j) {
+      SetHistory(results[entry.training.grad_outputs[j]], node,
+                 static_cast<int>(j));
+    }
+    return results;
+  }
+
+  // The recompile limit reached: eager from now on, said once on stderr
+  // with the guard that kept failing.
+  void StopRecompiling(const std::string& stale,
+                       const std::vector<Guard>& guards) {
+    over_limit = true;
+    const std::string why =
+        !stale.empty() ? stale : FirstGuardDifference(LastGuards(), guards);
+    std::fprintf(stderr,
+                 "mixrt::compile: warning: recompile limit (%d) reached; "
+                 "this function runs eagerly from now on. The guard that "
+                 "kept failing: %s\n",
+                 options.recompile_limit, why.c_str());
+    Event(
+        absl::StrCat("recompile limit reached (", why, "): eager from now on"));
   }
 
   void Event(std::string line) {
@@ -551,262 +412,6 @@ struct CompiledFunction::State {
     return std::make_pair(fresh, std::move(outcome->outputs));
   }
 
-  // After a recompile: when `now` differs from `before` only in sizes that
-  // all changed from one value to another, those dims may be one dynamic
-  // size; their two graphs are generalized (verified on a third size).
-  void LearnDynamic(const std::vector<Tensor>& inputs, const Entry& before,
-                    const Entry& now) {
-    if (options.dynamic.has_value() && !*options.dynamic) return;
-    if (before.plan == nullptr || now.plan == nullptr ||
-        before.input_shapes.size() != now.input_shapes.size() ||
-        (before.backward == nullptr) != (now.backward == nullptr)) {
-      return;
-    }
-    std::vector<std::pair<int, int>> dims;
-    int64_t n1 = -1, n2 = -1;
-    for (size_t i = 0; i < now.input_shapes.size(); ++i) {
-      const Shape& a = before.input_shapes[i];
-      const Shape& b = now.input_shapes[i];
-      if (a.size() != b.size()) return;
-      for (size_t d = 0; d < a.size(); ++d) {
-        if (a[d] == b[d]) continue;
-        if ((n1 >= 0 && (a[d] != n1 || b[d] != n2))) return;
-        n1 = a[d];
-        n2 = b[d];
-        dims.emplace_back(static_cast<int>(i), static_cast<int>(d));
-      }
-    }
-    if (dims.empty()) return;
-    // Two traces under other module modes or GuardedValues are two
-    // programs, not one program at two sizes.
-    if (!HostGuardsHold(before.host_guards)) return;
-    const std::string masked = KeyFor(inputs, &dims);
-    for (const Dynamic& d : dynamics) {
-      // Already learning or learned (under the host values of now).
-      if (d.masked_key == masked && HostGuardsHold(d.host_guards)) return;
-    }
-    Dynamic dyn;
-    dyn.dims = dims;
-    dyn.masked_key = masked;
-    dyn.n1 = n1;
-    dyn.n2 = n2;
-    dyn.forward = compiler::Generalize(before.forward_graph(), n1,
-                                       now.forward_graph(), n2);
-    if (now.backward != nullptr) {
-      dyn.backward = compiler::Generalize(before.backward_graph(), n1,
-                                          now.backward_graph(), n2);
-    }
-    dyn.failed = !dyn.forward || (now.backward != nullptr && !dyn.backward) ||
-                 !SameTraining(before.training, now.training);
-    dyn.guards = now.guards;
-    dyn.host_guards = now.host_guards;
-    dyn.training = now.training;
-    Event(absl::StrCat(
-        "size ", n1, " -> ", n2, " of ", DimsName(dims),
-        dyn.failed ? ": the graphs do not generalize; sizes stay static"
-                   : ": a dynamic size candidate (checked on the next size)"));
-    dynamics.push_back(std::move(dyn));
-  }
-
-  static bool SameTraining(const compiler::TrainingGraphs& a,
-                           const compiler::TrainingGraphs& b) {
-    if (a.grad_outputs != b.grad_outputs || a.sink_result != b.sink_result ||
-        a.sinks.size() != b.sinks.size()) {
-      return false;
-    }
-    for (size_t i = 0; i < a.sinks.size(); ++i) {
-      if (a.sinks[i].input != b.sinks[i].input ||
-          a.sinks[i].edge.node != b.sinks[i].edge.node ||
-          a.sinks[i].edge.input_nr != b.sinks[i].edge.input_nr) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static std::string DimsName(const std::vector<std::pair<int, int>>& dims) {
-    std::vector<std::string> names;
-    for (const auto& [i, d] : dims)
-      names.push_back(absl::StrCat("input ", i, " dim ", d));
-    return absl::StrJoin(names, ", ");
-  }
-
-  // The dynamic record matching `inputs`, and their N; null when none.
-  Dynamic* MatchDynamic(const std::vector<Tensor>& inputs, int64_t* n) {
-    for (Dynamic& d : dynamics) {
-      if (d.failed) continue;
-      int64_t value = -1;
-      bool one = true;
-      for (const auto& [i, dim] : d.dims) {
-        if (i >= static_cast<int>(inputs.size()) || !inputs[i].defined() ||
-            dim >= inputs[i].ndim()) {
-          one = false;
-          break;
-        }
-        const int64_t v = inputs[i].shape()[dim];
-        if (value >= 0 && v != value) one = false;
-        value = v;
-      }
-      if (!one || value < 1) continue;
-      if (KeyFor(inputs, &d.dims) != d.masked_key) continue;
-      // Learned under other module modes or GuardedValues than now.
-      if (!HostGuardsHold(d.host_guards)) continue;
-      *n = value;
-      return &d;
-    }
-    return nullptr;
-  }
-
-  // A verified dynamic size's formulas against the trace of a size they
-  // have not seen. Formulas fitted to traces are not a proof: host code
-  // may branch on a size (a min, a comparison) that the traces so far
-  // never crossed, so a new size is never extrapolated. When the trace
-  // matches, the size joins the checked ones; when not, the formulas are
-  // dropped and sizes are static from then on.
-  void CheckDynamicSize(Dynamic* d, int64_t n, const Entry& traced) {
-    auto matches = [n](const std::optional<compiler::SymbolicGraph>& sym,
-                       const compiler::Graph& g) {
-      if (!sym) return false;
-      std::optional<compiler::Graph> instance = compiler::Instantiate(*sym, n);
-      return instance && compiler::SameGraph(*instance, g);
-    };
-    const bool same =
-        traced.plan != nullptr && matches(d->forward, traced.forward_graph()) &&
-        (!d->backward || (traced.backward != nullptr &&
-                          matches(d->backward, traced.backward_graph())));
-    if (same) {
-      ++d->checked;
-      return;
-    }
-    d->verified = false;
-    d->failed = true;
-    Event(absl::StrCat(
-        DimsName(d->dims), " at ", n,
-        ": the trace differs from the formulas learned from sizes ", d->n1,
-        " and ", d->n2,
-        " (the function's host code depends on the size beyond them); "
-        "sizes stay static"));
-  }
-
-  // The compile cache's key for what a trace like `e` teaches: its graphs'
-  // structure and where they run (the cache adds its format and the ISA).
-  std::string ArtifactKey(const Entry& e) const {
-    std::string key = compiler::CacheKeyPrefix();
-    absl::StrAppend(&key, "mode ", options.mode, "\n");
-    const Device& device = e.forward_graph().device;
-    if (device.valid()) {
-      key += BackendCacheKey(device.backend()->identity());
-    }
-    key += compiler::StructureKey(e.forward_graph());
-    if (e.backward != nullptr) {
-      absl::StrAppend(&key, "backward\n",
-                      compiler::StructureKey(e.backward_graph()), "gradients ",
-                      absl::StrJoin(e.training.grad_outputs, ","), " -> ",
-                      absl::StrJoin(e.training.sink_result, ","), "\n");
-      for (const compiler::GradientSink& sink : e.training.sinks) {
-        absl::StrAppend(&key, "sink ", sink.input, " ", sink.parameter, "\n");
-      }
-    }
-    return key;
-  }
-
-  // A verified dynamic size goes to the compile cache, for other processes
-  // (`inputs`: a call of it).
-  void StoreDynamic(const Dynamic& d, const Entry& e,
-                    const std::vector<Tensor>& inputs) {
-    compiler::DynamicArtifact a;
-    a.dims = d.dims;
-    a.n1 = d.n1;
-    a.n2 = d.n2;
-    a.masked_key = KeyFor(inputs, &d.dims, /*stable=*/true);
-    a.forward = d.forward->ints;
-    if (d.backward) a.backward = d.backward->ints;
-    compiler::ArtifactCache::Global().Store(ArtifactKey(e),
-                                            compiler::EncodeDynamic(a));
-  }
-
-  // After a trace no dynamic size covered: a dynamic size another process
-  // learned for this graph, if the cache has one whose formulas reproduce
-  // this trace exactly. Then later sizes are checked by their traces
-  // without counting as recompiles.
-  void LoadDynamic(const std::vector<Tensor>& inputs,
-                   const std::shared_ptr<Entry>& e) {
-    if ((options.dynamic.has_value() && !*options.dynamic) ||
-        e->plan == nullptr) {
-      return;
-    }
-    compiler::ArtifactCache& cache = compiler::ArtifactCache::Global();
-    const std::string key = ArtifactKey(*e);
-    std::string why;
-    const std::optional<std::string> payload = cache.Load(key, &why);
-    if (!payload.has_value()) {
-      if (!why.empty()) {
-        Event(absl::StrCat("compile cache entry ignored (", why,
-                           "); it is written again when learned"));
-      }
-      return;
-    }
-    std::optional<compiler::DynamicArtifact> a =
-        compiler::DecodeDynamic(*payload);
-    std::string mismatch;
-    Dynamic d;
-    int64_t n = -1;
-    if (!a.has_value()) {
-      mismatch = "its payload is damaged";
-    } else {
-      d.dims = a->dims;
-      for (const auto& [i, dim] : d.dims) {
-        if (i >= static_cast<int>(inputs.size()) || !inputs[i].defined() ||
-            dim >= inputs[i].ndim() ||
-            (n >= 0 && inputs[i].shape()[dim] != n)) {
-          mismatch = "its dims do not fit these inputs";
-          break;
-        }
-        n = inputs[i].shape()[dim];
-      }
-    }
-    if (mismatch.empty() && KeyFor(inputs, &d.dims, true) != a->masked_key) {
-      mismatch = "the input signature differs";
-    }
-    if (mismatch.empty()) {
-      d.forward = compiler::SymbolicGraph{e->forward_graph(), a->forward};
-      if (e->backward != nullptr && a->backward.has_value()) {
-        d.backward = compiler::SymbolicGraph{e->backward_graph(), *a->backward};
-      }
-      auto reproduces = [n](const std::optional<compiler::SymbolicGraph>& sym,
-                            const compiler::Graph& traced) {
-        if (!sym) return false;
-        std::optional<compiler::Graph> g = compiler::Instantiate(*sym, n);
-        return g && compiler::SameGraph(*g, traced);
-      };
-      if (!reproduces(d.forward, e->forward_graph()) ||
-          (e->backward != nullptr &&
-           !reproduces(d.backward, e->backward_graph()))) {
-        mismatch = "its formulas do not reproduce this trace";
-      }
-    }
-    if (!mismatch.empty()) {
-      Event(absl::StrCat("compile cache entry ignored (", mismatch, ")"));
-      return;
-    }
-    d.masked_key = KeyFor(inputs, &d.dims);
-    for (const Dynamic& known : dynamics) {
-      if (known.masked_key == d.masked_key) return;
-    }
-    d.n1 = a->n1;
-    d.n2 = a->n2;
-    d.guards = e->guards;
-    d.host_guards = e->host_guards;
-    d.training = e->training;
-    d.verified = true;
-    Event(absl::StrCat(
-        "dynamic size (", DimsName(d.dims), ") loaded from the compile cache",
-        cache.directory().empty() ? ""
-                                  : absl::StrCat(" (", cache.PathFor(key), ")"),
-        ": new sizes are traced once and checked against it"));
-    dynamics.push_back(std::move(d));
-  }
-
   // MIXRT_COMPILE_VERIFY: trace the call again (its eager results are
   // returned) and compare the graph with `entry`'s.
   absl::StatusOr<std::vector<Tensor>> Verify(
@@ -878,9 +483,8 @@ absl::StatusOr<CompiledFunction> compile(compiler::TracedFunction fn,
                      options.recompile_limit));
   }
   CompiledFunction f;
-  f.state_ = std::make_shared<CompiledFunction::State>();
-  f.state_->fn = std::move(fn);
-  f.state_->options = std::move(options);
+  f.state_ = std::make_shared<CompiledFunction::State>(std::move(fn),
+                                                       std::move(options));
   return f;
 }
 
@@ -912,7 +516,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       EnvFlag(kDisableEnv)) {
     return s.Eager(inputs);
   }
-  const std::string key = KeyFor(inputs, nullptr);
+  const std::string key = SignatureKey(inputs, nullptr);
   std::shared_ptr<State::Entry> entry;
   // The replay's hold on the memory its graphs read.
   std::vector<std::shared_ptr<Storage>> pins;
@@ -928,7 +532,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       // A size the traces have not seen: when it is a dynamic size's, it
       // is traced (this call runs eagerly) and checked against the
       // formulas below, without counting as a recompile.
-      dyn = s.MatchDynamic(inputs, &n);
+      dyn = s.dynamics.Match(inputs, &n);
     }
     // The third size of a candidate is a recompile like any other.
     const bool size_check = dyn != nullptr && dyn->verified;
@@ -947,68 +551,40 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       return s.Eager(inputs);
     } else if (std::vector<Guard> guards = GuardsFor(inputs);
                !size_check && s.compiles >= s.options.recompile_limit) {
-      s.over_limit = true;
-      const std::string why =
-          !stale.empty() ? stale : Difference(s.LastGuards(), guards);
-      std::fprintf(stderr,
-                   "mixrt::compile: warning: recompile limit (%d) reached; "
-                   "this function runs eagerly from now on. The guard that "
-                   "kept failing: %s\n",
-                   s.options.recompile_limit, why.c_str());
-      s.Event(absl::StrCat("recompile limit reached (", why,
-                           "): eager from now on"));
+      s.StopRecompiling(stale, guards);
       lock.unlock();
       return s.Eager(inputs);
     } else {
       // Trace under the lock: concurrent first calls of one signature
       // compile once.
-      const std::string cause = s.compiles == 0  ? "first call"
-                                : !stale.empty() ? stale
-                                : !s.retrace_cause.empty()
-                                    ? s.retrace_cause
-                                    : Difference(s.LastGuards(), guards);
+      const std::string cause =
+          s.compiles == 0  ? "first call"
+          : !stale.empty() ? stale
+          : !s.retrace_cause.empty()
+              ? s.retrace_cause
+              : FirstGuardDifference(s.LastGuards(), guards);
       s.retrace_cause.clear();
       if (!size_check) ++s.compiles;
       MIXRT_ASSIGN_OR_RETURN(
           auto traced,
           s.Trace(inputs, std::move(guards),
-                  size_check
-                      ? absl::StrCat("checking ", State::DimsName(dyn->dims),
-                                     " at ", n)
-                      : cause));
+                  size_check ? absl::StrCat(
+                                   "checking ",
+                                   compiler::DynamicSizes::DimsName(dyn->dims),
+                                   " at ", n)
+                             : cause));
       // Not a structured binding: lambdas below use it (C++17 cannot
       // capture those; clang refuses).
       std::shared_ptr<State::Entry>& fresh = traced.first;
       std::vector<Tensor>& outputs = traced.second;
       if (size_check) {
-        s.CheckDynamicSize(dyn, n, *fresh);
+        s.dynamics.CheckSize(dyn, n, *fresh);
       } else if (dyn != nullptr && !dyn->verified && !dyn->failed) {
-        // The third size checks the formulas learned from the first two.
-        const bool forward_ok = fresh->plan != nullptr && [&] {
-          auto g = compiler::Instantiate(*dyn->forward, n);
-          return g && compiler::SameGraph(*g, fresh->forward_graph());
-        }();
-        const bool backward_ok =
-            !dyn->backward || (fresh->backward != nullptr && [&] {
-              auto g = compiler::Instantiate(*dyn->backward, n);
-              return g && compiler::SameGraph(*g, fresh->backward_graph());
-            }());
-        dyn->verified = forward_ok && backward_ok;
-        dyn->failed = !dyn->verified;
-        if (dyn->verified) s.StoreDynamic(*dyn, *fresh, inputs);
-        s.Event(absl::StrCat(
-            State::DimsName(dyn->dims), " at ", n,
-            dyn->verified ? ": matches the formulas from sizes "
-                          : ": does not match the formulas from sizes ",
-            dyn->n1, " and ", dyn->n2,
-            dyn->verified
-                ? "; dynamic from now on (a new size is traced once and "
-                  "checked against the formulas, not counted as a recompile)"
-                : "; sizes stay static"));
+        s.dynamics.VerifyFormulas(dyn, n, *fresh, inputs);
       } else {
         if (s.last_entry != nullptr)
-          s.LearnDynamic(inputs, *s.last_entry, *fresh);
-        if (dyn == nullptr) s.LoadDynamic(inputs, fresh);
+          s.dynamics.Learn(inputs, *s.last_entry, *fresh);
+        if (dyn == nullptr) s.dynamics.Load(inputs, *fresh);
       }
       std::vector<std::shared_ptr<State::Entry>>& traces = s.cache[key];
       if (traces.size() >= State::kEntriesPerSignature)
@@ -1023,23 +599,7 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
   if (s.options.verify || EnvFlag(kVerifyEnv))
     return s.Verify(key, entry, inputs);
   ++s.replays;
-  if (entry->backward == nullptr) return entry->plan->Run(inputs);
-  std::vector<compiler::SavedMemory> saved;
-  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                         entry->plan->Run(inputs, {}, &saved));
-  auto node = std::make_shared<CompiledBackwardNode>(
-      entry->backward, entry->training, std::move(saved), results,
-      std::move(pins));
-  for (const compiler::GradientSink& sink : entry->training.sinks) {
-    node->next_edges().push_back(
-        sink.input >= 0 ? GradientEdge(inputs[sink.input]) : sink.edge);
-  }
-  node->set_num_outputs(static_cast<int>(entry->training.grad_outputs.size()));
-  for (size_t j = 0; j < entry->training.grad_outputs.size(); ++j) {
-    SetHistory(results[entry->training.grad_outputs[j]], node,
-               static_cast<int>(j));
-  }
-  return results;
+  return State::Replay(*entry, inputs, std::move(pins));
 }
 
 std::string CompiledFunction::Explain() const {
@@ -1054,8 +614,9 @@ std::string CompiledFunction::Explain() const {
                        : "",
                    "\n");
   for (const std::string& e : s.events) absl::StrAppend(&out, "  ", e, "\n");
-  for (const State::Dynamic& d : s.dynamics) {
-    absl::StrAppend(&out, "dynamic size (", State::DimsName(d.dims), "): ",
+  for (const compiler::DynamicSize& d : s.dynamics.sizes()) {
+    absl::StrAppend(&out, "dynamic size (",
+                    compiler::DynamicSizes::DimsName(d.dims), "): ",
                     d.verified ? "verified"
                     : d.failed ? "not generalizable"
                                : "candidate",

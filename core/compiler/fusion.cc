@@ -283,152 +283,177 @@ std::vector<std::vector<int>> OrderUnits(
   return order;
 }
 
-}  // namespace
+// One FuseWithBackend call: its phases, in the order Run calls them.
+class Fusion {
+ public:
+  Fusion(const Graph& g, bool time_groups)
+      : g_(g), device_(g.device), time_groups_(time_groups) {}
 
-absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g,
-                                              Graph* fused_graph,
-                                              bool time_groups) {
-  FusionOutcome outcome;
-  const Device device = g.device;
-  if (!device.valid() || !device.backend()->has_fusion()) {
-    outcome.not_offered = device.valid()
-                              ? absl::StrCat(device.backend()->name(),
-                                             " fuses nothing (no fusion_claim)")
-                              : "no device";
-    return outcome;
+  absl::StatusOr<FusionOutcome> Run(Graph* fused_graph) {
+    if (!MakeOffer() || !Claim()) return std::move(outcome_);
+    MakeConvex();
+    const std::vector<std::vector<int>> order = OrderUnits(next_, group_of_);
+    if (order.empty()) {
+      RefuseAll("the groups depend on each other in a cycle");
+      return std::move(outcome_);
+    }
+    MIXRT_RETURN_IF_ERROR(CompileGroups());
+    if (std::any_of(fused_.begin(), fused_.end(),
+                    [](const auto& f) { return f != nullptr; })) {
+      Splice(order, fused_graph);
+    }
+    return std::move(outcome_);
   }
-  const std::vector<bool> offerable = Offerable(g);
-  Offer offer;
-  BuildOffer(g, offerable, &offer);
-  outcome.offered = static_cast<int>(offer.node_of.size());
-  if (offer.node_of.empty()) {
-    outcome.not_offered = "no launch writes an intermediate once";
-    return outcome;
+
+ private:
+  // The launches that write an intermediate once, as the plugin's graph;
+  // false (with the reason in the outcome) when there is nothing to offer.
+  bool MakeOffer() {
+    if (!device_.valid() || !device_.backend()->has_fusion()) {
+      outcome_.not_offered =
+          device_.valid() ? absl::StrCat(device_.backend()->name(),
+                                         " fuses nothing (no fusion_claim)")
+                          : "no device";
+      return false;
+    }
+    BuildOffer(g_, Offerable(g_), &offer_);
+    outcome_.offered = static_cast<int>(offer_.node_of.size());
+    if (offer_.node_of.empty()) {
+      outcome_.not_offered = "no launch writes an intermediate once";
+      return false;
+    }
+    return true;
   }
-  absl::StatusOr<std::vector<int32_t>> claim =
-      device.backend()->ClaimFusion(device.index(), offer.graph);
-  if (!claim.ok()) {
-    // The plugin's failure, not the call's: the graph runs op by op, as it
-    // does when a group's compile fails.
-    outcome.not_offered =
-        absl::StrCat("its fusion claim failed (", claim.status().message(),
-                     "): the graph runs op by op");
-    return outcome;
-  }
-  std::vector<int32_t> claimed = *std::move(claim);
-  // Groups numbered densely in order of first appearance: the plugin's
-  // numbers may be sparse (group 2^31 - 1 of one node), and per-group
-  // tables are sized by the count.
-  {
+
+  // The plugin's groups, numbered densely in order of first appearance
+  // (its numbers may be sparse, group 2^31 - 1 of one node, and per-group
+  // tables are sized by the count); false when it claims none.
+  bool Claim() {
+    absl::StatusOr<std::vector<int32_t>> claim =
+        device_.backend()->ClaimFusion(device_.index(), offer_.graph);
+    if (!claim.ok()) {
+      // The plugin's failure, not the call's: the graph runs op by op, as
+      // it does when a group's compile fails.
+      outcome_.not_offered =
+          absl::StrCat("its fusion claim failed (", claim.status().message(),
+                       "): the graph runs op by op");
+      return false;
+    }
+    claimed_ = *std::move(claim);
     absl::flat_hash_map<int32_t, int32_t> dense;
-    for (int32_t& x : claimed) {
+    for (int32_t& x : claimed_) {
       if (x < 0) continue;
       x = dense.try_emplace(x, static_cast<int32_t>(dense.size()))
               .first->second;
     }
-  }
-  // Per graph node: its group, or -1.
-  std::vector<int> group_of(g.nodes.size(), -1);
-  int num_groups = 0;
-  for (size_t f = 0; f < claimed.size(); ++f) {
-    group_of[offer.node_of[f]] = claimed[f];
-    num_groups = std::max(num_groups, claimed[f] + 1);
-  }
-  if (num_groups == 0) return outcome;
-  const std::vector<std::vector<int>> next = Successors(g);
-  // Its nodes run op by op.
-  auto unclaim = [&](int group) {
-    for (int32_t& x : claimed) {
-      if (x == group) x = -1;
+    group_of_.assign(g_.nodes.size(), -1);
+    for (size_t f = 0; f < claimed_.size(); ++f) {
+      group_of_[offer_.node_of[f]] = claimed_[f];
+      num_groups_ = std::max(num_groups_, claimed_[f] + 1);
     }
-    for (int& x : group_of) {
-      if (x == group) x = -1;
-    }
-  };
-  auto refuse = [&](int group, const std::string& why) {
-    unclaim(group);
-    outcome.refused.push_back(absl::StrCat("group ", group, ": ", why));
-  };
+    if (num_groups_ == 0) return false;
+    next_ = Successors(g_);
+    return true;
+  }
+
   // A group a path leaves and re-enters runs in no one place of the order.
   // The path goes through a node the plugin was not offered (it could not
   // see it), so the group splits instead of being refused: the nodes no
   // such path reaches stay (convex: a path into them would reach them
   // too), the rest become a group of their own, split again as needed.
   // A piece of one node runs op by op: it fuses nothing.
-  std::vector<int> offered_as(g.nodes.size(), -1);
-  for (size_t f = 0; f < offer.node_of.size(); ++f) {
-    offered_as[offer.node_of[f]] = static_cast<int>(f);
-  }
-  std::vector<bool> split(num_groups, false);
-  for (int group = 0; group < num_groups; ++group) {
-    const std::vector<int> later = Reentered(next, group_of, group);
-    if (later.empty()) continue;
-    for (int i : later) {
-      group_of[i] = num_groups;
-      claimed[offered_as[i]] = num_groups;
+  void MakeConvex() {
+    std::vector<int> offered_as(g_.nodes.size(), -1);
+    for (size_t f = 0; f < offer_.node_of.size(); ++f) {
+      offered_as[offer_.node_of[f]] = static_cast<int>(f);
     }
-    split[group] = true;
-    split.push_back(true);
-    ++num_groups;
-    --group;  // The rest is convex; this checks it again.
-  }
-  for (int group = 0; group < num_groups; ++group) {
-    if (split[group] &&
-        std::count(group_of.begin(), group_of.end(), group) == 1) {
-      unclaim(group);
-    }
-  }
-  std::vector<std::vector<int>> order = OrderUnits(next, group_of);
-  if (order.empty()) {
-    for (int group = 0; group < num_groups; ++group) {
-      if (std::count(group_of.begin(), group_of.end(), group) > 0) {
-        refuse(group, "the groups depend on each other in a cycle");
+    std::vector<bool> split(num_groups_, false);
+    for (int group = 0; group < num_groups_; ++group) {
+      const std::vector<int> later = Reentered(next_, group_of_, group);
+      if (later.empty()) continue;
+      for (int i : later) {
+        group_of_[i] = num_groups_;
+        claimed_[offered_as[i]] = num_groups_;
       }
+      split[group] = true;
+      split.push_back(true);
+      ++num_groups_;
+      --group;  // The rest is convex; this checks it again.
     }
-    return outcome;
+    for (int group = 0; group < num_groups_; ++group) {
+      if (split[group] && Size(group) == 1) Unclaim(group);
+    }
   }
-  // Compile each group; describe its node as the values it reads from
-  // outside and the ones it stores (what the ABI says it must).
-  const bool checked = ChecksFusionOf(*device.backend());
-  std::vector<std::shared_ptr<FusedGroup>> fused(num_groups);
-  for (int group = 0; group < num_groups; ++group) {
-    if (std::count(group_of.begin(), group_of.end(), group) == 0) continue;
-    absl::StatusOr<std::unique_ptr<PluginFusedKernel>> kernel =
-        device.backend()->CompileFusion(device.index(), offer.graph, claimed,
-                                        group);
-    if (!kernel.ok()) {
-      refuse(group, std::string(kernel.status().message()));
-      continue;
+
+  // Each group compiled by the plugin, checked and timed where asked;
+  // fused_[group] stays null for a group refused (the reason in the
+  // outcome: its nodes run op by op).
+  absl::Status CompileGroups() {
+    const bool checked = ChecksFusionOf(*device_.backend());
+    fused_.assign(num_groups_, nullptr);
+    for (int group = 0; group < num_groups_; ++group) {
+      if (Size(group) == 0) continue;
+      absl::StatusOr<std::unique_ptr<PluginFusedKernel>> kernel =
+          device_.backend()->CompileFusion(device_.index(), offer_.graph,
+                                           claimed_, group);
+      if (!kernel.ok()) {
+        Refuse(group, std::string(kernel.status().message()));
+        continue;
+      }
+      auto f = std::make_shared<FusedGroup>();
+      f->kernel = *std::move(kernel);
+      const std::vector<bool> store = DescribeValues(group, f.get());
+      std::vector<int> nodes;  // The group's launches in g.
+      for (size_t node = 0; node < offer_.node_of.size(); ++node) {
+        if (claimed_[node] == group) nodes.push_back(offer_.node_of[node]);
+      }
+      if (time_groups_ || checked) {
+        // A weight told a version no run sees (versions count up from 0):
+        // the kernel prepares from it once for the check and the timing,
+        // and again when the plan tells the real one.
+        for (const auto& [input, value] : f->weights) {
+          MIXRT_RETURN_IF_ERROR(
+              f->kernel->SetWeightVersion(value, kTimingVersion).status());
+        }
+      }
+      if (checked && !CheckAgainstLaunches(group, nodes, f.get())) continue;
+      if (time_groups_ && !TimeAgainstLaunches(group, nodes, store, f.get()))
+        continue;
+      fused_[group] = std::move(f);
     }
-    auto f = std::make_shared<FusedGroup>();
-    f->kernel = *std::move(kernel);
-    f->num_values = static_cast<int>(offer.refs.size());
-    std::vector<bool> input(offer.refs.size(), false),
-        store(offer.refs.size(), false);
-    for (size_t node = 0; node < offer.node_of.size(); ++node) {
-      if (claimed[node] != group) continue;
+    return absl::OkStatus();
+  }
+
+  // The group's node described as the values it reads from outside and the
+  // ones it stores (what the ABI says it must); per value, whether stored.
+  std::vector<bool> DescribeValues(int group, FusedGroup* f) const {
+    f->num_values = static_cast<int>(offer_.refs.size());
+    std::vector<bool> input(offer_.refs.size(), false),
+        store(offer_.refs.size(), false);
+    for (size_t node = 0; node < offer_.node_of.size(); ++node) {
+      if (claimed_[node] != group) continue;
       ++f->launches;
-      for (int v : offer.inputs[node]) {
+      for (int v : offer_.inputs[node]) {
         const int base =
-            offer.values[v].view_of >= 0 ? offer.values[v].view_of : v;
-        if (offer.producer[base] < 0 ||
-            claimed[offer.producer[base]] != group) {
+            offer_.values[v].view_of >= 0 ? offer_.values[v].view_of : v;
+        if (offer_.producer[base] < 0 ||
+            claimed_[offer_.producer[base]] != group) {
           input[v] = true;
         } else if (base != v &&
-                   !PlainReshape(offer.refs[v], offer.refs[base])) {
+                   !PlainReshape(offer_.refs[v], offer_.refs[base])) {
           store[base] = true;  // Read through a view: it needs memory.
         }
       }
-      for (int v : offer.outputs[node]) {
+      for (int v : offer_.outputs[node]) {
         store[v] = store[v] ||
-                   (offer.values[v].flags & MIXRT_FUSION_VALUE_OUTPUT) != 0;
-        for (int r : offer.readers[v])
-          store[v] = store[v] || claimed[r] != group;
+                   (offer_.values[v].flags & MIXRT_FUSION_VALUE_OUTPUT) != 0;
+        for (int r : offer_.readers[v])
+          store[v] = store[v] || claimed_[r] != group;
       }
     }
-    for (size_t v = 0; v < offer.refs.size(); ++v) {
+    for (size_t v = 0; v < offer_.refs.size(); ++v) {
       if (input[v]) {
-        if ((offer.values[v].flags & MIXRT_FUSION_VALUE_WEIGHT) != 0) {
+        if ((offer_.values[v].flags & MIXRT_FUSION_VALUE_WEIGHT) != 0) {
           f->weights.emplace_back(static_cast<int>(f->input_values.size()),
                                   static_cast<int>(v));
         }
@@ -436,113 +461,150 @@ absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g,
       }
       if (store[v]) f->output_values.push_back(static_cast<int>(v));
     }
-    std::vector<int> nodes;  // The group's launches in g.
-    for (size_t node = 0; node < offer.node_of.size(); ++node) {
-      if (claimed[node] == group) nodes.push_back(offer.node_of[node]);
+    return store;
+  }
+
+  // The kernel run beside the launches it replaces (fusion_check.h); false
+  // when it disagrees or the check fails (the group refused).
+  bool CheckAgainstLaunches(int group, const std::vector<int>& nodes,
+                            FusedGroup* f) {
+    absl::StatusOr<std::string> wrong = CheckFusedGroup(
+        g_, nodes, *f->kernel, offer_.refs, f->input_values, f->output_values);
+    const std::string why =
+        !wrong.ok() ? absl::StrCat("checking it against its launches failed: ",
+                                   wrong.status().message())
+        : !wrong->empty() ? absl::StrCat("dropped: ", *wrong)
+                          : "";
+    if (!why.empty()) {
+      std::fprintf(stderr,
+                   "mixrt::compile: %s's fused kernel %s runs op by op: %s\n",
+                   device_.backend()->name().c_str(),
+                   f->kernel->description().c_str(), why.c_str());
+      Refuse(group, why);
+      return false;
     }
-    if (time_groups || checked) {
-      // A weight told a version no run sees (versions count up from 0):
-      // the kernel prepares from it once for the check and the timing,
-      // and again when the plan tells the real one.
-      for (const auto& [input, value] : f->weights) {
-        MIXRT_RETURN_IF_ERROR(
-            f->kernel->SetWeightVersion(value, kTimingVersion).status());
+    f->timing = " [checked against its launches]";
+    return true;
+  }
+
+  // The kernel timed against its launches (once per graph and backend
+  // build: a later process or trace reads the decision from the compile
+  // cache); false when it loses or the timing fails (the group refused).
+  bool TimeAgainstLaunches(int group, const std::vector<int>& nodes,
+                           const std::vector<bool>& store, FusedGroup* f) {
+    std::vector<int> values = f->input_values;
+    values.insert(values.end(), f->output_values.begin(),
+                  f->output_values.end());
+    const std::string key =
+        FusionTimingKey(g_, nodes, f->kernel->description());
+    std::string why;
+    const std::optional<std::string> stored =
+        ArtifactCache::Global().Load(key, &why);
+    std::optional<FusionTiming> cached;
+    if (stored.has_value()) cached = ParseFusionTiming(*stored);
+    absl::StatusOr<FusionTiming> t =
+        cached.has_value()
+            ? *cached
+            : TimeFusedGroup(g_, nodes, *f->kernel, offer_.refs, values);
+    if (!t.ok()) {
+      Refuse(group, absl::StrCat("timing it failed: ", t.status().message()));
+      return false;
+    }
+    if (!cached.has_value())
+      ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
+    const char* source =
+        cached.has_value() ? ", timed by an earlier compile" : "";
+    int64_t bytes_not_stored = 0;
+    for (size_t node = 0; node < offer_.node_of.size(); ++node) {
+      if (claimed_[node] != group) continue;
+      for (int v : offer_.outputs[node]) {
+        if (store[v]) continue;
+        bytes_not_stored +=
+            Elements(offer_.refs[v]) *
+            static_cast<int64_t>(DTypeSize(offer_.refs[v].dtype));
       }
     }
-    if (checked) {
-      absl::StatusOr<std::string> wrong = CheckFusedGroup(
-          g, nodes, *f->kernel, offer.refs, f->input_values, f->output_values);
-      const std::string why =
-          !wrong.ok()
-              ? absl::StrCat("checking it against its launches failed: ",
-                             wrong.status().message())
-          : !wrong->empty() ? absl::StrCat("dropped: ", *wrong)
-                            : "";
-      if (!why.empty()) {
-        std::fprintf(stderr,
-                     "mixrt::compile: %s's fused kernel %s runs op by op: %s\n",
-                     device.backend()->name().c_str(),
-                     f->kernel->description().c_str(), why.c_str());
-        refuse(group, why);
+    const FusionVerdict verdict =
+        JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
+    if (!verdict.keep) {
+      Refuse(group, verdict.note);
+      return false;
+    }
+    f->timing += verdict.note;
+    return true;
+  }
+
+  // The graph with each fused group as one node where its unit falls in
+  // the order.
+  void Splice(const std::vector<std::vector<int>>& order, Graph* fused_graph) {
+    std::vector<GraphNode> nodes;
+    for (const std::vector<int>& unit : order) {
+      const int group = group_of_[unit.front()];
+      if (group < 0 || fused_[group] == nullptr) {
+        for (int i : unit) nodes.push_back(g_.nodes[i]);
         continue;
       }
-      f->timing = " [checked against its launches]";
+      GraphNode n;
+      n.kind = GraphNode::Kind::kFused;
+      n.op = MIXRT_OP_COUNT;
+      for (int v : fused_[group]->input_values)
+        n.inputs.push_back(offer_.refs[v]);
+      for (int v : fused_[group]->output_values)
+        n.outputs.push_back(offer_.refs[v]);
+      outcome_.kernels.push_back(absl::StrCat(
+          fused_[group]->kernel->description(), fused_[group]->timing));
+      outcome_.launches += fused_[group]->launches;
+      ++outcome_.groups;
+      n.fused = std::move(fused_[group]);
+      nodes.push_back(std::move(n));
     }
-    if (time_groups) {
-      std::vector<int> values = f->input_values;
-      values.insert(values.end(), f->output_values.begin(),
-                    f->output_values.end());
-      // Timed once per graph and backend build: a later process (or
-      // trace) reads the decision from the compile cache.
-      const std::string key =
-          FusionTimingKey(g, nodes, f->kernel->description());
-      std::string why;
-      const std::optional<std::string> stored =
-          ArtifactCache::Global().Load(key, &why);
-      std::optional<FusionTiming> cached;
-      if (stored.has_value()) cached = ParseFusionTiming(*stored);
-      absl::StatusOr<FusionTiming> t =
-          cached.has_value()
-              ? *cached
-              : TimeFusedGroup(g, nodes, *f->kernel, offer.refs, values);
-      if (!t.ok()) {
-        refuse(group, absl::StrCat("timing it failed: ", t.status().message()));
-        continue;
-      }
-      if (!cached.has_value())
-        ArtifactCache::Global().Store(key, FormatFusionTiming(*t));
-      const char* source =
-          cached.has_value() ? ", timed by an earlier compile" : "";
-      int64_t bytes_not_stored = 0;
-      for (size_t node = 0; node < offer.node_of.size(); ++node) {
-        if (claimed[node] != group) continue;
-        for (int v : offer.outputs[node]) {
-          if (store[v]) continue;
-          bytes_not_stored +=
-              Elements(offer.refs[v]) *
-              static_cast<int64_t>(DTypeSize(offer.refs[v].dtype));
-        }
-      }
-      const FusionVerdict verdict =
-          JudgeFusedGroup(*t, f->launches, bytes_not_stored, source);
-      if (!verdict.keep) {
-        refuse(group, verdict.note);
-        continue;
-      }
-      f->timing += verdict.note;
+    fused_graph->device = g_.device;
+    fused_graph->slots = g_.slots;
+    fused_graph->outputs = g_.outputs;
+    fused_graph->nodes = std::move(nodes);
+  }
+
+  int Size(int group) const {
+    return static_cast<int>(
+        std::count(group_of_.begin(), group_of_.end(), group));
+  }
+  // Its nodes run op by op.
+  void Unclaim(int group) {
+    for (int32_t& x : claimed_) {
+      if (x == group) x = -1;
     }
-    fused[group] = std::move(f);
-  }
-  if (std::none_of(fused.begin(), fused.end(),
-                   [](const auto& f) { return f != nullptr; })) {
-    return outcome;
-  }
-  // The fused nodes, each where its unit falls in the order.
-  std::vector<GraphNode> nodes;
-  for (const std::vector<int>& unit : order) {
-    const int group = group_of[unit.front()];
-    if (group < 0 || fused[group] == nullptr) {
-      for (int i : unit) nodes.push_back(g.nodes[i]);
-      continue;
+    for (int& x : group_of_) {
+      if (x == group) x = -1;
     }
-    GraphNode n;
-    n.kind = GraphNode::Kind::kFused;
-    n.op = MIXRT_OP_COUNT;
-    for (int v : fused[group]->input_values) n.inputs.push_back(offer.refs[v]);
-    for (int v : fused[group]->output_values)
-      n.outputs.push_back(offer.refs[v]);
-    outcome.kernels.push_back(absl::StrCat(fused[group]->kernel->description(),
-                                           fused[group]->timing));
-    outcome.launches += fused[group]->launches;
-    ++outcome.groups;
-    n.fused = std::move(fused[group]);
-    nodes.push_back(std::move(n));
   }
-  fused_graph->device = g.device;
-  fused_graph->slots = g.slots;
-  fused_graph->outputs = g.outputs;
-  fused_graph->nodes = std::move(nodes);
-  return outcome;
+  void Refuse(int group, const std::string& why) {
+    Unclaim(group);
+    outcome_.refused.push_back(absl::StrCat("group ", group, ": ", why));
+  }
+  void RefuseAll(const std::string& why) {
+    for (int group = 0; group < num_groups_; ++group) {
+      if (Size(group) > 0) Refuse(group, why);
+    }
+  }
+
+  const Graph& g_;
+  const Device device_;
+  const bool time_groups_;
+  FusionOutcome outcome_;
+  Offer offer_;
+  std::vector<int32_t> claimed_;  // Per offered node: its group, or -1.
+  std::vector<int> group_of_;     // Per graph node: its group, or -1.
+  int num_groups_ = 0;
+  std::vector<std::vector<int>> next_;              // Successors(g_).
+  std::vector<std::shared_ptr<FusedGroup>> fused_;  // Per group.
+};
+
+}  // namespace
+
+absl::StatusOr<FusionOutcome> FuseWithBackend(const Graph& g,
+                                              Graph* fused_graph,
+                                              bool time_groups) {
+  return Fusion(g, time_groups).Run(fused_graph);
 }
 
 }  // namespace mixrt::compiler

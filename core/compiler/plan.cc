@@ -38,7 +38,8 @@ std::string DescribeFusion(const FusionOutcome& o) {
 
 }  // namespace
 
-Plan::Plan(Graph graph) : graph_(std::move(graph)) {}
+Plan::Plan(Graph graph)
+    : graph_(std::move(graph)), slots_(graph_.slots.size()) {}
 
 bool Plan::FusionEnabled() {
   const char* env = std::getenv(kFusionEnv);
@@ -68,7 +69,6 @@ uint64_t HeldBuffers::bytes() const {
 // (CheckExtents). A graph always comes from a trace of its own size, so
 // this never fires unless something upstream is wrong.
 absl::Status Plan::BoundViews() {
-  extent_.assign(graph_.slots.size(), 0);
   auto cover = [&](const ValueRef& v) -> absl::Status {
     int64_t last = v.offset;
     for (size_t d = 0; d < v.shape.size(); ++d) {
@@ -79,7 +79,7 @@ absl::Status Plan::BoundViews() {
       last += (v.shape[d] - 1) * v.strides[d];
     }
     const uint64_t end = static_cast<uint64_t>(last + 1) * DTypeSize(v.dtype);
-    extent_[v.slot] = std::max(extent_[v.slot], end);
+    slots_[v.slot].extent = std::max(slots_[v.slot].extent, end);
     return absl::OkStatus();
   };
   for (const GraphNode& n : graph_.nodes) {
@@ -90,20 +90,21 @@ absl::Status Plan::BoundViews() {
   for (const ValueRef& v : graph_.outputs) MIXRT_RETURN_IF_ERROR(cover(v));
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     const StorageSlot& slot = graph_.slots[s];
-    if (slot.kind == StorageSlot::Kind::kInternal && extent_[s] > slot.bytes) {
+    if (slot.kind == StorageSlot::Kind::kInternal &&
+        slots_[s].extent > slot.bytes) {
       return absl::InternalError(
           absl::StrCat("compiled graph: a view of buffer ", s, " reaches byte ",
-                       extent_[s], " of its ", slot.bytes));
+                       slots_[s].extent, " of its ", slot.bytes));
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status Plan::CheckExtent(int slot, uint64_t available) const {
-  if (extent_[slot] <= available) return absl::OkStatus();
+  if (slots_[slot].extent <= available) return absl::OkStatus();
   return absl::OutOfRangeError(
       absl::StrCat("compiled graph: memory ", slot, " holds ", available,
-                   " bytes but the graph reads ", extent_[slot],
+                   " bytes but the graph reads ", slots_[slot].extent,
                    " (refused rather than read past it)"));
 }
 
@@ -132,9 +133,6 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   plan->held_ = options.held != nullptr ? std::move(options.held)
                                         : std::make_shared<HeldBuffers>();
   const size_t slots = plan->graph_.slots.size();
-  plan->buffer_of_.assign(slots, -1);
-  plan->run_.resize(slots);
-  plan->bases_.resize(slots, nullptr);
   for (const GraphNode& n : plan->graph_.nodes) {
     Prepared p;
     for (const ValueRef& v : n.inputs) p.inputs.push_back(Describe(v));
@@ -143,15 +141,13 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   }
   MIXRT_RETURN_IF_ERROR(plan->BoundViews());
   // Each slot's lifetime: the first and last node that touches it.
-  plan->first_use_.assign(slots, -1);
-  plan->last_use_.assign(slots, -1);
   for (size_t i = 0; i < plan->graph_.nodes.size(); ++i) {
     const GraphNode& n = plan->graph_.nodes[i];
     for (const auto* refs : {&n.inputs, &n.outputs}) {
       for (const ValueRef& v : *refs) {
-        if (plan->first_use_[v.slot] < 0)
-          plan->first_use_[v.slot] = static_cast<int>(i);
-        plan->last_use_[v.slot] = static_cast<int>(i);
+        if (plan->slots_[v.slot].first_use < 0)
+          plan->slots_[v.slot].first_use = static_cast<int>(i);
+        plan->slots_[v.slot].last_use = static_cast<int>(i);
       }
     }
   }
@@ -163,13 +159,14 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   for (const ValueRef& v : plan->graph_.outputs)
     viewed_by_result[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
-    if (plan->last_use_[s] < 0) continue;
-    if (plan->kept_[s]) continue;
+    if (plan->slots_[s].last_use < 0) continue;
+    if (plan->slots_[s].kept) continue;
     if (plan->Temporary(static_cast<int>(s))) {
-      plan->frees_after_[plan->last_use_[s]].push_back(static_cast<int>(s));
+      plan->frees_after_[plan->slots_[s].last_use].push_back(
+          static_cast<int>(s));
     } else if (plan->graph_.slots[s].kind == StorageSlot::Kind::kSaved &&
                !viewed_by_result[s]) {
-      plan->saved_done_after_[plan->last_use_[s]].push_back(
+      plan->saved_done_after_[plan->slots_[s].last_use].push_back(
           static_cast<int>(s));
     }
   }
@@ -179,7 +176,6 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
   plan->segment_at_.assign(plan->order_.size(), -1);
   if (options.preallocate) {
     plan->recycle_ = true;
-    plan->recycled_.resize(slots);
     MIXRT_RETURN_IF_ERROR(plan->PlanBuffers());
     const Device& device = plan->graph_.device;
     const char* env = std::getenv(kKernelGraphsEnv);
@@ -220,125 +216,133 @@ void Plan::OrderForGraphs() {
   order_.insert(order_.end(), rest.begin(), rest.end());
 }
 
-absl::Status Plan::BuildKernelGraphs() {
+bool Plan::Graphable(int node) const {
+  const GraphNode& n = graph_.nodes[node];
+  if ((n.kind != GraphNode::Kind::kLaunch &&
+       n.kind != GraphNode::Kind::kFused) ||
+      kept_of_node_[node] >= 0) {
+    return false;
+  }
+  for (const auto* refs : {&n.inputs, &n.outputs}) {
+    for (const ValueRef& v : *refs) {
+      if (v.offset < 0) return false;  // Before its input's view.
+    }
+  }
+  return true;
+}
+
+bool Plan::Releases(int node) const {
+  if (!saved_done_after_[node].empty()) return true;
+  for (int slot : frees_after_[node]) {
+    if (slots_[slot].buffer < 0) return true;
+  }
+  return false;
+}
+
+bool Plan::Allocates(int node) const {
+  const GraphNode& n = graph_.nodes[node];
+  for (const auto* refs : {&n.inputs, &n.outputs}) {
+    for (const ValueRef& v : *refs) {
+      if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+          slots_[v.slot].buffer < 0 && !slots_[v.slot].kept &&
+          slots_[v.slot].first_use == node) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A graph frees what its nodes release only when it ends, so it ends
+// before a node that takes fresh memory after an earlier node released
+// some: the backward frees each activation before allocating what
+// follows, as eager does (one graph for a whole backward held them all
+// to the end, 1.6x eager's peak).
+int Plan::SegmentEnd(int pos) const {
+  const int count = static_cast<int>(order_.size());
+  int last = pos;
+  bool released = Releases(order_[pos]);
+  while (last + 1 < count && Graphable(order_[last + 1]) &&
+         !(released && Allocates(order_[last + 1]))) {
+    ++last;
+    released |= Releases(order_[last]);
+  }
+  return last;
+}
+
+absl::Status Plan::BuildSegment(int pos, int last) {
   const Device& device = graph_.device;
-  auto graphable = [&](int node) {
+  // Descriptors come from prepared_ (shapes and strides in graph_, which
+  // does not move); locations from the value refs.
+  struct Locations {
+    std::vector<int32_t> in_buffers, out_buffers;
+    std::vector<uint64_t> in_offsets, out_offsets;
+    std::vector<int32_t> fused_values;
+  };
+  std::vector<Locations> where(last - pos + 1);
+  std::vector<MixrtKernelGraphStep> steps(last - pos + 1);
+  Segment segment;
+  segment.first = pos;
+  segment.last = last;
+  std::vector<bool> listed(graph_.slots.size(), false);
+  for (int k = pos; k <= last; ++k) {
+    const int node = order_[k];
     const GraphNode& n = graph_.nodes[node];
-    if ((n.kind != GraphNode::Kind::kLaunch &&
-         n.kind != GraphNode::Kind::kFused) ||
-        kept_of_node_[node] >= 0) {
-      return false;
-    }
-    for (const auto* refs : {&n.inputs, &n.outputs}) {
-      for (const ValueRef& v : *refs) {
-        if (v.offset < 0) return false;  // Before its input's view.
+    Locations& w = where[k - pos];
+    auto locate = [&](const ValueRef& v, std::vector<int32_t>* buffers,
+                      std::vector<uint64_t>* offsets) {
+      buffers->push_back(v.slot);
+      offsets->push_back(static_cast<uint64_t>(v.offset) * DTypeSize(v.dtype));
+      if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
+          !listed[v.slot]) {
+        listed[v.slot] = true;
+        segment.internal_slots.push_back(v.slot);
       }
+    };
+    for (const ValueRef& v : n.inputs) locate(v, &w.in_buffers, &w.in_offsets);
+    for (const ValueRef& v : n.outputs)
+      locate(v, &w.out_buffers, &w.out_offsets);
+    MixrtKernelGraphStep& step = steps[k - pos];
+    step.struct_size = sizeof(step);
+    step.op = n.op;
+    step.num_inputs = static_cast<int32_t>(n.inputs.size());
+    step.inputs = prepared_[node].inputs.data();
+    step.num_outputs = static_cast<int32_t>(n.outputs.size());
+    step.outputs = prepared_[node].outputs.data();
+    step.input_buffers = w.in_buffers.data();
+    step.input_offsets = w.in_offsets.data();
+    step.output_buffers = w.out_buffers.data();
+    step.output_offsets = w.out_offsets.data();
+    step.attrs = n.attrs.empty() ? nullptr : n.attrs.data();
+    if (n.kind == GraphNode::Kind::kFused) {
+      step.op = 0;
+      step.fused_kernel = n.fused->kernel->handle();
+      w.fused_values = n.fused->input_values;
+      w.fused_values.insert(w.fused_values.end(),
+                            n.fused->output_values.begin(),
+                            n.fused->output_values.end());
+      step.fused_values = w.fused_values.data();
     }
-    return true;
-  };
-  // A graph frees what its nodes release only when it ends, so it ends
-  // before a node that takes fresh memory after an earlier node released
-  // some: the backward frees each activation before allocating what
-  // follows, as eager does (one graph for a whole backward held them all
-  // to the end, 1.6x eager's peak).
-  auto releases = [&](int node) {
-    if (!saved_done_after_[node].empty()) return true;
-    for (int slot : frees_after_[node]) {
-      if (buffer_of_[slot] < 0) return true;
-    }
-    return false;
-  };
-  auto allocates = [&](int node) {
-    const GraphNode& n = graph_.nodes[node];
-    for (const auto* refs : {&n.inputs, &n.outputs}) {
-      for (const ValueRef& v : *refs) {
-        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-            buffer_of_[v.slot] < 0 && !kept_[v.slot] &&
-            first_use_[v.slot] == node) {
-          return true;
-        }
-      }
-    }
-    return false;
-  };
+  }
+  MIXRT_ASSIGN_OR_RETURN(
+      segment.graph,
+      device.backend()->CreateKernelGraph(
+          device.index(), static_cast<int>(graph_.slots.size()), steps));
+  segment_at_[pos] = static_cast<int>(segments_.size());
+  segments_.push_back(std::move(segment));
+  return absl::OkStatus();
+}
+
+absl::Status Plan::BuildKernelGraphs() {
   int launches = 0;
   const int count = static_cast<int>(order_.size());
   for (int pos = 0; pos < count;) {
-    if (!graphable(order_[pos])) {
-      ++pos;
-      continue;
-    }
-    int last = pos;
-    bool released = releases(order_[pos]);
-    while (last + 1 < count && graphable(order_[last + 1]) &&
-           !(released && allocates(order_[last + 1]))) {
-      ++last;
-      released |= releases(order_[last]);
-    }
+    const int last = Graphable(order_[pos]) ? SegmentEnd(pos) : pos;
     if (last == pos) {  // One launch gains nothing from a graph.
       ++pos;
       continue;
     }
-    // Descriptors come from prepared_ (shapes and strides in graph_, which
-    // does not move); locations from the value refs.
-    struct Locations {
-      std::vector<int32_t> in_buffers, out_buffers;
-      std::vector<uint64_t> in_offsets, out_offsets;
-      std::vector<int32_t> fused_values;
-    };
-    std::vector<Locations> where(last - pos + 1);
-    std::vector<MixrtKernelGraphStep> steps(last - pos + 1);
-    Segment segment;
-    segment.first = pos;
-    segment.last = last;
-    std::vector<bool> listed(graph_.slots.size(), false);
-    for (int k = pos; k <= last; ++k) {
-      const int node = order_[k];
-      const GraphNode& n = graph_.nodes[node];
-      Locations& w = where[k - pos];
-      auto locate = [&](const ValueRef& v, std::vector<int32_t>* buffers,
-                        std::vector<uint64_t>* offsets) {
-        buffers->push_back(v.slot);
-        offsets->push_back(static_cast<uint64_t>(v.offset) *
-                           DTypeSize(v.dtype));
-        if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-            !listed[v.slot]) {
-          listed[v.slot] = true;
-          segment.internal_slots.push_back(v.slot);
-        }
-      };
-      for (const ValueRef& v : n.inputs)
-        locate(v, &w.in_buffers, &w.in_offsets);
-      for (const ValueRef& v : n.outputs)
-        locate(v, &w.out_buffers, &w.out_offsets);
-      MixrtKernelGraphStep& step = steps[k - pos];
-      step.struct_size = sizeof(step);
-      step.op = n.op;
-      step.num_inputs = static_cast<int32_t>(n.inputs.size());
-      step.inputs = prepared_[node].inputs.data();
-      step.num_outputs = static_cast<int32_t>(n.outputs.size());
-      step.outputs = prepared_[node].outputs.data();
-      step.input_buffers = w.in_buffers.data();
-      step.input_offsets = w.in_offsets.data();
-      step.output_buffers = w.out_buffers.data();
-      step.output_offsets = w.out_offsets.data();
-      step.attrs = n.attrs.empty() ? nullptr : n.attrs.data();
-      if (n.kind == GraphNode::Kind::kFused) {
-        step.op = 0;
-        step.fused_kernel = n.fused->kernel->handle();
-        w.fused_values = n.fused->input_values;
-        w.fused_values.insert(w.fused_values.end(),
-                              n.fused->output_values.begin(),
-                              n.fused->output_values.end());
-        step.fused_values = w.fused_values.data();
-      }
-    }
-    MIXRT_ASSIGN_OR_RETURN(
-        segment.graph,
-        device.backend()->CreateKernelGraph(
-            device.index(), static_cast<int>(graph_.slots.size()), steps));
-    segment_at_[pos] = static_cast<int>(segments_.size());
-    segments_.push_back(std::move(segment));
+    MIXRT_RETURN_IF_ERROR(BuildSegment(pos, last));
     launches += last - pos + 1;
     pos = last + 1;
   }
@@ -354,9 +358,6 @@ absl::Status Plan::BuildKernelGraphs() {
 // backward or the caller is not kept.)
 void Plan::FindKeptLaunches() {
   const size_t slots = graph_.slots.size();
-  kept_.assign(slots, false);
-  kept_version_.assign(slots, 0);
-  kept_storage_.resize(slots);
   kept_of_node_.assign(graph_.nodes.size(), -1);
   std::vector<int> writers(slots, 0);
   for (const GraphNode& n : graph_.nodes) {
@@ -375,40 +376,37 @@ void Plan::FindKeptLaunches() {
     std::vector<int> sources;
     for (const ValueRef& v : n.inputs) {
       keep &= graph_.slots[v.slot].kind == StorageSlot::Kind::kConstant ||
-              kept_[v.slot];
+              slots_[v.slot].kept;
       sources.push_back(v.slot);
     }
     for (const ValueRef& v : n.outputs) {
-      keep &= Temporary(v.slot) && writers[v.slot] == 1 && !kept_[v.slot];
+      keep &= Temporary(v.slot) && writers[v.slot] == 1 && !slots_[v.slot].kept;
     }
     if (!keep) continue;
     kept_of_node_[i] = static_cast<int>(kept_launches_.size());
     kept_launches_.push_back({static_cast<int>(i), std::move(sources), {}});
-    for (const ValueRef& v : n.outputs) kept_[v.slot] = true;
+    for (const ValueRef& v : n.outputs) slots_[v.slot].kept = true;
   }
 }
 
 void Plan::FindWeightReaders() {
   const size_t slots = graph_.slots.size();
-  weight_readers_.assign(slots, {});
-  released_.assign(slots, false);
-  kept_writer_.assign(slots, -1);
   std::vector<bool> other_reader(slots, false);
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
     if (kept_of_node_[i] >= 0) {
       for (const ValueRef& v : n.outputs)
-        kept_writer_[v.slot] = static_cast<int>(i);
+        slots_[v.slot].kept_writer = static_cast<int>(i);
     }
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int slot = n.inputs[k].slot;
-      if (!kept_[slot]) continue;
+      if (!slots_[slot].kept) continue;
       bool weight = false;
       if (n.kind == GraphNode::Kind::kFused) {
         for (size_t w = 0; w < n.fused->weights.size(); ++w) {
           if (n.fused->weights[w].first != static_cast<int>(k)) continue;
-          weight_readers_[slot].emplace_back(static_cast<int>(i),
-                                             static_cast<int>(w));
+          slots_[slot].weight_readers.emplace_back(static_cast<int>(i),
+                                                   static_cast<int>(w));
           weight = true;
         }
       }
@@ -417,28 +415,28 @@ void Plan::FindWeightReaders() {
   }
   for (const ValueRef& v : graph_.outputs) other_reader[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
-    if (other_reader[s]) weight_readers_[s].clear();
+    if (other_reader[s]) slots_[s].weight_readers.clear();
   }
 }
 
 bool Plan::KeptLaunchDue(int slot) const {
-  const KeptLaunch& k = kept_launches_[kept_of_node_[kept_writer_[slot]]];
+  const KeptLaunch& k = kept_launches_[kept_of_node_[slots_[slot].kept_writer]];
   if (!k.computed) return true;
   for (size_t i = 0; i < k.sources.size(); ++i) {
     // A kept source computed again this run changes its version then.
-    if (kept_[k.sources[i]] && KeptLaunchDue(k.sources[i])) return true;
+    if (slots_[k.sources[i]].kept && KeptLaunchDue(k.sources[i])) return true;
     if (SourceVersion(k.sources[i]) != k.versions[i]) return true;
   }
   return false;
 }
 
 void Plan::ReleaseCopiedWeights() {
-  for (size_t s = 0; s < weight_readers_.size(); ++s) {
-    if (weight_readers_[s].empty() || released_[s] ||
-        kept_storage_[s] == nullptr)
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (slots_[s].weight_readers.empty() || slots_[s].released ||
+        slots_[s].kept_storage == nullptr)
       continue;
     bool copied = true;
-    for (const auto& [node, w] : weight_readers_[s]) {
+    for (const auto& [node, w] : slots_[s].weight_readers) {
       copied =
           copied && node < static_cast<int>(keeps_copy_.size()) &&
           w < static_cast<int>(keeps_copy_[node].size()) &&
@@ -446,30 +444,30 @@ void Plan::ReleaseCopiedWeights() {
           told_weight_versions_[node][w] == SourceVersion(static_cast<int>(s));
     }
     if (!copied) continue;
-    kept_storage_[s].reset();
-    run_[s].reset();
-    released_[s] = true;
+    slots_[s].kept_storage.reset();
+    slots_[s].run.reset();
+    slots_[s].released = true;
   }
 }
 
 uint64_t Plan::released_bytes() const {
   uint64_t total = 0;
-  for (size_t s = 0; s < released_.size(); ++s) {
-    if (released_[s]) total += graph_.slots[s].bytes;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (slots_[s].released) total += graph_.slots[s].bytes;
   }
   return total;
 }
 
 uint64_t Plan::SourceVersion(int slot) const {
-  if (kept_[slot]) return kept_version_[slot];
+  if (slots_[slot].kept) return slots_[slot].kept_version;
   // A constant: this run's hold on it (Run takes one for every constant).
-  return run_[slot] != nullptr ? run_[slot]->version() : 0;
+  return slots_[slot].run != nullptr ? slots_[slot].run->version() : 0;
 }
 
 uint64_t Plan::kept_bytes() const {
   uint64_t total = 0;
-  for (size_t s = 0; s < kept_.size(); ++s) {
-    if (kept_[s]) total += graph_.slots[s].bytes;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (slots_[s].kept) total += graph_.slots[s].bytes;
   }
   return total;
 }
@@ -493,13 +491,14 @@ absl::Status Plan::PlanBuffers() {
   std::vector<Buffer> buffers;
   std::vector<int> order;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    if (Temporary(static_cast<int>(s)) && first_use_[s] >= 0 && !kept_[s] &&
-        graph_.slots[s].bytes < kMaxHeldBytes) {
+    if (Temporary(static_cast<int>(s)) && slots_[s].first_use >= 0 &&
+        !slots_[s].kept && graph_.slots[s].bytes < kMaxHeldBytes) {
       order.push_back(static_cast<int>(s));
     }
   }
-  std::sort(order.begin(), order.end(),
-            [&](int a, int b) { return first_use_[a] < first_use_[b]; });
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return slots_[a].first_use < slots_[b].first_use;
+  });
   std::vector<int> buffer_of(graph_.slots.size(), -1);
   for (int s : order) {
     const uint64_t need = graph_.slots[s].bytes;
@@ -507,7 +506,8 @@ absl::Status Plan::PlanBuffers() {
     for (size_t b = 0; b < buffers.size(); ++b) {
       // Free strictly before this slot's first node: a node never reads
       // and writes one buffer through two slots.
-      if (buffers[b].busy_until >= first_use_[s] || buffers[b].bytes < need) {
+      if (buffers[b].busy_until >= slots_[s].first_use ||
+          buffers[b].bytes < need) {
         continue;
       }
       if (best < 0 || buffers[b].bytes < buffers[best].bytes)
@@ -517,7 +517,7 @@ absl::Status Plan::PlanBuffers() {
       buffers.push_back({need, -1});
       best = static_cast<int>(buffers.size() - 1);
     }
-    buffers[best].busy_until = last_use_[s];
+    buffers[best].busy_until = slots_[s].last_use;
     buffer_of[s] = best;
   }
   // Largest first: the i-th largest of each plan sharing the held buffers
@@ -534,7 +534,7 @@ absl::Status Plan::PlanBuffers() {
     sizes.push_back(buffers[by_size[r]].bytes);
   }
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    if (buffer_of[s] >= 0) buffer_of_[s] = rank[buffer_of[s]];
+    if (buffer_of[s] >= 0) slots_[s].buffer = rank[buffer_of[s]];
   }
   std::lock_guard<std::mutex> lock(held_->mutex());
   return held_->Reserve(graph_.device, sizes);
@@ -545,21 +545,22 @@ absl::Status Plan::Allocate(int slot) {
   std::shared_ptr<Storage>* last = nullptr;
   const StorageSlot& s = graph_.slots[slot];
   if (recycle_ && s.saved && !s.returned && bytes <= kRecycledBytes) {
-    last = &recycled_[slot];
+    last = &slots_[slot].recycled;
     // Nobody else holds the last run's memory any more (its backward ran
     // or was dropped): the same memory again, as a CUDA graph's pool gives
     // it, instead of an allocation and a free per slot per run. (Not
     // results: a reference kept here would stop AccumulateGrad from
     // taking a gradient as it is, and make it copy.)
     if (*last != nullptr && last->use_count() == 1) {
-      run_[slot] = *last;
-      bases_[slot] = static_cast<char*>(run_[slot]->data());
+      slots_[slot].run = *last;
+      slots_[slot].base = static_cast<char*>(slots_[slot].run->data());
       return absl::OkStatus();
     }
   }
-  MIXRT_ASSIGN_OR_RETURN(run_[slot], Storage::Allocate(graph_.device, bytes));
-  bases_[slot] = static_cast<char*>(run_[slot]->data());
-  if (last != nullptr) *last = run_[slot];
+  MIXRT_ASSIGN_OR_RETURN(slots_[slot].run,
+                         Storage::Allocate(graph_.device, bytes));
+  slots_[slot].base = static_cast<char*>(slots_[slot].run->data());
+  if (last != nullptr) *last = slots_[slot].run;
   return absl::OkStatus();
 }
 
@@ -571,16 +572,16 @@ void Plan::AfterNode(int i, std::vector<SavedMemory>& saved_in) {
   for (const ValueRef& v : graph_.nodes[i].outputs) {
     const StorageSlot& slot = graph_.slots[v.slot];
     if (slot.kind == StorageSlot::Kind::kConstant) {
-      run_[v.slot]->BumpVersion();
+      slots_[v.slot].run->BumpVersion();
     } else if (slot.kind == StorageSlot::Kind::kInput) {
       run_inputs_[slot.input].storage()->BumpVersion();
     }
   }
   for (int slot : frees_after_[i]) {
-    if (buffer_of_[slot] < 0) run_[slot].reset();
+    if (slots_[slot].buffer < 0) slots_[slot].run.reset();
   }
   for (int slot : saved_done_after_[i]) {
-    run_[slot].reset();
+    slots_[slot].run.reset();
     saved_in[graph_.slots[slot].forward_slot].storage.reset();
   }
 }
@@ -592,15 +593,15 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   for (const auto* refs : {&n.inputs, &n.outputs}) {
     for (const ValueRef& v : *refs) {
       if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-          run_[v.slot] == nullptr && !Absent(v.slot)) {
+          slots_[v.slot].run == nullptr && !Absent(v.slot)) {
         MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
       }
     }
   }
   auto place = [&](const ValueRef& v, MixrtTensorDesc* d) {
-    d->data = bases_[v.slot] == nullptr
+    d->data = slots_[v.slot].base == nullptr
                   ? nullptr
-                  : bases_[v.slot] +
+                  : slots_[v.slot].base +
                         v.offset * static_cast<int64_t>(DTypeSize(v.dtype));
   };
   for (size_t k = 0; k < n.inputs.size(); ++k) place(n.inputs[k], &p.inputs[k]);
@@ -623,7 +624,7 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
       if (status.ok()) {
         k.versions = std::move(versions);
         k.computed = true;
-        for (const ValueRef& v : n.outputs) ++kept_version_[v.slot];
+        for (const ValueRef& v : n.outputs) ++slots_[v.slot].kept_version;
       }
     }
   } else if (n.kind == GraphNode::Kind::kFused) {
@@ -693,15 +694,15 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
 absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   Segment& segment = segments_[s];
   for (int slot : segment.internal_slots) {
-    if (run_[slot] == nullptr && !Absent(slot))
+    if (slots_[slot].run == nullptr && !Absent(slot))
       MIXRT_RETURN_IF_ERROR(Allocate(slot));
   }
   // A kernel graph takes no null buffer: a released slot, which its
   // readers promised not to read, gets an address that holds nothing.
   alignas(64) static char released_placeholder[64];
-  for (size_t slot = 0; slot < bases_.size(); ++slot) {
-    graph_buffers_[slot] =
-        Absent(static_cast<int>(slot)) ? released_placeholder : bases_[slot];
+  for (size_t slot = 0; slot < slots_.size(); ++slot) {
+    graph_buffers_[slot] = Absent(static_cast<int>(slot)) ? released_placeholder
+                                                          : slots_[slot].base;
   }
   for (int pos = segment.first; pos <= segment.last; ++pos) {
     MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
@@ -738,7 +739,8 @@ absl::Status Plan::TellWeightVersions(int i) {
     const int slot = n.inputs[input].slot;
     // A weight the plan does not keep has no version to tell: the kernel
     // keeps nothing from it.
-    if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant && !kept_[slot])
+    if (graph_.slots[slot].kind != StorageSlot::Kind::kConstant &&
+        !slots_[slot].kept)
       continue;
     const uint64_t version = SourceVersion(slot);
     if (told[w] == version) continue;
@@ -756,77 +758,93 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
     absl::Span<const Tensor> inputs, std::vector<SavedMemory> saved_in,
     std::vector<SavedMemory>* saved_out) {
   std::lock_guard<std::mutex> lock(held_->mutex());
-  const Device& device = graph_.device;
   run_inputs_ = inputs;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
-    const StorageSlot& slot = graph_.slots[s];
-    switch (slot.kind) {
-      case StorageSlot::Kind::kInput:
-        if (slot.input >= static_cast<int>(inputs.size())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("compiled graph: expected at least ", slot.input + 1,
-                           " inputs, got ", inputs.size()));
-        }
-        bases_[s] = static_cast<char*>(
-            const_cast<void*>(inputs[slot.input].const_data_ptr()));
-        if (inputs[slot.input].defined()) {
-          const Tensor& in = inputs[slot.input];
-          MIXRT_RETURN_IF_ERROR(CheckExtent(
-              static_cast<int>(s),
-              in.storage()->bytes() -
-                  static_cast<uint64_t>(in.offset()) * DTypeSize(in.dtype())));
-        }
-        break;
-      case StorageSlot::Kind::kConstant:
-        // Held for this run; the caller (CompiledFunction) checked that
-        // every constant is still there and holds them too.
-        run_[s] = slot.constant.lock();
-        if (run_[s] == nullptr) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("compiled graph: constant ", s,
-                           " is gone (nothing else holds it)"));
-        }
-        bases_[s] = static_cast<char*>(run_[s]->data());
-        MIXRT_RETURN_IF_ERROR(
-            CheckExtent(static_cast<int>(s), run_[s]->bytes()));
-        break;
-      case StorageSlot::Kind::kSaved:
-        if (slot.forward_slot >= static_cast<int>(saved_in.size()) ||
-            saved_in[slot.forward_slot].storage == nullptr) {
-          return absl::FailedPreconditionError(
-              "compiled backward: the forward's saved activations are gone "
-              "(a second backward needs retain_graph=true)");
-        }
-        run_[s] = saved_in[slot.forward_slot].storage;
-        bases_[s] = saved_in[slot.forward_slot].base;
-        break;
-      case StorageSlot::Kind::kInternal:
-        // Memory from the allocator comes at the slot's first node.
-        run_[s].reset();  // What a failed run may have left.
-        if (kept_[s]) {
-          // Released and not due again: the kernels reading it have
-          // their own copies; nothing reads this slot this run.
-          if (released_[s] && !KeptLaunchDue(static_cast<int>(s))) {
-            bases_[s] = nullptr;
-            break;
-          }
-          released_[s] = false;
-          if (kept_storage_[s] == nullptr) {
-            MIXRT_ASSIGN_OR_RETURN(kept_storage_[s],
-                                   Storage::Allocate(device, slot.bytes));
-          }
-          run_[s] = kept_storage_[s];
-          bases_[s] = static_cast<char*>(run_[s]->data());
-        } else if (buffer_of_[s] >= 0) {
-          run_[s] = held_->buffer(buffer_of_[s]);
-          bases_[s] = static_cast<char*>(run_[s]->data());
-        } else if (first_use_[s] < 0 && !Temporary(static_cast<int>(s))) {
-          // Never launched on (a result allocated and returned as is).
-          MIXRT_RETURN_IF_ERROR(Allocate(static_cast<int>(s)));
-        }
-        break;
-    }
+    MIXRT_RETURN_IF_ERROR(BindSlot(static_cast<int>(s), inputs, saved_in));
   }
+  MIXRT_RETURN_IF_ERROR(RunInOrder(saved_in));
+  std::vector<Tensor> results = Results(inputs);
+  if (saved_out != nullptr) *saved_out = SavedActivations(inputs);
+  ReleaseCopiedWeights();
+  // This run's memory goes back (a returned slot lives on in its results).
+  for (SlotState& slot : slots_) {
+    if (slot.buffer < 0) slot.run.reset();
+  }
+  return results;
+}
+
+absl::Status Plan::BindSlot(int s, absl::Span<const Tensor> inputs,
+                            const std::vector<SavedMemory>& saved_in) {
+  const Device& device = graph_.device;
+  const StorageSlot& slot = graph_.slots[s];
+  switch (slot.kind) {
+    case StorageSlot::Kind::kInput:
+      if (slot.input >= static_cast<int>(inputs.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("compiled graph: expected at least ", slot.input + 1,
+                         " inputs, got ", inputs.size()));
+      }
+      slots_[s].base = static_cast<char*>(
+          const_cast<void*>(inputs[slot.input].const_data_ptr()));
+      if (inputs[slot.input].defined()) {
+        const Tensor& in = inputs[slot.input];
+        MIXRT_RETURN_IF_ERROR(CheckExtent(
+            s, in.storage()->bytes() -
+                   static_cast<uint64_t>(in.offset()) * DTypeSize(in.dtype())));
+      }
+      return absl::OkStatus();
+    case StorageSlot::Kind::kConstant:
+      // Held for this run; the caller (CompiledFunction) checked that
+      // every constant is still there and holds them too.
+      slots_[s].run = slot.constant.lock();
+      if (slots_[s].run == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("compiled graph: constant ", s,
+                         " is gone (nothing else holds it)"));
+      }
+      slots_[s].base = static_cast<char*>(slots_[s].run->data());
+      MIXRT_RETURN_IF_ERROR(CheckExtent(s, slots_[s].run->bytes()));
+      return absl::OkStatus();
+    case StorageSlot::Kind::kSaved:
+      if (slot.forward_slot >= static_cast<int>(saved_in.size()) ||
+          saved_in[slot.forward_slot].storage == nullptr) {
+        return absl::FailedPreconditionError(
+            "compiled backward: the forward's saved activations are gone "
+            "(a second backward needs retain_graph=true)");
+      }
+      slots_[s].run = saved_in[slot.forward_slot].storage;
+      slots_[s].base = saved_in[slot.forward_slot].base;
+      return absl::OkStatus();
+    case StorageSlot::Kind::kInternal:
+      // Memory from the allocator comes at the slot's first node.
+      slots_[s].run.reset();  // What a failed run may have left.
+      if (slots_[s].kept) {
+        // Released and not due again: the kernels reading it have
+        // their own copies; nothing reads this slot this run.
+        if (slots_[s].released && !KeptLaunchDue(s)) {
+          slots_[s].base = nullptr;
+          return absl::OkStatus();
+        }
+        slots_[s].released = false;
+        if (slots_[s].kept_storage == nullptr) {
+          MIXRT_ASSIGN_OR_RETURN(slots_[s].kept_storage,
+                                 Storage::Allocate(device, slot.bytes));
+        }
+        slots_[s].run = slots_[s].kept_storage;
+        slots_[s].base = static_cast<char*>(slots_[s].run->data());
+      } else if (slots_[s].buffer >= 0) {
+        slots_[s].run = held_->buffer(slots_[s].buffer);
+        slots_[s].base = static_cast<char*>(slots_[s].run->data());
+      } else if (slots_[s].first_use < 0 && !Temporary(s)) {
+        // Never launched on (a result allocated and returned as is).
+        MIXRT_RETURN_IF_ERROR(Allocate(s));
+      }
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();  // Not reached: every kind returns.
+}
+
+absl::Status Plan::RunInOrder(std::vector<SavedMemory>& saved_in) {
   for (size_t pos = 0; pos < order_.size();) {
     if (const int segment = segment_at_[pos]; segment >= 0) {
       MIXRT_RETURN_IF_ERROR(RunSegment(segment, saved_in));
@@ -839,6 +857,10 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
       ++pos;
     }
   }
+  return absl::OkStatus();
+}
+
+std::vector<Tensor> Plan::Results(absl::Span<const Tensor> inputs) const {
   std::vector<Tensor> results;
   for (const ValueRef& v : graph_.outputs) {
     const StorageSlot& slot = graph_.slots[v.slot];
@@ -848,31 +870,31 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
                            in.offset() + v.offset);
     } else if (slot.kind == StorageSlot::Kind::kSaved) {
       const int64_t base_offset =
-          (bases_[v.slot] - static_cast<char*>(run_[v.slot]->data())) /
+          (slots_[v.slot].base -
+           static_cast<char*>(slots_[v.slot].run->data())) /
           static_cast<int64_t>(DTypeSize(v.dtype));
-      results.emplace_back(run_[v.slot], v.dtype, v.shape, v.strides,
+      results.emplace_back(slots_[v.slot].run, v.dtype, v.shape, v.strides,
                            base_offset + v.offset);
     } else {
-      results.emplace_back(run_[v.slot], v.dtype, v.shape, v.strides, v.offset);
+      results.emplace_back(slots_[v.slot].run, v.dtype, v.shape, v.strides,
+                           v.offset);
     }
-  }
-  if (saved_out != nullptr) {
-    saved_out->assign(graph_.slots.size(), SavedMemory{});
-    for (size_t s = 0; s < graph_.slots.size(); ++s) {
-      const StorageSlot& slot = graph_.slots[s];
-      if (!slot.saved) continue;
-      (*saved_out)[s] = {slot.kind == StorageSlot::Kind::kInput
-                             ? inputs[slot.input].storage()
-                             : run_[s],
-                         bases_[s]};
-    }
-  }
-  ReleaseCopiedWeights();
-  // This run's memory goes back (a returned slot lives on in its results).
-  for (size_t s = 0; s < run_.size(); ++s) {
-    if (buffer_of_[s] < 0) run_[s].reset();
   }
   return results;
+}
+
+std::vector<SavedMemory> Plan::SavedActivations(
+    absl::Span<const Tensor> inputs) const {
+  std::vector<SavedMemory> saved(graph_.slots.size(), SavedMemory{});
+  for (size_t s = 0; s < graph_.slots.size(); ++s) {
+    const StorageSlot& slot = graph_.slots[s];
+    if (!slot.saved) continue;
+    saved[s] = {slot.kind == StorageSlot::Kind::kInput
+                    ? inputs[slot.input].storage()
+                    : slots_[s].run,
+                slots_[s].base};
+  }
+  return saved;
 }
 
 }  // namespace mixrt::compiler

@@ -136,13 +136,32 @@ class Plan {
   // Whether the kept launch writing `slot` would compute again now.
   bool KeptLaunchDue(int slot) const;
   // A released kept slot this run does not need (see released_bytes).
-  bool Absent(int slot) const { return kept_[slot] && released_[slot]; }
+  bool Absent(int slot) const {
+    return slots_[slot].kept && slots_[slot].released;
+  }
   // After a run: releases the kept slots all of whose readers keep copies.
   void ReleaseCopiedWeights();
   // Kept launches no earlier node's output feeds go first, so they do not
   // split the kernel graphs; then runs of plain launches become graphs.
   void OrderForGraphs();
   absl::Status BuildKernelGraphs();
+  // BuildKernelGraphs' steps: whether a node can be a kernel graph's step,
+  // releases memory or takes fresh memory; where the segment from order_
+  // position `pos` ends; the kernel graph of positions [pos, last].
+  bool Graphable(int node) const;
+  bool Releases(int node) const;
+  bool Allocates(int node) const;
+  int SegmentEnd(int pos) const;
+  absl::Status BuildSegment(int pos, int last);
+  // Run's phases: each slot's memory for this run (inputs and constants
+  // checked against the extent the graph reads), the nodes and kernel
+  // graphs in order, the results, the activations a backward reads.
+  absl::Status BindSlot(int slot, absl::Span<const Tensor> inputs,
+                        const std::vector<SavedMemory>& saved_in);
+  absl::Status RunInOrder(std::vector<SavedMemory>& saved_in);
+  std::vector<Tensor> Results(absl::Span<const Tensor> inputs) const;
+  std::vector<SavedMemory> SavedActivations(
+      absl::Span<const Tensor> inputs) const;
   absl::Status ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
@@ -154,10 +173,28 @@ class Plan {
 
   std::shared_ptr<HeldBuffers> held_;
   Graph graph_;
+  // Per slot of graph_: what the plan knows of it and holds for it.
+  struct SlotState {
+    int buffer = -1;                    // Its held buffer, or -1.
+    int first_use = -1, last_use = -1;  // Node indexes.
+    uint64_t extent = 0;                // Bytes its views reach from its start.
+    char* base = nullptr;               // This run's.
+    std::shared_ptr<Storage> run;       // This run's.
+    std::shared_ptr<Storage> recycled;  // The last run's (see kRecycledBytes).
+    // A kept launch's result: the version it was computed at, and its
+    // memory; released once all its readers keep copies.
+    bool kept = false;
+    int kept_writer = -1;  // Its kept launch's node.
+    uint64_t kept_version = 0;
+    std::shared_ptr<Storage> kept_storage;
+    bool released = false;
+    // (fused node, weight index) pairs reading it (FindWeightReaders).
+    std::vector<std::pair<int, int>> weight_readers;
+  };
+  std::vector<SlotState> slots_;
   std::unique_ptr<const Graph> traced_;  // Set when fusion changed graph_.
   std::string fusion_;
   std::vector<Prepared> prepared_;
-  std::vector<int> buffer_of_;  // Per slot: its held buffer, or -1.
   // A launch whose results are kept: the versions of the slots it read when
   // it last ran (none yet: empty). A constant's version is its storage's;
   // a kept result's is kept_version_, counted up each time it is computed.
@@ -174,26 +211,14 @@ class Plan {
   std::vector<std::vector<std::optional<uint64_t>>> told_weight_versions_;
   // Per node, per weight: what the kernel answered with the version told.
   std::vector<std::vector<bool>> keeps_copy_;
-  std::vector<std::vector<std::pair<int, int>>> weight_readers_;  // Per slot.
-  std::vector<int> kept_writer_;   // Per kept slot: its kept launch's node.
-  std::vector<bool> released_;     // Per slot.
   std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
-  std::vector<bool> kept_;         // Per slot: a kept launch's result.
-  std::vector<uint64_t> kept_version_;                  // Per slot.
-  std::vector<std::shared_ptr<Storage>> kept_storage_;  // Per slot.
-  std::vector<std::shared_ptr<Storage>> run_;           // Per slot, this run's.
   // Preallocated plans hand saved slots (activations for the backward) of
   // at most kRecycledBytes the memory of an earlier run again once nothing
   // else holds it (per slot: the last run's). Larger ones come from the
   // allocator each run: their kernels dwarf an allocation, and kept they
   // would raise the memory held between steps.
   static constexpr uint64_t kRecycledBytes = 64 << 10;
-  bool recycle_ = false;
-  std::vector<std::shared_ptr<Storage>> recycled_;
-  std::vector<char*> bases_;               // Per slot, this run's.
-  std::vector<int> first_use_, last_use_;  // Per slot: node indexes.
-  // Per slot, the bytes its views reach from its start (BoundViews).
-  std::vector<uint64_t> extent_;
+  bool recycle_ = false;  // Recycled slots: SlotState::recycled.
   std::vector<std::vector<int>> frees_after_;  // Per node: temporaries.
   // Per node: kSaved slots last used there (none a result views).
   std::vector<std::vector<int>> saved_done_after_;
