@@ -111,11 +111,15 @@ absl::Status CheckChainGroup(const sdk::FusionGraph& g,
                              const std::vector<int>& outs,
                              const std::string& what);
 
+template <typename Chain>
+struct EpilogueGroup;
+
 // What the matmul and conv epilogue fusions share, claim and compile:
 // `op` (MIXRT_OP_MATMUL, MIXRT_OP_CONV2D) starts each chain; `follow(g,
 // node)` walks the chain it feeds; `prefix(g, chain)` is how much of it
 // fuses; `implementation(g, chain, nodes)` names the oneDNN kernel the
-// chain's first `nodes` get.
+// chain's first `nodes` get; `make(g, group)` is the kernel of a group
+// begun (BeginEpilogueGroup).
 template <typename Chain>
 struct EpilogueSkeleton {
   MixrtOp op;
@@ -125,6 +129,8 @@ struct EpilogueSkeleton {
   size_t (*prefix)(const sdk::FusionGraph& g, const Chain& chain);
   std::string (*implementation)(const sdk::FusionGraph& g, const Chain& chain,
                                 size_t nodes);
+  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> (*make)(
+      const sdk::FusionGraph& g, EpilogueGroup<Chain> group);
 };
 
 // One claim per chain that starts at `skeleton.op` and its fusable prefix.
@@ -168,6 +174,35 @@ absl::StatusOr<EpilogueGroup<Chain>> BeginEpilogueGroup(
         "'s post-ops on no optimized kernel (", out.implementation, ")"));
   }
   return out;
+}
+
+// The kernel of claimed group `group`: begun, then made.
+template <typename Chain>
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileEpilogues(
+    const EpilogueSkeleton<Chain>& skeleton, const sdk::FusionGraph& g,
+    absl::Span<const int> group_of_node, int group) {
+  MIXRT_ASSIGN_OR_RETURN(EpilogueGroup<Chain> begun,
+                         BeginEpilogueGroup(skeleton, g, group_of_node, group));
+  return skeleton.make(g, std::move(begun));
+}
+
+// A skeleton's claim and compile, as the pattern table takes them.
+struct EpiloguePattern {
+  std::vector<int> (*claim)(const sdk::FusionGraph& g,
+                            absl::Span<const int> taken, int first);
+  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> (*compile)(
+      const sdk::FusionGraph& g, absl::Span<const int> group_of_node,
+      int group);
+};
+
+template <const auto& kSkeleton>
+constexpr EpiloguePattern EpiloguePatternOf() {
+  return {[](const sdk::FusionGraph& g, absl::Span<const int> taken,
+             int first) { return ClaimEpilogues(kSkeleton, g, taken, first); },
+          [](const sdk::FusionGraph& g, absl::Span<const int> group_of_node,
+             int group) {
+            return CompileEpilogues(kSkeleton, g, group_of_node, group);
+          }};
 }
 
 }  // namespace mixrt::cpu

@@ -440,41 +440,34 @@ class FusedConv : public sdk::FusedKernel {
   std::vector<uint8_t> unpooled_data_;  // RunAsWritten's, before its pool.
 };
 
-const EpilogueSkeleton<ConvChain> kConvSkeleton = {
-    MIXRT_OP_CONV2D, "conv",        "convolution",
-    FollowChain,     FusablePrefix, Implementation};
-
-}  // namespace
-
-std::vector<int> ClaimConvEpilogues(const FusionGraph& g,
-                                    absl::Span<const int> taken, int first) {
-  return ClaimEpilogues(kConvSkeleton, g, taken, first);
-}
-
-absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
-    const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
-  MIXRT_ASSIGN_OR_RETURN(
-      EpilogueGroup<ConvChain> begun,
-      BeginEpilogueGroup(kConvSkeleton, g, group_of_node, group));
-  const std::vector<int>& nodes = begun.nodes;
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> MakeFusedConv(
+    const FusionGraph& g, EpilogueGroup<ConvChain> begun) {
+  const size_t length = begun.nodes.size();
   ConvChain& c = begun.chain;
   const std::string& implementation = begun.implementation;
-  const size_t steps = c.steps_upto[nodes.size() - 1];
-  const size_t folded = FoldedSteps(g, c, nodes.size());
+  const size_t steps = c.steps_upto[length - 1];
+  const size_t folded = FoldedSteps(g, c, length);
   std::vector<std::string> names[2];  // Folded, then post-ops.
   for (size_t i = 0; i < steps; ++i)
     names[i < folded ? 0 : 1].push_back(c.steps[i].name);
-  const MixrtDtype out = g.values[c.outs[nodes.size() - 1]].dtype;
+  const MixrtDtype out = g.values[c.outs[length - 1]].dtype;
   const std::string description = absl::StrCat(
       "oneDNN conv2d", c.weight >= 0 ? " (weights packed per version)" : "",
       folded > 0 ? absl::StrCat(" + ", absl::StrJoin(names[0], ", "),
                                 " folded into weights and bias")
                  : "",
       names[1].empty() ? "" : " + post-ops ", absl::StrJoin(names[1], ", "),
-      HasPool(c, nodes.size()) ? " + max pool on its blocked result" : "",
-      " -> ", DtypeName(out), " (", implementation, ")");
-  return std::make_unique<FusedConv>(g, std::move(c), nodes.size(),
-                                     description);
+      HasPool(c, length) ? " + max pool on its blocked result" : "", " -> ",
+      DtypeName(out), " (", implementation, ")");
+  return std::make_unique<FusedConv>(g, std::move(c), length, description);
 }
+
+const EpilogueSkeleton<ConvChain> kConvSkeleton = {
+    MIXRT_OP_CONV2D, "conv",         "convolution", FollowChain,
+    FusablePrefix,   Implementation, MakeFusedConv};
+
+}  // namespace
+
+const EpiloguePattern kConvEpilogues = EpiloguePatternOf<kConvSkeleton>();
 
 }  // namespace mixrt::cpu

@@ -30,14 +30,9 @@
 
 namespace mixrt::cpu {
 
-// Per node, its group (`first`, first + 1, ...) or -1: each group a conv2d
-// and the chain it feeds; nodes `taken` by another fusion are left out.
-std::vector<int> ClaimConvEpilogues(const sdk::FusionGraph& graph,
-                                    absl::Span<const int> taken, int first);
-
-absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedConv(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
-    int group);
+// Claims a group per conv2d and the chain it feeds, and compiles it as one
+// oneDNN convolution with post-ops (folded where it can be).
+extern const EpiloguePattern kConvEpilogues;
 
 }  // namespace mixrt::cpu
 

@@ -269,35 +269,27 @@ bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
 
 namespace {
 
-const EpilogueSkeleton<Chain> kMatmulSkeleton = {
-    MIXRT_OP_MATMUL, "matmul",      "matmul",
-    FollowChain,     FusablePrefix, Implementation};
-
-}  // namespace
-
-std::vector<int> ClaimMatmulEpilogues(const FusionGraph& g,
-                                      absl::Span<const int> taken, int first) {
-  return ClaimEpilogues(kMatmulSkeleton, g, taken, first);
-}
-
-absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
-    const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
-  MIXRT_ASSIGN_OR_RETURN(
-      EpilogueGroup<Chain> begun,
-      BeginEpilogueGroup(kMatmulSkeleton, g, group_of_node, group));
-  const std::vector<int>& nodes = begun.nodes;
+absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> MakeFusedMatmul(
+    const FusionGraph& g, EpilogueGroup<Chain> begun) {
+  const size_t length = begun.nodes.size();
   Chain& c = begun.chain;
-  const std::string& implementation = begun.implementation;
   std::vector<std::string> names;
-  for (size_t i = 0; i < c.steps_upto[nodes.size() - 1]; ++i)
+  for (size_t i = 0; i < c.steps_upto[length - 1]; ++i)
     names.push_back(c.steps[i].name);
   const std::string description = absl::StrCat(
       "oneDNN matmul", c.weight >= 0 ? " (weights packed per version)" : "",
       names.empty() ? "" : " + post-ops ", absl::StrJoin(names, ", "), " -> ",
-      DtypeName(g.values[c.outs[nodes.size() - 1]].dtype), " (", implementation,
+      DtypeName(g.values[c.outs[length - 1]].dtype), " (", begun.implementation,
       ")");
-  return std::make_unique<FusedMatmul>(g, std::move(c), nodes.size(),
-                                       description);
+  return std::make_unique<FusedMatmul>(g, std::move(c), length, description);
 }
+
+const EpilogueSkeleton<Chain> kMatmulSkeleton = {
+    MIXRT_OP_MATMUL, "matmul",       "matmul",       FollowChain,
+    FusablePrefix,   Implementation, MakeFusedMatmul};
+
+}  // namespace
+
+const EpiloguePattern kMatmulEpilogues = EpiloguePatternOf<kMatmulSkeleton>();
 
 }  // namespace mixrt::cpu

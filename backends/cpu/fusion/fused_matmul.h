@@ -32,16 +32,11 @@ namespace mixrt::cpu {
 bool PostOpKeepsSpecials(dnnl::algorithm algorithm, float alpha, float beta,
                          uint32_t kind);
 
-// Per node of `graph`, its group (`first`, first + 1, ...) or -1: each
-// group a matmul and the chain it feeds, or a matmul alone whose b is a
-// WEIGHT (the kernel packs it into oneDNN's preferred layout once per
-// weight version); nodes `taken` by another fusion are left out.
-std::vector<int> ClaimMatmulEpilogues(const sdk::FusionGraph& graph,
-                                      absl::Span<const int> taken, int first);
-
-absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusedMatmul(
-    const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
-    int group);
+// Claims a group per matmul and the chain it feeds, or a matmul alone
+// whose b is a WEIGHT (the kernel packs it into oneDNN's preferred layout
+// once per weight version), and compiles it as one oneDNN matmul with
+// post-ops.
+extern const EpiloguePattern kMatmulEpilogues;
 
 }  // namespace mixrt::cpu
 

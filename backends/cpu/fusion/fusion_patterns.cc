@@ -30,10 +30,10 @@ bool AnyGroup(const sdk::FusionGraph&, absl::Span<const int>, int) {
 constexpr MixrtOp kNoAnchor = MIXRT_OP_COUNT;
 
 const FusionPattern kPatterns[] = {
-    {"matmul with its epilogue", ClaimMatmulEpilogues, MIXRT_OP_MATMUL, nullptr,
-     CompileFusedMatmul},
-    {"conv2d with its epilogue", ClaimConvEpilogues, MIXRT_OP_CONV2D, nullptr,
-     CompileFusedConv},
+    {"matmul with its epilogue", kMatmulEpilogues.claim, MIXRT_OP_MATMUL,
+     nullptr, kMatmulEpilogues.compile},
+    {"conv2d with its epilogue", kConvEpilogues.claim, MIXRT_OP_CONV2D, nullptr,
+     kConvEpilogues.compile},
     {"layer_norm writing its cast", ClaimNormCasts, MIXRT_OP_LAYER_NORM,
      nullptr, CompileNormCast},
     {"layer_norm_backward with its neighbours", ClaimNormBackwards,
