@@ -69,11 +69,43 @@ bool StepTakesDtypes(const FusionGraph& g, const FusionNode& n) {
   }
 }
 
+// Every kind listed (no default), so a new one that is missed here is a
+// -Wswitch warning rather than a wrong arity.
 size_t ArityOf(LoopStepKind kind) {
-  if (kind == LoopStepKind::kWhere) return 3;
-  if (kind >= LoopStepKind::kNeg && kind <= LoopStepKind::kClamp) return 1;
-  if (kind == LoopStepKind::kCopy) return 1;
-  return 2;
+  using K = LoopStepKind;
+  switch (kind) {
+    case K::kNeg:
+    case K::kAbs:
+    case K::kRelu:
+    case K::kLeakyRelu:
+    case K::kGelu:
+    case K::kClamp:
+    case K::kCopy:
+      return 1;
+    case K::kAdd:
+    case K::kSub:
+    case K::kMul:
+    case K::kDiv:
+    case K::kPow:
+    case K::kMaximum:
+    case K::kMinimum:
+    case K::kNegBackward:
+    case K::kAbsBackward:
+    case K::kReluBackward:
+    case K::kLeakyReluBackward:
+    case K::kGeluBackward:
+    case K::kClampBackward:
+    case K::kEq:
+    case K::kNe:
+    case K::kLt:
+    case K::kLe:
+    case K::kGt:
+    case K::kGe:
+      return 2;
+    case K::kWhere:
+      return 3;
+  }
+  return 0;
 }
 
 }  // namespace
