@@ -9,39 +9,6 @@
 
 namespace mixrt::cpu {
 
-size_t DtypeBytes(MixrtDtype dtype) {
-  switch (dtype) {
-    case MIXRT_DTYPE_F16:
-    case MIXRT_DTYPE_BF16:
-      return 2;
-    case MIXRT_DTYPE_I64:
-      return 8;
-    case MIXRT_DTYPE_BOOL:
-      return 1;
-    default:
-      return 4;
-  }
-}
-
-const char* DtypeName(MixrtDtype dtype) {
-  switch (dtype) {
-    case MIXRT_DTYPE_F32:
-      return "f32";
-    case MIXRT_DTYPE_F16:
-      return "f16";
-    case MIXRT_DTYPE_BF16:
-      return "bf16";
-    case MIXRT_DTYPE_I32:
-      return "i32";
-    case MIXRT_DTYPE_I64:
-      return "i64";
-    case MIXRT_DTYPE_BOOL:
-      return "bool";
-    default:
-      return "unknown dtype";
-  }
-}
-
 namespace {
 
 template <typename T>

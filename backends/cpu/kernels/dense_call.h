@@ -11,12 +11,12 @@
 
 #include "absl/status/status.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::cpu {
 
-size_t DtypeBytes(MixrtDtype dtype);
-// "f32", "bf16", ...: the dtype as the plugin's messages and Explain() name it.
-const char* DtypeName(MixrtDtype dtype);
+using sdk::DtypeBytes;
+using sdk::DtypeName;
 
 // Copies the elements of `src` into `dst` (same shape and dtype), honouring
 // both tensors' strides.
