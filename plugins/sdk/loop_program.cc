@@ -19,8 +19,8 @@ absl::Status NoStep(const FusionNode& n, uint32_t kind) {
       "a loop has no step for ", MixrtOpName(n.op), " of kind ", kind));
 }
 
-// The run of reduced dims of a keepdim reduction from `in` to `out`, or
-// false when they are not one run each kept as 1.
+// Whether the reduction from `in` to `out` over `axes_mask` reduces one
+// run of adjacent dims, each kept as 1 (keepdim).
 bool ReducesOneKeptRun(const FusionValue& in, const FusionValue& out,
                        uint32_t axes_mask) {
   if (in.shape.empty() || in.shape.size() != out.shape.size() ||
