@@ -151,8 +151,15 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
       }
     }
   }
-  plan->FindKeptLaunches();
-  plan->FindWeightReaders();
+  Plan* self = plan.get();
+  plan->kept_ = std::make_unique<KeptLaunches>(
+      plan->graph_, [self](int slot) { return self->Temporary(slot); },
+      [self](int slot) -> uint64_t {
+        // A constant's version: this run's hold on it (Run takes one for
+        // every constant).
+        const auto& run = self->slots_[slot].run;
+        return run != nullptr ? run->version() : 0;
+      });
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());
   std::vector<bool> viewed_by_result(slots, false);
@@ -160,7 +167,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
     viewed_by_result[v.slot] = true;
   for (size_t s = 0; s < slots; ++s) {
     if (plan->slots_[s].last_use < 0) continue;
-    if (plan->slots_[s].kept) continue;
+    if (plan->kept_->IsKept(static_cast<int>(s))) continue;
     if (plan->Temporary(static_cast<int>(s))) {
       plan->frees_after_[plan->slots_[s].last_use].push_back(
           static_cast<int>(s));
@@ -201,7 +208,7 @@ void Plan::OrderForGraphs() {
   std::vector<int> hoisted, rest;
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const GraphNode& n = graph_.nodes[i];
-    if (kept_of_node_[i] >= 0) {
+    if (kept_->IsKeptLaunch(static_cast<int>(i))) {
       bool free = true;
       for (const ValueRef& v : n.inputs) free &= !written[v.slot];
       if (free) {
@@ -220,7 +227,7 @@ bool Plan::Graphable(int node) const {
   const GraphNode& n = graph_.nodes[node];
   if ((n.kind != GraphNode::Kind::kLaunch &&
        n.kind != GraphNode::Kind::kFused) ||
-      kept_of_node_[node] >= 0) {
+      kept_->IsKeptLaunch(node)) {
     return false;
   }
   for (const auto* refs : {&n.inputs, &n.outputs}) {
@@ -244,7 +251,7 @@ bool Plan::Allocates(int node) const {
   for (const auto* refs : {&n.inputs, &n.outputs}) {
     for (const ValueRef& v : *refs) {
       if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-          slots_[v.slot].buffer < 0 && !slots_[v.slot].kept &&
+          slots_[v.slot].buffer < 0 && !kept_->IsKept(v.slot) &&
           slots_[v.slot].first_use == node) {
         return true;
       }
@@ -352,10 +359,6 @@ absl::Status Plan::BuildKernelGraphs() {
   return absl::OkStatus();
 }
 
-// A launch that reads only constants and kept results and writes
-// temporaries no other node writes: the same on every run while those are
-// unchanged. (A saved or returned result is fresh per run, so what feeds a
-// backward or the caller is not kept.)
 bool Plan::Temporary(int slot) const {
   const StorageSlot& s = graph_.slots[slot];
   return s.kind == StorageSlot::Kind::kInternal && !s.returned && !s.saved;
@@ -376,7 +379,8 @@ absl::Status Plan::PlanBuffers() {
   std::vector<int> order;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     if (Temporary(static_cast<int>(s)) && slots_[s].first_use >= 0 &&
-        !slots_[s].kept && graph_.slots[s].bytes < kMaxHeldBytes) {
+        !kept_->IsKept(static_cast<int>(s)) &&
+        graph_.slots[s].bytes < kMaxHeldBytes) {
       order.push_back(static_cast<int>(s));
     }
   }
@@ -477,7 +481,7 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   for (const auto* refs : {&n.inputs, &n.outputs}) {
     for (const ValueRef& v : *refs) {
       if (graph_.slots[v.slot].kind == StorageSlot::Kind::kInternal &&
-          slots_[v.slot].run == nullptr && !Absent(v.slot)) {
+          slots_[v.slot].run == nullptr && !kept_->Absent(v.slot)) {
         MIXRT_RETURN_IF_ERROR(Allocate(v.slot));
       }
     }
@@ -492,28 +496,15 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   for (size_t k = 0; k < n.outputs.size(); ++k)
     place(n.outputs[k], &p.outputs[k]);
   absl::Status status;
-  const int kept = kept_of_node_[i];
-  if (kept >= 0) {
-    // A kept launch runs again only when what it reads changed. The
-    // versions are read before the launch: a write racing with it leaves
-    // the old version, and the next run computes again.
-    KeptLaunch& k = kept_launches_[kept];
-    std::vector<uint64_t> versions;
-    for (int source : k.sources) versions.push_back(SourceVersion(source));
-    if (!k.computed || versions != k.versions) {
-      k.computed = false;
-      status =
-          device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
-                                   n.attrs.empty() ? nullptr : n.attrs.data());
-      if (status.ok()) {
-        k.versions = std::move(versions);
-        k.computed = true;
-        for (const ValueRef& v : n.outputs) ++slots_[v.slot].kept_version;
-      }
-    }
+  if (kept_->IsKeptLaunch(i)) {
+    status = kept_->RunIfDue(i, [&] {
+      return device.backend()->Launch(
+          device.index(), n.op, p.inputs, p.outputs,
+          n.attrs.empty() ? nullptr : n.attrs.data());
+    });
   } else if (n.kind == GraphNode::Kind::kFused) {
     const FusedGroup& f = *n.fused;
-    MIXRT_RETURN_IF_ERROR(TellWeightVersions(i));
+    MIXRT_RETURN_IF_ERROR(kept_->TellWeightVersions(i));
     p.value_data.resize(f.num_values, nullptr);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       p.value_data[f.input_values[k]] = p.inputs[k].data;
@@ -578,18 +569,19 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
 absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
   Segment& segment = segments_[s];
   for (int slot : segment.internal_slots) {
-    if (slots_[slot].run == nullptr && !Absent(slot))
+    if (slots_[slot].run == nullptr && !kept_->Absent(slot))
       MIXRT_RETURN_IF_ERROR(Allocate(slot));
   }
   // A kernel graph takes no null buffer: a released slot, which its
   // readers promised not to read, gets an address that holds nothing.
   alignas(64) static char released_placeholder[64];
   for (size_t slot = 0; slot < slots_.size(); ++slot) {
-    graph_buffers_[slot] = Absent(static_cast<int>(slot)) ? released_placeholder
-                                                          : slots_[slot].base;
+    graph_buffers_[slot] = kept_->Absent(static_cast<int>(slot))
+                               ? released_placeholder
+                               : slots_[slot].base;
   }
   for (int pos = segment.first; pos <= segment.last; ++pos) {
-    MIXRT_RETURN_IF_ERROR(TellWeightVersions(order_[pos]));
+    MIXRT_RETURN_IF_ERROR(kept_->TellWeightVersions(order_[pos]));
   }
   int failed_step = -1;
   const absl::Status status = segment.graph->Run(graph_buffers_, &failed_step);
@@ -622,7 +614,7 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
   MIXRT_RETURN_IF_ERROR(RunInOrder(saved_in));
   std::vector<Tensor> results = Results(inputs);
   if (saved_out != nullptr) *saved_out = SavedActivations(inputs);
-  ReleaseCopiedWeights();
+  kept_->ReleaseCopiedWeights();
   // This run's memory goes back (a returned slot lives on in its results).
   for (SlotState& slot : slots_) {
     if (slot.buffer < 0) slot.run.reset();
@@ -675,20 +667,13 @@ absl::Status Plan::BindSlot(int s, absl::Span<const Tensor> inputs,
     case StorageSlot::Kind::kInternal:
       // Memory from the allocator comes at the slot's first node.
       slots_[s].run.reset();  // What a failed run may have left.
-      if (slots_[s].kept) {
-        // Released and not due again: the kernels reading it have
+      if (kept_->IsKept(s)) {
+        // Null when released and not due: the kernels reading it have
         // their own copies; nothing reads this slot this run.
-        if (slots_[s].released && !KeptLaunchDue(s)) {
-          slots_[s].base = nullptr;
-          return absl::OkStatus();
-        }
-        slots_[s].released = false;
-        if (slots_[s].kept_storage == nullptr) {
-          MIXRT_ASSIGN_OR_RETURN(slots_[s].kept_storage,
-                                 Storage::Allocate(device, slot.bytes));
-        }
-        slots_[s].run = slots_[s].kept_storage;
-        slots_[s].base = static_cast<char*>(slots_[s].run->data());
+        MIXRT_RETURN_IF_ERROR(kept_->Bind(s, device, &slots_[s].run));
+        slots_[s].base = slots_[s].run == nullptr
+                             ? nullptr
+                             : static_cast<char*>(slots_[s].run->data());
       } else if (slots_[s].buffer >= 0) {
         slots_[s].run = held_->buffer(slots_[s].buffer);
         slots_[s].base = static_cast<char*>(slots_[s].run->data());

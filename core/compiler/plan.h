@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/compiler/graph.h"
+#include "core/compiler/kept_launches.h"
 #include "core/plugin/backend.h"
 #include "core/tensor/tensor.h"
 
@@ -99,17 +100,13 @@ class Plan {
   // Memory held between runs (preallocated intermediates), with the plans
   // sharing it.
   uint64_t held_bytes() const { return held_->bytes(); }
-  // Launches on constants only (an autocast's weight casts, a weight's
-  // transpose, and what is computed from those) whose results are kept
-  // between runs and computed again only when a constant's version changed
-  // (an optimizer step, a checkpoint load): freezing that needs no
-  // promise that the weights stay. Their count and the bytes kept.
-  int kept_launches() const { return static_cast<int>(kept_launches_.size()); }
-  uint64_t kept_bytes() const;
-  // Of those, the bytes released after the fused kernels reading them
-  // prepared their own copies (keeps_copy in plugin_api.h): a weight's
-  // bf16 copy that a matmul packed. A changed source brings them back.
-  uint64_t released_bytes() const;
+  // Launches on constants only whose results are kept between runs (see
+  // KeptLaunches): their count, the bytes kept, and of those the bytes
+  // released after the fused kernels reading them prepared their own
+  // copies (a weight's bf16 copy that a matmul packed).
+  int kept_launches() const { return kept_->count(); }
+  uint64_t kept_bytes() const { return kept_->kept_bytes(); }
+  uint64_t released_bytes() const { return kept_->released_bytes(); }
   // How the launches run: "kernel graphs: 2 (27 launches)", or "one by
   // one" with the reason when the backend made no graphs.
   const std::string& execution() const { return execution_; }
@@ -128,19 +125,6 @@ class Plan {
   absl::Status Allocate(int slot);  // This run's memory and base for it.
   bool Temporary(int slot) const;   // Internal, neither returned nor saved.
   absl::Status PlanBuffers();       // Held buffers shared by lifetime.
-  void FindKeptLaunches();
-  absl::Status TellWeightVersions(int node);
-  // Per kept slot: the (fused node, weight index) pairs reading it, or
-  // none when any other node reads it (it can never be released).
-  void FindWeightReaders();
-  // Whether the kept launch writing `slot` would compute again now.
-  bool KeptLaunchDue(int slot) const;
-  // A released kept slot this run does not need (see released_bytes).
-  bool Absent(int slot) const {
-    return slots_[slot].kept && slots_[slot].released;
-  }
-  // After a run: releases the kept slots all of whose readers keep copies.
-  void ReleaseCopiedWeights();
   // Kept launches no earlier node's output feeds go first, so they do not
   // split the kernel graphs; then runs of plain launches become graphs.
   void OrderForGraphs();
@@ -181,37 +165,14 @@ class Plan {
     char* base = nullptr;               // This run's.
     std::shared_ptr<Storage> run;       // This run's.
     std::shared_ptr<Storage> recycled;  // The last run's (see kRecycledBytes).
-    // A kept launch's result: the version it was computed at, and its
-    // memory; released once all its readers keep copies.
-    bool kept = false;
-    int kept_writer = -1;  // Its kept launch's node.
-    uint64_t kept_version = 0;
-    std::shared_ptr<Storage> kept_storage;
-    bool released = false;
-    // (fused node, weight index) pairs reading it (FindWeightReaders).
-    std::vector<std::pair<int, int>> weight_readers;
   };
   std::vector<SlotState> slots_;
   std::unique_ptr<const Graph> traced_;  // Set when fusion changed graph_.
   std::string fusion_;
   std::vector<Prepared> prepared_;
-  // A launch whose results are kept: the versions of the slots it read when
-  // it last ran (none yet: empty). A constant's version is its storage's;
-  // a kept result's is kept_version_, counted up each time it is computed.
-  struct KeptLaunch {
-    int node;
-    std::vector<int> sources;
-    std::vector<uint64_t> versions;
-    bool computed = false;  // Once: a fill reads nothing to compare.
-  };
-  uint64_t SourceVersion(int slot) const;
-  std::vector<KeptLaunch> kept_launches_;
-  // Per node: the version of each of its fused kernel's weights the kernel
-  // was last told (FusedGroup::weights' order); empty until the first run.
-  std::vector<std::vector<std::optional<uint64_t>>> told_weight_versions_;
-  // Per node, per weight: what the kernel answered with the version told.
-  std::vector<std::vector<bool>> keeps_copy_;
-  std::vector<int> kept_of_node_;  // Per node: index in kept_launches_, or -1.
+  // Built with the plan's lifetimes (Build); reads constants' versions
+  // from this run's holds on them.
+  std::unique_ptr<KeptLaunches> kept_;
   // Preallocated plans hand saved slots (activations for the backward) of
   // at most kRecycledBytes the memory of an earlier run again once nothing
   // else holds it (per slot: the last run's). Larger ones come from the
