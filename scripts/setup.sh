@@ -24,6 +24,7 @@ PACKAGES=(
   python3-scipy        # reference Mann-Whitney U for mixrt bench's tests
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
   libopenmpi-dev openmpi-bin  # Open MPI 4.1, the CPU collectives (core/distributed)
+  python3-dev python3-numpy python3-pytest python3-venv  # the Python package (python/)
 )
 
 missing=()
@@ -55,3 +56,7 @@ if [ ! -x "$cuda_root/bin/nvcc" ] || [ ! -e "$cuda_root/lib64/libcublasLt.so" ];
        "the CUDA plugin will be built as a stub that says so; set MIXRT_CUDA_ROOT" \
        "to a toolkit's root to build the real one" >&2
 fi
+
+# nanobind's sources from PyPI, for the Python package's extension module
+# (the one dependency that is not a Debian package; see the script).
+"$(dirname "$0")/setup_nanobind.sh"

@@ -15,7 +15,23 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(const Device& device,
   return storage;
 }
 
+std::shared_ptr<Storage> Storage::Adopt(const Device& device, void* data,
+                                        uint64_t bytes,
+                                        std::function<void()> release) {
+  std::shared_ptr<Storage> storage(new Storage(device, data, bytes));
+  storage->release_ =
+      release != nullptr ? std::move(release) : std::function<void()>([] {});
+  // A replay could not adopt the next call's memory: the trace would
+  // read this call's for ever. The function runs eagerly instead.
+  ReportUntraceable("memory adopted from outside mixrt (from_dlpack)");
+  return storage;
+}
+
 Storage::~Storage() {
+  if (release_ != nullptr) {
+    release_();
+    return;
+  }
   device_.backend()->allocator(device_.index()).Free(data_);
 }
 

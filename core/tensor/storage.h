@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,14 @@ class Storage {
  public:
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(const Device& device,
                                                            uint64_t bytes);
+  // Memory the caller owns (a NumPy array's, another framework's through
+  // DLPack), used in place: `release` runs when the last tensor viewing it
+  // goes, instead of a free to the device's allocator. Such memory can
+  // change without mixrt's knowledge (the owner writes it), so its
+  // version never proves it unchanged: see external().
+  static std::shared_ptr<Storage> Adopt(const Device& device, void* data,
+                                        uint64_t bytes,
+                                        std::function<void()> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -29,6 +38,15 @@ class Storage {
   // cached weight casts and a compiled graph's folded weight casts check.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void BumpVersion() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  // Memory something outside mixrt can write: adopted, or handed out
+  // (MarkShared: a NumPy view of it, a DLPack export). Such writes do not
+  // bump version(), so what is kept because a version stood (a compiled
+  // function's kept launches, a fused kernel's packed weight copy, an
+  // autocast cast) is never kept for it.
+  bool external() const {
+    return release_ != nullptr || shared_.load(std::memory_order_acquire);
+  }
+  void MarkShared() { shared_.store(true, std::memory_order_release); }
 
  private:
   Storage(Device device, void* data, uint64_t bytes)
@@ -38,6 +56,8 @@ class Storage {
   void* data_;
   uint64_t bytes_;
   std::atomic<uint64_t> version_{0};
+  std::function<void()> release_;  // Set for adopted memory.
+  std::atomic<bool> shared_{false};
 };
 
 }  // namespace mixrt

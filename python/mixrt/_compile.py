@@ -1,0 +1,251 @@
+"""mixrt.compile: torch.compile for Python functions and modules.
+
+The core captures the launches the function makes (below Python) and
+replays them without calling Python again. What the core cannot see is the
+Python the function read: a global or closure number, a module's training
+flag or its attributes, which tensor an attribute holds. Those are guarded
+here: each call compares them with what the trace saw, and a change traces
+again (as Dynamo's guards do), so a replay never computes with a stale
+Python value. Numbers passed as arguments are part of the key the same
+way. After `_RECOMPILE_LIMIT` variants a function runs eagerly (PyTorch's
+recompile limit), never wrongly.
+"""
+
+import functools
+import types
+from collections import OrderedDict
+
+from . import _mixrt
+from ._mixrt import Tensor
+from .nn.module import Module
+
+_RECOMPILE_LIMIT = 8
+_MODES = ("default", "reduce-overhead", "max-autotune",
+          "max-autotune-no-cudagraphs")
+_SCALARS = (bool, int, float, str, bytes, type(None), complex)
+
+
+def _frozen(value, depth=0):
+    """A hashable picture of a value a replay depends on."""
+    if isinstance(value, _SCALARS):
+        return (type(value).__name__, value)
+    if isinstance(value, Tensor):
+        # Which tensor (its contents are the core's to guard).
+        return ("tensor", id(value))
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return (type(value).__name__,
+                tuple(_frozen(v, depth + 1) for v in value))
+    if isinstance(value, dict) and depth < 3:
+        return ("dict", tuple(sorted(
+            ((repr(k), _frozen(v, depth + 1)) for k, v in value.items()))))
+    return ("object", id(value))
+
+
+class _GuardCollector:
+    """Collects what a function or module reads from Python: globals and
+    closure cells its code names, its defaults, modules' flags and
+    attributes, recursively through the functions and modules it reaches."""
+
+    def __init__(self):
+        self.items = []
+        self.seen = set()
+
+    def collect(self, obj, depth=0):
+        if id(obj) in self.seen or depth > 6:
+            return
+        self.seen.add(id(obj))
+        if isinstance(obj, Module):
+            self._module(obj, depth)
+        elif isinstance(obj, types.MethodType):
+            self.collect(obj.__self__, depth + 1)
+            self.collect(obj.__func__, depth + 1)
+        elif isinstance(obj, types.FunctionType):
+            self._function(obj, depth)
+        elif isinstance(obj, functools.partial):
+            self.items.append(("partial", _frozen(obj.args),
+                               _frozen(obj.keywords)))
+            self.collect(obj.func, depth + 1)
+
+    def _value(self, name, value, depth):
+        if isinstance(value, (Module, types.FunctionType, types.MethodType,
+                              functools.partial)):
+            self.items.append((name, "id", id(value)))
+            self.collect(value, depth + 1)
+        elif isinstance(value, (types.ModuleType, type,
+                                types.BuiltinFunctionType)):
+            self.items.append((name, "id", id(value)))
+        elif isinstance(value, _SCALARS + (Tensor, tuple, list, dict)):
+            self.items.append((name, _frozen(value)))
+        else:
+            # Another object: which one, and its plain attributes.
+            attrs = getattr(value, "__dict__", None)
+            picture = () if attrs is None else tuple(
+                (k, _frozen(v)) for k, v in attrs.items()
+                if isinstance(v, _SCALARS + (Tensor,)))
+            self.items.append((name, "object", id(value), picture))
+
+    def _function(self, fn, depth):
+        code = fn.__code__
+        names = set()
+        stack = [code]
+        while stack:  # Nested functions' names too (lambdas, comprehensions).
+            c = stack.pop()
+            names.update(c.co_names)
+            stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for name in sorted(names):
+            if name in fn.__globals__:
+                self._value(name, fn.__globals__[name], depth)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                self._value(name, cell.cell_contents, depth)
+            except ValueError:  # An empty cell.
+                self.items.append((name, "empty"))
+        self.items.append(("defaults", _frozen(fn.__defaults__),
+                           _frozen(fn.__kwdefaults__)))
+
+    def _module(self, m, depth):
+        self.items.append(("module", id(m), type(m).__name__, m.training))
+        for name, value in m.__dict__.items():
+            if name in ("_parameters", "_buffers", "_modules", "training"):
+                continue
+            self._value(name, value, depth)
+        for table in ("_parameters", "_buffers"):
+            for name, t in getattr(m, table).items():
+                self.items.append((name, _frozen(t)))
+        for name, child in m._modules.items():
+            self.items.append((name, "id", id(child)))
+            if child is not None:
+                self.collect(child, depth + 1)
+        forward = getattr(type(m), "forward", None)
+        if isinstance(forward, types.FunctionType):
+            self.collect(forward, depth + 1)
+
+
+def _guards(fn):
+    c = _GuardCollector()
+    c.collect(fn)
+    return tuple(c.items)
+
+
+class _Variant:
+    def __init__(self):
+        self.compiled = None
+        self.traced = None  # The core holds it weakly: kept alive here.
+        self.single = True
+
+
+class CompiledFunction:
+    """What mixrt.compile returns for a function: called like it."""
+
+    def __init__(self, fn, mode, fullgraph, dynamic):
+        self._fn = fn
+        self._mode = mode
+        self._fullgraph = fullgraph
+        self._dynamic = dynamic
+        self._variants = OrderedDict()
+        self.eager_fallbacks = 0
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("a compiled function takes positional arguments "
+                            "only")
+        positions = tuple(i for i, a in enumerate(args)
+                          if isinstance(a, Tensor))
+        others = tuple((i, _frozen(a)) for i, a in enumerate(args)
+                       if not isinstance(a, Tensor))
+        key = (positions, others, _guards(self._fn))
+        variant = self._variants.get(key)
+        if variant is None:
+            if len(self._variants) >= _RECOMPILE_LIMIT:
+                if self._fullgraph:
+                    raise RuntimeError(
+                        f"compile: recompile limit ({_RECOMPILE_LIMIT}) "
+                        f"reached with fullgraph=True: a guarded Python "
+                        f"value changes on every call")
+                self.eager_fallbacks += 1
+                return self._fn(*args)
+            variant = self._compile(args, positions)
+            self._variants[key] = variant
+        out = variant.compiled([args[i] for i in positions])
+        return out[0] if variant.single else tuple(out)
+
+    def _compile(self, args, positions):
+        variant = _Variant()
+        fixed = list(args)
+        fn = self._fn
+
+        def traced(*tensors):
+            full = list(fixed)
+            for i, t in zip(positions, tensors):
+                full[i] = t
+            out = fn(*full)
+            variant.single = isinstance(out, Tensor)
+            return out
+
+        variant.traced = traced
+        variant.compiled = _mixrt._compile(traced, self._mode,
+                                           self._fullgraph, self._dynamic)
+        return variant
+
+    def explain(self):
+        """What the core did for each variant: graphs, fusion, fallbacks."""
+        return "\n".join(v.compiled.explain() for v in self._variants.values())
+
+    @property
+    def compiles(self):
+        return sum(v.compiled.compiles for v in self._variants.values())
+
+    @property
+    def replays(self):
+        return sum(v.compiled.replays for v in self._variants.values())
+
+
+class CompiledModule:
+    """What mixrt.compile returns for a module: called like it; every other
+    attribute is the module's (parameters(), train(), state_dict())."""
+
+    def __init__(self, module, mode, fullgraph, dynamic):
+        object.__setattr__(self, "_orig_mod", module)
+        object.__setattr__(self, "_compiled",
+                           CompiledFunction(module.__call__, mode, fullgraph,
+                                            dynamic))
+
+    def __call__(self, *args):
+        return self._compiled(*args)
+
+    def __getattr__(self, name):
+        return getattr(self._orig_mod, name)
+
+    def explain(self):
+        return self._compiled.explain()
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, mode=None,  # noqa: A001
+            backend=None, options=None):
+    """torch.compile's signature: a function or a Module, or a decorator
+    (``@mixrt.compile`` or ``@mixrt.compile(mode="reduce-overhead")``)."""
+    mode = mode or "default"
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(_MODES)}")
+    if backend not in (None, "inductor", "mixrt"):
+        raise ValueError(f"compile: backend {backend!r} is not available "
+                         f"(mixrt compiles with its own)")
+    if options:
+        raise ValueError("compile: options are not supported")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError("compile: dynamic must be True, False or None")
+
+    def wrap(target):
+        if isinstance(target, Module):
+            return CompiledModule(target, mode, bool(fullgraph), dynamic)
+        if not callable(target):
+            raise RuntimeError(
+                f"compile: expected a function or a Module, got "
+                f"{type(target).__name__}")
+        return CompiledFunction(target, mode, bool(fullgraph), dynamic)
+
+    if model is None:
+        return wrap
+    return wrap(model)

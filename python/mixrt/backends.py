@@ -1,0 +1,32 @@
+"""mixrt.backends: the backends the registry found, why each can or cannot
+run, and which one runs the ops (`mixrt info` from Python)."""
+
+import json
+
+from . import _mixrt
+
+
+def info():
+    """The same report as ``mixrt info --json``: plugins, their state and
+    reason, devices and the per-op-class precision capability matrix."""
+    return json.loads(_mixrt._info_json())
+
+
+def list():  # noqa: A001 (the issue's name)
+    """Names of the usable backends, best first."""
+    return _mixrt._usable_backends()
+
+
+def load_plugin(path):
+    """Loads the plugin file at `path`; returns its backend's name."""
+    return _mixrt._load_plugin(str(path))
+
+
+def select(name):
+    """Makes backend `name` the one new tensors are created on."""
+    _mixrt._select(name)
+
+
+def current():
+    """The device new tensors are created on ("cpu:0")."""
+    return _mixrt._current_device()

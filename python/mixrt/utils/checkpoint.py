@@ -1,0 +1,23 @@
+"""mixrt.utils.checkpoint: torch.utils.checkpoint.checkpoint over the
+core's (the forward's activations are dropped and recomputed in the
+backward, with the RNG state restored)."""
+
+from .. import _mixrt
+from .._mixrt import Tensor
+
+
+def checkpoint(function, *args, use_reentrant=False, **kwargs):
+    if kwargs:
+        raise TypeError("checkpoint: keyword arguments are not supported")
+    for a in args:
+        if not isinstance(a, Tensor):
+            raise TypeError("checkpoint: every argument must be a Tensor")
+    single = []
+
+    def call(*inputs):
+        out = function(*inputs)
+        single.append(isinstance(out, Tensor))
+        return out
+
+    outs = _mixrt.checkpoint(call, list(args))
+    return outs[0] if single and single[0] else tuple(outs)

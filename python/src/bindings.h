@@ -1,0 +1,25 @@
+// The parts of the extension module `mixrt._mixrt`, one per concept; each
+// adds its classes and functions to the module (module.cc calls them in
+// order: tensors first, since the others take and return them).
+#ifndef MIXRT_PYTHON_SRC_BINDINGS_H_
+#define MIXRT_PYTHON_SRC_BINDINGS_H_
+
+#include "core/tensor/tensor.h"
+#include "nanobind/nanobind.h"
+
+namespace mixrt::python {
+
+// Tensor, dtype, factories; returns the Tensor class for the others.
+nanobind::class_<Tensor> BindTensor(nanobind::module_& m);
+void BindDlpack(nanobind::module_& m,  // __dlpack__, from_dlpack.
+                nanobind::class_<Tensor>& tensor);
+void BindFunctional(nanobind::module_& m);  // The differentiable ops.
+void BindAmp(nanobind::module_& m);         // autocast, GradScaler.
+void BindOptim(nanobind::module_& m);       // SGD, AdamW, clip_grad_norm_.
+void BindCompile(nanobind::module_& m);     // compile on Python callables.
+void BindBackends(nanobind::module_& m);    // registry, info, select.
+void BindIo(nanobind::module_& m);          // save / load checkpoints.
+
+}  // namespace mixrt::python
+
+#endif  // MIXRT_PYTHON_SRC_BINDINGS_H_

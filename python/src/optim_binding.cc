@@ -1,0 +1,81 @@
+// mixrt.optim: the core's SGD and AdamW (fused steps), their schedulers
+// and gradient clipping, over lists of Python-held parameters.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/optim/optimizer.h"
+#include "nanobind/nanobind.h"
+#include "nanobind/stl/unique_ptr.h"
+#include "nanobind/stl/vector.h"
+#include "python/src/bindings.h"
+#include "python/src/status_to_python.h"
+
+namespace nb = nanobind;
+
+namespace mixrt::python {
+
+void BindOptim(nb::module_& m) {
+  nb::class_<Optimizer>(m, "Optimizer")
+      .def(
+          "step", [](Optimizer& o) { ThrowIfError(o.step()); },
+          nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "zero_grad", [](Optimizer& o, bool set_to_none) { o.zero_grad(); },
+          nb::arg("set_to_none") = true)
+      .def_prop_rw("lr", &Optimizer::lr,
+                   [](Optimizer& o, double lr) { ThrowIfError(o.set_lr(lr)); })
+      .def("_params", &Optimizer::params);
+
+  nb::class_<SGD, Optimizer>(m, "SGD").def_static(
+      "_create", [](std::vector<Tensor> params, double lr, double momentum,
+                    double weight_decay, bool nesterov) {
+        SgdOptions o;
+        o.lr = lr;
+        o.momentum = momentum;
+        o.weight_decay = weight_decay;
+        o.nesterov = nesterov;
+        return ValueOrThrow(SGD::Create(std::move(params), o));
+      });
+  nb::class_<AdamW, Optimizer>(m, "AdamW")
+      .def_static("_create",
+                  [](std::vector<Tensor> params, double lr, double beta1,
+                     double beta2, double eps, double weight_decay) {
+                    AdamWOptions o;
+                    o.lr = lr;
+                    o.beta1 = beta1;
+                    o.beta2 = beta2;
+                    o.eps = eps;
+                    o.weight_decay = weight_decay;
+                    return ValueOrThrow(AdamW::Create(std::move(params), o));
+                  });
+
+  nb::class_<LRScheduler>(m, "LRScheduler").def("step", [](LRScheduler& s) {
+    ThrowIfError(s.step());
+  });
+  nb::class_<StepLR, LRScheduler>(m, "StepLR")
+      .def_static(
+          "_create",
+          [](Optimizer* o, int step_size, double gamma) {
+            return std::make_unique<StepLR>(
+                ValueOrThrow(StepLR::Create(o, step_size, gamma)));
+          },
+          nb::keep_alive<0, 1>());
+  nb::class_<CosineAnnealingLR, LRScheduler>(m, "CosineAnnealingLR")
+      .def_static(
+          "_create",
+          [](Optimizer* o, int t_max, double eta_min) {
+            return std::make_unique<CosineAnnealingLR>(
+                ValueOrThrow(CosineAnnealingLR::Create(o, t_max, eta_min)));
+          },
+          nb::keep_alive<0, 1>());
+
+  m.def(
+      "clip_grad_norm_",
+      [](const std::vector<Tensor>& params, double max_norm) {
+        return ValueOrThrow(clip_grad_norm_(params, max_norm));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+}
+
+}  // namespace mixrt::python

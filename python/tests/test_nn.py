@@ -1,0 +1,166 @@
+"""Modules written in Python: registration by attribute assignment,
+traversal, state_dict, train/eval, the layers against NumPy, and a model
+that trains (its loss falls)."""
+
+import numpy as np
+import pytest
+
+import mixrt
+from mixrt import nn
+from mixrt.nn import functional as F
+
+
+class TwoLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(8, 2, bias=False)
+        self.scale = nn.Parameter(mixrt.ones(1))
+        self.register_buffer("steps", mixrt.zeros(1))
+        self.not_a_parameter = mixrt.ones(3)  # A plain tensor attribute.
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x))) * self.scale
+
+
+def test_registration_and_traversal():
+    m = TwoLayer()
+    names = [n for n, _ in m.named_parameters()]
+    assert names == ["scale", "fc1.weight", "fc1.bias", "fc2.weight"]
+    assert all(p.requires_grad for p in m.parameters())
+    assert [n for n, _ in m.named_buffers()] == ["steps"]
+    assert list(m.state_dict()) == ["scale", "steps", "fc1.weight",
+                                    "fc1.bias", "fc2.weight"]
+    assert [n for n, _ in m.named_children()] == ["fc1", "fc2"]
+    assert m.fc1.weight.shape == (8, 4)
+    assert m.fc2.bias is None
+    m.eval()
+    assert not m.training and not m.fc1.training
+    m.train()
+    assert m.fc2.training
+    with pytest.raises(AttributeError):
+        m.missing
+
+
+def test_linear_matches_numpy_and_its_init_bound():
+    lin = nn.Linear(16, 3)
+    w = lin.weight.detach().numpy()
+    assert np.abs(w).max() <= 1 / 4  # 1/sqrt(in_features)
+    x = mixrt.randn(5, 16)
+    np.testing.assert_allclose(
+        lin(x).detach().numpy(),
+        x.numpy() @ w.T + lin.bias.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_and_softmax_against_numpy():
+    x = mixrt.randn(3, 6)
+    xn = x.numpy().astype(np.float64)
+    ln = nn.LayerNorm(6)
+    ref = (xn - xn.mean(-1, keepdims=True)) / np.sqrt(
+        xn.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(ln(x).detach().numpy(), ref, rtol=1e-5,
+                               atol=1e-5)
+    e = np.exp(xn - xn.max(-1, keepdims=True))
+    np.testing.assert_allclose(F.softmax(x, -1).numpy(),
+                               e / e.sum(-1, keepdims=True), rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_cross_entropy_against_numpy():
+    logits = mixrt.randn(4, 5)
+    target = mixrt.tensor([0, 3, 4, 1])
+    z = logits.numpy().astype(np.float64)
+    lse = np.log(np.exp(z - z.max(1, keepdims=True)).sum(1)) + z.max(1)
+    ref = np.mean(lse - z[np.arange(4), [0, 3, 4, 1]])
+    assert abs(F.cross_entropy(logits, target).item() - ref) < 1e-5
+
+
+def test_sequential_and_dropout_in_eval():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Dropout(0.5))
+    assert len(model) == 3 and isinstance(model[1], nn.ReLU)
+    model.eval()
+    x = mixrt.randn(2, 3)
+    a = model(x).detach().numpy()
+    b = model(x).detach().numpy()
+    np.testing.assert_array_equal(a, b)  # Dropout is identity in eval.
+
+
+def test_a_python_module_trains_with_sgd_and_adamw():
+    for make in (lambda p: mixrt.optim.SGD(p, lr=0.05, momentum=0.9),
+                 lambda p: mixrt.optim.AdamW(p, lr=0.01)):
+        mixrt.manual_seed(0)
+        model = TwoLayer()
+        opt = make(model.parameters())
+        x = mixrt.randn(32, 4)
+        y = mixrt.randn(32, 2)
+        losses = []
+        for _ in range(30):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[-1] < 0.8 * losses[0]
+
+
+def test_state_dict_round_trip_through_save_and_load(tmp_path):
+    a, b = TwoLayer(), TwoLayer()
+    path = tmp_path / "model.mixrt"
+    mixrt.save(a.state_dict(), path)
+    b.load_state_dict(mixrt.load(path))
+    x = mixrt.randn(2, 4)
+    np.testing.assert_array_equal(a(x).detach().numpy(),
+                                  b(x).detach().numpy())
+    with pytest.raises(RuntimeError, match="missing keys"):
+        b.load_state_dict({"scale": mixrt.ones(1)})
+
+
+def test_a_damaged_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "model.mixrt"
+    mixrt.save({"w": mixrt.randn(64)}, path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(Exception) as raised:
+        mixrt.load(path)
+    assert not isinstance(raised.value, SystemError)
+    path.write_bytes(b"")
+    with pytest.raises(Exception):
+        mixrt.load(path)
+
+
+def test_scheduler_changes_the_learning_rate():
+    model = nn.Linear(2, 2)
+    opt = mixrt.optim.SGD(model.parameters(), lr=1.0)
+    sched = mixrt.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for _ in range(4):
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == [1.0, 0.5, 0.5, 0.25]
+    assert opt.param_groups[0]["lr"] == 0.25
+
+
+def test_clip_grad_norm():
+    p = nn.Parameter(mixrt.zeros(2))
+    (p * mixrt.tensor([3.0, 4.0])).sum().backward()
+    total = nn.utils.clip_grad_norm_([p], 1.0)
+    assert abs(float(total) - 5.0) < 1e-6
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+
+
+def test_checkpointed_function_gives_the_same_gradients():
+    lin = nn.Linear(4, 4)
+    x = mixrt.randn(3, 4, requires_grad=True)
+
+    def block(t):
+        return F.gelu(lin(t))
+
+    block(x).sum().backward()
+    plain_w = lin.weight.grad.detach().numpy().copy()
+    plain_x = x.grad.detach().numpy().copy()
+    lin.zero_grad()
+    x.grad = None
+    mixrt.utils.checkpoint.checkpoint(block, x).sum().backward()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), plain_w, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), plain_x, rtol=1e-6)
