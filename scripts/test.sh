@@ -117,6 +117,26 @@ no_cuda_toolkit() {
 }
 check "builds and tests without a CUDA toolkit (MIXRT_CUDA_ROOT=/nonexistent)" no_cuda_toolkit
 
+# The Python package as a user gets it: the wheel built from the build
+# above, installed into a fresh virtualenv (no NumPy, nothing else), then
+# imported, asked for its backends, and the Python AMP recipe run small.
+# In a folder only this user can write: the registry loads no plugin from
+# a folder others could write (so not under /tmp).
+wheel_in_fresh_venv() {
+  local dir="$HOME/.cache/mixrt-wheel-check" repo=$PWD
+  rm -rf "$dir" && mkdir -p -m 700 "$dir"
+  scripts/build_wheel.sh &&
+    /usr/bin/python3 -m venv "$dir/venv" &&
+    "$dir/venv/bin/pip" install --no-index --quiet dist/mixrt-*.whl &&
+    (cd "$dir" && timeout 300 "$dir/venv/bin/python" -c \
+      "import mixrt; i = mixrt.backends.info(); print(mixrt.backends.list()); assert 'cpu' in mixrt.backends.list()" &&
+      timeout 300 "$dir/venv/bin/python" "$repo/examples/python/amp_recipe.py" --width 256 --batch 64 --steps 3)
+  local code=$?
+  rm -rf "$dir"
+  return $code
+}
+check "the wheel installs and runs in a fresh virtualenv" wheel_in_fresh_venv
+
 # The GPU proof kit: assembled from the build above and loaded in a scrubbed
 # environment (every library from the kit, glibc or CUDA; "no device" here).
 kit_dir=$(mktemp -d)

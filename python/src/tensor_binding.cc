@@ -254,18 +254,19 @@ nb::class_<Tensor> BindTensor(nb::module_& m) {
           "backward",
           [](const Tensor& t, std::optional<Tensor> gradient,
              bool retain_graph) {
+            if (!gradient.has_value() && t.numel() != 1) {
+              // PyTorch's kind and words (the core says InvalidArgument).
+              throw std::runtime_error(
+                  "grad can be implicitly created only for scalar outputs");
+            }
             if (!gradient.has_value() && !retain_graph) {
               ThrowIfError(t.backward());
               return;
             }
-            Tensor g = gradient.has_value() ? *gradient : Tensor();
-            if (!g.defined()) {
-              if (t.numel() != 1) {
-                throw std::runtime_error(
-                    "grad can be implicitly created only for scalar outputs");
-              }
-              g = ValueOrThrow(ones(t.shape(), t.dtype(), t.device()));
-            }
+            const Tensor g =
+                gradient.has_value()
+                    ? *gradient
+                    : ValueOrThrow(ones(t.shape(), t.dtype(), t.device()));
             ThrowIfError(t.backward(g, retain_graph));
           },
           nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = false,

@@ -106,9 +106,12 @@ def test_numpy_writes_are_seen_by_a_compiled_function():
 
     @mixrt.compile
     def f(x):
-        return x @ weight
+        # weight * 2 reads a constant only: a launch the plan would keep
+        # between calls while the weight's version stands.
+        return x @ (weight * 2.0)
 
     x = mixrt.ones(2, 4)
-    assert f(x).tolist() == [[4.0] * 4] * 2
-    w[:] = 2.0
     assert f(x).tolist() == [[8.0] * 4] * 2
+    assert f(x).tolist() == [[8.0] * 4] * 2
+    w[:] = 2.0
+    assert f(x).tolist() == [[16.0] * 4] * 2
