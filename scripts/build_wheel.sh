@@ -18,6 +18,11 @@ bazel build //python:package_binaries
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 bash python/assemble_package.sh "$python" . bazel-bin "$stage"
+# Type stubs for editors: nanobind's stub generator on the module as built
+# (signatures and docstrings of every bound function), and PEP 561's marker.
+PYTHONPATH="$stage:third_party/nanobind" timeout 300 "$python" -m nanobind.stubgen \
+  -q -m mixrt._mixrt -o "$stage/mixrt/_mixrt.pyi"
+touch "$stage/mixrt/py.typed"
 version=$("$python" -c "import ast,sys; t=ast.parse(open('python/mixrt/__init__.py').read()); print(next(n.value.value for n in t.body if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == '__version__'))")
 mkdir -p dist
 "$python" - "$stage" "$version" dist <<'PY'

@@ -129,7 +129,7 @@ wheel_in_fresh_venv() {
     /usr/bin/python3 -m venv "$dir/venv" &&
     "$dir/venv/bin/pip" install --no-index --quiet dist/mixrt-*.whl &&
     (cd "$dir" && timeout 300 "$dir/venv/bin/python" -c \
-      "import mixrt; i = mixrt.backends.info(); print(mixrt.backends.list()); assert 'cpu' in mixrt.backends.list()" &&
+      "import mixrt, os; i = mixrt.backends.info(); print(mixrt.backends.list()); assert 'cpu' in mixrt.backends.list(); assert os.path.exists(os.path.join(os.path.dirname(mixrt.__file__), '_mixrt.pyi'))" &&
       timeout 300 "$dir/venv/bin/python" "$repo/examples/python/amp_recipe.py" --width 256 --batch 64 --steps 3)
   local code=$?
   rm -rf "$dir"

@@ -19,10 +19,25 @@ def matmul(a, b):
 
 for _name in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "silu"):
     setattr(Tensor, _name, getattr(_mixrt, _name))
-Tensor.softmax = lambda self, dim: _mixrt.softmax(self, dim)
-Tensor.log_softmax = lambda self, dim: _mixrt.log_softmax(self, dim)
-Tensor.clamp = lambda self, min=None, max=None: _mixrt.clamp(
-    self, float("-inf") if min is None else min,
-    float("inf") if max is None else max)
+def _softmax(self, dim):
+    return _mixrt.softmax(self, dim)
+
+
+def _log_softmax(self, dim):
+    return _mixrt.log_softmax(self, dim)
+
+
+def _clamp(self, min=None, max=None):
+    return _mixrt.clamp(self, float("-inf") if min is None else min,
+                        float("inf") if max is None else max)
+
+
+def _pow(self, exponent):
+    return self ** exponent
+
+
+Tensor.softmax = _softmax
+Tensor.log_softmax = _log_softmax
+Tensor.clamp = _clamp
 Tensor.matmul = matmul
-Tensor.pow = lambda self, exponent: self ** exponent
+Tensor.pow = _pow

@@ -280,14 +280,41 @@ def _bool(self):
     return builtins.bool(self.item())
 
 
+def _float(self):
+    return builtins.float(self.item())
+
+
+def _int(self):
+    return builtins.int(self.item())
+
+
+def _array(self, dtype=None, copy=None):
+    return _numpy(self) if dtype is None else _numpy(self).astype(dtype)
+
+
+def _half(self):
+    return self.to(_mixrt.dtype.float16)
+
+
+def _bfloat16(self):
+    return self.to(_mixrt.dtype.bfloat16)
+
+
+def _long(self):
+    return self.to(_mixrt.dtype.int64)
+
+
+def _int32(self):
+    return self.to(_mixrt.dtype.int32)
+
+
 Tensor.numpy = _numpy
 Tensor.__bool__ = _bool
-Tensor.__float__ = lambda self: builtins.float(self.item())
-Tensor.__int__ = lambda self: int(self.item())
-Tensor.__index__ = lambda self: int(self.item())
-Tensor.__array__ = lambda self, dtype=None, copy=None: (
-    _numpy(self) if dtype is None else _numpy(self).astype(dtype))
-Tensor.half = lambda self: self.to(dtype.float16)
-Tensor.bfloat16 = lambda self: self.to(dtype.bfloat16)
-Tensor.long = lambda self: self.to(dtype.int64)
-Tensor.int = lambda self: self.to(dtype.int32)
+Tensor.__float__ = _float
+Tensor.__int__ = _int
+Tensor.__index__ = _int
+Tensor.__array__ = _array
+Tensor.half = _half
+Tensor.bfloat16 = _bfloat16
+Tensor.long = _long
+Tensor.int = _int32

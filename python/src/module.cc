@@ -12,6 +12,7 @@ NB_MODULE(_mixrt, m) {
   mixrt::python::BindDlpack(m, tensor);
   mixrt::python::BindFunctional(m);
   mixrt::python::BindAmp(m);
+  mixrt::python::BindNn(m);
   mixrt::python::BindOptim(m);
   mixrt::python::BindCompile(m);
   mixrt::python::BindBackends(m);

@@ -19,10 +19,12 @@ from .layers import (
     Sigmoid,
     Tanh,
 )
+from .transformer import GPT, MultiheadAttention, TransformerBlock
 from . import utils
 
 __all__ = [
     "Module", "Parameter", "functional", "Linear", "Conv2d", "BatchNorm2d",
     "LayerNorm", "Embedding", "Dropout", "ReLU", "GELU", "SiLU", "Sigmoid",
-    "Tanh", "Flatten", "MaxPool2d", "Sequential", "utils",
+    "Tanh", "Flatten", "MaxPool2d", "Sequential", "MultiheadAttention",
+    "TransformerBlock", "GPT", "utils",
 ]
