@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 from . import _mixrt
 from ._mixrt import Tensor
+from .nn import module as _module_state
 from .nn.module import Module
 
 _RECOMPILE_LIMIT = 8
@@ -49,6 +50,12 @@ class _GuardCollector:
     def __init__(self):
         self.items = []
         self.seen = set()
+        # What a later call re-reads to know nothing moved, cheaper than
+        # collecting again: (read, picture) pairs for the globals, closure
+        # cells and defaults reached, and the module attributes assignment
+        # cannot change unseen (containers, other objects); the modules'
+        # own state is covered by nn.module's change count.
+        self.probes = []
 
     def collect(self, obj, depth=0):
         if id(obj) in self.seen or depth > 6:
@@ -66,23 +73,35 @@ class _GuardCollector:
                                _frozen(obj.keywords)))
             self.collect(obj.func, depth + 1)
 
-    def _value(self, name, value, depth):
+    def _value(self, name, value, depth, read, assigned_only=False):
+        """`read()` reads the value again; `assigned_only`: it can change
+        only by assignment (a module's attribute), which the module change
+        count sees."""
         if isinstance(value, (Module, types.FunctionType, types.MethodType,
                               functools.partial)):
             self.items.append((name, "id", id(value)))
+            if not assigned_only:
+                self.probes.append((_identity_of(read), id(value)))
             self.collect(value, depth + 1)
         elif isinstance(value, (types.ModuleType, type,
                                 types.BuiltinFunctionType)):
             self.items.append((name, "id", id(value)))
-        elif isinstance(value, _SCALARS + (Tensor, tuple, list, dict)):
-            self.items.append((name, _frozen(value)))
+            if not assigned_only:
+                self.probes.append((_identity_of(read), id(value)))
+        elif isinstance(value, _SCALARS + (Tensor,)):
+            picture = _frozen(value)
+            self.items.append((name, picture))
+            if not assigned_only:
+                self.probes.append((_frozen_of(read), picture))
+        elif isinstance(value, (tuple, list, dict)):
+            picture = _frozen(value)
+            self.items.append((name, picture))
+            self.probes.append((_frozen_of(read), picture))
         else:
             # Another object: which one, and its plain attributes.
-            attrs = getattr(value, "__dict__", None)
-            picture = () if attrs is None else tuple(
-                (k, _frozen(v)) for k, v in attrs.items()
-                if isinstance(v, _SCALARS + (Tensor,)))
-            self.items.append((name, "object", id(value), picture))
+            picture = _object_picture(value)
+            self.items.append((name, "object", picture))
+            self.probes.append((_object_picture_of(read), picture))
 
     def _function(self, fn, depth):
         code = fn.__code__
@@ -92,23 +111,32 @@ class _GuardCollector:
             c = stack.pop()
             names.update(c.co_names)
             stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        g = fn.__globals__
         for name in sorted(names):
-            if name in fn.__globals__:
-                self._value(name, fn.__globals__[name], depth)
+            if name in g:
+                self._value(name, g[name], depth,
+                            functools.partial(g.get, name, _MISSING))
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
-                self._value(name, cell.cell_contents, depth)
+                self._value(name, cell.cell_contents, depth,
+                            functools.partial(_cell_contents, cell))
             except ValueError:  # An empty cell.
                 self.items.append((name, "empty"))
-        self.items.append(("defaults", _frozen(fn.__defaults__),
-                           _frozen(fn.__kwdefaults__)))
+                self.probes.append((functools.partial(_cell_contents, cell),
+                                    _MISSING))
+        defaults = (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
+        self.items.append(("defaults", defaults))
+        self.probes.append((functools.partial(_defaults_of, fn), defaults))
 
     def _module(self, m, depth):
         self.items.append(("module", id(m), type(m).__name__, m.training))
-        for name, value in m.__dict__.items():
+        d = m.__dict__
+        for name, value in d.items():
             if name in ("_parameters", "_buffers", "_modules", "training"):
                 continue
-            self._value(name, value, depth)
+            self._value(name, value, depth,
+                        functools.partial(d.get, name, _MISSING),
+                        assigned_only=True)
         for table in ("_parameters", "_buffers"):
             for name, t in getattr(m, table).items():
                 self.items.append((name, _frozen(t)))
@@ -121,10 +149,45 @@ class _GuardCollector:
             self.collect(forward, depth + 1)
 
 
+_MISSING = object()
+
+
+def _cell_contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def _defaults_of(fn):
+    return (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
+
+
+def _identity_of(read):
+    return lambda: id(read())
+
+
+def _frozen_of(read):
+    return lambda: _frozen(read())
+
+
+def _object_picture(value):
+    attrs = getattr(value, "__dict__", None)
+    return (id(value), () if attrs is None else tuple(
+        (k, _frozen(v)) for k, v in attrs.items()
+        if isinstance(v, _SCALARS + (Tensor,))))
+
+
+def _object_picture_of(read):
+    return lambda: _object_picture(read())
+
+
 def _guards(fn):
+    """The full picture of what `fn` reads (the variant's key), and the
+    probes that tell, more cheaply, that it has not moved."""
     c = _GuardCollector()
     c.collect(fn)
-    return tuple(c.items)
+    return tuple(c.items), c.probes
 
 
 class _Variant:
@@ -144,6 +207,10 @@ class CompiledFunction:
         self._dynamic = dynamic
         self._variants = OrderedDict()
         self.eager_fallbacks = 0
+        # The last call's variant, with what makes it valid again without
+        # collecting the guards: the module change count, the argument
+        # key, and the probes.
+        self._last = None
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
@@ -154,7 +221,28 @@ class CompiledFunction:
                           if isinstance(a, Tensor))
         others = tuple((i, _frozen(a)) for i, a in enumerate(args)
                        if not isinstance(a, Tensor))
-        key = (positions, others, _guards(self._fn))
+        variant = self._last_valid(positions, others)
+        if variant is None:
+            variant = self._variant(args, positions, others)
+            if variant is None:  # Past the recompile limit: eager.
+                return self._fn(*args)
+        out = variant.compiled([args[i] for i in positions])
+        return out[0] if variant.single else tuple(out)
+
+    def _last_valid(self, positions, others):
+        last = self._last
+        if last is None or last[0] != _module_state.epoch() or \
+                last[1] != (positions, others):
+            return None
+        for read, picture in last[2]:
+            if read() != picture:
+                return None
+        return last[3]
+
+    def _variant(self, args, positions, others):
+        epoch = _module_state.epoch()
+        items, probes = _guards(self._fn)
+        key = (positions, others, items)
         variant = self._variants.get(key)
         if variant is None:
             if len(self._variants) >= _RECOMPILE_LIMIT:
@@ -164,11 +252,11 @@ class CompiledFunction:
                         f"reached with fullgraph=True: a guarded Python "
                         f"value changes on every call")
                 self.eager_fallbacks += 1
-                return self._fn(*args)
+                return None
             variant = self._compile(args, positions)
             self._variants[key] = variant
-        out = variant.compiled([args[i] for i in positions])
-        return out[0] if variant.single else tuple(out)
+        self._last = (epoch, (positions, others), probes, variant)
+        return variant
 
     def _compile(self, args, positions):
         variant = _Variant()

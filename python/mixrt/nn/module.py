@@ -8,6 +8,20 @@ from .._mixrt import Tensor
 from .. import _mixrt
 
 
+# Counts every change to any Module's attributes, registrations and
+# training flags: mixrt.compile's guards re-read module state only when it
+# moved (mixrt/_compile.py).
+_epoch = [0]
+
+
+def _changed():
+    _epoch[0] += 1
+
+
+def epoch():
+    return _epoch[0]
+
+
 def Parameter(data=None, requires_grad=True):  # noqa: N802 (torch's name)
     """A tensor a Module registers as a parameter when assigned to one of
     its attributes (torch.nn.Parameter): `data` detached, requiring grad."""
@@ -40,6 +54,7 @@ class Module:
                 "call")
 
     def __setattr__(self, name, value):
+        _changed()
         if _is_parameter(value):
             self._check_init()
             self._remove(name)
@@ -64,6 +79,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def _remove(self, name):
+        _changed()
         for d in (self.__dict__, self._parameters, self._buffers,
                   self._modules):
             d.pop(name, None)
@@ -77,6 +93,7 @@ class Module:
             f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
+        _changed()
         for table in (self._parameters, self._buffers, self._modules):
             if name in table:
                 del table[name]
@@ -200,6 +217,7 @@ class Module:
     def train(self, mode=True):
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
+        _changed()
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self
