@@ -17,8 +17,16 @@ def matmul(a, b):
     return _mixrt.matmul(a, b)
 
 
+def _method(op):
+    # A bound C++ function is no descriptor: wrap it so x.relu() binds x.
+    def method(self):
+        return op(self)
+    method.__name__ = op.__name__
+    return method
+
+
 for _name in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "silu"):
-    setattr(Tensor, _name, getattr(_mixrt, _name))
+    setattr(Tensor, _name, _method(getattr(_mixrt, _name)))
 def _softmax(self, dim):
     return _mixrt.softmax(self, dim)
 

@@ -191,6 +191,26 @@ void BindFunctional(nb::module_& m) {
           nb::gil_scoped_release release;
           return ValueOrThrow(cross_entropy(logits, target, o));
         });
+  m.def("nll_loss", [](const Tensor& log_probs, const Tensor& target,
+                       int64_t ignore_index, const std::string& reduction) {
+    CrossEntropyOptions o;
+    o.ignore_index = ignore_index;
+    o.reduction = ParseReduction(reduction);
+    nb::gil_scoped_release release;
+    return ValueOrThrow(nll_loss(log_probs, target, o));
+  });
+  m.def("smooth_l1_loss", [](const Tensor& x, const Tensor& t,
+                             const std::string& reduction, double beta) {
+    const Reduction r = ParseReduction(reduction);
+    nb::gil_scoped_release release;
+    return ValueOrThrow(smooth_l1_loss(x, t, r, beta));
+  });
+  m.def("binary_cross_entropy",
+        [](const Tensor& p, const Tensor& t, const std::string& reduction) {
+          const Reduction r = ParseReduction(reduction);
+          nb::gil_scoped_release release;
+          return ValueOrThrow(binary_cross_entropy(p, t, r));
+        });
   m.def("binary_cross_entropy_with_logits",
         [](const Tensor& x, const Tensor& t, const std::string& reduction) {
           const Reduction r = ParseReduction(reduction);

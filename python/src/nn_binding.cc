@@ -24,11 +24,12 @@ namespace mixrt::python {
 
 void BindNn(nb::module_& m) {
   nb::class_<nn::Module>(m, "_CoreModule")
-      .def("forward",
-           [](nn::Module& mod, const Tensor& x) {
-             return ValueOrThrow(mod.forward(x));
-           },
-           nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "forward",
+          [](nn::Module& mod, const Tensor& x) {
+            return ValueOrThrow(mod.forward(x));
+          },
+          nb::call_guard<nb::gil_scoped_release>())
       .def("named_parameters", &nn::Module::named_parameters)
       .def("named_buffers", &nn::Module::named_buffers)
       .def("train", [](nn::Module& mod, bool on) { mod.train(on); });
@@ -39,32 +40,32 @@ void BindNn(nb::module_& m) {
         nn::MultiheadAttention::Create(embed_dim, num_heads, CurrentDevice(),
                                        nullptr, dropout, is_causal)));
   });
-  m.def("_transformer_block", [](int64_t width, int64_t heads,
-                                 int64_t mlp_ratio, double dropout,
-                                 bool causal) {
-    nn::TransformerBlockOptions o;
-    o.width = width;
-    o.heads = heads;
-    o.mlp_ratio = mlp_ratio;
-    o.dropout = dropout;
-    o.causal = causal;
-    return std::shared_ptr<nn::Module>(
-        ValueOrThrow(nn::TransformerBlock::Create(o, CurrentDevice())));
-  });
-  m.def("_gpt", [](int64_t vocab_size, int64_t context, int64_t width,
-                   int64_t heads, int64_t layers, double dropout,
-                   bool checkpoint) {
-    nn::GPTOptions o;
-    o.vocab_size = vocab_size;
-    o.context = context;
-    o.width = width;
-    o.heads = heads;
-    o.layers = layers;
-    o.dropout = dropout;
-    o.checkpoint = checkpoint;
-    return std::shared_ptr<nn::Module>(
-        ValueOrThrow(nn::GPT::Create(o, CurrentDevice())));
-  });
+  m.def("_transformer_block",
+        [](int64_t width, int64_t heads, int64_t mlp_ratio, double dropout,
+           bool causal) {
+          nn::TransformerBlockOptions o;
+          o.width = width;
+          o.heads = heads;
+          o.mlp_ratio = mlp_ratio;
+          o.dropout = dropout;
+          o.causal = causal;
+          return std::shared_ptr<nn::Module>(
+              ValueOrThrow(nn::TransformerBlock::Create(o, CurrentDevice())));
+        });
+  m.def("_gpt",
+        [](int64_t vocab_size, int64_t context, int64_t width, int64_t heads,
+           int64_t layers, double dropout, bool checkpoint) {
+          nn::GPTOptions o;
+          o.vocab_size = vocab_size;
+          o.context = context;
+          o.width = width;
+          o.heads = heads;
+          o.layers = layers;
+          o.dropout = dropout;
+          o.checkpoint = checkpoint;
+          return std::shared_ptr<nn::Module>(
+              ValueOrThrow(nn::GPT::Create(o, CurrentDevice())));
+        });
 }
 
 }  // namespace mixrt::python

@@ -126,5 +126,17 @@ def cross_entropy(input, target, ignore_index=-100, reduction="mean",
                                 float(label_smoothing))
 
 
+def nll_loss(input, target, ignore_index=-100, reduction="mean"):
+    return _mixrt.nll_loss(input, target, int(ignore_index), reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    return _mixrt.smooth_l1_loss(input, target, reduction, float(beta))
+
+
+def binary_cross_entropy(input, target, reduction="mean"):
+    return _mixrt.binary_cross_entropy(input, target, reduction)
+
+
 def binary_cross_entropy_with_logits(input, target, reduction="mean"):
     return _mixrt.binary_cross_entropy_with_logits(input, target, reduction)
