@@ -19,6 +19,7 @@ find "$dest/mixrt" -name __pycache__ -prune -exec rm -rf {} +
 install -m 755 "$bin/python/_mixrt.so" "$dest/mixrt/_mixrt$suffix"
 install -m 755 "$bin/backends/cpu/libmixrt_cpu.so" "$dest/mixrt/"
 install -m 755 "$bin/plugins/reference/libmixrt_reference.so" "$dest/mixrt/"
+install -m 755 "$bin/backends/mpi/libmixrtcomm_mpi.so" "$dest/mixrt/"
 install -m 755 "$bin/tools/mixrt" "$dest/mixrt/mixrt-cli"
 install -m 755 "$bin/tools/bench/mixrt_bench" "$dest/mixrt/mixrt_bench"
 chmod -R go-w "$dest/mixrt"

@@ -27,7 +27,7 @@ from ._tensor import (
 from ._autocast import autocast, is_autocast_enabled, get_autocast_dtype
 from ._compile import compile  # noqa: A001 (torch.compile's name)
 from ._io import load, save
-from . import amp, backends, nn, optim, utils  # noqa: E402
+from . import amp, backends, distributed, nn, optim, utils  # noqa: E402
 from ._ops import cat, matmul, stack  # noqa: E402
 
 float32 = dtype.float32
@@ -47,6 +47,6 @@ __all__ = [
     "arange", "from_dlpack", "from_numpy", "manual_seed", "no_grad",
     "enable_grad", "inference_mode", "is_grad_enabled", "autocast",
     "is_autocast_enabled", "get_autocast_dtype", "compile", "save", "load",
-    "amp", "backends", "nn", "optim", "utils", "cat", "stack", "matmul",
+    "amp", "backends", "distributed", "nn", "optim", "utils", "cat", "stack", "matmul",
     "float32", "float16", "bfloat16", "int32", "int64", "bool",
 ]

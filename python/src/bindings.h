@@ -13,13 +13,14 @@ namespace mixrt::python {
 nanobind::class_<Tensor> BindTensor(nanobind::module_& m);
 void BindDlpack(nanobind::module_& m,  // __dlpack__, from_dlpack.
                 nanobind::class_<Tensor>& tensor);
-void BindFunctional(nanobind::module_& m);  // The differentiable ops.
-void BindAmp(nanobind::module_& m);         // autocast, GradScaler.
-void BindNn(nanobind::module_& m);          // The core's composite modules.
-void BindOptim(nanobind::module_& m);       // SGD, AdamW, clip_grad_norm_.
-void BindCompile(nanobind::module_& m);     // compile on Python callables.
-void BindBackends(nanobind::module_& m);    // registry, info, select.
-void BindIo(nanobind::module_& m);          // save / load checkpoints.
+void BindFunctional(nanobind::module_& m);   // The differentiable ops.
+void BindAmp(nanobind::module_& m);          // autocast, GradScaler.
+void BindNn(nanobind::module_& m);           // The core's composite modules.
+void BindOptim(nanobind::module_& m);        // SGD, AdamW, clip_grad_norm_.
+void BindDistributed(nanobind::module_& m);  // ProcessGroup, DDP.
+void BindCompile(nanobind::module_& m);      // compile on Python callables.
+void BindBackends(nanobind::module_& m);     // registry, info, select.
+void BindIo(nanobind::module_& m);           // save / load checkpoints.
 
 }  // namespace mixrt::python
 

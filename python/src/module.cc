@@ -14,6 +14,7 @@ NB_MODULE(_mixrt, m) {
   mixrt::python::BindAmp(m);
   mixrt::python::BindNn(m);
   mixrt::python::BindOptim(m);
+  mixrt::python::BindDistributed(m);
   mixrt::python::BindCompile(m);
   mixrt::python::BindBackends(m);
   mixrt::python::BindIo(m);

@@ -1,0 +1,94 @@
+"""mixrt.distributed: torch.distributed's process group calls over the
+core's collectives (the MPI plugin; launch with ``mpirun -np N python
+train.py``; a process started without mpirun is a job of one), and
+DistributedDataParallel around a module written in Python (the core's
+DDP: gradient buckets all-reduced while the backward runs, rank 0's
+parameters copied everywhere at construction)."""
+
+from .. import _mixrt
+from ..nn.module import Module
+
+
+class ReduceOp:
+    SUM = "sum"
+    AVG = "avg"
+    MAX = "max"
+
+
+_group = None
+
+
+def init_process_group(backend="mpi", timeout=None):
+    """Joins the job this process was launched in. `timeout` (seconds, or a
+    datetime.timedelta) bounds each collective; a rank that never arrives
+    fails the call with an error naming it."""
+    global _group
+    if _group is not None:
+        raise RuntimeError("trying to initialize the default process group "
+                           "twice!")
+    if timeout is not None and hasattr(timeout, "total_seconds"):
+        timeout = timeout.total_seconds()
+    _group = _mixrt._init_process_group(backend, float(timeout or 0))
+
+
+def is_initialized():
+    return _group is not None
+
+
+def _default():
+    if _group is None:
+        raise RuntimeError(
+            "Default process group has not been initialized, please make "
+            "sure to call init_process_group.")
+    return _group
+
+
+def destroy_process_group():
+    global _group
+    _group = None
+
+
+def get_rank():
+    return _default().rank
+
+
+def get_world_size():
+    return _default().world_size
+
+
+def all_reduce(tensor, op=ReduceOp.SUM):
+    """In place, on a contiguous float tensor, on every rank."""
+    _default().all_reduce(tensor, op)
+
+
+def broadcast(tensor, src):
+    _default().broadcast(tensor, int(src))
+
+
+def barrier():
+    _default().barrier()
+
+
+class DistributedDataParallel(Module):
+    """torch.nn.parallel.DistributedDataParallel for a Module with one
+    tensor input: ``ddp(x)`` runs ``module(x)`` on this rank's shard, and
+    ``loss.backward()`` leaves every rank with the averaged gradients."""
+
+    def __init__(self, module, process_group=None, bucket_cap_mb=25,
+                 broadcast_buffers=True, find_unused_parameters=False):
+        super().__init__()
+        self.module = module
+        group = process_group or _default()
+        impl = _mixrt._distributed_data_parallel(
+            module.forward, list(module.named_parameters()),
+            list(module.named_buffers()), group, float(bucket_cap_mb),
+            bool(broadcast_buffers), bool(find_unused_parameters))
+        object.__setattr__(self, "_impl", impl)
+
+    def forward(self, x):
+        return self._impl.forward(x)
+
+    def train(self, mode=True):
+        super().train(mode)
+        self._impl.train(mode)
+        return self

@@ -1,0 +1,82 @@
+"""mixrt.distributed: two ranks under mpirun train a Python module with
+DistributedDataParallel and end with the weights one process gets on the
+whole batch (float32 sums in another order: 1e-5 relative)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+import mixrt
+from mixrt import distributed as dist
+from mixrt.nn import functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def single_process_reference():
+    sys.path.insert(0, os.path.join(HERE, "mpi"))
+    try:
+        from ddp_worker import Net
+    finally:
+        sys.path.pop(0)
+    mixrt.manual_seed(100)  # Rank 0's initial weights.
+    model = Net()
+    opt = mixrt.optim.SGD(model.parameters(), lr=0.05)
+    mixrt.manual_seed(7)
+    x, y = mixrt.randn(8, 8), mixrt.randn(8, 1)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {k: v.tolist() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+def test_two_ranks_train_to_the_single_process_result(tmp_path):
+    out = tmp_path / "rank0.json"
+    # As tests/distributed/mpirun_test.sh: no CMA between processes (often
+    # forbidden in containers), and session files of this job's own in a
+    # short path (PMIx puts a Unix socket there).
+    session = tempfile.mkdtemp(prefix="mixrt-mpi.")
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none",
+               OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_orte_tmpdir_base=session,
+               OMPI_MCA_btl_vader_backing_directory=session,
+               MIXRT_DIST_TIMEOUT_S="60")
+    cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+           sys.executable, os.path.join(HERE, "mpi", "ddp_worker.py"),
+           str(out)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=300, env=env)
+    finally:
+        shutil.rmtree(session, ignore_errors=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(out.read_text())
+    assert result["world"] == 2
+    losses, state = single_process_reference()
+    # The mean of two half-batch losses is the whole batch's loss.
+    np.testing.assert_allclose(result["losses"], losses, rtol=1e-5)
+    for k, v in state.items():
+        np.testing.assert_allclose(result["state"][k], v, rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_a_process_without_mpirun_is_a_job_of_one():
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+    assert dist.get_world_size() == 1 and dist.get_rank() == 0
+    t = mixrt.tensor([1.0, 2.0])
+    dist.all_reduce(t)
+    assert t.tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="twice"):
+        dist.init_process_group("mpi")
