@@ -238,8 +238,11 @@ absl::Status Backend::Launch(int device, MixrtOp op,
   args.num_outputs = static_cast<int32_t>(outputs.size());
   args.outputs = outputs.data();
   args.attrs = attrs;
+  // The hot path of every op: the message is built only for an error.
+  MixrtError* error = api_->kernel_launch(&args);
+  if (error == nullptr) return absl::OkStatus();
   return PluginErrorToStatus(
-      api_, api_->kernel_launch(&args), name(),
+      api_, error, name(),
       absl::StrCat("kernel_launch(", MixrtOpName(op), ")"));
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/capture_hooks.h"
 #include "core/tensor/factories.h"
@@ -70,20 +71,27 @@ absl::Status RunOn(const Device& device, MixrtOp op,
                    bool captured) {
   const bool dense_only = op != MIXRT_OP_COPY &&
                           device.has_flag(MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS);
-  std::vector<Tensor> ins(inputs.begin(), inputs.end());
-  std::vector<Tensor> outs(outputs.begin(), outputs.end());
+  // The caller's tensors as they are, unless the device needs them dense:
+  // no copies (and no heap) on the common path, which every op takes.
+  absl::Span<const Tensor> ins = inputs;
+  absl::Span<const Tensor> outs = outputs;
+  std::vector<Tensor> dense_ins, dense_outs;
   if (dense_only) {
-    for (Tensor& t : ins) {
-      MIXRT_ASSIGN_OR_RETURN(t, t.contiguous());
+    for (const Tensor& t : inputs) {
+      MIXRT_ASSIGN_OR_RETURN(Tensor dense, t.contiguous());
+      dense_ins.push_back(std::move(dense));
     }
     // Outputs may also be read (in-place ops), so the temporaries start as
     // copies.
-    for (Tensor& t : outs) {
-      MIXRT_ASSIGN_OR_RETURN(t, t.contiguous());
+    for (const Tensor& t : outputs) {
+      MIXRT_ASSIGN_OR_RETURN(Tensor dense, t.contiguous());
+      dense_outs.push_back(std::move(dense));
     }
+    ins = dense_ins;
+    outs = dense_outs;
   }
-  std::vector<MixrtTensorDesc> in_descs;
-  std::vector<MixrtTensorDesc> out_descs;
+  absl::InlinedVector<MixrtTensorDesc, 4> in_descs;
+  absl::InlinedVector<MixrtTensorDesc, 2> out_descs;
   for (const Tensor& t : ins) in_descs.push_back(t.desc());
   for (const Tensor& t : outs) out_descs.push_back(t.desc());
   if (OpProfileEnabled()) {

@@ -1,18 +1,18 @@
 """mixrt.autocast: torch.autocast's context manager and decorator over the
 core's AutocastGuard (per-op precision, cast cache, nesting)."""
 
-import functools
-
 from . import _mixrt
+from ._tensor import _GuardContext
 
 
-class autocast:  # noqa: N801 (torch's name)
+class autocast(_GuardContext):  # noqa: N801 (torch's name)
     """``with mixrt.autocast("cpu"):`` runs the ops of the autocast lists
     in the device type's lower precision (bfloat16 on "cpu" unless `dtype`
     says otherwise). As a decorator it wraps a function the same way."""
 
     def __init__(self, device_type, dtype=None, enabled=True,
                  cache_enabled=None):
+        super().__init__()
         if not isinstance(device_type, str):
             raise ValueError(
                 f"Expected `device_type` of type `str`, got: "
@@ -23,26 +23,14 @@ class autocast:  # noqa: N801 (torch's name)
         self.fast_dtype = dtype
         self._enabled = bool(enabled)
         self._cache_enabled = cache_enabled
-        self._guards = []
 
-    def __enter__(self):
-        guard = _mixrt._autocast(self.device, self.fast_dtype, self._enabled,
-                                 self._cache_enabled)
-        guard.__enter__()
-        self._guards.append(guard)
-        return self
+    def _guard(self):
+        return _mixrt._autocast(self.device, self.fast_dtype, self._enabled,
+                                self._cache_enabled)
 
-    def __exit__(self, *exc):
-        self._guards.pop().__exit__(None, None, None)
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with autocast(self.device, self.fast_dtype, self._enabled,
-                          self._cache_enabled):
-                return fn(*args, **kwargs)
-        return wrapped
+    def _clone(self):
+        return autocast(self.device, self.fast_dtype, self._enabled,
+                        self._cache_enabled)
 
 
 def is_autocast_enabled(device_type="cpu"):

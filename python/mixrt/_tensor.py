@@ -188,15 +188,22 @@ def manual_seed(seed):
 
 
 class _GuardContext:
-    """A core guard as a context manager and decorator (torch.no_grad)."""
+    """A core guard as a context manager and decorator (torch.no_grad):
+    each `with` enters a new guard from _guard() and leaves it after."""
 
     _make = None
 
     def __init__(self):
         self._guards = []
 
+    def _guard(self):
+        return type(self)._make()
+
+    def _clone(self):
+        return type(self)()
+
     def __enter__(self):
-        guard = type(self)._make()
+        guard = self._guard()
         guard.__enter__()
         self._guards.append(guard)
         return self
@@ -208,7 +215,7 @@ class _GuardContext:
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapped(*args, **kwargs):
-            with type(self)():
+            with self._clone():
                 return fn(*args, **kwargs)
         return wrapped
 

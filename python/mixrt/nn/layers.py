@@ -6,25 +6,16 @@ import math
 import numbers
 
 from .. import _mixrt
+from .._tensor import no_grad
 from . import functional as F
 from .module import Module, Parameter
 
 
 def _uniform(shape, bound, dtype):
-    with _NoGrad():
+    with no_grad():
         t = _mixrt.rand(list(shape), _mixrt.dtype.float32) * (2.0 * bound)
         t = t - bound
     return t if dtype in (None, _mixrt.dtype.float32) else t.to(dtype)
-
-
-class _NoGrad:
-    def __enter__(self):
-        self._g = _mixrt._NoGrad()
-        self._g.__enter__()
-
-    def __exit__(self, *exc):
-        self._g.__exit__(None, None, None)
-        return False
 
 
 class Linear(Module):
@@ -138,7 +129,7 @@ class Embedding(Module):
         self.padding_idx = padding_idx
         w = _mixrt.randn([num_embeddings, embedding_dim], _mixrt.dtype.float32)
         if padding_idx is not None:
-            with _NoGrad():
+            with no_grad():
                 w[padding_idx].copy_(
                     _mixrt.zeros([embedding_dim], _mixrt.dtype.float32))
         self.weight = Parameter(w)

@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from .._mixrt import Tensor
 from .. import _mixrt
+from .._tensor import no_grad
 
 
 # Counts every change to any Module's attributes, registrations and
@@ -201,7 +202,7 @@ class Module:
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}: "
                 f"missing keys {missing}, unexpected keys {unexpected}")
-        with _no_grad():
+        with no_grad():
             for k, target in own.items():
                 if k not in state_dict:
                     continue
@@ -253,13 +254,3 @@ class Module:
             return f"{type(self).__name__}({extra})"
         body = "\n  ".join(([extra] if extra else []) + lines)
         return f"{type(self).__name__}(\n  {body}\n)"
-
-
-class _no_grad:  # noqa: N801
-    def __enter__(self):
-        self._g = _mixrt._NoGrad()
-        self._g.__enter__()
-
-    def __exit__(self, *exc):
-        self._g.__exit__(None, None, None)
-        return False
