@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -30,7 +29,9 @@ def per_call_us(fn, calls, repeats=7):
         for _ in range(calls):
             fn()
         samples.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(samples)
+    # The fastest repeat, as timeit advises: slower ones measure the other
+    # processes on a shared machine, not the code.
+    return min(samples)
 
 
 def row(name, mixrt_us, torch_us):
