@@ -10,9 +10,9 @@
 #define MIXRT_CORE_ALLOCATOR_CACHING_ALLOCATOR_H_
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -74,7 +74,9 @@ class CachingAllocator {
   // ThreadSanitizer annotations, so TSan cannot see absl::Mutex's ordering
   // and reports every guarded access as a race; pthread locks it intercepts.
   mutable std::mutex mu_;
-  std::multimap<uint64_t, void*> free_blocks_ ABSL_GUARDED_BY(mu_);
+  // Free blocks by rounded size (lookups are exact).
+  absl::flat_hash_map<uint64_t, std::vector<void*>> free_blocks_
+      ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<void*, uint64_t> live_blocks_ ABSL_GUARDED_BY(mu_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
 };
