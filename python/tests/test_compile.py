@@ -139,3 +139,17 @@ def test_python_exceptions_come_back_out():
 def test_non_tensor_results_are_refused():
     with pytest.raises((ValueError, TypeError)):
         mixrt.compile(lambda x: 3)(mixrt.ones(1))
+
+
+def test_an_in_place_update_of_a_weight_is_seen_by_a_compiled_function():
+    w = mixrt.ones(4, 4)
+
+    @mixrt.compile
+    def f(x):
+        return x @ (w * 2.0)  # A launch on the constant alone: kept.
+
+    x = mixrt.ones(1, 4)
+    assert f(x).tolist() == [[8.0] * 4]
+    assert f(x).tolist() == [[8.0] * 4]
+    w += 1.0  # Written through the core: its version moves.
+    assert f(x).tolist() == [[16.0] * 4]

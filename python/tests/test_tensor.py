@@ -171,3 +171,29 @@ def test_no_grad_records_nothing():
         return t * 2
 
     assert not double(x).requires_grad
+
+
+def test_in_place_operators_write_the_tensor_itself():
+    model = mixrt.nn.Linear(3, 2)
+    x = mixrt.randn(4, 3)
+    before = model.weight.detach().numpy().copy()
+    mixrt.nn.functional.mse_loss(model(x), mixrt.zeros(4, 2)).backward()
+    grad = model.weight.grad.numpy().copy()
+    with mixrt.no_grad():
+        for p in model.parameters():
+            p -= 0.5 * p.grad  # A hand-written SGD step.
+    np.testing.assert_allclose(model.weight.detach().numpy(),
+                               before - np.float32(0.5) * grad, rtol=1e-6)
+    t = mixrt.ones(2, 3)
+    ptr = t.data_ptr()
+    t += mixrt.tensor([1.0, 2.0, 3.0])  # Broadcast into t.
+    t *= 2
+    assert t.data_ptr() == ptr and t.tolist() == [[4.0, 6.0, 8.0]] * 2
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        model.weight += 1.0
+    with pytest.raises(RuntimeError, match="broadcast shape"):
+        s = mixrt.ones(3)
+        s += mixrt.ones(2, 3)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i = mixrt.tensor([1, 2])
+        i += 0.5
