@@ -56,6 +56,10 @@ class _GuardCollector:
         # cannot change unseen (containers, other objects); the modules'
         # own state is covered by nn.module's change count.
         self.probes = []
+        # The cheapest probes, checked inline: (holder, key, object) for a
+        # global (holder a dict) or a closure cell (key None) that must
+        # still be the very same object.
+        self.same = []
 
     def collect(self, obj, depth=0):
         if id(obj) in self.seen or depth > 6:
@@ -73,21 +77,23 @@ class _GuardCollector:
                                _frozen(obj.keywords)))
             self.collect(obj.func, depth + 1)
 
-    def _value(self, name, value, depth, read, assigned_only=False):
-        """`read()` reads the value again; `assigned_only`: it can change
+    def _value(self, name, value, depth, holder, key, assigned_only=False):
+        """The value is `holder[key]` (a dict's item), or `holder`'s contents
+        when `key` is None (a closure cell); `assigned_only`: it can change
         only by assignment (a module's attribute), which the module change
         count sees."""
+        read = _reader(holder, key)
         if isinstance(value, (Module, types.FunctionType, types.MethodType,
                               functools.partial)):
             self.items.append((name, "id", id(value)))
             if not assigned_only:
-                self.probes.append((_identity_of(read), id(value)))
+                self.same.append((holder, key, value))
             self.collect(value, depth + 1)
         elif isinstance(value, (types.ModuleType, type,
                                 types.BuiltinFunctionType)):
             self.items.append((name, "id", id(value)))
             if not assigned_only:
-                self.probes.append((_identity_of(read), id(value)))
+                self.same.append((holder, key, value))
         elif isinstance(value, _SCALARS + (Tensor,)):
             picture = _frozen(value)
             self.items.append((name, picture))
@@ -114,12 +120,10 @@ class _GuardCollector:
         g = fn.__globals__
         for name in sorted(names):
             if name in g:
-                self._value(name, g[name], depth,
-                            functools.partial(g.get, name, _MISSING))
+                self._value(name, g[name], depth, g, name)
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
             try:
-                self._value(name, cell.cell_contents, depth,
-                            functools.partial(_cell_contents, cell))
+                self._value(name, cell.cell_contents, depth, cell, None)
             except ValueError:  # An empty cell.
                 self.items.append((name, "empty"))
                 self.probes.append((functools.partial(_cell_contents, cell),
@@ -134,9 +138,7 @@ class _GuardCollector:
         for name, value in d.items():
             if name in ("_parameters", "_buffers", "_modules", "training"):
                 continue
-            self._value(name, value, depth,
-                        functools.partial(d.get, name, _MISSING),
-                        assigned_only=True)
+            self._value(name, value, depth, d, name, assigned_only=True)
         for table in ("_parameters", "_buffers"):
             for name, t in getattr(m, table).items():
                 self.items.append((name, _frozen(t)))
@@ -163,8 +165,10 @@ def _defaults_of(fn):
     return (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
 
 
-def _identity_of(read):
-    return lambda: id(read())
+def _reader(holder, key):
+    if key is None:
+        return functools.partial(_cell_contents, holder)
+    return functools.partial(holder.get, key, _MISSING)
 
 
 def _frozen_of(read):
@@ -187,7 +191,7 @@ def _guards(fn):
     probes that tell, more cheaply, that it has not moved."""
     c = _GuardCollector()
     c.collect(fn)
-    return tuple(c.items), c.probes
+    return tuple(c.items), (c.same, c.probes)
 
 
 class _Variant:
@@ -234,7 +238,13 @@ class CompiledFunction:
         if last is None or last[0] != _module_state.epoch() or \
                 last[1] != (positions, others):
             return None
-        for read, picture in last[2]:
+        same, probes = last[2]
+        for holder, key, obj in same:
+            now = (holder.get(key, _MISSING) if key is not None
+                   else _cell_contents(holder))
+            if now is not obj:
+                return None
+        for read, picture in probes:
             if read() != picture:
                 return None
         return last[3]

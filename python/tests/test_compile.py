@@ -153,3 +153,25 @@ def test_an_in_place_update_of_a_weight_is_seen_by_a_compiled_function():
     assert f(x).tolist() == [[8.0] * 4]
     w += 1.0  # Written through the core: its version moves.
     assert f(x).tolist() == [[16.0] * 4]
+
+
+def _helper(x):
+    return x * 2.0
+
+
+def _uses_helper(x):
+    return _helper(x) + 1.0
+
+
+def test_a_replaced_global_function_traces_again():
+    global _helper
+    cf = mixrt.compile(_uses_helper)
+    x = mixrt.ones(2)
+    assert cf(x).tolist() == [3.0, 3.0]
+    assert cf(x).tolist() == [3.0, 3.0]
+    original = _helper
+    _helper = lambda t: t * 5.0  # noqa: E731
+    try:
+        assert cf(x).tolist() == [6.0, 6.0]
+    finally:
+        _helper = original
