@@ -151,6 +151,37 @@ Tensor Index(const Tensor& x, const nb::handle& index) {
   return out;
 }
 
+// t[index] = value: the view's elements written in place (a number fills,
+// a tensor is broadcast to the view's shape and converted to its dtype).
+void SetItem(const Tensor& t, nb::handle index, nb::handle value) {
+  if (GradModeEnabled() && t.requires_grad()) {
+    throw std::runtime_error(
+        t.is_leaf() ? "a leaf Variable that requires grad is being used in "
+                      "an in-place operation."
+                    : "in-place writes into a tensor that requires grad are "
+                      "not supported yet");
+  }
+  const Tensor view = Index(t, index);
+  if (nb::isinstance<Tensor>(value)) {
+    Tensor src = nb::cast<Tensor>(value);
+    if (src.shape() != view.shape()) {
+      src = ValueOrThrow(src.expand(view.shape()));
+    }
+    nb::gil_scoped_release release;
+    ThrowIfError(kernels::copy_(view, src));
+    return;
+  }
+  if (nb::isinstance<nb::bool_>(value) || nb::isinstance<nb::int_>(value) ||
+      nb::isinstance<nb::float_>(value)) {
+    const double v = nb::cast<double>(value);
+    nb::gil_scoped_release release;
+    ThrowIfError(kernels::fill_(view, v));
+    return;
+  }
+  throw nb::type_error(
+      "can only assign a Tensor or a number to a tensor's elements");
+}
+
 nb::object ToList(const Tensor& t) {
   const std::vector<double> values = ValueOrThrow(t.to_double_vector());
   const bool integral = !IsFloating(t.dtype());
@@ -364,6 +395,7 @@ nb::class_<Tensor> BindTensor(nb::module_& m) {
           },
           Release())
       .def("__getitem__", &Index)
+      .def("__setitem__", &SetItem)
       .def("__neg__", [](const Tensor& a) { return ValueOrThrow(neg(a)); })
       .def(
           "__matmul__",

@@ -197,3 +197,30 @@ def test_in_place_operators_write_the_tensor_itself():
     with pytest.raises(RuntimeError, match="can't be cast"):
         i = mixrt.tensor([1, 2])
         i += 0.5
+
+
+def test_item_assignment_writes_the_view():
+    a = np.zeros((3, 4), dtype=np.float32)
+    t = mixrt.zeros(3, 4)
+    t[0] = 5.0
+    a[0] = 5.0
+    t[:, 1] = mixrt.tensor([1.0, 2.0, 3.0])
+    a[:, 1] = [1.0, 2.0, 3.0]
+    t[2, 1:] = mixrt.tensor([7.0])  # Broadcast.
+    a[2, 1:] = 7.0
+    t[1, ::2] = 9  # An int into float32.
+    a[1, ::2] = 9
+    np.testing.assert_array_equal(t.numpy(), a)
+    i = mixrt.zeros(2, dtype=mixrt.int64)
+    i[1] = mixrt.tensor(2.7)  # Converted as .to(int64) converts.
+    assert i.tolist() == [0, 2]
+    p = mixrt.nn.Parameter(mixrt.zeros(2))
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        p[0] = 1.0
+    with mixrt.no_grad():
+        p[0] = 1.0
+    assert p.tolist() == [1.0, 0.0]
+    with pytest.raises((ValueError, RuntimeError)):
+        t[0] = mixrt.ones(3)  # Does not broadcast to 4.
+    with pytest.raises(TypeError):
+        t[0] = "x"
