@@ -91,3 +91,53 @@ Tensor.__iadd__ = _iadd
 Tensor.__isub__ = _isub
 Tensor.__imul__ = _imul
 Tensor.__itruediv__ = _itruediv
+
+
+# ---- Indexing with tensors (dim 0): x[long_tensor], x[bool_mask] ----
+
+_core_getitem = Tensor.__getitem__
+
+
+def _getitem(self, index):
+    if isinstance(index, Tensor):
+        return _take_rows(self, index)
+    return _core_getitem(self, index)
+
+
+def _take_rows(x, index):
+    """x[index] along dim 0 through the core's embedding gather (so its
+    backward is the gather's scatter-add); a bool mask picks its True rows
+    (reading the mask on the host, as PyTorch's nonzero does)."""
+    from ._tensor import tensor, zeros
+    from .nn import functional as F
+    if x.ndim == 0:
+        raise IndexError("a 0-d tensor cannot be indexed by a tensor")
+    if index.dtype == _mixrt.dtype.bool:
+        lead = index.ndim
+        if tuple(index.shape) != tuple(x.shape[:lead]):
+            raise IndexError(
+                f"the shape of the mask {list(index.shape)} does not match "
+                f"the shape of the indexed tensor {list(x.shape)}")
+        rows = [i for i, keep in enumerate(index.reshape(-1).tolist()) if keep]
+        x = x.reshape([-1] + list(x.shape[lead:]))
+        if not rows:
+            return zeros(*([0] + list(x.shape[1:])), dtype=x.dtype)
+        index = tensor(rows)
+    if index.dtype not in (_mixrt.dtype.int64, _mixrt.dtype.int32):
+        raise IndexError("tensors used as indices must be long, int or bool "
+                         "tensors")
+    if not x.dtype.is_floating_point:
+        raise TypeError("indexing a tensor with a tensor needs a float "
+                        "tensor (the core's gather is embedding's)")
+    n = x.shape[0]
+    rest = list(x.shape[1:])
+    index = index.to(_mixrt.dtype.int64)
+    index = index + (index < 0).to(_mixrt.dtype.int64) * n  # Negative: from the end.
+    width = 1
+    for s in rest:
+        width *= s
+    rows_out = F.embedding(index, x.reshape(n, width))
+    return rows_out.reshape(list(index.shape) + rest)
+
+
+Tensor.__getitem__ = _getitem

@@ -224,3 +224,25 @@ def test_item_assignment_writes_the_view():
         t[0] = mixrt.ones(3)  # Does not broadcast to 4.
     with pytest.raises(TypeError):
         t[0] = "x"
+
+
+def test_indexing_with_tensors_gathers_rows_with_gradients():
+    a = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    t = mixrt.tensor(a, requires_grad=True)
+    idx = np.array([[3, 0], [-1, 1]])
+    out = t[mixrt.tensor(idx)]
+    np.testing.assert_array_equal(out.detach().numpy(), a[idx])
+    out.sum().backward()
+    counts = np.zeros(4, dtype=np.float32)
+    np.add.at(counts, idx % 4, 1)
+    np.testing.assert_array_equal(t.grad.numpy(),
+                                  np.broadcast_to(counts[:, None, None],
+                                                  a.shape))
+    mask = np.array([True, False, True, True])
+    np.testing.assert_array_equal(t.detach()[mixrt.tensor(mask)].numpy(),
+                                  a[mask])
+    assert t.detach()[mixrt.tensor([False] * 4)].shape == (0, 3, 2)
+    with pytest.raises(IndexError):
+        t[mixrt.tensor([0.5])]
+    with pytest.raises((IndexError, ValueError, RuntimeError)):
+        t.detach()[mixrt.tensor([4])]  # Past the end.
