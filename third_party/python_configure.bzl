@@ -1,4 +1,6 @@
-"""python_configure(): the Python that //python builds for, as @python.
+"""python_configure(): the Python that //python builds for, as @python;
+nanobind_configure(): nanobind's sources (third_party/nanobind/, from
+scripts/setup_nanobind.sh) as @nanobind, or a stand-in that skips //python.
 
 The interpreter is $MIXRT_PYTHON, else /usr/bin/python3 (Debian's, with
 python3-dev, python3-numpy and python3-pytest from scripts/setup.sh). The
@@ -65,5 +67,37 @@ cc_library(
 python_configure = repository_rule(
     implementation = _python_configure_impl,
     environ = ["MIXRT_PYTHON"],
+    local = True,
+)
+
+def _nanobind_configure_impl(ctx):
+    third_party = ctx.path(Label("//third_party:nanobind.BUILD")).dirname
+    source = third_party.get_child("nanobind")
+    combined = source.get_child("nanobind").get_child("src").get_child("nb_combined.cpp")
+    if combined.exists:
+        ctx.symlink(source.get_child("nanobind"), "nanobind")
+        ctx.symlink(Label("//third_party:nanobind.BUILD"), "BUILD")
+    else:
+        # No sources (scripts/setup_nanobind.sh did not run, or PyPI was
+        # unreachable): a stand-in compatible with no platform, so //python
+        # is skipped, as @cuda's stub skips the CUDA targets.
+        ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+
+constraint_setting(name = "sources")
+
+constraint_value(
+    name = "missing",
+    constraint_setting = ":sources",
+)
+
+cc_library(
+    name = "nanobind",
+    target_compatible_with = [":missing"],
+)
+""")
+
+nanobind_configure = repository_rule(
+    implementation = _nanobind_configure_impl,
     local = True,
 )
