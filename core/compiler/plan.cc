@@ -1,7 +1,6 @@
 #include "core/compiler/plan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 
@@ -157,13 +156,9 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Build(Graph graph,
       plan->graph_, [self](int slot) { return self->Temporary(slot); },
       [self](int slot) -> uint64_t {
         // A constant's version: this run's hold on it (Run takes one for
-        // every constant). Memory written outside mixrt (Storage::external)
-        // has none that proves it unchanged: a new one at every ask, so
-        // what reads it is computed again and never released.
-        static std::atomic<uint64_t> unproven{uint64_t{1} << 63};
+        // every constant).
         const auto& run = self->slots_[slot].run;
-        if (run == nullptr) return 0;
-        return run->external() ? unproven.fetch_add(1) : run->version();
+        return run != nullptr ? run->version() : 0;
       });
   plan->frees_after_.resize(plan->graph_.nodes.size());
   plan->saved_done_after_.resize(plan->graph_.nodes.size());

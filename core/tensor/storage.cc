@@ -15,6 +15,11 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(const Device& device,
   return storage;
 }
 
+uint64_t Storage::UnprovenVersion() {
+  static std::atomic<uint64_t> next{uint64_t{1} << 63};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 std::shared_ptr<Storage> Storage::Adopt(const Device& device, void* data,
                                         uint64_t bytes,
                                         std::function<void()> release) {

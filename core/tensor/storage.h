@@ -35,14 +35,18 @@ class Storage {
   // Counts writes through the runtime (kernel launches that output to this
   // memory, checkpoint loads, Tensor::data_ptr() handed out for writing),
   // as PyTorch's version counter counts in-place ops: what autocast's
-  // cached weight casts and a compiled graph's folded weight casts check.
-  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // cached weight casts and a compiled graph's kept launches and fused
+  // weight copies check. External memory (below) has no count that proves
+  // it unchanged: its version is a new value at every ask, so nothing is
+  // ever kept for it.
+  uint64_t version() const {
+    return external() ? UnprovenVersion()
+                      : version_.load(std::memory_order_acquire);
+  }
   void BumpVersion() { version_.fetch_add(1, std::memory_order_acq_rel); }
   // Memory something outside mixrt can write: adopted, or handed out
-  // (MarkShared: a NumPy view of it, a DLPack export). Such writes do not
-  // bump version(), so what is kept because a version stood (a compiled
-  // function's kept launches, a fused kernel's packed weight copy, an
-  // autocast cast) is never kept for it.
+  // (MarkShared: a NumPy view of it, a DLPack export). Such writes bump no
+  // count, hence version()'s answer for it.
   bool external() const {
     return release_ != nullptr || shared_.load(std::memory_order_acquire);
   }
@@ -51,6 +55,8 @@ class Storage {
  private:
   Storage(Device device, void* data, uint64_t bytes)
       : device_(device), data_(data), bytes_(bytes) {}
+  // Distinct from every counted version and from every earlier answer.
+  static uint64_t UnprovenVersion();
 
   Device device_;
   void* data_;

@@ -115,3 +115,16 @@ def test_numpy_writes_are_seen_by_a_compiled_function():
     assert f(x).tolist() == [[8.0] * 4] * 2
     w[:] = 2.0
     assert f(x).tolist() == [[16.0] * 4] * 2
+
+
+def test_numpy_writes_are_seen_by_autocast_cached_casts():
+    # A weight's bf16 cast is cached while its version stands; memory NumPy
+    # writes has no version that proves it unchanged, so it is cast again.
+    w_np = np.ones((4, 4), dtype=np.float32)
+    w = mixrt.from_dlpack(w_np)
+    w.requires_grad = True  # A leaf f32 weight: what the cache keeps.
+    x = mixrt.ones(2, 4)
+    with mixrt.autocast("cpu", dtype=mixrt.bfloat16):
+        assert (x @ w).to(mixrt.float32).tolist() == [[4.0] * 4] * 2
+        w_np[:] = 2.0
+        assert (x @ w).to(mixrt.float32).tolist() == [[8.0] * 4] * 2

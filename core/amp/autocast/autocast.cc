@@ -88,8 +88,7 @@ absl::StatusOr<Tensor> CastCached(const Tensor& t, DType target,
                                   bool cache_enabled) {
   const bool cacheable = cache_enabled && t_cache_bypass == 0 &&
                          !InferenceModeEnabled() && t.is_leaf() &&
-                         t.requires_grad() && t.dtype() == DType::kF32 &&
-                         !t.storage()->external();
+                         t.requires_grad() && t.dtype() == DType::kF32;
   if (!cacheable) return cast(t, target);
   const std::shared_ptr<AutogradMeta> meta = t.autograd_meta();
   const auto key = std::make_pair(meta.get(), static_cast<int>(target));
