@@ -57,12 +57,8 @@ def _in_place(name, binary):
     Without these, Python would rebind the name to a new tensor and a hand
     written SGD step would silently update nothing."""
     def method(self, other):
-        if self.requires_grad and _mixrt.is_grad_enabled():
-            raise RuntimeError(
-                "a leaf Variable that requires grad is being used in an "
-                "in-place operation." if self.is_leaf else
-                "in-place operations on tensors that require grad are not "
-                f"supported yet (write x = x {name} y)")
+        # Writability (a tensor that requires grad, under grad mode) is
+        # copy_'s check, below.
         result = binary(self, other)
         if result.shape != self.shape:
             raise RuntimeError(

@@ -43,6 +43,17 @@ void Unary(nb::module_& m, const char* name, Fn fn) {
       name, [fn](const Tensor& x) { return ValueOrThrow(fn(x)); }, Release());
 }
 
+// A loss of (input, target, reduction) as nn.functional spells it.
+template <typename Fn>
+void Loss(nb::module_& m, const char* name, Fn fn) {
+  m.def(name, [fn](const Tensor& x, const Tensor& target,
+                   const std::string& reduction) {
+    const Reduction r = ParseReduction(reduction);
+    nb::gil_scoped_release release;
+    return ValueOrThrow(fn(x, target, r));
+  });
+}
+
 }  // namespace
 
 void BindFunctional(nb::module_& m) {
@@ -169,18 +180,10 @@ void BindFunctional(nb::module_& m) {
       nb::arg("query"), nb::arg("key"), nb::arg("value"),
       nb::arg("attn_mask").none(), nb::arg("dropout_p"), nb::arg("is_causal"),
       nb::arg("scale").none(), Release());
-  m.def("mse_loss",
-        [](const Tensor& x, const Tensor& t, const std::string& reduction) {
-          const Reduction r = ParseReduction(reduction);
-          nb::gil_scoped_release release;
-          return ValueOrThrow(mse_loss(x, t, r));
-        });
-  m.def("l1_loss",
-        [](const Tensor& x, const Tensor& t, const std::string& reduction) {
-          const Reduction r = ParseReduction(reduction);
-          nb::gil_scoped_release release;
-          return ValueOrThrow(l1_loss(x, t, r));
-        });
+  Loss(m, "mse_loss",
+       [](auto& x, auto& t, Reduction r) { return mse_loss(x, t, r); });
+  Loss(m, "l1_loss",
+       [](auto& x, auto& t, Reduction r) { return l1_loss(x, t, r); });
   m.def("cross_entropy",
         [](const Tensor& logits, const Tensor& target, int64_t ignore_index,
            const std::string& reduction, double label_smoothing) {
@@ -205,18 +208,13 @@ void BindFunctional(nb::module_& m) {
     nb::gil_scoped_release release;
     return ValueOrThrow(smooth_l1_loss(x, t, r, beta));
   });
-  m.def("binary_cross_entropy",
-        [](const Tensor& p, const Tensor& t, const std::string& reduction) {
-          const Reduction r = ParseReduction(reduction);
-          nb::gil_scoped_release release;
-          return ValueOrThrow(binary_cross_entropy(p, t, r));
-        });
-  m.def("binary_cross_entropy_with_logits",
-        [](const Tensor& x, const Tensor& t, const std::string& reduction) {
-          const Reduction r = ParseReduction(reduction);
-          nb::gil_scoped_release release;
-          return ValueOrThrow(binary_cross_entropy_with_logits(x, t, r));
-        });
+  Loss(m, "binary_cross_entropy", [](auto& x, auto& t, Reduction r) {
+    return binary_cross_entropy(x, t, r);
+  });
+  Loss(m, "binary_cross_entropy_with_logits",
+       [](auto& x, auto& t, Reduction r) {
+         return binary_cross_entropy_with_logits(x, t, r);
+       });
   m.def(
       "cat",
       [](const std::vector<Tensor>& ts, int64_t dim) {

@@ -151,16 +151,25 @@ Tensor Index(const Tensor& x, const nb::handle& index) {
   return out;
 }
 
+// Every in-place write from Python (copy_, t[i] = x, and so +=, which
+// writes through copy_): refused where autograd would not see it, as
+// PyTorch refuses a leaf that requires grad (a non-leaf one it could
+// record; mixrt cannot yet, and a silent write would leave its gradients
+// wrong).
+void CheckWritableInPlace(const Tensor& t) {
+  if (!GradModeEnabled() || !t.requires_grad()) return;
+  throw std::runtime_error(
+      t.is_leaf() ? "a leaf Variable that requires grad is being used in an "
+                    "in-place operation."
+                  : "in-place writes into a tensor that requires grad are "
+                    "not supported yet (autograd would not see them); write "
+                    "x = x + y");
+}
+
 // t[index] = value: the view's elements written in place (a number fills,
 // a tensor is broadcast to the view's shape and converted to its dtype).
 void SetItem(const Tensor& t, nb::handle index, nb::handle value) {
-  if (GradModeEnabled() && t.requires_grad()) {
-    throw std::runtime_error(
-        t.is_leaf() ? "a leaf Variable that requires grad is being used in "
-                      "an in-place operation."
-                    : "in-place writes into a tensor that requires grad are "
-                      "not supported yet");
-  }
+  CheckWritableInPlace(t);
   const Tensor view = Index(t, index);
   if (nb::isinstance<Tensor>(value)) {
     Tensor src = nb::cast<Tensor>(value);
@@ -385,11 +394,7 @@ nb::class_<Tensor> BindTensor(nb::module_& m) {
       .def(
           "copy_",
           [](Tensor& dst, const Tensor& src) {
-            if (GradModeEnabled() && dst.requires_grad() && dst.is_leaf()) {
-              throw std::runtime_error(
-                  "a leaf Variable that requires grad is being used in an "
-                  "in-place operation.");
-            }
+            CheckWritableInPlace(dst);
             ThrowIfError(kernels::copy_(dst, src));
             return dst;
           },

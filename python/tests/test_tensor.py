@@ -246,3 +246,13 @@ def test_indexing_with_tensors_gathers_rows_with_gradients():
         t[mixrt.tensor([0.5])]
     with pytest.raises((IndexError, ValueError, RuntimeError)):
         t.detach()[mixrt.tensor([4])]  # Past the end.
+
+
+def test_in_place_writes_into_non_leaf_tensors_that_require_grad_are_refused():
+    # Autograd would not see the write: the gradients would be wrong.
+    y = mixrt.ones(2, requires_grad=True) * 2
+    for write in (lambda: y.copy_(mixrt.zeros(2)),
+                  lambda: y.__setitem__(0, 1.0),
+                  lambda: y.__iadd__(1.0)):
+        with pytest.raises(RuntimeError, match="autograd would not see"):
+            write()
