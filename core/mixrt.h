@@ -36,6 +36,7 @@
 #include "core/tensor/op_fallback.h"
 #include "core/tensor/tensor.h"
 #include "core/train/trainer.h"
+#include "core/version.h"
 #include "mixrt/status_macros.h"
 
 #endif  // MIXRT_MIXRT_H_

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Installs the mixrt plugin SDK for authors of out-of-tree plugins:
+# Installs the mixrt runtime for applications and the plugin SDK for
+# authors of out-of-tree plugins:
 #
 #   bazel run //plugins:install -- --prefix=DIR
 #
-# DIR/include/mixrt/       the C ABI (plugin_api.h, op_names.h, ...) and
-#                          the C++ SDK under mixrt/sdk/
+# DIR/lib/libmixrt.so      the runtime (SONAME libmixrt.so.MAJOR.MINOR),
+#                          with the bundled plugins beside it, which it
+#                          loads: libmixrt_cpu.so, libmixrt_reference.so
+# DIR/include/mixrt/       mixrt.h (the runtime's API), the C ABI
+#                          (plugin_api.h, op_names.h, ...) and the C++ SDK
+#                          under mixrt/sdk/
+# DIR/lib/cmake/mixrt/, DIR/lib/pkgconfig/mixrt.pc   find_package(mixrt)
+#                          (target mixrt::mixrt), pkg-config mixrt
+# DIR/share/mixrt/templates/{app,plugin}/  an application and a plugin to
+#                          start from (CMake); DIR/share/doc/mixrt/ the
+#                          plugin guide and the ABI's CHANGELOG
 # DIR/lib/libmixrt_plugin_sdk.a               the SDK (static, PIC); it
 #                          uses absl::Status from the system's Abseil
 #                          (libabsl-dev), which both files below name
@@ -19,7 +29,7 @@
 # (bazel run itself runs elsewhere).
 set -euo pipefail
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 
 prefix=""
 for arg in "$@"; do
@@ -48,6 +58,71 @@ root="${RUNFILES_DIR:-$0.runfiles}/mixrt"
 
 major=$(sed -n 's/^#define MIXRT_PLUGIN_API_MAJOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
 minor=$(sed -n 's/^#define MIXRT_PLUGIN_API_MINOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
+
+version_part() { sed -n "s/^#define MIXRT_VERSION_$1 \\([0-9]*\\)$/\\1/p" "$root/core/version.h"; }
+version="$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)"
+soname="libmixrt.so.$(version_part MAJOR).$(version_part MINOR)"
+
+# The runtime: libmixrt.so and the headers mixrt/mixrt.h includes. In the
+# tree they include each other as core/..., common/...; installed they live
+# under mixrt/ (mixrt/core/..., mixrt/common/...).
+install_runtime() {
+  install -d "$prefix/lib/cmake/mixrt" "$prefix/share/doc/mixrt" \
+    "$prefix/share/mixrt/templates/app" "$prefix/share/mixrt/templates/plugin"
+  install -m 755 "$root/core/libmixrt.so" "$prefix/lib/libmixrt.so.$version"
+  ln -sf "libmixrt.so.$version" "$prefix/lib/$soname"
+  ln -sf "$soname" "$prefix/lib/libmixrt.so"
+  install -m 755 "$root/plugins/reference/libmixrt_reference.so" "$prefix/lib/"
+  install -m 755 "$root/backends/cpu/libmixrt_cpu.so" "$prefix/lib/"
+  local header dest
+  while read -r header; do
+    case "$header" in
+      core/_virtual_includes/core/mixrt/mixrt.h) dest=mixrt.h ;;
+      include/mixrt/*) dest=${header#include/mixrt/} ;;
+      core/* | common/*) dest=$header ;;
+      *) echo "install: a header of the runtime outside core/, common/, include/: $header" >&2; return 1 ;;
+    esac
+    install -d "$(dirname "$prefix/include/mixrt/$dest")"
+    sed -e 's|#include "core/|#include "mixrt/core/|' -e 's|#include "common/|#include "mixrt/common/|' \
+      "$root/$header" >"$prefix/include/mixrt/$dest"
+    chmod 644 "$prefix/include/mixrt/$dest"
+  done <"$root/plugins/runtime_headers.txt"
+  install -m 644 "$root/plugins/sdk_package/mixrtConfig.cmake" "$prefix/lib/cmake/mixrt/"
+  cat >"$prefix/lib/cmake/mixrt/mixrtConfigVersion.cmake" <<CMAKE
+# mixrt $version: before 1.0 a minor release may change the C++ API, so
+# only the same major.minor is compatible (as the SONAME, $soname, says).
+set(PACKAGE_VERSION "$version")
+if(PACKAGE_FIND_VERSION AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL $(version_part MAJOR))
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(PACKAGE_FIND_VERSION AND PACKAGE_FIND_VERSION_COUNT GREATER 1 AND NOT PACKAGE_FIND_VERSION_MINOR EQUAL $(version_part MINOR))
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+  cat >"$prefix/lib/pkgconfig/mixrt.pc" <<'PC'
+prefix=${pcfiledir}/../..
+includedir=${prefix}/include
+libdir=${prefix}/lib
+PC
+  cat >>"$prefix/lib/pkgconfig/mixrt.pc" <<PC
+Name: mixrt
+Description: mixed-precision ML runtime with run-time selected backends
+Version: $version
+Requires: absl_status absl_statusor absl_strings absl_str_format absl_synchronization absl_flat_hash_map absl_node_hash_map absl_time absl_span
+Cflags: -I\${includedir} -std=c++17
+Libs: -L\${libdir} -lmixrt -Wl,-rpath,\${libdir}
+PC
+  install -m 644 "$root/plugins/README.md" "$prefix/share/doc/mixrt/plugins.md"
+  install -m 644 "$root/plugins/CHANGELOG.md" "$prefix/share/doc/mixrt/CHANGELOG.md"
+  install -m 644 "$root"/examples/out_of_tree_app/* "$prefix/share/mixrt/templates/app/"
+  install -m 644 "$root"/examples/out_of_tree_plugin/* "$prefix/share/mixrt/templates/plugin/"
+}
 
 install -d "$prefix/include/mixrt/sdk" "$prefix/lib/cmake/mixrt_plugin_sdk" \
   "$prefix/lib/pkgconfig" "$prefix/share/mixrt" "$prefix/bin"
@@ -92,14 +167,18 @@ Cflags: -I\${includedir} -std=c++17 -fPIC -fvisibility=hidden
 Libs: -shared \${libdir}/libmixrt_plugin_sdk.a -Wl,--version-script=\${prefix}/share/mixrt/plugin_exports.lds -Wl,--no-undefined
 PC
 
+install_runtime
+
 install -m 755 "$root/tools/mixrt" "$prefix/bin/mixrt"
 install -m 755 "$root/tools/bench/mixrt_bench" "$prefix/bin/mixrt_bench"
 install -m 644 "$root/tools/bench/pytorch_peer.py" "$root/tools/bench/plot_bench.py" "$prefix/bin/"
 install -m 755 "$root/plugins/conformance/conformance" "$prefix/bin/conformance"
-install -m 755 "$root/plugins/reference/libmixrt_reference.so" "$prefix/bin/"
-install -m 755 "$root/backends/cpu/libmixrt_cpu.so" "$prefix/bin/"
+# The tools find plugins beside themselves, as libmixrt does in lib/.
+ln -sf ../lib/libmixrt_reference.so "$prefix/bin/libmixrt_reference.so"
+ln -sf ../lib/libmixrt_cpu.so "$prefix/bin/libmixrt_cpu.so"
 
-echo "install: mixrt plugin SDK (ABI $major.$minor) installed in $prefix"
+echo "install: mixrt $version (plugin ABI $major.$minor) installed in $prefix"
+echo "  application: find_package(mixrt) / pkg-config mixrt; template in $prefix/share/mixrt/templates/app"
 echo "  CMake:      find_package(mixrt_plugin_sdk) with -DCMAKE_PREFIX_PATH=$prefix"
 echo "  pkg-config: PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs mixrt_plugin_sdk"
 echo "  check:      $prefix/bin/conformance --plugin=/path/libmixrt_yours.so"
