@@ -44,9 +44,9 @@ absl::Status Train(const std::string& backend, const std::string& mode,
               mode.c_str());
 
   mixrt::Generator init(0);
-  MIXRT_ASSIGN_OR_RETURN(auto net,
-                         mixrt::nn::MLP({kWidth, kWidth, kWidth, kWidth},
-                                        device, &init));
+  MIXRT_ASSIGN_OR_RETURN(
+      auto net,
+      mixrt::nn::MLP({kWidth, kWidth, kWidth, kWidth}, device, &init));
   mixrt::SGD opt(net->parameters(), {.lr = 0.01});
   mixrt::GradScaler scaler(device);
   auto loss_of = [&net](const std::vector<Tensor>& in)
@@ -61,18 +61,18 @@ absl::Status Train(const std::string& backend, const std::string& mode,
   }
 
   mixrt::Generator data(1);
-  MIXRT_ASSIGN_OR_RETURN(Tensor x, mixrt::randn({kBatch, kWidth},
-                                                mixrt::DType::kF32, device, 0,
-                                                1, &data));
-  MIXRT_ASSIGN_OR_RETURN(Tensor target, mixrt::randn({kBatch, kWidth},
-                                                     mixrt::DType::kF32,
-                                                     device, 0, 1, &data));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor x,
+      mixrt::randn({kBatch, kWidth}, mixrt::DType::kF32, device, 0, 1, &data));
+  MIXRT_ASSIGN_OR_RETURN(
+      Tensor target,
+      mixrt::randn({kBatch, kWidth}, mixrt::DType::kF32, device, 0, 1, &data));
   for (int step = 0; step < steps; ++step) {
     std::vector<Tensor> out;
     {
       mixrt::AutocastGuard autocast(device.type());
-      MIXRT_ASSIGN_OR_RETURN(out, compiled ? (*compiled)({x, target})
-                                           : loss_of({x, target}));
+      MIXRT_ASSIGN_OR_RETURN(
+          out, compiled ? (*compiled)({x, target}) : loss_of({x, target}));
     }
     MIXRT_ASSIGN_OR_RETURN(Tensor scaled, scaler.scale(out[0]));
     MIXRT_RETURN_IF_ERROR(scaled.backward());
@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   }
   const absl::Status status = Train(backend, mode, steps);
   if (!status.ok()) {
-    std::fprintf(stderr, "train_app: %s\n", std::string(status.message()).c_str());
+    std::fprintf(stderr, "train_app: %s\n",
+                 std::string(status.message()).c_str());
     return 1;
   }
   return 0;
