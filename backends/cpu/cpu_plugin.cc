@@ -109,6 +109,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return RunOnThreadsLeftFree(std::move(kernel));
   }
 
+  const sdk::OpTable* Ops() const override { return &CpuOps(); }
+
   absl::Status Launch(const sdk::KernelCall& call) override {
     UseThreadsLeftFree();
     return RunKernel(call);

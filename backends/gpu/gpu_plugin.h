@@ -52,6 +52,10 @@ class GpuPlugin : public sdk::Plugin {
                       uint64_t bytes) override;
   absl::Status Synchronize(int device) override;
   absl::Status Launch(const sdk::KernelCall& call) override;
+  // Its kernels run every op of each class its capability table supports.
+  sdk::Capability GetOpSupport(int device, const sdk::OpQuery& query) override {
+    return OpSupportFromClassMatrix(device, query);
+  }
 
  protected:
   // Makes `device` current on the calling thread and returns it.

@@ -1,14 +1,17 @@
 // A third-party backend built outside mixrt's tree, against the installed
 // SDK (see CMakeLists.txt and README.md here). It runs six ops in f32 —
-// fill, copy, add, mul, relu and matmul — and says so per op (ABI 1.1's
-// GetOpSupport), so the host runs everything else on a fallback backend,
-// and the conformance suite grades those ops "not implemented" instead of
-// failing them. It runs relu but not relu's gradient, as partial backends
-// often do: training runs that gradient on the fallback backend, eager or
-// compiled.
+// fill, copy, add, mul, relu and matmul — registered in one sdk::OpTable
+// with the dtypes and variants each kernel runs. The SDK answers the host's
+// per-op query from that table, so the host runs everything else on a
+// fallback backend and the conformance suite grades those ops "not
+// implemented" instead of failing them. It runs relu but not relu's
+// gradient, as partial backends often do: training runs that gradient on
+// the fallback backend, eager or compiled.
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
+#include "mixrt/sdk/op_table.h"
 #include "mixrt/sdk/plugin.h"
 #include "mixrt/status_macros.h"
 
@@ -16,9 +19,117 @@ namespace partial {
 
 using mixrt::sdk::Capability;
 using mixrt::sdk::KernelCall;
-using mixrt::sdk::OpQuery;
+using mixrt::sdk::TensorRef;
 
-Capability Runs() { return {MIXRT_SUPPORT_NATIVE, "", 0.0}; }
+float* Floats(const TensorRef& t) { return static_cast<float*>(t.data()); }
+
+// Reached only if the host launches what the table does not claim.
+absl::Status Refuse(const KernelCall& call) {
+  return absl::UnimplementedError(
+      absl::StrCat("the partial plugin does not run ", MixrtOpName(call.op),
+                   " in this form"));
+}
+
+absl::Status Fill(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
+  float* out = Floats(call.outputs[0]);
+  for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
+    out[i] = static_cast<float>(attrs->value);
+  }
+  return absl::OkStatus();
+}
+
+// The one op whose input may be strided.
+absl::Status Copy(const KernelCall& call) {
+  const TensorRef& in = call.inputs[0];
+  const TensorRef& out = call.outputs[0];
+  mixrt::sdk::ForEachElement<2>(out.ndim(), out.shape(),
+                                {in.strides(), out.strides()},
+                                [&](const std::array<int64_t, 2>& o) {
+                                  out.StoreFloat(o[1], in.LoadFloat(o[0]));
+                                });
+  return absl::OkStatus();
+}
+
+absl::Status AddOrMul(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());
+  const float* x = Floats(call.inputs[0]);
+  const float* y = Floats(call.inputs[1]);
+  float* out = Floats(call.outputs[0]);
+  const int64_t n = call.outputs[0].numel();
+  if (attrs->kind == MIXRT_BINARY_ADD) {
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+  } else if (attrs->kind == MIXRT_BINARY_MUL) {
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * y[i];
+  } else {
+    return Refuse(call);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Relu(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());
+  if (attrs->kind != MIXRT_UNARY_RELU) return Refuse(call);
+  const float* x = Floats(call.inputs[0]);
+  float* out = Floats(call.outputs[0]);
+  for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
+    // NaN stays NaN, as in PyTorch (x > 0 is false for it).
+    out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+  }
+  return absl::OkStatus();
+}
+
+// out[b] = a[b] @ w[b] (+ bias) + beta * out[b], dense f32.
+absl::Status Matmul(const KernelCall& call) {
+  MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
+  if (attrs->activation != MIXRT_ACTIVATION_NONE) return Refuse(call);
+  const TensorRef& a = call.inputs[0];
+  const TensorRef& w = call.inputs[1];
+  const TensorRef& out = call.outputs[0];
+  const int nd = out.ndim();
+  if (nd < 2 || a.ndim() != nd || w.ndim() != nd) {
+    return absl::InvalidArgumentError("matmul: operands of unequal rank");
+  }
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1];
+  const int64_t k = a.shape()[nd - 1];
+  const int64_t batches = out.numel() / (m * n > 0 ? m * n : 1);
+  const float* bias = call.inputs.size() > 2 ? Floats(call.inputs[2]) : nullptr;
+  for (int64_t b = 0; b < batches && m * n > 0; ++b) {
+    const float* ab = Floats(a) + b * m * k;
+    const float* wb = Floats(w) + b * k * n;
+    float* ob = Floats(out) + b * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      float* row = ob + i * n;
+      for (int64_t j = 0; j < n; ++j) {
+        // beta 0 overwrites: whatever out held (NaN included) is gone.
+        row[j] = (attrs->beta != 0.0f ? attrs->beta * row[j] : 0.0f) +
+                 (bias != nullptr ? bias[j] : 0.0f);
+      }
+      for (int64_t p = 0; p < k; ++p) {
+        const float s = ab[i * k + p];
+        const float* wr = wb + p * n;
+        for (int64_t j = 0; j < n; ++j) row[j] += s * wr[j];
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What this plugin runs: each kernel with the dtypes (of its first input
+// and first output) and the variants it handles. The SDK's per-op answer
+// is this table; `mixrt info` lists it and the conformance suite grades it.
+constexpr mixrt::sdk::DTypeMask kF32 = mixrt::sdk::DTypes({MIXRT_DTYPE_F32});
+const mixrt::sdk::OpTable kOps(
+    "partial",
+    {
+        {MIXRT_OP_FILL, Fill, kF32},
+        {MIXRT_OP_COPY, Copy, kF32},
+        {MIXRT_OP_BINARY, AddOrMul, kF32,
+         mixrt::sdk::Variants({MIXRT_BINARY_ADD, MIXRT_BINARY_MUL})},
+        {MIXRT_OP_UNARY, Relu, kF32, mixrt::sdk::Variants({MIXRT_UNARY_RELU})},
+        {MIXRT_OP_MATMUL, Matmul, kF32,
+         mixrt::sdk::Variants({MIXRT_ACTIVATION_NONE})},
+    });
 
 class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
  public:
@@ -43,144 +154,20 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
   }
 
   // The summary `mixrt info` shows and autocast reads: f32 in the classes
-  // where this plugin runs something.
+  // where this plugin runs something. Per op, the table above answers.
   Capability GetCapability(int, MixrtOpClass op_class,
                            MixrtDtype dtype) override {
     const bool ours = op_class == MIXRT_OP_CLASS_ELEMENTWISE ||
                       op_class == MIXRT_OP_CLASS_CAST ||
                       op_class == MIXRT_OP_CLASS_MATMUL;
-    if (ours && dtype == MIXRT_DTYPE_F32) return Runs();
+    if (ours && dtype == MIXRT_DTYPE_F32) return {MIXRT_SUPPORT_NATIVE, "", 0};
     return mixrt::sdk::Unsupported("the partial plugin runs f32 only");
   }
 
-  // Exactly what Launch implements.
-  Capability GetOpSupport(int, const OpQuery& q) override {
-    if (q.dtype != MIXRT_DTYPE_F32 || q.out_dtype != MIXRT_DTYPE_F32) {
-      return mixrt::sdk::Unsupported("the partial plugin runs f32 only");
-    }
-    switch (q.op) {
-      case MIXRT_OP_FILL:
-      case MIXRT_OP_COPY:
-        return Runs();
-      case MIXRT_OP_BINARY:
-        if (q.variant == MIXRT_BINARY_ADD || q.variant == MIXRT_BINARY_MUL) {
-          return Runs();
-        }
-        return mixrt::sdk::Unsupported("binary: only add and mul");
-      case MIXRT_OP_UNARY:
-        if (q.variant == MIXRT_UNARY_RELU) return Runs();
-        return mixrt::sdk::Unsupported("unary: only relu");
-      case MIXRT_OP_MATMUL:
-        if (q.variant == MIXRT_ACTIVATION_NONE) return Runs();
-        return mixrt::sdk::Unsupported("matmul: no fused activation");
-      default:
-        return mixrt::sdk::Unsupported(
-            "not one of fill, copy, add, mul, "
-            "relu, matmul");
-    }
-  }
+  const mixrt::sdk::OpTable* Ops() const override { return &kOps; }
 
   absl::Status Launch(const KernelCall& call) override {
-    switch (call.op) {
-      case MIXRT_OP_FILL: {
-        MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
-        float* out = Floats(call.outputs[0]);
-        for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
-          out[i] = static_cast<float>(attrs->value);
-        }
-        return absl::OkStatus();
-      }
-      case MIXRT_OP_COPY: {  // The one op whose input may be strided.
-        const auto& in = call.inputs[0];
-        const auto& out = call.outputs[0];
-        mixrt::sdk::ForEachElement<2>(
-            out.ndim(), out.shape(), {in.strides(), out.strides()},
-            [&](const std::array<int64_t, 2>& o) {
-              out.StoreFloat(o[1], in.LoadFloat(o[0]));
-            });
-        return absl::OkStatus();
-      }
-      case MIXRT_OP_BINARY: {
-        MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                               call.GetAttrs<MixrtPointwiseAttrs>());
-        const float* x = Floats(call.inputs[0]);
-        const float* y = Floats(call.inputs[1]);
-        float* out = Floats(call.outputs[0]);
-        const int64_t n = call.outputs[0].numel();
-        if (attrs->kind == MIXRT_BINARY_ADD) {
-          for (int64_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
-        } else if (attrs->kind == MIXRT_BINARY_MUL) {
-          for (int64_t i = 0; i < n; ++i) out[i] = x[i] * y[i];
-        } else {
-          return Refuse(call);
-        }
-        return absl::OkStatus();
-      }
-      case MIXRT_OP_UNARY: {
-        MIXRT_ASSIGN_OR_RETURN(auto attrs,
-                               call.GetAttrs<MixrtPointwiseAttrs>());
-        if (attrs->kind != MIXRT_UNARY_RELU) return Refuse(call);
-        const float* x = Floats(call.inputs[0]);
-        float* out = Floats(call.outputs[0]);
-        for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
-          // NaN stays NaN, as in PyTorch (x > 0 is false for it).
-          out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
-        }
-        return absl::OkStatus();
-      }
-      case MIXRT_OP_MATMUL:
-        return Matmul(call);
-      default:
-        return Refuse(call);
-    }
-  }
-
- private:
-  static float* Floats(const mixrt::sdk::TensorRef& t) {
-    return static_cast<float*>(t.data());
-  }
-
-  // out[b] = a[b] @ w[b] (+ bias) + beta * out[b], dense f32.
-  static absl::Status Matmul(const KernelCall& call) {
-    MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
-    if (attrs->activation != MIXRT_ACTIVATION_NONE) return Refuse(call);
-    const auto& a = call.inputs[0];
-    const auto& w = call.inputs[1];
-    const auto& out = call.outputs[0];
-    const int nd = out.ndim();
-    if (nd < 2 || a.ndim() != nd || w.ndim() != nd) {
-      return absl::InvalidArgumentError("matmul: operands of unequal rank");
-    }
-    const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1];
-    const int64_t k = a.shape()[nd - 1];
-    const int64_t batches = out.numel() / (m * n > 0 ? m * n : 1);
-    const float* bias =
-        call.inputs.size() > 2 ? Floats(call.inputs[2]) : nullptr;
-    for (int64_t b = 0; b < batches && m * n > 0; ++b) {
-      const float* ab = Floats(a) + b * m * k;
-      const float* wb = Floats(w) + b * k * n;
-      float* ob = Floats(out) + b * m * n;
-      for (int64_t i = 0; i < m; ++i) {
-        float* row = ob + i * n;
-        for (int64_t j = 0; j < n; ++j) {
-          // beta 0 overwrites: whatever out held (NaN included) is gone.
-          row[j] = (attrs->beta != 0.0f ? attrs->beta * row[j] : 0.0f) +
-                   (bias != nullptr ? bias[j] : 0.0f);
-        }
-        for (int64_t p = 0; p < k; ++p) {
-          const float s = ab[i * k + p];
-          const float* wr = wb + p * n;
-          for (int64_t j = 0; j < n; ++j) row[j] += s * wr[j];
-        }
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  static absl::Status Refuse(const KernelCall& call) {
-    return absl::UnimplementedError(
-        absl::StrCat("the partial plugin does not run ", MixrtOpName(call.op),
-                     " in this form"));
+    return kOps.Run(call);
   }
 };
 

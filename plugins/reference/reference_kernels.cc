@@ -4,8 +4,6 @@
 
 namespace mixrt::reference {
 
-namespace {
-
 const sdk::OpTable& ReferenceOps() {
   static const sdk::OpTable* const ops = [] {
     std::vector<sdk::OpTable::Row> rows;
@@ -15,12 +13,10 @@ const sdk::OpTable& ReferenceOps() {
           AttentionOps, DropoutOps}) {
       for (const sdk::OpTable::Row& row : group()) rows.push_back(row);
     }
-    return new sdk::OpTable("reference", rows);
+    return new sdk::OpTable("reference", rows, sdk::kAllDTypes);
   }();
   return *ops;
 }
-
-}  // namespace
 
 absl::Status RunKernel(const sdk::KernelCall& call) {
   return ReferenceOps().Run(call);

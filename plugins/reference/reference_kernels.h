@@ -18,6 +18,10 @@ namespace mixrt::reference {
 // The plugin's op table: every group's rows.
 absl::Status RunKernel(const sdk::KernelCall& call);
 
+// The kernels RunKernel dispatches to (what the plugin claims per op);
+// they take integer tensors where the op allows.
+const sdk::OpTable& ReferenceOps();
+
 // One group per file, each giving its ops' rows of the table.
 std::vector<sdk::OpTable::Row> CreationOps();   // fill, copy, arange, random
 std::vector<sdk::OpTable::Row> PointwiseOps();  // binary, unary, compare, ...

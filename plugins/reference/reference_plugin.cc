@@ -55,6 +55,8 @@ class ReferencePlugin : public sdk::HostMemoryPlugin {
     return {MIXRT_SUPPORT_NATIVE, "", 0.0};
   }
 
+  const sdk::OpTable* Ops() const override { return &ReferenceOps(); }
+
   absl::Status Launch(const sdk::KernelCall& call) override {
     return RunKernel(call);
   }

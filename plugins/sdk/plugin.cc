@@ -12,6 +12,7 @@
 #include "mixrt/op_class.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
+#include "plugins/sdk/op_table.h"
 
 // The ABI's opaque error object, as every SDK plugin defines it.
 struct MixrtError {
@@ -567,6 +568,24 @@ void FusedKernelDestroy(MixrtFusedKernel_Destroy_Args* args) {
 // ---------------------------------------------------------
 
 Capability Plugin::GetOpSupport(int device, const OpQuery& query) {
+  const OpTable* ops = Ops();
+  if (ops == nullptr) {
+    return Unsupported(
+        "the plugin declares no ops: return its sdk::OpTable from "
+        "Plugin::Ops() or answer Plugin::GetOpSupport");
+  }
+  if (std::string lacks = ops->Lacks(query); !lacks.empty()) {
+    return Unsupported(std::move(lacks));
+  }
+  // The class's speed in the floating dtype involved (a cast from an
+  // integer is asked at its output's dtype); all-integer ops run natively.
+  const MixrtDtype floating =
+      IsFloatingDtype(query.dtype) ? query.dtype : query.out_dtype;
+  if (!IsFloatingDtype(floating)) return {MIXRT_SUPPORT_NATIVE, "", 0.0};
+  return GetCapability(device, MixrtOpClassOf(query.op), floating);
+}
+
+Capability Plugin::OpSupportFromClassMatrix(int device, const OpQuery& query) {
   const MixrtOpClass op_class = MixrtOpClassOf(query.op);
   if (op_class == MIXRT_OP_CLASS_COUNT) {
     return Unsupported(

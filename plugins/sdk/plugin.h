@@ -142,6 +142,8 @@ struct KernelCall {
   mutable std::vector<std::shared_ptr<const void>> padded_attrs_;
 };
 
+class OpTable;  // plugins/sdk/op_table.h
+
 // Every method may be called from many threads at once after Initialize
 // (see plugin_api.h); implementations synchronize their own state.
 class Plugin {
@@ -156,12 +158,25 @@ class Plugin {
   virtual absl::StatusOr<DeviceProperties> GetDeviceProperties(int device) = 0;
   virtual Capability GetCapability(int device, MixrtOpClass op_class,
                                    MixrtDtype dtype) = 0;
+  // What this plugin's kernels are, when it dispatches through an
+  // sdk::OpTable: the default GetOpSupport answers from it. nullptr (the
+  // default): the plugin declares no table.
+  virtual const OpTable* Ops() const { return nullptr; }
+
   // Whether the device runs one op (ABI 1.1's per-op query). The host never
   // launches what this calls unsupported: it runs it elsewhere. The default
-  // answers from GetCapability for the op's class (MixrtOpClassOf) on
-  // floating dtypes and supports integer ones; override it when you run
-  // only some ops of a class.
+  // claims what Ops() has a kernel for — in the dtypes and variants of its
+  // row, at the speed GetCapability gives the op's class — and, without an
+  // OpTable, nothing ("declares no ops"): an unchanged plugin then runs
+  // nothing rather than failing what it never implemented. Override it to
+  // answer by hand.
   virtual Capability GetOpSupport(int device, const OpQuery& query);
+
+  // The answer of plugins written before per-op answers: GetCapability of
+  // the op's class on floating dtypes, integer dtypes supported. It claims
+  // whole classes: only for a plugin whose kernels run every op of each
+  // class it calls supported.
+  Capability OpSupportFromClassMatrix(int device, const OpQuery& query);
 
   // Called with the host's ABI version before anything else; an error
   // declines that host, and the loader prints the message as the reason
