@@ -16,8 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
@@ -158,7 +158,7 @@ absl::Status CheckFlags() {
 absl::Status Run(const char* argv0) {
   MIXRT_RETURN_IF_ERROR(CheckFlags());
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
   mixrt::AutocastOptions autocast;

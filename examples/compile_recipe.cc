@@ -14,8 +14,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "", "Backend (default: best available).");
@@ -165,7 +165,7 @@ absl::Status ServeProcess(const mixrt::Device& device,
 
 absl::Status Main(const char* argv0,
                   std::chrono::steady_clock::time_point process_start) {
-  mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("width", absl::GetFlag(FLAGS_width), 1, 1 << 16));
   MIXRT_RETURN_IF_ERROR(

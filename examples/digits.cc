@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/digits_data.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 #include "plugins/sdk/philox.h"
 
@@ -190,7 +190,7 @@ absl::Status Run(const char* argv0) {
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("epochs", absl::GetFlag(FLAGS_epochs), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
   MIXRT_ASSIGN_OR_RETURN(

@@ -26,8 +26,8 @@
 #include "common/atomic_write.h"
 #include "common/out_of_memory.h"
 #include "common/run_program.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "examples/text_data.h"
 #include "mixrt/mixrt.h"
 #include "tools/cpp/runfiles/runfiles.h"
@@ -353,7 +353,7 @@ absl::Status Run(const char* argv0) {
   MIXRT_RETURN_IF_ERROR(CheckFlags());
   MIXRT_ASSIGN_OR_RETURN(std::vector<Mode> modes, ParseModes());
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
   MIXRT_ASSIGN_OR_RETURN(

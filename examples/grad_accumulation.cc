@@ -9,8 +9,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(int, accumulate, 4, "Micro-batches per optimizer step.");
@@ -26,7 +26,7 @@ absl::Status Run(const char* argv0) {
       CheckFlag("accumulate", absl::GetFlag(FLAGS_accumulate), 1, 1 << 20));
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
-  mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());
   mixrt::Generator gen(0);

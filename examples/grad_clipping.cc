@@ -8,8 +8,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(double, max_norm, 1.0, "Largest allowed global gradient norm.");
@@ -25,7 +25,7 @@ absl::Status Run(const char* argv0) {
       "max_norm", absl::GetFlag(FLAGS_max_norm), 0.0, 1e30));
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("steps", absl::GetFlag(FLAGS_steps), 1, 1 << 24));
-  mixrt::Registry::Global().LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          mixrt::Registry::Global().SelectDevice());
   mixrt::Generator gen(0);

@@ -16,8 +16,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, backend, "",
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(mixrt::BundledPluginPaths(argv[0]));
+  mixrt::examples::LoadPlugins(argv[0]);
   for (const mixrt::PluginReport& r : registry.Reports()) {
     if (!r.usable)
       std::printf("skipped %s: %s\n", r.path.c_str(), r.reason.c_str());

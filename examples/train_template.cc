@@ -20,9 +20,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "common/out_of_memory.h"
-#include "core/bundled/bundled_plugins.h"
 #include "examples/digits_data.h"
 #include "examples/flag_checks.h"
+#include "examples/load_plugins.h"
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(bool, amp, true, "Use automatic mixed precision.");
@@ -53,7 +53,7 @@ absl::Status Run(const char* argv0) {
   MIXRT_RETURN_IF_ERROR(
       CheckFlag("log_every", absl::GetFlag(FLAGS_log_every), 1, 1000000));
   mixrt::Registry& registry = mixrt::Registry::Global();
-  registry.LoadAll(mixrt::BundledPluginPaths(argv0));
+  mixrt::examples::LoadPlugins(argv0);
   MIXRT_ASSIGN_OR_RETURN(mixrt::Device device,
                          registry.SelectDevice(absl::GetFlag(FLAGS_backend)));
   MIXRT_ASSIGN_OR_RETURN(mixrt::examples::Digits data,

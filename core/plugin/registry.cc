@@ -190,13 +190,35 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
         const std::string unsafe = files::UntrustedReason(file);
         if (!unsafe.empty()) {
           std::lock_guard<std::shared_mutex> lock(mu_);
+          const std::string path = CanonicalPath(file);
+          // Once per file: already refused, or loaded as named.
+          if (std::any_of(
+                  reports_.begin(), reports_.end(),
+                  [&](const PluginReport& r) { return r.path == path; })) {
+            continue;
+          }
           PluginReport report;
-          report.path = CanonicalPath(file);
+          report.path = path;
           report.state = PluginState::kUntrusted;
           report.reason =
               absl::StrCat("not loaded: ", unsafe,
                            " (name the file with --plugin to load it anyway)");
           reports_.push_back(report);
+          // Said at once, not only in `mixrt info`: a prefix installed
+          // under /tmp loses its own plugins (and with them the fallback
+          // and the bench's oracle), which nothing else would explain.
+          const std::string where =
+              origin == Origin::kEnvironment
+                  ? absl::StrCat("listed in ", kPluginPathEnv)
+                  : "found beside the mixrt library or program";
+          std::fprintf(
+              stderr,
+              "mixrt: warning: plugin %s (%s) was not loaded: %s. Plugins "
+              "load only from directories no one but you or root can write: "
+              "install mixrt in one (under $HOME, not /tmp or another shared "
+              "directory) or fix the permissions, or name the file with "
+              "--plugin=PATH to load it anyway\n",
+              path.c_str(), where.c_str(), unsafe.c_str());
           continue;
         }
       }

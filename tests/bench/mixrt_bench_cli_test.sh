@@ -5,6 +5,7 @@
 set -euo pipefail
 mixrt="$PWD/$1"
 schema="$PWD/$2"
+partial_plugin="$PWD/$3"  # Runs everything but relu's gradient.
 fail() { echo "FAIL: $*"; exit 1; }
 export MIXRT_CACHE_DIR="$TEST_TMPDIR/cache" MIXRT_CPU_SKIP_PROBE=1
 out="$TEST_TMPDIR/quick.json"
@@ -149,4 +150,27 @@ grep -qE '^\| gemm_256 \| cpu \| f32 \| eager \|.*\| >[0-9]+x \|' "$TEST_TMPDIR/
   fail "no lower bound against the cut-off peer: $(cat "$TEST_TMPDIR/cut.txt")"
 [ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
 
-echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging and cut-off peers"
+# A backend that lacks an op the case needs: the row says how much of each
+# step fell back (launches and bytes), and is labelled "fallback", never
+# the class's "native".
+"$mixrt" bench --quick --cases=mlp_train_small --dtype=f32 --plugin="$partial_plugin" \
+  --backend=partial_no_relu_backward --json="$TEST_TMPDIR/fallback.json" --md \
+  >"$TEST_TMPDIR/fallback_md.txt" 2>"$TEST_TMPDIR/fallback_log.txt" ||
+  fail "the run on a partial plugin failed: $(tail -5 "$TEST_TMPDIR/fallback_log.txt")"
+/usr/bin/python3 - "$TEST_TMPDIR/fallback.json" <<'PY' || fail "fallback row: $(cat "$TEST_TMPDIR/fallback.json")"
+import json, sys
+[row] = [r for r in json.load(open(sys.argv[1]))["results"] if r["mode"] == "eager"]
+assert row["status"] == "ok", row
+assert row["support"] == "fallback", row["support"]
+# Three ReLU layers' gradients per step (batch 32 x width 128 f32, both
+# devices host memory: nothing copied).
+assert row["fallback_launches_per_step"] >= 2, row
+assert row["fallback_bytes_per_step"] == 0, row
+assert "launches per step ran on another backend" in row["reason"], row["reason"]
+PY
+grep -qE '^\| mlp_train_small \| partial_no_relu_backward \| f32 \| eager \|.*\| ok, fallback: [0-9]+ launches per step' \
+  "$TEST_TMPDIR/fallback_md.txt" || fail "Markdown fallback row: $(cat "$TEST_TMPDIR/fallback_md.txt")"
+grep -q "fallback: [0-9]* launches and 0.00 MiB copied per step" "$TEST_TMPDIR/fallback_log.txt" ||
+  fail "progress line: $(cat "$TEST_TMPDIR/fallback_log.txt")"
+
+echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging and cut-off peers, fallback rows"

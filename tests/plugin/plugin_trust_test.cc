@@ -85,6 +85,30 @@ TEST(PluginTrust, GroupWritableAndStickyDirectoriesAreNot) {
   EXPECT_EQ(Searched(sticky).state, PluginState::kUntrusted);
 }
 
+TEST(PluginTrust, AnUntrustedPluginIsSaidAtLoadWithTheFix) {
+  const std::string open = Dir(Root() + "/open_said", 0777);
+  const std::string plugin = CopyPlugin(open);
+  Registry registry;
+  setenv(kPluginPathEnv, open.c_str(), 1);
+  ::testing::internal::CaptureStderr();
+  registry.LoadAll();
+  registry.LoadAll();  // Said once per plugin, not per search.
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  unsetenv(kPluginPathEnv);
+  EXPECT_THAT(said, HasSubstr("mixrt: warning: plugin " + plugin +
+                              " (listed in MIXRT_PLUGIN_PATH) was not loaded: "
+                              "directory " +
+                              open + " is writable"));
+  EXPECT_THAT(said, HasSubstr("not /tmp"));
+  EXPECT_THAT(said, HasSubstr("--plugin=PATH"));
+  EXPECT_EQ(said.find("warning"), said.rfind("warning")) << said;
+  int untrusted = 0;
+  for (const PluginReport& r : registry.Reports()) {
+    untrusted += r.state == PluginState::kUntrusted;
+  }
+  EXPECT_EQ(untrusted, 1);
+}
+
 TEST(PluginTrust, ASafeDirectoryInsideAnOpenOneIsNot) {
   const std::string open = Dir(Root() + "/open", 0777);
   const std::string inner = Dir(open + "/inner", 0755);

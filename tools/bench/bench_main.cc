@@ -185,11 +185,18 @@ absl::StatusOr<std::vector<Device>> Devices(const Registry& registry) {
 
 void Progress(int done, int total, const CaseResult& r) {
   const bool tty = isatty(fileno(stderr));
-  std::string what = r.status == "ok"
-                         ? absl::StrFormat("%.3f ms (cv %.1f%%)%s",
-                                           r.stats.median, 100 * r.stats.cv,
-                                           r.timing.noise_met ? "" : ", noisy")
-                         : absl::StrCat(r.status, ": ", r.reason);
+  std::string what =
+      r.status == "ok"
+          ? absl::StrFormat(
+                "%.3f ms (cv %.1f%%)%s%s", r.stats.median, 100 * r.stats.cv,
+                r.timing.noise_met ? "" : ", noisy",
+                r.fallback_launches_per_step == 0
+                    ? ""
+                    : absl::StrFormat(", fallback: %d launches and %.2f "
+                                      "MiB copied per step",
+                                      r.fallback_launches_per_step,
+                                      r.fallback_bytes_per_step / 1048576.0))
+          : absl::StrCat(r.status, ": ", r.reason);
   std::fprintf(stderr, "%s[%d/%d] %s %s %s %s: %s%s", tty ? "\r\033[K" : "",
                done, total, r.case_name.c_str(), r.backend.c_str(),
                r.precision.c_str(), r.mode.c_str(), what.c_str(),
@@ -219,7 +226,8 @@ int RunBench(const char* argv0) {
   if (!reference.ok()) {
     std::fprintf(stderr,
                  "mixrt bench: the reference plugin, which every case is "
-                 "checked against, is not loaded: %s\n",
+                 "checked against, is not loaded: %s (name it with "
+                 "--plugin=PATH/libmixrt_reference.so)\n",
                  std::string(reference.status().message()).c_str());
     return 2;
   }

@@ -60,6 +60,8 @@ nlohmann::json ResultJson(const CaseResult& r) {
     j["gflops"] = r.gflops;
     j["peak_mib"] = r.peak_mib;
     j["fallback_launches"] = r.fallback_launches;
+    j["fallback_launches_per_step"] = r.fallback_launches_per_step;
+    j["fallback_bytes_per_step"] = r.fallback_bytes_per_step;
   }
   return j;
 }
@@ -135,8 +137,10 @@ std::string MarkdownTable(const nlohmann::json& run) {
       }
     }
     std::string note = status;
+    if (r.value("support", "") == "fallback") note = "ok, fallback";
     const std::string reason = r.value("reason", "");
-    if (status != "ok" || r.value("support", "") == "slow") {
+    const std::string support = r.value("support", "");
+    if (status != "ok" || support == "slow" || support == "fallback") {
       if (!reason.empty()) {
         note += ": " + absl::StrReplaceAll(reason, {{"|", "/"}, {"\n", " "}});
       }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/tensor/op_fallback.h"
@@ -38,6 +39,26 @@ std::string Reproducer(const RunOptions& options, const SuiteCase& c,
   return absl::StrCat(options.command, suites, " --cases=", c.name,
                       " --backend=", backend, " --dtype=", precision,
                       " --mode=", mode);
+}
+
+// What one more step sends to another backend. The support level said
+// what the backend claims for the case's op class; a step that falls back
+// is not what that claim timed, so the row says "fallback", with how much.
+void NoteFallbackOfOneStep(const std::function<absl::Status()>& step,
+                           CaseResult* r) {
+  const FallbackCounters before = GetFallbackCounters();
+  if (!step().ok()) return;  // The timed steps succeeded; nothing to add.
+  const FallbackCounters after = GetFallbackCounters();
+  r->fallback_launches_per_step = after.launches - before.launches;
+  r->fallback_bytes_per_step = after.bytes_copied - before.bytes_copied;
+  if (r->fallback_launches_per_step == 0) return;
+  r->support = "fallback";
+  r->reason = absl::StrCat(
+      r->fallback_launches_per_step,
+      " launches per step ran on another backend (",
+      absl::StrFormat("%.2f", r->fallback_bytes_per_step / 1048576.0),
+      " MiB copied per step); `mixrt bench` lists which "
+      "ops on stderr");
 }
 
 void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
@@ -112,6 +133,7 @@ void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
                   : 0;
   r->peak_mib = allocator.stats().peak_bytes_in_use / 1048576.0;
   r->fallback_launches = GetFallbackCounters().launches - fallbacks_before;
+  NoteFallbackOfOneStep(w->step, r);
 }
 
 }  // namespace

@@ -33,7 +33,12 @@ struct CaseResult {
   double gflops = 0;  // flops / median.
   double peak_mib = 0;
   int64_t fallback_launches = 0;  // During the timed steps.
-  std::string reproduce;          // The command that reruns just this.
+  // Of one steady-state step: launches that ran on another backend than
+  // the one benchmarked, and the bytes copied to and from it. A row with
+  // any is labelled support "fallback", never "native".
+  int64_t fallback_launches_per_step = 0;
+  int64_t fallback_bytes_per_step = 0;
+  std::string reproduce;  // The command that reruns just this.
 };
 
 struct RunOptions {
