@@ -82,6 +82,18 @@ for mode in eager default; do
     fail "app on the out-of-tree plugin ($mode): $(cat "$out")"
   grep -q "^fallback: [1-9][0-9]* launches" "$out" && grep -q "partial: .* ran on cpu:0" "$out" ||
     fail "no fallback listed ($mode): $(cat "$out")"
+  if [ "$mode" != eager ]; then
+    # Inference runs whole on the plugin, which fuses each Linear's matmul
+    # with its bias and the ReLU after it (chain_fusion.cc); the host checks
+    # the fused kernels against the launches they replace, and the result
+    # is eager's.
+    grep -q "fused\[partial chain: matmul + relu" "$out" && grep -q "2 fused kernels for 4 of 5 launches offered" "$out" &&
+      grep -q "\[checked against its launches\]" "$out" ||
+      fail "the plugin's fusion is not in Explain ($mode): $(cat "$out")"
+    eager_inference=$(sed -n 's/^inference eager loss //p' "$out")
+    [ -n "$eager_inference" ] && [ "$(sed -n 's/^inference [01] loss //p' "$out" | sort -u)" = "$eager_inference" ] ||
+      fail "compiled inference differs from eager ($mode): $(grep '^inference' "$out")"
+  fi
   python3 - "$(losses "$out")" "$eager" <<'PY' || fail "losses on the out-of-tree plugin ($mode): $(cat "$out")"
 import sys
 partial, cpu = ([float(v) for v in s.split()] for s in sys.argv[1:])

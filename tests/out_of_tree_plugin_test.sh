@@ -43,7 +43,7 @@ exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort | tr '\n' ' 
 
 # pkg-config, for authors without CMake.
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ ${sanitize[@]+"${sanitize[@]}"} -o "$TEST_TMPDIR/libmixrt_partial_pc.so" \
-  "$example_dir/partial_plugin.cc" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mixrt_plugin_sdk) \
+  "$example_dir/partial_plugin.cc" "$example_dir/chain_fusion.cc" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mixrt_plugin_sdk) \
   >"$TEST_TMPDIR/pc.log" 2>&1 || fail "pkg-config build: $(cat "$TEST_TMPDIR/pc.log")"
 
 # Loaded through MIXRT_PLUGIN_PATH by the installed CLI.

@@ -82,6 +82,26 @@ absl::Status Train(const std::string& backend, const std::string& mode,
     MIXRT_ASSIGN_OR_RETURN(double loss, out[0].item());
     std::printf("step %d loss %.9g\n", step, loss);
   }
+  if (mode != "eager") {
+    // Inference, compiled: a graph the device runs whole is offered to its
+    // plugin to fuse; Explain names the kernels it fused (a graph that
+    // meets an op falling back runs eagerly, and says so).
+    net->eval();
+    mixrt::NoGradGuard no_grad;
+    MIXRT_ASSIGN_OR_RETURN(Tensor eager_y, net->forward(x));
+    MIXRT_ASSIGN_OR_RETURN(Tensor eager_loss, mixrt::mse_loss(eager_y, target));
+    MIXRT_ASSIGN_OR_RETURN(double eager_value, eager_loss.item());
+    std::printf("inference eager loss %.9g\n", eager_value);
+    MIXRT_ASSIGN_OR_RETURN(auto forward, mixrt::compile(net, {.mode = mode}));
+    for (int call = 0; call < 2; ++call) {  // A trace, then a replay.
+      MIXRT_ASSIGN_OR_RETURN(Tensor y, forward(x));
+      MIXRT_ASSIGN_OR_RETURN(Tensor loss, mixrt::mse_loss(y, target));
+      MIXRT_ASSIGN_OR_RETURN(double value, loss.item());
+      std::printf("inference %d loss %.9g\n", call, value);
+    }
+    std::printf("inference, compiled:\n%s\n",
+                forward.compiled().Explain().c_str());
+  }
   // A backend that lacks ops trains with the rest on a fallback backend.
   const mixrt::FallbackCounters fallbacks = mixrt::GetFallbackCounters();
   std::printf("fallback: %lld launches\n",

@@ -1,5 +1,6 @@
 // A third-party backend built outside mixrt's tree, against the installed
-// SDK (see CMakeLists.txt and README.md here). It runs six ops in f32 —
+// SDK (see CMakeLists.txt and README.md here), fusing add/mul/relu chains
+// and matmul epilogues (chain_fusion.cc). It runs six ops in f32 —
 // fill, copy, add, mul, relu and matmul — registered in one sdk::OpTable
 // with the dtypes and variants each kernel runs. The SDK answers the host's
 // per-op query from that table, so the host runs everything else on a
@@ -8,8 +9,11 @@
 // gradient, as partial backends often do: training runs that gradient on
 // the fallback backend, eager or compiled.
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "chain_fusion.h"
 #include "mixrt/op_names.h"
 #include "mixrt/sdk/op_table.h"
 #include "mixrt/sdk/plugin.h"
@@ -165,6 +169,17 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
   }
 
   const mixrt::sdk::OpTable* Ops() const override { return &kOps; }
+
+  // Fusion (chain_fusion.cc): add/mul/relu chains, alone or after a matmul.
+  absl::StatusOr<std::vector<int>> ClaimFusion(
+      int, const mixrt::sdk::FusionGraph& graph) override {
+    return ClaimChains(graph);
+  }
+  absl::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileFusion(
+      int, const mixrt::sdk::FusionGraph& graph,
+      absl::Span<const int> group_of_node, int group) override {
+    return CompileChain(graph, group_of_node, group);
+  }
 
   absl::Status Launch(const KernelCall& call) override {
     return kOps.Run(call);

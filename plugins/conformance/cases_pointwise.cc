@@ -4,6 +4,7 @@
 #include "core/kernels/dropout.h"
 #include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
+#include "mixrt/op_names.h"
 #include "plugins/conformance/case_util.h"
 
 namespace mixrt::conformance {
@@ -121,16 +122,17 @@ void AddPointwiseCases(std::vector<Case>* cases) {
           MIXRT_COMPARE_LE, MIXRT_COMPARE_GT, MIXRT_COMPARE_GE}) {
       const InputSpec a{{21, 5}, dtype, Values::kSpecial};
       const InputSpec b{{5}, dtype, Values::kSpecial};
-      cases->push_back({absl::StrCat("compare/", kind, "/", DTypeName(dtype)),
-                        MIXRT_OP_CLASS_ELEMENTWISE, dtype,
-                        [=](const Devices& d) {
-                          CompareOp(
-                              d, {a, b},
-                              [kind](const std::vector<Tensor>& in) {
-                                return One(compare(kind, in[0], in[1]));
-                              },
-                              Fixed({0, 0, {}}), kSeed);
-                        }});
+      cases->push_back(
+          {absl::StrCat("compare/", MixrtOpVariantName(MIXRT_OP_COMPARE, kind),
+                        "/", DTypeName(dtype)),
+           MIXRT_OP_CLASS_ELEMENTWISE, dtype, [=](const Devices& d) {
+             CompareOp(
+                 d, {a, b},
+                 [kind](const std::vector<Tensor>& in) {
+                   return One(compare(kind, in[0], in[1]));
+                 },
+                 Fixed({0, 0, {}}), kSeed);
+           }});
     }
     cases->push_back(
         {absl::StrCat("where/broadcast/", DTypeName(dtype)),

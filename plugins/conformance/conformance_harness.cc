@@ -1,5 +1,7 @@
 #include "plugins/conformance/conformance_harness.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -72,6 +74,27 @@ std::vector<float> DrawValues(const InputSpec& spec, uint64_t seed) {
 
 namespace {
 
+bool time_ops = false;
+
+// Microseconds per call of `op` on `inputs` (synchronized): the best of
+// three, so a descheduled run does not count.
+double BestMicroseconds(const OpFn& op, const std::vector<Tensor>& inputs,
+                        const Device& device) {
+  double best = -1;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (!op(inputs).ok() ||
+        !device.backend()->Synchronize(device.index()).ok()) {
+      return -1;
+    }
+    const double us = std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    if (best < 0 || us < best) best = us;
+  }
+  return best;
+}
+
 absl::StatusOr<Tensor> Build(const InputSpec& spec,
                              const std::vector<float>& values,
                              const Device& device) {
@@ -90,6 +113,8 @@ absl::StatusOr<Tensor> Build(const InputSpec& spec,
 }
 
 }  // namespace
+
+void SetTimeOps(bool on) { time_ops = on; }
 
 void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
                const OpFn& op, const ToleranceFn& tolerance, uint64_t seed) {
@@ -118,6 +143,7 @@ void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
   }
   ASSERT_TRUE(got.ok()) << "plugin: " << got.status();
   ASSERT_EQ(got->size(), want->size());
+  double worst_of_tolerance = 0, worst_absolute = 0;
   for (size_t k = 0; k < want->size(); ++k) {
     const Tensor& g = (*got)[k];
     const Tensor& w = (*want)[k];
@@ -134,6 +160,12 @@ void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
       if (a == b) continue;
       const double allowed = tol.atol + tol.rtol * std::fabs(b) +
                              (tol.extra.empty() ? 0.0 : tol.extra[i]);
+      const double diff = std::fabs(a - b);  // NaN or inf: a failure below.
+      worst_absolute =
+          std::isfinite(diff) ? std::max(worst_absolute, diff) : INFINITY;
+      worst_of_tolerance = std::max(
+          worst_of_tolerance,
+          allowed > 0 && std::isfinite(diff) ? diff / allowed : INFINITY);
       if (!(std::fabs(a - b) <= allowed)) {
         ADD_FAILURE() << "output " << k << " element " << i << ": plugin " << a
                       << ", reference " << b << " (|diff| " << std::fabs(a - b)
@@ -141,6 +173,18 @@ void CompareOp(const Devices& devices, const std::vector<InputSpec>& inputs,
         if (++reported == 5) break;
       }
     }
+  }
+  ::testing::Test::RecordProperty(kWorstErrorOfTolerance,
+                                  absl::StrCat(worst_of_tolerance));
+  ::testing::Test::RecordProperty(kWorstAbsoluteError,
+                                  absl::StrCat(worst_absolute));
+  if (time_ops) {
+    ::testing::Test::RecordProperty(
+        kPluginMicroseconds,
+        absl::StrCat(BestMicroseconds(op, on_plugin, devices.plugin)));
+    ::testing::Test::RecordProperty(
+        kReferenceMicroseconds,
+        absl::StrCat(BestMicroseconds(op, on_reference, devices.reference)));
   }
 }
 

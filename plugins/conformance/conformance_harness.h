@@ -82,6 +82,20 @@ inline constexpr char kNotImplemented[] = "not implemented: ";
         << "plugin: " << conformance_status_;                  \
   } while (0)
 
+// Whether CompareOp also times the op on both devices (the plugin matrix,
+// `conformance --matrix=DIR`): the best of three runs after the checked
+// one. Off by default: timing triples a run.
+void SetTimeOps(bool on);
+
+// What CompareOp records on the case (gtest test properties, read by the
+// per-op table): the worst element's error as a fraction of its tolerance
+// (0: bit for bit; above 1: a failure), its absolute error, and with
+// SetTimeOps the microseconds per call on each device.
+inline constexpr char kWorstErrorOfTolerance[] = "worst_error_of_tolerance";
+inline constexpr char kWorstAbsoluteError[] = "worst_absolute_error";
+inline constexpr char kPluginMicroseconds[] = "plugin_us";
+inline constexpr char kReferenceMicroseconds[] = "reference_us";
+
 // Builds the inputs on both devices (identical values), runs `op` on each,
 // and compares every output. Failures are reported with gtest; an op the
 // plugin declares unsupported skips the case as not implemented.

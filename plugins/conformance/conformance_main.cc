@@ -2,6 +2,7 @@
 // against the reference plugin.
 //
 //   conformance --plugin=/path/libmixrt_x.so [--reference=...] [gtest flags]
+//   conformance --plugin=... --matrix=DIR   # and write the plugin matrix
 //
 // An op the plugin declares unsupported (ABI 1.1's per-op query, or its
 // class matrix) is never launched: its cases are skipped as "not
@@ -17,6 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "common/atomic_write.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
@@ -28,6 +30,10 @@
 ABSL_FLAG(std::string, plugin, "", "The plugin .so under test (required).");
 ABSL_FLAG(std::string, reference, "",
           "The reference plugin .so; default: the one built with this suite.");
+ABSL_FLAG(std::string, matrix, "",
+          "Also time each case and write the plugin matrix (op x dtype x "
+          "status x worst error x speed) as DIR/<plugin>.json and "
+          "DIR/<plugin>.md.");
 
 namespace mixrt::conformance {
 namespace {
@@ -117,9 +123,29 @@ int Main(int argc, char** argv) {
   std::printf("conformance: %zu cases for plugin '%s' against '%s'\n",
               cases.size(), (*plugin)->name().c_str(),
               (*reference)->name().c_str());
-  ::testing::UnitTest::GetInstance()->listeners().Append(
-      new ConformanceTable((*plugin)->name()));
-  return RUN_ALL_TESTS();
+  auto* table = new ConformanceTable((*plugin)->name());
+  ::testing::UnitTest::GetInstance()->listeners().Append(table);  // Owned.
+  const std::string matrix_dir = absl::GetFlag(FLAGS_matrix);
+  SetTimeOps(!matrix_dir.empty());
+  const int failed = RUN_ALL_TESTS();
+  if (!matrix_dir.empty()) {
+    const std::string base = matrix_dir + "/" + (*plugin)->name();
+    for (const auto& [path, text] :
+         {std::pair<std::string, std::string>{
+              base + ".json",
+              table->MatrixJson((*reference)->name()).dump(1) + "\n"},
+          {base + ".md", table->MatrixMarkdown((*reference)->name())}}) {
+      if (absl::Status written = files::WriteFileAtomically(path, text);
+          !written.ok()) {
+        std::fprintf(stderr, "conformance: --matrix: %s\n",
+                     std::string(written.message()).c_str());
+        return 2;
+      }
+    }
+    std::printf("conformance: plugin matrix written to %s.{json,md}\n",
+                base.c_str());
+  }
+  return failed;
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace mixrt::conformance {
 
@@ -16,6 +18,12 @@ struct CellCounts {
   int passed = 0;
   int failed = 0;
   int not_implemented = 0;
+  // Over the cases that compared values (-1: none did): the worst error
+  // as a fraction of its tolerance, and in absolute terms.
+  double worst_error_of_tolerance = -1;
+  double worst_absolute_error = -1;
+  // Per timed case (conformance --matrix): microseconds per call.
+  std::vector<double> plugin_us, reference_us;
 };
 
 // Collects case results as gtest reports them and prints the table at the
@@ -33,6 +41,11 @@ class ConformanceTable : public ::testing::EmptyTestEventListener {
     return cells_;
   }
   std::string Format() const;
+
+  // The plugin matrix: op x dtype x status x worst error against the
+  // reference x measured speed, as JSON and as a Markdown page.
+  nlohmann::json MatrixJson(const std::string& reference) const;
+  std::string MatrixMarkdown(const std::string& reference) const;
 
  private:
   std::string plugin_;
