@@ -59,6 +59,43 @@ root="${RUNFILES_DIR:-$0.runfiles}/mixrt"
 major=$(sed -n 's/^#define MIXRT_PLUGIN_API_MAJOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
 minor=$(sed -n 's/^#define MIXRT_PLUGIN_API_MINOR \([0-9]*\)$/\1/p' "$root/include/mixrt/plugin_api.h")
 
+# A CMake package version file: compatible with a request of the same
+# major (and with `same_minor`, the same minor too) no newer than VERSION.
+write_config_version() {
+  local file=$1 version=$2 comment=$3 rule=$4
+  local major=${version%%.*} rest=${version#*.}
+  local minor=${rest%%.*}
+  {
+    echo "# $comment"
+    echo "set(PACKAGE_VERSION \"$version\")"
+    echo "if(PACKAGE_FIND_VERSION AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL $major)"
+    echo "  set(PACKAGE_VERSION_COMPATIBLE FALSE)"
+    if [ "$rule" = same_minor ]; then
+      echo "elseif(PACKAGE_FIND_VERSION_COUNT GREATER 1 AND NOT PACKAGE_FIND_VERSION_MINOR EQUAL $minor)"
+      echo "  set(PACKAGE_VERSION_COMPATIBLE FALSE)"
+    fi
+    cat <<'CMAKE'
+elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE
+  } >"$file"
+}
+
+# A pkg-config file's first lines: paths relative to where it is installed.
+write_pc_paths() {
+  cat >"$1" <<'PC'
+prefix=${pcfiledir}/../..
+includedir=${prefix}/include
+libdir=${prefix}/lib
+PC
+}
+
 version_part() { sed -n "s/^#define MIXRT_VERSION_$1 \\([0-9]*\\)$/\\1/p" "$root/core/version.h"; }
 version="$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)"
 soname="libmixrt.so.$(version_part MAJOR).$(version_part MINOR)"
@@ -88,28 +125,10 @@ install_runtime() {
     chmod 644 "$prefix/include/mixrt/$dest"
   done <"$root/plugins/runtime_headers.txt"
   install -m 644 "$root/plugins/sdk_package/mixrtConfig.cmake" "$prefix/lib/cmake/mixrt/"
-  cat >"$prefix/lib/cmake/mixrt/mixrtConfigVersion.cmake" <<CMAKE
-# mixrt $version: before 1.0 a minor release may change the C++ API, so
-# only the same major.minor is compatible (as the SONAME, $soname, says).
-set(PACKAGE_VERSION "$version")
-if(PACKAGE_FIND_VERSION AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL $(version_part MAJOR))
-  set(PACKAGE_VERSION_COMPATIBLE FALSE)
-elseif(PACKAGE_FIND_VERSION AND PACKAGE_FIND_VERSION_COUNT GREATER 1 AND NOT PACKAGE_FIND_VERSION_MINOR EQUAL $(version_part MINOR))
-  set(PACKAGE_VERSION_COMPATIBLE FALSE)
-elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
-  set(PACKAGE_VERSION_COMPATIBLE FALSE)
-else()
-  set(PACKAGE_VERSION_COMPATIBLE TRUE)
-  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
-    set(PACKAGE_VERSION_EXACT TRUE)
-  endif()
-endif()
-CMAKE
-  cat >"$prefix/lib/pkgconfig/mixrt.pc" <<'PC'
-prefix=${pcfiledir}/../..
-includedir=${prefix}/include
-libdir=${prefix}/lib
-PC
+  write_config_version "$prefix/lib/cmake/mixrt/mixrtConfigVersion.cmake" "$version" \
+    "mixrt $version: before 1.0 a minor release may change the C++ API, so only the same major.minor is compatible (as the SONAME, $soname, says)." \
+    same_minor
+  write_pc_paths "$prefix/lib/pkgconfig/mixrt.pc"
   cat >>"$prefix/lib/pkgconfig/mixrt.pc" <<PC
 Name: mixrt
 Description: mixed-precision ML runtime with run-time selected backends
@@ -139,25 +158,9 @@ install -m 644 "$root/plugins/libmixrt_plugin_sdk.a" "$prefix/lib/"
 install -m 644 "$root/plugins/sdk/plugin_exports.lds" "$prefix/share/mixrt/"
 install -m 644 "$root/plugins/sdk_package/mixrt_plugin_sdkConfig.cmake" \
   "$prefix/lib/cmake/mixrt_plugin_sdk/"
-cat >"$prefix/lib/cmake/mixrt_plugin_sdk/mixrt_plugin_sdkConfigVersion.cmake" <<CMAKE
-# ABI $major.$minor: a plugin built for 1.x loads on every 1.y host.
-set(PACKAGE_VERSION "$major.$minor")
-if(PACKAGE_FIND_VERSION_MAJOR AND NOT PACKAGE_FIND_VERSION_MAJOR EQUAL $major)
-  set(PACKAGE_VERSION_COMPATIBLE FALSE)
-elseif(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
-  set(PACKAGE_VERSION_COMPATIBLE FALSE)
-else()
-  set(PACKAGE_VERSION_COMPATIBLE TRUE)
-  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
-    set(PACKAGE_VERSION_EXACT TRUE)
-  endif()
-endif()
-CMAKE
-cat >"$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc" <<'PC'
-prefix=${pcfiledir}/../..
-includedir=${prefix}/include
-libdir=${prefix}/lib
-PC
+write_config_version "$prefix/lib/cmake/mixrt_plugin_sdk/mixrt_plugin_sdkConfigVersion.cmake" \
+  "$major.$minor" "ABI $major.$minor: a plugin built for 1.x loads on every 1.y host." any_minor
+write_pc_paths "$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc"
 cat >>"$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc" <<PC
 Name: mixrt_plugin_sdk
 Description: SDK for mixrt backend plugins (plugin ABI $major.$minor)
