@@ -95,6 +95,17 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
     return table_.Get(op_class, dtype);
   }
 
+  // ABI 1.2: said, not left undeclared. x86 has no TF32 (f32 matmuls run
+  // in f32; AMX's reduced f32 is bf16, which autocast already offers), and
+  // no kernel of this plugin takes fp8.
+  sdk::Capability GetPrecisionSupport(int, MixrtOpClass,
+                                      MixrtPrecision precision) override {
+    return sdk::Unsupported(
+        precision == MIXRT_PRECISION_TF32
+            ? "x86 CPUs have no TF32: f32 matmuls run in f32"
+            : "no fp8 kernels in this plugin");
+  }
+
   // The pattern table's claims, in its order (fusion/fusion_patterns.h).
   absl::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {

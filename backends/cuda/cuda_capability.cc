@@ -58,6 +58,33 @@ sdk::Capability MatmulCapability(ComputeCapability cc,
 
 }  // namespace
 
+sdk::Capability CudaPrecisionSupport(ComputeCapability cc,
+                                     MixrtOpClass op_class,
+                                     MixrtPrecision precision) {
+  const TensorCoreFeatures tc = TensorCoresOf(cc);
+  const std::string sm = absl::StrCat("sm_", cc.sm());
+  if (precision == MIXRT_PRECISION_TF32) {
+    if (op_class != MIXRT_OP_CLASS_MATMUL) {
+      return sdk::Unsupported("TF32 is used in matmuls only");
+    }
+    if (!tc.tf32) {
+      return sdk::Unsupported(
+          absl::StrCat(sm, " has no TF32 tensor cores (they start at sm_80)"));
+    }
+    return {MIXRT_SUPPORT_NATIVE,
+            "cuBLASLt on TF32 tensor cores, for f32 matmuls under matmul "
+            "precision \"high\" (MIXRT_FLOAT32_MATMUL_PRECISION)",
+            0.0};
+  }
+  return sdk::Unsupported(
+      tc.fp8 ? absl::StrCat(sm,
+                            " has fp8 tensor cores, but this plugin has no fp8 "
+                            "kernels yet")
+             : absl::StrCat(sm,
+                            " has no fp8 tensor cores (they start at "
+                            "sm_89)"));
+}
+
 TensorCoreFeatures TensorCoresOf(ComputeCapability cc) {
   TensorCoreFeatures f;
   f.f16 = cc.sm() >= 70;

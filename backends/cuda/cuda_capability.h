@@ -50,6 +50,14 @@ sdk::Capability CudaCapability(ComputeCapability cc,
                                const MatmulSettings& settings,
                                MixrtOpClass op_class, MixrtDtype dtype);
 
+// The precisions beyond the storage dtypes (ABI 1.2): TF32 in matmuls on
+// TF32 tensor cores (what an f32 matmul uses under matmul precision
+// "high"); fp8 nowhere yet: the hardware has it from sm_89, this plugin
+// has no fp8 kernels.
+sdk::Capability CudaPrecisionSupport(ComputeCapability cc,
+                                     MixrtOpClass op_class,
+                                     MixrtPrecision precision);
+
 }  // namespace mixrt::cuda
 
 #endif  // MIXRT_BACKENDS_CUDA_CUDA_CAPABILITY_H_

@@ -226,6 +226,13 @@ class CudaPlugin : public gpu::GpuPlugin {
                           op_class, dtype);
   }
 
+  sdk::Capability GetPrecisionSupport(int device, MixrtOpClass op_class,
+                                      MixrtPrecision precision) override {
+    auto d = Enter(device);
+    if (!d.ok()) return {MIXRT_SUPPORT_UNSUPPORTED, "no such device", 0.0};
+    return CudaPrecisionSupport(CapabilityOf(**d), op_class, precision);
+  }
+
  protected:
   std::string DeviceName(const gpu::GpuDevice& device) const override {
     return absl::StrCat(device.props.name, " (sm_", CapabilityOf(device).sm(),

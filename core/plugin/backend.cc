@@ -31,6 +31,19 @@ absl::string_view SupportLevelName(MixrtSupportLevel level) {
   }
 }
 
+absl::string_view PrecisionName(MixrtPrecision precision) {
+  switch (precision) {
+    case MIXRT_PRECISION_TF32:
+      return "tf32";
+    case MIXRT_PRECISION_FP8_E4M3:
+      return "fp8_e4m3";
+    case MIXRT_PRECISION_FP8_E5M2:
+      return "fp8_e5m2";
+    default:
+      return "unknown precision";
+  }
+}
+
 std::string BackendCacheKey(const BackendIdentity& id) {
   return absl::StrCat("backend ", id.name, " ", id.version, " abi ",
                       id.abi_major, ".", id.abi_minor, " ", id.build_info,
@@ -238,12 +251,23 @@ absl::Status Backend::Launch(int device, MixrtOp op,
   args.num_outputs = static_cast<int32_t>(outputs.size());
   args.outputs = outputs.data();
   args.attrs = attrs;
-  // The hot path of every op: the message is built only for an error.
-  MixrtError* error = api_->kernel_launch(&args);
-  if (error == nullptr) return absl::OkStatus();
-  return PluginErrorToStatus(
-      api_, error, name(),
-      absl::StrCat("kernel_launch(", MixrtOpName(op), ")"));
+  return InProfilerRange(
+      device,
+      [&] {
+        const bool known = !outputs.empty() &&
+                           outputs[0].dtype < static_cast<uint32_t>(kNumDTypes);
+        return absl::StrCat(
+            MixrtOpName(op), " ",
+            known ? DTypeName(static_cast<DType>(outputs[0].dtype)) : "");
+      },
+      [&] {
+        // The hot path of every op: the message is built only for an error.
+        MixrtError* error = api_->kernel_launch(&args);
+        if (error == nullptr) return absl::OkStatus();
+        return PluginErrorToStatus(
+            api_, error, name(),
+            absl::StrCat("kernel_launch(", MixrtOpName(op), ")"));
+      });
 }
 
 bool Backend::has_kernel_graphs() const {
@@ -275,7 +299,8 @@ absl::StatusOr<std::unique_ptr<PluginKernelGraph>> Backend::CreateKernelGraph(
     return absl::InternalError(absl::StrCat(
         name(), ": kernel_graph_create succeeded but returned no graph"));
   }
-  return std::make_unique<PluginKernelGraph>(this, args.graph);
+  return std::make_unique<PluginKernelGraph>(this, device, args.graph,
+                                             args.num_steps);
 }
 
 PluginKernelGraph::~PluginKernelGraph() {
@@ -292,9 +317,13 @@ absl::Status PluginKernelGraph::Run(absl::Span<void* const> buffers,
   args.graph = graph_;
   args.buffers = buffers.data();
   args.failed_step = -1;
-  absl::Status status = PluginErrorToStatus(
-      backend_->api(), backend_->api()->kernel_graph_run(&args),
-      backend_->name(), "kernel_graph_run");
+  absl::Status status = backend_->InProfilerRange(
+      device_, [&] { return absl::StrCat("graph: ", num_steps_, " launches"); },
+      [&] {
+        return PluginErrorToStatus(backend_->api(),
+                                   backend_->api()->kernel_graph_run(&args),
+                                   backend_->name(), "kernel_graph_run");
+      });
   if (failed_step != nullptr)
     *failed_step = status.ok() ? -1 : args.failed_step;
   return status;
@@ -351,7 +380,8 @@ absl::StatusOr<std::unique_ptr<PluginFusedKernel>> Backend::CompileFusion(
         name(), ": fusion_compile succeeded but returned no kernel"));
   }
   return std::make_unique<PluginFusedKernel>(
-      this, args.kernel, args.description != nullptr ? args.description : "");
+      this, device, args.kernel,
+      args.description != nullptr ? args.description : "");
 }
 
 PluginFusedKernel::~PluginFusedKernel() {
@@ -369,9 +399,13 @@ absl::Status PluginFusedKernel::Run(
   args.kernel = kernel_;
   args.value_data = value_data.data();
   args.symbol_sizes = symbol_sizes.empty() ? nullptr : symbol_sizes.data();
-  return PluginErrorToStatus(backend_->api(),
-                             backend_->api()->fused_kernel_run(&args),
-                             backend_->name(), "fused_kernel_run");
+  return backend_->InProfilerRange(
+      device_, [&] { return absl::StrCat("fused: ", description_); },
+      [&] {
+        return PluginErrorToStatus(backend_->api(),
+                                   backend_->api()->fused_kernel_run(&args),
+                                   backend_->name(), "fused_kernel_run");
+      });
 }
 
 absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(
@@ -390,6 +424,45 @@ absl::StatusOr<bool> PluginFusedKernel::SetWeightVersion(
       PluginErrorToStatus(api, api->fused_kernel_set_weight_version(&args),
                           backend_->name(), "fused_kernel_set_weight_version"));
   return args.keeps_copy != 0;
+}
+
+absl::StatusOr<Backend::MemoryInfo> Backend::GetMemoryInfo(int device) const {
+  if (!MIXRT_STRUCT_HAS(api_, MixrtPluginApi, device_get_memory_info) ||
+      api_->device_get_memory_info == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat(name(),
+                     " does not report device memory (device_get_memory_info, "
+                     "ABI 1.2)"));
+  }
+  if (absl::Status s = CheckDevice(device); !s.ok()) return s;
+  MixrtDevice_GetMemoryInfo_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  MIXRT_RETURN_IF_ERROR(PluginErrorToStatus(api_,
+                                            api_->device_get_memory_info(&args),
+                                            name(), "device_get_memory_info"));
+  if (args.free_bytes > args.total_bytes && args.total_bytes != 0) {
+    return absl::InternalError(
+        absl::StrCat(name(), ": device_get_memory_info reported ",
+                     args.free_bytes, " bytes free of ", args.total_bytes));
+  }
+  return MemoryInfo{args.free_bytes, args.total_bytes};
+}
+
+bool Backend::has_profiler_ranges() const {
+  return MIXRT_STRUCT_HAS(api_, MixrtPluginApi, profiler_range) &&
+         api_->profiler_range != nullptr;
+}
+
+void Backend::ProfilerRange(int device, MixrtRangePhase phase, uint64_t id,
+                            const std::string& name) const {
+  MixrtProfiler_Range_Args args{};
+  args.struct_size = sizeof(args);
+  args.device = device;
+  args.phase = phase;
+  args.id = id;
+  args.name = name.c_str();
+  api_->profiler_range(&args);
 }
 
 bool Backend::has_op_support_query() const {

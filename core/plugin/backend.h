@@ -17,12 +17,14 @@
 #include "absl/types/span.h"
 #include "core/allocator/caching_allocator.h"
 #include "core/dtype.h"
+#include "core/plugin/plugin_profiling.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt {
 
 absl::string_view OpClassName(MixrtOpClass op_class);         // "matmul", ...
 absl::string_view SupportLevelName(MixrtSupportLevel level);  // "native"...
+absl::string_view PrecisionName(MixrtPrecision precision);    // "tf32", ...
 
 struct CapabilityEntry {
   MixrtSupportLevel level = MIXRT_SUPPORT_UNSUPPORTED;
@@ -39,9 +41,17 @@ struct DeviceInfo {
   // capabilities[op_class][dtype]
   std::array<std::array<CapabilityEntry, kNumDTypes>, MIXRT_OP_CLASS_COUNT>
       capabilities;
+  // precisions[op_class][precision] (ABI 1.2; unsupported without it).
+  std::array<std::array<CapabilityEntry, MIXRT_PRECISION_COUNT>,
+             MIXRT_OP_CLASS_COUNT>
+      precisions;
 
   const CapabilityEntry& capability(MixrtOpClass op_class, DType dtype) const {
     return capabilities[op_class][static_cast<int>(dtype)];
+  }
+  const CapabilityEntry& precision(MixrtOpClass op_class,
+                                   MixrtPrecision precision) const {
+    return precisions[op_class][precision];
   }
 };
 
@@ -90,8 +100,12 @@ class Backend;
 // new buffer base addresses each time. Destroyed through its plugin.
 class PluginKernelGraph {
  public:
-  PluginKernelGraph(const Backend* backend, MixrtKernelGraph* graph)
-      : backend_(backend), graph_(graph) {}
+  PluginKernelGraph(const Backend* backend, int device, MixrtKernelGraph* graph,
+                    int num_steps)
+      : backend_(backend),
+        device_(device),
+        graph_(graph),
+        num_steps_(num_steps) {}
   ~PluginKernelGraph();
   PluginKernelGraph(const PluginKernelGraph&) = delete;
   PluginKernelGraph& operator=(const PluginKernelGraph&) = delete;
@@ -103,15 +117,18 @@ class PluginKernelGraph {
 
  private:
   const Backend* backend_;
+  int device_;
   MixrtKernelGraph* graph_;
+  int num_steps_;
 };
 
 // A fusion group a plugin compiled (ABI 1.1). Destroyed through its plugin.
 class PluginFusedKernel {
  public:
-  PluginFusedKernel(const Backend* backend, MixrtFusedKernel* kernel,
-                    std::string description)
+  PluginFusedKernel(const Backend* backend, int device,
+                    MixrtFusedKernel* kernel, std::string description)
       : backend_(backend),
+        device_(device),
         kernel_(kernel),
         description_(std::move(description)) {}
   ~PluginFusedKernel();
@@ -131,6 +148,7 @@ class PluginFusedKernel {
 
  private:
   const Backend* backend_;
+  int device_;
   MixrtFusedKernel* kernel_;
   std::string description_;
 };
@@ -190,8 +208,23 @@ class Backend : public RawDeviceMemory {
       int device, const MixrtFusionGraph& graph,
       absl::Span<const int32_t> group_of_node, int group) const;
 
+  // ABI 1.2, each optional: the device's memory now (UNIMPLEMENTED without
+  // device_get_memory_info), and whether the plugin takes profiling ranges.
+  struct MemoryInfo {
+    uint64_t free_bytes = 0, total_bytes = 0;
+  };
+  absl::StatusOr<MemoryInfo> GetMemoryInfo(int device) const;
+  bool has_profiler_ranges() const;
+  // Calls `run` inside a profiling range named name() on `device` when
+  // profiling is on and the plugin takes ranges; else just calls it.
+  template <typename Run, typename Name>
+  absl::Status InProfilerRange(int device, const Name& name,
+                               const Run& run) const;
+
  private:
   absl::Status CheckDevice(int device) const;
+  void ProfilerRange(int device, MixrtRangePhase phase, uint64_t id,
+                     const std::string& name) const;
 
   void* handle_;
   const MixrtPluginApi* api_;
@@ -203,6 +236,19 @@ class Backend : public RawDeviceMemory {
   // it runs.
   std::vector<std::unique_ptr<std::atomic<uint8_t>[]>> op_runs_;
 };
+
+template <typename Run, typename Name>
+absl::Status Backend::InProfilerRange(int device, const Name& name,
+                                      const Run& run) const {
+  // One relaxed load on every launch while profiling is off.
+  if (!PluginProfilingEnabled() || !has_profiler_ranges()) return run();
+  const uint64_t id = NextProfilerRangeId();
+  const std::string text = name();
+  ProfilerRange(device, MIXRT_RANGE_BEGIN, id, text);
+  absl::Status status = run();
+  ProfilerRange(device, MIXRT_RANGE_END, id, text);
+  return status;
+}
 
 // The Status for an ABI error code (OK for MIXRT_ERROR_CODE_OK): one mapping
 // for every plugin kind (backends, collectives).

@@ -116,6 +116,45 @@ absl::StatusOr<BackendIdentity> ReadIdentity(const std::string& path,
   return id;
 }
 
+// The precisions beyond the storage dtypes (ABI 1.2): unsupported, with
+// the reason, for a plugin without device_get_precision_support.
+absl::Status ReadPrecisions(const std::string& name, const MixrtPluginApi* api,
+                            int index, DeviceInfo* device) {
+  const bool asks =
+      MIXRT_STRUCT_HAS(api, MixrtPluginApi, device_get_precision_support) &&
+      api->device_get_precision_support != nullptr;
+  for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
+    for (int p = 0; p < MIXRT_PRECISION_COUNT; ++p) {
+      CapabilityEntry& entry = device->precisions[c][p];
+      if (!asks) {
+        entry.reason = "not declared (a plugin before ABI 1.2)";
+        continue;
+      }
+      MixrtDevice_GetPrecisionSupport_Args args{};
+      args.struct_size = sizeof(args);
+      args.device = index;
+      args.op_class = static_cast<uint32_t>(c);
+      args.precision = static_cast<uint32_t>(p);
+      MIXRT_RETURN_IF_ERROR(
+          PluginErrorToStatus(api, api->device_get_precision_support(&args),
+                              name, "device_get_precision_support"));
+      if (args.level > MIXRT_SUPPORT_NATIVE) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("plugin '", name, "' reports level ", args.level,
+                         " for ", OpClassName(static_cast<MixrtOpClass>(c)),
+                         "/", PrecisionName(static_cast<MixrtPrecision>(p)),
+                         "; expected 0 (unsupported), 1 (slow) or 2 (native)"));
+      }
+      entry.level = static_cast<MixrtSupportLevel>(args.level);
+      entry.reason = CopyPluginString(args.reason);
+      entry.speed_vs_f32 = args.speed_vs_f32 >= 0.0 && args.speed_vs_f32 < 1e6
+                               ? args.speed_vs_f32
+                               : 0.0;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<DeviceInfo> ReadDevice(const std::string& name,
                                       const MixrtPluginApi* api, int index) {
   DeviceInfo device;
@@ -160,6 +199,7 @@ absl::StatusOr<DeviceInfo> ReadDevice(const std::string& name,
                                : 0.0;
     }
   }
+  MIXRT_RETURN_IF_ERROR(ReadPrecisions(name, api, index, &device));
   return device;
 }
 

@@ -1,4 +1,4 @@
-/* mixrt plugin ABI, version 1.1.
+/* mixrt plugin ABI, version 1.2.
  *
  * The one stable interface between the mixrt core (the "host") and a backend
  * plugin (a shared object loaded with dlopen). Pure C, self-contained: a plugin
@@ -53,7 +53,7 @@ extern "C" {
 #endif
 
 #define MIXRT_PLUGIN_API_MAJOR 1
-#define MIXRT_PLUGIN_API_MINOR 1
+#define MIXRT_PLUGIN_API_MINOR 2
 
 #define MIXRT_PLUGIN_ENTRY_SYMBOL "mixrt_plugin_entry"
 #define MIXRT_PLUGIN_SCORE_SYMBOL "mixrt_plugin_score"
@@ -1078,6 +1078,75 @@ typedef MixrtError* MixrtFusedKernel_SetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* args);
 
 /* ------------------------------------------------------------------------ */
+/* Since 1.2: memory, profiling ranges, precisions beyond the storage dtypes */
+/* ------------------------------------------------------------------------ */
+
+/* Since 1.2 (optional): the device's memory, as its driver reports it now
+ * (for a host-memory device: the machine's). `mixrt info` shows it; a
+ * caller may size batches or caches by it. */
+typedef struct MixrtDevice_GetMemoryInfo_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;       /* in */
+  uint64_t free_bytes;  /* out: what can still be allocated. */
+  uint64_t total_bytes; /* out */
+} MixrtDevice_GetMemoryInfo_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_GetMemoryInfo_Args, total_bytes);
+typedef MixrtError* MixrtDevice_GetMemoryInfo(
+    MixrtDevice_GetMemoryInfo_Args* args);
+
+typedef enum MixrtRangePhase {
+  MIXRT_RANGE_BEGIN = 0,
+  MIXRT_RANGE_END = 1
+} MixrtRangePhase;
+
+/* Since 1.2 (optional): profiling ranges for a vendor's trace viewer (an
+ * NVTX or roctx range, a timeline marker). While the host's profiling is on
+ * (MIXRT_PLUGIN_PROFILING=1, or mixrt::SetPluginProfiling(true)) it calls
+ * this right before and right after each launch it makes on the device
+ * (kernel_launch, a fused kernel's run, a kernel graph's run), with the
+ * same name and id for both: "matmul f32", "fused: <description>",
+ * "graph: N launches". `name` is valid during the call only. Never called
+ * while profiling is off. */
+typedef struct MixrtProfiler_Range_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;   /* in */
+  uint32_t phase;   /* in: MixrtRangePhase */
+  uint64_t id;      /* in: pairs a BEGIN with its END. */
+  const char* name; /* in */
+} MixrtProfiler_Range_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtProfiler_Range_Args, name);
+typedef void MixrtProfiler_Range(MixrtProfiler_Range_Args* args);
+
+/* Precisions a device may compute in or store beyond MixrtDtype's: TF32
+ * (f32 storage, a 10-bit mantissa inside matmuls and convolutions) and the
+ * two fp8 storage formats. Appended only. */
+typedef enum MixrtPrecision {
+  MIXRT_PRECISION_TF32 = 0,
+  MIXRT_PRECISION_FP8_E4M3 = 1, /* 4 exponent bits, 3 mantissa; no inf. */
+  MIXRT_PRECISION_FP8_E5M2 = 2, /* 5 exponent bits, 2 mantissa. */
+  MIXRT_PRECISION_COUNT = 3
+} MixrtPrecision;
+
+/* Since 1.2 (optional): the capability matrix's cell for a precision of
+ * MixrtPrecision in one op class, as device_get_capability answers for the
+ * storage dtypes. Without the function every precision is unsupported. */
+typedef struct MixrtDevice_GetPrecisionSupport_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  int32_t device;      /* in */
+  uint32_t op_class;   /* in: MixrtOpClass */
+  uint32_t precision;  /* in: MixrtPrecision */
+  uint32_t level;      /* out: MixrtSupportLevel */
+  const char* reason;  /* out: as device_get_capability's. */
+  double speed_vs_f32; /* out: measured, 0 if not. */
+} MixrtDevice_GetPrecisionSupport_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtDevice_GetPrecisionSupport_Args, speed_vs_f32);
+typedef MixrtError* MixrtDevice_GetPrecisionSupport(
+    MixrtDevice_GetPrecisionSupport_Args* args);
+
+/* ------------------------------------------------------------------------ */
 /* The table                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -1120,11 +1189,19 @@ typedef struct MixrtPluginApi {
   MixrtFusedKernel_Destroy* fused_kernel_destroy;
   /* 1.1, optional (NULL): weight versions for fused kernels. */
   MixrtFusedKernel_SetWeightVersion* fused_kernel_set_weight_version;
+  /* Version 1.1 ends here. */
+
+  MixrtDevice_GetMemoryInfo* device_get_memory_info; /* 1.2, optional */
+  MixrtProfiler_Range* profiler_range;               /* 1.2, optional */
+  MixrtDevice_GetPrecisionSupport* device_get_precision_support; /* 1.2 */
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */
 #define MIXRT_PLUGIN_API_STRUCT_SIZE_1_0 \
   MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, kernel_launch)
+/* The table as ABI 1.1 laid it out. */
+#define MIXRT_PLUGIN_API_STRUCT_SIZE_1_1 \
+  MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, fused_kernel_set_weight_version)
 
 typedef const MixrtPluginApi* MixrtPluginEntryFn(uint32_t host_major,
                                                  uint32_t host_minor);

@@ -1,5 +1,7 @@
 #include "plugins/sdk/plugin.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -267,6 +269,59 @@ MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
     const Capability cap = State().plugin->GetCapability(
         args->device, static_cast<MixrtOpClass>(args->op_class),
         static_cast<MixrtDtype>(args->dtype));
+    args->level = cap.level;
+    args->reason = State().Intern(cap.reason);
+    args->speed_vs_f32 = cap.speed_vs_f32;
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* GetMemoryInfo(MixrtDevice_GetMemoryInfo_Args* args) {
+  return Guard("device_get_memory_info", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetMemoryInfo_Args,
+                         "device_get_memory_info");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    absl::StatusOr<MemoryInfo> info =
+        State().plugin->GetMemoryInfo(args->device);
+    if (!info.ok()) return info.status();
+    args->free_bytes = info->free_bytes;
+    args->total_bytes = info->total_bytes;
+    return absl::OkStatus();
+  });
+}
+
+void ProfilerRange(MixrtProfiler_Range_Args* args) {
+  // No error can be returned: a plugin's failure here is its own.
+  if (args == nullptr ||
+      args->struct_size < MixrtProfiler_Range_Args_STRUCT_SIZE ||
+      args->name == nullptr || args->phase > MIXRT_RANGE_END) {
+    return;
+  }
+  try {
+    State().plugin->OnProfilerRange(args->device,
+                                    static_cast<MixrtRangePhase>(args->phase),
+                                    args->id, args->name);
+  } catch (...) {
+    // Never across the C ABI.
+  }
+}
+
+MixrtError* GetPrecisionSupport(MixrtDevice_GetPrecisionSupport_Args* args) {
+  return Guard("device_get_precision_support", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetPrecisionSupport_Args,
+                         "device_get_precision_support");
+    absl::Status ok = CheckDevice(args->device);
+    if (!ok.ok()) return ok;
+    if (args->op_class >= MIXRT_OP_CLASS_COUNT ||
+        args->precision >= MIXRT_PRECISION_COUNT) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_get_precision_support: unknown op class ",
+                       args->op_class, " or precision ", args->precision));
+    }
+    const Capability cap = State().plugin->GetPrecisionSupport(
+        args->device, static_cast<MixrtOpClass>(args->op_class),
+        static_cast<MixrtPrecision>(args->precision));
     args->level = cap.level;
     args->reason = State().Intern(cap.reason);
     args->speed_vs_f32 = cap.speed_vs_f32;
@@ -598,6 +653,17 @@ Capability Plugin::OpSupportFromClassMatrix(int device, const OpQuery& query) {
   return GetCapability(device, op_class, query.dtype);
 }
 
+absl::StatusOr<MemoryInfo> Plugin::GetMemoryInfo(int /*device*/) {
+  return absl::UnimplementedError(
+      "this plugin does not report its device's memory");
+}
+
+Capability Plugin::GetPrecisionSupport(int /*device*/,
+                                       MixrtOpClass /*op_class*/,
+                                       MixrtPrecision /*precision*/) {
+  return Unsupported("not declared by this plugin");
+}
+
 absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
   if (host_major != MIXRT_PLUGIN_API_MAJOR) {
     return absl::FailedPreconditionError(
@@ -666,6 +732,17 @@ absl::Status HostMemoryPlugin::Synchronize(int /*device*/) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<MemoryInfo> HostMemoryPlugin::GetMemoryInfo(int /*device*/) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const long total = sysconf(_SC_PHYS_PAGES);
+  const long available = sysconf(_SC_AVPHYS_PAGES);
+  if (page <= 0 || total <= 0 || available < 0) {
+    return absl::UnavailableError("sysconf cannot tell the machine's memory");
+  }
+  return MemoryInfo{static_cast<uint64_t>(available) * page,
+                    static_cast<uint64_t>(total) * page};
+}
+
 namespace internal {
 
 const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
@@ -676,11 +753,20 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
     state.info = state.plugin->Info();
     auto* table = new MixrtPluginApi();
     std::memset(table, 0, sizeof(*table));
+    // Laid out as the header of that minor version had it: an older
+    // layout ends earlier and leaves the later entries out.
     const bool is_1_0 = table_minor == 0;
-    table->struct_size =
-        is_1_0 ? MIXRT_PLUGIN_API_STRUCT_SIZE_1_0 : sizeof(MixrtPluginApi);
+    const bool is_1_1 = table_minor == 1;
+    table->struct_size = is_1_0   ? MIXRT_PLUGIN_API_STRUCT_SIZE_1_0
+                         : is_1_1 ? MIXRT_PLUGIN_API_STRUCT_SIZE_1_1
+                                  : sizeof(MixrtPluginApi);
     table->abi_major = MIXRT_PLUGIN_API_MAJOR;
-    table->abi_minor = is_1_0 ? 0 : MIXRT_PLUGIN_API_MINOR;
+    table->abi_minor = is_1_0 ? 0 : is_1_1 ? 1 : MIXRT_PLUGIN_API_MINOR;
+    if (!is_1_0 && !is_1_1) {
+      table->device_get_memory_info = &GetMemoryInfo;
+      table->profiler_range = &ProfilerRange;
+      table->device_get_precision_support = &GetPrecisionSupport;
+    }
     if (!is_1_0) {
       table->device_get_op_support = &GetOpSupport;
       table->kernel_graph_create = &GraphCreate;

@@ -61,6 +61,12 @@ inline Capability Unsupported(std::string reason) {
   return {MIXRT_SUPPORT_UNSUPPORTED, std::move(reason), 0.0};
 }
 
+// The device's memory now (ABI 1.2's device_get_memory_info).
+struct MemoryInfo {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
 struct DeviceCount {
   int count = 0;
   std::string no_device_reason;  // Why, when count is 0.
@@ -178,6 +184,20 @@ class Plugin {
   // class it calls supported.
   Capability OpSupportFromClassMatrix(int device, const OpQuery& query);
 
+  // ABI 1.2, each optional. The device's free and total memory now; the
+  // default: UNIMPLEMENTED (HostMemoryPlugin: the machine's).
+  virtual absl::StatusOr<MemoryInfo> GetMemoryInfo(int device);
+  // Called right before (MIXRT_RANGE_BEGIN) and after (END) each launch
+  // the host makes on `device` while its profiling is on, with the launch's
+  // name (valid during the call only): open and close a range of your
+  // trace viewer here. Must not block; the default does nothing.
+  virtual void OnProfilerRange(int device, MixrtRangePhase phase, uint64_t id,
+                               const char* name) {}
+  // A precision beyond the storage dtypes (TF32, fp8) for an op class, as
+  // GetCapability answers for dtypes. The default: unsupported.
+  virtual Capability GetPrecisionSupport(int device, MixrtOpClass op_class,
+                                         MixrtPrecision precision);
+
   // Called with the host's ABI version before anything else; an error
   // declines that host, and the loader prints the message as the reason
   // (e.g. "needs a 1.1 host for multi_tensor_norm"). The default accepts
@@ -226,6 +246,8 @@ class HostMemoryPlugin : public Plugin {
   absl::Status Memset(int device, void* dst, uint8_t value,
                       uint64_t bytes) override;
   absl::Status Synchronize(int device) override;
+  // The machine's memory: available and total physical pages.
+  absl::StatusOr<MemoryInfo> GetMemoryInfo(int device) override;
 };
 
 namespace internal {
@@ -251,8 +273,9 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
 #define MIXRT_SDK_EXPORT extern "C" __attribute__((visibility("default")))
 
 // The ABI minor version a plugin's table is laid out for. Define it to 0
-// (before including this header, or with -D) to build a plugin exactly as
-// one built against the 1.0 header: every 1.x host loads either.
+// or 1 (before including this header, or with -D) to build a plugin
+// exactly as one built against the 1.0 or 1.1 header: every 1.x host
+// loads each.
 #ifndef MIXRT_SDK_ABI_MINOR
 #define MIXRT_SDK_ABI_MINOR MIXRT_PLUGIN_API_MINOR
 #endif

@@ -87,6 +87,29 @@ TEST(CudaCapability, MatmulPrecisionsPerArchitecture) {
       std::string::npos);
 }
 
+TEST(CudaCapability, PrecisionsBeyondTheStorageDtypes) {
+  auto level = [](int major, int minor, MixrtOpClass c, MixrtPrecision p) {
+    return cuda::CudaPrecisionSupport({major, minor}, c, p).level;
+  };
+  EXPECT_EQ(level(7, 5, MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_TF32),
+            MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_EQ(level(8, 0, MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_TF32),
+            MIXRT_SUPPORT_NATIVE);
+  EXPECT_EQ(level(9, 0, MIXRT_OP_CLASS_CONV, MIXRT_PRECISION_TF32),
+            MIXRT_SUPPORT_UNSUPPORTED);
+  // fp8: on the hardware from sm_89, in no kernel of this plugin yet.
+  const sdk::Capability fp8 = cuda::CudaPrecisionSupport(
+      {9, 0}, MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_FP8_E4M3);
+  EXPECT_EQ(fp8.level, MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_EQ(fp8.reason,
+            "sm_90 has fp8 tensor cores, but this plugin has no fp8 kernels "
+            "yet");
+  EXPECT_EQ(cuda::CudaPrecisionSupport({8, 6}, MIXRT_OP_CLASS_MATMUL,
+                                       MIXRT_PRECISION_FP8_E5M2)
+                .reason,
+            "sm_86 has no fp8 tensor cores (they start at sm_89)");
+}
+
 TEST(CudaCapability, RealBuildRefusesVoltaWithTheReason) {
   const auto cap =
       CudaCapability({7, 0}, cuda::BuiltTargets(), MatmulSettings(),

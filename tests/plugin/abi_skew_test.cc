@@ -3,11 +3,17 @@
 // declines a host, and attribute structs shorter or longer than a side
 // expects. Built from one SDK plugin (tests/fixtures/skew_plugin.cc).
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/kernels/pointwise.h"
 #include "core/plugin/plugin_loader.h"
+#include "core/plugin/plugin_profiling.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/op_fallback.h"
@@ -75,6 +81,70 @@ TEST_F(AbiSkew, CurrentPluginAnswersPerOp) {
   EXPECT_TRUE(dev.backend()->RunsOp(0, add));
 }
 
+// ABI 1.2's optional functions through the SDK: the device's memory, the
+// precisions beyond the storage dtypes, and profiling ranges around each
+// launch while profiling is on (never while it is off).
+TEST_F(AbiSkew, Abi12PluginReportsMemoryPrecisionsAndRanges) {
+  const Device dev = Load("1_2");
+  ASSERT_TRUE(dev.valid());
+  EXPECT_EQ(dev.backend()->identity().abi_minor, 2u);
+  auto memory = dev.backend()->GetMemoryInfo(0);
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  EXPECT_EQ(memory->total_bytes,
+            static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  EXPECT_GT(memory->free_bytes, 0u);
+  EXPECT_LE(memory->free_bytes, memory->total_bytes);
+  EXPECT_EQ(
+      dev.info().precision(MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_TF32).level,
+      MIXRT_SUPPORT_NATIVE);
+  const CapabilityEntry& fp8 =
+      dev.info().precision(MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_FP8_E4M3);
+  EXPECT_EQ(fp8.level, MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_EQ(fp8.reason, "the skew plugin declares TF32 matmul only");
+
+  ASSERT_TRUE(dev.backend()->has_profiler_ranges());
+  const std::string ranges =
+      std::string(std::getenv("TEST_TMPDIR")) + "/skew_ranges.txt";
+  std::remove(ranges.c_str());
+  setenv("MIXRT_SKEW_RANGES", ranges.c_str(), 1);
+  auto x = full({3}, 1.5, DType::kF32, dev);
+  ASSERT_TRUE(x.ok()) << x.status();
+  SetPluginProfiling(true);
+  auto sum = kernels::add(*x, *x);
+  SetPluginProfiling(false);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  auto again = kernels::add(*x, *x);  // Profiling off: no range.
+  ASSERT_TRUE(again.ok()) << again.status();
+  unsetenv("MIXRT_SKEW_RANGES");
+  std::ifstream in(ranges);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
+  const std::string id = lines[0].substr(6, lines[0].find(' ', 6) - 6);
+  EXPECT_EQ(lines[0], "begin " + id + " binary f32");
+  EXPECT_EQ(lines[1], "end " + id + " binary f32");
+}
+
+// A plugin built on the 1.1 header lacks them: the host does without.
+TEST_F(AbiSkew, Abi11PluginLacksThe12Functions) {
+  const Device dev = Load("1_1");
+  ASSERT_TRUE(dev.valid());
+  EXPECT_EQ(dev.backend()->api()->struct_size,
+            MIXRT_PLUGIN_API_STRUCT_SIZE_1_1);
+  EXPECT_TRUE(absl::IsUnimplemented(dev.backend()->GetMemoryInfo(0).status()));
+  EXPECT_FALSE(dev.backend()->has_profiler_ranges());
+  const CapabilityEntry& tf32 =
+      dev.info().precision(MIXRT_OP_CLASS_MATMUL, MIXRT_PRECISION_TF32);
+  EXPECT_EQ(tf32.level, MIXRT_SUPPORT_UNSUPPORTED);
+  EXPECT_THAT(tf32.reason, HasSubstr("before ABI 1.2"));
+  SetPluginProfiling(true);  // Nothing to call: launches run as ever.
+  auto x = full({2}, 2.0, DType::kF32, dev);
+  SetPluginProfiling(false);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_THAT(*x->to_float_vector(), ElementsAre(2, 2));
+}
+
 // A plugin built on the 1.0 header: no per-op query, so its class matrix
 // decides; its table ends where 1.0's did and the host reads no further.
 TEST_F(AbiSkew, OlderPluginOnNewerHost) {
@@ -135,30 +205,30 @@ TEST_F(AbiSkew, NewerPluginOnOlderHost) {
 TEST_F(AbiSkew, MajorMismatchIsDeclinedWithBothVersions) {
   // The host refuses a plugin of another major (fixture_wrong_major, in
   // plugin_loader_test); here the SDK declines a host of another major.
-  const MixrtPluginApi* api = Entry("needs_1_2", 2, 0);
+  const MixrtPluginApi* api = Entry("needs_1_3", 2, 0);
   ASSERT_NE(api, nullptr);
   MixrtPlugin_Initialize_Args init{};
   init.struct_size = sizeof(init);
   MixrtError* error = api->plugin_initialize(&init);
   ASSERT_NE(error, nullptr);
   const absl::Status status =
-      PluginErrorToStatus(api, error, "skew_needs_1_2", "plugin_initialize");
+      PluginErrorToStatus(api, error, "skew_needs_1_3", "plugin_initialize");
   EXPECT_THAT(status.message(),
               HasSubstr("the plugin was built for ABI 1.x; the host speaks "
                         "2.0"));
 }
 
 TEST_F(AbiSkew, APluginMayDeclineAnOlderHostWithAReason) {
-  auto backend = registry_.Load(Skew("needs_1_2"));
+  auto backend = registry_.Load(Skew("needs_1_3"));
   ASSERT_FALSE(backend.ok());
   EXPECT_THAT(std::string(backend.status().message()),
-              HasSubstr("the skew plugin needs a host of ABI 1.2 or newer; "
-                        "this host speaks 1.1"));
+              HasSubstr("the skew plugin needs a host of ABI 1.3 or newer; "
+                        "this host speaks 1.2"));
   ASSERT_EQ(registry_.Reports().size(), 1u);
   EXPECT_EQ(registry_.Reports()[0].state, PluginState::kFailed);
 }
 
-struct FutureMatmulAttrs {  // MixrtMatmulAttrs plus a field "since 1.2".
+struct FutureMatmulAttrs {  // MixrtMatmulAttrs plus a field "since 1.3".
   size_t struct_size;
   MixrtExtensionBase* ext;
   uint32_t activation;

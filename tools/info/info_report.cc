@@ -1,5 +1,6 @@
 #include "tools/info/info_report.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -23,6 +24,13 @@ std::vector<std::string> FlagNames(uint32_t flags) {
   return names;
 }
 
+std::string CapabilityCell(const CapabilityEntry& e) {
+  std::string cell(SupportLevelName(e.level));
+  if (e.speed_vs_f32 > 0)
+    absl::StrAppendFormat(&cell, " %.2fx", e.speed_vs_f32);
+  return cell;
+}
+
 nlohmann::json DeviceJson(const DeviceInfo& device) {
   nlohmann::json caps = nlohmann::json::object();
   for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
@@ -36,27 +44,87 @@ nlohmann::json DeviceJson(const DeviceInfo& device) {
     }
     caps[std::string(OpClassName(static_cast<MixrtOpClass>(c)))] = by_dtype;
   }
+  nlohmann::json precisions = nlohmann::json::object();
+  for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
+    nlohmann::json by_precision = nlohmann::json::object();
+    for (int p = 0; p < MIXRT_PRECISION_COUNT; ++p) {
+      const CapabilityEntry& e = device.precisions[c][p];
+      nlohmann::json entry = {{"level", SupportLevelName(e.level)},
+                              {"reason", e.reason}};
+      if (e.speed_vs_f32 > 0) entry["speed_vs_f32"] = e.speed_vs_f32;
+      by_precision[std::string(PrecisionName(static_cast<MixrtPrecision>(p)))] =
+          entry;
+    }
+    precisions[std::string(OpClassName(static_cast<MixrtOpClass>(c)))] =
+        by_precision;
+  }
   return {{"index", device.index},
           {"name", device.name},
           {"total_memory", device.total_memory},
           {"alignment", device.alignment},
           {"flags", FlagNames(device.flags)},
-          {"capabilities", caps}};
+          {"capabilities", caps},
+          {"precisions", precisions}};
 }
 
-std::string CapabilityCell(const CapabilityEntry& e) {
-  std::string cell(SupportLevelName(e.level));
-  if (e.speed_vs_f32 > 0)
-    absl::StrAppendFormat(&cell, " %.2fx", e.speed_vs_f32);
-  return cell;
+// ABI 1.2: the device's memory now, when its plugin tells.
+std::string MemoryNow(const Backend& backend, const DeviceInfo& device) {
+  absl::StatusOr<Backend::MemoryInfo> m = backend.GetMemoryInfo(device.index);
+  if (!m.ok()) return "";
+  return absl::StrFormat("%.1f GiB free of %.1f GiB",
+                         m->free_bytes / 1073741824.0,
+                         m->total_bytes / 1073741824.0);
 }
 
-void AppendDeviceText(const DeviceInfo& device, std::string* out) {
+// The precisions beyond the storage dtypes a device declares (ABI 1.2), as
+// "tf32: matmul native, conv native", or "" when it declares none.
+std::string DeclaredPrecisions(const DeviceInfo& device) {
+  std::vector<std::string> parts;
+  for (int p = 0; p < MIXRT_PRECISION_COUNT; ++p) {
+    std::vector<std::string> classes;
+    for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
+      const CapabilityEntry& e = device.precisions[c][p];
+      if (e.level == MIXRT_SUPPORT_UNSUPPORTED) continue;
+      classes.push_back(absl::StrCat(OpClassName(static_cast<MixrtOpClass>(c)),
+                                     " ", CapabilityCell(e)));
+    }
+    if (!classes.empty()) {
+      parts.push_back(
+          absl::StrCat(PrecisionName(static_cast<MixrtPrecision>(p)), ": ",
+                       absl::StrJoin(classes, ", ")));
+    }
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+void AppendDeviceText(const Backend& backend, const DeviceInfo& device,
+                      std::string* out) {
   absl::StrAppendFormat(out, "    device %d: %s\n", device.index, device.name);
-  if (device.total_memory > 0) {
+  if (const std::string now = MemoryNow(backend, device); !now.empty()) {
+    absl::StrAppend(out, "      memory: ", now, "\n");
+  } else if (device.total_memory > 0) {
     absl::StrAppendFormat(out, "      memory: %.1f GiB\n",
                           device.total_memory / 1073741824.0);
   }
+  std::string precisions = DeclaredPrecisions(device);
+  if (precisions.empty()) {
+    // None: why, as the matmul cells say (the class they matter most for).
+    std::vector<std::string> why;
+    for (int p = 0; p < MIXRT_PRECISION_COUNT; ++p) {
+      const std::string& reason =
+          device.precisions[MIXRT_OP_CLASS_MATMUL][p].reason;
+      const std::string item = absl::StrCat(
+          PrecisionName(static_cast<MixrtPrecision>(p)), ": ", reason);
+      if (!reason.empty() &&
+          std::find(why.begin(), why.end(), item) == why.end())
+        why.push_back(item);
+    }
+    precisions = why.empty()
+                     ? "none"
+                     : absl::StrCat("none (", absl::StrJoin(why, "; "), ")");
+  }
+  absl::StrAppend(out, "      precisions beyond f32/f16/bf16: ", precisions,
+                  "\n");
   const std::vector<std::string> flags = FlagNames(device.flags);
   if (!flags.empty()) {
     absl::StrAppend(out, "      flags: ", absl::StrJoin(flags, ", "), "\n");
@@ -181,6 +249,10 @@ nlohmann::json InfoJson(const Registry& registry) {
       nlohmann::json devices = nlohmann::json::array();
       for (const DeviceInfo& device : report.backend->devices()) {
         nlohmann::json d = DeviceJson(device);
+        if (auto m = report.backend->GetMemoryInfo(device.index); m.ok()) {
+          d["free_memory"] = m->free_bytes;
+          d["memory_now_total"] = m->total_bytes;
+        }
         nlohmann::json runs = nlohmann::json::object();
         for (DType dtype : kFloatDTypes) {
           int total = 0;
@@ -230,7 +302,7 @@ std::string InfoText(const Registry& registry) {
                     ", autocast device type '", id.device_type, "'\n",
                     "    build: ", id.build_info, "\n");
     for (const DeviceInfo& device : report.backend->devices()) {
-      AppendDeviceText(device, &out);
+      AppendDeviceText(*report.backend, device, &out);
       AppendOpSupportText(*report.backend, device, &out);
     }
   }
