@@ -19,7 +19,7 @@ PACKAGES=(
   fortunes             # the text examples/gpt trains on (/usr/share/games/fortunes)
   python3-matplotlib   # examples/gpt's loss-curve plot
   python3-pip          # fetches oneDNN 3.x from PyPI (scripts/setup_onednn3.sh)
-  cmake pkgconf        # build the out-of-tree plugin example against the SDK
+  cmake pkgconf        # build the out-of-tree plugin and app against the install
   python3-jsonschema   # validates mixrt bench's JSON against its schema
   python3-scipy        # reference Mann-Whitney U for mixrt bench's tests
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)

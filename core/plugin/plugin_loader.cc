@@ -116,6 +116,27 @@ absl::StatusOr<BackendIdentity> ReadIdentity(const std::string& path,
   return id;
 }
 
+// One cell of a capability matrix as the plugin answered it (`cell`
+// names it: "matmul/f16"): the level checked, the reason copied, a speed
+// outside [0, 1e6) taken as not measured.
+absl::StatusOr<CapabilityEntry> CapabilityCell(const std::string& name,
+                                               uint32_t level,
+                                               const char* reason,
+                                               double speed_vs_f32,
+                                               const std::string& cell) {
+  if (level > MIXRT_SUPPORT_NATIVE) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plugin '", name, "' reports capability level ", level, " for ", cell,
+        "; expected 0 (unsupported), 1 (slow) or 2 (native)"));
+  }
+  CapabilityEntry entry;
+  entry.level = static_cast<MixrtSupportLevel>(level);
+  entry.reason = CopyPluginString(reason);
+  entry.speed_vs_f32 =
+      speed_vs_f32 >= 0.0 && speed_vs_f32 < 1e6 ? speed_vs_f32 : 0.0;
+  return entry;
+}
+
 // The precisions beyond the storage dtypes (ABI 1.2): unsupported, with
 // the reason, for a plugin without device_get_precision_support.
 absl::Status ReadPrecisions(const std::string& name, const MixrtPluginApi* api,
@@ -138,18 +159,12 @@ absl::Status ReadPrecisions(const std::string& name, const MixrtPluginApi* api,
       MIXRT_RETURN_IF_ERROR(
           PluginErrorToStatus(api, api->device_get_precision_support(&args),
                               name, "device_get_precision_support"));
-      if (args.level > MIXRT_SUPPORT_NATIVE) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("plugin '", name, "' reports level ", args.level,
-                         " for ", OpClassName(static_cast<MixrtOpClass>(c)),
-                         "/", PrecisionName(static_cast<MixrtPrecision>(p)),
-                         "; expected 0 (unsupported), 1 (slow) or 2 (native)"));
-      }
-      entry.level = static_cast<MixrtSupportLevel>(args.level);
-      entry.reason = CopyPluginString(args.reason);
-      entry.speed_vs_f32 = args.speed_vs_f32 >= 0.0 && args.speed_vs_f32 < 1e6
-                               ? args.speed_vs_f32
-                               : 0.0;
+      MIXRT_ASSIGN_OR_RETURN(
+          entry,
+          CapabilityCell(
+              name, args.level, args.reason, args.speed_vs_f32,
+              absl::StrCat(OpClassName(static_cast<MixrtOpClass>(c)), "/",
+                           PrecisionName(static_cast<MixrtPrecision>(p)))));
     }
   }
   return absl::OkStatus();
@@ -184,19 +199,11 @@ absl::StatusOr<DeviceInfo> ReadDevice(const std::string& name,
       MIXRT_RETURN_IF_ERROR(
           PluginErrorToStatus(api, api->device_get_capability(&cap), name,
                               "device_get_capability"));
-      if (cap.level > MIXRT_SUPPORT_NATIVE) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "plugin '", name, "' reports capability level ", cap.level, " for ",
-            OpClassName(static_cast<MixrtOpClass>(c)), "/",
-            DTypeName(static_cast<DType>(d)),
-            "; expected 0 (unsupported), 1 (slow) or 2 (native)"));
-      }
-      CapabilityEntry& entry = device.capabilities[c][d];
-      entry.level = static_cast<MixrtSupportLevel>(cap.level);
-      entry.reason = CopyPluginString(cap.reason);
-      entry.speed_vs_f32 = cap.speed_vs_f32 >= 0.0 && cap.speed_vs_f32 < 1e6
-                               ? cap.speed_vs_f32
-                               : 0.0;
+      MIXRT_ASSIGN_OR_RETURN(
+          device.capabilities[c][d],
+          CapabilityCell(name, cap.level, cap.reason, cap.speed_vs_f32,
+                         absl::StrCat(OpClassName(static_cast<MixrtOpClass>(c)),
+                                      "/", DTypeName(static_cast<DType>(d)))));
     }
   }
   MIXRT_RETURN_IF_ERROR(ReadPrecisions(name, api, index, &device));

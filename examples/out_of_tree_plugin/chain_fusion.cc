@@ -87,6 +87,7 @@ struct Step {
   bool relu = false, add = false;
   int a = -1, b = -1, out = -1;
   bool b_is_row = false;
+  bool stored = false;  // OUTPUT or read outside the group.
 };
 
 class ChainKernel : public mixrt::sdk::FusedKernel {
@@ -122,8 +123,13 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
       numel_ = g.values[s.out].numel();
       steps_.push_back(s);
     }
-    for (const Step& s : steps_)
-      names_.push_back(s.relu ? "relu" : s.add ? "add" : "mul");
+    // Fixed by the group: which values its own nodes write (read from
+    // registers, not memory), and whether each step stores its result.
+    if (matmul_out_ >= 0) written_[matmul_out_] = true;
+    for (Step& s : steps_) {
+      written_[s.out] = true;
+      s.stored = IsStored(s.out);
+    }
   }
 
   absl::Status Run(absl::Span<void* const> data,
@@ -151,9 +157,7 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
         }
       }
       product = out;
-      written_[matmul_out_] = true;
     }
-    for (const Step& s : steps_) written_[s.out] = true;
     for (int64_t i = 0; i < numel_; ++i) {
       for (const Step& s : steps_) {
         const float x = Read(data, product, s.a, i, false);
@@ -165,17 +169,19 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
           y = s.add ? x + b : x * b;
         }
         registers_[s.out] = y;
-        if (IsStored(s.out)) static_cast<float*>(data[s.out])[i] = y;
+        if (s.stored) static_cast<float*>(data[s.out])[i] = y;
       }
     }
-    std::fill(written_.begin(), written_.end(), false);
     return absl::OkStatus();
   }
 
   std::string Description() const override {
     std::string chain = matmul_out_ >= 0 ? "matmul" : "";
-    for (const std::string& n : names_) {
-      absl::StrAppend(&chain, chain.empty() ? "" : " + ", n);
+    for (const Step& s : steps_) {
+      absl::StrAppend(&chain, chain.empty() ? "" : " + ",
+                      s.relu  ? "relu"
+                      : s.add ? "add"
+                              : "mul");
     }
     return absl::StrCat("partial chain: ", chain, " (", numel_,
                         " elements, one pass)");
@@ -189,8 +195,9 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
     scratch_.resize(n);
     return scratch_.data();
   }
-  // A value at element i: a register when a step of this run wrote it,
-  // the matmul's product, else the group's input in memory.
+  // A value at element i: the matmul's product, a register when a step of
+  // the group writes it (steps run in order, so at element i it already
+  // has), else the group's input in memory.
   float Read(absl::Span<void* const> data, const float* product, int v,
              int64_t i, bool row) const {
     if (v == matmul_out_) return product[i];
@@ -201,7 +208,6 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
 
   std::vector<int> stores_;
   std::vector<Step> steps_;
-  std::vector<std::string> names_;
   std::vector<bool> written_;
   std::vector<float> registers_, scratch_;
   int matmul_out_ = -1, a_ = -1, w_ = -1, bias_ = -1;

@@ -31,16 +31,20 @@ std::string CapabilityCell(const CapabilityEntry& e) {
   return cell;
 }
 
+nlohmann::json CapabilityJson(const CapabilityEntry& e) {
+  nlohmann::json entry = {{"level", SupportLevelName(e.level)},
+                          {"reason", e.reason}};
+  if (e.speed_vs_f32 > 0) entry["speed_vs_f32"] = e.speed_vs_f32;
+  return entry;
+}
+
 nlohmann::json DeviceJson(const DeviceInfo& device) {
   nlohmann::json caps = nlohmann::json::object();
   for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
     nlohmann::json by_dtype = nlohmann::json::object();
     for (int d = 0; d < kNumDTypes; ++d) {
-      const CapabilityEntry& e = device.capabilities[c][d];
-      nlohmann::json entry = {{"level", SupportLevelName(e.level)},
-                              {"reason", e.reason}};
-      if (e.speed_vs_f32 > 0) entry["speed_vs_f32"] = e.speed_vs_f32;
-      by_dtype[std::string(DTypeName(static_cast<DType>(d)))] = entry;
+      by_dtype[std::string(DTypeName(static_cast<DType>(d)))] =
+          CapabilityJson(device.capabilities[c][d]);
     }
     caps[std::string(OpClassName(static_cast<MixrtOpClass>(c)))] = by_dtype;
   }
@@ -48,12 +52,8 @@ nlohmann::json DeviceJson(const DeviceInfo& device) {
   for (int c = 0; c < MIXRT_OP_CLASS_COUNT; ++c) {
     nlohmann::json by_precision = nlohmann::json::object();
     for (int p = 0; p < MIXRT_PRECISION_COUNT; ++p) {
-      const CapabilityEntry& e = device.precisions[c][p];
-      nlohmann::json entry = {{"level", SupportLevelName(e.level)},
-                              {"reason", e.reason}};
-      if (e.speed_vs_f32 > 0) entry["speed_vs_f32"] = e.speed_vs_f32;
       by_precision[std::string(PrecisionName(static_cast<MixrtPrecision>(p)))] =
-          entry;
+          CapabilityJson(device.precisions[c][p]);
     }
     precisions[std::string(OpClassName(static_cast<MixrtOpClass>(c)))] =
         by_precision;
