@@ -104,8 +104,9 @@ absl::StatusOr<Tensor> linear(const Tensor& x_in, const Tensor& w_in,
                Tensor dw, kernels::matmul(g2t, x2, WeightGradientOut(low)));
            Tensor db;
            if (has_bias) {
-             MIXRT_ASSIGN_OR_RETURN(Tensor gb, low ? g2 : g2.to(DType::kF32));
-             MIXRT_ASSIGN_OR_RETURN(db, kernels::sum(gb, {0}));
+             MIXRT_ASSIGN_OR_RETURN(
+                 db, kernels::sum(g2, {0}, /*keepdim=*/false,
+                                  low ? g2.dtype() : DType::kF32));
            }
            return std::vector<Tensor>{dx, dw, db};
          });

@@ -13,11 +13,17 @@ namespace mixrt::kernels {
 
 absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
                               absl::Span<const int64_t> dims, bool keepdim,
-                              double correction) {
+                              double correction, std::optional<DType> dtype) {
   static constexpr const char* kNames[MIXRT_REDUCE_COUNT] = {
       "sum", "mean", "amax", "amin", "abs_max", "var"};
   const char* name = kNames[kind];
   MIXRT_RETURN_IF_ERROR(CheckFloating(x, name));
+  const DType out_dtype = dtype.value_or(x.dtype());
+  if (out_dtype != x.dtype() && out_dtype != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": dtype must be the input's (", DTypeName(x.dtype()),
+                     ") or f32, got ", DTypeName(out_dtype)));
+  }
   uint32_t mask = 0;
   if (dims.empty()) {
     mask = (1u << x.ndim()) - 1u;
@@ -48,7 +54,7 @@ absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
       dropped.push_back(x.shape()[d]);
     }
   }
-  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(kept, x.dtype(), x.device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(kept, out_dtype, x.device()));
   if (out.numel() > 0) {
     MixrtReduceAttrs attrs{};
     attrs.struct_size = sizeof(attrs);
@@ -64,8 +70,8 @@ absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
 }
 
 absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims,
-                           bool keepdim) {
-  return reduce(MIXRT_REDUCE_SUM, x, dims, keepdim);
+                           bool keepdim, std::optional<DType> dtype) {
+  return reduce(MIXRT_REDUCE_SUM, x, dims, keepdim, 0, dtype);
 }
 absl::StatusOr<Tensor> mean(const Tensor& x, absl::Span<const int64_t> dims,
                             bool keepdim) {

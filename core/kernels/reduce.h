@@ -3,6 +3,8 @@
 #ifndef MIXRT_CORE_KERNELS_REDUCE_H_
 #define MIXRT_CORE_KERNELS_REDUCE_H_
 
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/tensor/tensor.h"
@@ -10,8 +12,13 @@
 
 namespace mixrt::kernels {
 
+// dtype: the result's (torch.sum's dtype=): x's own or f32. f32 sums a
+// bf16/f16 tensor without widening it first (a bias gradient under
+// autocast): the same value as sum(x.to(f32)), one pass over x instead of
+// three.
 absl::StatusOr<Tensor> sum(const Tensor& x, absl::Span<const int64_t> dims = {},
-                           bool keepdim = false);
+                           bool keepdim = false,
+                           std::optional<DType> dtype = std::nullopt);
 absl::StatusOr<Tensor> mean(const Tensor& x,
                             absl::Span<const int64_t> dims = {},
                             bool keepdim = false);
@@ -38,7 +45,8 @@ absl::StatusOr<Tensor> multi_tensor_norm(absl::Span<const Tensor> tensors,
                                          const Device& device);
 absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
                               absl::Span<const int64_t> dims, bool keepdim,
-                              double correction = 0);
+                              double correction = 0,
+                              std::optional<DType> dtype = std::nullopt);
 
 }  // namespace mixrt::kernels
 

@@ -177,7 +177,9 @@ typedef enum MixrtOp {
 
   /* ---- Reductions ---- */
   /* in0 any shape; out has in0's rank with reduced axes of size 1 (the host
-   * drops them when keepdim is false). attrs: MixrtReduceAttrs. */
+   * drops them when keepdim is false), and in0's dtype or f32 (a bf16 bias
+   * gradient summed straight into f32; the host asks device_get_op_support
+   * with that out_dtype first). attrs: MixrtReduceAttrs. */
   MIXRT_OP_REDUCE = 10,
 
   /* ---- Linear algebra ---- */

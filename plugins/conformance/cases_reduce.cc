@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "core/kernels/reduce.h"
 #include "plugins/conformance/case_util.h"
@@ -38,19 +40,23 @@ struct Axes {
 };
 
 // Reduction r over axes a of x, within the f32 accumulation bound.
+// out_dtype: the result's, when not the input's.
 void AddReduceCase(const std::string& name, const R& r, const Axes& a,
-                   const InputSpec& x, std::vector<Case>* cases) {
+                   const InputSpec& x, std::vector<Case>* cases,
+                   std::optional<DType> out_dtype = std::nullopt) {
   const DType dtype = x.dtype;
+  const DType result_dtype = out_dtype.value_or(dtype);
   cases->push_back(
       {name, MIXRT_OP_CLASS_REDUCTION, dtype, [=](const Devices& d) {
          CompareOp(
              d, {x},
-             [r, a](const std::vector<Tensor>& in) {
+             [r, a, out_dtype](const std::vector<Tensor>& in) {
                return One(reduce(r.kind, in[0], a.dims, /*keepdim=*/true,
-                                 r.kind == MIXRT_REDUCE_VAR ? 1.0 : 0.0));
+                                 r.kind == MIXRT_REDUCE_VAR ? 1.0 : 0.0,
+                                 out_dtype));
              },
              [=](int, const std::vector<std::vector<double>>& in) {
-               Tolerance t = TranscendentalTolerance(dtype);
+               Tolerance t = TranscendentalTolerance(result_dtype);
                t.extra = AbsSumBound(in[0], a.outer, a.group, a.inner);
                if (r.kind == MIXRT_REDUCE_MEAN) {
                  for (double& e : t.extra) e /= a.group;
@@ -83,6 +89,17 @@ void AddReduceCases(std::vector<Case>* cases) {
         AddReduceCase(
             absl::StrCat("reduce/", r.name, "/", a.name, "/", DTypeName(dtype)),
             r, a, {{513, 7, 3}, dtype}, cases);
+      }
+    }
+  }
+  // Sums and means of bf16/f16 stored in f32 (torch.sum's dtype=; autocast's
+  // bias gradients), within f32's bound: no rounding to the input's dtype.
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const R& r : {kinds[0], kinds[1]}) {
+      for (const Axes& a : {axes[2], axes[1], axes[3]}) {
+        AddReduceCase(absl::StrCat("reduce/", r.name, "/", a.name, "/",
+                                   DTypeName(dtype), "_to_f32"),
+                      r, a, {{513, 7, 3}, dtype}, cases, DType::kF32);
       }
     }
   }

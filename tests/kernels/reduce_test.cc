@@ -120,6 +120,27 @@ TEST_F(ReduceTest, HalfPrecisionAccumulatesInWideFloat) {
   EXPECT_NEAR(*sum(*ones_b)->item(), 100.09765625, 0.5);
 }
 
+TEST_F(ReduceTest, SumOfHalfPrecisionIntoF32SkipsTheNarrowRounding) {
+  // 1000 x bf16(0.1) = 100.09765625 exactly: representable in f32, but not
+  // in bf16 (whose neighbours there are 100.0 and 100.5).
+  auto tenths = full({1000}, 0.1, DType::kBF16, device_);
+  ASSERT_TRUE(tenths.ok());
+  auto wide = sum(*tenths, {0}, /*keepdim=*/false, DType::kF32);
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->dtype(), DType::kF32);
+  EXPECT_EQ(*wide->item(), 100.09765625);
+  // Rows of a [2, 500] f16 tensor, as a bias gradient is summed.
+  auto rows = full({500, 2}, 0.1, DType::kF16, device_);
+  ASSERT_TRUE(rows.ok());
+  auto columns = sum(*rows, {0}, /*keepdim=*/false, DType::kF32);
+  ASSERT_TRUE(columns.ok()) << columns.status();
+  // f16(0.1) = 0.0999755859375; 500 of them.
+  EXPECT_THAT(Values(columns), ElementsAre(49.98779296875, 49.98779296875));
+  auto narrow = sum(*tenths, {0}, /*keepdim=*/false, DType::kF16);
+  EXPECT_THAT(narrow.status().message(),
+              HasSubstr("dtype must be the input's (bf16) or f32, got f16"));
+}
+
 TEST_F(ReduceTest, NanPropagatesAndEmptyInputs) {
   Tensor t = MakeTensor(device_, {1, NAN, 3}, {3});
   EXPECT_TRUE(std::isnan(*amax(t)->item()));

@@ -223,10 +223,14 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
   if (a.kind >= MIXRT_REDUCE_COUNT) {
     return absl::UnimplementedError(absl::StrCat("reduce kind ", a.kind));
   }
-  if (!sdk::IsFloatingDtype(in.dtype()) || in.dtype() != out.dtype() ||
+  // The output: the input's dtype or f32 (plugin_api.h); every path below
+  // accumulates in f32 or double and stores in the output's dtype.
+  if (!sdk::IsFloatingDtype(in.dtype()) ||
+      (out.dtype() != in.dtype() && out.dtype() != MIXRT_DTYPE_F32) ||
       in.ndim() != out.ndim()) {
     return absl::InvalidArgumentError(
-        "reduce needs floating input and output of one dtype and rank");
+        "reduce needs a floating input and an output of its rank, in its "
+        "dtype or f32");
   }
   int64_t group = 1;
   for (int d = 0; d < in.ndim(); ++d) {
@@ -250,7 +254,8 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
       return absl::InvalidArgumentError(
           "max/min/abs_max of an empty set of elements is undefined");
     }
-  } else if (group > 1 && OneDnnReduces(kind, in.dtype()) &&
+  } else if (group > 1 && in.dtype() == out.dtype() &&
+             OneDnnReduces(kind, in.dtype()) &&
              ReduceOneDnn(kind, in, out)) {
     return absl::OkStatus();
   }
