@@ -20,9 +20,9 @@ absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
   MIXRT_RETURN_IF_ERROR(CheckFloating(x, name));
   const DType out_dtype = dtype.value_or(x.dtype());
   if (out_dtype != x.dtype() && out_dtype != DType::kF32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": dtype must be the input's (", DTypeName(x.dtype()),
-                     ") or f32, got ", DTypeName(out_dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": dtype must be the input's (", DTypeName(x.dtype()),
+        ") or f32, got ", DTypeName(out_dtype)));
   }
   uint32_t mask = 0;
   if (dims.empty()) {

@@ -255,8 +255,7 @@ absl::Status RunReduce(const sdk::KernelCall& call) {
           "max/min/abs_max of an empty set of elements is undefined");
     }
   } else if (group > 1 && in.dtype() == out.dtype() &&
-             OneDnnReduces(kind, in.dtype()) &&
-             ReduceOneDnn(kind, in, out)) {
+             OneDnnReduces(kind, in.dtype()) && ReduceOneDnn(kind, in, out)) {
     return absl::OkStatus();
   }
   ReduceLoop(a, in, out);
