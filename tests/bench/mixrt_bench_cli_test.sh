@@ -150,6 +150,40 @@ grep -qE '^\| gemm_256 \| cpu \| f32 \| eager \|.*\| >[0-9]+x \|' "$TEST_TMPDIR/
   fail "no lower bound against the cut-off peer: $(cat "$TEST_TMPDIR/cut.txt")"
 [ -z "$(ls -A "$TEST_TMPDIR/tmp")" ] || fail "left behind: $(ls -A "$TEST_TMPDIR/tmp")"
 
+# Peers interleave by default: each case runs in the peer right after
+# mixrt ran it (a drifting machine skews ratios whose sides are minutes
+# apart); --interleave_peers=false runs the peer once, after every case.
+logger="$TEST_TMPDIR/logging_python"
+cat >"$logger" <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && exit 0
+exec /usr/bin/python3 - "$@" <<'PY'
+import json, os, sys
+spec = json.load(open(sys.argv[2]))
+names = [c["case"] for c in spec["cases"]]
+print("fake peer ran " + ",".join(names), file=sys.stderr, flush=True)
+json.dump([{"case": n, "kind": "gemm", "params": {}, "backend": "pytorch",
+            "precision": "f32", "mode": "eager", "status": "error",
+            "reason": "fake"} for n in names], open(sys.argv[3], "w"))
+PY
+SH
+chmod +x "$logger"
+for order in interleaved after; do
+  flag=$([ $order = after ] && echo --interleave_peers=false || true)
+  PYTHON="$logger" TMPDIR="$TEST_TMPDIR/tmp" timeout 120 \
+    "$mixrt" bench --quick --cases=gemm_256,conv_small --backend=cpu --dtype=f32 \
+    --peers=pytorch --min_time=0.01 --min_samples=2 $flag \
+    >"$TEST_TMPDIR/$order.txt" 2>&1 || fail "$order peers: $(tail -5 "$TEST_TMPDIR/$order.txt")"
+  grep -oE '^\[[0-9]+/[0-9]+\] [a-z_0-9]+|^fake peer ran .*' "$TEST_TMPDIR/$order.txt" |
+    sed 's/^\[[0-9]*\/[0-9]*\] //' | paste -sd' ' >"$TEST_TMPDIR/$order.seen"
+done
+[ "$(cat "$TEST_TMPDIR/interleaved.seen")" = \
+  "gemm_256 fake peer ran gemm_256 conv_small fake peer ran conv_small" ] ||
+  fail "interleaved order: $(cat "$TEST_TMPDIR/interleaved.seen")"
+[ "$(cat "$TEST_TMPDIR/after.seen")" = \
+  "gemm_256 conv_small fake peer ran gemm_256,conv_small" ] ||
+  fail "peer-after order: $(cat "$TEST_TMPDIR/after.seen")"
+
 # A backend that lacks an op the case needs: the row says how much of each
 # step fell back (launches and bytes), and is labelled "fallback", never
 # the class's "native".
@@ -173,4 +207,4 @@ grep -qE '^\| mlp_train_small \| partial_no_relu_backward \| f32 \| eager \|.*\|
 grep -q "fallback: [0-9]* launches and 0.00 MiB copied per step" "$TEST_TMPDIR/fallback_log.txt" ||
   fail "progress line: $(cat "$TEST_TMPDIR/fallback_log.txt")"
 
-echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging and cut-off peers, fallback rows"
+echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging, cut-off and interleaved peers, fallback rows"

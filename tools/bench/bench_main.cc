@@ -64,6 +64,10 @@ ABSL_FLAG(std::string, plot, "",
           "Write PNG plots (matplotlib) into this directory.");
 ABSL_FLAG(std::vector<std::string>, peers, {},
           "Peers to run the same cases in: pytorch.");
+ABSL_FLAG(bool, interleave_peers, true,
+          "With --peers: run each case in the peers right after mixrt (each "
+          "ratio's two sides minutes apart at most, on a machine whose speed "
+          "drifts); false: every mixrt case first, then each peer once.");
 ABSL_FLAG(double, min_time, 0.5, "Seconds of samples at least, per case.");
 ABSL_FLAG(int, min_samples, 10, "Samples at least, per case.");
 ABSL_FLAG(double, max_noise, 0.02,
@@ -264,18 +268,31 @@ int RunBench(const char* argv0) {
       return 2;
     }
   }
-  std::vector<CaseResult> results =
-      RunSuite(*cases, *devices, Device(*reference, 0), options, Progress);
   nlohmann::json peers = nlohmann::json::array();
-  for (const std::string& peer : absl::GetFlag(FLAGS_peers)) {
-    absl::StatusOr<nlohmann::json> ran = RunPeer(peer, *cases, options);
-    if (!ran.ok()) {
-      std::fprintf(stderr, "mixrt bench: peer %s: %s\n", peer.c_str(),
-                   std::string(ran.status().message()).c_str());
-      continue;
+  std::vector<std::string> live_peers = absl::GetFlag(FLAGS_peers);
+  // Runs the live peers on `some` cases; a peer that fails says why once
+  // and is dropped (not installed: every later case would fail alike).
+  auto run_peers = [&](const std::vector<SuiteCase>& some) {
+    for (auto it = live_peers.begin(); it != live_peers.end();) {
+      absl::StatusOr<nlohmann::json> ran = RunPeer(*it, some, options);
+      if (!ran.ok()) {
+        std::fprintf(stderr, "mixrt bench: peer %s: %s\n", it->c_str(),
+                     std::string(ran.status().message()).c_str());
+        it = live_peers.erase(it);
+        continue;
+      }
+      for (const nlohmann::json& r : *ran) peers.push_back(r);
+      ++it;
     }
-    for (const nlohmann::json& r : *ran) peers.push_back(r);
-  }
+  };
+  const bool interleave =
+      absl::GetFlag(FLAGS_interleave_peers) && !live_peers.empty();
+  std::vector<CaseResult> results =
+      RunSuite(*cases, *devices, Device(*reference, 0), options, Progress,
+               interleave ? std::function<void(const SuiteCase&)>(
+                                [&](const SuiteCase& c) { run_peers({c}); })
+                          : nullptr);
+  if (!interleave) run_peers(*cases);
   std::string command = "mixrt bench";
   const nlohmann::json run =
       RunJson(results, MachineRecord(registry), command, peers);

@@ -141,7 +141,8 @@ void RunOne(const SuiteCase& c, const Device& device, const Device& reference,
 std::vector<CaseResult> RunSuite(
     const std::vector<SuiteCase>& cases, const std::vector<Device>& devices,
     const Device& reference, const RunOptions& options,
-    const std::function<void(int, int, const CaseResult&)>& progress) {
+    const std::function<void(int, int, const CaseResult&)>& progress,
+    const std::function<void(const SuiteCase&)>& after_case) {
   struct Job {
     const SuiteCase* c;
     Device device;
@@ -160,7 +161,8 @@ std::vector<CaseResult> RunSuite(
     }
   }
   std::vector<CaseResult> results;
-  for (const Job& job : jobs) {
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const Job& job = jobs[j];
     CaseResult r;
     r.case_name = job.c->name;
     r.kind = job.c->kind;
@@ -177,6 +179,10 @@ std::vector<CaseResult> RunSuite(
     if (progress) {
       progress(static_cast<int>(results.size()), static_cast<int>(jobs.size()),
                results.back());
+    }
+    // Jobs are in case order: the next job starts another case, or none.
+    if (after_case && (j + 1 == jobs.size() || jobs[j + 1].c != job.c)) {
+      after_case(*job.c);
     }
   }
   return results;

@@ -55,11 +55,13 @@ struct RunOptions {
   std::vector<std::string> suite_paths;
 };
 
-// `progress(done, total, line)` after each result.
+// `progress(done, total, line)` after each result; `after_case(c)` once
+// the last result of case c is in (the peers' turn when they interleave).
 std::vector<CaseResult> RunSuite(
     const std::vector<SuiteCase>& cases, const std::vector<Device>& devices,
     const Device& reference, const RunOptions& options,
-    const std::function<void(int, int, const CaseResult&)>& progress);
+    const std::function<void(int, int, const CaseResult&)>& progress,
+    const std::function<void(const SuiteCase&)>& after_case = nullptr);
 
 }  // namespace mixrt::bench
 
