@@ -379,9 +379,38 @@ absl::StatusOr<std::unique_ptr<PluginFusedKernel>> Backend::CompileFusion(
     return absl::InternalError(absl::StrCat(
         name(), ": fusion_compile succeeded but returned no kernel"));
   }
-  return std::make_unique<PluginFusedKernel>(
+  auto kernel = std::make_unique<PluginFusedKernel>(
       this, device, args.kernel,
       args.description != nullptr ? args.description : "");
+  // A plugin before 1.2 never wrote scratch_bytes: the zero it started at.
+  if (args.scratch_bytes > 0) {
+    MIXRT_RETURN_IF_ERROR(GiveScratch(*kernel, args.scratch_bytes));
+  }
+  return kernel;
+}
+
+absl::Status Backend::GiveScratch(PluginFusedKernel& kernel,
+                                  uint64_t bytes) const {
+  if (!MIXRT_STRUCT_HAS(api_, MixrtPluginApi, fused_kernel_set_scratch) ||
+      api_->fused_kernel_set_scratch == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name(), ": fused kernel '", kernel.description(), "' asks for ", bytes,
+        " bytes of scratch memory, but the plugin has no "
+        "fused_kernel_set_scratch to receive them (ABI 1.2)"));
+  }
+  MIXRT_ASSIGN_OR_RETURN(void* scratch,
+                         allocator(kernel.device_).Allocate(bytes));
+  // Owned by the kernel from here: freed after it is destroyed, even when
+  // the plugin refuses it below.
+  kernel.scratch_ = scratch;
+  kernel.scratch_bytes_ = bytes;
+  MixrtFusedKernel_SetScratch_Args args{};
+  args.struct_size = sizeof(args);
+  args.kernel = kernel.handle();
+  args.scratch = scratch;
+  args.bytes = bytes;
+  return PluginErrorToStatus(api_, api_->fused_kernel_set_scratch(&args),
+                             name(), "fused_kernel_set_scratch");
 }
 
 PluginFusedKernel::~PluginFusedKernel() {
@@ -389,6 +418,9 @@ PluginFusedKernel::~PluginFusedKernel() {
   args.struct_size = sizeof(args);
   args.kernel = kernel_;
   backend_->api()->fused_kernel_destroy(&args);
+  // After the destroy: the kernel may use it up to then. Later work on the
+  // device's stream is ordered after the kernel's last run.
+  if (scratch_ != nullptr) backend_->allocator(device_).Free(scratch_);
 }
 
 absl::Status PluginFusedKernel::Run(

@@ -131,6 +131,7 @@ class PluginFusedKernel {
         device_(device),
         kernel_(kernel),
         description_(std::move(description)) {}
+  // Destroys the kernel, then returns its scratch memory to the allocator.
   ~PluginFusedKernel();
   PluginFusedKernel(const PluginFusedKernel&) = delete;
   PluginFusedKernel& operator=(const PluginFusedKernel&) = delete;
@@ -145,12 +146,20 @@ class PluginFusedKernel {
   const std::string& description() const { return description_; }
   // For a kernel graph's step (MixrtKernelGraphStep::fused_kernel).
   MixrtFusedKernel* handle() const { return kernel_; }
+  // The device memory the kernel asked for at compile (ABI 1.2), owned
+  // here; 0 and null for most kernels.
+  uint64_t scratch_bytes() const { return scratch_bytes_; }
+  const void* scratch() const { return scratch_; }
 
  private:
+  friend class Backend;  // Hands the scratch over after the compile.
+
   const Backend* backend_;
   int device_;
   MixrtFusedKernel* kernel_;
   std::string description_;
+  void* scratch_ = nullptr;
+  uint64_t scratch_bytes_ = 0;
 };
 
 class Backend : public RawDeviceMemory {
@@ -204,6 +213,8 @@ class Backend : public RawDeviceMemory {
   // Per node of `graph`, the group the plugin claimed it for, or -1.
   absl::StatusOr<std::vector<int32_t>> ClaimFusion(
       int device, const MixrtFusionGraph& graph) const;
+  // A kernel asking for scratch memory (ABI 1.2) gets it from this
+  // device's allocator, or the compile fails saying why.
   absl::StatusOr<std::unique_ptr<PluginFusedKernel>> CompileFusion(
       int device, const MixrtFusionGraph& graph,
       absl::Span<const int32_t> group_of_node, int group) const;
@@ -222,6 +233,9 @@ class Backend : public RawDeviceMemory {
                                const Run& run) const;
 
  private:
+  // Allocates `bytes` for `kernel` (which then owns them) and hands them to
+  // the plugin's fused_kernel_set_scratch.
+  absl::Status GiveScratch(PluginFusedKernel& kernel, uint64_t bytes) const;
   absl::Status CheckDevice(int device) const;
   void ProfilerRange(int device, MixrtRangePhase phase, uint64_t id,
                      const std::string& name) const;

@@ -135,13 +135,13 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
   absl::Status Run(absl::Span<void* const> data,
                    absl::Span<const int64_t>) override {
     // The matmul's result: in memory when the graph needs it stored, else
-    // in this kernel's scratch (the host allocates nothing only the group
-    // reads).
+    // in the scratch memory the host handed over (ScratchBytes: the host
+    // gives no value memory to what only the group reads).
     const float* product = nullptr;
     if (matmul_out_ >= 0) {
       float* out = IsStored(matmul_out_)
                        ? static_cast<float*>(data[matmul_out_])
-                       : Scratch(m_ * n_);
+                       : static_cast<float*>(scratch());
       const float* a = static_cast<const float*>(data[a_]);
       const float* w = static_cast<const float*>(data[w_]);
       const float* bias =
@@ -175,6 +175,14 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
     return absl::OkStatus();
   }
 
+  // ABI 1.2: the unstored product's bytes, allocated by the host (its
+  // memory statistics count them) and handed over before the first run.
+  uint64_t ScratchBytes() const override {
+    return matmul_out_ >= 0 && !IsStored(matmul_out_)
+               ? static_cast<uint64_t>(m_ * n_) * sizeof(float)
+               : 0;
+  }
+
   std::string Description() const override {
     std::string chain = matmul_out_ >= 0 ? "matmul" : "";
     for (const Step& s : steps_) {
@@ -191,10 +199,6 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
   bool IsStored(int v) const {
     return std::find(stores_.begin(), stores_.end(), v) != stores_.end();
   }
-  float* Scratch(int64_t n) {
-    scratch_.resize(n);
-    return scratch_.data();
-  }
   // A value at element i: the matmul's product, a register when a step of
   // the group writes it (steps run in order, so at element i it already
   // has), else the group's input in memory.
@@ -209,7 +213,7 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
   std::vector<int> stores_;
   std::vector<Step> steps_;
   std::vector<bool> written_;
-  std::vector<float> registers_, scratch_;
+  std::vector<float> registers_;
   int matmul_out_ = -1, a_ = -1, w_ = -1, bias_ = -1;
   int64_t m_ = 0, k_ = 0, n_ = 0, numel_ = 0, row_ = 1;
 };

@@ -1025,6 +1025,16 @@ typedef struct MixrtFusion_Compile_Args {
   /* out: what the kernel is, in words, for the host's log ("fused loop:
    * unary_backward, reduce"); valid until fused_kernel_destroy. */
   const char* description;
+  /* out (1.2): bytes of device memory the kernel needs for itself across
+   * its runs (intermediates a group keeps to itself, a reduction's
+   * partials); 0: none. The host allocates them from its allocator (so
+   * they count in its memory statistics and its out-of-memory retry) and
+   * hands them over once with fused_kernel_set_scratch, before any run; a
+   * kernel asking for scratch from a plugin without that entry is refused
+   * (its nodes run op by op). Written only when struct_size covers it: a
+   * 1.1 host has no room for it, and a plugin whose kernel needs scratch
+   * then fails the compile. */
+  uint64_t scratch_bytes;
 } MixrtFusion_Compile_Args;
 MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusion_Compile_Args, description);
 /* Copies everything it needs: the graph may go right after. */
@@ -1067,6 +1077,23 @@ typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
  * The host may then release memory that holds the value for this kernel
  * alone (autocast's kept bf16 copy of a weight) after that run and pass
  * NULL, or an address it must not read, until it tells a new version. */
+/* 1.2, optional (NULL when no kernel asks for scratch_bytes): the memory
+ * a kernel asked for at its compile: device memory of the kernel's device,
+ * from memory_allocate (so aligned as the device says); the kernel's to use in
+ * every later run (directly or as a kernel graph's step) until
+ * fused_kernel_destroy, after which the host frees it. Called once per kernel.
+ */
+typedef struct MixrtFusedKernel_SetScratch_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtFusedKernel* kernel; /* in */
+  void* scratch;            /* in */
+  uint64_t bytes;           /* in: at least the compile's scratch_bytes */
+} MixrtFusedKernel_SetScratch_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusedKernel_SetScratch_Args, bytes);
+typedef MixrtError* MixrtFusedKernel_SetScratch(
+    MixrtFusedKernel_SetScratch_Args* args);
+
 typedef struct MixrtFusedKernel_SetWeightVersion_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
@@ -1196,6 +1223,7 @@ typedef struct MixrtPluginApi {
   MixrtDevice_GetMemoryInfo* device_get_memory_info; /* 1.2, optional */
   MixrtProfiler_Range* profiler_range;               /* 1.2, optional */
   MixrtDevice_GetPrecisionSupport* device_get_precision_support; /* 1.2 */
+  MixrtFusedKernel_SetScratch* fused_kernel_set_scratch; /* 1.2, optional */
 } MixrtPluginApi;
 
 /* The smallest table a 1.x host accepts. */

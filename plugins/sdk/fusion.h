@@ -117,6 +117,24 @@ class FusedKernel {
   // later run reads its memory until another version (the host may then
   // release it and pass null: see keeps_copy in plugin_api.h).
   virtual bool KeepsCopyOf(int value) const { return false; }
+
+  // Device memory the kernel needs for itself across its runs (ABI 1.2's
+  // scratch_bytes): asked once, right after CompileFusion. The host
+  // allocates it and the SDK stores it before the first run: scratch()
+  // from then on. A host or table older than 1.2 cannot give it: the
+  // compile then fails and the group runs op by op.
+  virtual uint64_t ScratchBytes() const { return 0; }
+  void* scratch() const { return scratch_; }
+  uint64_t scratch_size() const { return scratch_size_; }
+  // The SDK's fused_kernel_set_scratch.
+  void SetScratch(void* scratch, uint64_t bytes) {
+    scratch_ = scratch;
+    scratch_size_ = bytes;
+  }
+
+ private:
+  void* scratch_ = nullptr;
+  uint64_t scratch_size_ = 0;
 };
 
 template <typename Attrs>

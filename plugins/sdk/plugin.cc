@@ -105,6 +105,8 @@ struct PluginState {
   PluginInfo info;
   // Why the plugin declined the host (AcceptHost); reported by initialize.
   absl::Status host_declined;
+  // The ABI minor version the table is laid out as (MIXRT_SDK_ABI_MINOR).
+  uint32_t table_minor = MIXRT_PLUGIN_API_MINOR;
 
   const char* Intern(const std::string& s) {
     std::lock_guard<std::mutex> lock(strings_mu);
@@ -566,12 +568,22 @@ MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
     MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<FusedKernel> kernel,
                            State().plugin->CompileFusion(args->device, graph,
                                                          groups, args->group));
+    const uint64_t scratch_bytes = kernel->ScratchBytes();
+    if (scratch_bytes > 0 &&
+        (State().table_minor < 2 ||
+         !MIXRT_STRUCT_HAS(args, MixrtFusion_Compile_Args, scratch_bytes))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "fusion_compile: the kernel needs ", scratch_bytes,
+          " bytes of scratch memory, which only an ABI 1.2 host and table "
+          "can hand over"));
+    }
     auto* out = new MixrtFusedKernel{std::move(kernel), "",
                                      static_cast<int>(graph.values.size()),
                                      graph.num_symbols};
     out->description = out->kernel->Description();
     args->kernel = out;
     args->description = out->description.c_str();
+    if (scratch_bytes > 0) args->scratch_bytes = scratch_bytes;
     return absl::OkStatus();
   });
 }
@@ -609,6 +621,27 @@ MixrtError* FusedKernelSetWeightVersion(
                          keeps_copy)) {
       args->keeps_copy = k->kernel->KeepsCopyOf(args->value) ? 1 : 0;
     }
+    return absl::OkStatus();
+  });
+}
+
+MixrtError* FusedKernelSetScratch(MixrtFusedKernel_SetScratch_Args* args) {
+  return Guard("fused_kernel_set_scratch", [&]() -> absl::Status {
+    MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetScratch_Args,
+                         "fused_kernel_set_scratch");
+    MixrtFusedKernel* k = args->kernel;
+    if (k == nullptr) {
+      return absl::InvalidArgumentError(
+          "fused_kernel_set_scratch: kernel is NULL");
+    }
+    const uint64_t needed = k->kernel->ScratchBytes();
+    if (args->scratch == nullptr || args->bytes < needed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fused_kernel_set_scratch: the kernel needs ", needed,
+                       " bytes, got ", args->bytes, " at ",
+                       args->scratch == nullptr ? "NULL" : "an address"));
+    }
+    k->kernel->SetScratch(args->scratch, args->bytes);
     return absl::OkStatus();
   });
 }
@@ -751,6 +784,7 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
     PluginState& state = State();
     state.plugin.reset(factory());
     state.info = state.plugin->Info();
+    state.table_minor = table_minor;
     auto* table = new MixrtPluginApi();
     std::memset(table, 0, sizeof(*table));
     // Laid out as the header of that minor version had it: an older
@@ -766,6 +800,7 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
       table->device_get_memory_info = &GetMemoryInfo;
       table->profiler_range = &ProfilerRange;
       table->device_get_precision_support = &GetPrecisionSupport;
+      table->fused_kernel_set_scratch = &FusedKernelSetScratch;
     }
     if (!is_1_0) {
       table->device_get_op_support = &GetOpSupport;

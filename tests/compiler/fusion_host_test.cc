@@ -32,7 +32,10 @@ class FusionHost : public ::testing::Test {
     ASSERT_TRUE(backend.ok()) << backend.status();
     device_ = Device(*backend, 0);
   }
-  void TearDown() override { unsetenv("MIXRT_FAKE_FUSION"); }
+  void TearDown() override {
+    unsetenv("MIXRT_FAKE_FUSION");
+    unsetenv("MIXRT_FAKE_FUSION_SCRATCH");
+  }
 
   Tensor Random(std::vector<int64_t> shape, uint64_t seed) {
     Generator g(seed);
@@ -110,6 +113,38 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
     EXPECT_THAT(explain, HasSubstr("= fused[stepwise"));
     EXPECT_THAT(explain, Not(HasSubstr("refused")));
   }
+}
+
+// A kernel that keeps its intermediates in scratch memory (ABI 1.2): the
+// host allocates what it asked for (relu's, neg's and add's [8, 16] f32
+// results, 512 bytes each) from the device's allocator, hands it over
+// before the first run, and frees it with the kernel.
+TEST_F(FusionHost, AKernelAskingForScratchGetsItFromTheDeviceAllocator) {
+  ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SCRATCH", "1", 1), 0);
+  const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(a, neg(a));
+    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
+    return std::vector<Tensor>{d};
+  };
+  const uint64_t before = device_.backend()->allocator(0).stats().bytes_in_use;
+  {
+    const std::string explain = CompareWithEager(fn, in, "default");
+    EXPECT_THAT(explain,
+                HasSubstr("stepwise: unary, unary, binary, unary (1536 B "
+                          "scratch)"))
+        << explain;
+    EXPECT_THAT(explain, Not(HasSubstr("refused"))) << explain;
+  }
+  auto f = compile(fn, {.mode = "reduce-overhead"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (int call = 0; call < 2; ++call) ASSERT_TRUE((*f)(in).ok());
+  EXPECT_GE(device_.backend()->allocator(0).stats().bytes_in_use,
+            before + 1536);
+  unsetenv("MIXRT_FAKE_FUSION_SCRATCH");
 }
 
 // max-autotune times the fused kernel against its launches on the graph's
