@@ -1063,6 +1063,23 @@ typedef struct MixrtFusedKernel_Destroy_Args {
 } MixrtFusedKernel_Destroy_Args;
 typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
 
+/* 1.2, optional (NULL when no kernel asks for scratch_bytes): hands a
+ * kernel the memory it asked for at its compile, device memory of its
+ * device from memory_allocate (aligned as the device says). The kernel's
+ * to use in every later run, directly or as a kernel graph's step, until
+ * fused_kernel_destroy, after which the host frees it. Called once per
+ * kernel, before its first run. */
+typedef struct MixrtFusedKernel_SetScratch_Args {
+  size_t struct_size;
+  MixrtExtensionBase* ext;
+  MixrtFusedKernel* kernel; /* in */
+  void* scratch;            /* in */
+  uint64_t bytes;           /* in: at least the compile's scratch_bytes */
+} MixrtFusedKernel_SetScratch_Args;
+MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusedKernel_SetScratch_Args, bytes);
+typedef MixrtError* MixrtFusedKernel_SetScratch(
+    MixrtFusedKernel_SetScratch_Args* args);
+
 /* Since 1.1 (optional, with the fusion functions): before a run of
  * `kernel` that reads WEIGHT value `value`, the host says which version of
  * its contents the run sees: a number that changes whenever the contents
@@ -1077,23 +1094,6 @@ typedef void MixrtFusedKernel_Destroy(MixrtFusedKernel_Destroy_Args* args);
  * The host may then release memory that holds the value for this kernel
  * alone (autocast's kept bf16 copy of a weight) after that run and pass
  * NULL, or an address it must not read, until it tells a new version. */
-/* 1.2, optional (NULL when no kernel asks for scratch_bytes): the memory
- * a kernel asked for at its compile: device memory of the kernel's device,
- * from memory_allocate (so aligned as the device says); the kernel's to use in
- * every later run (directly or as a kernel graph's step) until
- * fused_kernel_destroy, after which the host frees it. Called once per kernel.
- */
-typedef struct MixrtFusedKernel_SetScratch_Args {
-  size_t struct_size;
-  MixrtExtensionBase* ext;
-  MixrtFusedKernel* kernel; /* in */
-  void* scratch;            /* in */
-  uint64_t bytes;           /* in: at least the compile's scratch_bytes */
-} MixrtFusedKernel_SetScratch_Args;
-MIXRT_DEFINE_STRUCT_TRAITS(MixrtFusedKernel_SetScratch_Args, bytes);
-typedef MixrtError* MixrtFusedKernel_SetScratch(
-    MixrtFusedKernel_SetScratch_Args* args);
-
 typedef struct MixrtFusedKernel_SetWeightVersion_Args {
   size_t struct_size;
   MixrtExtensionBase* ext;
