@@ -3,8 +3,8 @@
 // (plan.h); later calls whose guards hold replay it. Guards cover what the
 // trace assumed: every input's dtype, device, shape, strides, aliasing and
 // requires_grad, grad and inference mode, this thread's whole autocast
-// state (PyTorch did not guard the ambient autocast state, pytorch#112260)
-// and MIXRT_DISABLE_AMP. A failed guard recompiles; past the recompile
+// state (as PyTorch 2.15 does; older PyTorch did not, pytorch#112260) and
+// MIXRT_DISABLE_AMP. A failed guard recompiles; past the recompile
 // limit the function runs eagerly with one warning naming the guard that
 // kept failing. A call that cannot be captured (a graph break: a host read
 // of tensor data, random draws, a result needing autograd) runs eagerly
