@@ -319,20 +319,72 @@ absl::Status AdamW::load_state_dict(
   return absl::OkStatus();
 }
 
+namespace {
+
+// The gradients' total norm of order p as an f32 [1] on their device:
+// torch.linalg.vector_norm over all their elements at once (PyTorch takes
+// the norm of the per-tensor norms: the same value up to rounding).
+absl::StatusOr<Tensor> TotalNorm(const std::vector<Tensor>& grads,
+                                 const Device& device, double p) {
+  if (p == 2) return kernels::multi_tensor_norm(grads, device);
+  const bool largest = std::isinf(p);
+  Tensor total;
+  for (const Tensor& g : grads) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor wide, g.to(DType::kF32));
+    Tensor part;
+    if (largest) {
+      MIXRT_ASSIGN_OR_RETURN(part, kernels::abs_max(wide));
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(Tensor magnitude, kernels::abs(wide));
+      MIXRT_ASSIGN_OR_RETURN(Tensor powered, kernels::pow(magnitude, p));
+      MIXRT_ASSIGN_OR_RETURN(part, kernels::sum(powered));
+    }
+    MIXRT_ASSIGN_OR_RETURN(part, part.reshape({1}));
+    if (!total.defined()) {
+      total = part;
+    } else if (largest) {
+      MIXRT_ASSIGN_OR_RETURN(total, kernels::maximum(total, part));
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(total, kernels::add(total, part));
+    }
+  }
+  return largest ? total : kernels::pow(total, 1.0 / p);
+}
+
+}  // namespace
+
 absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
-                                       double max_norm) {
+                                       double max_norm, double norm_type,
+                                       bool error_if_nonfinite) {
+  if (!(norm_type > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("clip_grad_norm_: norm_type is ", norm_type,
+                     "; expected a positive order or infinity"));
+  }
   std::vector<Tensor> grads;
   for (const Tensor& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) return 0.0;
   const Device device = grads[0].device();
-  // As torch.nn.utils.clip_grad_norm_: the total norm in one multi-tensor
-  // launch, the clip coefficient min(max_norm / (norm + 1e-6), 1) on the
-  // device, every gradient multiplied by it in place in one more launch.
-  // Reading the norm back is the only synchronization.
-  MIXRT_ASSIGN_OR_RETURN(Tensor norm,
-                         kernels::multi_tensor_norm(grads, device));
+  // As torch.nn.utils.clip_grad_norm_: the total norm (the L2 norm in one
+  // multi-tensor launch), the clip coefficient min(max_norm / (norm +
+  // 1e-6), 1) on the device, every gradient multiplied by it in place in
+  // one more launch. Reading the norm back is the only synchronization,
+  // except that error_if_nonfinite reads it before scaling.
+  MIXRT_ASSIGN_OR_RETURN(Tensor norm, TotalNorm(grads, device, norm_type));
+  if (error_if_nonfinite) {
+    MIXRT_ASSIGN_OR_RETURN(const double value, norm.item());
+    if (!std::isfinite(value)) {
+      // FailedPrecondition: the gradients' state, not the arguments, is
+      // wrong (Python: RuntimeError, as PyTorch raises).
+      return absl::FailedPreconditionError(absl::StrCat(
+          "clip_grad_norm_: the total norm of order ", norm_type,
+          " of the gradients is ", value,
+          ", so it cannot be clipped; to scale the gradients by it anyway, "
+          "pass error_if_nonfinite=false"));
+    }
+  }
   MIXRT_ASSIGN_OR_RETURN(Tensor denom, kernels::scale(norm, 1.0, 1e-6));
   MIXRT_ASSIGN_OR_RETURN(Tensor limit,
                          full({1}, max_norm, DType::kF32, device));

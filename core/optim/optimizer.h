@@ -127,15 +127,17 @@ class AdamW : public Optimizer {
   std::vector<Tensor> exp_avg_, exp_avg_sq_, step_;
 };
 
-// Scales gradients so their global L2 norm is at most max_norm; returns the
-// norm before clipping (as torch.nn.utils.clip_grad_norm_ with
-// error_if_nonfinite=False: a non-finite norm is returned, and the
-// gradients scaled by its coefficient, 0 or NaN, as PyTorch does; under a
-// GradScaler that step is skipped anyway). One multi-tensor norm launch, one
-// in-place scale launch and one host read, whatever the number of
-// parameters.
+// Scales gradients so their global norm of order norm_type (> 0, or
+// infinity: the largest magnitude) is at most max_norm; returns the norm
+// before clipping, as torch.nn.utils.clip_grad_norm_. A non-finite norm is
+// returned and the gradients scaled by its coefficient, 0 or NaN, as
+// PyTorch does (under a GradScaler that step is skipped anyway); with
+// error_if_nonfinite it is an error instead and no gradient changes. The
+// L2 norm is one multi-tensor launch; every order then one in-place scale
+// launch and one host read, whatever the number of parameters.
 absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
-                                       double max_norm);
+                                       double max_norm, double norm_type = 2.0,
+                                       bool error_if_nonfinite = false);
 // Clamps every gradient element to [-clip_value, clip_value].
 absl::Status clip_grad_value_(const std::vector<Tensor>& params,
                               double clip_value);

@@ -72,9 +72,13 @@ void BindOptim(nb::module_& m) {
 
   m.def(
       "clip_grad_norm_",
-      [](const std::vector<Tensor>& params, double max_norm) {
-        return ValueOrThrow(clip_grad_norm_(params, max_norm));
+      [](const std::vector<Tensor>& params, double max_norm, double norm_type,
+         bool error_if_nonfinite) {
+        return ValueOrThrow(
+            clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite));
       },
+      nb::arg("params"), nb::arg("max_norm"), nb::arg("norm_type") = 2.0,
+      nb::arg("error_if_nonfinite") = false,
       nb::call_guard<nb::gil_scoped_release>());
 }
 

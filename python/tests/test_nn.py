@@ -149,6 +149,26 @@ def test_clip_grad_norm():
     np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
 
 
+def test_clip_grad_norm_orders_and_nonfinite_norms():
+    # Against NumPy's vector norms of the same gradient {3, -4}.
+    for order in (1.0, 3.0, float("inf"), "inf"):
+        p = nn.Parameter(mixrt.zeros(2))
+        (p * mixrt.tensor([3.0, -4.0])).sum().backward()
+        want = np.linalg.norm(np.array([3.0, -4.0]), ord=float(order))
+        total = nn.utils.clip_grad_norm_([p], 1.0, norm_type=order)
+        assert abs(float(total) - want) < want * 1e-6, order
+        np.testing.assert_allclose(p.grad.numpy(),
+                                   np.array([3.0, -4.0]) / (want + 1e-6),
+                                   rtol=1e-5)
+    p = nn.Parameter(mixrt.zeros(2))
+    (p * mixrt.tensor([float("nan"), 1.0])).sum().backward()
+    with pytest.raises(RuntimeError, match="cannot be clipped"):
+        nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    assert np.isnan(p.grad.numpy()[0]) and p.grad.numpy()[1] == 1.0
+    with pytest.raises(ValueError, match="norm_type"):
+        nn.utils.clip_grad_norm_([p], 1.0, norm_type=-1)
+
+
 def test_checkpointed_function_gives_the_same_gradients():
     lin = nn.Linear(4, 4)
     x = mixrt.randn(3, 4, requires_grad=True)

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <utility>
 
 #include "core/functional/ops.h"
 #include "core/nn/module.h"
@@ -159,6 +161,33 @@ TEST(Optim, SchedulesAndClipping) {
   const std::vector<uint8_t> before = *p.grad().to_bytes();
   EXPECT_NEAR(*clip_grad_norm_({p}, 100.0), 5 * coef, 1e-5);
   EXPECT_EQ(*p.grad().to_bytes(), before);
+  // Other orders, as torch.nn.utils.clip_grad_norm_(norm_type=): the
+  // order-p norm of all elements ({3, 4} and {12}): 19 for p = 1, 12 for
+  // infinity, 1819^(1/3) for p = 3; the coefficient as for p = 2.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& [order, want] : std::vector<std::pair<double, double>>{
+           {1.0, 19.0}, {inf, 12.0}, {3.0, std::cbrt(1819.0)}}) {
+    p.set_grad(testing::MakeTensor(d, {3, 4}, {2}));
+    q.set_grad(testing::MakeTensor(d, {12}, {1}));
+    auto n = clip_grad_norm_({p, q, r}, 6.0, order);
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_NEAR(*n, want, want * 1e-6) << "order " << order;
+    const double c = 6.0 / (want + 1e-6);
+    testing::ExpectClose(testing::Values(p.grad()), {3 * c, 4 * c}, 1e-5, 0,
+                         "p clipped at that order");
+  }
+  // A non-finite norm: an error with error_if_nonfinite (the gradients
+  // untouched), else returned and the gradients scaled by its coefficient.
+  p.set_grad(testing::MakeTensor(d, {inf, 4}, {2}));
+  auto refused = clip_grad_norm_({p}, 1.0, 2.0, /*error_if_nonfinite=*/true);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("total norm of order 2 of the gradients is inf"));
+  EXPECT_THAT(testing::Values(p.grad()), ::testing::ElementsAre(inf, 4.0));
+  auto scaled = clip_grad_norm_({p}, 1.0);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_EQ(*scaled, inf);
+  EXPECT_THAT(clip_grad_norm_({p}, 1.0, 0.0).status().message(),
+              HasSubstr("norm_type is 0; expected a positive order"));
   p.set_grad(testing::MakeTensor(d, {-3, 0.25}, {2}));
   ASSERT_TRUE(clip_grad_value_({p}, 0.5).ok());
   EXPECT_THAT(testing::Values(p.grad()), ::testing::ElementsAre(-0.5, 0.25));
