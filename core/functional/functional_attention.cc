@@ -150,10 +150,19 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
                      DTypeName(options.attn_mask.dtype()),
                      "; expected bool or a floating additive mask"));
   }
-  if (!(options.dropout_p >= 0 && options.dropout_p < 1)) {
+  if (!(options.dropout_p >= 0 && options.dropout_p <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("scaled_dot_product_attention: dropout_p is ",
-                     options.dropout_p, "; expected 0 <= dropout_p < 1"));
+                     options.dropout_p, "; expected 0 <= dropout_p <= 1"));
+  }
+  // dropout_p = 1 drops every weight (PyTorch: zeros, zero gradients): the
+  // math path's dropout multiplies by 0, where a fused kernel would scale
+  // the kept weights by 1 / (1 - p).
+  const bool drops_all = options.dropout_p == 1;
+  if (drops_all && options.backend == AttentionBackend::kFused) {
+    return absl::InvalidArgumentError(
+        "scaled_dot_product_attention: dropout_p = 1 drops every weight and "
+        "runs on the math path; the fused backend was asked for");
   }
   // On PyTorch's lower-precision lists (CPU and CUDA): q, k and v run in
   // the autocast dtype.
@@ -177,7 +186,7 @@ absl::StatusOr<Tensor> scaled_dot_product_attention(
   // zeros (as a fully masked one does). The math path gives both on every
   // backend, so the result does not depend on which kernel exists.
   const bool empty = l == 0 || s == 0;
-  if (options.backend != AttentionBackend::kMath && !empty) {
+  if (options.backend != AttentionBackend::kMath && !empty && !drops_all) {
     absl::StatusOr<Tensor> fused = FusedAttention(q, k, v, options, scale);
     if (fused.ok() || !absl::IsUnimplemented(fused.status()) ||
         options.backend == AttentionBackend::kFused) {

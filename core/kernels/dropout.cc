@@ -55,13 +55,20 @@ absl::StatusOr<Tensor> ComposedScale(const Tensor& x,
 absl::StatusOr<DropoutOutput> dropout(const Tensor& x, double p,
                                       Generator* generator) {
   MIXRT_RETURN_IF_ERROR(CheckFloating(x, "dropout"));
-  if (!(p >= 0 && p < 1)) {
+  if (!(p >= 0 && p <= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("dropout: p must be in [0, 1), got ", p));
+        absl::StrCat("dropout: p must be in [0, 1], got ", p));
   }
-  Generator& gen = generator != nullptr ? *generator : DefaultGenerator();
   DropoutOutput out;
   out.state.p = p;
+  if (p == 1) {
+    // As PyTorch: x * 0 (NaN and inf become NaN, negatives -0), gradients
+    // 0, and no random numbers drawn.
+    MIXRT_ASSIGN_OR_RETURN(out.state.scale, zeros({}, x.dtype(), x.device()));
+    MIXRT_ASSIGN_OR_RETURN(out.y, mul(x, out.state.scale));
+    return out;
+  }
+  Generator& gen = generator != nullptr ? *generator : DefaultGenerator();
   out.state.seed = gen.seed();
   out.state.offset = gen.Reserve(x.numel());
   absl::StatusOr<Tensor> fused = Fused(x, out.state);

@@ -36,9 +36,9 @@ absl::StatusOr<std::shared_ptr<MultiheadAttention>> MultiheadAttention::Create(
         absl::StrCat("MultiheadAttention: embed_dim ", embed_dim,
                      " must be a positive multiple of num_heads ", num_heads));
   }
-  if (!(dropout >= 0 && dropout < 1)) {
+  if (!(dropout >= 0 && dropout <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "MultiheadAttention: dropout is ", dropout, "; expected [0, 1)"));
+        "MultiheadAttention: dropout is ", dropout, "; expected [0, 1]"));
   }
   std::shared_ptr<MultiheadAttention> m(new MultiheadAttention());
   m->heads_ = num_heads;

@@ -1,6 +1,7 @@
 // batch_norm, embedding, dropout and the regression losses on the reference
 // plugin against host formulas and finite differences.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/kernels/batch_norm.h"
@@ -134,7 +135,28 @@ TEST_F(MoreOpsTest, DropoutKeepsTheRightFractionAndScales) {
   // With an upstream gradient of ones, backward returns the mask scale,
   // which is exactly the output for an input of ones.
   EXPECT_EQ(Values(dropout_backward(*x, out->state)), y);
-  EXPECT_THAT(dropout(*x, 1.0).status().message(), HasSubstr("[0, 1)"));
+  EXPECT_THAT(dropout(*x, 1.5).status().message(), HasSubstr("[0, 1]"));
+}
+
+// p = 1 as PyTorch: x * 0 (NaN and inf give NaN, a negative -0; values
+// checked against PyTorch 2.15 by hand), gradients 0, no draw from the
+// generator.
+TEST_F(MoreOpsTest, DropoutOfOneMultipliesByZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x =
+      MakeTensor(device_, {std::nanf(""), static_cast<float>(inf), 1, -2}, {4});
+  Generator g(1);
+  const uint64_t offset = g.offset();
+  auto out = dropout(x, 1.0, &g);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<double> y = Values(out->y);
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1])) << y[0] << " " << y[1];
+  EXPECT_EQ(y[2], 0.0);
+  EXPECT_TRUE(y[3] == 0.0 && std::signbit(y[3])) << y[3];
+  EXPECT_EQ(g.offset(), offset);
+  Tensor ones = MakeTensor(device_, {1, 1, 1, 1}, {4});
+  EXPECT_THAT(Values(dropout_backward(ones, out->state)),
+              ElementsAre(0.0, 0.0, 0.0, 0.0));
 }
 
 TEST_F(MoreOpsTest, RegressionLossesAndGradientsMatchDefinitions) {
