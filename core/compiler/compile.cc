@@ -551,6 +551,17 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       return s.Eager(inputs);
     } else if (std::vector<Guard> guards = GuardsFor(inputs);
                !size_check && s.compiles >= s.options.recompile_limit) {
+      if (s.options.fullgraph) {
+        // As PyTorch's FailOnRecompileLimitHit: fullgraph promises one
+        // compiled graph per call, never a quiet eager run. Each such call
+        // fails; the signatures compiled so far still replay.
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "compile: recompile limit (", s.options.recompile_limit,
+            ") reached with fullgraph=true; the guard that failed: ",
+            !stale.empty() ? stale
+                           : FirstGuardDifference(s.LastGuards(), guards),
+            " (raise recompile_limit, or mark the changing size dynamic)"));
+      }
       s.StopRecompiling(stale, guards);
       lock.unlock();
       return s.Eager(inputs);

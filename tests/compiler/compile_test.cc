@@ -567,6 +567,31 @@ TEST(Compile, TheRecompileLimitFallsBackToEager) {
               HasSubstr("recompile limit reached (input 0 shape"));
 }
 
+// Under fullgraph, as PyTorch 2.15 (FailOnRecompileLimitHit): a call past
+// the limit is an error naming the guard, never an eager run; the
+// signatures compiled before it still replay.
+TEST(Compile, TheRecompileLimitUnderFullgraphIsAnError) {
+  const Device d = Cpu();
+  const Mlp mlp(d);
+  InferenceModeGuard inference;
+  auto f = compile(mlp, {.fullgraph = true, .recompile_limit = 2});
+  ASSERT_TRUE(f.ok());
+  for (int64_t rows : {1, 2}) {
+    ASSERT_TRUE((*f)({Input(d, rows, rows)}).ok()) << rows;
+  }
+  auto over = (*f)({Input(d, 3, 3)});
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_THAT(over.status().message(),
+              HasSubstr("recompile limit (2) reached with fullgraph=true; "
+                        "the guard that failed: input 0 shape"));
+  const std::vector<Tensor> in = {Input(d, 2, 2)};
+  auto again = (*f)(in);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Bytes((*again)[0]), Bytes((*mlp(in))[0]));
+  EXPECT_EQ(f->compiles(), 2);
+  EXPECT_EQ(f->eager_calls(), 0);
+}
+
 // Serving under autocast: a weight's bf16 cast is kept between replays and
 // redone only when the weight changes through the runtime (an in-place op,
 // an optimizer step), so replays keep eager's results bit for bit.
