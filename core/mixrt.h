@@ -29,6 +29,7 @@
 #include "core/io/checkpoint.h"
 #include "core/nn/module.h"
 #include "core/nn/transformer.h"
+#include "core/optim/lr_scheduler.h"
 #include "core/optim/optimizer.h"
 #include "core/plugin/device.h"
 #include "core/plugin/registry.h"

@@ -142,53 +142,6 @@ absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
 absl::Status clip_grad_value_(const std::vector<Tensor>& params,
                               double clip_value);
 
-// Learning-rate schedules, stepped once per epoch (or step) by the caller
-// (torch.optim.lr_scheduler's LRScheduler): each step sets the optimizer's
-// lr to the schedule's value at the next epoch. Create refuses parameters
-// that would produce a NaN or divide by zero (step_size or T_max < 1).
-class LRScheduler {
- public:
-  virtual ~LRScheduler() = default;
-  absl::Status step();
-
- protected:
-  explicit LRScheduler(Optimizer* optimizer)
-      : optimizer_(optimizer), base_lr_(optimizer->lr()) {}
-  // The lr at `epoch` (>= 1), from the lr the optimizer had at creation.
-  virtual double LrAt(int epoch) const = 0;
-
-  Optimizer* optimizer_;
-  int epoch_ = 0;
-  double base_lr_;
-};
-
-class StepLR : public LRScheduler {
- public:
-  static absl::StatusOr<StepLR> Create(Optimizer* optimizer, int step_size,
-                                       double gamma = 0.1);
-
- private:
-  StepLR(Optimizer* optimizer, int step_size, double gamma);
-  double LrAt(int epoch) const override;
-
-  int step_size_;
-  double gamma_;
-};
-
-class CosineAnnealingLR : public LRScheduler {
- public:
-  static absl::StatusOr<CosineAnnealingLR> Create(Optimizer* optimizer,
-                                                  int t_max,
-                                                  double eta_min = 0);
-
- private:
-  CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min);
-  double LrAt(int epoch) const override;
-
-  int t_max_;
-  double eta_min_;
-};
-
 }  // namespace mixrt
 
 #endif  // MIXRT_CORE_OPTIM_OPTIMIZER_H_

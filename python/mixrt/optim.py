@@ -36,6 +36,15 @@ class _Group(dict):
             self._optimizer._impl.lr = float(value)
         super().__setitem__(key, value)
 
+    def __getitem__(self, key):
+        # The optimizer's own lr: schedulers in the core change it.
+        if key == "lr":
+            return self._optimizer._impl.lr
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
 
 class Optimizer:
     def __init__(self, impl, params, defaults):
@@ -83,16 +92,29 @@ class AdamW(Optimizer):
 
 
 class _Scheduler:
+    """torch.optim.lr_scheduler.LRScheduler over the core's: chainable
+    (schedulers on one optimizer compose), state_dict/load_state_dict."""
+
     def __init__(self, optimizer, impl):
         self.optimizer = optimizer
         self._impl = impl
 
     def step(self):
         self._impl.step()
-        self.optimizer.param_groups[0]["lr"] = self.optimizer._impl.lr
 
     def get_last_lr(self):
-        return [self.optimizer._impl.lr]
+        return [self._impl.get_last_lr()]
+
+    @property
+    def last_epoch(self):
+        return self._impl.last_epoch
+
+    def state_dict(self):
+        return dict(self._impl.state_dict())
+
+    def load_state_dict(self, state_dict):
+        self._impl.load_state_dict(
+            {k: float(v) for k, v in state_dict.items()})
 
 
 class StepLR(_Scheduler):
@@ -107,5 +129,78 @@ class CosineAnnealingLR(_Scheduler):
             optimizer._impl, int(T_max), float(eta_min)))
 
 
-lr_scheduler = types.SimpleNamespace(StepLR=StepLR,
-                                     CosineAnnealingLR=CosineAnnealingLR)
+class LinearLR(_Scheduler):
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0,
+                 total_iters=5):
+        super().__init__(optimizer, _mixrt.LinearLR._create(
+            optimizer._impl, float(start_factor), float(end_factor),
+            int(total_iters)))
+
+
+class LambdaLR:
+    """base_lr * lr_lambda(epoch), set outright (not chainable), as
+    PyTorch's; lr_lambda runs in Python."""
+
+    def __init__(self, optimizer, lr_lambda):
+        if not callable(lr_lambda):
+            raise TypeError("LambdaLR: lr_lambda must be callable")
+        self.optimizer = optimizer
+        self.lr_lambda = lr_lambda
+        self.base_lrs = [optimizer.param_groups[0]["lr"]]
+        self.last_epoch = -1
+        self.step()
+
+    def step(self):
+        self.last_epoch += 1
+        lr = self.base_lrs[0] * float(self.lr_lambda(self.last_epoch))
+        self.optimizer.param_groups[0]["lr"] = lr
+        self._last_lr = [self.optimizer._impl.lr]
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+    def state_dict(self):
+        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs),
+                "_last_lr": list(self._last_lr)}
+
+    def load_state_dict(self, state_dict):
+        self.last_epoch = int(state_dict["last_epoch"])
+        self.base_lrs = list(state_dict["base_lrs"])
+        self._last_lr = list(state_dict["_last_lr"])
+
+
+class ReduceLROnPlateau:
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10,
+                 threshold=1e-4, threshold_mode="rel", cooldown=0, min_lr=0.0,
+                 eps=1e-8):
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != 1:
+                raise ValueError(f"expected 1 min_lrs, got {len(min_lr)}")
+            min_lr = min_lr[0]
+        self.optimizer = optimizer
+        self._impl = _mixrt.ReduceLROnPlateau._create(
+            optimizer._impl, str(mode), float(factor), int(patience),
+            float(threshold), str(threshold_mode), int(cooldown),
+            float(min_lr), float(eps))
+
+    def step(self, metrics):
+        self._impl.step(float(metrics))
+
+    def get_last_lr(self):
+        return [self._impl.get_last_lr()]
+
+    @property
+    def num_bad_epochs(self):
+        return self._impl.num_bad_epochs
+
+    def state_dict(self):
+        return dict(self._impl.state_dict())
+
+    def load_state_dict(self, state_dict):
+        self._impl.load_state_dict(
+            {k: float(v) for k, v in state_dict.items()})
+
+
+lr_scheduler = types.SimpleNamespace(
+    StepLR=StepLR, CosineAnnealingLR=CosineAnnealingLR, LinearLR=LinearLR,
+    LambdaLR=LambdaLR, ReduceLROnPlateau=ReduceLROnPlateau)

@@ -4,8 +4,11 @@
 #include <optional>
 #include <vector>
 
+#include "core/optim/lr_scheduler.h"
 #include "core/optim/optimizer.h"
 #include "nanobind/nanobind.h"
+#include "nanobind/stl/map.h"
+#include "nanobind/stl/string.h"
 #include "nanobind/stl/unique_ptr.h"
 #include "nanobind/stl/vector.h"
 #include "python/src/bindings.h"
@@ -50,9 +53,52 @@ void BindOptim(nb::module_& m) {
                     return ValueOrThrow(AdamW::Create(std::move(params), o));
                   });
 
-  nb::class_<LRScheduler>(m, "LRScheduler").def("step", [](LRScheduler& s) {
-    ThrowIfError(s.step());
-  });
+  nb::class_<LRScheduler>(m, "LRScheduler")
+      .def("step", [](LRScheduler& s) { ThrowIfError(s.step()); })
+      .def("get_last_lr", &LRScheduler::get_last_lr)
+      .def_prop_ro("last_epoch", &LRScheduler::last_epoch)
+      .def("state_dict", &LRScheduler::state_dict)
+      .def("load_state_dict",
+           [](LRScheduler& s, const std::map<std::string, double>& state) {
+             ThrowIfError(s.load_state_dict(state));
+           });
+  nb::class_<LinearLR, LRScheduler>(m, "LinearLR")
+      .def_static(
+          "_create",
+          [](Optimizer* o, double start_factor, double end_factor,
+             int total_iters) {
+            return std::make_unique<LinearLR>(ValueOrThrow(
+                LinearLR::Create(o, start_factor, end_factor, total_iters)));
+          },
+          nb::keep_alive<0, 1>());
+  nb::class_<ReduceLROnPlateau>(m, "ReduceLROnPlateau")
+      .def_static(
+          "_create",
+          [](Optimizer* o, const std::string& mode, double factor, int patience,
+             double threshold, const std::string& threshold_mode, int cooldown,
+             double min_lr, double eps) {
+            ReduceLROnPlateauOptions options;
+            options.mode = mode;
+            options.factor = factor;
+            options.patience = patience;
+            options.threshold = threshold;
+            options.threshold_mode = threshold_mode;
+            options.cooldown = cooldown;
+            options.min_lr = min_lr;
+            options.eps = eps;
+            return std::make_unique<ReduceLROnPlateau>(
+                ValueOrThrow(ReduceLROnPlateau::Create(o, options)));
+          },
+          nb::keep_alive<0, 1>())
+      .def("step", [](ReduceLROnPlateau& s,
+                      double metric) { ThrowIfError(s.step(metric)); })
+      .def("get_last_lr", &ReduceLROnPlateau::get_last_lr)
+      .def_prop_ro("num_bad_epochs", &ReduceLROnPlateau::num_bad_epochs)
+      .def("state_dict", &ReduceLROnPlateau::state_dict)
+      .def("load_state_dict", [](ReduceLROnPlateau& s,
+                                 const std::map<std::string, double>& state) {
+        ThrowIfError(s.load_state_dict(state));
+      });
   nb::class_<StepLR, LRScheduler>(m, "StepLR")
       .def_static(
           "_create",

@@ -141,6 +141,50 @@ def test_scheduler_changes_the_learning_rate():
     assert opt.param_groups[0]["lr"] == 0.25
 
 
+def _sgd(lr):
+    return mixrt.optim.SGD([nn.Parameter(mixrt.zeros(1))], lr=lr)
+
+
+def test_schedulers_compose_and_match_pytorch():
+    # PyTorch 2.15's values (tests/train/golden/lr_schedules.tsv, case
+    # warmup_then_step): a LinearLR warm-up under a StepLR decay.
+    want = [0.05, 0.06666666666666667, 0.041666666666666664,
+            0.049999999999999996, 0.024999999999999998, 0.024999999999999998,
+            0.012499999999999999, 0.012499999999999999, 0.0062499999999999995]
+    opt = _sgd(0.1)
+    warm = mixrt.optim.lr_scheduler.LinearLR(opt, start_factor=0.5,
+                                             total_iters=3)
+    decay = mixrt.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    got = [opt.param_groups[0]["lr"]]
+    for _ in range(8):
+        warm.step()
+        decay.step()
+        got.append(opt.param_groups[0]["lr"])
+    assert got == want
+    assert decay.get_last_lr() == [got[-1]]
+    state = decay.state_dict()
+    assert state["last_epoch"] == 8
+    with pytest.raises(ValueError, match="no 'base_lr'"):
+        decay.load_state_dict({"last_epoch": 1, "last_lr": 0.1})
+
+
+def test_lambda_lr_and_reduce_on_plateau():
+    opt = _sgd(0.1)
+    sched = mixrt.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
+    sched.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == 0.025
+    opt = _sgd(0.1)
+    plateau = mixrt.optim.lr_scheduler.ReduceLROnPlateau(
+        opt, factor=0.5, patience=1, min_lr=0.03)
+    for metric in (1.0, 1.0, 1.0, 1.0, 1.0):
+        plateau.step(metric)
+    # Bad epochs 2 and 4 pass the patience of 1: 0.1 -> 0.05 -> 0.03 (floor).
+    assert plateau.get_last_lr() == [0.03]
+    with pytest.raises(ValueError, match="mode 'up'"):
+        mixrt.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="up")
+
+
 def test_clip_grad_norm():
     p = nn.Parameter(mixrt.zeros(2))
     (p * mixrt.tensor([3.0, 4.0])).sum().backward()

@@ -17,6 +17,7 @@
 #include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/io/checkpoint.h"
 #include "core/nn/module.h"
+#include "core/optim/lr_scheduler.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "core/train/trainer.h"

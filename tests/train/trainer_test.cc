@@ -10,6 +10,7 @@
 
 #include "core/functional/ops.h"
 #include "core/nn/module.h"
+#include "core/optim/lr_scheduler.h"
 #include "core/optim/optimizer.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"

@@ -1,0 +1,149 @@
+// Learning-rate schedules (torch.optim.lr_scheduler), stepped once per
+// epoch (or step) by the caller. As PyTorch's: each step computes the next
+// lr from the optimizer's current one (the chainable form), so schedules
+// stacked on one optimizer compose (a LinearLR warm-up under a StepLR
+// decay) instead of the last one overwriting the others; creation makes
+// PyTorch's initial step (epoch -1 -> 0: LinearLR starts scaling there).
+// Create refuses parameters that would produce a NaN or divide by zero.
+#ifndef MIXRT_CORE_OPTIM_LR_SCHEDULER_H_
+#define MIXRT_CORE_OPTIM_LR_SCHEDULER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/optim/optimizer.h"
+
+namespace mixrt {
+
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  // Advances one epoch and sets the optimizer's lr.
+  absl::Status step();
+  // The lr the last step set (PyTorch's get_last_lr()).
+  double get_last_lr() const { return last_lr_; }
+  int last_epoch() const { return last_epoch_; }
+  // PyTorch's state_dict without the optimizer: last_epoch, base_lr and
+  // last_lr. load_state_dict checks every key before changing anything.
+  std::map<std::string, double> state_dict() const;
+  absl::Status load_state_dict(const std::map<std::string, double>& state);
+
+ protected:
+  explicit LRScheduler(Optimizer* optimizer);
+  // The constructor's step of PyTorch (last_epoch -1 -> 0).
+  absl::Status InitialStep();
+  // The next lr from `current`, the optimizer's lr now (whatever other
+  // schedules on it set), at last_epoch_: PyTorch's chainable get_lr().
+  virtual double NextLr(double current) const = 0;
+
+  Optimizer* optimizer_;
+  int last_epoch_ = -1;
+  double base_lr_;
+  double last_lr_;
+};
+
+// lr * gamma every step_size epochs.
+class StepLR : public LRScheduler {
+ public:
+  static absl::StatusOr<StepLR> Create(Optimizer* optimizer, int step_size,
+                                       double gamma = 0.1);
+
+ private:
+  StepLR(Optimizer* optimizer, int step_size, double gamma);
+  double NextLr(double current) const override;
+
+  int step_size_;
+  double gamma_;
+};
+
+// Half a cosine from the base lr to eta_min over t_max epochs, and back
+// over the next t_max (PyTorch's recursive form).
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  static absl::StatusOr<CosineAnnealingLR> Create(Optimizer* optimizer,
+                                                  int t_max,
+                                                  double eta_min = 0);
+
+ private:
+  CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min);
+  double NextLr(double current) const override;
+
+  int t_max_;
+  double eta_min_;
+};
+
+// The lr scaled by a factor going linearly from start_factor (0 < s <= 1,
+// applied at creation) to end_factor (0 <= e <= 1) over total_iters epochs.
+class LinearLR : public LRScheduler {
+ public:
+  static absl::StatusOr<LinearLR> Create(Optimizer* optimizer,
+                                         double start_factor = 1.0 / 3,
+                                         double end_factor = 1.0,
+                                         int total_iters = 5);
+
+ private:
+  LinearLR(Optimizer* optimizer, double start_factor, double end_factor,
+           int total_iters);
+  double NextLr(double current) const override;
+
+  double start_factor_, end_factor_;
+  int total_iters_;
+};
+
+// base_lr * lr_lambda(epoch): not chainable (it sets the lr outright), as
+// PyTorch's.
+class LambdaLR : public LRScheduler {
+ public:
+  static absl::StatusOr<LambdaLR> Create(Optimizer* optimizer,
+                                         std::function<double(int)> lr_lambda);
+
+ private:
+  LambdaLR(Optimizer* optimizer, std::function<double(int)> lr_lambda);
+  double NextLr(double current) const override;
+
+  std::function<double(int)> lr_lambda_;
+};
+
+struct ReduceLROnPlateauOptions {
+  std::string mode = "min";  // "min": lower metrics are better; or "max".
+  double factor = 0.1;       // new lr = max(lr * factor, min_lr); < 1.
+  int patience = 10;         // Bad epochs tolerated before a reduction.
+  double threshold = 1e-4;   // What counts as better than the best so far.
+  std::string threshold_mode = "rel";  // or "abs".
+  int cooldown = 0;   // Epochs after a reduction with bad epochs ignored.
+  double min_lr = 0;  // The floor.
+  double eps = 1e-8;  // Reductions smaller than this are skipped.
+};
+
+// torch.optim.lr_scheduler.ReduceLROnPlateau: step(metric) after each
+// evaluation reduces the lr when the metric stops improving.
+class ReduceLROnPlateau {
+ public:
+  static absl::StatusOr<ReduceLROnPlateau> Create(
+      Optimizer* optimizer, ReduceLROnPlateauOptions options = {});
+  // A NaN metric is a bad epoch (it is never better), as in PyTorch.
+  absl::Status step(double metric);
+  double get_last_lr() const { return optimizer_->lr(); }
+  int num_bad_epochs() const { return num_bad_epochs_; }
+  // last_epoch, best, num_bad_epochs and cooldown_counter.
+  std::map<std::string, double> state_dict() const;
+  absl::Status load_state_dict(const std::map<std::string, double>& state);
+
+ private:
+  ReduceLROnPlateau(Optimizer* optimizer, ReduceLROnPlateauOptions options);
+  bool IsBetter(double metric) const;
+
+  Optimizer* optimizer_;
+  ReduceLROnPlateauOptions options_;
+  int last_epoch_ = 0;
+  double best_;
+  int num_bad_epochs_ = 0;
+  int cooldown_counter_ = 0;
+};
+
+}  // namespace mixrt
+
+#endif  // MIXRT_CORE_OPTIM_LR_SCHEDULER_H_

@@ -1,0 +1,189 @@
+// The learning-rate schedules against PyTorch 2.15's, bit for bit
+// (tests/train/golden/lr_schedules.tsv, written by
+// tools/golden/lr_schedules.py): the lr after creation and after every
+// step, for each schedule alone, a LinearLR warm-up composed with a StepLR
+// on one optimizer, and ReduceLROnPlateau on a scripted metric sequence.
+#include "core/optim/lr_scheduler.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/tensor/factories.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Case name -> the lr at epochs 0, 1, ...
+std::map<std::string, std::vector<double>> ReadGolden() {
+  std::ifstream in(testing::RunfilePath("tests/train/golden/lr_schedules.tsv"));
+  std::map<std::string, std::vector<double>> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name, epoch, lr;
+    std::getline(fields, name, '\t');
+    std::getline(fields, epoch, '\t');
+    std::getline(fields, lr, '\t');
+    std::vector<double>& lrs = cases[name];
+    EXPECT_EQ(static_cast<size_t>(std::stoi(epoch)), lrs.size()) << line;
+    lrs.push_back(std::strtod(lr.c_str(), nullptr));  // Reads float.hex.
+  }
+  return cases;
+}
+
+class LrSchedules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    golden_ = ReadGolden();
+    ASSERT_EQ(golden_.size(), 6u) << "golden cases";
+  }
+  std::unique_ptr<SGD> Optimizer(double lr) {
+    Tensor p = *zeros({1}, DType::kF32, testing::ReferenceDevice());
+    return std::make_unique<SGD>(std::vector<Tensor>{p}, SgdOptions{.lr = lr});
+  }
+  // Steps every schedule once per epoch, as the golden script does, and
+  // compares the optimizer's lr with PyTorch's bit for bit.
+  void Replay(const std::string& name, SGD& opt,
+              const std::vector<LRScheduler*>& schedules) {
+    const std::vector<double>& want = golden_.at(name);
+    EXPECT_EQ(opt.lr(), want[0]) << name << " at creation";
+    for (size_t epoch = 1; epoch < want.size(); ++epoch) {
+      for (LRScheduler* s : schedules) ASSERT_TRUE(s->step().ok());
+      EXPECT_EQ(opt.lr(), want[epoch]) << name << " epoch " << epoch;
+    }
+    EXPECT_EQ(schedules.back()->get_last_lr(), opt.lr()) << name;
+  }
+
+  std::map<std::string, std::vector<double>> golden_;
+};
+
+TEST_F(LrSchedules, EachScheduleMatchesPyTorchBitForBit) {
+  {
+    auto opt = Optimizer(0.1);
+    auto s = StepLR::Create(opt.get(), 3, 0.5);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Replay("step", *opt, {&*s});
+  }
+  {
+    auto opt = Optimizer(0.1);
+    auto s = CosineAnnealingLR::Create(opt.get(), 5, 1e-3);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Replay("cosine", *opt, {&*s});
+  }
+  {
+    auto opt = Optimizer(0.1);
+    auto s = LinearLR::Create(opt.get(), 0.25, 1.0, 4);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Replay("linear", *opt, {&*s});
+  }
+  {
+    auto opt = Optimizer(0.1);
+    auto s = LambdaLR::Create(opt.get(),
+                              [](int epoch) { return std::pow(0.95, epoch); });
+    ASSERT_TRUE(s.ok()) << s.status();
+    Replay("lambda", *opt, {&*s});
+  }
+}
+
+// Two schedules on one optimizer compose: each steps from the lr the other
+// left (a warm-up under a decay), not from its own base.
+TEST_F(LrSchedules, SchedulesOnOneOptimizerCompose) {
+  auto opt = Optimizer(0.1);
+  auto warmup = LinearLR::Create(opt.get(), 0.5, 1.0, 3);
+  ASSERT_TRUE(warmup.ok());
+  auto decay = StepLR::Create(opt.get(), 2, 0.5);
+  ASSERT_TRUE(decay.ok());
+  Replay("warmup_then_step", *opt, {&*warmup, &*decay});
+}
+
+TEST_F(LrSchedules, ReduceLROnPlateauMatchesPyTorch) {
+  auto opt = Optimizer(0.1);
+  auto s = ReduceLROnPlateau::Create(opt.get(), {.factor = 0.5,
+                                                 .patience = 2,
+                                                 .threshold = 1e-4,
+                                                 .cooldown = 1,
+                                                 .min_lr = 0.01});
+  ASSERT_TRUE(s.ok()) << s.status();
+  const double metrics[] = {1.0,  0.9,  0.95, 0.96, 0.97, 0.85, 0.86,
+                            0.87, 0.88, 0.89, 0.9,  0.91, 0.92, 0.5,
+                            0.5,  0.5,  0.5,  0.5,  NAN,  0.5,  0.5};
+  const std::vector<double>& want = golden_.at("plateau");
+  ASSERT_EQ(want.size(), std::size(metrics) + 1);
+  EXPECT_EQ(opt->lr(), want[0]);
+  for (size_t epoch = 1; epoch < want.size(); ++epoch) {
+    ASSERT_TRUE(s->step(metrics[epoch - 1]).ok());
+    EXPECT_EQ(opt->lr(), want[epoch]) << "epoch " << epoch;
+  }
+  // Its state resumes elsewhere: the same decisions from there on.
+  auto other_opt = Optimizer(opt->lr());
+  auto resumed = ReduceLROnPlateau::Create(
+      other_opt.get(), {.factor = 0.5, .patience = 2, .min_lr = 0.001});
+  ASSERT_TRUE(resumed.ok());
+  ASSERT_TRUE(resumed->load_state_dict(s->state_dict()).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(s->step(0.6).ok());
+    ASSERT_TRUE(resumed->step(0.6).ok());
+  }
+  EXPECT_EQ(resumed->num_bad_epochs(), s->num_bad_epochs());
+}
+
+TEST_F(LrSchedules, StateDictsResumeAndRefuseBadInput) {
+  auto opt = Optimizer(0.1);
+  auto s = CosineAnnealingLR::Create(opt.get(), 5, 1e-3);
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->step().ok());
+  const std::map<std::string, double> state = s->state_dict();
+  EXPECT_EQ(state.at("last_epoch"), 3);
+  EXPECT_EQ(state.at("base_lr"), 0.1);
+  EXPECT_EQ(state.at("last_lr"), opt->lr());
+  // A second run resumed from the state (its optimizer at the saved lr)
+  // steps to the same lrs as the first.
+  auto opt2 = Optimizer(s->get_last_lr());
+  auto s2 = CosineAnnealingLR::Create(opt2.get(), 5, 1e-3);
+  ASSERT_TRUE(s2.ok());
+  ASSERT_TRUE(s2->load_state_dict(state).ok());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(s->step().ok());
+    ASSERT_TRUE(s2->step().ok());
+    EXPECT_EQ(opt2->lr(), opt->lr()) << "step " << i;
+  }
+  std::map<std::string, double> bad = state;
+  bad.erase("base_lr");
+  EXPECT_THAT(s2->load_state_dict(bad).message(), HasSubstr("no 'base_lr'"));
+  bad = state;
+  bad["last_epoch"] = 2.5;
+  EXPECT_THAT(s2->load_state_dict(bad).message(),
+              HasSubstr("expected an integer >= 0"));
+
+  EXPECT_THAT(LinearLR::Create(opt.get(), 0.0).status().message(),
+              HasSubstr("start_factor is 0"));
+  EXPECT_THAT(LinearLR::Create(opt.get(), 0.5, 1.5).status().message(),
+              HasSubstr("end_factor is 1.5"));
+  EXPECT_THAT(
+      ReduceLROnPlateau::Create(opt.get(), {.mode = "best"}).status().message(),
+      HasSubstr("mode 'best'"));
+  EXPECT_THAT(
+      ReduceLROnPlateau::Create(opt.get(), {.factor = 1.0}).status().message(),
+      HasSubstr("expected 0 <= factor < 1"));
+  auto nan_lambda = LambdaLR::Create(opt.get(), [](int e) {
+    return e == 0 ? 1.0 : std::numeric_limits<double>::quiet_NaN();
+  });
+  ASSERT_TRUE(nan_lambda.ok());
+  EXPECT_THAT(nan_lambda->step().message(), HasSubstr("Invalid learning rate"));
+}
+
+}  // namespace
+}  // namespace mixrt
