@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
+#include "core/functional/cross_entropy_composite.h"
 #include "core/functional/ops.h"
 #include "core/kernels/loss.h"
 #include "core/kernels/pointwise.h"
@@ -71,6 +72,14 @@ absl::StatusOr<Tensor> ClassLoss(const char* name, bool log_probs,
 
 absl::StatusOr<Tensor> cross_entropy(const Tensor& logits, const Tensor& target,
                                      const CrossEntropyOptions& options) {
+  if (internal::NeedsCompositeCrossEntropy(logits, target, options)) {
+    // Autocast as for the fused path: the loss runs in f32 (the ops it is
+    // made of are f32-listed or follow their f32 inputs).
+    MIXRT_ASSIGN_OR_RETURN(
+        std::vector<Tensor> in,
+        AutocastInputs("cross_entropy", MIXRT_OP_CLASS_LOSS, {logits}));
+    return internal::CompositeCrossEntropy(in[0], target, options);
+  }
   return ClassLoss("cross_entropy", false, logits, target, options);
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/dtype.h"
+#include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
 
 namespace mixrt {
@@ -41,6 +42,9 @@ struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
   Reduction reduction = Reduction::kMean;
+  // Per-class weights [C] (torch's weight=), a constant of the loss; none:
+  // every class 1. mixrt::cross_entropy only (not the kernels).
+  Tensor weight;
 };
 
 }  // namespace mixrt

@@ -184,16 +184,22 @@ void BindFunctional(nb::module_& m) {
        [](auto& x, auto& t, Reduction r) { return mse_loss(x, t, r); });
   Loss(m, "l1_loss",
        [](auto& x, auto& t, Reduction r) { return l1_loss(x, t, r); });
-  m.def("cross_entropy",
-        [](const Tensor& logits, const Tensor& target, int64_t ignore_index,
-           const std::string& reduction, double label_smoothing) {
-          CrossEntropyOptions o;
-          o.ignore_index = ignore_index;
-          o.reduction = ParseReduction(reduction);
-          o.label_smoothing = label_smoothing;
-          nb::gil_scoped_release release;
-          return ValueOrThrow(cross_entropy(logits, target, o));
-        });
+  m.def(
+      "cross_entropy",
+      [](const Tensor& logits, const Tensor& target, int64_t ignore_index,
+         const std::string& reduction, double label_smoothing,
+         std::optional<Tensor> weight) {
+        CrossEntropyOptions o;
+        o.weight = OrUndefined(weight);
+        o.ignore_index = ignore_index;
+        o.reduction = ParseReduction(reduction);
+        o.label_smoothing = label_smoothing;
+        nb::gil_scoped_release release;
+        return ValueOrThrow(cross_entropy(logits, target, o));
+      },
+      nb::arg("logits"), nb::arg("target"), nb::arg("ignore_index"),
+      nb::arg("reduction"), nb::arg("label_smoothing"),
+      nb::arg("weight").none());
   m.def("nll_loss", [](const Tensor& log_probs, const Tensor& target,
                        int64_t ignore_index, const std::string& reduction) {
     CrossEntropyOptions o;

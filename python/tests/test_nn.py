@@ -185,6 +185,33 @@ def test_lambda_lr_and_reduce_on_plateau():
         mixrt.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="up")
 
 
+def test_cross_entropy_weights_probabilities_and_positions():
+    # PyTorch 2.15's values (float64) for the same inputs; mixrt in f32
+    # through log_softmax, products, sums and a division: 1e-5.
+    logits = mixrt.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5],
+                           [-2.0, 0.0, 1.0], [0.3, 0.7, -0.1]])
+    target = mixrt.tensor([2, 1, 0, 1], dtype=mixrt.int64)
+    w = mixrt.tensor([0.5, 2.0, 1.5])
+    loss = F.cross_entropy(logits, target, weight=w, ignore_index=1,
+                           label_smoothing=0.2)
+    assert abs(loss.item() - 1.2349656898046442) < 1e-5
+    probs = mixrt.tensor([[0.1, 0.2, 0.3, 0.4], [0.0, 1.0, 0.0, 0.0],
+                          [0.25, 0.25, 0.25, 0.25]])
+    q = mixrt.tensor([[1.0, -1.0, 0.5, 0.0], [0.2, 0.1, -0.3, 2.0],
+                      [-1.0, -2.0, 0.0, 1.0]])
+    loss = F.cross_entropy(q, probs, weight=mixrt.tensor([1.0, 0.5, 2.0, 1.0]),
+                           label_smoothing=0.1)
+    assert abs(loss.item() - 1.6265184887690556) < 1e-5
+    x = mixrt.tensor([[[0.5, 1.0], [-1.0, 0.0], [2.0, 0.5]],
+                      [[1.5, -0.5], [0.25, 0.75], [-0.5, 0.0]]])
+    t = mixrt.tensor([[2, 0], [1, 1]], dtype=mixrt.int64)
+    per = F.cross_entropy(x, t, reduction="none")
+    assert tuple(per.shape) == (2, 2)
+    np.testing.assert_allclose(
+        per.numpy(), [[0.24131129665715703, 0.6802696706417346],
+                      [1.6019518638028019, 0.5646723247072887]], atol=1e-5)
+
+
 def test_clip_grad_norm():
     p = nn.Parameter(mixrt.zeros(2))
     (p * mixrt.tensor([3.0, 4.0])).sum().backward()

@@ -120,10 +120,13 @@ def l1_loss(input, target, reduction="mean"):
     return _mixrt.l1_loss(input, target, reduction)
 
 
-def cross_entropy(input, target, ignore_index=-100, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(input, target, weight=None, ignore_index=-100,
+                  reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy: class indices or class probabilities (a floating
+    target of the input's shape), [N, C] or [N, C, d...] inputs, class
+    weights, ignore_index and label smoothing, as PyTorch."""
     return _mixrt.cross_entropy(input, target, int(ignore_index), reduction,
-                                float(label_smoothing))
+                                float(label_smoothing), weight)
 
 
 def nll_loss(input, target, ignore_index=-100, reduction="mean"):
