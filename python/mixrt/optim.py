@@ -169,7 +169,7 @@ class LambdaLR:
         self._last_lr = list(state_dict["_last_lr"])
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(_Scheduler):
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10,
                  threshold=1e-4, threshold_mode="rel", cooldown=0, min_lr=0.0,
                  eps=1e-8):
@@ -177,28 +177,21 @@ class ReduceLROnPlateau:
             if len(min_lr) != 1:
                 raise ValueError(f"expected 1 min_lrs, got {len(min_lr)}")
             min_lr = min_lr[0]
-        self.optimizer = optimizer
-        self._impl = _mixrt.ReduceLROnPlateau._create(
+        super().__init__(optimizer, _mixrt.ReduceLROnPlateau._create(
             optimizer._impl, str(mode), float(factor), int(patience),
             float(threshold), str(threshold_mode), int(cooldown),
-            float(min_lr), float(eps))
+            float(min_lr), float(eps)))
 
     def step(self, metrics):
         self._impl.step(float(metrics))
 
-    def get_last_lr(self):
-        return [self._impl.get_last_lr()]
+    @property
+    def last_epoch(self):
+        return int(self._impl.state_dict()["last_epoch"])
 
     @property
     def num_bad_epochs(self):
         return self._impl.num_bad_epochs
-
-    def state_dict(self):
-        return dict(self._impl.state_dict())
-
-    def load_state_dict(self, state_dict):
-        self._impl.load_state_dict(
-            {k: float(v) for k, v in state_dict.items()})
 
 
 lr_scheduler = types.SimpleNamespace(

@@ -92,18 +92,21 @@ TEST_F(FusionHost, AGroupANodeItLeftOutWouldSplitRunsInConvexPieces) {
   }
 }
 
-// neg(relu(x)) + y, then tanh: one group whose intermediates never reach
-// memory the host allocates; y is read from outside, the result stored.
+// neg(relu(x)) + y, then tanh: four elementwise launches, one group.
+absl::StatusOr<std::vector<Tensor>> NegReluPlusYThenTanh(
+    const std::vector<Tensor>& x) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+  MIXRT_ASSIGN_OR_RETURN(a, neg(a));
+  MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+  MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
+  return std::vector<Tensor>{d};
+}
+
+// One group whose intermediates never reach memory the host allocates; y
+// is read from outside, the result stored.
 TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
   const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
-  auto fn =
-      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
-    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
-    MIXRT_ASSIGN_OR_RETURN(a, neg(a));
-    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
-    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
-    return std::vector<Tensor>{d};
-  };
+  const auto fn = NegReluPlusYThenTanh;
   for (const char* mode : {"default", "reduce-overhead"}) {
     const std::string explain = CompareWithEager(fn, in, mode);
     EXPECT_THAT(explain,
@@ -122,14 +125,7 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
 TEST_F(FusionHost, AKernelAskingForScratchGetsItFromTheDeviceAllocator) {
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SCRATCH", "1", 1), 0);
   const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
-  auto fn =
-      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
-    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
-    MIXRT_ASSIGN_OR_RETURN(a, neg(a));
-    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
-    MIXRT_ASSIGN_OR_RETURN(Tensor d, tanh(a));
-    return std::vector<Tensor>{d};
-  };
+  const auto fn = NegReluPlusYThenTanh;
   const uint64_t before = device_.backend()->allocator(0).stats().bytes_in_use;
   {
     const std::string explain = CompareWithEager(fn, in, "default");
