@@ -6,7 +6,7 @@
 // state (as PyTorch 2.15 does; older PyTorch did not, pytorch#112260) and
 // MIXRT_DISABLE_AMP. A failed guard recompiles; past the recompile
 // limit the function runs eagerly with one warning naming the guard that
-// kept failing. A call that cannot be captured (a graph break: a host read
+// kept failing (under fullgraph: each such call is an error). A call that cannot be captured (a graph break: a host read
 // of tensor data, random draws, a result needing autograd) runs eagerly
 // and is remembered as such; with fullgraph it is an error naming why.
 // `disable` or MIXRT_COMPILE_DISABLE=1 runs eagerly, the guide's debugging
