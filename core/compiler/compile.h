@@ -6,11 +6,12 @@
 // state (as PyTorch 2.15 does; older PyTorch did not, pytorch#112260) and
 // MIXRT_DISABLE_AMP. A failed guard recompiles; past the recompile
 // limit the function runs eagerly with one warning naming the guard that
-// kept failing (under fullgraph: each such call is an error). A call that cannot be captured (a graph break: a host read
-// of tensor data, random draws, a result needing autograd) runs eagerly
-// and is remembered as such; with fullgraph it is an error naming why.
-// `disable` or MIXRT_COMPILE_DISABLE=1 runs eagerly, the guide's debugging
-// switch; MIXRT_COMPILE_LOG=1 prints each compile, break and recompile.
+// kept failing (under fullgraph: each such call is an error). A call that
+// cannot be captured (a graph break: a host read of tensor data, random draws,
+// a result needing autograd) runs eagerly and is remembered as such; with
+// fullgraph it is an error naming why. `disable` or MIXRT_COMPILE_DISABLE=1
+// runs eagerly, the guide's debugging switch; MIXRT_COMPILE_LOG=1 prints each
+// compile, break and recompile.
 #ifndef MIXRT_CORE_COMPILER_COMPILE_H_
 #define MIXRT_CORE_COMPILER_COMPILE_H_
 
