@@ -24,6 +24,14 @@ absl::Status CheckLearningRate(double lr) {
 
 namespace {
 
+// The gradient a step takes: torch's maximize negates it (exactly, so an
+// ascending step is bit for bit the descending step on -grad; the found-inf
+// check already ran on the gradient itself).
+absl::StatusOr<Tensor> StepGradient(const Tensor& grad, bool maximize) {
+  if (!maximize) return grad;
+  return kernels::neg(grad);
+}
+
 absl::Status CheckNonNegative(double v, absl::string_view what) {
   if (!(v >= 0) || !std::isfinite(v)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -150,7 +158,9 @@ absl::Status SGD::step(const kernels::StepScaling& scaling) {
                                zeros(p.shape(), DType::kF32, p.device()));
       }
       params.push_back(p.detach());
-      grads.push_back(p.grad());
+      MIXRT_ASSIGN_OR_RETURN(Tensor grad,
+                             StepGradient(p.grad(), options_.maximize));
+      grads.push_back(grad);
       if (options_.momentum != 0) buffers.push_back(momentum_[i]);
     }
     if (params.empty()) continue;
@@ -217,9 +227,10 @@ absl::Status AdamW::step(const kernels::StepScaling& scaling) {
     a.beta2 = options_.beta2;
     a.eps = options_.eps;
     a.weight_decay = options_.weight_decay;
-    MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(p.detach(), p.grad(),
-                                               exp_avg_[i], exp_avg_sq_[i],
-                                               step_[i], a, scaling));
+    MIXRT_ASSIGN_OR_RETURN(Tensor grad,
+                           StepGradient(p.grad(), options_.maximize));
+    MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(
+        p.detach(), grad, exp_avg_[i], exp_avg_sq_[i], step_[i], a, scaling));
   }
   return absl::OkStatus();
 }

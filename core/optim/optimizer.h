@@ -79,6 +79,8 @@ struct SgdOptions {
   double dampening = 0;
   double weight_decay = 0;
   bool nesterov = false;
+  // Ascends the objective: each step takes -grad (torch's maximize=True).
+  bool maximize = false;
 };
 
 absl::Status CheckSgdOptions(const SgdOptions& options);
@@ -106,6 +108,8 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 1e-2;
+  // Ascends the objective: each step takes -grad (torch's maximize=True).
+  bool maximize = false;
 };
 
 absl::Status CheckAdamWOptions(const AdamWOptions& options);

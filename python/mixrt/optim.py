@@ -66,29 +66,30 @@ class Optimizer:
 
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0,
-                 weight_decay=0, nesterov=False):
+                 weight_decay=0, nesterov=False, *, maximize=False):
         if dampening != 0:
             raise ValueError("SGD: dampening is not supported yet (0 only)")
         params = _param_list(params)
         impl = _mixrt.SGD._create(params, float(lr), float(momentum),
-                                  float(weight_decay), bool(nesterov))
+                                  float(weight_decay), bool(nesterov),
+                                  bool(maximize))
         super().__init__(impl, params, dict(
             lr=lr, momentum=momentum, dampening=dampening,
-            weight_decay=weight_decay, nesterov=nesterov))
+            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
 
 
 class AdamW(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                 weight_decay=1e-2, amsgrad=False):
+                 weight_decay=1e-2, amsgrad=False, *, maximize=False):
         if amsgrad:
             raise ValueError("AdamW: amsgrad is not supported yet")
         params = _param_list(params)
         impl = _mixrt.AdamW._create(params, float(lr), float(betas[0]),
                                     float(betas[1]), float(eps),
-                                    float(weight_decay))
+                                    float(weight_decay), bool(maximize))
         super().__init__(impl, params, dict(
             lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-            amsgrad=amsgrad))
+            amsgrad=amsgrad, maximize=maximize))
 
 
 class _Scheduler:

@@ -32,26 +32,28 @@ void BindOptim(nb::module_& m) {
 
   nb::class_<SGD, Optimizer>(m, "SGD").def_static(
       "_create", [](std::vector<Tensor> params, double lr, double momentum,
-                    double weight_decay, bool nesterov) {
+                    double weight_decay, bool nesterov, bool maximize) {
         SgdOptions o;
         o.lr = lr;
         o.momentum = momentum;
         o.weight_decay = weight_decay;
         o.nesterov = nesterov;
+        o.maximize = maximize;
         return ValueOrThrow(SGD::Create(std::move(params), o));
       });
   nb::class_<AdamW, Optimizer>(m, "AdamW")
-      .def_static("_create",
-                  [](std::vector<Tensor> params, double lr, double beta1,
-                     double beta2, double eps, double weight_decay) {
-                    AdamWOptions o;
-                    o.lr = lr;
-                    o.beta1 = beta1;
-                    o.beta2 = beta2;
-                    o.eps = eps;
-                    o.weight_decay = weight_decay;
-                    return ValueOrThrow(AdamW::Create(std::move(params), o));
-                  });
+      .def_static("_create", [](std::vector<Tensor> params, double lr,
+                                double beta1, double beta2, double eps,
+                                double weight_decay, bool maximize) {
+        AdamWOptions o;
+        o.lr = lr;
+        o.beta1 = beta1;
+        o.beta2 = beta2;
+        o.eps = eps;
+        o.weight_decay = weight_decay;
+        o.maximize = maximize;
+        return ValueOrThrow(AdamW::Create(std::move(params), o));
+      });
 
   nb::class_<LRScheduler>(m, "LRScheduler")
       .def("step", [](LRScheduler& s) { ThrowIfError(s.step()); })

@@ -168,6 +168,21 @@ def test_schedulers_compose_and_match_pytorch():
         decay.load_state_dict({"last_epoch": 1, "last_lr": 0.1})
 
 
+def test_maximize_ascends():
+    # torch's maximize: a step on g ascending equals a step on -g.
+    for cls in (mixrt.optim.SGD, mixrt.optim.AdamW):
+        a = nn.Parameter(mixrt.tensor([1.0, -2.0]))
+        b = nn.Parameter(mixrt.tensor([1.0, -2.0]))
+        up = cls([a], lr=0.1, maximize=True)
+        down = cls([b], lr=0.1)
+        (a * mixrt.tensor([0.5, 0.25])).sum().backward()
+        (b * mixrt.tensor([-0.5, -0.25])).sum().backward()
+        up.step()
+        down.step()
+        assert a.detach().numpy().tolist() == b.detach().numpy().tolist()
+        assert a.detach().numpy()[0] > 1.0
+
+
 def test_lambda_lr_and_reduce_on_plateau():
     opt = _sgd(0.1)
     sched = mixrt.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "core/functional/ops.h"
@@ -192,6 +193,44 @@ TEST(Optim, SchedulesAndClipping) {
   p.set_grad(testing::MakeTensor(d, {-3, 0.25}, {2}));
   ASSERT_TRUE(clip_grad_value_({p}, 0.5).ok());
   EXPECT_THAT(testing::Values(p.grad()), ::testing::ElementsAre(-0.5, 0.25));
+}
+
+// maximize=true as torch's: each step takes -grad, so two steps ascending
+// on g are bit for bit two steps descending on -g (SGD with momentum and
+// weight decay, AdamW), and differ from descending on g.
+TEST(Optim, MaximizeStepsOnTheNegatedGradient) {
+  const Device d = Cpu();
+  const std::vector<float> start = {0.5f, -1.25f, 2.0f};
+  const std::vector<float> g = {0.3f, -0.7f, 0.05f};
+  const std::vector<float> minus_g = {-0.3f, 0.7f, -0.05f};
+  auto run = [&](bool maximize, const std::vector<float>& grad,
+                 bool adamw) -> std::vector<double> {
+    Tensor p = testing::MakeTensor(d, start, {3});
+    EXPECT_TRUE(p.set_requires_grad(true).ok());
+    std::unique_ptr<Optimizer> opt;
+    if (adamw) {
+      opt = std::make_unique<AdamW>(
+          std::vector<Tensor>{p},
+          AdamWOptions{.lr = 0.1, .weight_decay = 0.01, .maximize = maximize});
+    } else {
+      opt = std::make_unique<SGD>(std::vector<Tensor>{p},
+                                  SgdOptions{.lr = 0.1,
+                                             .momentum = 0.9,
+                                             .weight_decay = 0.01,
+                                             .maximize = maximize});
+    }
+    for (int step = 0; step < 2; ++step) {
+      p.set_grad(testing::MakeTensor(d, grad, {3}));
+      EXPECT_TRUE(opt->step().ok());
+    }
+    return testing::Values(p);
+  };
+  for (bool adamw : {false, true}) {
+    EXPECT_EQ(run(true, g, adamw), run(false, minus_g, adamw))
+        << (adamw ? "AdamW" : "SGD");
+    EXPECT_NE(run(true, g, adamw), run(false, g, adamw))
+        << (adamw ? "AdamW" : "SGD");
+  }
 }
 
 TEST(Optim, RefusesLowPrecisionParametersAndMixedDevices) {
