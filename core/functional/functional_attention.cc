@@ -44,10 +44,70 @@ absl::Status CheckAttentionShapes(const Tensor& q, const Tensor& k,
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "scaled_dot_product_attention: ", shapes(),
-        "; query and key must share E, key and value S, and all the "
-        "leading dims"));
+        "; query and key must share E, key and value S, and every leading "
+        "dim (or have it 1, to broadcast)"));
   }
   return absl::OkStatus();
+}
+
+// x broadcast to `shape` through a differentiable product with ones (its
+// gradient sums back over the broadcast dims; x * 1 keeps every bit, -0
+// and NaN included).
+absl::StatusOr<Tensor> BroadcastTo(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  MIXRT_ASSIGN_OR_RETURN(Tensor one, ones(shape, x.dtype(), x.device()));
+  return mul(x, one);
+}
+
+// Key and value heads repeated for grouped-query attention, then every
+// leading dim of size 1 broadcast to the others' (torch's enable_gqa and
+// batch broadcasting), so the kernels see q, k and v of one batch shape.
+absl::StatusOr<std::vector<Tensor>> BroadcastAttentionInputs(const Tensor& q,
+                                                             const Tensor& k,
+                                                             const Tensor& v,
+                                                             bool enable_gqa) {
+  const int n = q.ndim();
+  if (n < 2 || k.ndim() != n || v.ndim() != n)
+    return std::vector<Tensor>{q, k, v};
+  std::vector<Tensor> kv = {k, v};
+  if (enable_gqa && n >= 3) {
+    const int64_t hq = q.shape()[n - 3], hk = k.shape()[n - 3];
+    if (hk < 1 || v.shape()[n - 3] != hk || hq % hk != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "scaled_dot_product_attention: enable_gqa with query ", hq,
+          " heads, key ", hk, " and value ", v.shape()[n - 3],
+          "; expected key and value heads equal and dividing the query's"));
+    }
+    for (Tensor& t : kv) {
+      if (hk == hq) break;
+      // [..., Hk, S, E] -> [..., Hk, g, S, E] -> [..., Hq, S, E]: head h
+      // serves query heads h g .. h g + g - 1 (repeat_interleave).
+      MIXRT_ASSIGN_OR_RETURN(Tensor one_more, unsqueeze(t, n - 2));
+      Shape grouped = one_more.shape();
+      grouped[n - 2] = hq / hk;
+      MIXRT_ASSIGN_OR_RETURN(Tensor repeated, BroadcastTo(one_more, grouped));
+      Shape heads = t.shape();
+      heads[n - 3] = hq;
+      MIXRT_ASSIGN_OR_RETURN(t, reshape(repeated, heads));
+    }
+  }
+  std::vector<Tensor> all = {q, kv[0], kv[1]};
+  Shape batch(n - 2, 1);
+  for (int d = 0; d < n - 2; ++d) {
+    for (const Tensor& t : all) {
+      const int64_t size = t.shape()[d];
+      if (size == 1 || size == batch[d]) continue;
+      if (batch[d] != 1) return all;  // Mismatched: the shape check says so.
+      batch[d] = size;
+    }
+  }
+  for (Tensor& t : all) {
+    Shape target = batch;
+    target.push_back(t.shape()[n - 2]);
+    target.push_back(t.shape()[n - 1]);
+    MIXRT_ASSIGN_OR_RETURN(t, BroadcastTo(t, target));
+  }
+  return all;
 }
 
 // The additive bias: 0 where attending, -inf where masked. A bool mask
@@ -134,8 +194,15 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
 }  // namespace
 
 absl::StatusOr<Tensor> scaled_dot_product_attention(
-    const Tensor& query, const Tensor& key, const Tensor& value,
+    const Tensor& query_in, const Tensor& key_in, const Tensor& value_in,
     const AttentionOptions& options) {
+  for (const Tensor* t : {&query_in, &key_in, &value_in}) {
+    MIXRT_RETURN_IF_ERROR(CheckDefined(*t, "scaled_dot_product_attention"));
+  }
+  MIXRT_ASSIGN_OR_RETURN(
+      const std::vector<Tensor> qkv,
+      BroadcastAttentionInputs(query_in, key_in, value_in, options.enable_gqa));
+  const Tensor &query = qkv[0], &key = qkv[1], &value = qkv[2];
   MIXRT_RETURN_IF_ERROR(CheckAttentionShapes(query, key, value));
   if (options.is_causal && options.attn_mask.defined()) {
     return absl::InvalidArgumentError(

@@ -113,9 +113,14 @@ struct AttentionOptions {
   std::optional<double> scale;     // Default 1 / sqrt(E).
   Generator* generator = nullptr;  // For dropout.
   AttentionBackend backend = AttentionBackend::kAuto;
+  // Grouped-query attention (torch's enable_gqa): key and value have Hk
+  // heads (dim -3), a divisor of the query's Hq; each serves Hq / Hk
+  // consecutive query heads.
+  bool enable_gqa = false;
 };
 // softmax(q k^T * scale + mask) v over q [..., L, E], k [..., S, E],
-// v [..., S, Ev] -> [..., L, Ev]. On the autocast lower-precision list.
+// v [..., S, Ev] -> [..., L, Ev]; leading dims of size 1 broadcast, as
+// torch's. On the autocast lower-precision list.
 absl::StatusOr<Tensor> scaled_dot_product_attention(
     const Tensor& query, const Tensor& key, const Tensor& value,
     const AttentionOptions& options = {});

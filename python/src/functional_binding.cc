@@ -169,17 +169,18 @@ void BindFunctional(nb::module_& m) {
       "scaled_dot_product_attention",
       [](const Tensor& q, const Tensor& k, const Tensor& v,
          std::optional<Tensor> mask, double dropout_p, bool is_causal,
-         std::optional<double> scale) {
+         std::optional<double> scale, bool enable_gqa) {
         AttentionOptions o;
         o.attn_mask = OrUndefined(mask);
         o.dropout_p = dropout_p;
         o.is_causal = is_causal;
         o.scale = scale;
+        o.enable_gqa = enable_gqa;
         return ValueOrThrow(scaled_dot_product_attention(q, k, v, o));
       },
       nb::arg("query"), nb::arg("key"), nb::arg("value"),
       nb::arg("attn_mask").none(), nb::arg("dropout_p"), nb::arg("is_causal"),
-      nb::arg("scale").none(), Release());
+      nb::arg("scale").none(), nb::arg("enable_gqa"), Release());
   Loss(m, "mse_loss",
        [](auto& x, auto& t, Reduction r) { return mse_loss(x, t, r); });
   Loss(m, "l1_loss",

@@ -168,6 +168,18 @@ def test_schedulers_compose_and_match_pytorch():
         decay.load_state_dict({"last_epoch": 1, "last_lr": 0.1})
 
 
+def test_sdpa_grouped_query_heads():
+    q = mixrt.randn(1, 4, 3, 8)
+    k = mixrt.randn(1, 2, 5, 8)
+    v = mixrt.randn(1, 2, 5, 8)
+    got = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    kk = np.repeat(k.numpy(), 2, axis=1)
+    vv = np.repeat(v.numpy(), 2, axis=1)
+    want = F.scaled_dot_product_attention(q, mixrt.tensor(kk),
+                                          mixrt.tensor(vv))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-6)
+
+
 def test_maximize_ascends():
     # torch's maximize: a step on g ascending equals a step on -g.
     for cls in (mixrt.optim.SGD, mixrt.optim.AdamW):

@@ -236,6 +236,67 @@ TEST_P(Attention, DropoutOfOneGivesZerosAndZeroGradients) {
   }
 }
 
+// Grouped-query attention and batch broadcasting (torch's enable_gqa and
+// broadcast leading dims) against the same attention on inputs repeated
+// and broadcast by hand: the same outputs and gradients (each key and
+// value head's gradient the sum over the query heads it served).
+TEST_P(Attention, GroupedQueryHeadsAndBroadcastBatchesMatchExplicitRepeats) {
+  const int b = 2, hq = 4, hk = 2, l = 3, s = 5, e = 4;
+  const std::vector<float> qv = testing::RandomValues(b * hq * l * e, 41),
+                           kv = testing::RandomValues(hk * s * e, 42),
+                           vv = testing::RandomValues(hk * s * e, 43);
+  // k, v: one batch [1, Hk, S, E], broadcast over b and repeated over the
+  // query heads: head h of the repeat is k head h / 2.
+  std::vector<float> k_full, v_full;
+  for (int bi = 0; bi < b; ++bi) {
+    for (int h = 0; h < hq; ++h) {
+      const int src = h / (hq / hk);
+      k_full.insert(k_full.end(), kv.begin() + src * s * e,
+                    kv.begin() + (src + 1) * s * e);
+      v_full.insert(v_full.end(), vv.begin() + src * s * e,
+                    vv.begin() + (src + 1) * s * e);
+    }
+  }
+  Tensor q1 = Make(qv, {b, hq, l, e}), k1 = Make(kv, {1, hk, s, e}),
+         v1 = Make(vv, {1, hk, s, e});
+  Tensor q2 = Make(qv, {b, hq, l, e}), k2 = Make(k_full, {b, hq, s, e}),
+         v2 = Make(v_full, {b, hq, s, e});
+  for (Tensor* t : {&q1, &k1, &v1, &q2, &k2, &v2}) {
+    ASSERT_TRUE(t->set_requires_grad(true).ok());
+  }
+  auto grouped = scaled_dot_product_attention(
+      q1, k1, v1, With({.is_causal = true, .enable_gqa = true}));
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  auto explicit_heads =
+      scaled_dot_product_attention(q2, k2, v2, With({.is_causal = true}));
+  ASSERT_TRUE(explicit_heads.ok()) << explicit_heads.status();
+  ExpectClose(Values(grouped), Values(explicit_heads), 1e-6, 1e-6, "gqa out");
+  ASSERT_TRUE(sum(*grouped)->backward().ok());
+  ASSERT_TRUE(sum(*explicit_heads)->backward().ok());
+  ExpectClose(Values(q1.grad()), Values(q2.grad()), 1e-6, 1e-6, "gqa dq");
+  // Each of k1's heads: the sum of its copies' gradients in k2.
+  const std::vector<double> dk2 = Values(k2.grad()), dv2 = Values(v2.grad());
+  std::vector<double> dk_sum(hk * s * e, 0.0), dv_sum(hk * s * e, 0.0);
+  for (int bi = 0; bi < b; ++bi) {
+    for (int h = 0; h < hq; ++h) {
+      const int src = h / (hq / hk);
+      for (int i = 0; i < s * e; ++i) {
+        dk_sum[src * s * e + i] += dk2[(bi * hq + h) * s * e + i];
+        dv_sum[src * s * e + i] += dv2[(bi * hq + h) * s * e + i];
+      }
+    }
+  }
+  ExpectClose(Values(k1.grad()), dk_sum, 1e-5, 1e-6, "gqa dk");
+  ExpectClose(Values(v1.grad()), dv_sum, 1e-5, 1e-6, "gqa dv");
+  EXPECT_THAT(scaled_dot_product_attention(
+                  Make(qv, {b, hq, l, e}), Make(kv, {1, 2, s, e}),
+                  Make(testing::RandomValues(3 * s * e, 44), {1, 3, s, e}),
+                  With({.enable_gqa = true}))
+                  .status()
+                  .message(),
+              HasSubstr("expected key and value heads equal and dividing"));
+}
+
 TEST_P(Attention, RunsInTheAutocastDtype) {
   Tensor q = Make(testing::RandomValues(8, 1), {1, 2, 4});
   AutocastGuard autocast("cpu", DType::kBF16);

@@ -106,10 +106,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None,
-                                 dropout_p=0.0, is_causal=False, scale=None):
+                                 dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
     return _mixrt.scaled_dot_product_attention(
         query, key, value, attn_mask, float(dropout_p), bool(is_causal),
-        None if scale is None else float(scale))
+        None if scale is None else float(scale), bool(enable_gqa))
 
 
 def mse_loss(input, target, reduction="mean"):
