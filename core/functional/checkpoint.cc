@@ -48,8 +48,10 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
     const CheckpointFn& fn, const std::vector<Tensor>& inputs,
     const CheckpointOptions& options) {
   if (!GradModeEnabled()) return fn(inputs);  // Nothing would be saved.
-  std::vector<Generator*> generators = {&DefaultGenerator()};
-  for (Generator* g : options.generators) {
+  std::vector<Generator*> generators;
+  if (options.preserve_rng_state) generators.push_back(&DefaultGenerator());
+  for (Generator* g : options.preserve_rng_state ? options.generators
+                                                 : std::vector<Generator*>{}) {
     if (g != nullptr && std::find(generators.begin(), generators.end(), g) ==
                             generators.end()) {
       generators.push_back(g);

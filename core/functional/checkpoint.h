@@ -33,6 +33,11 @@ struct CheckpointOptions {
   // Generators `fn` draws from, restored for the recompute (the default
   // generator always is), and left as they were after it.
   std::vector<Generator*> generators;
+  // torch's preserve_rng_state: false skips both (the recompute draws on
+  // from where the generators are then, so its dropout masks differ from
+  // the forward's and later draws shift), saving the state juggling when
+  // fn draws nothing.
+  bool preserve_rng_state = true;
 };
 
 absl::StatusOr<std::vector<Tensor>> checkpoint(

@@ -236,29 +236,30 @@ void BindFunctional(nb::module_& m) {
       Release());
   // torch.utils.checkpoint.checkpoint: `fn` is Python, called with the GIL
   // (the core calls it again in the backward to recompute).
-  m.def(
-      "checkpoint", [](nb::callable py_fn, const std::vector<Tensor>& inputs) {
-        const PythonCallable fn(std::move(py_fn));
-        CheckpointFn call = [fn](const std::vector<Tensor>& in)
-            -> absl::StatusOr<std::vector<Tensor>> {
-          nb::gil_scoped_acquire gil;
-          try {
-            nb::object out = fn.get()(*nb::cast(in));
-            if (nb::isinstance<Tensor>(out))
-              return std::vector<Tensor>{nb::cast<Tensor>(out)};
-            return nb::cast<std::vector<Tensor>>(out);
-          } catch (nb::python_error& e) {
-            return absl::InternalError(std::string("checkpointed function: ") +
-                                       e.what());
-          }
-        };
-        absl::StatusOr<std::vector<Tensor>> out;
-        {
-          nb::gil_scoped_release release;
-          out = mixrt::checkpoint(call, inputs);
-        }
-        return ValueOrThrow(std::move(out));
-      });
+  m.def("checkpoint", [](nb::callable py_fn, const std::vector<Tensor>& inputs,
+                         bool preserve_rng_state) {
+    const PythonCallable fn(std::move(py_fn));
+    CheckpointFn call = [fn](const std::vector<Tensor>& in)
+        -> absl::StatusOr<std::vector<Tensor>> {
+      nb::gil_scoped_acquire gil;
+      try {
+        nb::object out = fn.get()(*nb::cast(in));
+        if (nb::isinstance<Tensor>(out))
+          return std::vector<Tensor>{nb::cast<Tensor>(out)};
+        return nb::cast<std::vector<Tensor>>(out);
+      } catch (nb::python_error& e) {
+        return absl::InternalError(std::string("checkpointed function: ") +
+                                   e.what());
+      }
+    };
+    absl::StatusOr<std::vector<Tensor>> out;
+    {
+      nb::gil_scoped_release release;
+      out = mixrt::checkpoint(call, inputs,
+                              {.preserve_rng_state = preserve_rng_state});
+    }
+    return ValueOrThrow(std::move(out));
+  });
 }
 
 }  // namespace mixrt::python

@@ -91,6 +91,38 @@ TEST(Checkpoint, HoldsLessAtItsPeak) {
   EXPECT_LT(checkpointed.peak_bytes, plain.peak_bytes);
 }
 
+// preserve_rng_state (torch's): on, the recompute's dropout mask is the
+// forward's (the gradient of sum(dropout(x)) at x = 1 is the output) and
+// the generator ends where the forward left it; off, the recompute draws
+// a mask of its own and the generator moves on.
+TEST(Checkpoint, PreserveRngStateOffRedrawsTheMask) {
+  const Device d = testing::ReferenceDevice();
+  for (bool preserve : {true, false}) {
+    Generator gen(9);
+    Tensor x = *full({64}, 1.0, DType::kF32, d);
+    ASSERT_TRUE(x.set_requires_grad(true).ok());
+    absl::StatusOr<std::vector<Tensor>> out = checkpoint(
+        [&gen](const std::vector<Tensor>& in)
+            -> absl::StatusOr<std::vector<Tensor>> {
+          MIXRT_ASSIGN_OR_RETURN(Tensor y, dropout(in[0], 0.5, &gen));
+          return std::vector<Tensor>{y};
+        },
+        {x}, {.generators = {&gen}, .preserve_rng_state = preserve});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const uint64_t after_forward = gen.offset();
+    ASSERT_TRUE(sum((*out)[0])->backward().ok());
+    const std::vector<double> y = *(*out)[0].to_double_vector();
+    const std::vector<double> dx = *x.grad().to_double_vector();
+    if (preserve) {
+      EXPECT_EQ(dx, y) << "the recompute used another mask";
+      EXPECT_EQ(gen.offset(), after_forward);
+    } else {
+      EXPECT_NE(dx, y) << "64 fresh draws gave the forward's mask";
+      EXPECT_GT(gen.offset(), after_forward);
+    }
+  }
+}
+
 TEST(Checkpoint, WithoutGradRecordingItJustRuns) {
   const Device d = testing::ReferenceDevice();
   Tensor x = *full({2}, 3, DType::kF32, d);

@@ -6,7 +6,8 @@ from .. import _mixrt
 from .._mixrt import Tensor
 
 
-def checkpoint(function, *args, use_reentrant=False, **kwargs):
+def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
+               **kwargs):
     if kwargs:
         raise TypeError("checkpoint: keyword arguments are not supported")
     for a in args:
@@ -19,5 +20,5 @@ def checkpoint(function, *args, use_reentrant=False, **kwargs):
         single.append(isinstance(out, Tensor))
         return out
 
-    outs = _mixrt.checkpoint(call, list(args))
+    outs = _mixrt.checkpoint(call, list(args), bool(preserve_rng_state))
     return outs[0] if single and single[0] else tuple(outs)
