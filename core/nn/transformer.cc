@@ -93,6 +93,153 @@ absl::StatusOr<Tensor> MultiheadAttention::forward(const Tensor& x) {
   return out_proj_->forward(y);
 }
 
+namespace {
+
+// A torch MultiheadAttention mask as an additive float one in `dtype`:
+// a bool mask's true (not allowed) becomes -inf, a float mask is added as
+// it is (a constant here).
+absl::StatusOr<Tensor> AdditiveMask(const Tensor& mask, DType dtype) {
+  if (mask.dtype() != DType::kBool) return mask.detach().to(dtype);
+  MIXRT_ASSIGN_OR_RETURN(Tensor blocked,
+                         full({}, -INFINITY, dtype, mask.device()));
+  MIXRT_ASSIGN_OR_RETURN(Tensor open, zeros({}, dtype, mask.device()));
+  return kernels::where(mask, blocked, open);
+}
+
+// The sum of the masks given (and the causal one, when asked), as
+// [B, H, L, S] (dense: the attention kernels take one mask per batch and
+// head), or undefined for none.
+absl::StatusOr<Tensor> CombinedMask(const MultiheadAttentionForwardOptions& o,
+                                    bool causal, int64_t b, int64_t h,
+                                    int64_t l, int64_t s, DType dtype,
+                                    const Device& device) {
+  const Shape full_shape = {b, h, l, s};
+  Tensor total;
+  auto add_mask = [&](const Tensor& mask, const Shape& as) -> absl::Status {
+    MIXRT_ASSIGN_OR_RETURN(Tensor additive, AdditiveMask(mask, dtype));
+    MIXRT_ASSIGN_OR_RETURN(additive, additive.reshape(as));
+    MIXRT_ASSIGN_OR_RETURN(additive, additive.expand(full_shape));
+    if (!total.defined()) {
+      MIXRT_ASSIGN_OR_RETURN(total, additive.contiguous());
+    } else {
+      MIXRT_ASSIGN_OR_RETURN(total, kernels::add(total, additive));
+    }
+    return absl::OkStatus();
+  };
+  if (o.attn_mask.defined()) {
+    const Shape shape = o.attn_mask.shape();
+    if (shape == Shape{l, s}) {
+      MIXRT_RETURN_IF_ERROR(add_mask(o.attn_mask, {1, 1, l, s}));
+    } else if (shape == Shape{b * h, l, s}) {
+      MIXRT_RETURN_IF_ERROR(add_mask(o.attn_mask, full_shape));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MultiheadAttention: attn_mask is ", ShapeToString(shape),
+          "; expected [", l, ", ", s, "] or [", b * h, ", ", l, ", ", s, "]"));
+    }
+  }
+  if (o.key_padding_mask.defined()) {
+    if (o.key_padding_mask.shape() != Shape{b, s}) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("MultiheadAttention: key_padding_mask is ",
+                       ShapeToString(o.key_padding_mask.shape()),
+                       "; expected [", b, ", ", s, "]"));
+    }
+    MIXRT_RETURN_IF_ERROR(add_mask(o.key_padding_mask, {b, 1, 1, s}));
+  }
+  if (causal) {
+    // Query i sees keys j <= i (top-left aligned): the rest not allowed.
+    MIXRT_ASSIGN_OR_RETURN(Tensor all, ones({l, s}, DType::kF32, device));
+    MIXRT_ASSIGN_OR_RETURN(Tensor future, triu(all, 1));
+    MIXRT_ASSIGN_OR_RETURN(Tensor none, zeros({}, DType::kF32, device));
+    MIXRT_ASSIGN_OR_RETURN(Tensor blocked, kernels::ne(future, none));
+    MIXRT_RETURN_IF_ERROR(add_mask(blocked, {1, 1, l, s}));
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<MultiheadAttentionOutput> MultiheadAttention::forward(
+    const Tensor& query, const Tensor& key, const Tensor& value,
+    const MultiheadAttentionForwardOptions& options) {
+  const int64_t e = in_proj_weight_.shape()[1];
+  for (const Tensor* t : {&query, &key, &value}) {
+    if (!t->defined() || t->ndim() != 3 || t->shape()[2] != e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MultiheadAttention: query, key and value must be [batch, "
+          "sequence, ",
+          e, "]"));
+    }
+  }
+  const int64_t b = query.shape()[0], l = query.shape()[1], s = key.shape()[1],
+                d = e / heads_;
+  if (key.shape()[0] != b || value.shape()[0] != b || value.shape()[1] != s) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MultiheadAttention: query ", ShapeToString(query.shape()), ", key ",
+        ShapeToString(key.shape()), ", value ", ShapeToString(value.shape()),
+        "; expected one batch, and key and value of one length"));
+  }
+  // The stacked projection's thirds: [E, E] each (differentiable views).
+  std::vector<Tensor> heads;
+  const Tensor* inputs[] = {&query, &key, &value};
+  for (int part = 0; part < 3; ++part) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor w, narrow(in_proj_weight_, 0, part * e, e));
+    MIXRT_ASSIGN_OR_RETURN(Tensor bias, narrow(in_proj_bias_, 0, part * e, e));
+    MIXRT_ASSIGN_OR_RETURN(Tensor x, linear(*inputs[part], w, bias));
+    const int64_t len = part == 0 ? l : s;
+    MIXRT_ASSIGN_OR_RETURN(x, reshape(x, {b, len, heads_, d}));
+    MIXRT_ASSIGN_OR_RETURN(x, permute(x, {0, 2, 1, 3}));  // [B, H, len, D]
+    heads.push_back(std::move(x));
+  }
+  const double p = is_training() ? dropout_ : 0;
+  const bool masks_given =
+      options.attn_mask.defined() || options.key_padding_mask.defined();
+  MultiheadAttentionOutput out;
+  Tensor y;
+  if (!options.need_weights) {
+    // A causal mask alone stays the kernel's is_causal.
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor mask, CombinedMask(options, causal_ && masks_given, b, heads_, l,
+                                  s, heads[0].dtype(), query.device()));
+    AttentionOptions a;
+    a.attn_mask = mask;
+    a.is_causal = causal_ && !masks_given;
+    a.dropout_p = p;
+    a.generator = generator_;
+    MIXRT_ASSIGN_OR_RETURN(
+        y, scaled_dot_product_attention(heads[0], heads[1], heads[2], a));
+  } else {
+    // As torch's need_weights path: softmax(q k^T / sqrt(D) + mask),
+    // dropout, then the weighted values (a fully masked row is NaN there,
+    // as in PyTorch).
+    MIXRT_ASSIGN_OR_RETURN(Tensor kt, transpose(heads[1], 2, 3));
+    MIXRT_ASSIGN_OR_RETURN(Tensor scores, matmul(heads[0], kt));
+    MIXRT_ASSIGN_OR_RETURN(
+        scores, scale(scores, 1.0 / std::sqrt(static_cast<double>(d))));
+    MIXRT_ASSIGN_OR_RETURN(Tensor mask,
+                           CombinedMask(options, causal_, b, heads_, l, s,
+                                        scores.dtype(), query.device()));
+    if (mask.defined()) {
+      MIXRT_ASSIGN_OR_RETURN(scores, add(scores, mask));
+    }
+    MIXRT_ASSIGN_OR_RETURN(Tensor weights, softmax(scores, -1));
+    if (p > 0) {
+      MIXRT_ASSIGN_OR_RETURN(weights, dropout(weights, p, generator_));
+    }
+    MIXRT_ASSIGN_OR_RETURN(Tensor wv, weights.to(heads[2].dtype()));
+    MIXRT_ASSIGN_OR_RETURN(y, matmul(wv, heads[2]));
+    out.weights = weights;
+    if (options.average_attn_weights) {
+      MIXRT_ASSIGN_OR_RETURN(out.weights, mean(weights, {1}));
+    }
+  }
+  MIXRT_ASSIGN_OR_RETURN(y, permute(y, {0, 2, 1, 3}));  // [B, L, H, D]
+  MIXRT_ASSIGN_OR_RETURN(y, reshape(y, {b, l, e}));
+  MIXRT_ASSIGN_OR_RETURN(out.output, out_proj_->forward(y));
+  return out;
+}
+
 absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
     const TransformerBlockOptions& o, const Device& device,
     Generator* generator) {

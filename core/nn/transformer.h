@@ -22,6 +22,24 @@
 
 namespace mixrt::nn {
 
+// torch.nn.MultiheadAttention.forward's arguments beyond the inputs (batch
+// first). Masks as PyTorch's: a bool mask is true where attention is NOT
+// allowed; a floating one is added to the scores.
+struct MultiheadAttentionForwardOptions {
+  Tensor key_padding_mask;  // [B, S]: keys to ignore per batch element.
+  Tensor attn_mask;         // [L, S] or [B * num_heads, L, S].
+  // Also return the attention weights (after dropout), averaged over the
+  // heads ([B, L, S]) or not ([B, num_heads, L, S]). Without them the
+  // attention runs as one fused kernel where the backend has one.
+  bool need_weights = true;
+  bool average_attn_weights = true;
+};
+
+struct MultiheadAttentionOutput {
+  Tensor output;   // [B, L, embed_dim].
+  Tensor weights;  // Undefined unless need_weights.
+};
+
 class MultiheadAttention : public Module {
  public:
   // embed_dim must divide by num_heads.
@@ -29,8 +47,14 @@ class MultiheadAttention : public Module {
       int64_t embed_dim, int64_t num_heads, const Device& device,
       Generator* generator = nullptr, double dropout = 0,
       bool is_causal = false);
-  // Self-attention over x [B, T, embed_dim].
+  // Self-attention over x [B, T, embed_dim] (no weights returned).
   absl::StatusOr<Tensor> forward(const Tensor& x) override;
+  // torch's forward(query, key, value, ...): query [B, L, E], key and
+  // value [B, S, E] (cross-attention when they differ from the query). A
+  // module created causal adds the causal mask to the ones given.
+  absl::StatusOr<MultiheadAttentionOutput> forward(
+      const Tensor& query, const Tensor& key, const Tensor& value,
+      const MultiheadAttentionForwardOptions& options = {});
 
  private:
   MultiheadAttention() = default;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/functional/ops.h"
+#include "core/kernels/fill_copy.h"
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
@@ -144,6 +145,111 @@ TEST(GPT, LearnsARepeatingSequence) {
   }
   EXPECT_NEAR(first, std::log(5.0), 0.5) << "an untrained model guesses";
   EXPECT_LT(last, 0.05) << "from " << first;
+}
+
+// torch.nn.MultiheadAttention(4, 2, batch_first=True) with the same
+// parameters and inputs (PyTorch 2.15, seed 3, by hand): cross-attention,
+// a bool key_padding_mask and a bool [L, S] attn_mask (true: not allowed),
+// the output and the head-averaged weights; without need_weights the same
+// output through the fused kernel.
+TEST(MultiheadAttention, CrossAttentionWithMasksMatchesPyTorch) {
+  const Device d = testing::ReferenceDevice();
+  auto mha = MultiheadAttention::Create(4, 2, d);
+  ASSERT_TRUE(mha.ok()) << mha.status();
+  const std::map<std::string, std::vector<float>> params = {
+      {"in_proj_weight",
+       {0.181642443,  -0.349349022,  0.550284028,   -0.597542405,  -0.390844017,
+        -0.382469267, -0.253834873,  0.122105427,   -0.463865668,  -0.471776873,
+        -0.292861462, 0.37375775,    -0.441689432,  -0.549234569,  -0.530748367,
+        -0.301339447, -0.160899714,  -0.607076108,  -0.286705166,  0.0117805991,
+        0.100946024,  -0.0877890736, -0.0694339722, -0.39839381,   0.313722074,
+        -0.147523537, -0.418689311,  -0.1474742,    -0.0855518207, 0.566203058,
+        0.319142878,  -0.247268409,  -0.0868783891, 0.541134775,   0.393410563,
+        0.152685553,  -0.219668031,  0.509540975,   0.262358934,   -0.272735357,
+        0.434575677,  0.0436454564,  -0.452884048,  -0.27142632,   -0.458629936,
+        -0.50719738,  0.0149705019,  -0.43884477}},
+      {"in_proj_bias",
+       {0.134203553, 0.146200374, 0.0436160974, 0.101701356, -0.219252691,
+        0.0212330669, -0.093949683, -0.0323578268, -0.105471089, 0.0823772773,
+        -0.0527050197, 0.0810725912}},
+      {"out_proj.weight",
+       {-0.49573648, -0.394430637, -0.214157522, -0.47304517, -0.0283856392,
+        -0.439883709, 0.271865845, 0.243699372, 0.0944212079, 0.387856662,
+        -0.0489686728, 0.299490631, -0.350159109, -0.0985311866, -0.445823073,
+        -0.0405947566}},
+      {"out_proj.bias",
+       {-0.0804592595, -0.105006419, -0.0109653566, 0.035296727}}};
+  for (auto& [name, p] : (*mha)->named_parameters()) {
+    const std::vector<float>& v = params.at(name);
+    const std::vector<int64_t> shape(p.shape().begin(), p.shape().end());
+    ASSERT_TRUE(kernels::copy_(p, testing::MakeTensor(d, v, shape)).ok())
+        << name;
+  }
+  const Tensor q = testing::MakeTensor(
+      d,
+      {0.393155128, 0.918304861,   -0.260355592, 0.0509925708,   0.662293971,
+       0.622912824, 0.446291804,   0.768811703,  0.000443184137, -0.577350318,
+       1.00481546,  -0.946484208,  -0.126346514, 0.311359942,    2.46668792,
+       -1.0854398,  -0.0501726978, 0.545693934,  1.00365329,     -0.667911768,
+       -1.01386464, -1.19001031,   0.463432789,  0.47954601},
+      {2, 3, 4});
+  const Tensor k = testing::MakeTensor(
+      d,
+      {-0.00491010398, 1.18132401,   0.749763012, 1.46987259,    -0.79274404,
+       1.05468535,     1.29112291,   0.159980744, -0.191827372,  -0.12418174,
+       0.956276655,    -0.114818819, -0.40963158, -0.0351312235, -0.531358957,
+       0.0776291341,   1.78826749,   1.2003783,   -0.106462456,  -0.708240747,
+       -0.456682384,   -0.864037871, -1.42766178, -1.44908977,   0.991835296,
+       0.12247885,     -1.39981294,  0.515250146, 0.0212027673,  0.917011857,
+       -0.0092964042,  -0.827247441},
+      {2, 4, 4});
+  const Tensor v = testing::MakeTensor(
+      d,
+      {0.258169264,  -1.39631116,  1.18731403,    1.55445266,   -0.655515611,
+       -1.74483025,  -1.04845095,  0.326874346,   -0.106383495, -0.597474039,
+       -0.457812071, -0.456923217, -0.351923555,  -0.971497238, -1.57649934,
+       -0.682328343, -0.29333213,  -0.872549534,  -0.404433906, 0.556132793,
+       0.336219907,  0.576644957,  0.202812925,   1.57718539,   -0.0525458492,
+       -0.798479378, 2.72760344,   -0.0928819776, 0.616232932,  -1.12902057,
+       -1.49755716,  -0.662856102},
+      {2, 4, 4});
+  MultiheadAttentionForwardOptions o;
+  o.key_padding_mask =
+      *from_ints({0, 0, 0, 1, 0, 1, 0, 0}, {2, 4}, DType::kBool, d);
+  o.attn_mask =
+      *from_ints({0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, {3, 4}, DType::kBool, d);
+  auto out = (*mha)->forward(q, k, v, o);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<double> want_out = {
+      0.257617652,   0.117255367,   -0.144353196, 0.381194234,   0.353070349,
+      0.284503669,   -0.177236602,  0.44993487,   0.106221624,   0.363278657,
+      -0.0116974581, 0.323113739,   -0.305557758, -0.0649688616, 0.192474246,
+      0.132580727,   -0.0991838351, 0.0568953082, 0.0785397515,  0.211952329,
+      -0.0403114781, 0.127911866,   0.0529553294, 0.23133409};
+  testing::ExpectClose(testing::Values(out->output), want_out, 1e-6, 1e-6,
+                       "output");
+  EXPECT_EQ(out->weights.shape(), Shape({2, 3, 4}));
+  testing::ExpectClose(
+      testing::Values(out->weights),
+      std::vector<double>{0.537998319, 0,           0.462001622, 0,
+                          0.362696677, 0.300779521, 0.336523861, 0,
+                          0,           0.439727157, 0.560272813, 0,
+                          0.16661182,  0,           0.559413254, 0.273974955,
+                          0.244099945, 0,           0.433998287, 0.321901798,
+                          0,           0,           0.485156953, 0.514842987},
+      1e-6, 1e-6, "weights");
+  o.need_weights = false;
+  auto fused = (*mha)->forward(q, k, v, o);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_FALSE(fused->weights.defined());
+  testing::ExpectClose(testing::Values(fused->output), want_out, 1e-6, 1e-6,
+                       "output without weights");
+  o.need_weights = true;
+  o.average_attn_weights = false;
+  EXPECT_EQ((*mha)->forward(q, k, v, o)->weights.shape(), Shape({2, 2, 3, 4}));
+  o.key_padding_mask = *zeros({2, 3}, DType::kBool, d);
+  EXPECT_THAT((*mha)->forward(q, k, v, o).status().message(),
+              HasSubstr("key_padding_mask is [2, 3]; expected [2, 4]"));
 }
 
 }  // namespace
