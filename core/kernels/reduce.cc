@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
 #include "core/kernels/pointwise.h"
+#include "core/plugin/backend.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/status_macros.h"
@@ -53,6 +54,14 @@ absl::StatusOr<Tensor> reduce(MixrtReduceKind kind, const Tensor& x,
     } else {
       dropped.push_back(x.shape()[d]);
     }
+  }
+  if (out_dtype != x.dtype() && x.device().backend() != nullptr &&
+      x.device().backend()->identity().abi_minor < 2) {
+    // A wider output is ABI 1.2's: a plugin built before may claim the pair
+    // from its dtype masks yet write its input's dtype. The same value the
+    // old way: widen, then reduce.
+    MIXRT_ASSIGN_OR_RETURN(Tensor wide, x.to(out_dtype));
+    return reduce(kind, wide, dims, keepdim, correction);
   }
   MIXRT_ASSIGN_OR_RETURN(Tensor out, empty(kept, out_dtype, x.device()));
   if (out.numel() > 0) {

@@ -1,12 +1,15 @@
 // Reductions on the reference plugin against host loops.
 #include "core/kernels/reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_profile.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"
@@ -139,6 +142,40 @@ TEST_F(ReduceTest, SumOfHalfPrecisionIntoF32SkipsTheNarrowRounding) {
   auto narrow = sum(*tenths, {0}, /*keepdim=*/false, DType::kF16);
   EXPECT_THAT(narrow.status().message(),
               HasSubstr("dtype must be the input's (bf16) or f32, got f16"));
+}
+
+// A bf16 sum into f32 is ABI 1.2's: a 1.2 plugin gets it as one launch; a
+// plugin laid out as 1.1 (which may claim the dtype pair from its masks
+// and write its input's dtype) gets the old widen-then-sum. The same
+// value either way.
+TEST_F(ReduceTest, AWiderOutputIsAskedOnlyOfAbi12Plugins) {
+  for (const char* plugin :
+       {"libmixrt_fake_accelerator.so", "libmixrt_fake_accelerator_1_1.so"}) {
+    Registry registry;
+    auto backend = registry.Load(
+        testing::RunfilePath(std::string("tests/fixtures/") + plugin));
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    const Device d(*backend, 0);
+    auto tenths = full({4, 250}, 0.1, DType::kBF16, d);
+    ASSERT_TRUE(tenths.ok()) << tenths.status();
+    ResetOpProfile();
+    EnableOpProfile(true);
+    auto wide = sum(*tenths, {1}, /*keepdim=*/false, DType::kF32);
+    EnableOpProfile(false);
+    ASSERT_TRUE(wide.ok()) << wide.status();
+    // 250 x bf16(0.1) = 25.0244140625 exactly in f32.
+    EXPECT_THAT(Values(wide), ElementsAre(25.0244140625, 25.0244140625,
+                                          25.0244140625, 25.0244140625));
+    std::vector<std::string> ops;
+    for (const OpProfileEntry& e : OpProfileEntries()) ops.push_back(e.op);
+    const bool abi_1_2 = (*backend)->identity().abi_minor >= 2;
+    EXPECT_EQ(abi_1_2, std::find(ops.begin(), ops.end(),
+                                 "reduce bf16 -> f32") != ops.end())
+        << plugin;
+    EXPECT_EQ(abi_1_2, std::find(ops.begin(), ops.end(), "copy bf16 -> f32") ==
+                           ops.end())
+        << plugin;
+  }
 }
 
 TEST_F(ReduceTest, NanPropagatesAndEmptyInputs) {
