@@ -49,7 +49,10 @@ absl::Status LRScheduler::InitialStep() { return step(); }
 absl::Status LRScheduler::step() {
   ++last_epoch_;
   const double next = NextLr(optimizer_->lr());
-  MIXRT_RETURN_IF_ERROR(optimizer_->set_lr(next));
+  if (absl::Status s = optimizer_->set_lr(next); !s.ok()) {
+    --last_epoch_;  // A refused lr leaves the schedule where it was.
+    return s;
+  }
   last_lr_ = next;
   return absl::OkStatus();
 }

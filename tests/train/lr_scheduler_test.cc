@@ -183,6 +183,7 @@ TEST_F(LrSchedules, StateDictsResumeAndRefuseBadInput) {
   });
   ASSERT_TRUE(nan_lambda.ok());
   EXPECT_THAT(nan_lambda->step().message(), HasSubstr("Invalid learning rate"));
+  EXPECT_EQ(nan_lambda->last_epoch(), 0) << "a refused step advanced";
 }
 
 }  // namespace
