@@ -576,18 +576,22 @@ TEST(Compile, TheRecompileLimitUnderFullgraphIsAnError) {
   InferenceModeGuard inference;
   auto f = compile(mlp, {.fullgraph = true, .recompile_limit = 2});
   ASSERT_TRUE(f.ok());
-  for (int64_t rows : {1, 2}) {
-    ASSERT_TRUE((*f)({Input(d, rows, rows)}).ok()) << rows;
-  }
+  const std::vector<Tensor> in = {Input(d, 2, 2)};
+  ASSERT_TRUE((*f)({Input(d, 1, 1)}).ok());
+  ASSERT_TRUE((*f)(in).ok());  // Traced.
+  auto first = (*f)(in);       // Replayed.
+  ASSERT_TRUE(first.ok()) << first.status();
   auto over = (*f)({Input(d, 3, 3)});
   EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
   EXPECT_THAT(over.status().message(),
               HasSubstr("recompile limit (2) reached with fullgraph=true; "
                         "the guard that failed: input 0 shape"));
-  const std::vector<Tensor> in = {Input(d, 2, 2)};
+  // The compiled signature replays as it replayed before the refused call
+  // (its plan, not eager: with the ISA capped to AVX2 a replay's packed
+  // GEMM differs from the traced call in the last bits).
   auto again = (*f)(in);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(Bytes((*again)[0]), Bytes((*mlp(in))[0]));
+  EXPECT_EQ(Bytes((*again)[0]), Bytes((*first)[0]));
   EXPECT_EQ(f->compiles(), 2);
   EXPECT_EQ(f->eager_calls(), 0);
 }
