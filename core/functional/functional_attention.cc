@@ -196,9 +196,7 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
 absl::StatusOr<Tensor> scaled_dot_product_attention(
     const Tensor& query_in, const Tensor& key_in, const Tensor& value_in,
     const AttentionOptions& options) {
-  for (const Tensor* t : {&query_in, &key_in, &value_in}) {
-    MIXRT_RETURN_IF_ERROR(CheckDefined(*t, "scaled_dot_product_attention"));
-  }
+  // Undefined inputs pass through as they are; the shape check names them.
   MIXRT_ASSIGN_OR_RETURN(
       const std::vector<Tensor> qkv,
       BroadcastAttentionInputs(query_in, key_in, value_in, options.enable_gqa));

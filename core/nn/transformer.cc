@@ -70,27 +70,44 @@ absl::StatusOr<Tensor> MultiheadAttention::forward(const Tensor& x) {
         "MultiheadAttention: input is ", ShapeToString(x.shape()),
         "; expected [batch, sequence, ", in_proj_weight_.shape()[1], "]"));
   }
-  const int64_t b = x.shape()[0], t = x.shape()[1], e = x.shape()[2];
-  const int64_t head_dim = e / heads_;
-  // [B, T, 3E] -> [B, T, 3, H, D] -> [3, B, H, T, D]
-  MIXRT_ASSIGN_OR_RETURN(Tensor qkv, linear(x, in_proj_weight_, in_proj_bias_));
-  MIXRT_ASSIGN_OR_RETURN(qkv, reshape(qkv, {b, t, 3, heads_, head_dim}));
-  MIXRT_ASSIGN_OR_RETURN(qkv, permute(qkv, {2, 0, 3, 1, 4}));
-  MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> parts, split(qkv, 1, 0));
+  MultiheadAttentionForwardOptions options;
+  options.need_weights = false;
+  MIXRT_ASSIGN_OR_RETURN(MultiheadAttentionOutput out,
+                         forward(x, x, x, options));
+  return out.output;
+}
+
+absl::StatusOr<std::vector<Tensor>> MultiheadAttention::ProjectHeads(
+    const Tensor& query, const Tensor& key, const Tensor& value) const {
+  const int64_t e = in_proj_weight_.shape()[1], d = e / heads_;
+  const int64_t b = query.shape()[0], l = query.shape()[1];
   std::vector<Tensor> heads;
-  for (const Tensor& p : parts) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor h, reshape(p, {b, heads_, t, head_dim}));
-    heads.push_back(std::move(h));
+  if (query.is_same(key) && key.is_same(value)) {
+    // Self-attention: one GEMM with the stacked projection.
+    // [B, T, 3E] -> [B, T, 3, H, D] -> [3, B, H, T, D]
+    MIXRT_ASSIGN_OR_RETURN(Tensor qkv,
+                           linear(query, in_proj_weight_, in_proj_bias_));
+    MIXRT_ASSIGN_OR_RETURN(qkv, reshape(qkv, {b, l, 3, heads_, d}));
+    MIXRT_ASSIGN_OR_RETURN(qkv, permute(qkv, {2, 0, 3, 1, 4}));
+    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> parts, split(qkv, 1, 0));
+    for (const Tensor& p : parts) {
+      MIXRT_ASSIGN_OR_RETURN(Tensor h, reshape(p, {b, heads_, l, d}));
+      heads.push_back(std::move(h));
+    }
+    return heads;
   }
-  AttentionOptions options;
-  options.is_causal = causal_;
-  options.dropout_p = is_training() ? dropout_ : 0;
-  options.generator = generator_;
-  MIXRT_ASSIGN_OR_RETURN(Tensor y, scaled_dot_product_attention(
-                                       heads[0], heads[1], heads[2], options));
-  MIXRT_ASSIGN_OR_RETURN(y, permute(y, {0, 2, 1, 3}));  // [B, T, H, D]
-  MIXRT_ASSIGN_OR_RETURN(y, reshape(y, {b, t, e}));
-  return out_proj_->forward(y);
+  // The stacked projection's thirds: [E, E] each (differentiable views).
+  const Tensor* inputs[] = {&query, &key, &value};
+  for (int part = 0; part < 3; ++part) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor w, narrow(in_proj_weight_, 0, part * e, e));
+    MIXRT_ASSIGN_OR_RETURN(Tensor bias, narrow(in_proj_bias_, 0, part * e, e));
+    MIXRT_ASSIGN_OR_RETURN(Tensor x, linear(*inputs[part], w, bias));
+    const int64_t len = inputs[part]->shape()[1];
+    MIXRT_ASSIGN_OR_RETURN(x, reshape(x, {b, len, heads_, d}));
+    MIXRT_ASSIGN_OR_RETURN(x, permute(x, {0, 2, 1, 3}));  // [B, H, len, D]
+    heads.push_back(std::move(x));
+  }
+  return heads;
 }
 
 namespace {
@@ -180,18 +197,8 @@ absl::StatusOr<MultiheadAttentionOutput> MultiheadAttention::forward(
         ShapeToString(key.shape()), ", value ", ShapeToString(value.shape()),
         "; expected one batch, and key and value of one length"));
   }
-  // The stacked projection's thirds: [E, E] each (differentiable views).
-  std::vector<Tensor> heads;
-  const Tensor* inputs[] = {&query, &key, &value};
-  for (int part = 0; part < 3; ++part) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor w, narrow(in_proj_weight_, 0, part * e, e));
-    MIXRT_ASSIGN_OR_RETURN(Tensor bias, narrow(in_proj_bias_, 0, part * e, e));
-    MIXRT_ASSIGN_OR_RETURN(Tensor x, linear(*inputs[part], w, bias));
-    const int64_t len = part == 0 ? l : s;
-    MIXRT_ASSIGN_OR_RETURN(x, reshape(x, {b, len, heads_, d}));
-    MIXRT_ASSIGN_OR_RETURN(x, permute(x, {0, 2, 1, 3}));  // [B, H, len, D]
-    heads.push_back(std::move(x));
-  }
+  MIXRT_ASSIGN_OR_RETURN(const std::vector<Tensor> heads,
+                         ProjectHeads(query, key, value));
   const double p = is_training() ? dropout_ : 0;
   const bool masks_given =
       options.attn_mask.defined() || options.key_padding_mask.defined();

@@ -58,6 +58,11 @@ class MultiheadAttention : public Module {
 
  private:
   MultiheadAttention() = default;
+  // q, k and v as [B, H, len, D]: one stacked GEMM when query, key and
+  // value are one tensor (self-attention), else one third of it each.
+  absl::StatusOr<std::vector<Tensor>> ProjectHeads(const Tensor& query,
+                                                   const Tensor& key,
+                                                   const Tensor& value) const;
   int64_t heads_ = 1;
   double dropout_ = 0;
   bool causal_ = false;

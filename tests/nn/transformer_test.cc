@@ -252,5 +252,27 @@ TEST(MultiheadAttention, CrossAttentionWithMasksMatchesPyTorch) {
               HasSubstr("key_padding_mask is [2, 3]; expected [2, 4]"));
 }
 
+// Self-attention takes one stacked projection GEMM, cross-attention one
+// third each: the same attention on equal inputs, within f32 rounding of
+// two GEMM shapes.
+TEST(MultiheadAttention, SelfAttentionsPackedProjectionMatchesTheThirds) {
+  const Device d = testing::ReferenceDevice();
+  Generator g(4);
+  auto mha = MultiheadAttention::Create(8, 2, d, &g);
+  ASSERT_TRUE(mha.ok()) << mha.status();
+  const Tensor x = *randn({2, 5, 8}, DType::kF32, d, 0, 1, &g);
+  const Tensor same_values = *x.clone();
+  MultiheadAttentionForwardOptions o;
+  o.need_weights = false;
+  auto packed = (*mha)->forward(x, x, x, o);
+  auto thirds = (*mha)->forward(x, same_values, same_values, o);
+  ASSERT_TRUE(packed.ok() && thirds.ok());
+  testing::ExpectClose(testing::Values(packed->output),
+                       testing::Values(thirds->output), 1e-6, 1e-6,
+                       "packed vs thirds");
+  EXPECT_EQ(testing::Values((*mha)->forward(x)),
+            testing::Values(packed->output));
+}
+
 }  // namespace
 }  // namespace mixrt::nn
