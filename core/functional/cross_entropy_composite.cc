@@ -6,7 +6,6 @@
 // PyTorch's (aten/src/ATen/native/LossNLL.cpp), term for term.
 #include "core/functional/cross_entropy_composite.h"
 
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,11 +42,9 @@ absl::StatusOr<Tensor> WeightRow(const Tensor& weight, int64_t classes,
 // is not the fused one, and a wrong index must be an error, not garbage).
 absl::Status CheckTargets(const Tensor& target, int64_t classes,
                           int64_t ignore_index) {
-  MIXRT_ASSIGN_OR_RETURN(Tensor wide, target.to(DType::kI64));
-  MIXRT_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, wide.to_bytes());
-  for (size_t i = 0; i < bytes.size() / 8; ++i) {
-    int64_t t;
-    std::memcpy(&t, bytes.data() + i * 8, 8);
+  MIXRT_ASSIGN_OR_RETURN(const std::vector<int64_t> indices,
+                         target.to_int_vector());
+  for (int64_t t : indices) {
     if (t != ignore_index && (t < 0 || t >= classes)) {
       return absl::InvalidArgumentError(
           absl::StrCat("cross_entropy: target ", t, " is out of bounds for ",
