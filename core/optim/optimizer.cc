@@ -1,6 +1,7 @@
 #include "core/optim/optimizer.h"
 
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/kernels/amp_kernels.h"
@@ -384,8 +385,12 @@ absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
   // one more launch. Reading the norm back is the only synchronization,
   // except that error_if_nonfinite reads it before scaling.
   MIXRT_ASSIGN_OR_RETURN(Tensor norm, TotalNorm(grads, device, norm_type));
+  // Read before scaling when a non-finite norm must stop it, once either
+  // way (the norm tensor does not change after).
+  std::optional<double> read;
   if (error_if_nonfinite) {
-    MIXRT_ASSIGN_OR_RETURN(const double value, norm.item());
+    MIXRT_ASSIGN_OR_RETURN(read, norm.item());
+    const double value = *read;
     if (!std::isfinite(value)) {
       // FailedPrecondition: the gradients' state, not the arguments, is
       // wrong (Python: RuntimeError, as PyTorch raises).
@@ -408,6 +413,7 @@ absl::StatusOr<double> clip_grad_norm_(const std::vector<Tensor>& params,
   MIXRT_ASSIGN_OR_RETURN(Tensor unused_flag, zeros({1}, DType::kF32, device));
   MIXRT_RETURN_IF_ERROR(
       kernels::non_finite_check_and_unscale_(grads, unused_flag, coef));
+  if (read.has_value()) return *read;
   return norm.item();
 }
 
