@@ -403,7 +403,6 @@ absl::Status Backend::GiveScratch(PluginFusedKernel& kernel,
   // Owned by the kernel from here: freed after it is destroyed, even when
   // the plugin refuses it below.
   kernel.scratch_ = scratch;
-  kernel.scratch_bytes_ = bytes;
   MixrtFusedKernel_SetScratch_Args args{};
   args.struct_size = sizeof(args);
   args.kernel = kernel.handle();

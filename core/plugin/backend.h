@@ -146,10 +146,6 @@ class PluginFusedKernel {
   const std::string& description() const { return description_; }
   // For a kernel graph's step (MixrtKernelGraphStep::fused_kernel).
   MixrtFusedKernel* handle() const { return kernel_; }
-  // The device memory the kernel asked for at compile (ABI 1.2), owned
-  // here; 0 and null for most kernels.
-  uint64_t scratch_bytes() const { return scratch_bytes_; }
-  const void* scratch() const { return scratch_; }
 
  private:
   friend class Backend;  // Hands the scratch over after the compile.
@@ -158,8 +154,9 @@ class PluginFusedKernel {
   int device_;
   MixrtFusedKernel* kernel_;
   std::string description_;
+  // The device memory the kernel asked for at compile (ABI 1.2), owned
+  // here; null for most kernels.
   void* scratch_ = nullptr;
-  uint64_t scratch_bytes_ = 0;
 };
 
 class Backend : public RawDeviceMemory {

@@ -125,16 +125,11 @@ class FusedKernel {
   // compile then fails and the group runs op by op.
   virtual uint64_t ScratchBytes() const { return 0; }
   void* scratch() const { return scratch_; }
-  uint64_t scratch_size() const { return scratch_size_; }
-  // The SDK's fused_kernel_set_scratch.
-  void SetScratch(void* scratch, uint64_t bytes) {
-    scratch_ = scratch;
-    scratch_size_ = bytes;
-  }
+  // The SDK's fused_kernel_set_scratch (which checked the size).
+  void SetScratch(void* scratch) { scratch_ = scratch; }
 
  private:
   void* scratch_ = nullptr;
-  uint64_t scratch_size_ = 0;
 };
 
 template <typename Attrs>

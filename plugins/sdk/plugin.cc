@@ -641,7 +641,7 @@ MixrtError* FusedKernelSetScratch(MixrtFusedKernel_SetScratch_Args* args) {
                        " bytes, got ", args->bytes, " at ",
                        args->scratch == nullptr ? "NULL" : "an address"));
     }
-    k->kernel->SetScratch(args->scratch, args->bytes);
+    k->kernel->SetScratch(args->scratch);
     return absl::OkStatus();
   });
 }
