@@ -27,15 +27,20 @@ absl::StatusOr<cudaDataType_t> CudaType(MixrtDtype dtype) {
 
 // The fused epilogue for (bias, activation), or false if cuBLASLt has none
 // that computes exactly ours. Its GELU is the tanh approximation, so erf
-// GELU is never fused.
+// GELU is never fused. Its ReLU is max(x, 0), which turns NaN into 0 (seen
+// on an H100 in f16: conformance matmul/special_relu), where torch.relu
+// keeps NaN: ReLU runs as an in-place pass over the output instead
+// (*relu_pass).
 bool FusedEpilogue(bool bias, MixrtActivation activation,
-                   cublasLtEpilogue_t* epilogue) {
+                   cublasLtEpilogue_t* epilogue, bool* relu_pass) {
+  *relu_pass = false;
   switch (activation) {
     case MIXRT_ACTIVATION_NONE:
       *epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
       return true;
     case MIXRT_ACTIVATION_RELU:
-      *epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+      *epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      *relu_pass = true;
       return true;
     case MIXRT_ACTIVATION_GELU_TANH:
       *epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
@@ -81,10 +86,12 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
   const bool bias_ok = !p.has_bias || p.bias_dtype == p.output_dtype;
   const bool order_ok = p.beta == 0.0f || p.activation == MIXRT_ACTIVATION_NONE;
   if (bias_ok && order_ok &&
-      FusedEpilogue(p.has_bias, p.activation, &plan.epilogue)) {
+      FusedEpilogue(p.has_bias, p.activation, &plan.epilogue,
+                    &plan.relu_pass)) {
     plan.beta = p.beta;
   } else {
     plan.separate_epilogue = true;
+    plan.relu_pass = false;
     plan.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     plan.cd_type = CUDA_R_32F;
     plan.beta = 0.0f;

@@ -50,6 +50,9 @@ struct CublasLtPlan {
   // True when cuBLASLt cannot express the epilogue: it then writes the bare
   // product (f32, into a scratch buffer) and GemmEpilogueFunctor finishes.
   bool separate_epilogue = false;
+  // True when ReLU follows as an in-place, NaN-keeping pass over the output
+  // (cuBLASLt's own ReLU epilogue maps NaN to 0).
+  bool relu_pass = false;
   // Identifies the plan for the per-shape algorithm cache.
   std::string cache_key;
 };

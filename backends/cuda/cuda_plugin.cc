@@ -280,14 +280,28 @@ class CudaPlugin : public gpu::GpuPlugin {
     const bool empty_k = m.k == 0;
     MIXRT_ASSIGN_OR_RETURN(auto plan, PlanCublasLtMatmul(p));
     auto stream = static_cast<cudaStream_t>(device.stream);
-    if (!plan.separate_epilogue && !empty_k) {
-      return blas->Run(plan, m.b.data, m.a.data, m.out.data, m.out.data,
-                       m.epilogue.bias.data, stream);
+    if (plan.separate_epilogue || empty_k) {
+      return RunWithSeparateEpilogue(device, m, plan, empty_k, blas);
     }
-    return RunWithSeparateEpilogue(device, m, plan, empty_k, blas);
+    MIXRT_RETURN_IF_ERROR(blas->Run(plan, m.b.data, m.a.data, m.out.data,
+                                    m.out.data, m.epilogue.bias.data, stream));
+    return plan.relu_pass ? ReluInPlace(device, m.out) : absl::OkStatus();
   }
 
  private:
+  // torch.relu over the output in place, NaN kept (see CublasLtPlan).
+  static absl::Status ReluInPlace(gpu::GpuDevice& device,
+                                  const gpu::DeviceTensor& out) {
+    gpu::UnaryFunctor f{};
+    f.out = out;
+    f.x = out;
+    f.kind = MIXRT_UNARY_RELU;
+    f.backward = false;
+    return gpu::RuntimeStatus(static_cast<cudaError_t>(gpu::LaunchElementwise(
+                                  device.ctx, f, out.numel)),
+                              "matmul relu");
+  }
+
   // The bare product in f32 scratch memory, then GemmEpilogueFunctor.
   absl::Status RunWithSeparateEpilogue(gpu::GpuDevice& device,
                                        const gpu::MatmulCall& m,

@@ -143,6 +143,9 @@ inline DeviceTensor MakeDeviceTensor(const MixrtTensorDesc& desc) {
     expected *= desc.shape[d];
   }
   t.numel = expected;
+  // An empty tensor addresses nothing, so any strides describe it densely
+  // (the host leaves a view's strides as they were when a dim is 0).
+  if (expected == 0) t.contiguous = true;
   return t;
 }
 

@@ -80,7 +80,7 @@ step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchma
   --benchmark_out="$out/gemm_tf32.json" --benchmark_out_format=json
 step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
 step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
-step digits 45 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --check
+step digits 60 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --seeds=5 --check
 step bench 60 "$bin/mixrt" bench --quick --backend=cuda,cpu --json="$out/bench.json" --md
 
 python3 "$kit/summarize.py" "$out"

@@ -62,8 +62,9 @@ TEST(CublasLtPlan, FusesOnlyEpiloguesCublasLtComputesExactly) {
   };
   const Row rows[] = {
       {true, MIXRT_ACTIVATION_NONE, 0, false, CUBLASLT_EPILOGUE_BIAS},
-      {true, MIXRT_ACTIVATION_RELU, 0, false, CUBLASLT_EPILOGUE_RELU_BIAS},
-      {false, MIXRT_ACTIVATION_RELU, 0, false, CUBLASLT_EPILOGUE_RELU},
+      // cuBLASLt's ReLU maps NaN to 0: bias fused, ReLU as its own pass.
+      {true, MIXRT_ACTIVATION_RELU, 0, false, CUBLASLT_EPILOGUE_BIAS},
+      {false, MIXRT_ACTIVATION_RELU, 0, false, CUBLASLT_EPILOGUE_DEFAULT},
       {true, MIXRT_ACTIVATION_GELU_TANH, 0, false, CUBLASLT_EPILOGUE_GELU_BIAS},
       // cuBLASLt's GELU is the tanh form: erf GELU runs separately.
       {true, MIXRT_ACTIVATION_GELU, 0, true, CUBLASLT_EPILOGUE_DEFAULT},
@@ -81,6 +82,9 @@ TEST(CublasLtPlan, FusesOnlyEpiloguesCublasLtComputesExactly) {
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->separate_epilogue, r.separate) << r.act << " " << r.beta;
     EXPECT_EQ(plan->epilogue, r.epilogue) << r.act << " " << r.beta;
+    EXPECT_EQ(plan->relu_pass,
+              !r.separate && r.act == MIXRT_ACTIVATION_RELU)
+        << r.act << " " << r.beta;
     if (r.separate) {
       EXPECT_EQ(plan->cd_type, CUDA_R_32F) << "scratch product is f32";
       EXPECT_EQ(plan->beta, 0.0f);

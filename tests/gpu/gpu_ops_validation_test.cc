@@ -122,6 +122,14 @@ TEST(GpuOpsValidation, MatmulOperandsAreChecked) {
   ExpectRefused(parse({&a, &b_ok, &bias}, &out), "bias must be floating [5]");
   ExpectRefused(parse({&a, &transposed}, &out), "must be contiguous");
   EXPECT_TRUE(parse({&a, &b_ok}, &out).ok());
+  // An empty inner dim: the host's views keep strides that are not dense
+  // row-major ([5, 0] with strides (1, 5)), yet they address nothing, so the
+  // call is accepted (the product is zero, only the epilogue is left).
+  const HostTensor empty_a =
+      HostTensor(MIXRT_DTYPE_BF16, {0}).Strided({5, 0}, {1, 5});
+  const HostTensor empty_b(MIXRT_DTYPE_BF16, {0, 3});
+  const HostTensor out53(MIXRT_DTYPE_BF16, {5, 3});
+  EXPECT_TRUE(parse({&empty_a, &empty_b}, &out53).ok());
 }
 
 TEST(GpuOpsValidation, LaunchWithoutADriverIsAnErrorNamingTheKernel) {
