@@ -40,6 +40,7 @@ digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 [ -f "$digits" ] && install -m 644 "$digits" "$kit/bin/"
 install -m 755 scripts/gpu_kit/run.sh "$kit/run.sh"
 install -m 644 scripts/gpu_kit/summarize.py "$kit/summarize.py"
+install -m 644 scripts/gpu_kit/pytorch_gemm_peer.py "$kit/pytorch_gemm_peer.py"
 
 is_elf() { [ "$(od -An -c -N4 "$1" | tr -d " ")" = "177ELF" ]; }
 

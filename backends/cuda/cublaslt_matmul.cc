@@ -52,15 +52,14 @@ absl::Status Describe(const CublasLtPlan& plan, const void* bias,
   MIXRT_RETURN_IF_ERROR(
       Check(cublasLtMatmulDescCreate(&d->desc, plan.compute, plan.scale_type),
             "cublasLtMatmulDescCreate"));
-  const cublasOperation_t no_transpose = CUBLAS_OP_N;
-  for (auto attr : {CUBLASLT_MATMUL_DESC_TRANSA, CUBLASLT_MATMUL_DESC_TRANSB}) {
-    if (absl::Status s =
-            Check(cublasLtMatmulDescSetAttribute(d->desc, attr, &no_transpose,
-                                                 sizeof(no_transpose)),
-                  "cublasLtMatmulDescSetAttribute");
-        !s.ok()) {
-      return s;
-    }
+  const std::pair<cublasLtMatmulDescAttributes_t, bool> transposes[] = {
+      {CUBLASLT_MATMUL_DESC_TRANSA, plan.trans_a},
+      {CUBLASLT_MATMUL_DESC_TRANSB, plan.trans_b}};
+  for (const auto& [attr, transposed] : transposes) {
+    const cublasOperation_t op = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    MIXRT_RETURN_IF_ERROR(
+        Check(cublasLtMatmulDescSetAttribute(d->desc, attr, &op, sizeof(op)),
+              "cublasLtMatmulDescSetAttribute(transpose)"));
   }
   MIXRT_RETURN_IF_ERROR(Check(
       cublasLtMatmulDescSetAttribute(d->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -72,10 +71,15 @@ absl::Status Describe(const CublasLtPlan& plan, const void* bias,
             d->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
         "cublasLtMatmulDescSetAttribute(bias)"));
   }
-  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.m, plan.k, plan.lda,
-                                   plan.batch, plan.stride_a, &d->a));
-  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.k, plan.n, plan.ldb,
-                                   plan.batch, plan.stride_b, &d->b));
+  // A layout describes the matrix as stored, before op T.
+  MIXRT_RETURN_IF_ERROR(MakeLayout(
+      plan.ab_type, plan.trans_a ? plan.k : plan.m,
+      plan.trans_a ? plan.m : plan.k, plan.lda, plan.batch, plan.stride_a,
+      &d->a));
+  MIXRT_RETURN_IF_ERROR(MakeLayout(
+      plan.ab_type, plan.trans_b ? plan.n : plan.k,
+      plan.trans_b ? plan.k : plan.n, plan.ldb, plan.batch, plan.stride_b,
+      &d->b));
   return MakeLayout(plan.cd_type, plan.m, plan.n, plan.ldc, plan.batch,
                     plan.stride_c, &d->c);
 }

@@ -67,8 +67,14 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
   plan.m = static_cast<uint64_t>(p.n);
   plan.n = static_cast<uint64_t>(p.m);
   plan.k = static_cast<uint64_t>(p.k);
-  plan.lda = p.n;  // in1 [k, n] row-major: column-major n x k, ld n.
-  plan.ldb = p.k;  // in0 [m, k] row-major: column-major k x m, ld k.
+  // in1 [k, n] row-major is column-major n x k, ld n; stored transposed
+  // (a row-major [n, k] buffer) it is column-major k x n, ld k, read op T.
+  plan.trans_a = p.b_transposed;
+  plan.lda = p.b_transposed ? p.k : p.n;
+  // in0 [m, k] row-major is column-major k x m, ld k; stored transposed it
+  // is column-major m x k, ld m, read op T.
+  plan.trans_b = p.a_transposed;
+  plan.ldb = p.a_transposed ? p.m : p.k;
   plan.ldc = p.n;
   plan.batch = static_cast<int32_t>(p.batch);
   plan.stride_a = p.k * p.n;
@@ -97,7 +103,8 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
     plan.beta = 0.0f;
   }
   plan.cache_key =
-      absl::StrCat(plan.m, "x", plan.n, "x", plan.k, "b", plan.batch, "t",
+      absl::StrCat(plan.m, "x", plan.n, "x", plan.k, plan.trans_a ? "T" : "N",
+                   plan.trans_b ? "T" : "N", "b", plan.batch, "t",
                    plan.ab_type, ".", plan.cd_type, "c", plan.compute, "e",
                    plan.epilogue, plan.beta != 0.0f ? "+c" : "");
   return plan;

@@ -32,12 +32,19 @@ struct MatmulProblem {
   MixrtActivation activation = MIXRT_ACTIVATION_NONE;
   float beta = 0.0f;
   bool allow_tf32 = false;
+  // in0 / in1 is stored transposed: [m, k] with strides (1, m), [k, n] with
+  // strides (1, k) (IsTransposedDenseMatrix).
+  bool a_transposed = false;
+  bool b_transposed = false;
 };
 
 struct CublasLtPlan {
   // Column-major problem handed to cuBLASLt: D [m x n] = A [m x k] B [k x n]
   // with A = our in1 and B = our in0.
   uint64_t m = 0, n = 0, k = 0;
+  // op T for the library's A (our in1 stored transposed) or B (our in0):
+  // the layout is then the stored matrix, k x m or m x k.
+  bool trans_a = false, trans_b = false;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int32_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;

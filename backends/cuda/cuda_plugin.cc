@@ -254,9 +254,14 @@ class CudaPlugin : public gpu::GpuPlugin {
     return absl::OkStatus();
   }
 
+  // cuBLASLt reads a transposed operand as op T: no copy of a linear
+  // layer's weight per call.
+  bool MatmulTakesTransposedOperands() const override { return true; }
+
   absl::Status Matmul(gpu::GpuDevice& device,
                       const sdk::KernelCall& call) override {
-    MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(call));
+    MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(
+                                       call, /*allow_transposed=*/true));
     if (m.m == 0 || m.n == 0 || m.batch == 0) return absl::OkStatus();
     CublasLtMatmul* blas = blas_[device.index].get();
     if (blas == nullptr) {
@@ -268,6 +273,8 @@ class CudaPlugin : public gpu::GpuPlugin {
     p.n = m.n;
     p.k = m.k;
     p.batch = m.batch;
+    p.a_transposed = m.a_transposed;
+    p.b_transposed = m.b_transposed;
     p.input_dtype = static_cast<MixrtDtype>(m.a.dtype);
     p.output_dtype = static_cast<MixrtDtype>(m.out.dtype);
     p.has_bias = m.epilogue.has_bias;

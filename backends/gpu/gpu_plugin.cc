@@ -122,6 +122,9 @@ absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
   // the BLAS see plain leading dimensions.
   p.flags = MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS;
   if (HasMatrixUnits(*d)) p.flags |= MIXRT_DEVICE_FLAG_TENSOR_CORES;
+  if (MatmulTakesTransposedOperands()) {
+    p.flags |= MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS;
+  }
   p.alignment = 256;
   return p;
 }

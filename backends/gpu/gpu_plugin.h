@@ -64,6 +64,9 @@ class GpuPlugin : public sdk::Plugin {
   // compute capability).
   virtual std::string DeviceName(const GpuDevice& device) const = 0;
   virtual bool HasMatrixUnits(const GpuDevice& device) const = 0;
+  // Whether Matmul reads transposed in0/in1 directly
+  // (MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS).
+  virtual bool MatmulTakesTransposedOperands() const { return false; }
   virtual absl::Status Matmul(GpuDevice& device,
                               const sdk::KernelCall& call) = 0;
   // Per-device setup after the stream exists (e.g. BLAS handles).

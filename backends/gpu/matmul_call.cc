@@ -1,11 +1,21 @@
 #include "backends/gpu/matmul_call.h"
 
 #include "absl/strings/str_cat.h"
+#include "mixrt/matrix_layout.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::gpu {
 
-absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call) {
+namespace {
+
+bool IsTransposed(const DeviceTensor& t) {
+  return IsTransposedDenseMatrix(t.ndim, t.shape, t.strides);
+}
+
+}  // namespace
+
+absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call,
+                                           bool allow_transposed) {
   if (call.inputs.size() < 2 || call.inputs.size() > 3 ||
       call.outputs.size() != 1) {
     return absl::InvalidArgumentError(
@@ -50,7 +60,10 @@ absl::StatusOr<MatmulCall> ParseMatmulCall(const sdk::KernelCall& call) {
   m.a = MakeDeviceTensor(*a.desc());
   m.b = MakeDeviceTensor(*b.desc());
   m.out = MakeDeviceTensor(*out.desc());
-  if (!m.a.contiguous || !m.b.contiguous || !m.out.contiguous) {
+  m.a_transposed = allow_transposed && !m.a.contiguous && IsTransposed(m.a);
+  m.b_transposed = allow_transposed && !m.b.contiguous && IsTransposed(m.b);
+  if ((!m.a.contiguous && !m.a_transposed) ||
+      (!m.b.contiguous && !m.b_transposed) || !m.out.contiguous) {
     return absl::InvalidArgumentError(
         "matmul operands must be contiguous on this device");
   }

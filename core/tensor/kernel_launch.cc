@@ -11,6 +11,7 @@
 #include "core/tensor/factories.h"
 #include "core/tensor/op_fallback.h"
 #include "core/tensor/op_profile.h"
+#include "mixrt/matrix_layout.h"
 #include "mixrt/op_class.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
@@ -26,6 +27,11 @@ bool HostComposes(MixrtOp op) {
          op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION ||
          op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD ||
          op == MIXRT_OP_DROPOUT;
+}
+
+bool IsTransposedDenseMatrix(const Tensor& t) {
+  return ::mixrt::IsTransposedDenseMatrix(static_cast<int>(t.ndim()),
+                                          t.shape().data(), t.strides().data());
 }
 
 // The `variant` of MixrtDevice_GetOpSupport_Args.
@@ -77,7 +83,15 @@ absl::Status RunOn(const Device& device, MixrtOp op,
   absl::Span<const Tensor> outs = outputs;
   std::vector<Tensor> dense_ins, dense_outs;
   if (dense_only) {
-    for (const Tensor& t : inputs) {
+    const bool transposed_ok =
+        op == MIXRT_OP_MATMUL &&
+        device.has_flag(MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (transposed_ok && i < 2 && IsTransposedDenseMatrix(t)) {
+        dense_ins.push_back(t);  // The plugin reads it as op T.
+        continue;
+      }
       MIXRT_ASSIGN_OR_RETURN(Tensor dense, t.contiguous());
       dense_ins.push_back(std::move(dense));
     }

@@ -477,6 +477,13 @@ typedef MixrtError* MixrtDevice_Count(MixrtDevice_Count_Args* args);
  * exception: it is how the host makes tensors contiguous, so it always
  * accepts strided input. */
 #define MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS (1u << 2)
+/* Since 1.2. With NEEDS_CONTIGUOUS: MIXRT_OP_MATMUL's in0 and in1 may also
+ * arrive as the transpose of a dense row-major buffer — [..., r, c] with
+ * strides (..., 1, r), r > 1, c > 1, batch dims dense
+ * (mixrt/matrix_layout.h: IsTransposedDenseMatrix) — which a BLAS reads as
+ * op T, so a linear layer's weight is not copied into a transposed buffer
+ * on every call. Older hosts ignore the flag and send dense operands. */
+#define MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS (1u << 3)
 
 typedef struct MixrtDevice_GetProperties_Args {
   size_t struct_size;

@@ -7,7 +7,8 @@
 # runs, each under a time limit so the whole stays under 8 minutes:
 #   mixrt info; the conformance suite on the cuda plugin; the GPU GEMM
 #   benchmark in f32, TF32 (MIXRT_FLOAT32_MATMUL_PRECISION=high), f16 and
-#   bf16; the AMP recipe on cuda (f32, f16 autocast + GradScaler, bf16);
+#   bf16, and the same GEMMs on PyTorch when the machine has it (the ratio
+#   column); the AMP recipe on cuda (f32, f16 autocast + GradScaler, bf16);
 #   digits on cuda; mixrt bench --quick on cuda and cpu.
 # and writes OUT/summary.json and OUT/summary.md (with the rows for the
 # proof table in plugins/README.md), plus every step's log.
@@ -78,6 +79,8 @@ step gemm 60 "$bin/gpu_gemm_benchmark" --benchmark_min_time=0.2 \
 step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchmark" \
   --benchmark_min_time=0.2 --benchmark_filter=/f32 \
   --benchmark_out="$out/gemm_tf32.json" --benchmark_out_format=json
+# The same GEMMs on PyTorch where the machine has it: a peer in the same run.
+step gemm_pytorch 60 python3 "$kit/pytorch_gemm_peer.py" "$out/gemm_pytorch.json"
 step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
 step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
 step digits 60 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --seeds=5 --check

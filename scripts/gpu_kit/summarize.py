@@ -79,8 +79,11 @@ def main():
                      read(os.path.join(out, "conformance.log")))
     rates = gemm_rates(load_json(os.path.join(out, "gemm.json")))
     rates.update(gemm_rates(load_json(os.path.join(out, "gemm_tf32.json")), "tf32"))
+    peer = {(r["shape"], r["dtype"]): r["tflops"] for r in
+            (load_json(os.path.join(out, "gemm_pytorch.json")) or {}).get("gemm", [])}
     gemm = [{"shape": s, "dtype": d, "tflops": t,
-             "percent_of_peak": 100 * t / peaks[d] if d in peaks else None}
+             "percent_of_peak": 100 * t / peaks[d] if d in peaks else None,
+             "pytorch_tflops": peer.get((s, d))}
             for (s, d), t in sorted(rates.items())]
     digits = [l for l in read(os.path.join(out, "digits.log")).splitlines() if "test accuracy" in l]
     summary = {
@@ -100,10 +103,13 @@ def main():
     md += [f"| {s['step']} | {s['rc']} | {s['seconds']} |" for s in steps]
     c = summary["conformance"]
     md += ["", "Conformance: " + (f"{c['ok']} ok, {c['failed']} failed, {c['not_implemented']} not implemented" if c else "no table (see conformance.log)")]
-    md += ["", "| GEMM | dtype | TFLOP/s | % of datasheet peak |", "|---|---|---:|---:|"]
+    md += ["", "| GEMM | dtype | TFLOP/s | % of datasheet peak | PyTorch TFLOP/s | mixrt / PyTorch |",
+           "|---|---|---:|---:|---:|---:|"]
     for g in gemm:
         pct = f"{g['percent_of_peak']:.0f}%" if g["percent_of_peak"] is not None else "?"
-        md.append(f"| {g['shape']} | {g['dtype']} | {g['tflops']:.1f} | {pct} |")
+        p = g["pytorch_tflops"]
+        peer_cells = f"{p:.1f} | {g['tflops'] / p:.2f}x" if p else "- | -"
+        md.append(f"| {g['shape']} | {g['dtype']} | {g['tflops']:.1f} | {pct} | {peer_cells} |")
     for key in ("recipe_f16", "recipe_bf16"):
         md += ["", f"AMP recipe ({key[7:]}):"] + [f"- {k}: {v['ms_per_step']} ms/step, final loss {v['final_loss']}" for k, v in summary[key].items()]
     md += ["", "Digits:"] + [f"- {l.strip()}" for l in digits]

@@ -39,6 +39,31 @@ TEST(CublasLtPlan, SwapsOperandsForRowMajor) {
   EXPECT_FALSE(plan->separate_epilogue);
 }
 
+TEST(CublasLtPlan, ReadsTransposedOperandsAsOpT) {
+  // linear(x, W): in1 = W^T, a view of W [n, k] with strides (1, k); the
+  // library's A is our in1, so it is W as stored (column-major k x n, ld k)
+  // read op T.
+  MatmulProblem p = Problem(MIXRT_DTYPE_BF16, MIXRT_DTYPE_BF16);
+  p.b_transposed = true;
+  auto plan = PlanCublasLtMatmul(p);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->trans_a);
+  EXPECT_FALSE(plan->trans_b);
+  EXPECT_EQ(plan->lda, 1024);  // k
+  EXPECT_EQ(plan->ldb, 1024);  // in0 as before: k
+  EXPECT_EQ(plan->stride_a, 1024 * 4096);
+  // grad_W = grad^T @ x: in0 = grad^T, a view of grad [k, m] with strides
+  // (1, m): the library's B, column-major m x k with ld m, op T.
+  p = Problem(MIXRT_DTYPE_BF16, MIXRT_DTYPE_BF16);
+  p.a_transposed = true;
+  plan = PlanCublasLtMatmul(p);
+  EXPECT_FALSE(plan->trans_a);
+  EXPECT_TRUE(plan->trans_b);
+  EXPECT_EQ(plan->lda, 4096);  // n
+  EXPECT_EQ(plan->ldb, 512);   // m
+  EXPECT_EQ(plan->stride_b, 512 * 1024);
+}
+
 TEST(CublasLtPlan, Tf32OnlyForF32WhenAllowed) {
   MatmulProblem p = Problem(MIXRT_DTYPE_F32, MIXRT_DTYPE_F32);
   EXPECT_EQ(PlanCublasLtMatmul(p)->compute, CUBLAS_COMPUTE_32F);
@@ -115,6 +140,15 @@ TEST(CublasLtPlan, CacheKeysDifferWheneverTheAlgorithmMight) {
   q = p;
   q.beta = 1;
   EXPECT_NE(PlanCublasLtMatmul(q)->cache_key, base);
+  q = p;
+  q.a_transposed = true;
+  const std::string a_t = PlanCublasLtMatmul(q)->cache_key;
+  q = p;
+  q.b_transposed = true;
+  const std::string b_t = PlanCublasLtMatmul(q)->cache_key;
+  EXPECT_NE(a_t, base);
+  EXPECT_NE(b_t, base);
+  EXPECT_NE(a_t, b_t);
   EXPECT_EQ(PlanCublasLtMatmul(p)->cache_key, base);
 }
 

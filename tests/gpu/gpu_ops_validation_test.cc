@@ -122,6 +122,27 @@ TEST(GpuOpsValidation, MatmulOperandsAreChecked) {
   ExpectRefused(parse({&a, &b_ok, &bias}, &out), "bias must be floating [5]");
   ExpectRefused(parse({&a, &transposed}, &out), "must be contiguous");
   EXPECT_TRUE(parse({&a, &b_ok}, &out).ok());
+  // A plugin that reads op T takes transposed operands, and only those: a
+  // strided view that is no transpose of a dense buffer is still refused.
+  {
+    Call c(MIXRT_OP_MATMUL, {&a, &transposed}, {&out}, &attrs);
+    auto m = gpu::ParseMatmulCall(c.call, /*allow_transposed=*/true);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE(m->b_transposed);
+    EXPECT_FALSE(m->a_transposed);
+    const HostTensor a_t =
+        HostTensor(MIXRT_DTYPE_BF16, {3, 2}).Strided({2, 3}, {1, 2});
+    Call c2(MIXRT_OP_MATMUL, {&a_t, &b_ok}, {&out}, &attrs);
+    m = gpu::ParseMatmulCall(c2.call, /*allow_transposed=*/true);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE(m->a_transposed);
+    const HostTensor every_other =
+        HostTensor(MIXRT_DTYPE_BF16, {3, 10}).Strided({3, 5}, {10, 2});
+    Call c3(MIXRT_OP_MATMUL, {&a, &every_other}, {&out}, &attrs);
+    ExpectRefused(
+        gpu::ParseMatmulCall(c3.call, /*allow_transposed=*/true).status(),
+        "must be contiguous");
+  }
   // An empty inner dim: the host's views keep strides that are not dense
   // row-major ([5, 0] with strides (1, 5)), yet they address nothing, so the
   // call is accepted (the product is zero, only the epilogue is left).

@@ -2,7 +2,13 @@
 #include "core/kernels/matmul.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "core/tensor/op_profile.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -126,6 +132,79 @@ TEST_F(MatmulTest, EmptyInnerDimensionGivesBias) {
   auto y = linear(*a, *w, bias);
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(Values(y), ElementsAre(1.5, -2, 1.5, -2, 1.5, -2));
+}
+
+// The launches (as the op profile names them) of linear(x, W, b) and of a
+// weight gradient's grad^T @ x on the fake accelerator laid out as
+// MIXRT_FAKE_LAYOUT says, with their values.
+struct LayoutRun {
+  std::vector<std::string> ops;
+  std::vector<double> y, grad_w;
+};
+
+LayoutRun RunOnLayout(const char* layout, const std::vector<float>& xs,
+                      const std::vector<float>& ws,
+                      const std::vector<float>& gs) {
+  // Read by the fixture when it reports its properties at load.
+  EXPECT_EQ(setenv("MIXRT_FAKE_LAYOUT", layout, 1), 0);
+  Registry registry;
+  auto backend = registry.Load(
+      testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  LayoutRun run;
+  if (!backend.ok()) return run;
+  const Device d(*backend, 0);
+  Tensor x = MakeTensor(d, xs, {6, 7});
+  Tensor w = MakeTensor(d, ws, {5, 7});
+  Tensor g = MakeTensor(d, gs, {6, 5});
+  Tensor b = MakeTensor(d, {0.5, -1, 0.25, 0, 2}, {5});
+  auto g_t = g.transpose(0, 1);
+  EXPECT_TRUE(g_t.ok());
+  ResetOpProfile();
+  EnableOpProfile(true);
+  auto y = linear(x, w, b);
+  auto grad_w = matmul(*g_t, x);
+  EnableOpProfile(false);
+  unsetenv("MIXRT_FAKE_LAYOUT");
+  EXPECT_TRUE(y.ok()) << y.status();
+  EXPECT_TRUE(grad_w.ok()) << grad_w.status();
+  for (const OpProfileEntry& e : OpProfileEntries()) run.ops.push_back(e.op);
+  run.y = Values(y);
+  run.grad_w = Values(grad_w);
+  return run;
+}
+
+// A device that needs dense tensors gets a copy of every transposed
+// operand; one that also reads transposed matmul operands (cuBLASLt's op
+// T) gets the views themselves, and the same values.
+TEST_F(MatmulTest, TransposedOperandsReachADeviceThatReadsThem) {
+  const std::vector<float> xs = testing::RandomValues(42, 11),
+                           ws = testing::RandomValues(35, 12),
+                           gs = testing::RandomValues(30, 13);
+  const LayoutRun dense = RunOnLayout("dense", xs, ws, gs);
+  const LayoutRun direct = RunOnLayout("dense_transposed", xs, ws, gs);
+  EXPECT_THAT(dense.ops, ::testing::Contains("copy f32 -> f32"));
+  EXPECT_THAT(direct.ops, ::testing::Not(::testing::Contains("copy f32 -> f32")));
+  EXPECT_THAT(direct.ops, ::testing::Contains("matmul f32 -> f32"));
+  std::vector<double> want_y, want_gw;
+  const double bias[] = {0.5, -1, 0.25, 0, 2};
+  for (int r = 0; r < 6; ++r)
+    for (int o = 0; o < 5; ++o) {
+      double s = bias[o];
+      for (int i = 0; i < 7; ++i) s += xs[r * 7 + i] * ws[o * 7 + i];
+      want_y.push_back(s);
+    }
+  for (int o = 0; o < 5; ++o)
+    for (int i = 0; i < 7; ++i) {
+      double s = 0;
+      for (int r = 0; r < 6; ++r) s += gs[r * 5 + o] * xs[r * 7 + i];
+      want_gw.push_back(s);
+    }
+  // f32 sums of 6-7 products of values in [-1, 1].
+  ExpectClose(direct.y, want_y, 1e-5, 1e-5, "linear, transposed weight");
+  ExpectClose(direct.grad_w, want_gw, 1e-5, 1e-5, "grad^T @ x");
+  ExpectClose(dense.y, want_y, 1e-5, 1e-5, "linear, dense copy");
+  ExpectClose(dense.grad_w, want_gw, 1e-5, 1e-5, "grad^T @ x, dense copy");
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ std::vector<std::string> FlagNames(uint32_t flags) {
   if (flags & MIXRT_DEVICE_FLAG_NEEDS_CONTIGUOUS) {
     names.push_back("needs-contiguous");
   }
+  if (flags & MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS) {
+    names.push_back("matmul-transposed-operands");
+  }
   return names;
 }
 
