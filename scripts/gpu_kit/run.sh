@@ -8,7 +8,8 @@
 #   mixrt info; the conformance suite on the cuda plugin; the GPU GEMM
 #   benchmark in f32, TF32 (MIXRT_FLOAT32_MATMUL_PRECISION=high), f16 and
 #   bf16, and the same GEMMs on PyTorch when the machine has it (the ratio
-#   column); the AMP recipe on cuda (f32, f16 autocast + GradScaler, bf16);
+#   column); the AMP recipe on cuda (f32, f16 autocast + GradScaler, bf16,
+#   and bf16 compiled with reduce-overhead: CUDA graphs);
 #   digits on cuda; mixrt bench --quick on cuda and cpu.
 # and writes OUT/summary.json and OUT/summary.md (with the rows for the
 # proof table in plugins/README.md), plus every step's log.
@@ -83,6 +84,10 @@ step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchma
 step gemm_pytorch 60 python3 "$kit/pytorch_gemm_peer.py" "$out/gemm_pytorch.json"
 step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
 step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
+# Compiled with reduce-overhead: kernel graphs replayed as CUDA graphs; its
+# losses must match recipe_bf16's.
+step recipe_compiled 60 "$bin/amp_recipe" --backend=cuda --dtype=bf16 \
+  --compile=reduce-overhead
 step digits 60 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --seeds=5 --check
 step bench 60 "$bin/mixrt" bench --quick --backend=cuda,cpu --json="$out/bench.json" --md
 

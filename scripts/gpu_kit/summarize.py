@@ -94,6 +94,7 @@ def main():
         "gemm": gemm,
         "recipe_f16": recipe(read(os.path.join(out, "recipe_f16.log"))),
         "recipe_bf16": recipe(read(os.path.join(out, "recipe_bf16.log"))),
+        "recipe_compiled": recipe(read(os.path.join(out, "recipe_compiled.log"))),
         "digits": digits,
         "bench": load_json(os.path.join(out, "bench.json")) is not None,
     }
@@ -110,7 +111,7 @@ def main():
         p = g["pytorch_tflops"]
         peer_cells = f"{p:.1f} | {g['tflops'] / p:.2f}x" if p else "- | -"
         md.append(f"| {g['shape']} | {g['dtype']} | {g['tflops']:.1f} | {pct} | {peer_cells} |")
-    for key in ("recipe_f16", "recipe_bf16"):
+    for key in ("recipe_f16", "recipe_bf16", "recipe_compiled"):
         md += ["", f"AMP recipe ({key[7:]}):"] + [f"- {k}: {v['ms_per_step']} ms/step, final loss {v['final_loss']}" for k, v in summary[key].items()]
     md += ["", "Digits:"] + [f"- {l.strip()}" for l in digits]
     big = {(g["shape"], g["dtype"]): g for g in gemm if g["shape"].startswith("4096x4096x4096")}
