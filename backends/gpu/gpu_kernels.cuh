@@ -97,14 +97,21 @@ int LaunchRows(const LaunchContext& ctx, const F& f, int64_t rows,
   return MIXRT_GPU_LAST_ERROR();
 }
 
+// blockIdx.x picks the chunk; the kUnscaleSplit blocks along y share it as
+// one wide team of threads. A launch holds at most kMultiTensorMaxBlocks
+// chunks (the kernel-parameter limit), and one 256-thread block per chunk
+// left most of a large GPU idle: unscaling 50M gradients took 1.2 ms on an
+// H100, 8x its memory time.
+constexpr unsigned kUnscaleSplit = 16;
+
 __global__ void UnscaleKernel(const MIXRT_GRID_CONSTANT UnscaleChunkFunctor f) {
-  f(blockIdx.x, threadIdx.x, blockDim.x);
+  f(blockIdx.x, blockIdx.y * blockDim.x + threadIdx.x, gridDim.y * blockDim.x);
 }
 
 int LaunchUnscale(const LaunchContext& ctx, const UnscaleChunkFunctor& f) {
   if (f.launch.num_blocks == 0) return 0;
-  UnscaleKernel<<<f.launch.num_blocks, 256, 0,
-                  static_cast<GpuStream>(ctx.stream)>>>(f);
+  const dim3 grid(static_cast<unsigned>(f.launch.num_blocks), kUnscaleSplit);
+  UnscaleKernel<<<grid, 256, 0, static_cast<GpuStream>(ctx.stream)>>>(f);
   return MIXRT_GPU_LAST_ERROR();
 }
 
