@@ -3,8 +3,9 @@
 # that proves the CUDA plugin on a machine that has a GPU, the NVIDIA driver
 # and CUDA, and nothing else of ours (no Bazel, no registries):
 #
-#   scripts/gpu_kit.sh [DIR]        # default: gpu_kit/ (ignored by git)
-#   # copy DIR to the GPU machine, then there:
+#   scripts/gpu_kit.sh [DIR]        # default: gpu_kit/ (ignored by git), and
+#                                   # DIR's parent/gpu_kit_pack/gpu_kit.tar.gz
+#   # copy DIR (or the tarball) to the GPU machine, then there:
 #   DIR/run.sh [OUT]                # -> OUT/summary.json, OUT/summary.md
 #
 # DIR holds bin/ (the mixrt CLI with mixrt bench, the CUDA, CPU and
@@ -90,3 +91,10 @@ for f in "$kit"/bin/*; do
   done < <(env -i LD_LIBRARY_PATH="$kit/lib" ldd "$f" | awk '/=>/ {print $1, $2, $3}')
 done
 env -i PATH=/usr/bin:/bin HOME="${HOME:-/root}" "$kit/run.sh" --check
+
+# What travels: the working tree and the kit together exceed what a device
+# run carries (64 MiB), the kit compressed does not.
+pack="$(dirname "$kit")/gpu_kit_pack"
+mkdir -p "$pack"
+tar -C "$(dirname "$kit")" -czf "$pack/gpu_kit.tar.gz" "$(basename "$kit")"
+echo "gpu_kit: $pack/gpu_kit.tar.gz: $(du -m "$pack/gpu_kit.tar.gz" | cut -f1) MiB"
