@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_join.h"
 #include "benchmarks/benchmark_support.h"
 #include "mixrt/mixrt.h"

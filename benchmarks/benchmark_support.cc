@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/status/statusor.h"
 #include "core/allocator/caching_allocator.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/registry.h"

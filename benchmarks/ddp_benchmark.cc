@@ -13,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
 #include "core/bundled/bundled_plugins.h"
 #include "mixrt/mixrt.h"
 

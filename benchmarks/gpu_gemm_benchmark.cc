@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/status/status.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/benchmark_support.h"
 #include "core/kernels/matmul.h"

@@ -6,6 +6,7 @@
 //   bazel run //benchmarks:pointwise_benchmark
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "benchmark/benchmark.h"
 #include "benchmarks/benchmark_support.h"
 #include "core/functional/ops.h"

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/regular_file_read.h"
 #include "mixrt/status_macros.h"

@@ -2,6 +2,7 @@
 
 #include <sys/sysinfo.h>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace mixrt::files {

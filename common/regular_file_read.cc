@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/memory_budget.h"
 

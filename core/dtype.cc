@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 

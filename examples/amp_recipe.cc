@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
 #include "common/out_of_memory.h"
 #include "examples/flag_checks.h"
 #include "examples/load_plugins.h"
@@ -119,8 +120,8 @@ absl::StatusOr<Result> Train(const mixrt::Device& device, Mode mode,
   };
   Result r;
   r.first_step_ms = ms(after_first - start);
-  r.ms_per_step = steps > 1 ? ms(end - after_first) / (steps - 1)
-                            : r.first_step_ms;
+  r.ms_per_step =
+      steps > 1 ? ms(end - after_first) / (steps - 1) : r.first_step_ms;
   r.peak_mib = allocator.stats().peak_bytes_in_use / 1048576.0;
   MIXRT_ASSIGN_OR_RETURN(r.final_loss, loss.item());
   return r;

@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
 #include "common/out_of_memory.h"
 #include "examples/flag_checks.h"
 #include "examples/load_plugins.h"

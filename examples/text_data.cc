@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/regular_file_read.h"

@@ -19,6 +19,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
 #include "common/out_of_memory.h"
 #include "examples/digits_data.h"
 #include "examples/flag_checks.h"

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "core/io/checkpoint.h"
 #include "core/plugin/registry.h"
 #include "fuzz/fuzz_input.h"

@@ -10,6 +10,7 @@
 #include <deque>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "core/plugin/plugin_loader.h"
 #include "fuzz/fuzz_input.h"
 #include "mixrt/plugin_api.h"

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "absl/status/statusor.h"
 #include "core/tensor/shape.h"
 #include "fuzz/fuzz_input.h"
 

@@ -40,11 +40,24 @@ plugin="$build/libmixrt_partial.so"
 [ -f "$plugin" ] || fail "no $plugin"
 exported=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort | tr '\n' ' ')
 [ "$exported" = "mixrt_plugin_entry " ] || fail "the plugin exports more than its entry: $exported"
+# A plugin ships as one .so for many distributions: it may need the C++
+# runtime and libc, never the build machine's Abseil (whose SONAMEs differ
+# from one distribution to the next), and the SDK archive names none.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+case "$(needed "$plugin")" in
+  *absl*) fail "the plugin needs Abseil at run time: $(needed "$plugin")" ;;
+esac
+if nm -u "$prefix/lib/libmixrt_plugin_sdk.a" 2>/dev/null | grep "absl" >/dev/null; then
+  fail "the SDK archive refers to Abseil: $(nm -u "$prefix/lib/libmixrt_plugin_sdk.a" | grep -m3 absl)"
+fi
 
 # pkg-config, for authors without CMake.
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" g++ ${sanitize[@]+"${sanitize[@]}"} -o "$TEST_TMPDIR/libmixrt_partial_pc.so" \
   "$example_dir/partial_plugin.cc" "$example_dir/chain_fusion.cc" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs mixrt_plugin_sdk) \
   >"$TEST_TMPDIR/pc.log" 2>&1 || fail "pkg-config build: $(cat "$TEST_TMPDIR/pc.log")"
+case "$(needed "$TEST_TMPDIR/libmixrt_partial_pc.so")" in
+  *absl*) fail "the pkg-config build needs Abseil: $(needed "$TEST_TMPDIR/libmixrt_partial_pc.so")" ;;
+esac
 
 # Loaded through MIXRT_PLUGIN_PATH by the installed CLI.
 MIXRT_PLUGIN_PATH="$build" "$prefix/bin/mixrt" info >"$TEST_TMPDIR/info.txt" 2>&1 || true

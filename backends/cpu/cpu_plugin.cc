@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_capability.h"
@@ -40,7 +41,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
             "cpu"};
   }
 
-  absl::Status Initialize() override {
+  sdk::Status Initialize() override {
     // Under a small address-space limit (ulimit -v) OpenMP's threads and
     // oneDNN's code cannot be mapped, and what failed then was a segfault
     // or glibc's "libgcc_s.so.1 must be installed for unwinding": refuse
@@ -77,7 +78,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
 
   sdk::DeviceCount CountDevices() override { return {1, ""}; }
 
-  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
+  sdk::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
     const CpuInfo& info = GetCpuInfo();
     sdk::DeviceProperties props;
     props.name = absl::StrCat(info.model, " (", omp_get_max_threads(),
@@ -107,13 +108,13 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
   }
 
   // The pattern table's claims, in its order (fusion/fusion_patterns.h).
-  absl::StatusOr<std::vector<int>> ClaimFusion(
+  sdk::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
     return ClaimFusionPatterns(graph);
   }
 
-  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
-      int, const sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
+  sdk::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
+      int, const sdk::FusionGraph& graph, sdk::Span<const int> group_of_node,
       int group) override {
     MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<sdk::FusedKernel> kernel,
                            CompileGroup(graph, group_of_node, group));
@@ -122,7 +123,7 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
 
   const sdk::OpTable* Ops() const override { return &CpuOps(); }
 
-  absl::Status Launch(const sdk::KernelCall& call) override {
+  sdk::Status Launch(const sdk::KernelCall& call) override {
     UseThreadsLeftFree();
     return RunKernel(call);
   }

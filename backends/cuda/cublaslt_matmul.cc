@@ -3,6 +3,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 
@@ -72,14 +73,12 @@ absl::Status Describe(const CublasLtPlan& plan, const void* bias,
         "cublasLtMatmulDescSetAttribute(bias)"));
   }
   // A layout describes the matrix as stored, before op T.
-  MIXRT_RETURN_IF_ERROR(MakeLayout(
-      plan.ab_type, plan.trans_a ? plan.k : plan.m,
-      plan.trans_a ? plan.m : plan.k, plan.lda, plan.batch, plan.stride_a,
-      &d->a));
-  MIXRT_RETURN_IF_ERROR(MakeLayout(
-      plan.ab_type, plan.trans_b ? plan.n : plan.k,
-      plan.trans_b ? plan.k : plan.n, plan.ldb, plan.batch, plan.stride_b,
-      &d->b));
+  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.trans_a ? plan.k : plan.m,
+                                   plan.trans_a ? plan.m : plan.k, plan.lda,
+                                   plan.batch, plan.stride_a, &d->a));
+  MIXRT_RETURN_IF_ERROR(MakeLayout(plan.ab_type, plan.trans_b ? plan.n : plan.k,
+                                   plan.trans_b ? plan.k : plan.n, plan.ldb,
+                                   plan.batch, plan.stride_b, &d->b));
   return MakeLayout(plan.cd_type, plan.m, plan.n, plan.ldc, plan.batch,
                     plan.stride_c, &d->c);
 }

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 
@@ -104,9 +105,9 @@ absl::StatusOr<CublasLtPlan> PlanCublasLtMatmul(const MatmulProblem& p) {
   }
   plan.cache_key =
       absl::StrCat(plan.m, "x", plan.n, "x", plan.k, plan.trans_a ? "T" : "N",
-                   plan.trans_b ? "T" : "N", "b", plan.batch, "t",
-                   plan.ab_type, ".", plan.cd_type, "c", plan.compute, "e",
-                   plan.epilogue, plan.beta != 0.0f ? "+c" : "");
+                   plan.trans_b ? "T" : "N", "b", plan.batch, "t", plan.ab_type,
+                   ".", plan.cd_type, "c", plan.compute, "e", plan.epilogue,
+                   plan.beta != 0.0f ? "+c" : "");
   return plan;
 }
 

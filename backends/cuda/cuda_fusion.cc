@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_fusion.h"
 
+#include "absl/status/statusor.h"
 #include "backends/cuda/nvrtc_program.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/fusion_claim.h"

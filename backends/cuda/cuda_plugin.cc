@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cuda/cublaslt_matmul.h"
 #include "backends/cuda/cublaslt_plan.h"
@@ -56,7 +57,7 @@ class CudaKernelGraph : public sdk::KernelGraph {
 
   int num_buffers() const override { return steps_->num_buffers(); }
 
-  absl::Status Run(absl::Span<void* const> buffers) override {
+  sdk::Status Run(sdk::Span<void* const> buffers) override {
     std::lock_guard<std::mutex> lock(mutex_);
     MIXRT_RETURN_IF_ERROR(
         gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
@@ -70,7 +71,7 @@ class CudaKernelGraph : public sdk::KernelGraph {
       case gpu::GraphReplay::Action::kCapture:
         break;
     }
-    if (absl::Status captured = Capture(buffers); !captured.ok()) {
+    if (sdk::Status captured = Capture(buffers); !captured.ok()) {
       replay_.CaptureFailed(std::string(captured.message()));
       (void)cudaGetLastError();     // A failed capture leaves a sticky error.
       return steps_->Run(buffers);  // Nothing ran during the capture.
@@ -81,14 +82,14 @@ class CudaKernelGraph : public sdk::KernelGraph {
   }
 
  private:
-  absl::Status Capture(absl::Span<void* const> buffers) {
+  sdk::Status Capture(absl::Span<void* const> buffers) {
     MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
         cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
         "cudaStreamBeginCapture"));
-    const absl::Status steps = steps_->Run(buffers);
+    const sdk::Status steps = steps_->Run(buffers);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    absl::Status status = steps;
+    sdk::Status status = steps;
     if (status.ok()) status = gpu::RuntimeStatus(ended, "cudaStreamEndCapture");
     if (status.ok() && exec_ != nullptr) {
       cudaGraphExecUpdateResultInfo info{};
@@ -127,9 +128,9 @@ class CudaFusedKernel : public sdk::FusedKernel {
         device_(device) {}
   ~CudaFusedKernel() override { (void)cudaLibraryUnload(library_); }
 
-  absl::Status Run(absl::Span<void* const> value_data,
-                   absl::Span<const int64_t>) override {
-    if (ptx_.numel == 0) return absl::OkStatus();
+  sdk::Status Run(sdk::Span<void* const> value_data,
+                  sdk::Span<const int64_t>) override {
+    if (ptx_.numel == 0) return sdk::OkStatus();
     MIXRT_RETURN_IF_ERROR(
         gpu::RuntimeStatus(cudaSetDevice(device_), "cudaSetDevice"));
     // The kernel's first parameter is a struct of the pointers, by value.
@@ -171,31 +172,31 @@ class CudaPlugin : public gpu::GpuPlugin {
         "cuda"};
   }
 
-  absl::Status Initialize() override {
+  sdk::Status Initialize() override {
     settings_ = SettingsFromEnvironment();
     return gpu::GpuPlugin::Initialize();
   }
 
-  absl::Status Shutdown() override {
+  sdk::Status Shutdown() override {
     blas_.clear();
     return gpu::GpuPlugin::Shutdown();
   }
 
-  absl::StatusOr<std::unique_ptr<sdk::KernelGraph>> CreateKernelGraph(
+  sdk::StatusOr<std::unique_ptr<sdk::KernelGraph>> CreateKernelGraph(
       int device, std::unique_ptr<sdk::StepGraph> steps) override {
     MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
     return std::make_unique<CudaKernelGraph>(
         std::move(steps), static_cast<cudaStream_t>(d->stream), device);
   }
 
-  absl::StatusOr<std::vector<int>> ClaimFusion(
+  sdk::StatusOr<std::vector<int>> ClaimFusion(
       int, const sdk::FusionGraph& graph) override {
     return ClaimGeneratedLoops(graph);
   }
 
-  absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
+  sdk::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileFusion(
       int device, const sdk::FusionGraph& graph,
-      absl::Span<const int> group_of_node, int group) override {
+      sdk::Span<const int> group_of_node, int group) override {
     MIXRT_ASSIGN_OR_RETURN(gpu::GpuDevice * d, Enter(device));
     const std::string arch = absl::StrCat("compute_", CapabilityOf(*d).sm());
     MIXRT_ASSIGN_OR_RETURN(
@@ -206,7 +207,7 @@ class CudaPlugin : public gpu::GpuPlugin {
                             nullptr, nullptr, 0),
         "cudaLibraryLoadData"));
     cudaKernel_t kernel = nullptr;
-    const absl::Status found = gpu::RuntimeStatus(
+    const sdk::Status found = gpu::RuntimeStatus(
         cudaLibraryGetKernel(&kernel, library, ptx.name.c_str()),
         "cudaLibraryGetKernel");
     if (!found.ok()) {
@@ -243,29 +244,29 @@ class CudaPlugin : public gpu::GpuPlugin {
     return TensorCoresOf(CapabilityOf(device)).f16;
   }
 
-  absl::Status InitializeDevice(gpu::GpuDevice& device) override {
+  sdk::Status InitializeDevice(gpu::GpuDevice& device) override {
     if (!HasKernelImage(CapabilityOf(device), BuiltTargets())) {
       // Listed with every capability unsupported, saying why.
       blas_.push_back(nullptr);
-      return absl::OkStatus();
+      return sdk::OkStatus();
     }
     MIXRT_ASSIGN_OR_RETURN(auto blas, CublasLtMatmul::Create());
     blas_.push_back(std::move(blas));
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 
   // cuBLASLt reads a transposed operand as op T: no copy of a linear
   // layer's weight per call.
   bool MatmulTakesTransposedOperands() const override { return true; }
 
-  absl::Status Matmul(gpu::GpuDevice& device,
-                      const sdk::KernelCall& call) override {
-    MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(
-                                       call, /*allow_transposed=*/true));
-    if (m.m == 0 || m.n == 0 || m.batch == 0) return absl::OkStatus();
+  sdk::Status Matmul(gpu::GpuDevice& device,
+                     const sdk::KernelCall& call) override {
+    MIXRT_ASSIGN_OR_RETURN(
+        auto m, gpu::ParseMatmulCall(call, /*allow_transposed=*/true));
+    if (m.m == 0 || m.n == 0 || m.batch == 0) return sdk::OkStatus();
     CublasLtMatmul* blas = blas_[device.index].get();
     if (blas == nullptr) {
-      return absl::FailedPreconditionError(
+      return sdk::FailedPreconditionError(
           "this device has no kernels in the CUDA plugin");
     }
     MatmulProblem p;
@@ -292,13 +293,13 @@ class CudaPlugin : public gpu::GpuPlugin {
     }
     MIXRT_RETURN_IF_ERROR(blas->Run(plan, m.b.data, m.a.data, m.out.data,
                                     m.out.data, m.epilogue.bias.data, stream));
-    return plan.relu_pass ? ReluInPlace(device, m.out) : absl::OkStatus();
+    return plan.relu_pass ? ReluInPlace(device, m.out) : sdk::OkStatus();
   }
 
  private:
   // torch.relu over the output in place, NaN kept (see CublasLtPlan).
-  static absl::Status ReluInPlace(gpu::GpuDevice& device,
-                                  const gpu::DeviceTensor& out) {
+  static sdk::Status ReluInPlace(gpu::GpuDevice& device,
+                                 const gpu::DeviceTensor& out) {
     gpu::UnaryFunctor f{};
     f.out = out;
     f.x = out;
@@ -310,23 +311,23 @@ class CudaPlugin : public gpu::GpuPlugin {
   }
 
   // The bare product in f32 scratch memory, then GemmEpilogueFunctor.
-  absl::Status RunWithSeparateEpilogue(gpu::GpuDevice& device,
-                                       const gpu::MatmulCall& m,
-                                       const CublasLtPlan& plan, bool empty_k,
-                                       CublasLtMatmul* blas) {
+  sdk::Status RunWithSeparateEpilogue(gpu::GpuDevice& device,
+                                      const gpu::MatmulCall& m,
+                                      const CublasLtPlan& plan, bool empty_k,
+                                      CublasLtMatmul* blas) {
     auto stream = static_cast<cudaStream_t>(device.stream);
     const int64_t elements = m.batch * m.m * m.n;
     void* scratch = nullptr;
     MIXRT_RETURN_IF_ERROR(gpu::RuntimeStatus(
         cudaMallocAsync(&scratch, elements * sizeof(float), stream),
         "cudaMallocAsync"));
-    absl::Status status =
+    sdk::Status status =
         empty_k
             ? gpu::RuntimeStatus(
                   cudaMemsetAsync(scratch, 0, elements * sizeof(float), stream),
                   "cudaMemsetAsync")
-            : blas->Run(plan, m.b.data, m.a.data, scratch, scratch, nullptr,
-                        stream);
+            : sdk::Status(blas->Run(plan, m.b.data, m.a.data, scratch, scratch,
+                                    nullptr, stream));
     if (status.ok()) {
       gpu::GemmEpilogueFunctor f;
       f.out = m.out;

@@ -2,6 +2,7 @@
 // one (third_party/cuda_configure.bzl): a plugin that loads, reports no
 // device and says why, so `mixrt info` and the test summary show the reason
 // instead of the build failing.
+#include "absl/status/status.h"
 #include "missing_reason.h"
 #include "plugins/sdk/plugin.h"
 
@@ -15,13 +16,13 @@ class CudaUnavailablePlugin : public sdk::HostMemoryPlugin {
   sdk::DeviceCount CountDevices() override {
     return {0, MIXRT_CUDA_MISSING_REASON};
   }
-  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
+  sdk::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
     return absl::NotFoundError(MIXRT_CUDA_MISSING_REASON);
   }
   sdk::Capability GetCapability(int, MixrtOpClass, MixrtDtype) override {
     return sdk::Unsupported(MIXRT_CUDA_MISSING_REASON);
   }
-  absl::Status Launch(const sdk::KernelCall&) override {
+  sdk::Status Launch(const sdk::KernelCall&) override {
     return absl::NotFoundError(MIXRT_CUDA_MISSING_REASON);
   }
 };

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
 namespace mixrt::cuda {

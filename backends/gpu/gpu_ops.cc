@@ -1,6 +1,7 @@
 // Dispatch, creation and pointwise ops.
 #include "backends/gpu/gpu_ops.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"

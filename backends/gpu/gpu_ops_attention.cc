@@ -1,5 +1,6 @@
 // Fused scaled dot-product attention (ABI 1.1) and its backward through
 // attention_functors.h, with the f32 accumulators in the device's scratch.
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/attention_functors.h"
 #include "backends/gpu/gpu_ops.h"

@@ -1,4 +1,5 @@
 // Batch normalization, forward and backward: one block per channel.
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/batch_norm_functors.h"
 #include "backends/gpu/gpu_ops.h"

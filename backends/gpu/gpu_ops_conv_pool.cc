@@ -1,4 +1,5 @@
 // conv2d (forward, backward data, backward weights) and pool2d.
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/conv_pool_functors.h"
 #include "backends/gpu/gpu_ops.h"

@@ -1,4 +1,5 @@
 // Embedding lookup and gradient.
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/embedding_functors.h"
 #include "backends/gpu/gpu_ops.h"

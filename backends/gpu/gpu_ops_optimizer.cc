@@ -1,6 +1,7 @@
 // Grad-scaler kernels and fused optimizer steps.
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
 #include "backends/gpu/multi_tensor_plan.h"

@@ -1,6 +1,7 @@
 // Reductions, softmax, layer norm and cross entropy: the row kernels.
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/gpu/gpu_ops.h"
 #include "backends/gpu/multi_tensor_plan.h"

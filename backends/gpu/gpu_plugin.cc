@@ -8,23 +8,23 @@
 
 namespace mixrt::gpu {
 
-absl::Status RuntimeStatus(rt::Error error, const char* call) {
-  if (error == rt::kSuccess) return absl::OkStatus();
+sdk::Status RuntimeStatus(rt::Error error, const char* call) {
+  if (error == rt::kSuccess) return sdk::OkStatus();
   // Clear the last error so the next launch reports its own.
   (void)rt::GetLastError();
   const std::string text = rt::Describe(call, error);
-  if (rt::IsOutOfMemory(error)) return absl::ResourceExhaustedError(text);
-  return absl::InternalError(text);
+  if (rt::IsOutOfMemory(error)) return sdk::ResourceExhaustedError(text);
+  return sdk::InternalError(text);
 }
 
-absl::StatusOr<void*> GpuDevice::Scratch(size_t bytes) {
+sdk::StatusOr<void*> GpuDevice::Scratch(size_t bytes) {
   if (bytes <= scratch_bytes) return scratch;
   if (scratch != nullptr) {
     MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::Free(scratch), "Free (scratch)"));
     scratch = nullptr;
     scratch_bytes = 0;
   }
-  if (absl::Status s =
+  if (sdk::Status s =
           RuntimeStatus(rt::Malloc(&scratch, bytes), "Malloc (scratch)");
       !s.ok()) {
     return s;
@@ -42,7 +42,7 @@ int32_t ScoreByDeviceCount() {
   return count > 0 ? 200 : 0;
 }
 
-absl::Status GpuPlugin::Initialize() {
+sdk::Status GpuPlugin::Initialize() {
   int count = 0;
   // On error the runtime may leave `count` as it was (CUDA 13 without a
   // driver does): the error code decides, never the count.
@@ -50,12 +50,12 @@ absl::Status GpuPlugin::Initialize() {
   if (error != rt::kSuccess) {
     no_device_reason_ = rt::Describe(rt::kGetDeviceCount, error);
     (void)rt::GetLastError();
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   if (count == 0) {
     no_device_reason_ =
         absl::StrCat("the ", rt::kRuntime, " runtime reports 0 devices");
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   for (int i = 0; i < count; ++i) {
     auto device = std::make_unique<GpuDevice>();
@@ -63,13 +63,13 @@ absl::Status GpuPlugin::Initialize() {
     MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::SetDevice(i), "SetDevice"));
     MIXRT_RETURN_IF_ERROR(RuntimeStatus(
         rt::GetDeviceProperties(&device->props, i), "GetDeviceProperties"));
-    if (absl::Status s =
+    if (sdk::Status s =
             RuntimeStatus(rt::StreamCreate(&device->stream), "StreamCreate");
         !s.ok()) {
       return s;
     }
     void* flag = nullptr;
-    if (absl::Status s =
+    if (sdk::Status s =
             RuntimeStatus(rt::Malloc(&flag, sizeof(int32_t)), "Malloc");
         !s.ok()) {
       return s;
@@ -82,10 +82,10 @@ absl::Status GpuPlugin::Initialize() {
     MIXRT_RETURN_IF_ERROR(InitializeDevice(*device));
     devices_.push_back(std::move(device));
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status GpuPlugin::Shutdown() {
+sdk::Status GpuPlugin::Shutdown() {
   // Best effort: the process is letting the plugin go, and a failure here
   // has nobody left to act on it.
   for (auto& device : devices_) {
@@ -96,23 +96,23 @@ absl::Status GpuPlugin::Shutdown() {
     (void)rt::StreamDestroy(device->stream);
   }
   devices_.clear();
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 sdk::DeviceCount GpuPlugin::CountDevices() {
   return {static_cast<int>(devices_.size()), no_device_reason_};
 }
 
-absl::StatusOr<GpuDevice*> GpuPlugin::Enter(int device) {
+sdk::StatusOr<GpuDevice*> GpuPlugin::Enter(int device) {
   if (device < 0 || device >= static_cast<int>(devices_.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return sdk::InvalidArgumentError(absl::StrCat(
         "device ", device, " does not exist (", devices_.size(), " present)"));
   }
   MIXRT_RETURN_IF_ERROR(RuntimeStatus(rt::SetDevice(device), "SetDevice"));
   return devices_[device].get();
 }
 
-absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
+sdk::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
     int device) {
   MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   sdk::DeviceProperties p;
@@ -129,7 +129,7 @@ absl::StatusOr<sdk::DeviceProperties> GpuPlugin::GetDeviceProperties(
   return p;
 }
 
-absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
+sdk::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
   MIXRT_RETURN_IF_ERROR(Enter(device).status());
   if (bytes == 0) return nullptr;
   void* ptr = nullptr;
@@ -137,41 +137,41 @@ absl::StatusOr<void*> GpuPlugin::Allocate(int device, uint64_t bytes) {
   return ptr;
 }
 
-absl::Status GpuPlugin::Free(int device, void* ptr) {
+sdk::Status GpuPlugin::Free(int device, void* ptr) {
   MIXRT_RETURN_IF_ERROR(Enter(device).status());
   return RuntimeStatus(rt::Free(ptr), "Free");
 }
 
-absl::Status GpuPlugin::Copy(int device, MixrtCopyKind kind, void* dst,
-                             const void* src, uint64_t bytes) {
+sdk::Status GpuPlugin::Copy(int device, MixrtCopyKind kind, void* dst,
+                            const void* src, uint64_t bytes) {
   MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   if (kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown copy kind ", kind));
+    return sdk::InvalidArgumentError(absl::StrCat("unknown copy kind ", kind));
   }
-  if (bytes == 0) return absl::OkStatus();
+  if (bytes == 0) return sdk::OkStatus();
   MIXRT_RETURN_IF_ERROR(RuntimeStatus(
       rt::MemcpyAsync(dst, src, bytes, kind, d->stream), "MemcpyAsync"));
   // The ABI: a copy to the host returns when the data are there.
   if (kind == MIXRT_COPY_DEVICE_TO_HOST) {
     return RuntimeStatus(rt::StreamSynchronize(d->stream), "StreamSynchronize");
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status GpuPlugin::Memset(int device, void* dst, uint8_t value,
-                               uint64_t bytes) {
+sdk::Status GpuPlugin::Memset(int device, void* dst, uint8_t value,
+                              uint64_t bytes) {
   MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
-  if (bytes == 0) return absl::OkStatus();
+  if (bytes == 0) return sdk::OkStatus();
   return RuntimeStatus(rt::MemsetAsync(dst, value, bytes, d->stream),
                        "MemsetAsync");
 }
 
-absl::Status GpuPlugin::Synchronize(int device) {
+sdk::Status GpuPlugin::Synchronize(int device) {
   MIXRT_ASSIGN_OR_RETURN(auto d, Enter(device));
   return RuntimeStatus(rt::StreamSynchronize(d->stream), "StreamSynchronize");
 }
 
-absl::Status GpuPlugin::Launch(const sdk::KernelCall& call) {
+sdk::Status GpuPlugin::Launch(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto d, Enter(call.device));
   if (call.op == MIXRT_OP_MATMUL) return Matmul(*d, call);
   return RunOp(*d, call);

@@ -34,24 +34,23 @@ struct GpuDevice {
   std::mutex scratch_mutex;
   void* scratch = nullptr;
   size_t scratch_bytes = 0;
-  absl::StatusOr<void*> Scratch(size_t bytes);
+  sdk::StatusOr<void*> Scratch(size_t bytes);
 };
 
 class GpuPlugin : public sdk::Plugin {
  public:
-  absl::Status Initialize() override;
-  absl::Status Shutdown() override;
+  sdk::Status Initialize() override;
+  sdk::Status Shutdown() override;
   sdk::DeviceCount CountDevices() override;
-  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(
-      int device) override;
-  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) override;
-  absl::Status Free(int device, void* ptr) override;
-  absl::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
-                    uint64_t bytes) override;
-  absl::Status Memset(int device, void* dst, uint8_t value,
-                      uint64_t bytes) override;
-  absl::Status Synchronize(int device) override;
-  absl::Status Launch(const sdk::KernelCall& call) override;
+  sdk::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int device) override;
+  sdk::StatusOr<void*> Allocate(int device, uint64_t bytes) override;
+  sdk::Status Free(int device, void* ptr) override;
+  sdk::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
+                   uint64_t bytes) override;
+  sdk::Status Memset(int device, void* dst, uint8_t value,
+                     uint64_t bytes) override;
+  sdk::Status Synchronize(int device) override;
+  sdk::Status Launch(const sdk::KernelCall& call) override;
   // Its kernels run every op of each class its capability table supports.
   sdk::Capability GetOpSupport(int device, const sdk::OpQuery& query) override {
     return OpSupportFromClassMatrix(device, query);
@@ -59,7 +58,7 @@ class GpuPlugin : public sdk::Plugin {
 
  protected:
   // Makes `device` current on the calling thread and returns it.
-  absl::StatusOr<GpuDevice*> Enter(int device);
+  sdk::StatusOr<GpuDevice*> Enter(int device);
   // The device's name as reported, plus what this backend adds (e.g. the
   // compute capability).
   virtual std::string DeviceName(const GpuDevice& device) const = 0;
@@ -67,10 +66,10 @@ class GpuPlugin : public sdk::Plugin {
   // Whether Matmul reads transposed in0/in1 directly
   // (MIXRT_DEVICE_FLAG_MATMUL_TRANSPOSED_OPERANDS).
   virtual bool MatmulTakesTransposedOperands() const { return false; }
-  virtual absl::Status Matmul(GpuDevice& device,
-                              const sdk::KernelCall& call) = 0;
+  virtual sdk::Status Matmul(GpuDevice& device,
+                             const sdk::KernelCall& call) = 0;
   // Per-device setup after the stream exists (e.g. BLAS handles).
-  virtual absl::Status InitializeDevice(GpuDevice&) { return absl::OkStatus(); }
+  virtual sdk::Status InitializeDevice(GpuDevice&) { return sdk::OkStatus(); }
 
  private:
   std::vector<std::unique_ptr<GpuDevice>> devices_;
@@ -83,7 +82,7 @@ class GpuPlugin : public sdk::Plugin {
 int32_t ScoreByDeviceCount();
 
 // A runtime error as a Status naming the call; OK for success.
-absl::Status RuntimeStatus(rt::Error error, const char* call);
+sdk::Status RuntimeStatus(rt::Error error, const char* call);
 
 }  // namespace mixrt::gpu
 

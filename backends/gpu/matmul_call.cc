@@ -1,5 +1,6 @@
 #include "backends/gpu/matmul_call.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/matrix_layout.h"
 #include "mixrt/status_macros.h"

@@ -51,8 +51,8 @@ class RocmPlugin : public gpu::GpuPlugin {
         .matrix_cores;
   }
 
-  absl::Status Matmul(gpu::GpuDevice& device,
-                      const sdk::KernelCall& call) override {
+  sdk::Status Matmul(gpu::GpuDevice& device,
+                     const sdk::KernelCall& call) override {
     MIXRT_ASSIGN_OR_RETURN(auto m, gpu::ParseMatmulCall(call));
     gpu::TiledGemm gemm;
     gemm.a = m.a;

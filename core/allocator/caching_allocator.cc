@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
 namespace mixrt {

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/autograd/function_node.h"
 #include "mixrt/status_macros.h"
 

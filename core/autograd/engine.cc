@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"

@@ -1,5 +1,6 @@
 #include "core/autograd/node.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/autograd/grad_mode.h"
 #include "core/kernels/pointwise.h"

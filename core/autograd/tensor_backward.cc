@@ -1,5 +1,6 @@
 // Tensor::backward (declared in core/tensor/tensor.h): it runs the engine,
 // so the autograd layer defines it.
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"

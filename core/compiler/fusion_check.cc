@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/compiler/group_scratch.h"

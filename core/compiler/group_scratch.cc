@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/status/statusor.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::compiler {

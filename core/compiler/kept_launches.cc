@@ -1,5 +1,6 @@
 #include "core/compiler/kept_launches.h"
 
+#include "absl/status/status.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::compiler {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/compiler/eval_batch_norm.h"

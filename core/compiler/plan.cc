@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

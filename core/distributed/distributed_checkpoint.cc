@@ -1,5 +1,6 @@
 #include "core/distributed/distributed_checkpoint.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 

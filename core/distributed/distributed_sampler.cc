@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 
 namespace mixrt::distributed {

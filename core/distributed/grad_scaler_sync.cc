@@ -1,5 +1,6 @@
 #include "core/distributed/grad_scaler_sync.h"
 
+#include "absl/status/status.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::distributed {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/plugin/backend.h"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/function_node.h"

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/functional/ops.h"
 #include "core/kernels/pointwise.h"

@@ -1,6 +1,7 @@
 // Differentiable casts, shape ops, pointwise ops and reductions.
 #include <algorithm>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"

@@ -1,5 +1,6 @@
 // Differentiable losses. All are on autocast's f32 lists, so under autocast
 // their inputs arrive in f32 and the loss is f32.
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"

@@ -1,4 +1,5 @@
 // Differentiable linear algebra and neural-network ops.
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"

@@ -4,6 +4,7 @@
 // every backward returns dense gradients.
 #include <numeric>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"

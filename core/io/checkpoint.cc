@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/atomic_write.h"

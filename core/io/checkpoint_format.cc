@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/memory_budget.h"
 #include "core/tensor/factories.h"

@@ -1,5 +1,6 @@
 #include "core/kernels/dropout.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
 #include "core/kernels/pointwise.h"

@@ -1,5 +1,6 @@
 #include "core/kernels/fill_copy.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/status_macros.h"

@@ -1,5 +1,6 @@
 #include "core/kernels/op_checks.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 

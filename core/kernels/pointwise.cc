@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
 #include "core/tensor/kernel_launch.h"

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/op_checks.h"
 #include "core/kernels/pointwise.h"

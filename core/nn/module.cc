@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/checkpoint.h"

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/nn/module.h"
 
 namespace mixrt::nn {

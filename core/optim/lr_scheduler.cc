@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/fill_copy.h"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/kernels/optimizer_kernels.h"
 #include "core/tensor/tensor.h"
 

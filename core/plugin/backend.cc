@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/allocator/caching_allocator.h"
 #include "mixrt/op_class.h"

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/plugin/plugin_loader.h"
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/elf_check.h"
 #include "mixrt/status_macros.h"

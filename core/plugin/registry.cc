@@ -10,6 +10,7 @@
 #include <cstring>
 #include <shared_mutex>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/trusted_path.h"

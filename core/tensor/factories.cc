@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/capture_hooks.h"
 #include "core/tensor/kernel_launch.h"

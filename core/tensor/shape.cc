@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "mixrt/plugin_api.h"

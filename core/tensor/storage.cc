@@ -1,5 +1,6 @@
 #include "core/tensor/storage.h"
 
+#include "absl/status/statusor.h"
 #include "core/allocator/caching_allocator.h"
 #include "core/tensor/capture_hooks.h"
 

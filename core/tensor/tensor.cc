@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/status_macros.h"
 

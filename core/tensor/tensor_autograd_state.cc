@@ -2,6 +2,7 @@
 // tensor owns; the autograd layer records and reads it.
 #include <algorithm>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/status_macros.h"

@@ -1,6 +1,7 @@
 // Tensor methods that copy: contiguous, casts, device moves, host access.
 #include <cstring>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/capture_hooks.h"
 #include "core/tensor/kernel_launch.h"

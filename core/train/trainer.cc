@@ -1,5 +1,6 @@
 #include "core/train/trainer.h"
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/autograd/grad_mode.h"

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "mixrt/mixrt.h"
 
 namespace {

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/sdk/plugin.h"
+#include "mixrt/sdk/strings.h"
 
 namespace partial {
 namespace {
@@ -92,7 +92,7 @@ struct Step {
 
 class ChainKernel : public mixrt::sdk::FusedKernel {
  public:
-  ChainKernel(const FusionGraph& g, absl::Span<const int> group_of_node,
+  ChainKernel(const FusionGraph& g, mixrt::sdk::Span<const int> group_of_node,
               int group)
       : stores_(g.GroupStores(group_of_node, group)),
         written_(g.values.size(), false),
@@ -132,8 +132,8 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
     }
   }
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t>) override {
+  mixrt::sdk::Status Run(mixrt::sdk::Span<void* const> data,
+                         mixrt::sdk::Span<const int64_t>) override {
     // The matmul's result: in memory when the graph needs it stored, else
     // in the scratch memory the host handed over (ScratchBytes: the host
     // gives no value memory to what only the group reads).
@@ -172,7 +172,7 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
         if (s.stored) static_cast<float*>(data[s.out])[i] = y;
       }
     }
-    return absl::OkStatus();
+    return mixrt::sdk::OkStatus();
   }
 
   // ABI 1.2: the unstored product's bytes, allocated by the host (its
@@ -186,13 +186,13 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
   std::string Description() const override {
     std::string chain = matmul_out_ >= 0 ? "matmul" : "";
     for (const Step& s : steps_) {
-      absl::StrAppend(&chain, chain.empty() ? "" : " + ",
-                      s.relu  ? "relu"
-                      : s.add ? "add"
-                              : "mul");
+      mixrt::sdk::StrAppend(&chain, chain.empty() ? "" : " + ",
+                            s.relu  ? "relu"
+                            : s.add ? "add"
+                                    : "mul");
     }
-    return absl::StrCat("partial chain: ", chain, " (", numel_,
-                        " elements, one pass)");
+    return mixrt::sdk::StrCat("partial chain: ", chain, " (", numel_,
+                              " elements, one pass)");
   }
 
  private:
@@ -202,7 +202,7 @@ class ChainKernel : public mixrt::sdk::FusedKernel {
   // A value at element i: the matmul's product, a register when a step of
   // the group writes it (steps run in order, so at element i it already
   // has), else the group's input in memory.
-  float Read(absl::Span<void* const> data, const float* product, int v,
+  float Read(mixrt::sdk::Span<void* const> data, const float* product, int v,
              int64_t i, bool row) const {
     if (v == matmul_out_) return product[i];
     if (written_[v]) return registers_[v];
@@ -258,8 +258,9 @@ std::vector<int> ClaimChains(const FusionGraph& g) {
   return group;
 }
 
-absl::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileChain(
-    const FusionGraph& graph, absl::Span<const int> group_of_node, int group) {
+mixrt::sdk::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileChain(
+    const FusionGraph& graph, mixrt::sdk::Span<const int> group_of_node,
+    int group) {
   return std::make_unique<ChainKernel>(graph, group_of_node, group);
 }
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "mixrt/sdk/fusion.h"
+#include "mixrt/sdk/span.h"
+#include "mixrt/sdk/status.h"
 
 namespace partial {
 
@@ -19,9 +19,9 @@ namespace partial {
 std::vector<int> ClaimChains(const mixrt::sdk::FusionGraph& graph);
 
 // The kernel running group `group` of a claim.
-absl::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileChain(
-    const mixrt::sdk::FusionGraph& graph, absl::Span<const int> group_of_node,
-    int group);
+mixrt::sdk::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileChain(
+    const mixrt::sdk::FusionGraph& graph,
+    mixrt::sdk::Span<const int> group_of_node, int group);
 
 }  // namespace partial
 

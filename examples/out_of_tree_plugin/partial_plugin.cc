@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "chain_fusion.h"
 #include "mixrt/op_names.h"
 #include "mixrt/sdk/op_table.h"
 #include "mixrt/sdk/plugin.h"
+#include "mixrt/sdk/strings.h"
 #include "mixrt/status_macros.h"
 
 namespace partial {
@@ -28,23 +28,23 @@ using mixrt::sdk::TensorRef;
 float* Floats(const TensorRef& t) { return static_cast<float*>(t.data()); }
 
 // Reached only if the host launches what the table does not claim.
-absl::Status Refuse(const KernelCall& call) {
-  return absl::UnimplementedError(
-      absl::StrCat("the partial plugin does not run ", MixrtOpName(call.op),
-                   " in this form"));
+mixrt::sdk::Status Refuse(const KernelCall& call) {
+  return mixrt::sdk::UnimplementedError(
+      mixrt::sdk::StrCat("the partial plugin does not run ",
+                         MixrtOpName(call.op), " in this form"));
 }
 
-absl::Status Fill(const KernelCall& call) {
+mixrt::sdk::Status Fill(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
   float* out = Floats(call.outputs[0]);
   for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
     out[i] = static_cast<float>(attrs->value);
   }
-  return absl::OkStatus();
+  return mixrt::sdk::OkStatus();
 }
 
 // The one op whose input may be strided.
-absl::Status Copy(const KernelCall& call) {
+mixrt::sdk::Status Copy(const KernelCall& call) {
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
   mixrt::sdk::ForEachElement<2>(out.ndim(), out.shape(),
@@ -52,10 +52,10 @@ absl::Status Copy(const KernelCall& call) {
                                 [&](const std::array<int64_t, 2>& o) {
                                   out.StoreFloat(o[1], in.LoadFloat(o[0]));
                                 });
-  return absl::OkStatus();
+  return mixrt::sdk::OkStatus();
 }
 
-absl::Status AddOrMul(const KernelCall& call) {
+mixrt::sdk::Status AddOrMul(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());
   const float* x = Floats(call.inputs[0]);
   const float* y = Floats(call.inputs[1]);
@@ -68,10 +68,10 @@ absl::Status AddOrMul(const KernelCall& call) {
   } else {
     return Refuse(call);
   }
-  return absl::OkStatus();
+  return mixrt::sdk::OkStatus();
 }
 
-absl::Status Relu(const KernelCall& call) {
+mixrt::sdk::Status Relu(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPointwiseAttrs>());
   if (attrs->kind != MIXRT_UNARY_RELU) return Refuse(call);
   const float* x = Floats(call.inputs[0]);
@@ -80,11 +80,11 @@ absl::Status Relu(const KernelCall& call) {
     // NaN stays NaN, as in PyTorch (x > 0 is false for it).
     out[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
   }
-  return absl::OkStatus();
+  return mixrt::sdk::OkStatus();
 }
 
 // out[b] = a[b] @ w[b] (+ bias) + beta * out[b], dense f32.
-absl::Status Matmul(const KernelCall& call) {
+mixrt::sdk::Status Matmul(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
   if (attrs->activation != MIXRT_ACTIVATION_NONE) return Refuse(call);
   const TensorRef& a = call.inputs[0];
@@ -92,7 +92,7 @@ absl::Status Matmul(const KernelCall& call) {
   const TensorRef& out = call.outputs[0];
   const int nd = out.ndim();
   if (nd < 2 || a.ndim() != nd || w.ndim() != nd) {
-    return absl::InvalidArgumentError("matmul: operands of unequal rank");
+    return mixrt::sdk::InvalidArgumentError("matmul: operands of unequal rank");
   }
   const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1];
   const int64_t k = a.shape()[nd - 1];
@@ -116,7 +116,7 @@ absl::Status Matmul(const KernelCall& call) {
       }
     }
   }
-  return absl::OkStatus();
+  return mixrt::sdk::OkStatus();
 }
 
 // What this plugin runs: each kernel with the dtypes (of its first input
@@ -147,7 +147,7 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
 
   mixrt::sdk::DeviceCount CountDevices() override { return {1, ""}; }
 
-  absl::StatusOr<mixrt::sdk::DeviceProperties> GetDeviceProperties(
+  mixrt::sdk::StatusOr<mixrt::sdk::DeviceProperties> GetDeviceProperties(
       int) override {
     mixrt::sdk::DeviceProperties props;
     props.name = "partial host device";
@@ -171,17 +171,17 @@ class PartialPlugin : public mixrt::sdk::HostMemoryPlugin {
   const mixrt::sdk::OpTable* Ops() const override { return &kOps; }
 
   // Fusion (chain_fusion.cc): add/mul/relu chains, alone or after a matmul.
-  absl::StatusOr<std::vector<int>> ClaimFusion(
+  mixrt::sdk::StatusOr<std::vector<int>> ClaimFusion(
       int, const mixrt::sdk::FusionGraph& graph) override {
     return ClaimChains(graph);
   }
-  absl::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileFusion(
+  mixrt::sdk::StatusOr<std::unique_ptr<mixrt::sdk::FusedKernel>> CompileFusion(
       int, const mixrt::sdk::FusionGraph& graph,
-      absl::Span<const int> group_of_node, int group) override {
+      mixrt::sdk::Span<const int> group_of_node, int group) override {
     return CompileChain(graph, group_of_node, group);
   }
 
-  absl::Status Launch(const KernelCall& call) override {
+  mixrt::sdk::Status Launch(const KernelCall& call) override {
     return kOps.Run(call);
   }
 };

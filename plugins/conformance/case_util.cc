@@ -1,5 +1,6 @@
 #include "plugins/conformance/case_util.h"
 
+#include "absl/status/statusor.h"
 #include "core/kernels/attention.h"
 #include "core/tensor/factories.h"
 

@@ -6,6 +6,7 @@
 // A plugin without the fused op is skipped (the host composes it instead).
 #include <functional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/attention.h"
 #include "core/tensor/factories.h"

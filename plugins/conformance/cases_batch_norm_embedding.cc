@@ -1,3 +1,4 @@
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/batch_norm.h"
 #include "core/kernels/embedding.h"

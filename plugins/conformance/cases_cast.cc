@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/factories.h"
 #include "gtest/gtest.h"

@@ -1,5 +1,6 @@
 #include <cfloat>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/optimizer_kernels.h"

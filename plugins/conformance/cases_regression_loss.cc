@@ -1,3 +1,4 @@
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/loss.h"
 #include "core/tensor/factories.h"

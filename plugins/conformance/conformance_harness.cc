@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/op_fallback.h"

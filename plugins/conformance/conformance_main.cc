@@ -18,6 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
 #include "common/atomic_write.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/plugin_search_path.h"

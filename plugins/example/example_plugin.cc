@@ -3,10 +3,10 @@
 // memory and says so per op (GetOpSupport), so the host runs everything
 // else on a fallback backend and conformance grades the rest "not
 // implemented".
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/strings.h"
 
 namespace example {
 
@@ -22,7 +22,7 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
 
   mixrt::sdk::DeviceCount CountDevices() override { return {1, ""}; }
 
-  absl::StatusOr<mixrt::sdk::DeviceProperties> GetDeviceProperties(
+  mixrt::sdk::StatusOr<mixrt::sdk::DeviceProperties> GetDeviceProperties(
       int) override {
     mixrt::sdk::DeviceProperties props;
     props.name = "example host device";
@@ -54,7 +54,7 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
         "the example plugin only runs f32 fill, copy and add");
   }
 
-  absl::Status Launch(const mixrt::sdk::KernelCall& call) override {
+  mixrt::sdk::Status Launch(const mixrt::sdk::KernelCall& call) override {
     for (const TensorRef& t : call.outputs) {
       if (t.dtype() != MIXRT_DTYPE_F32) return Unsupported(call);
     }
@@ -65,7 +65,7 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
         for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
           out[i] = static_cast<float>(attrs->value);
         }
-        return absl::OkStatus();
+        return mixrt::sdk::OkStatus();
       }
       case MIXRT_OP_COPY: {  // Strided input allowed (see plugin_api.h).
         const TensorRef& in = call.inputs[0];
@@ -76,7 +76,7 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
             [&](const std::array<int64_t, 2>& o) {
               out.StoreFloat(o[1], in.LoadFloat(o[0]));
             });
-        return absl::OkStatus();
+        return mixrt::sdk::OkStatus();
       }
       case MIXRT_OP_BINARY: {  // Contiguous: we set NEEDS_CONTIGUOUS.
         MIXRT_ASSIGN_OR_RETURN(auto attrs,
@@ -88,7 +88,7 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
         for (int64_t i = 0; i < call.outputs[0].numel(); ++i) {
           out[i] = x[i] + y[i];
         }
-        return absl::OkStatus();
+        return mixrt::sdk::OkStatus();
       }
       default:
         return Unsupported(call);
@@ -96,10 +96,10 @@ class ExamplePlugin : public mixrt::sdk::HostMemoryPlugin {
   }
 
  private:
-  static absl::Status Unsupported(const mixrt::sdk::KernelCall& call) {
-    return absl::UnimplementedError(
-        absl::StrCat("the example plugin does not run ", MixrtOpName(call.op),
-                     " with these dtypes"));
+  static mixrt::sdk::Status Unsupported(const mixrt::sdk::KernelCall& call) {
+    return mixrt::sdk::UnimplementedError(
+        mixrt::sdk::StrCat("the example plugin does not run ",
+                           MixrtOpName(call.op), " with these dtypes"));
   }
 };
 

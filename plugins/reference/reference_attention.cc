@@ -116,14 +116,14 @@ void Backward(const AttentionCall& a) {
 
 namespace {
 
-absl::Status Attention(const sdk::KernelCall& call) {
+sdk::Status Attention(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(const AttentionCall a, sdk::DecodeAttention(call));
   if (a.backward) {
     Backward(a);
   } else {
     Forward(a);
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

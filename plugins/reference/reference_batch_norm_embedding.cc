@@ -30,7 +30,7 @@ void Store1(const TensorRef& t, int64_t i, double v) {
   t.StoreFloat(i * t.stride(0), static_cast<float>(v));
 }
 
-absl::Status BatchNorm(const sdk::KernelCall& call) {
+sdk::Status BatchNorm(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 3, 3, 5));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
   const MixrtBatchNormAttrs a = *attrs;
@@ -43,14 +43,14 @@ absl::Status BatchNorm(const sdk::KernelCall& call) {
   const TensorRef& running_mean = call.outputs[3];
   const TensorRef& running_var = call.outputs[4];
   if (x.ndim() < 2 || !x.same_shape(y)) {
-    return absl::InvalidArgumentError("batch_norm takes x [N, C, ...]");
+    return sdk::InvalidArgumentError("batch_norm takes x [N, C, ...]");
   }
   const int64_t c = x.dim(1);
   const int64_t count = x.numel() / std::max<int64_t>(c, 1);
   std::vector<double> mean(c, 0.0), var(c, 0.0);
   if (a.training) {
     if (count < 2) {
-      return absl::InvalidArgumentError(
+      return sdk::InvalidArgumentError(
           "batch_norm: training needs more than one value per channel");
     }
     ForEachByChannel(
@@ -93,10 +93,10 @@ absl::Status BatchNorm(const sdk::KernelCall& call) {
                                             Load1(bias, ch);
                            y.StoreFloat(o[1], static_cast<float>(v));
                          });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status BatchNormBackward(const sdk::KernelCall& call) {
+sdk::Status BatchNormBackward(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 5, 5, 3));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtBatchNormAttrs>());
   const TensorRef& gy = call.inputs[0];
@@ -138,17 +138,17 @@ absl::Status BatchNormBackward(const sdk::KernelCall& call) {
     Store1(call.outputs[1], ch, sum_gx[ch]);
     Store1(call.outputs[2], ch, sum_g[ch]);
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
+sdk::Status Embedding(const sdk::KernelCall& call, bool backward) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
   const TensorRef& indices = call.inputs[1];
   const TensorRef& rows = backward ? call.inputs[0] : call.outputs[0];
   const TensorRef& table = backward ? call.outputs[0] : call.inputs[0];
   if (table.ndim() != 2 || indices.dtype() != MIXRT_DTYPE_I64 ||
       rows.ndim() != indices.ndim() + 1) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "embedding takes weight [V, D], i64 indices and rows [..., D]");
   }
   const int64_t v = table.dim(0), d = table.dim(1);
@@ -169,7 +169,7 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
                          });
   for (size_t i = 0; i < idx.size(); ++i) {
     if (idx[i] < 0 || idx[i] >= v) {
-      return absl::InvalidArgumentError(
+      return sdk::InvalidArgumentError(
           absl::StrCat("embedding: index ", idx[i], " at position ", i,
                        " is out of range [0, ", v, ")"));
     }
@@ -182,7 +182,7 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
             row_offsets[i] + k * rs,
             table.LoadFloat(idx[i] * table.stride(0) + k * table.stride(1)));
       }
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   std::vector<double> acc(v * d, 0.0);
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -196,7 +196,7 @@ absl::Status Embedding(const sdk::KernelCall& call, bool backward) {
       table.StoreFloat(r * table.stride(0) + k * table.stride(1),
                        static_cast<float>(acc[r * d + k]));
     }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

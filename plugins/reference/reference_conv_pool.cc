@@ -42,27 +42,27 @@ struct Conv {
   }
 };
 
-absl::StatusOr<Conv> Geometry(const sdk::KernelCall& call, const TensorRef& x,
-                              const TensorRef& weight, const TensorRef& y) {
+sdk::StatusOr<Conv> Geometry(const sdk::KernelCall& call, const TensorRef& x,
+                             const TensorRef& weight, const TensorRef& y) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtConvAttrs>());
   Conv g;
   g.a = *attrs;
   if (x.ndim() != 4 || weight.ndim() != 4 || y.ndim() != 4 || g.a.groups < 1) {
-    return absl::InvalidArgumentError("conv2d takes 4-d NCHW tensors");
+    return sdk::InvalidArgumentError("conv2d takes 4-d NCHW tensors");
   }
   g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
   g.o = weight.dim(0), g.kh = weight.dim(2), g.kw = weight.dim(3);
   g.ho = y.dim(2), g.wo = y.dim(3), g.groups = g.a.groups;
   if (g.c % g.groups != 0 || g.o % g.groups != 0 ||
       weight.dim(1) != g.c / g.groups || y.dim(0) != g.n || y.dim(1) != g.o) {
-    return absl::InvalidArgumentError("conv2d: channel counts do not match");
+    return sdk::InvalidArgumentError("conv2d: channel counts do not match");
   }
   g.cg = g.c / g.groups;
   g.og = g.o / g.groups;
   return g;
 }
 
-absl::Status ConvForward(const sdk::KernelCall& call) {
+sdk::Status ConvForward(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
   const TensorRef& x = call.inputs[0];
   const TensorRef& wt = call.inputs[1];
@@ -98,10 +98,10 @@ absl::Status ConvForward(const sdk::KernelCall& call) {
           Put(y, b, oc, oy, ox, s);
         }
     }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status ConvBackwardData(const sdk::KernelCall& call) {
+sdk::Status ConvBackwardData(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 2, 1));
   const TensorRef& gy = call.inputs[0];
   const TensorRef& wt = call.inputs[1];
@@ -134,13 +134,13 @@ absl::Status ConvBackwardData(const sdk::KernelCall& call) {
         for (int64_t col = 0; col < g.w; ++col) {
           Put(gx, b, ch, r, col, acc[((b * g.c + ch) * g.h + r) * g.w + col]);
         }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status ConvBackwardWeights(const sdk::KernelCall& call) {
+sdk::Status ConvBackwardWeights(const sdk::KernelCall& call) {
   if (call.inputs.size() != 2 || call.outputs.empty() ||
       call.outputs.size() > 2) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "conv2d_backward_weights takes (grad_out, x) and (grad_w[, grad_b])");
   }
   const TensorRef& gy = call.inputs[0];
@@ -177,10 +177,10 @@ absl::Status ConvBackwardWeights(const sdk::KernelCall& call) {
       gb.StoreFloat(oc * gb.stride(0), static_cast<float>(s));
     }
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Pool(const sdk::KernelCall& call, bool backward) {
+sdk::Status Pool(const sdk::KernelCall& call, bool backward) {
   MIXRT_RETURN_IF_ERROR(
       ExpectArity(call, backward ? 2 : 1, backward ? 2 : 1, 1));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtPoolAttrs>());
@@ -188,7 +188,7 @@ absl::Status Pool(const sdk::KernelCall& call, bool backward) {
   const TensorRef& x = call.inputs[backward ? 1 : 0];
   const TensorRef& y = backward ? call.inputs[0] : call.outputs[0];
   if (x.ndim() != 4 || y.ndim() != 4) {
-    return absl::InvalidArgumentError("pool2d takes 4-d NCHW tensors");
+    return sdk::InvalidArgumentError("pool2d takes 4-d NCHW tensors");
   }
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   const int64_t ho = y.dim(2), wo = y.dim(3);
@@ -245,7 +245,7 @@ absl::Status Pool(const sdk::KernelCall& call, bool backward) {
                 grad[((b * c + ch) * h + r) * w + col]);
           }
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

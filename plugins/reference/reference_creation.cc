@@ -29,14 +29,14 @@ void Generate(const TensorRef& out, Fn&& value_at) {
                          });
 }
 
-absl::Status Fill(const sdk::KernelCall& call) {
+sdk::Status Fill(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtScalarAttrs>());
   const double value = attrs->value;
   Generate(call.outputs[0], [&](int64_t) { return value; });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Copy(const sdk::KernelCall& call) {
+sdk::Status Copy(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
@@ -50,22 +50,22 @@ absl::Status Copy(const sdk::KernelCall& call) {
                              out.StoreInt(o[1], in.LoadInt(o[0]));
                            }
                          });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Arange(const sdk::KernelCall& call) {
+sdk::Status Arange(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtArangeAttrs>());
   const double start = attrs->start;
   const double step = attrs->step;
   Generate(call.outputs[0],
            [&](int64_t i) { return start + static_cast<double>(i) * step; });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Random(const sdk::KernelCall& call) {
+sdk::Status Random(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtRandomAttrs>());
   if (!sdk::IsFloatingDtype(call.outputs[0].dtype())) {
-    return absl::InvalidArgumentError("random ops need a floating output");
+    return sdk::InvalidArgumentError("random ops need a floating output");
   }
   const MixrtRandomAttrs a = *attrs;
   const bool normal = call.op == MIXRT_OP_RANDOM_NORMAL;
@@ -74,7 +74,7 @@ absl::Status Random(const sdk::KernelCall& call) {
     return normal ? sdk::PhiloxNormal(a.seed, a.offset, index, a.a, a.b)
                   : sdk::PhiloxUniform(a.seed, a.offset, index, a.a, a.b);
   });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace mixrt::reference {
 
 namespace {
 
-absl::Status Dropout(const sdk::KernelCall& call) {
+sdk::Status Dropout(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(const sdk::DropoutCall d, sdk::DecodeDropout(call));
   const MixrtDropoutAttrs& a = d.attrs;
   const double kept = 1.0 / (1.0 - a.p);
@@ -25,7 +25,7 @@ absl::Status Dropout(const sdk::KernelCall& call) {
         d.out->StoreFloat(o[1],
                           static_cast<float>(d.x->LoadFloat(o[0]) * factor));
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

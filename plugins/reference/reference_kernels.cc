@@ -18,7 +18,7 @@ const sdk::OpTable& ReferenceOps() {
   return *ops;
 }
 
-absl::Status RunKernel(const sdk::KernelCall& call) {
+sdk::Status RunKernel(const sdk::KernelCall& call) {
   return ReferenceOps().Run(call);
 }
 

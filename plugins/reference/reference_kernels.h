@@ -16,7 +16,7 @@
 namespace mixrt::reference {
 
 // The plugin's op table: every group's rows.
-absl::Status RunKernel(const sdk::KernelCall& call);
+sdk::Status RunKernel(const sdk::KernelCall& call);
 
 // The kernels RunKernel dispatches to (what the plugin claims per op);
 // they take integer tensors where the op allows.
@@ -41,8 +41,8 @@ using sdk::ExpectSameShapes;
 // A kernel whose call is checked first: kInputs inputs and one output, all
 // of one shape when kCheckShapes.
 inline constexpr bool kSameShapes = true;
-template <size_t kInputs, sdk::OpKernel kKernel, bool kCheckShapes = false>
-absl::Status WithArity(const sdk::KernelCall& call) {
+template <size_t kInputs, auto kKernel, bool kCheckShapes = false>
+sdk::Status WithArity(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, kInputs, kInputs, 1));
   if (kCheckShapes) MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   return kKernel(call);

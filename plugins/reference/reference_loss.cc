@@ -11,7 +11,7 @@ namespace mixrt::reference {
 
 namespace {
 
-absl::Status CrossEntropy(const sdk::KernelCall& call) {
+sdk::Status CrossEntropy(const sdk::KernelCall& call) {
   const bool backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
   MIXRT_RETURN_IF_ERROR(
       ExpectArity(call, backward ? 3 : 2, backward ? 3 : 2, 1));
@@ -21,7 +21,7 @@ absl::Status CrossEntropy(const sdk::KernelCall& call) {
   const sdk::TensorRef& out = call.outputs[0];
   if (logits.ndim() != 2 || target.ndim() != 1 ||
       target.dim(0) != logits.dim(0) || target.dtype() != MIXRT_DTYPE_I64) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "cross_entropy takes logits [N, C] and i64 targets [N]");
   }
   const int64_t rows = logits.dim(0), classes = logits.dim(1);
@@ -32,7 +32,7 @@ absl::Status CrossEntropy(const sdk::KernelCall& call) {
     const int64_t t = target.LoadInt(r * target.stride(0));
     const bool ignored = t == ignore;
     if (!ignored && (t < 0 || t >= classes)) {
-      return absl::InvalidArgumentError(
+      return sdk::InvalidArgumentError(
           absl::StrCat("cross_entropy: target ", t, " at row ", r,
                        " is out of range [0, ", classes, ")"));
     }
@@ -66,7 +66,7 @@ absl::Status CrossEntropy(const sdk::KernelCall& call) {
                      static_cast<float>(g * (p - q)));
     }
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

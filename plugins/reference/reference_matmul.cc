@@ -30,7 +30,7 @@ double Activate(MixrtActivation act, double v) {
 
 namespace {
 
-absl::Status Matmul(const sdk::KernelCall& call) {
+sdk::Status Matmul(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 2, 3, 1));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtMatmulAttrs>());
   const TensorRef& a = call.inputs[0];
@@ -38,29 +38,29 @@ absl::Status Matmul(const sdk::KernelCall& call) {
   const TensorRef& out = call.outputs[0];
   const int nd = out.ndim();
   if (nd < 2 || a.ndim() != nd || b.ndim() != nd) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "matmul needs inputs and output of one rank >= 2");
   }
   const int64_t m = a.dim(nd - 2), k = a.dim(nd - 1), n = b.dim(nd - 1);
   if (b.dim(nd - 2) != k || out.dim(nd - 2) != m || out.dim(nd - 1) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return sdk::InvalidArgumentError(absl::StrCat(
         "matmul shapes do not chain: [", m, ", ", k, "] @ [", b.dim(nd - 2),
         ", ", n, "] -> [", out.dim(nd - 2), ", ", out.dim(nd - 1), "]"));
   }
   for (int d = 0; d < nd - 2; ++d) {
     if (a.dim(d) != out.dim(d) || b.dim(d) != out.dim(d)) {
-      return absl::InvalidArgumentError("matmul batch dims differ");
+      return sdk::InvalidArgumentError("matmul batch dims differ");
     }
   }
   if (a.dtype() != b.dtype() || !sdk::IsFloatingDtype(a.dtype()) ||
       (out.dtype() != a.dtype() && out.dtype() != MIXRT_DTYPE_F32)) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "matmul needs floating inputs of one dtype and an output of that "
         "dtype or f32");
   }
   const bool has_bias = call.inputs.size() == 3;
   if (has_bias && (call.inputs[2].ndim() != 1 || call.inputs[2].dim(0) != n)) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         absl::StrCat("matmul bias must have shape [", n, "]"));
   }
   const auto act = static_cast<MixrtActivation>(attrs->activation);
@@ -92,7 +92,7 @@ absl::Status Matmul(const sdk::KernelCall& call) {
           }
         }
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

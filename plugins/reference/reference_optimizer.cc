@@ -15,9 +15,9 @@ namespace {
 
 using sdk::TensorRef;
 
-absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
+sdk::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
   if (call.inputs.size() != 1 || call.outputs.empty()) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "non_finite_check_and_unscale takes (inv_scale) and (found_inf, "
         "grads...)");
   }
@@ -25,7 +25,7 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
   const TensorRef& found_inf = call.outputs[0];
   if (!std::isfinite(inv_scale)) {  // An overflow too: skip, change nothing.
     found_inf.StoreFloat(0, 1.0f);
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   bool found = false;
   for (size_t t = 1; t < call.outputs.size(); ++t) {
@@ -39,21 +39,21 @@ absl::Status NonFiniteCheckAndUnscale(const sdk::KernelCall& call) {
                            });
   }
   if (found) found_inf.StoreFloat(0, 1.0f);
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status UpdateScale(const sdk::KernelCall& call) {
+sdk::Status UpdateScale(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 2));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtUpdateScaleAttrs>());
   if (call.outputs[1].dtype() != MIXRT_DTYPE_I32) {
-    return absl::InvalidArgumentError("update_scale: growth tracker is i32");
+    return sdk::InvalidArgumentError("update_scale: growth tracker is i32");
   }
   float scale = call.outputs[0].LoadFloat(0);
   int32_t tracker = static_cast<int32_t>(call.outputs[1].LoadInt(0));
   sdk::UpdateScale(*attrs, call.inputs[0].LoadFloat(0), &scale, &tracker);
   call.outputs[0].StoreFloat(0, scale);
   call.outputs[1].StoreInt(0, tracker);
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 // Reads the optional grad_scale and found_inf inputs; returns false when the
@@ -70,13 +70,13 @@ bool Prepare(const sdk::KernelCall& call, uint32_t flags, double* inv_scale) {
   return true;
 }
 
-absl::Status Sgd(const sdk::KernelCall& call) {
+sdk::Status Sgd(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
   const MixrtSgdAttrs a = *attrs;
   const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1));
   double inv_scale;
-  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  if (!Prepare(call, a.flags, &inv_scale)) return sdk::OkStatus();
   const TensorRef& p = call.outputs[0];
   const TensorRef& g = call.inputs[0];
   const TensorRef& buf = call.outputs[a.momentum ? 1 : 0];
@@ -89,16 +89,16 @@ absl::Status Sgd(const sdk::KernelCall& call) {
         p.StoreFloat(o[0], static_cast<float>(np));
         if (a.momentum) buf.StoreFloat(o[2], static_cast<float>(b));
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status AdamW(const sdk::KernelCall& call) {
+sdk::Status AdamW(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
   const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 4));
   double inv_scale;
-  if (!Prepare(call, a.flags, &inv_scale)) return absl::OkStatus();
+  if (!Prepare(call, a.flags, &inv_scale)) return sdk::OkStatus();
   const TensorRef& p = call.outputs[0];
   const TensorRef& m = call.outputs[1];
   const TensorRef& v = call.outputs[2];
@@ -119,7 +119,7 @@ absl::Status AdamW(const sdk::KernelCall& call) {
         m.StoreFloat(o[2], static_cast<float>(mm));
         v.StoreFloat(o[3], static_cast<float>(vv));
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

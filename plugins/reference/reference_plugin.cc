@@ -27,7 +27,7 @@ class ReferencePlugin : public sdk::HostMemoryPlugin {
 
   sdk::DeviceCount CountDevices() override { return {1, ""}; }
 
-  absl::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
+  sdk::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
     sdk::DeviceProperties props;
     props.name = "reference (host memory, one thread)";
     props.flags = MIXRT_DEVICE_FLAG_HOST_MEMORY;
@@ -57,7 +57,7 @@ class ReferencePlugin : public sdk::HostMemoryPlugin {
 
   const sdk::OpTable* Ops() const override { return &ReferenceOps(); }
 
-  absl::Status Launch(const sdk::KernelCall& call) override {
+  sdk::Status Launch(const sdk::KernelCall& call) override {
     return RunKernel(call);
   }
 };

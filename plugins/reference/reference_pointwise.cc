@@ -13,7 +13,7 @@ namespace {
 
 using sdk::TensorRef;
 
-absl::Status Binary(const sdk::KernelCall& call) {
+sdk::Status Binary(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::BinaryAttrs(call));
   const auto kind = static_cast<MixrtBinaryKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
@@ -28,7 +28,7 @@ absl::Status Binary(const sdk::KernelCall& call) {
                          static_cast<float>(sdk::ApplyBinary<double>(
                              kind, x.LoadFloat(o[0]), y.LoadFloat(o[1]))));
         });
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   bool bad_divisor = false;
   sdk::ForEachElement<3>(
@@ -38,7 +38,7 @@ absl::Status Binary(const sdk::KernelCall& call) {
                        (kind == MIXRT_BINARY_POW && d < 0);
       });
   if (bad_divisor) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         kind == MIXRT_BINARY_DIV
             ? "integer division by zero"
             : "integers cannot be raised to negative integer powers");
@@ -48,10 +48,10 @@ absl::Status Binary(const sdk::KernelCall& call) {
         out.StoreInt(
             o[2], sdk::ApplyIntBinary(kind, x.LoadInt(o[0]), y.LoadInt(o[1])));
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Unary(const sdk::KernelCall& call, bool backward) {
+sdk::Status Unary(const sdk::KernelCall& call, bool backward) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::UnaryAttrs(call));
   const auto kind = static_cast<MixrtUnaryKind>(attrs.kind);
   const TensorRef& out = call.outputs[0];
@@ -61,7 +61,7 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
     const bool int_ok = !backward && out.dtype() != MIXRT_DTYPE_BOOL &&
                         (kind == MIXRT_UNARY_NEG || kind == MIXRT_UNARY_ABS);
     if (!int_ok) {
-      return absl::InvalidArgumentError(
+      return sdk::InvalidArgumentError(
           absl::StrCat("unary kind ", kind, " needs a floating tensor"));
     }
     sdk::ForEachElement<2>(
@@ -72,7 +72,7 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
               kind == MIXRT_UNARY_NEG || static_cast<int64_t>(v) < 0;
           out.StoreInt(o[1], static_cast<int64_t>(negate ? 0 - v : v));
         });
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   const double alpha = attrs.alpha;
   const double beta = attrs.beta;
@@ -86,10 +86,10 @@ absl::Status Unary(const sdk::KernelCall& call, bool backward) {
                              : sdk::ApplyUnary<double>(kind, v, alpha, beta);
         out.StoreFloat(o[2], static_cast<float>(r));
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Compare(const sdk::KernelCall& call) {
+sdk::Status Compare(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, sdk::CompareAttrs(call));
   const auto kind = static_cast<MixrtCompareKind>(attrs.kind);
   const TensorRef& x = call.inputs[0];
@@ -106,10 +106,10 @@ absl::Status Compare(const sdk::KernelCall& call) {
                                                         y.LoadInt(o[1]));
         out.StoreInt(o[2], r ? 1 : 0);
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status Where(const sdk::KernelCall& call) {
+sdk::Status Where(const sdk::KernelCall& call) {
   const TensorRef& c = call.inputs[0];
   const TensorRef& x = call.inputs[1];
   const TensorRef& y = call.inputs[2];
@@ -127,14 +127,14 @@ absl::Status Where(const sdk::KernelCall& call) {
           out.StoreInt(o[3], pick_x ? x.LoadInt(o[1]) : y.LoadInt(o[2]));
         }
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status UnaryForward(const sdk::KernelCall& call) {
+sdk::Status UnaryForward(const sdk::KernelCall& call) {
   return Unary(call, /*backward=*/false);
 }
 
-absl::Status UnaryBackward(const sdk::KernelCall& call) {
+sdk::Status UnaryBackward(const sdk::KernelCall& call) {
   return Unary(call, /*backward=*/true);
 }
 

@@ -37,27 +37,27 @@ void ForEachInput(const TensorRef& in, uint32_t mask, Fn&& fn) {
 
 namespace {
 
-absl::Status Reduce(const sdk::KernelCall& call) {
+sdk::Status Reduce(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtReduceAttrs>());
   const MixrtReduceAttrs a = *attrs;
   const TensorRef& in = call.inputs[0];
   const TensorRef& out = call.outputs[0];
   if (a.kind >= MIXRT_REDUCE_COUNT) {
-    return absl::UnimplementedError(
+    return sdk::UnimplementedError(
         absl::StrCat("reduce kind ", a.kind, " is unknown here"));
   }
   if (!sdk::IsFloatingDtype(in.dtype()) || !sdk::IsFloatingDtype(out.dtype())) {
-    return absl::InvalidArgumentError("reduce needs floating tensors");
+    return sdk::InvalidArgumentError("reduce needs floating tensors");
   }
   if (in.ndim() != out.ndim()) {
-    return absl::InvalidArgumentError("reduce keeps the rank (keepdim form)");
+    return sdk::InvalidArgumentError("reduce keeps the rank (keepdim form)");
   }
   int64_t group = 1;
   for (int d = 0; d < in.ndim(); ++d) {
     const bool reduced = (a.axes_mask >> d) & 1u;
     if (out.dim(d) != (reduced ? 1 : in.dim(d))) {
-      return absl::InvalidArgumentError(
+      return sdk::InvalidArgumentError(
           absl::StrCat("reduce: output dim ", d, " is ", out.dim(d),
                        ", expected ", reduced ? 1 : in.dim(d)));
     }
@@ -68,7 +68,7 @@ absl::Status Reduce(const sdk::KernelCall& call) {
   const bool extremum = kind == MIXRT_REDUCE_MAX || kind == MIXRT_REDUCE_MIN ||
                         kind == MIXRT_REDUCE_ABS_MAX;
   if (extremum && group == 0) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "max/min/amax of an empty set of elements is undefined");
   }
   const double inf = std::numeric_limits<double>::infinity();
@@ -113,14 +113,14 @@ absl::Status Reduce(const sdk::KernelCall& call) {
                          [&](const std::array<int64_t, 1>& o) {
                            out.StoreFloat(o[0], static_cast<float>(acc[k++]));
                          });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace
 
 namespace {
 
-absl::Status MultiTensorNorm(const sdk::KernelCall& call) {
+sdk::Status MultiTensorNorm(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(sdk::ExpectMultiTensorNorm(call));
   double sum = 0;
   for (const TensorRef& t : call.inputs) {
@@ -131,7 +131,7 @@ absl::Status MultiTensorNorm(const sdk::KernelCall& call) {
                            });
   }
   call.outputs[0].StoreFloat(0, static_cast<float>(std::sqrt(sum)));
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

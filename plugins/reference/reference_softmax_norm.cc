@@ -24,12 +24,12 @@ void ForEachRow(const TensorRef& shape_of, int axis,
   sdk::ForEachElement<kTensors>(shape_of.ndim(), rows.data(), strides, fn);
 }
 
-absl::Status Softmax(const sdk::KernelCall& call) {
+sdk::Status Softmax(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAxisAttrs>());
   const int axis = attrs->axis;
   const TensorRef& out = call.outputs[0];
   if (axis < 0 || axis >= out.ndim()) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         absl::StrCat("softmax axis ", axis, " out of range"));
   }
   const int64_t n = out.dim(axis);
@@ -57,7 +57,7 @@ absl::Status Softmax(const sdk::KernelCall& call) {
                                      static_cast<float>(v));
                     }
                   });
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
   // grad_in = y * (g - sum(g * y)) for softmax; g - exp(y) * sum(g) for log.
   const TensorRef& g = call.inputs[0];
@@ -77,10 +77,10 @@ absl::Status Softmax(const sdk::KernelCall& call) {
           out.StoreFloat(o[2] + i * out.stride(axis), static_cast<float>(v));
         }
       });
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status LayerNorm(const sdk::KernelCall& call) {
+sdk::Status LayerNorm(const sdk::KernelCall& call) {
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 3, 3));
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtNormAttrs>());
   const TensorRef& x = call.inputs[0];
@@ -88,7 +88,7 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
   const TensorRef& mean_out = call.outputs[1];
   const TensorRef& rstd_out = call.outputs[2];
   if (x.ndim() != 2 || !x.same_shape(y) || call.inputs.size() == 2) {
-    return absl::InvalidArgumentError(
+    return sdk::InvalidArgumentError(
         "layer_norm takes x [R, N] and optionally both weight and bias");
   }
   const int64_t rows = x.dim(0), n = x.dim(1);
@@ -115,10 +115,10 @@ absl::Status LayerNorm(const sdk::KernelCall& call) {
       y.StoreFloat(r * y.stride(0) + i * y.stride(1), static_cast<float>(v));
     }
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
-absl::Status LayerNormBackward(const sdk::KernelCall& call) {
+sdk::Status LayerNormBackward(const sdk::KernelCall& call) {
   const bool affine = call.inputs.size() == 5;
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 4, 5, affine ? 3 : 1));
   const TensorRef& gy = call.inputs[0];
@@ -159,7 +159,7 @@ absl::Status LayerNormBackward(const sdk::KernelCall& call) {
                                  static_cast<float>(gb[i]));
     }
   }
-  return absl::OkStatus();
+  return sdk::OkStatus();
 }
 
 }  // namespace

@@ -7,40 +7,39 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
 // Checks the number of inputs and outputs of `call`.
-absl::Status ExpectArity(const KernelCall& call, size_t min_inputs,
-                         size_t max_inputs, size_t outputs);
+Status ExpectArity(const KernelCall& call, size_t min_inputs, size_t max_inputs,
+                   size_t outputs);
 
 // Checks that every input has the first output's shape (the host expands
 // broadcasts before launching).
-absl::Status ExpectSameShapes(const KernelCall& call);
+Status ExpectSameShapes(const KernelCall& call);
 
 // `t` (named `what` in the error) is a one-element f32 tensor: a scale, a
 // found_inf flag, a norm.
-absl::Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
-                             const char* what);
+Status ExpectF32Scalar(const KernelCall& call, const TensorRef& t,
+                       const char* what);
 
 // The call's MixrtPointwiseAttrs, with a kind below `kind_count`
 // (UNIMPLEMENTED otherwise: a newer host may know more kinds).
-absl::StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
-                                                   uint32_t kind_count);
+StatusOr<MixrtPointwiseAttrs> PointwiseAttrs(const KernelCall& call,
+                                             uint32_t kind_count);
 
 // Each pointwise op's attributes with its dtype rules (plugin_api.h)
 // checked, for every plugin: binary, inputs and output of one non-bool
 // dtype; unary and its backward, one dtype throughout; compare, inputs of
 // one dtype and a bool output. Arity and shapes are ExpectArity's and
 // ExpectSameShapes'.
-absl::StatusOr<MixrtPointwiseAttrs> BinaryAttrs(const KernelCall& call);
-absl::StatusOr<MixrtPointwiseAttrs> UnaryAttrs(const KernelCall& call);
-absl::StatusOr<MixrtPointwiseAttrs> CompareAttrs(const KernelCall& call);
+StatusOr<MixrtPointwiseAttrs> BinaryAttrs(const KernelCall& call);
+StatusOr<MixrtPointwiseAttrs> UnaryAttrs(const KernelCall& call);
+StatusOr<MixrtPointwiseAttrs> CompareAttrs(const KernelCall& call);
 // where: a bool condition, values and output of one dtype.
-absl::Status CheckWhereDtypes(const KernelCall& call);
+Status CheckWhereDtypes(const KernelCall& call);
 
 }  // namespace mixrt::sdk
 

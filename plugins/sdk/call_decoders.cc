@@ -1,21 +1,21 @@
 #include "plugins/sdk/call_decoders.h"
 
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/call_checks.h"
 #include "plugins/sdk/optimizer_math.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 
-absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
-                                                      uint32_t flags,
-                                                      size_t state_outputs) {
+StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
+                                                uint32_t flags,
+                                                size_t state_outputs) {
   const size_t inputs = 1 + OptimizerOptionalInputs(flags);
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, state_outputs));
   for (const TensorRef& t : call.outputs) {
     if (t.dtype() != MIXRT_DTYPE_F32) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return InvalidArgumentError(StrCat(
           MixrtOpName(call.op), ": parameters and optimizer state are f32"));
     }
   }
@@ -23,9 +23,9 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
   step.grad = &call.inputs[0];
   if (!IsFloatingDtype(step.grad->dtype()) ||
       !step.grad->same_shape(call.outputs[0])) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        MixrtOpName(call.op),
-        ": the gradient must be floating, with the param's shape"));
+    return InvalidArgumentError(
+        StrCat(MixrtOpName(call.op),
+               ": the gradient must be floating, with the param's shape"));
   }
   size_t next = 1;
   if (flags & MIXRT_OPTIM_HAS_GRAD_SCALE) {
@@ -40,15 +40,14 @@ absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
   return step;
 }
 
-absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(
-    const KernelCall& call) {
+StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
   const size_t extras = OptimizerOptionalInputs(attrs->flags);
   const size_t per_param = attrs->momentum != 0 ? 2 : 1;
   const size_t n =
       call.inputs.size() > extras ? call.inputs.size() - extras : 0;
   if (n == 0 || call.outputs.size() != n * per_param) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return InvalidArgumentError(StrCat(
         "multi_tensor_sgd_step: ", call.inputs.size(), " inputs and ",
         call.outputs.size(), " outputs do not make n >= 1 steps of (grad",
         extras > 0 ? " + shared scalars" : "", ") -> (param",
@@ -69,16 +68,15 @@ absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(
   return steps;
 }
 
-absl::Status RunEachSgdStep(
-    const KernelCall& call,
-    absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step) {
+Status RunEachSgdStep(const KernelCall& call,
+                      std::function<Status(const KernelCall&)> sgd_step) {
   MIXRT_ASSIGN_OR_RETURN(std::vector<KernelCall> steps,
                          SplitMultiTensorSgd(call));
   for (const KernelCall& step : steps) MIXRT_RETURN_IF_ERROR(sgd_step(step));
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call) {
+StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call) {
   CrossEntropyCall ce;
   ce.backward = call.op == MIXRT_OP_CROSS_ENTROPY_BACKWARD;
   const size_t inputs = ce.backward ? 3 : 2;
@@ -91,71 +89,70 @@ absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call) {
   if (ce.logits->ndim() != 2 || ce.target->ndim() != 1 ||
       ce.target->dim(0) != ce.logits->dim(0) ||
       ce.target->dtype() != MIXRT_DTYPE_I64) {
-    return absl::InvalidArgumentError(
+    return InvalidArgumentError(
         "cross_entropy takes logits [N, C] and i64 targets [N]");
   }
   return ce;
 }
 
-absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call) {
+Status CheckCrossEntropyTargets(const CrossEntropyCall& call) {
   const int64_t classes = call.classes();
   const int64_t ignore = call.attrs->ignore_index;
   for (int64_t r = 0; r < call.rows(); ++r) {
     const int64_t t = call.target->LoadInt(r * call.target->stride(0));
     if (t != ignore && (t < 0 || t >= classes)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cross_entropy: target ", t, " at row ", r,
-                       " is out of range [0, ", classes, ")"));
+      return InvalidArgumentError(StrCat("cross_entropy: target ", t,
+                                         " at row ", r, " is out of range [0, ",
+                                         classes, ")"));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status ExpectMultiTensorNorm(const KernelCall& call) {
+Status ExpectMultiTensorNorm(const KernelCall& call) {
   if (call.outputs.size() != 1) {
-    return absl::InvalidArgumentError(
+    return InvalidArgumentError(
         "multi_tensor_norm takes any number of inputs and one output");
   }
   MIXRT_RETURN_IF_ERROR(ExpectF32Scalar(call, call.outputs[0], "the norm"));
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     const TensorRef& t = call.inputs[i];
     if (!IsFloatingDtype(t.dtype()) || !t.is_contiguous()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("multi_tensor_norm: input ", i,
-                       " must be a contiguous floating tensor"));
+      return InvalidArgumentError(
+          StrCat("multi_tensor_norm: input ", i,
+                 " must be a contiguous floating tensor"));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::StatusOr<DropoutCall> DecodeDropout(const KernelCall& call) {
+StatusOr<DropoutCall> DecodeDropout(const KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtDropoutAttrs>());
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, 1, 1, 1));
   MIXRT_RETURN_IF_ERROR(ExpectSameShapes(call));
   const DropoutCall d{*attrs, &call.inputs[0], &call.outputs[0]};
   if (!IsFloatingDtype(d.x->dtype()) || d.out->dtype() != d.x->dtype()) {
-    return absl::InvalidArgumentError(
+    return InvalidArgumentError(
         "dropout: the input must be floating and the output of its dtype");
   }
   if (!(d.attrs.p >= 0 && d.attrs.p < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dropout: p must be in [0, 1), got ", d.attrs.p));
+    return InvalidArgumentError(
+        StrCat("dropout: p must be in [0, 1), got ", d.attrs.p));
   }
   return d;
 }
 
-absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
+StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
   AttentionCall a;
   a.backward = call.op == MIXRT_OP_SCALED_DOT_PRODUCT_ATTENTION_BACKWARD;
   MIXRT_ASSIGN_OR_RETURN(a.attrs, call.GetAttrs<MixrtAttentionAttrs>());
   const std::string op(MixrtOpName(call.op));
   if (a.attrs->mask_kind > MIXRT_ATTENTION_MASK_ADDITIVE) {
-    return absl::UnimplementedError(
-        absl::StrCat(op, ": mask kind ", a.attrs->mask_kind, " is unknown"));
+    return UnimplementedError(
+        StrCat(op, ": mask kind ", a.attrs->mask_kind, " is unknown"));
   }
   if (!(a.attrs->dropout_p >= 0 && a.attrs->dropout_p < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": dropout_p must be in [0, 1)"));
+    return InvalidArgumentError(StrCat(op, ": dropout_p must be in [0, 1)"));
   }
   const bool has_mask = a.attrs->mask_kind != MIXRT_ATTENTION_MASK_NONE;
   const size_t inputs = (a.backward ? 6 : 3) + (has_mask ? 1 : 0);
@@ -176,8 +173,8 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
     a.lse = &call.outputs[1];
   }
   if (has_mask) a.mask = &call.inputs[i];
-  const auto refuse = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": ", why));
+  const auto refuse = [&](std::string_view why) {
+    return InvalidArgumentError(StrCat(op, ": ", why));
   };
   for (const TensorRef* t : {a.q, a.k, a.v}) {
     if (t->ndim() != 3 || !t->is_contiguous() || t->dtype() != a.q->dtype() ||
@@ -198,14 +195,14 @@ absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call) {
   }
   const auto expect = [&](const TensorRef* t,
                           std::initializer_list<int64_t> dims, bool f32,
-                          absl::string_view what) -> absl::Status {
+                          std::string_view what) -> Status {
     bool ok =
         t->ndim() == static_cast<int>(dims.size()) && t->is_contiguous() &&
         (f32 ? t->dtype() == MIXRT_DTYPE_F32 : t->dtype() == a.q->dtype());
     int d = 0;
     for (int64_t want : dims) ok = ok && t->dim(d++) == want;
-    if (!ok) return refuse(absl::StrCat(what, " has the wrong shape or dtype"));
-    return absl::OkStatus();
+    if (!ok) return refuse(StrCat(what, " has the wrong shape or dtype"));
+    return OkStatus();
   };
   MIXRT_RETURN_IF_ERROR(
       expect(a.out, {a.groups, a.queries, a.value_dim}, false, "out"));

@@ -12,11 +12,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
-#include "absl/functional/function_ref.h"
-#include "absl/status/statusor.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
@@ -30,21 +30,19 @@ struct OptimizerStepCall {
 
 // `state_outputs` counts the param too (SGD: 1 or 2, AdamW: 4). The
 // outputs must be f32 and the gradient floating, with the param's shape.
-absl::StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
-                                                      uint32_t flags,
-                                                      size_t state_outputs);
+StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
+                                                uint32_t flags,
+                                                size_t state_outputs);
 
 // A multi_tensor_sgd_step (ABI 1.1) as the single-parameter sgd_step calls
 // it stands for, each sharing the optional grad_scale and found_inf, in
 // parameter order. Refuses counts that do not split into n >= 1 steps.
-absl::StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(
-    const KernelCall& call);
+StatusOr<std::vector<KernelCall>> SplitMultiTensorSgd(const KernelCall& call);
 
 // Runs `sgd_step` on each of SplitMultiTensorSgd's calls in turn: how a
 // plugin implements multi_tensor_sgd_step with its single-parameter step.
-absl::Status RunEachSgdStep(
-    const KernelCall& call,
-    absl::FunctionRef<absl::Status(const KernelCall&)> sgd_step);
+Status RunEachSgdStep(const KernelCall& call,
+                      std::function<Status(const KernelCall&)> sgd_step);
 
 // cross_entropy: inputs (logits [N, C], target i64 [N]); backward:
 // (grad_loss [N], logits, target). One output.
@@ -59,11 +57,11 @@ struct CrossEntropyCall {
   int64_t classes() const { return logits->dim(1); }
 };
 
-absl::StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call);
+StatusOr<CrossEntropyCall> DecodeCrossEntropy(const KernelCall& call);
 
 // For plugins whose memory the host can read: every target is ignore_index
 // or a class in [0, C). (Device plugins flag bad targets in the kernel.)
-absl::Status CheckCrossEntropyTargets(const CrossEntropyCall& call);
+Status CheckCrossEntropyTargets(const CrossEntropyCall& call);
 
 // scaled_dot_product_attention and its backward (ABI 1.1): q [G, L, E],
 // k [G, S, E], v [G, S, Ev] contiguous in one floating dtype, the optional
@@ -84,11 +82,11 @@ struct AttentionCall {
   int64_t groups = 0, queries = 0, keys = 0, head_dim = 0, value_dim = 0;
 };
 
-absl::StatusOr<AttentionCall> DecodeAttention(const KernelCall& call);
+StatusOr<AttentionCall> DecodeAttention(const KernelCall& call);
 
 // multi_tensor_norm (ABI 1.1): any number of contiguous floating inputs,
 // one f32 [1] output.
-absl::Status ExpectMultiTensorNorm(const KernelCall& call);
+Status ExpectMultiTensorNorm(const KernelCall& call);
 
 // dropout (ABI 1.1): one floating input, one output of its shape and dtype,
 // p in [0, 1).
@@ -98,7 +96,7 @@ struct DropoutCall {
   const TensorRef* out = nullptr;
 };
 
-absl::StatusOr<DropoutCall> DecodeDropout(const KernelCall& call);
+StatusOr<DropoutCall> DecodeDropout(const KernelCall& call);
 
 }  // namespace mixrt::sdk
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 
@@ -42,12 +42,12 @@ bool FusionValue::is_static() const {
   return true;
 }
 
-absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
+StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   if (g.struct_size < MixrtFusionGraph_STRUCT_SIZE || g.num_values < 0 ||
       g.num_nodes < 0 || g.num_symbols < 0 ||
       (g.num_values > 0 && g.values == nullptr) ||
       (g.num_nodes > 0 && g.nodes == nullptr)) {
-    return absl::InvalidArgumentError(
+    return InvalidArgumentError(
         "fusion graph: short struct, negative counts or missing arrays");
   }
   FusionGraph out;
@@ -55,10 +55,10 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   out.values.resize(g.num_values);
   for (int v = 0; v < g.num_values; ++v) {
     const MixrtFusionValue& in = g.values[v];
-    const std::string where = absl::StrCat("fusion graph value ", v);
+    const std::string where = StrCat("fusion graph value ", v);
     if (in.struct_size < MixrtFusionValue_STRUCT_SIZE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has struct_size ", in.struct_size));
+      return InvalidArgumentError(
+          StrCat(where, " has struct_size ", in.struct_size));
     }
     MIXRT_RETURN_IF_ERROR(
         internal::CheckTensorShape(in.desc, "descriptor", v, "fusion graph"));
@@ -70,7 +70,7 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
       value.symbols.assign(in.dim_symbols, in.dim_symbols + in.desc.ndim);
       for (int32_t s : value.symbols) {
         if (s < -1 || s >= g.num_symbols) {
-          return absl::InvalidArgumentError(absl::StrCat(
+          return InvalidArgumentError(StrCat(
               where, " names symbol ", s, "; the graph has ", g.num_symbols));
         }
       }
@@ -80,14 +80,14 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
     value.view_offset = in.view_offset;
     if (in.view_of < -1 || in.view_of >= g.num_values || in.view_of == v ||
         in.view_offset < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " views value ", in.view_of, " at offset ", in.view_offset));
+      return InvalidArgumentError(StrCat(where, " views value ", in.view_of,
+                                         " at offset ", in.view_offset));
     }
   }
   for (int v = 0; v < g.num_values; ++v) {
     const int base = out.values[v].view_of;
     if (base >= 0 && out.values[base].view_of >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return InvalidArgumentError(StrCat(
           "fusion graph value ", v, " views value ", base,
           ", itself a view: a view names the value that owns the memory"));
     }
@@ -98,14 +98,14 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   for (int i = 0; i < g.num_nodes; ++i) {
     const MixrtFusionNode& in = g.nodes[i];
     const std::string where =
-        absl::StrCat("fusion graph node ", i, " (",
-                     MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
+        StrCat("fusion graph node ", i, " (",
+               MixrtOpName(static_cast<MixrtOp>(in.op)), ")");
     if (in.struct_size < MixrtFusionNode_STRUCT_SIZE ||
         in.op >= MIXRT_OP_COUNT || in.num_inputs < 0 || in.num_outputs < 0 ||
         (in.num_inputs > 0 && in.inputs == nullptr) ||
         (in.num_outputs > 0 && in.outputs == nullptr)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": short struct, unknown op or missing arrays"));
+      return InvalidArgumentError(
+          StrCat(where, ": short struct, unknown op or missing arrays"));
     }
     FusionNode& node = out.nodes[i];
     node.op = static_cast<MixrtOp>(in.op);
@@ -118,15 +118,15 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
     for (int k = 0; k < in.num_inputs; ++k) {
       const int v = in.inputs[k];
       if (v < 0 || v >= g.num_values) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": input ", k, " is value ", v));
+        return InvalidArgumentError(
+            StrCat(where, ": input ", k, " is value ", v));
       }
       const int base = out.values[v].view_of >= 0 ? out.values[v].view_of : v;
       if (out.producer[base] < 0 &&
           !out.values[base].has(MIXRT_FUSION_VALUE_INPUT)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": reads value ", v,
-                         " before any node writes it (and it is no INPUT)"));
+        return InvalidArgumentError(
+            StrCat(where, ": reads value ", v,
+                   " before any node writes it (and it is no INPUT)"));
       }
       node.inputs.push_back(v);
       out.readers[v].push_back(i);
@@ -137,7 +137,7 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
       if (v < 0 || v >= g.num_values || out.producer[v] >= 0 ||
           out.values[v].view_of >= 0 ||
           out.values[v].has(MIXRT_FUSION_VALUE_INPUT)) {
-        return absl::InvalidArgumentError(absl::StrCat(
+        return InvalidArgumentError(StrCat(
             where, ": output ", k, " is value ", v,
             ", which is out of range, a view, an INPUT or written twice"));
       }
@@ -148,7 +148,7 @@ absl::StatusOr<FusionGraph> FusionGraph::Decode(const MixrtFusionGraph& g) {
   return out;
 }
 
-std::vector<int> FusionGraph::GroupNodes(absl::Span<const int> group_of_node,
+std::vector<int> FusionGraph::GroupNodes(Span<const int> group_of_node,
                                          int group) {
   std::vector<int> nodes;
   for (size_t i = 0; i < group_of_node.size(); ++i) {
@@ -157,7 +157,7 @@ std::vector<int> FusionGraph::GroupNodes(absl::Span<const int> group_of_node,
   return nodes;
 }
 
-std::vector<int> FusionGraph::GroupInputs(absl::Span<const int> group_of_node,
+std::vector<int> FusionGraph::GroupInputs(Span<const int> group_of_node,
                                           int group) const {
   std::vector<bool> is_input(values.size(), false);
   for (int i : GroupNodes(group_of_node, group)) {
@@ -174,7 +174,7 @@ std::vector<int> FusionGraph::GroupInputs(absl::Span<const int> group_of_node,
   return result;
 }
 
-bool SplitAtReducedDims(absl::Span<const int64_t> shape, uint32_t axes_mask,
+bool SplitAtReducedDims(Span<const int64_t> shape, uint32_t axes_mask,
                         ReducedSplit* split) {
   int first = -1, last = -1;
   for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
@@ -207,7 +207,7 @@ int FusionGraph::ReshapeBase(int v) const {
   return IsPlainReshape(v) ? values[v].view_of : v;
 }
 
-std::vector<int> FusionGraph::GroupStores(absl::Span<const int> group_of_node,
+std::vector<int> FusionGraph::GroupStores(Span<const int> group_of_node,
                                           int group) const {
   std::vector<int> result;
   for (size_t v = 0; v < values.size(); ++v) {

@@ -12,10 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "mixrt/plugin_api.h"
+#include "plugins/sdk/span.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
@@ -49,7 +48,7 @@ struct FusionNode {
   // KernelCall::GetAttrs does); an error when there is none or it is
   // shorter than the struct's first version.
   template <typename Attrs>
-  absl::StatusOr<Attrs> GetAttrs() const;
+  StatusOr<Attrs> GetAttrs() const;
 };
 
 struct FusionGraph {
@@ -63,7 +62,7 @@ struct FusionGraph {
   // Checks what the ABI promises (indexes in range, one writer per value,
   // views never written, inputs written by none, dependences in order)
   // and copies.
-  static absl::StatusOr<FusionGraph> Decode(const MixrtFusionGraph& g);
+  static StatusOr<FusionGraph> Decode(const MixrtFusionGraph& g);
 
   // Whether value v views another value's elements in order (both
   // static and contiguous, the same count and dtype, no offset): a reader
@@ -77,13 +76,10 @@ struct FusionGraph {
   // inputs), and the values it writes that are OUTPUT or read by a node
   // outside it or through a view that is not a plain reshape (what it must
   // store), each in value order.
-  std::vector<int> GroupInputs(absl::Span<const int> group_of_node,
-                               int group) const;
-  std::vector<int> GroupStores(absl::Span<const int> group_of_node,
-                               int group) const;
+  std::vector<int> GroupInputs(Span<const int> group_of_node, int group) const;
+  std::vector<int> GroupStores(Span<const int> group_of_node, int group) const;
   // The group's nodes in graph order.
-  static std::vector<int> GroupNodes(absl::Span<const int> group_of_node,
-                                     int group);
+  static std::vector<int> GroupNodes(Span<const int> group_of_node, int group);
 };
 
 // A loop's shape around the one run of dims a reduction reduces (the bits
@@ -95,7 +91,7 @@ struct ReducedSplit {
 };
 // False when the mask is empty, names a dim past the shape, or is not one
 // run of adjacent dims.
-bool SplitAtReducedDims(absl::Span<const int64_t> shape, uint32_t axes_mask,
+bool SplitAtReducedDims(Span<const int64_t> shape, uint32_t axes_mask,
                         ReducedSplit* split);
 
 // What a plugin compiles a group into. Run may be called from any thread,
@@ -105,8 +101,8 @@ class FusedKernel {
   virtual ~FusedKernel() = default;
   // `value_data`: one address per value of the graph (see plugin_api.h's
   // MixrtFusedKernel_Run_Args for which are set); `symbols`: their sizes.
-  virtual absl::Status Run(absl::Span<void* const> value_data,
-                           absl::Span<const int64_t> symbols) = 0;
+  virtual Status Run(Span<void* const> value_data,
+                     Span<const int64_t> symbols) = 0;
   virtual std::string Description() const = 0;
   // The version of WEIGHT value `value` that the next runs see (see
   // plugin_api.h's fused_kernel_set_weight_version): a kernel keeping a
@@ -133,11 +129,11 @@ class FusedKernel {
 };
 
 template <typename Attrs>
-absl::StatusOr<Attrs> FusionNode::GetAttrs() const {
+StatusOr<Attrs> FusionNode::GetAttrs() const {
   Attrs a;
   std::memset(&a, 0, sizeof(a));
   if (attrs.size() < AttrsFirstVersion<Attrs>::kSize) {
-    return absl::InvalidArgumentError(
+    return InvalidArgumentError(
         "fused node's attribute struct is missing or shorter than its op's "
         "first version");
   }

@@ -1,15 +1,14 @@
 #include "plugins/sdk/kernel_graph.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
-#include "absl/strings/cord.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/types/optional.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 
@@ -21,20 +20,19 @@ constexpr char kFailedStepPayload[] = "mixrt.sdk.failed_step";
 
 }  // namespace
 
-absl::Status StepFailed(int step, absl::Status status) {
-  status.SetPayload(kFailedStepPayload, absl::Cord(absl::StrCat(step)));
+Status StepFailed(int step, Status status) {
+  status.SetPayload(kFailedStepPayload, StrCat(step));
   return status;
 }
 
-int FailedStepOf(const absl::Status& status) {
-  const absl::optional<absl::Cord> payload =
+int FailedStepOf(const Status& status) {
+  const std::optional<std::string> payload =
       status.GetPayload(kFailedStepPayload);
-  int step = -1;
-  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &step) ||
-      step < 0) {
-    return -1;
-  }
-  return step;
+  if (!payload.has_value() || payload->empty()) return -1;
+  char* end = nullptr;
+  const long step = std::strtol(payload->c_str(), &end, 10);
+  if (*end != '\0' || step < 0 || step > 1 << 30) return -1;
+  return static_cast<int>(step);
 }
 
 // Attribute structs start with these two fields (plugin_api.h).
@@ -65,31 +63,31 @@ StepGraph::StepGraph(Plugin* plugin, int num_buffers)
     : plugin_(plugin), num_buffers_(num_buffers) {}
 StepGraph::~StepGraph() = default;
 
-absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
+StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     Plugin* plugin, int device, int num_buffers,
-    absl::Span<const MixrtKernelGraphStep> steps) {
+    Span<const MixrtKernelGraphStep> steps) {
   if (num_buffers < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kernel_graph_create: num_buffers ", num_buffers));
+    return InvalidArgumentError(
+        StrCat("kernel_graph_create: num_buffers ", num_buffers));
   }
   std::unique_ptr<StepGraph> graph(new StepGraph(plugin, num_buffers));
   for (size_t i = 0; i < steps.size(); ++i) {
     const MixrtKernelGraphStep& s = steps[i];
-    const std::string where = absl::StrCat(
-        "kernel_graph_create: step ", i, " (",
-        s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op))
-                              : "fused",
-        ")");
+    const std::string where =
+        StrCat("kernel_graph_create: step ", i, " (",
+               s.op < MIXRT_OP_COUNT ? MixrtOpName(static_cast<MixrtOp>(s.op))
+                                     : "fused",
+               ")");
     if (s.struct_size < MixrtKernelGraphStep_STRUCT_SIZE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": struct_size ", s.struct_size));
+      return InvalidArgumentError(
+          StrCat(where, ": struct_size ", s.struct_size));
     }
     const bool fused =
         MIXRT_STRUCT_HAS(&s, MixrtKernelGraphStep, fused_values) &&
         s.fused_kernel != nullptr;
     if (s.op >= MIXRT_OP_COUNT && !fused) {
-      return absl::UnimplementedError(
-          absl::StrCat(where, ": op ", s.op, " is newer than this plugin"));
+      return UnimplementedError(
+          StrCat(where, ": op ", s.op, " is newer than this plugin"));
     }
     const int n_in = s.num_inputs, n_out = s.num_outputs;
     if (n_in < 0 || n_out < 0 ||
@@ -97,8 +95,7 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
                       s.input_offsets == nullptr)) ||
         (n_out > 0 && (s.outputs == nullptr || s.output_buffers == nullptr ||
                        s.output_offsets == nullptr))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": bad input or output lists"));
+      return InvalidArgumentError(StrCat(where, ": bad input or output lists"));
     }
     auto step = std::make_unique<Step>();
     step->descs.resize(n_in + n_out);
@@ -113,9 +110,9 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
       MIXRT_RETURN_IF_ERROR(internal::CheckTensorShape(
           d, in ? "input" : "output", in ? k : k - n_in, where));
       if (buffer < 0 || buffer >= num_buffers) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": ", in ? "input " : "output ", in ? k : k - n_in,
-            " is in buffer ", buffer, " of ", num_buffers));
+        return InvalidArgumentError(
+            StrCat(where, ": ", in ? "input " : "output ", in ? k : k - n_in,
+                   " is in buffer ", buffer, " of ", num_buffers));
       }
       std::vector<int64_t>& dims = step->dims[k];
       dims.assign(d.shape, d.shape + d.ndim);
@@ -135,24 +132,24 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
     }
     if (fused) {
       if (s.fused_values == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": a fused kernel's step without fused_values"));
+        return InvalidArgumentError(
+            StrCat(where, ": a fused kernel's step without fused_values"));
       }
       step->fused = s.fused_kernel;
       const int values = internal::FusedKernelValues(s.fused_kernel);
       step->values.assign(s.fused_values, s.fused_values + n_in + n_out);
       for (int32_t v : step->values) {
         if (v < 0 || v >= values) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": fused value ", v, " of a kernel with ", values));
+          return InvalidArgumentError(
+              StrCat(where, ": fused value ", v, " of a kernel with ", values));
         }
       }
       step->value_data.assign(values, nullptr);
     } else if (s.attrs != nullptr) {
       const auto* header = static_cast<const AttrsHeader*>(s.attrs);
       if (header->ext != nullptr) {
-        return absl::UnimplementedError(absl::StrCat(
-            where, ": an attribute extension chain cannot be copied"));
+        return UnimplementedError(
+            StrCat(where, ": an attribute extension chain cannot be copied"));
       }
       const size_t words =
           (header->struct_size + sizeof(std::max_align_t) - 1) /
@@ -173,11 +170,11 @@ absl::StatusOr<std::unique_ptr<StepGraph>> StepGraph::Create(
   return graph;
 }
 
-absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
+Status StepGraph::Run(Span<void* const> buffers) {
   if (static_cast<int>(buffers.size()) != num_buffers_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kernel_graph_run: ", buffers.size(),
-                     " buffers for a graph of ", num_buffers_));
+    return InvalidArgumentError(StrCat("kernel_graph_run: ", buffers.size(),
+                                       " buffers for a graph of ",
+                                       num_buffers_));
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
     Step& step = *steps_[i];
@@ -186,13 +183,13 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
       if (base == nullptr && step.has_elements[k]) {
         return StepFailed(
             static_cast<int>(i),
-            absl::InvalidArgumentError(absl::StrCat(
-                "kernel_graph_run: step ", i, " (", MixrtOpName(step.call.op),
-                "): buffer ", step.buffers[k], " is NULL")));
+            InvalidArgumentError(StrCat("kernel_graph_run: step ", i, " (",
+                                        MixrtOpName(step.call.op), "): buffer ",
+                                        step.buffers[k], " is NULL")));
       }
       step.descs[k].data = base == nullptr ? nullptr : base + step.offsets[k];
     }
-    absl::Status status;
+    Status status;
     if (step.fused != nullptr) {
       for (size_t k = 0; k < step.descs.size(); ++k) {
         step.value_data[step.values[k]] = step.descs[k].data;
@@ -204,15 +201,14 @@ absl::Status StepGraph::Run(absl::Span<void* const> buffers) {
     if (!status.ok()) {
       return StepFailed(
           static_cast<int>(i),
-          absl::Status(
-              status.code(),
-              absl::StrCat(
-                  "step ", i, " (",
-                  step.fused != nullptr ? "fused" : MixrtOpName(step.call.op),
-                  "): ", status.message())));
+          Status(status.code(),
+                 StrCat("step ", i, " (",
+                        step.fused != nullptr ? "fused"
+                                              : MixrtOpName(step.call.op),
+                        "): ", status.message())));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 }  // namespace mixrt::sdk

@@ -9,10 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "mixrt/plugin_api.h"
+#include "plugins/sdk/span.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
@@ -22,16 +21,16 @@ struct KernelCall;
 // `status` (an error of step `step`) marked with the step's index, which
 // kernel_graph_run hands the host in failed_step (ABI 1.1): a KernelGraph
 // of a plugin's own returns its step errors through this.
-absl::Status StepFailed(int step, absl::Status status);
+Status StepFailed(int step, Status status);
 // The step StepFailed marked `status` with, or -1.
-int FailedStepOf(const absl::Status& status);
+int FailedStepOf(const Status& status);
 
 class KernelGraph {
  public:
   virtual ~KernelGraph() = default;
   // `buffers`: the run's base addresses, one per graph buffer. An error of
   // one step comes from StepFailed.
-  virtual absl::Status Run(absl::Span<void* const> buffers) = 0;
+  virtual Status Run(Span<void* const> buffers) = 0;
   virtual int num_buffers() const = 0;
 };
 
@@ -42,12 +41,12 @@ class StepGraph : public KernelGraph {
   // Checks every step as kernel_launch checks a launch (except the data,
   // given per run) and copies it. An attribute struct with an extension
   // chain cannot be copied: UNIMPLEMENTED (the host launches one by one).
-  static absl::StatusOr<std::unique_ptr<StepGraph>> Create(
+  static StatusOr<std::unique_ptr<StepGraph>> Create(
       Plugin* plugin, int device, int num_buffers,
-      absl::Span<const MixrtKernelGraphStep> steps);
+      Span<const MixrtKernelGraphStep> steps);
   ~StepGraph() override;
 
-  absl::Status Run(absl::Span<void* const> buffers) override;
+  Status Run(Span<void* const> buffers) override;
   int num_buffers() const override { return num_buffers_; }
   int num_steps() const { return static_cast<int>(steps_.size()); }
 

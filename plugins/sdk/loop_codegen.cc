@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_map>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/loop_prelude.h"
 #include "plugins/sdk/plugin.h"
 #include "plugins/sdk/reduction_order.h"
 #include "plugins/sdk/source_writer.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 namespace {
@@ -89,9 +87,9 @@ MX_FN float mx_pow(float x, float y) { return MX_POW(x, y); }
 // The prelude, the element functions and, for host reductions, the
 // reduction order: the real headers, embedded by the build.
 std::string Prelude(bool reductions) {
-  return absl::StrCat(kPrelude, kLoopElementsText,
-                      reductions ? kReductionOrderText : "",
-                      "using namespace mixrt::sdk::element;\n");
+  return StrCat(kPrelude, kLoopElementsText,
+                reductions ? kReductionOrderText : "",
+                "using namespace mixrt::sdk::element;\n");
 }
 
 bool IsInt(MixrtDtype d) {
@@ -116,12 +114,12 @@ const char* CType(MixrtDtype d) {
 
 std::string Float(double v) {
   if (v != v) return "(0.0f / 0.0f)";
-  return absl::StrFormat("%.9ef", v);
+  return StrFormat("%.9ef", v);
 }
 
-std::string Double(double v) { return absl::StrFormat("%.17g", v); }
+std::string Double(double v) { return StrFormat("%.17g", v); }
 
-std::string Local(int local) { return absl::StrCat("t", local); }
+std::string Local(int local) { return StrCat("t", local); }
 
 // The element function of each step kind the emitter prints (GELU's
 // gradient runs through the CPU plugin's row kernel, no element function
@@ -132,7 +130,7 @@ struct PrintedStep {
   Form form;
 };
 
-absl::StatusOr<PrintedStep> PrintedStepOf(LoopStepKind kind) {
+StatusOr<PrintedStep> PrintedStepOf(LoopStepKind kind) {
   using K = LoopStepKind;
   using F = PrintedStep;
   switch (kind) {
@@ -191,21 +189,20 @@ absl::StatusOr<PrintedStep> PrintedStepOf(LoopStepKind kind) {
     case K::kGeluBackward:
       break;
   }
-  return absl::UnimplementedError(
+  return UnimplementedError(
       "loop emitter: GELU's gradient runs in the CPU plugin's row kernel, "
       "which no element function matches yet");
 }
 
 // The step's result in f32, rounded to its dtype as in memory.
-absl::StatusOr<std::string> StepExpr(const LoopStep& st) {
+StatusOr<std::string> StepExpr(const LoopStep& st) {
   MIXRT_ASSIGN_OR_RETURN(PrintedStep printed, PrintedStepOf(st.kind));
   std::vector<std::string> in;
   for (int l : st.in) in.push_back(Local(l));
   std::string e;
   if (st.kind == LoopStepKind::kCopy) {
-    e = st.out_dtype == MIXRT_DTYPE_BOOL
-            ? absl::StrCat("mx_to_bool(", in[0], ")")
-            : in[0];
+    e = st.out_dtype == MIXRT_DTYPE_BOOL ? StrCat("mx_to_bool(", in[0], ")")
+                                         : in[0];
   } else if (printed.form == PrintedStep::kGradTimes) {
     std::vector<std::string> args = {in[1]};
     if (st.kind == LoopStepKind::kLeakyReluBackward)
@@ -214,36 +211,33 @@ absl::StatusOr<std::string> StepExpr(const LoopStep& st) {
       args.push_back(Float(st.alpha));
       args.push_back(Float(st.beta));
     }
-    e = absl::StrCat(in[0], " * ", printed.function, "(",
-                     absl::StrJoin(args, ", "), ")");
+    e = StrCat(in[0], " * ", printed.function, "(", StrJoin(args, ", "), ")");
   } else {
     if (printed.form == PrintedStep::kWithAlpha) in.push_back(Float(st.alpha));
     if (printed.form == PrintedStep::kWithAlphaBeta) {
       in.push_back(Float(st.alpha));
       in.push_back(Float(st.beta));
     }
-    e = absl::StrCat(printed.function, "(", absl::StrJoin(in, ", "), ")");
+    e = StrCat(printed.function, "(", StrJoin(in, ", "), ")");
     if (printed.form == PrintedStep::kCompare)
-      e = absl::StrCat("mx_bool_as_float(", e, ")");
+      e = StrCat("mx_bool_as_float(", e, ")");
   }
-  if (st.out_dtype == MIXRT_DTYPE_BF16)
-    e = absl::StrCat("mx_round_bf16(", e, ")");
-  if (st.out_dtype == MIXRT_DTYPE_F16)
-    e = absl::StrCat("mx_round_f16(", e, ")");
+  if (st.out_dtype == MIXRT_DTYPE_BF16) e = StrCat("mx_round_bf16(", e, ")");
+  if (st.out_dtype == MIXRT_DTYPE_F16) e = StrCat("mx_round_f16(", e, ")");
   return e;
 }
 
 // An expression for element `at` of argument `arg` as float.
 std::string LoadExpr(MixrtDtype d, int arg, const std::string& at) {
   const std::string e =
-      absl::StrCat("((const ", CType(d), "*)a.p[", arg, "])[", at, "]");
+      StrCat("((const ", CType(d), "*)a.p[", arg, "])[", at, "]");
   switch (d) {
     case MIXRT_DTYPE_BF16:
-      return absl::StrCat("mx_from_bf16(", e, ")");
+      return StrCat("mx_from_bf16(", e, ")");
     case MIXRT_DTYPE_F16:
-      return absl::StrCat("mx_from_f16(", e, ")");
+      return StrCat("mx_from_f16(", e, ")");
     default:
-      return absl::StrCat("(float)", e);
+      return StrCat("(float)", e);
   }
 }
 
@@ -253,13 +247,11 @@ std::string StoreStmt(const LoopStore& s, int arg) {
   // A bf16 value's local is already bf16 (loaded, or rounded when
   // computed): its upper half is the stored value, NaN included.
   if (s.dtype == MIXRT_DTYPE_BF16)
-    stored = absl::StrCat("mx_bf16_bits(", stored, ")");
-  if (s.dtype == MIXRT_DTYPE_F16)
-    stored = absl::StrCat("mx_to_f16(", stored, ")");
+    stored = StrCat("mx_bf16_bits(", stored, ")");
+  if (s.dtype == MIXRT_DTYPE_F16) stored = StrCat("mx_to_f16(", stored, ")");
   if (s.dtype == MIXRT_DTYPE_BOOL)
-    stored = absl::StrCat("(unsigned char)(", stored, " != 0.0f)");
-  return absl::StrCat("((", CType(s.dtype), "*)a.p[", arg, "])[i] = ", stored,
-                      ";");
+    stored = StrCat("(unsigned char)(", stored, " != 0.0f)");
+  return StrCat("((", CType(s.dtype), "*)a.p[", arg, "])[i] = ", stored, ";");
 }
 
 // The digits of `index` over dims [0, end) of the shape times a load's
@@ -270,8 +262,8 @@ std::string OffsetOf(const LoopLoad& l, const std::vector<int64_t>& shape,
   int64_t div = 1;
   for (int d = end - 1; d >= 0; --d) {
     if (l.strides[d] != 0 && shape[d] != 1) {
-      absl::StrAppend(&expr, expr.empty() ? "" : " + ", "((", index, " / ", div,
-                      "LL) % ", shape[d], "LL) * ", l.strides[d], "LL");
+      StrAppend(&expr, expr.empty() ? "" : " + ", "((", index, " / ", div,
+                "LL) % ", shape[d], "LL) * ", l.strides[d], "LL");
     }
     div *= shape[d];
   }
@@ -281,8 +273,8 @@ std::string OffsetOf(const LoopLoad& l, const std::vector<int64_t>& shape,
 // The program printed as statements, for the entry points to wrap.
 class ProgramText {
  public:
-  static absl::StatusOr<ProgramText> Of(const LoopProgram& p,
-                                        const LoopSourceOptions& options) {
+  static StatusOr<ProgramText> Of(const LoopProgram& p,
+                                  const LoopSourceOptions& options) {
     ProgramText t(p);
     MIXRT_RETURN_IF_ERROR(t.CheckPrintable(options));
     for (const LoopLoad& l : p.loads) t.ArgOf(l.value);
@@ -290,8 +282,7 @@ class ProgramText {
     for (const LoopReduction& r : p.reductions) t.ArgOf(r.value);
     for (const LoopStep& st : p.steps) {
       MIXRT_ASSIGN_OR_RETURN(std::string e, StepExpr(st));
-      t.steps_.push_back(
-          absl::StrCat("const float ", Local(st.out), " = ", e, ";"));
+      t.steps_.push_back(StrCat("const float ", Local(st.out), " = ", e, ";"));
     }
     for (const LoopStore& s : p.stores)
       t.steps_.push_back(StoreStmt(s, t.ArgOf(s.value)));
@@ -315,8 +306,7 @@ class ProgramText {
               ? "i"
               : OffsetOf(l, p_.shape, static_cast<int>(p_.shape.size()), "i");
       w.Line("const float ", Local(l.local), " = ",
-             LoadExpr(l.dtype, ArgOf(l.value), absl::StrCat("(", offset, ")")),
-             ";");
+             LoadExpr(l.dtype, ArgOf(l.value), StrCat("(", offset, ")")), ";");
     }
     for (const std::string& s : steps_) w.Line(s);
   }
@@ -351,13 +341,11 @@ class ProgramText {
   void WriteRowElement(SourceWriter& w) {
     for (const LoopLoad& l : p_.loads) {
       const std::string offset =
-          l.contiguous
-              ? "i"
-              : absl::StrCat("base", ArgOf(l.value), " + j * ",
-                             p_.shape.empty() ? 0 : l.strides.back(), "LL");
+          l.contiguous ? "i"
+                       : StrCat("base", ArgOf(l.value), " + j * ",
+                                p_.shape.empty() ? 0 : l.strides.back(), "LL");
       w.Line("const float ", Local(l.local), " = ",
-             LoadExpr(l.dtype, ArgOf(l.value), absl::StrCat("(", offset, ")")),
-             ";");
+             LoadExpr(l.dtype, ArgOf(l.value), StrCat("(", offset, ")")), ";");
     }
     for (const std::string& s : steps_) w.Line(s);
   }
@@ -365,29 +353,29 @@ class ProgramText {
  private:
   explicit ProgramText(const LoopProgram& p) : p_(p) {}
 
-  absl::Status CheckPrintable(const LoopSourceOptions& options) const {
+  Status CheckPrintable(const LoopSourceOptions& options) const {
     if (!p_.reductions.empty() && !options.host_reductions) {
-      return absl::UnimplementedError(
+      return UnimplementedError(
           "loop emitter: reductions stay with the interpreter");
     }
     for (const LoopLoad& l : p_.loads) {
       if (l.integer) {
-        return absl::UnimplementedError(absl::StrCat(
-            "loop emitter: input value ", l.value,
-            " is an integer (integer loads stay with the interpreter)"));
+        return UnimplementedError(
+            StrCat("loop emitter: input value ", l.value,
+                   " is an integer (integer loads stay with the interpreter)"));
       }
     }
-    return absl::OkStatus();
+    return OkStatus();
   }
 
   const LoopProgram& p_;
   std::vector<std::string> steps_;
   std::vector<int> values_;
-  absl::flat_hash_map<int, int> arg_of_;
+  std::unordered_map<int, int> arg_of_;
 };
 
 std::string LoopName(const std::string& text) {
-  return absl::StrFormat("mixrt_loop_%016x", std::hash<std::string>()(text));
+  return StrFormat("mixrt_loop_%016x", std::hash<std::string>()(text));
 }
 
 // Group name `name`'s element function of a group with reductions: element
@@ -412,17 +400,15 @@ const char* ReductionName(MixrtReduceKind k) {
 // (nothing when nobody reads it: its address is null).
 std::string StoreResult(const LoopReduction& r, int arg, const std::string& acc,
                         int64_t middle, const std::string& at) {
-  std::string value = absl::StrCat("(float)", acc);
+  std::string value = StrCat("(float)", acc);
   if (r.kind == MIXRT_REDUCE_MEAN) {
-    value = absl::StrCat("(float)(", acc, " / ",
-                         Double(static_cast<double>(middle)), ")");
+    value = StrCat("(float)(", acc, " / ", Double(static_cast<double>(middle)),
+                   ")");
   }
-  if (r.dtype == MIXRT_DTYPE_BF16)
-    value = absl::StrCat("mx_to_bf16(", value, ")");
-  if (r.dtype == MIXRT_DTYPE_F16)
-    value = absl::StrCat("mx_to_f16(", value, ")");
-  return absl::StrCat("if (a.p[", arg, "] != 0) ((", CType(r.dtype), "*)a.p[",
-                      arg, "])[", at, "] = ", value, ";");
+  if (r.dtype == MIXRT_DTYPE_BF16) value = StrCat("mx_to_bf16(", value, ")");
+  if (r.dtype == MIXRT_DTYPE_F16) value = StrCat("mx_to_f16(", value, ")");
+  return StrCat("if (a.p[", arg, "] != 0) ((", CType(r.dtype), "*)a.p[", arg,
+                "])[", at, "] = ", value, ";");
 }
 
 // The name of a group with reductions: a hash of its element function and
@@ -446,7 +432,7 @@ std::string ReductionHostSource(
   w.Directive("#if defined(__CUDACC__) || defined(__CUDACC_RTC__)");
   w.Directive("#error \"reductions are generated for the host only\"");
   w.Directive("#endif");
-  w.Directive(absl::StrCat("#define MX_ARGS ", text.values().size()));
+  w.Directive(StrCat("#define MX_ARGS ", text.values().size()));
   WriteReducingElement(w, name, text);
   w.Open("extern \"C\" __attribute__((visibility(\"default\"))) void ", name,
          "_host(void* const* p, mx_i64 begin, mx_i64 end)");
@@ -498,10 +484,9 @@ LoopSource ColumnReductionSource(ProgramText& text, LoopSource out) {
     w.Close();
     for (size_t r = 0; r < p.reductions.size(); ++r) {
       const LoopReduction& red = p.reductions[r];
-      w.Line(
-          "for (mx_i64 c = 0; c < n; ++c) ",
-          StoreResult(red, text.ArgOf(red.value), absl::StrCat("acc", r, "[c]"),
-                      middle, absl::StrCat("o * ", inner, "LL + c0 + c")));
+      w.Line("for (mx_i64 c = 0; c < n; ++c) ",
+             StoreResult(red, text.ArgOf(red.value), StrCat("acc", r, "[c]"),
+                         middle, StrCat("o * ", inner, "LL + c0 + c")));
     }
     w.Close();
   };
@@ -592,7 +577,7 @@ LoopSource PointwiseSource(ProgramText& text, LoopSource out) {
   SourceWriter element;
   text.WriteElement(element);
   out.name = LoopName(element.text());
-  const std::string args = absl::StrCat(out.name, "_args");
+  const std::string args = StrCat(out.name, "_args");
   SourceWriter w;
   w.Verbatim(Prelude(/*reductions=*/false));
   w.Line("struct ", args, " { void* p[", out.values.size(), "]; };");
@@ -637,13 +622,13 @@ std::vector<int64_t> LoopCodegenShape(const FusionGraph& g,
   for (int v : n.inputs) {
     if (IsInt(g.values[v].dtype)) return {};
   }
-  absl::StatusOr<LoopStepKind> kind = StepKindOf(n);
+  StatusOr<LoopStepKind> kind = StepKindOf(n);
   if (!kind.ok() || !PrintedStepOf(*kind).ok()) return {};
   return shape;
 }
 
-absl::StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
-                                          LoopSourceOptions options) {
+StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
+                                    LoopSourceOptions options) {
   MIXRT_ASSIGN_OR_RETURN(ProgramText text, ProgramText::Of(program, options));
   LoopSource out;
   out.values = text.values();
@@ -654,9 +639,9 @@ absl::StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
   return ColumnReductionSource(text, std::move(out));
 }
 
-absl::StatusOr<LoopSource> GenerateLoopSource(
-    const FusionGraph& g, absl::Span<const int> group_of_node, int group,
-    LoopSourceOptions options) {
+StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& g,
+                                        Span<const int> group_of_node,
+                                        int group, LoopSourceOptions options) {
   MIXRT_ASSIGN_OR_RETURN(LoopProgram program,
                          BuildLoopProgram(g, group_of_node, group));
   return EmitLoopSource(program, options);

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "plugins/sdk/fusion.h"
 #include "plugins/sdk/loop_program.h"
+#include "plugins/sdk/span.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
@@ -57,13 +57,14 @@ struct LoopSourceOptions {
 
 // UNIMPLEMENTED for a program it cannot print (reductions unless asked
 // for, integer loads, GELU's gradient).
-absl::StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
-                                          LoopSourceOptions options = {});
+StatusOr<LoopSource> EmitLoopSource(const LoopProgram& program,
+                                    LoopSourceOptions options = {});
 
 // EmitLoopSource of the group's program (BuildLoopProgram's errors too).
-absl::StatusOr<LoopSource> GenerateLoopSource(
-    const FusionGraph& graph, absl::Span<const int> group_of_node, int group,
-    LoopSourceOptions options = {});
+StatusOr<LoopSource> GenerateLoopSource(const FusionGraph& graph,
+                                        Span<const int> group_of_node,
+                                        int group,
+                                        LoopSourceOptions options = {});
 
 // LoopIterationShape for a pointwise node of float or bool values whose
 // step the emitter prints, else empty: the iteration_shape of

@@ -2,10 +2,10 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 namespace {
@@ -14,9 +14,9 @@ bool IsInt(MixrtDtype d) {
   return d == MIXRT_DTYPE_I32 || d == MIXRT_DTYPE_I64;
 }
 
-absl::Status NoStep(const FusionNode& n, uint32_t kind) {
-  return absl::UnimplementedError(absl::StrCat(
-      "a loop has no step for ", MixrtOpName(n.op), " of kind ", kind));
+Status NoStep(const FusionNode& n, uint32_t kind) {
+  return UnimplementedError(
+      StrCat("a loop has no step for ", MixrtOpName(n.op), " of kind ", kind));
 }
 
 // Whether the reduction from `in` to `out` over `axes_mask` reduces one
@@ -110,14 +110,14 @@ size_t ArityOf(LoopStepKind kind) {
 
 }  // namespace
 
-absl::StatusOr<LoopStepKind> StepKindOf(const FusionNode& n) {
+StatusOr<LoopStepKind> StepKindOf(const FusionNode& n) {
   using K = LoopStepKind;
   if (n.op == MIXRT_OP_WHERE) return K::kWhere;
   if (n.op == MIXRT_OP_COPY) return K::kCopy;
   if (n.op != MIXRT_OP_BINARY && n.op != MIXRT_OP_UNARY &&
       n.op != MIXRT_OP_UNARY_BACKWARD && n.op != MIXRT_OP_COMPARE) {
-    return absl::UnimplementedError(
-        absl::StrCat("a loop has no step for ", MixrtOpName(n.op)));
+    return UnimplementedError(
+        StrCat("a loop has no step for ", MixrtOpName(n.op)));
   }
   MIXRT_ASSIGN_OR_RETURN(MixrtPointwiseAttrs a,
                          n.GetAttrs<MixrtPointwiseAttrs>());
@@ -187,7 +187,7 @@ std::vector<int64_t> LoopIterationShape(const FusionGraph& g,
     }
     return in.shape;
   }
-  absl::StatusOr<LoopStepKind> kind = StepKindOf(n);
+  StatusOr<LoopStepKind> kind = StepKindOf(n);
   if (!kind.ok() || n.inputs.size() != ArityOf(*kind)) return none;
   for (int v : n.inputs) {
     if (g.values[v].shape != out.shape) return none;
@@ -204,17 +204,17 @@ class ProgramBuilder {
   explicit ProgramBuilder(const FusionGraph& g)
       : g_(g), local_of_(g.values.size(), -1) {}
 
-  absl::Status Add(int i) {
+  Status Add(int i) {
     const FusionNode& n = g_.nodes[i];
     const std::vector<int64_t> shape = LoopIterationShape(g_, n);
     if (shape.empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "loop program: node ", i, " (", MixrtOpName(n.op),
-          ") is no op a loop runs (symbolic, strided result, or kind)"));
+      return UnimplementedError(
+          StrCat("loop program: node ", i, " (", MixrtOpName(n.op),
+                 ") is no op a loop runs (symbolic, strided result, or kind)"));
     }
     if (p_.shape.empty()) p_.shape = shape;
     if (shape != p_.shape) {
-      return absl::UnimplementedError(
+      return UnimplementedError(
           "loop program: nodes of different iteration shapes");
     }
     p_.op_names.push_back(MixrtOpName(n.op));
@@ -238,16 +238,16 @@ class ProgramBuilder {
     st.out = NewLocal(st.int_out);
     local_of_[n.outputs[0]] = st.out;
     p_.steps.push_back(std::move(st));
-    return absl::OkStatus();
+    return OkStatus();
   }
 
-  absl::StatusOr<LoopProgram> Finish(absl::Span<const int> stores) {
+  StatusOr<LoopProgram> Finish(Span<const int> stores) {
     for (int64_t d : p_.shape) p_.numel *= d;
     for (int v : stores) {
       if (g_.nodes[g_.producer[v]].op == MIXRT_OP_REDUCE)
         continue;  // Stored at its end.
       if (p_.local_is_int[local_of_[v]]) {
-        return absl::UnimplementedError(
+        return UnimplementedError(
             "loop program: integer results stay op by op");
       }
       p_.stores.push_back({v, local_of_[v], g_.values[v].dtype});
@@ -272,21 +272,20 @@ class ProgramBuilder {
     return local_of_[v];
   }
 
-  absl::Status AddReduction(const FusionNode& n, int input) {
+  Status AddReduction(const FusionNode& n, int input) {
     MIXRT_ASSIGN_OR_RETURN(MixrtReduceAttrs a, n.GetAttrs<MixrtReduceAttrs>());
     if (!p_.reductions.empty() && a.axes_mask != axes_mask_) {
-      return absl::UnimplementedError(
-          "loop program: reductions over different dims");
+      return UnimplementedError("loop program: reductions over different dims");
     }
     axes_mask_ = a.axes_mask;
     if (!SplitAtReducedDims(p_.shape, a.axes_mask, &p_.split)) {
-      return absl::UnimplementedError(
+      return UnimplementedError(
           "loop program: reduced dims that are not one run");
     }
     const FusionValue& out = g_.values[n.outputs[0]];
     p_.reductions.push_back(
         {input, n.outputs[0], static_cast<MixrtReduceKind>(a.kind), out.dtype});
-    return absl::OkStatus();
+    return OkStatus();
   }
 
   const FusionGraph& g_;
@@ -297,11 +296,11 @@ class ProgramBuilder {
 
 }  // namespace
 
-absl::StatusOr<LoopProgram> BuildLoopProgram(
-    const FusionGraph& g, absl::Span<const int> group_of_node, int group) {
+StatusOr<LoopProgram> BuildLoopProgram(const FusionGraph& g,
+                                       Span<const int> group_of_node,
+                                       int group) {
   const std::vector<int> nodes = FusionGraph::GroupNodes(group_of_node, group);
-  if (nodes.empty())
-    return absl::InvalidArgumentError("loop program: empty group");
+  if (nodes.empty()) return InvalidArgumentError("loop program: empty group");
   ProgramBuilder builder(g);
   for (int i : nodes) MIXRT_RETURN_IF_ERROR(builder.Add(i));
   return builder.Finish(g.GroupStores(group_of_node, group));

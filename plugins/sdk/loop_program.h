@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "mixrt/plugin_api.h"
 #include "plugins/sdk/fusion.h"
+#include "plugins/sdk/span.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
@@ -119,13 +119,14 @@ std::vector<int64_t> LoopIterationShape(const FusionGraph& graph,
                                         const FusionNode& n);
 
 // The step kind of a pointwise node, or UNIMPLEMENTED naming op and kind.
-absl::StatusOr<LoopStepKind> StepKindOf(const FusionNode& n);
+StatusOr<LoopStepKind> StepKindOf(const FusionNode& n);
 
 // The program of group `group`; UNIMPLEMENTED for what a loop cannot
 // express (a node LoopIterationShape refuses, reductions over different
 // dims, an integer result stored), INVALID_ARGUMENT for an empty group.
-absl::StatusOr<LoopProgram> BuildLoopProgram(
-    const FusionGraph& graph, absl::Span<const int> group_of_node, int group);
+StatusOr<LoopProgram> BuildLoopProgram(const FusionGraph& graph,
+                                       Span<const int> group_of_node,
+                                       int group);
 
 // Whether a reduction's result is taken as a sum (sum and mean do).
 inline bool ReductionSums(MixrtReduceKind k) {

@@ -15,7 +15,7 @@
 //       {MIXRT_OP_MATMUL, RunMatmul},  // The table's dtypes, every variant.
 //   });
 //   const sdk::OpTable* Ops() const override { return &kOps; }
-//   absl::Status Launch(const sdk::KernelCall& call) override {
+//   sdk::Status Launch(const sdk::KernelCall& call) override {
 //     return kOps.Run(call);
 //   }
 #ifndef MIXRT_PLUGINS_SDK_OP_TABLE_H_
@@ -23,17 +23,20 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 
-#include "absl/status/status.h"
-#include "absl/types/span.h"
 #include "mixrt/plugin_api.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/span.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::sdk {
 
-using OpKernel = absl::Status (*)(const KernelCall& call);
+// A std::function: kernels written against another status type (the
+// in-tree plugins return absl::Status) convert on return.
+using OpKernel = std::function<Status(const KernelCall& call)>;
 
 // A set of dtypes (bit 1 << dtype) and of an op's variants (bit
 // 1 << variant: binary kinds, unary kinds, matmul activations, ...).
@@ -70,10 +73,10 @@ class OpTable {
   // (and the conformance suite fail). `default_dtypes` are the dtypes of
   // rows that list none: the floating ones unless the plugin's kernels
   // take integers too.
-  OpTable(std::string plugin, absl::Span<const Row> rows,
+  OpTable(std::string plugin, Span<const Row> rows,
           DTypeMask default_dtypes = kFloatingDTypes);
 
-  absl::Status Run(const KernelCall& call) const;
+  Status Run(const KernelCall& call) const;
   bool Has(MixrtOp op) const;
   // Why the table has no kernel for `query` ("no kernel for matmul",
   // "binary/sub is not among the variants of its kernel", ...), or "" when

@@ -8,13 +8,13 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
-#include "absl/container/node_hash_set.h"
-#include "absl/strings/str_cat.h"
 #include "mixrt/op_class.h"
 #include "mixrt/op_names.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/op_table.h"
+#include "plugins/sdk/strings.h"
 
 // The ABI's opaque error object, as every SDK plugin defines it.
 struct MixrtError {
@@ -37,8 +37,8 @@ struct MixrtFusedKernel {
 
 namespace mixrt::sdk {
 
-absl::Status internal::RunFusedKernel(MixrtFusedKernel* kernel,
-                                      absl::Span<void* const> value_data) {
+Status internal::RunFusedKernel(MixrtFusedKernel* kernel,
+                                Span<void* const> value_data) {
   return kernel->kernel->Run(value_data, {});
 }
 
@@ -46,52 +46,51 @@ int internal::FusedKernelValues(const MixrtFusedKernel* kernel) {
   return kernel->num_values;
 }
 
-absl::Status internal::CheckTensorShape(const MixrtTensorDesc& d,
-                                        const char* what, int index,
-                                        absl::string_view where) {
+Status internal::CheckTensorShape(const MixrtTensorDesc& d, const char* what,
+                                  int index, std::string_view where) {
   if (d.struct_size < MixrtTensorDesc_STRUCT_SIZE) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": ", what, " ", index, " has struct_size ", d.struct_size));
+    return InvalidArgumentError(StrCat(where, ": ", what, " ", index,
+                                       " has struct_size ", d.struct_size));
   }
   if (d.dtype >= MIXRT_DTYPE_COUNT || d.ndim < 0 || d.ndim > MIXRT_MAX_DIMS ||
       (d.ndim > 0 && (d.shape == nullptr || d.strides == nullptr))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": ", what, " ", index, " has dtype ", d.dtype, ", ndim ",
-        d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
+    return InvalidArgumentError(
+        StrCat(where, ": ", what, " ", index, " has dtype ", d.dtype, ", ndim ",
+               d.ndim, " (max ", MIXRT_MAX_DIMS, ") or missing shape/strides"));
   }
   for (int k = 0; k < d.ndim; ++k) {
     if (d.shape[k] < 0 || d.strides[k] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", what, " ", index,
-                       " has a negative size or stride in dim ", k));
+      return InvalidArgumentError(
+          StrCat(where, ": ", what, " ", index,
+                 " has a negative size or stride in dim ", k));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 namespace {
 
-MixrtErrorCode ToErrorCode(absl::StatusCode code) {
+MixrtErrorCode ToErrorCode(StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
       return MIXRT_ERROR_CODE_INVALID_ARGUMENT;
-    case absl::StatusCode::kUnimplemented:
+    case StatusCode::kUnimplemented:
       return MIXRT_ERROR_CODE_UNIMPLEMENTED;
-    case absl::StatusCode::kResourceExhausted:
+    case StatusCode::kResourceExhausted:
       return MIXRT_ERROR_CODE_OUT_OF_MEMORY;
-    case absl::StatusCode::kNotFound:
+    case StatusCode::kNotFound:
       return MIXRT_ERROR_CODE_NO_DEVICE;
-    case absl::StatusCode::kFailedPrecondition:
+    case StatusCode::kFailedPrecondition:
       return MIXRT_ERROR_CODE_FAILED_PRECONDITION;
-    case absl::StatusCode::kUnavailable:
+    case StatusCode::kUnavailable:
       return MIXRT_ERROR_CODE_UNAVAILABLE;
     default:
       return MIXRT_ERROR_CODE_INTERNAL;
   }
 }
 
-MixrtError* MakeError(const absl::Status& status) {
+MixrtError* MakeError(const Status& status) {
   if (status.ok()) return nullptr;
   return new MixrtError{ToErrorCode(status.code()),
                         std::string(status.message())};
@@ -101,10 +100,10 @@ MixrtError* MakeError(const absl::Status& status) {
 struct PluginState {
   std::unique_ptr<Plugin> plugin;
   std::mutex strings_mu;
-  absl::node_hash_set<std::string> strings;  // Stable addresses.
+  std::unordered_set<std::string> strings;  // Stable addresses.
   PluginInfo info;
   // Why the plugin declined the host (AcceptHost); reported by initialize.
-  absl::Status host_declined;
+  Status host_declined;
   // The ABI minor version the table is laid out as (MIXRT_SDK_ABI_MINOR).
   uint32_t table_minor = MIXRT_PLUGIN_API_MINOR;
 
@@ -119,56 +118,55 @@ PluginState& State() {
   return *state;
 }
 
-// Runs `body` (returning absl::Status), converting exceptions to errors.
+// Runs `body` (returning Status), converting exceptions to errors.
 template <typename Body>
 MixrtError* Guard(const char* function, Body&& body) {
   try {
     return MakeError(body());
   } catch (const std::exception& e) {
-    return MakeError(absl::InternalError(
-        absl::StrCat(function, ": plugin threw an exception: ", e.what())));
+    return MakeError(InternalError(
+        StrCat(function, ": plugin threw an exception: ", e.what())));
   } catch (...) {
-    return MakeError(absl::InternalError(
-        absl::StrCat(function, ": plugin threw a non-standard exception")));
+    return MakeError(InternalError(
+        StrCat(function, ": plugin threw a non-standard exception")));
   }
 }
 
 template <typename Args>
-absl::Status CheckArgs(const Args* args, size_t needed, const char* function) {
+Status CheckArgs(const Args* args, size_t needed, const char* function) {
   if (args == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(function, ": args is NULL"));
+    return InvalidArgumentError(StrCat(function, ": args is NULL"));
   }
   if (args->struct_size < needed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(function, ": args struct_size ", args->struct_size,
-                     " is smaller than the ", needed, " bytes required"));
+    return InvalidArgumentError(
+        StrCat(function, ": args struct_size ", args->struct_size,
+               " is smaller than the ", needed, " bytes required"));
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // Whether the caller's Args struct holds at least its first version
 // (Type##_STRUCT_SIZE, beside the struct in plugin_api.h).
-#define MIXRT_SDK_CHECK_ARGS(Type, function)                            \
-  do {                                                                  \
-    absl::Status check = CheckArgs(args, Type##_STRUCT_SIZE, function); \
-    if (!check.ok()) return check;                                      \
+#define MIXRT_SDK_CHECK_ARGS(Type, function)                      \
+  do {                                                            \
+    Status check = CheckArgs(args, Type##_STRUCT_SIZE, function); \
+    if (!check.ok()) return check;                                \
   } while (0)
 
-absl::Status CheckDevice(int device) {
+Status CheckDevice(int device) {
   const DeviceCount count = State().plugin->CountDevices();
   if (device < 0 || device >= count.count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device index ", device, " out of range; the plugin has ",
-                     count.count, " device(s)"));
+    return InvalidArgumentError(StrCat("device index ", device,
+                                       " out of range; the plugin has ",
+                                       count.count, " device(s)"));
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
-                          const char* what) {
+Status CheckTensors(const MixrtTensorDesc* descs, int32_t n, const char* what) {
   if (n < 0 || (n > 0 && descs == nullptr)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kernel_launch: bad ", what, " list (count ", n, ")"));
+    return InvalidArgumentError(
+        StrCat("kernel_launch: bad ", what, " list (count ", n, ")"));
   }
   for (int32_t i = 0; i < n; ++i) {
     const MixrtTensorDesc& d = descs[i];
@@ -177,11 +175,11 @@ absl::Status CheckTensors(const MixrtTensorDesc* descs, int32_t n,
     bool empty = false;
     for (int k = 0; k < d.ndim; ++k) empty |= d.shape[k] == 0;
     if (!empty && d.data == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "kernel_launch: ", what, " ", i, " has elements but a NULL data"));
+      return InvalidArgumentError(StrCat("kernel_launch: ", what, " ", i,
+                                         " has elements but a NULL data"));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // ---- The C entry points --------------------------------------------------
@@ -202,19 +200,19 @@ void ErrorGetCode(MixrtError_GetCode_Args* args) {
 }
 
 MixrtError* GetInfo(MixrtPlugin_GetInfo_Args* args) {
-  return Guard("plugin_get_info", [&]() -> absl::Status {
+  return Guard("plugin_get_info", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtPlugin_GetInfo_Args, "plugin_get_info");
     const PluginInfo& info = State().info;
     args->name = info.name.c_str();
     args->version = info.version.c_str();
     args->build_info = info.build_info.c_str();
     args->device_type = info.device_type.c_str();
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
-  return Guard("plugin_initialize", [&]() -> absl::Status {
+  return Guard("plugin_initialize", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Initialize_Args, "plugin_initialize");
     if (!State().host_declined.ok()) return State().host_declined;
     return State().plugin->Initialize();
@@ -222,51 +220,51 @@ MixrtError* Initialize(MixrtPlugin_Initialize_Args* args) {
 }
 
 MixrtError* Shutdown(MixrtPlugin_Shutdown_Args* args) {
-  return Guard("plugin_shutdown", [&]() -> absl::Status {
+  return Guard("plugin_shutdown", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtPlugin_Shutdown_Args, "plugin_shutdown");
     return State().plugin->Shutdown();
   });
 }
 
 MixrtError* CountDevices(MixrtDevice_Count_Args* args) {
-  return Guard("device_count", [&]() -> absl::Status {
+  return Guard("device_count", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_Count_Args, "device_count");
     const DeviceCount count = State().plugin->CountDevices();
     args->count = count.count;
     args->no_device_reason =
         count.count == 0 ? State().Intern(count.no_device_reason) : nullptr;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* GetProperties(MixrtDevice_GetProperties_Args* args) {
-  return Guard("device_get_properties", [&]() -> absl::Status {
+  return Guard("device_get_properties", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetProperties_Args,
                          "device_get_properties");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
-    absl::StatusOr<DeviceProperties> props =
+    StatusOr<DeviceProperties> props =
         State().plugin->GetDeviceProperties(args->device);
     if (!props.ok()) return props.status();
     args->name = State().Intern(props->name);
     args->total_memory = props->total_memory;
     args->flags = props->flags;
     args->alignment = props->alignment;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
-  return Guard("device_get_capability", [&]() -> absl::Status {
+  return Guard("device_get_capability", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetCapability_Args,
                          "device_get_capability");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->op_class >= MIXRT_OP_CLASS_COUNT ||
         args->dtype >= MIXRT_DTYPE_COUNT) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device_get_capability: unknown op class ",
-                       args->op_class, " or dtype ", args->dtype));
+      return InvalidArgumentError(
+          StrCat("device_get_capability: unknown op class ", args->op_class,
+                 " or dtype ", args->dtype));
     }
     const Capability cap = State().plugin->GetCapability(
         args->device, static_cast<MixrtOpClass>(args->op_class),
@@ -274,22 +272,21 @@ MixrtError* GetCapability(MixrtDevice_GetCapability_Args* args) {
     args->level = cap.level;
     args->reason = State().Intern(cap.reason);
     args->speed_vs_f32 = cap.speed_vs_f32;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* GetMemoryInfo(MixrtDevice_GetMemoryInfo_Args* args) {
-  return Guard("device_get_memory_info", [&]() -> absl::Status {
+  return Guard("device_get_memory_info", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetMemoryInfo_Args,
                          "device_get_memory_info");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
-    absl::StatusOr<MemoryInfo> info =
-        State().plugin->GetMemoryInfo(args->device);
+    StatusOr<MemoryInfo> info = State().plugin->GetMemoryInfo(args->device);
     if (!info.ok()) return info.status();
     args->free_bytes = info->free_bytes;
     args->total_bytes = info->total_bytes;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
@@ -310,16 +307,16 @@ void ProfilerRange(MixrtProfiler_Range_Args* args) {
 }
 
 MixrtError* GetPrecisionSupport(MixrtDevice_GetPrecisionSupport_Args* args) {
-  return Guard("device_get_precision_support", [&]() -> absl::Status {
+  return Guard("device_get_precision_support", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetPrecisionSupport_Args,
                          "device_get_precision_support");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->op_class >= MIXRT_OP_CLASS_COUNT ||
         args->precision >= MIXRT_PRECISION_COUNT) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device_get_precision_support: unknown op class ",
-                       args->op_class, " or precision ", args->precision));
+      return InvalidArgumentError(
+          StrCat("device_get_precision_support: unknown op class ",
+                 args->op_class, " or precision ", args->precision));
     }
     const Capability cap = State().plugin->GetPrecisionSupport(
         args->device, static_cast<MixrtOpClass>(args->op_class),
@@ -327,27 +324,27 @@ MixrtError* GetPrecisionSupport(MixrtDevice_GetPrecisionSupport_Args* args) {
     args->level = cap.level;
     args->reason = State().Intern(cap.reason);
     args->speed_vs_f32 = cap.speed_vs_f32;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
-  return Guard("device_get_op_support", [&]() -> absl::Status {
+  return Guard("device_get_op_support", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_GetOpSupport_Args,
                          "device_get_op_support");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->dtype >= MIXRT_DTYPE_COUNT ||
         args->out_dtype >= MIXRT_DTYPE_COUNT) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device_get_op_support: unknown dtype ", args->dtype,
-                       " or ", args->out_dtype));
+      return InvalidArgumentError(
+          StrCat("device_get_op_support: unknown dtype ", args->dtype, " or ",
+                 args->out_dtype));
     }
     Capability cap;
     if (args->op >= MIXRT_OP_COUNT) {
-      cap = Unsupported(absl::StrCat(
-          "op ", args->op, " is newer than this plugin (ABI ",
-          MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR, ")"));
+      cap = Unsupported(
+          StrCat("op ", args->op, " is newer than this plugin (ABI ",
+                 MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR, ")"));
     } else {
       OpQuery query;
       query.op = static_cast<MixrtOp>(args->op);
@@ -358,52 +355,51 @@ MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* args) {
     }
     args->level = cap.level;
     args->reason = State().Intern(cap.reason);
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* Synchronize(MixrtDevice_Synchronize_Args* args) {
-  return Guard("device_synchronize", [&]() -> absl::Status {
+  return Guard("device_synchronize", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtDevice_Synchronize_Args, "device_synchronize");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     return State().plugin->Synchronize(args->device);
   });
 }
 
 MixrtError* Allocate(MixrtMemory_Allocate_Args* args) {
-  return Guard("memory_allocate", [&]() -> absl::Status {
+  return Guard("memory_allocate", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtMemory_Allocate_Args, "memory_allocate");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
-    absl::StatusOr<void*> ptr =
-        State().plugin->Allocate(args->device, args->bytes);
+    StatusOr<void*> ptr = State().plugin->Allocate(args->device, args->bytes);
     if (!ptr.ok()) return ptr.status();
     args->ptr = *ptr;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* Free(MixrtMemory_Free_Args* args) {
-  return Guard("memory_free", [&]() -> absl::Status {
+  return Guard("memory_free", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtMemory_Free_Args, "memory_free");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     return State().plugin->Free(args->device, args->ptr);
   });
 }
 
 MixrtError* Copy(MixrtMemory_Copy_Args* args) {
-  return Guard("memory_copy", [&]() -> absl::Status {
+  return Guard("memory_copy", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtMemory_Copy_Args, "memory_copy");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->kind > MIXRT_COPY_DEVICE_TO_DEVICE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("memory_copy: unknown copy kind ", args->kind));
+      return InvalidArgumentError(
+          StrCat("memory_copy: unknown copy kind ", args->kind));
     }
     if (args->bytes > 0 && (args->dst == nullptr || args->src == nullptr)) {
-      return absl::InvalidArgumentError("memory_copy: NULL pointer");
+      return InvalidArgumentError("memory_copy: NULL pointer");
     }
     return State().plugin->Copy(args->device,
                                 static_cast<MixrtCopyKind>(args->kind),
@@ -412,12 +408,12 @@ MixrtError* Copy(MixrtMemory_Copy_Args* args) {
 }
 
 MixrtError* Set(MixrtMemory_Set_Args* args) {
-  return Guard("memory_set", [&]() -> absl::Status {
+  return Guard("memory_set", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtMemory_Set_Args, "memory_set");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (!ok.ok()) return ok;
     if (args->bytes > 0 && args->dst == nullptr) {
-      return absl::InvalidArgumentError("memory_set: NULL pointer");
+      return InvalidArgumentError("memory_set: NULL pointer");
     }
     return State().plugin->Memset(args->device, args->dst, args->value,
                                   args->bytes);
@@ -425,14 +421,14 @@ MixrtError* Set(MixrtMemory_Set_Args* args) {
 }
 
 MixrtError* Launch(MixrtKernel_Launch_Args* args) {
-  return Guard("kernel_launch", [&]() -> absl::Status {
+  return Guard("kernel_launch", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtKernel_Launch_Args, "kernel_launch");
-    absl::Status ok = CheckDevice(args->device);
+    Status ok = CheckDevice(args->device);
     if (ok.ok()) ok = CheckTensors(args->inputs, args->num_inputs, "input");
     if (ok.ok()) ok = CheckTensors(args->outputs, args->num_outputs, "output");
     if (!ok.ok()) return ok;
     if (args->op >= MIXRT_OP_COUNT) {
-      return absl::UnimplementedError(absl::StrCat(
+      return UnimplementedError(StrCat(
           "kernel_launch: op ", args->op, " is newer than this plugin (ABI ",
           MIXRT_PLUGIN_API_MAJOR, ".", MIXRT_PLUGIN_API_MINOR, ")"));
     }
@@ -451,39 +447,39 @@ MixrtError* Launch(MixrtKernel_Launch_Args* args) {
 }
 
 MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* args) {
-  return Guard("kernel_graph_create", [&]() -> absl::Status {
+  return Guard("kernel_graph_create", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Create_Args, "kernel_graph_create");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     if (args->num_steps < 0 ||
         (args->num_steps > 0 && args->steps == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return InvalidArgumentError(StrCat(
           "kernel_graph_create: bad step list (count ", args->num_steps, ")"));
     }
     Plugin* plugin = State().plugin.get();
     MIXRT_ASSIGN_OR_RETURN(
         std::unique_ptr<StepGraph> steps,
         StepGraph::Create(plugin, args->device, args->num_buffers,
-                          absl::MakeConstSpan(args->steps, args->num_steps)));
+                          MakeConstSpan(args->steps, args->num_steps)));
     MIXRT_ASSIGN_OR_RETURN(
         std::unique_ptr<KernelGraph> graph,
         plugin->CreateKernelGraph(args->device, std::move(steps)));
     args->graph = new MixrtKernelGraph{std::move(graph)};
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* GraphRun(MixrtKernelGraph_Run_Args* args) {
-  return Guard("kernel_graph_run", [&]() -> absl::Status {
+  return Guard("kernel_graph_run", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtKernelGraph_Run_Args, "kernel_graph_run");
     if (args->graph == nullptr) {
-      return absl::InvalidArgumentError("kernel_graph_run: graph is NULL");
+      return InvalidArgumentError("kernel_graph_run: graph is NULL");
     }
     KernelGraph& graph = *args->graph->graph;
     const int n = graph.num_buffers();
     if (n > 0 && args->buffers == nullptr) {
-      return absl::InvalidArgumentError("kernel_graph_run: buffers is NULL");
+      return InvalidArgumentError("kernel_graph_run: buffers is NULL");
     }
-    absl::Status status = graph.Run(absl::MakeConstSpan(args->buffers, n));
+    Status status = graph.Run(MakeConstSpan(args->buffers, n));
     if (!status.ok() &&
         MIXRT_STRUCT_HAS(args, MixrtKernelGraph_Run_Args, failed_step)) {
       args->failed_step = FailedStepOf(status);
@@ -496,40 +492,39 @@ void GraphDestroy(MixrtKernelGraph_Destroy_Args* args) {
   if (args != nullptr) delete args->graph;
 }
 
-absl::StatusOr<FusionGraph> DecodeFusionGraph(const MixrtFusionGraph* graph,
-                                              absl::string_view function) {
+StatusOr<FusionGraph> DecodeFusionGraph(const MixrtFusionGraph* graph,
+                                        std::string_view function) {
   if (graph == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(function, ": graph is NULL"));
+    return InvalidArgumentError(StrCat(function, ": graph is NULL"));
   }
   return FusionGraph::Decode(*graph);
 }
 
 MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
-  return Guard("fusion_claim", [&]() -> absl::Status {
+  return Guard("fusion_claim", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusion_Claim_Args, "fusion_claim");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
                            DecodeFusionGraph(args->graph, "fusion_claim"));
     if (!graph.nodes.empty() && args->group_of_node == nullptr) {
-      return absl::InvalidArgumentError("fusion_claim: group_of_node is NULL");
+      return InvalidArgumentError("fusion_claim: group_of_node is NULL");
     }
     MIXRT_ASSIGN_OR_RETURN(std::vector<int> groups,
                            State().plugin->ClaimFusion(args->device, graph));
     if (groups.size() != graph.nodes.size()) {
-      return absl::InternalError(
-          absl::StrCat("fusion_claim: the plugin answered for ", groups.size(),
-                       " nodes of ", graph.nodes.size()));
+      return InternalError(StrCat("fusion_claim: the plugin answered for ",
+                                  groups.size(), " nodes of ",
+                                  graph.nodes.size()));
     }
     // Groups are numbered 0.. densely, so none reaches the node count (a
     // larger number would size the host's tables by the plugin's whim).
     int num_groups = 0;
     for (int g : groups) {
-      if (g < -1) return absl::InternalError("fusion_claim: a group below -1");
+      if (g < -1) return InternalError("fusion_claim: a group below -1");
       if (g >= static_cast<int64_t>(groups.size())) {
-        return absl::InternalError(
-            absl::StrCat("fusion_claim: group ", g, " of ", groups.size(),
-                         " nodes (groups are numbered from 0 densely)"));
+        return InternalError(
+            StrCat("fusion_claim: group ", g, " of ", groups.size(),
+                   " nodes (groups are numbered from 0 densely)"));
       }
       num_groups = std::max(num_groups, g + 1);
     }
@@ -539,31 +534,28 @@ MixrtError* FusionClaim(MixrtFusion_Claim_Args* args) {
     }
     for (int g = 0; g < num_groups; ++g) {
       if (!seen[g]) {
-        return absl::InternalError(
-            absl::StrCat("fusion_claim: group ", g, " has no node"));
+        return InternalError(StrCat("fusion_claim: group ", g, " has no node"));
       }
     }
     std::copy(groups.begin(), groups.end(), args->group_of_node);
     args->num_groups = num_groups;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
-  return Guard("fusion_compile", [&]() -> absl::Status {
+  return Guard("fusion_compile", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusion_Compile_Args, "fusion_compile");
     MIXRT_RETURN_IF_ERROR(CheckDevice(args->device));
     MIXRT_ASSIGN_OR_RETURN(FusionGraph graph,
                            DecodeFusionGraph(args->graph, "fusion_compile"));
     if (!graph.nodes.empty() && args->group_of_node == nullptr) {
-      return absl::InvalidArgumentError(
-          "fusion_compile: group_of_node is NULL");
+      return InvalidArgumentError("fusion_compile: group_of_node is NULL");
     }
-    const auto groups =
-        absl::MakeConstSpan(args->group_of_node, graph.nodes.size());
+    const auto groups = MakeConstSpan(args->group_of_node, graph.nodes.size());
     if (FusionGraph::GroupNodes(groups, args->group).empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fusion_compile: group ", args->group, " has no node"));
+      return InvalidArgumentError(
+          StrCat("fusion_compile: group ", args->group, " has no node"));
     }
     MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<FusedKernel> kernel,
                            State().plugin->CompileFusion(args->device, graph,
@@ -572,7 +564,7 @@ MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
     if (scratch_bytes > 0 &&
         (State().table_minor < 2 ||
          !MIXRT_STRUCT_HAS(args, MixrtFusion_Compile_Args, scratch_bytes))) {
-      return absl::FailedPreconditionError(absl::StrCat(
+      return FailedPreconditionError(StrCat(
           "fusion_compile: the kernel needs ", scratch_bytes,
           " bytes of scratch memory, which only an ABI 1.2 host and table "
           "can hand over"));
@@ -584,36 +576,35 @@ MixrtError* FusionCompile(MixrtFusion_Compile_Args* args) {
     args->kernel = out;
     args->description = out->description.c_str();
     if (scratch_bytes > 0) args->scratch_bytes = scratch_bytes;
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* FusedKernelRun(MixrtFusedKernel_Run_Args* args) {
-  return Guard("fused_kernel_run", [&]() -> absl::Status {
+  return Guard("fused_kernel_run", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_Run_Args, "fused_kernel_run");
     MixrtFusedKernel* k = args->kernel;
     if (k == nullptr) {
-      return absl::InvalidArgumentError("fused_kernel_run: kernel is NULL");
+      return InvalidArgumentError("fused_kernel_run: kernel is NULL");
     }
     if ((k->num_values > 0 && args->value_data == nullptr) ||
         (k->num_symbols > 0 && args->symbol_sizes == nullptr)) {
-      return absl::InvalidArgumentError(
+      return InvalidArgumentError(
           "fused_kernel_run: value_data or symbol_sizes is NULL");
     }
-    return k->kernel->Run(
-        absl::MakeConstSpan(args->value_data, k->num_values),
-        absl::MakeConstSpan(args->symbol_sizes, k->num_symbols));
+    return k->kernel->Run(MakeConstSpan(args->value_data, k->num_values),
+                          MakeConstSpan(args->symbol_sizes, k->num_symbols));
   });
 }
 
 MixrtError* FusedKernelSetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* args) {
-  return Guard("fused_kernel_set_weight_version", [&]() -> absl::Status {
+  return Guard("fused_kernel_set_weight_version", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetWeightVersion_Args,
                          "fused_kernel_set_weight_version");
     MixrtFusedKernel* k = args->kernel;
     if (k == nullptr || args->value < 0 || args->value >= k->num_values) {
-      return absl::InvalidArgumentError(
+      return InvalidArgumentError(
           "fused_kernel_set_weight_version: no such kernel or value");
     }
     k->kernel->SetWeightVersion(args->value, args->version);
@@ -621,28 +612,27 @@ MixrtError* FusedKernelSetWeightVersion(
                          keeps_copy)) {
       args->keeps_copy = k->kernel->KeepsCopyOf(args->value) ? 1 : 0;
     }
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
 MixrtError* FusedKernelSetScratch(MixrtFusedKernel_SetScratch_Args* args) {
-  return Guard("fused_kernel_set_scratch", [&]() -> absl::Status {
+  return Guard("fused_kernel_set_scratch", [&]() -> Status {
     MIXRT_SDK_CHECK_ARGS(MixrtFusedKernel_SetScratch_Args,
                          "fused_kernel_set_scratch");
     MixrtFusedKernel* k = args->kernel;
     if (k == nullptr) {
-      return absl::InvalidArgumentError(
-          "fused_kernel_set_scratch: kernel is NULL");
+      return InvalidArgumentError("fused_kernel_set_scratch: kernel is NULL");
     }
     const uint64_t needed = k->kernel->ScratchBytes();
     if (args->scratch == nullptr || args->bytes < needed) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fused_kernel_set_scratch: the kernel needs ", needed,
-                       " bytes, got ", args->bytes, " at ",
-                       args->scratch == nullptr ? "NULL" : "an address"));
+      return InvalidArgumentError(
+          StrCat("fused_kernel_set_scratch: the kernel needs ", needed,
+                 " bytes, got ", args->bytes, " at ",
+                 args->scratch == nullptr ? "NULL" : "an address"));
     }
     k->kernel->SetScratch(args->scratch);
-    return absl::OkStatus();
+    return OkStatus();
   });
 }
 
@@ -677,7 +667,7 @@ Capability Plugin::OpSupportFromClassMatrix(int device, const OpQuery& query) {
   const MixrtOpClass op_class = MixrtOpClassOf(query.op);
   if (op_class == MIXRT_OP_CLASS_COUNT) {
     return Unsupported(
-        absl::StrCat("this plugin does not know op ", MixrtOpName(query.op)));
+        StrCat("this plugin does not know op ", MixrtOpName(query.op)));
   }
   if (query.dtype != MIXRT_DTYPE_F32 && query.dtype != MIXRT_DTYPE_F16 &&
       query.dtype != MIXRT_DTYPE_BF16) {
@@ -686,9 +676,8 @@ Capability Plugin::OpSupportFromClassMatrix(int device, const OpQuery& query) {
   return GetCapability(device, op_class, query.dtype);
 }
 
-absl::StatusOr<MemoryInfo> Plugin::GetMemoryInfo(int /*device*/) {
-  return absl::UnimplementedError(
-      "this plugin does not report its device's memory");
+StatusOr<MemoryInfo> Plugin::GetMemoryInfo(int /*device*/) {
+  return UnimplementedError("this plugin does not report its device's memory");
 }
 
 Capability Plugin::GetPrecisionSupport(int /*device*/,
@@ -697,80 +686,77 @@ Capability Plugin::GetPrecisionSupport(int /*device*/,
   return Unsupported("not declared by this plugin");
 }
 
-absl::Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
+Status Plugin::AcceptHost(uint32_t host_major, uint32_t host_minor) {
   if (host_major != MIXRT_PLUGIN_API_MAJOR) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the plugin was built for ABI ", MIXRT_PLUGIN_API_MAJOR,
-                     ".x; the host "
-                     "speaks ",
-                     host_major, ".", host_minor));
+    return FailedPreconditionError(StrCat("the plugin was built for ABI ",
+                                          MIXRT_PLUGIN_API_MAJOR,
+                                          ".x; the host "
+                                          "speaks ",
+                                          host_major, ".", host_minor));
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<KernelGraph>> Plugin::CreateKernelGraph(
+StatusOr<std::unique_ptr<KernelGraph>> Plugin::CreateKernelGraph(
     int /*device*/, std::unique_ptr<StepGraph> steps) {
   return steps;
 }
 
-absl::StatusOr<std::vector<int>> Plugin::ClaimFusion(int /*device*/,
-                                                     const FusionGraph& graph) {
+StatusOr<std::vector<int>> Plugin::ClaimFusion(int /*device*/,
+                                               const FusionGraph& graph) {
   return std::vector<int>(graph.nodes.size(), -1);
 }
 
-absl::StatusOr<std::unique_ptr<FusedKernel>> Plugin::CompileFusion(
+StatusOr<std::unique_ptr<FusedKernel>> Plugin::CompileFusion(
     int /*device*/, const FusionGraph& /*graph*/,
-    absl::Span<const int> /*group_of_node*/, int group) {
-  return absl::UnimplementedError(absl::StrCat(
-      "this plugin compiles no fusion group (asked for ", group, ")"));
+    Span<const int> /*group_of_node*/, int group) {
+  return UnimplementedError(
+      StrCat("this plugin compiles no fusion group (asked for ", group, ")"));
 }
 
 // ---- HostMemoryPlugin ------------------------------------------------------
 
-absl::StatusOr<void*> HostMemoryPlugin::Allocate(int device, uint64_t bytes) {
+StatusOr<void*> HostMemoryPlugin::Allocate(int device, uint64_t bytes) {
   if (bytes == 0) return nullptr;
   const uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded < bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", bytes, " bytes on host device ",
-                     device, ": size overflows"));
+    return ResourceExhaustedError(StrCat("cannot allocate ", bytes,
+                                         " bytes on host device ", device,
+                                         ": size overflows"));
   }
   void* ptr = std::aligned_alloc(kAlignment, rounded);
   if (ptr == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "out of host memory allocating ", bytes, " bytes on device ", device));
+    return ResourceExhaustedError(StrCat("out of host memory allocating ",
+                                         bytes, " bytes on device ", device));
   }
   return ptr;
 }
 
-absl::Status HostMemoryPlugin::Free(int /*device*/, void* ptr) {
+Status HostMemoryPlugin::Free(int /*device*/, void* ptr) {
   std::free(ptr);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status HostMemoryPlugin::Copy(int /*device*/, MixrtCopyKind /*kind*/,
-                                    void* dst, const void* src,
-                                    uint64_t bytes) {
+Status HostMemoryPlugin::Copy(int /*device*/, MixrtCopyKind /*kind*/, void* dst,
+                              const void* src, uint64_t bytes) {
   if (bytes > 0) std::memmove(dst, src, bytes);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status HostMemoryPlugin::Memset(int /*device*/, void* dst, uint8_t value,
-                                      uint64_t bytes) {
+Status HostMemoryPlugin::Memset(int /*device*/, void* dst, uint8_t value,
+                                uint64_t bytes) {
   if (bytes > 0) std::memset(dst, value, bytes);
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-absl::Status HostMemoryPlugin::Synchronize(int /*device*/) {
-  return absl::OkStatus();
-}
+Status HostMemoryPlugin::Synchronize(int /*device*/) { return OkStatus(); }
 
-absl::StatusOr<MemoryInfo> HostMemoryPlugin::GetMemoryInfo(int /*device*/) {
+StatusOr<MemoryInfo> HostMemoryPlugin::GetMemoryInfo(int /*device*/) {
   const long page = sysconf(_SC_PAGESIZE);
   const long total = sysconf(_SC_PHYS_PAGES);
   const long available = sysconf(_SC_AVPHYS_PAGES);
   if (page <= 0 || total <= 0 || available < 0) {
-    return absl::UnavailableError("sysconf cannot tell the machine's memory");
+    return UnavailableError("sysconf cannot tell the machine's memory");
   }
   return MemoryInfo{static_cast<uint64_t>(available) * page,
                     static_cast<uint64_t>(total) * page};
@@ -836,8 +822,8 @@ const MixrtPluginApi* GetApi(PluginFactory factory, uint32_t host_major,
   try {
     state.host_declined = state.plugin->AcceptHost(host_major, host_minor);
   } catch (const std::exception& e) {
-    state.host_declined = absl::InternalError(
-        absl::StrCat("AcceptHost threw an exception: ", e.what()));
+    state.host_declined =
+        InternalError(StrCat("AcceptHost threw an exception: ", e.what()));
   }
   return api;
 }

@@ -1,7 +1,8 @@
 // The mixrt plugin SDK: implement a backend by filling a C++ class instead of
 // the raw C tables of plugin_api.h. The SDK builds the MixrtPluginApi table,
-// turns absl::Status into ABI error objects, catches every exception at the
-// boundary, and keeps returned strings alive for the plugin's lifetime.
+// turns sdk::Status (status.h; no Abseil) into ABI error objects, catches
+// every exception at the boundary, and keeps returned strings alive for the
+// plugin's lifetime.
 //
 //   class MyPlugin : public mixrt::sdk::HostMemoryPlugin {
 //    public:
@@ -10,7 +11,7 @@
 //     }
 //     mixrt::sdk::Capability GetCapability(int, MixrtOpClass,
 //                                          MixrtDtype) override { ... }
-//     absl::Status Launch(const mixrt::sdk::KernelCall& call) override { ... }
+//     mixrt::sdk::Status Launch(const mixrt::sdk::KernelCall& call) override;
 //   };
 //   MIXRT_SDK_DEFINE_PLUGIN(MyPlugin)
 //
@@ -26,13 +27,12 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "mixrt/plugin_api.h"
 #include "plugins/sdk/fusion.h"
 #include "plugins/sdk/kernel_graph.h"
+#include "plugins/sdk/small_vector.h"
+#include "plugins/sdk/status.h"
+#include "plugins/sdk/strings.h"
 #include "plugins/sdk/tensor_ref.h"
 
 namespace mixrt::sdk {
@@ -115,8 +115,8 @@ struct KernelCall {
   MixrtOp op = MIXRT_OP_FILL;
   // Inline: a launch of a few tensors allocates nothing on the heap (two
   // allocations per launch were a tenth of a small model's step).
-  absl::InlinedVector<TensorRef, 4> inputs;
-  absl::InlinedVector<TensorRef, 2> outputs;
+  SmallVector<TensorRef, 4> inputs;
+  SmallVector<TensorRef, 2> outputs;
   const void* attrs = nullptr;
 
   // The op's attribute struct. A struct from an older host that ends before
@@ -124,15 +124,15 @@ struct KernelCall {
   // is copied into a zero-filled one that lives as long as this call; one
   // from a newer host is read as far as this plugin knows it.
   template <typename Attrs>
-  absl::StatusOr<const Attrs*> GetAttrs() const {
+  StatusOr<const Attrs*> GetAttrs() const {
     const auto* a = static_cast<const Attrs*>(attrs);
     constexpr size_t kFirst = AttrsFirstVersion<Attrs>::kSize;
     if (a == nullptr) {
-      return absl::InvalidArgumentError(
+      return InvalidArgumentError(
           "kernel attributes missing: the op takes an attribute struct");
     }
     if (a->struct_size < kFirst) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return InvalidArgumentError(StrCat(
           "kernel attributes have struct_size ", a->struct_size,
           "; the op's attribute struct has at least ", kFirst, " bytes"));
     }
@@ -157,11 +157,11 @@ class Plugin {
   virtual ~Plugin() = default;
 
   virtual PluginInfo Info() const = 0;
-  virtual absl::Status Initialize() { return absl::OkStatus(); }
-  virtual absl::Status Shutdown() { return absl::OkStatus(); }
+  virtual Status Initialize() { return OkStatus(); }
+  virtual Status Shutdown() { return OkStatus(); }
 
   virtual DeviceCount CountDevices() = 0;
-  virtual absl::StatusOr<DeviceProperties> GetDeviceProperties(int device) = 0;
+  virtual StatusOr<DeviceProperties> GetDeviceProperties(int device) = 0;
   virtual Capability GetCapability(int device, MixrtOpClass op_class,
                                    MixrtDtype dtype) = 0;
   // What this plugin's kernels are, when it dispatches through an
@@ -186,7 +186,7 @@ class Plugin {
 
   // ABI 1.2, each optional. The device's free and total memory now; the
   // default: UNIMPLEMENTED (HostMemoryPlugin: the machine's).
-  virtual absl::StatusOr<MemoryInfo> GetMemoryInfo(int device);
+  virtual StatusOr<MemoryInfo> GetMemoryInfo(int device);
   // Called right before (MIXRT_RANGE_BEGIN) and after (END) each launch
   // the host makes on `device` while its profiling is on, with the launch's
   // name (valid during the call only): open and close a range of your
@@ -202,34 +202,34 @@ class Plugin {
   // declines that host, and the loader prints the message as the reason
   // (e.g. "needs a 1.1 host for multi_tensor_norm"). The default accepts
   // every host of this major version.
-  virtual absl::Status AcceptHost(uint32_t host_major, uint32_t host_minor);
+  virtual Status AcceptHost(uint32_t host_major, uint32_t host_minor);
 
-  virtual absl::StatusOr<void*> Allocate(int device, uint64_t bytes) = 0;
-  virtual absl::Status Free(int device, void* ptr) = 0;
-  virtual absl::Status Copy(int device, MixrtCopyKind kind, void* dst,
-                            const void* src, uint64_t bytes) = 0;
-  virtual absl::Status Memset(int device, void* dst, uint8_t value,
-                              uint64_t bytes) = 0;
-  virtual absl::Status Synchronize(int device) = 0;
+  virtual StatusOr<void*> Allocate(int device, uint64_t bytes) = 0;
+  virtual Status Free(int device, void* ptr) = 0;
+  virtual Status Copy(int device, MixrtCopyKind kind, void* dst,
+                      const void* src, uint64_t bytes) = 0;
+  virtual Status Memset(int device, void* dst, uint8_t value,
+                        uint64_t bytes) = 0;
+  virtual Status Synchronize(int device) = 0;
 
-  virtual absl::Status Launch(const KernelCall& call) = 0;
+  virtual Status Launch(const KernelCall& call) = 0;
 
   // A kernel graph (ABI 1.1) from its steps, checked and copied: what
   // kernel_graph_run will run. The default runs the steps' calls through
   // Launch in order; a device with its own graphs (CUDA graphs) wraps them.
   // Return UNIMPLEMENTED to have the host launch one by one.
-  virtual absl::StatusOr<std::unique_ptr<KernelGraph>> CreateKernelGraph(
+  virtual StatusOr<std::unique_ptr<KernelGraph>> CreateKernelGraph(
       int device, std::unique_ptr<StepGraph> steps);
 
   // Fusion (ABI 1.1): per node of `graph`, its group (0, 1, ... with no
   // gaps) or -1 for a node the host runs op by op. The default claims
   // nothing. A group of one node gains nothing; the host runs what the
   // plugin claims where all its inputs are ready (see plugin_api.h).
-  virtual absl::StatusOr<std::vector<int>> ClaimFusion(
-      int device, const FusionGraph& graph);
+  virtual StatusOr<std::vector<int>> ClaimFusion(int device,
+                                                 const FusionGraph& graph);
   // The kernel running `group` as ClaimFusion claimed it.
-  virtual absl::StatusOr<std::unique_ptr<FusedKernel>> CompileFusion(
-      int device, const FusionGraph& graph, absl::Span<const int> group_of_node,
+  virtual StatusOr<std::unique_ptr<FusedKernel>> CompileFusion(
+      int device, const FusionGraph& graph, Span<const int> group_of_node,
       int group);
 };
 
@@ -239,26 +239,24 @@ class HostMemoryPlugin : public Plugin {
  public:
   static constexpr uint32_t kAlignment = 64;
 
-  absl::StatusOr<void*> Allocate(int device, uint64_t bytes) override;
-  absl::Status Free(int device, void* ptr) override;
-  absl::Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
-                    uint64_t bytes) override;
-  absl::Status Memset(int device, void* dst, uint8_t value,
-                      uint64_t bytes) override;
-  absl::Status Synchronize(int device) override;
+  StatusOr<void*> Allocate(int device, uint64_t bytes) override;
+  Status Free(int device, void* ptr) override;
+  Status Copy(int device, MixrtCopyKind kind, void* dst, const void* src,
+              uint64_t bytes) override;
+  Status Memset(int device, void* dst, uint8_t value, uint64_t bytes) override;
+  Status Synchronize(int device) override;
   // The machine's memory: available and total physical pages.
-  absl::StatusOr<MemoryInfo> GetMemoryInfo(int device) override;
+  StatusOr<MemoryInfo> GetMemoryInfo(int device) override;
 };
 
 namespace internal {
 // The checks kernel_launch makes of a descriptor, but its data pointer.
-absl::Status CheckTensorShape(const MixrtTensorDesc& desc, const char* what,
-                              int index, absl::string_view where);
+Status CheckTensorShape(const MixrtTensorDesc& desc, const char* what,
+                        int index, std::string_view where);
 
 // Runs a fused kernel of this plugin with one address per value of the
 // graph it was compiled from (`value_data` has that many).
-absl::Status RunFusedKernel(MixrtFusedKernel* kernel,
-                            absl::Span<void* const> value_data);
+Status RunFusedKernel(MixrtFusedKernel* kernel, Span<void* const> value_data);
 int FusedKernelValues(const MixrtFusedKernel* kernel);
 
 using PluginFactory = Plugin* (*)();

@@ -4,10 +4,10 @@
 #define MIXRT_PLUGINS_SDK_SOURCE_WRITER_H_
 
 #include <string>
+#include <string_view>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
+#include "plugins/sdk/strings.h"
 
 namespace mixrt::sdk {
 
@@ -17,7 +17,7 @@ class SourceWriter {
   template <typename... Parts>
   void Line(const Parts&... parts) {
     text_.append(2 * indent_, ' ');
-    absl::StrAppend(&text_, parts...);
+    StrAppend(&text_, parts...);
     text_ += '\n';
   }
   // A line ending in "{"; what follows is indented until Close.
@@ -26,17 +26,15 @@ class SourceWriter {
     Line(parts..., " {");
     ++indent_;
   }
-  void Close(absl::string_view closing = "}") {
+  void Close(std::string_view closing = "}") {
     --indent_;
     Line(closing);
   }
   // A line that starts at column 0 whatever the indent (a preprocessor
   // directive).
-  void Directive(absl::string_view line) {
-    absl::StrAppend(&text_, line, "\n");
-  }
+  void Directive(std::string_view line) { StrAppend(&text_, line, "\n"); }
   // Text taken as it is (a prelude, another writer's lines).
-  void Verbatim(absl::string_view text) { absl::StrAppend(&text_, text); }
+  void Verbatim(std::string_view text) { StrAppend(&text_, text); }
 
   const std::string& text() const { return text_; }
   std::string Take() && { return std::move(text_); }

@@ -15,9 +15,9 @@
 # DIR/share/mixrt/templates/{app,plugin}/  an application and a plugin to
 #                          start from (CMake); DIR/share/doc/mixrt/ the
 #                          plugin guide and the ABI's CHANGELOG
-# DIR/lib/libmixrt_plugin_sdk.a               the SDK (static, PIC); it
-#                          uses absl::Status from the system's Abseil
-#                          (libabsl-dev), which both files below name
+# DIR/lib/libmixrt_plugin_sdk.a               the SDK (static, PIC), on
+#                          the C++ standard library alone: a plugin built
+#                          with it needs no Abseil (its own sdk::Status)
 # DIR/lib/cmake/mixrt_plugin_sdk/             find_package(mixrt_plugin_sdk)
 # DIR/lib/pkgconfig/mixrt_plugin_sdk.pc       pkg-config --cflags --libs
 # DIR/share/mixrt/plugin_exports.lds          the export version script
@@ -165,7 +165,6 @@ cat >>"$prefix/lib/pkgconfig/mixrt_plugin_sdk.pc" <<PC
 Name: mixrt_plugin_sdk
 Description: SDK for mixrt backend plugins (plugin ABI $major.$minor)
 Version: $major.$minor
-Requires: absl_status absl_statusor absl_strings absl_node_hash_set
 Cflags: -I\${includedir} -std=c++17 -fPIC -fvisibility=hidden
 Libs: -shared \${libdir}/libmixrt_plugin_sdk.a -Wl,--version-script=\${prefix}/share/mixrt/plugin_exports.lds -Wl,--no-undefined
 PC

@@ -3,24 +3,20 @@
 # Use it with
 #   find_package(mixrt_plugin_sdk REQUIRED)   # -DCMAKE_PREFIX_PATH=DIR
 #   mixrt_add_plugin(mine SOURCES mine.cc)    # builds libmixrt_mine.so
-# It defines mixrt::plugin_sdk (headers, the static SDK, C++17, and the
-# Abseil libraries the SDK uses, from the system's Abseil package),
+# It defines mixrt::plugin_sdk (headers, the static SDK, C++17; the SDK
+# needs nothing beyond the C++ standard library, so a plugin built with it
+# carries no Abseil in its DT_NEEDED and loads on any distribution),
 # MIXRT_CLI and MIXRT_CONFORMANCE (the installed binaries, which find the
 # reference plugin beside themselves) and mixrt_add_plugin().
 get_filename_component(_mixrt_sdk_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.."
                        ABSOLUTE)
-
-include(CMakeFindDependencyMacro)
-find_dependency(absl)
 
 if(NOT TARGET mixrt::plugin_sdk)
   add_library(mixrt::plugin_sdk STATIC IMPORTED)
   set_target_properties(mixrt::plugin_sdk PROPERTIES
     IMPORTED_LOCATION "${_mixrt_sdk_prefix}/lib/libmixrt_plugin_sdk.a"
     INTERFACE_INCLUDE_DIRECTORIES "${_mixrt_sdk_prefix}/include"
-    INTERFACE_COMPILE_FEATURES cxx_std_17
-    INTERFACE_LINK_LIBRARIES
-      "absl::status;absl::statusor;absl::strings;absl::node_hash_set")
+    INTERFACE_COMPILE_FEATURES cxx_std_17)
 endif()
 
 set(MIXRT_PLUGIN_EXPORTS_SCRIPT

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/compiler/compile.h"
 #include "nanobind/nanobind.h"
 #include "nanobind/stl/optional.h"

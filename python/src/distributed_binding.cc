@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/process_group.h"
 #include "core/nn/module.h"

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"
 #include "nanobind/nanobind.h"

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "nanobind/nanobind.h"
 
 namespace nb = nanobind;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_split.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/amp/autocast/autocast_policy.h"

@@ -1,5 +1,6 @@
 #include "tests/amp/autocast_ops.h"
 
+#include "absl/status/statusor.h"
 #include "core/functional/ops.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"

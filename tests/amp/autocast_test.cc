@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "core/amp/autocast/autocast_policy.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"

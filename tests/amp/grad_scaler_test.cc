@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "absl/status/status.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
 #include "core/optim/optimizer.h"

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"

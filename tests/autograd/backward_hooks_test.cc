@@ -2,6 +2,7 @@
 // two engine hooks DistributedDataParallel is built on.
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/autograd/engine.h"
 #include "core/functional/ops.h"
 #include "core/tensor/factories.h"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
 #include "core/kernels/pointwise.h"

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/autograd/grad_mode.h"
 #include "core/compiler/compile.h"

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/allocator/caching_allocator.h"
 #include "core/amp/autocast/autocast.h"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/compiler/artifact_cache.h"
 #include "core/compiler/compile.h"
 #include "core/functional/ops.h"

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 
 namespace mixrt::compiler {

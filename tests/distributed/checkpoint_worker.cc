@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/status/status.h"
 #include "core/distributed/distributed_checkpoint.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/distributed_sampler.h"

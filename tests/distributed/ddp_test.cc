@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 
+#include "absl/status/statusor.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/autograd/grad_mode.h"

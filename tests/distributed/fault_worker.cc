@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/status/status.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/functional/ops.h"
 #include "core/nn/module.h"

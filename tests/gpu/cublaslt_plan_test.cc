@@ -107,8 +107,7 @@ TEST(CublasLtPlan, FusesOnlyEpiloguesCublasLtComputesExactly) {
     ASSERT_TRUE(plan.ok());
     EXPECT_EQ(plan->separate_epilogue, r.separate) << r.act << " " << r.beta;
     EXPECT_EQ(plan->epilogue, r.epilogue) << r.act << " " << r.beta;
-    EXPECT_EQ(plan->relu_pass,
-              !r.separate && r.act == MIXRT_ACTIVATION_RELU)
+    EXPECT_EQ(plan->relu_pass, !r.separate && r.act == MIXRT_ACTIVATION_RELU)
         << r.act << " " << r.beta;
     if (r.separate) {
       EXPECT_EQ(plan->cd_type, CUDA_R_32F) << "scratch product is f32";

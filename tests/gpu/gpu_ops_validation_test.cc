@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "backends/gpu/gpu_ops.h"
 #include "backends/gpu/matmul_call.h"
 #include "gtest/gtest.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "gtest/gtest.h"
 #include "tests/testing/test_plugins.h"

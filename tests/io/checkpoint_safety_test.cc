@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/io/checkpoint.h"

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/kernels/batch_norm.h"
 #include "core/kernels/dropout.h"
 #include "core/kernels/embedding.h"

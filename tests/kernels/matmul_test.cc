@@ -9,7 +9,6 @@
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/op_profile.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/op_test_util.h"
@@ -184,7 +183,8 @@ TEST_F(MatmulTest, TransposedOperandsReachADeviceThatReadsThem) {
   const LayoutRun dense = RunOnLayout("dense", xs, ws, gs);
   const LayoutRun direct = RunOnLayout("dense_transposed", xs, ws, gs);
   EXPECT_THAT(dense.ops, ::testing::Contains("copy f32 -> f32"));
-  EXPECT_THAT(direct.ops, ::testing::Not(::testing::Contains("copy f32 -> f32")));
+  EXPECT_THAT(direct.ops,
+              ::testing::Not(::testing::Contains("copy f32 -> f32")));
   EXPECT_THAT(direct.ops, ::testing::Contains("matmul f32 -> f32"));
   std::vector<double> want_y, want_gw;
   const double bias[] = {0.5, -1, 0.25, 0, 2};

@@ -4,6 +4,7 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/kernels/layer_norm.h"
 #include "core/kernels/softmax.h"
 #include "gmock/gmock.h"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"
 #include "core/optim/optimizer.h"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/kernels/pointwise.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/plugin_profiling.h"

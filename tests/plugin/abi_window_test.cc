@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/compiler/compile.h"
 #include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"

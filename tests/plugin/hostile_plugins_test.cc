@@ -1,6 +1,7 @@
 // Misbehaving plugins never take the host down: crashes and hangs are
 // caught by isolated probing, bad data is refused by validation, a leaky or
 // oversized-table plugin still works.
+#include "absl/status/status.h"
 #include "core/allocator/caching_allocator.h"
 #include "core/plugin/isolated_probe.h"
 #include "core/plugin/registry.h"

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/plugin/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/trusted_path.h"
 #include "core/plugin/plugin_loader.h"

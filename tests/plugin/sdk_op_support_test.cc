@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "plugins/sdk/op_table.h"
 #include "plugins/sdk/plugin.h"
@@ -11,8 +12,8 @@
 namespace mixrt::sdk {
 namespace {
 
-absl::Status Never(const KernelCall&) {
-  return absl::InternalError("not launched in this test");
+sdk::Status Never(const KernelCall&) {
+  return sdk::InternalError("not launched in this test");
 }
 
 // A plugin whose class matrix says f32 native, f16 slow, bf16 unsupported,
@@ -22,7 +23,7 @@ class TablePlugin : public HostMemoryPlugin {
   explicit TablePlugin(const OpTable* table) : table_(table) {}
   PluginInfo Info() const override { return {"t", "0", "", "cpu"}; }
   DeviceCount CountDevices() override { return {1, ""}; }
-  absl::StatusOr<DeviceProperties> GetDeviceProperties(int) override {
+  sdk::StatusOr<DeviceProperties> GetDeviceProperties(int) override {
     return DeviceProperties{"t", 0, MIXRT_DEVICE_FLAG_HOST_MEMORY, 64};
   }
   Capability GetCapability(int, MixrtOpClass, MixrtDtype dtype) override {
@@ -31,9 +32,9 @@ class TablePlugin : public HostMemoryPlugin {
     return Unsupported("no bf16 here");
   }
   const OpTable* Ops() const override { return table_; }
-  absl::Status Launch(const KernelCall& call) override {
+  sdk::Status Launch(const KernelCall& call) override {
     return table_ != nullptr ? table_->Run(call)
-                             : absl::UnimplementedError("no table");
+                             : sdk::UnimplementedError("no table");
   }
 
  private:

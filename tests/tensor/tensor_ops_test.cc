@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"

@@ -2,6 +2,7 @@
 // here on the host values of arange().
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/shape.h"
 #include "gmock/gmock.h"

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "plugins/sdk/philox.h"
 
 namespace mixrt::testing {

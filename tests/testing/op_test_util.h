@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/tensor/factories.h"
 #include "gtest/gtest.h"
 

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "core/plugin/registry.h"
 #include "gtest/gtest.h"
 #include "tools/cpp/runfiles/runfiles.h"

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/status/status.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/amp/grad_scaler/grad_scaler.h"
 #include "core/functional/ops.h"

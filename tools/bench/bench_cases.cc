@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "mixrt/mixrt.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/bench/bench_format.h"

@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/atomic_write.h"

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"

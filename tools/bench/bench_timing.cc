@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "absl/status/statusor.h"
 #include "mixrt/status_macros.h"
 #include "tools/bench/bench_stats.h"
 

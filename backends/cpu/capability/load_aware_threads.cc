@@ -108,8 +108,8 @@ class ThreadsLeftFreeKernel : public sdk::FusedKernel {
   explicit ThreadsLeftFreeKernel(std::unique_ptr<sdk::FusedKernel> kernel)
       : kernel_(std::move(kernel)) {}
 
-  absl::Status Run(absl::Span<void* const> value_data,
-                   absl::Span<const int64_t> symbols) override {
+  sdk::Status Run(sdk::Span<void* const> value_data,
+                  sdk::Span<const int64_t> symbols) override {
     UseThreadsLeftFree();
     return kernel_->Run(value_data, symbols);
   }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_info.h"
 #include "backends/cpu/kernels/cpu_matmul.h"

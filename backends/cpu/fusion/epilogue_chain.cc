@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/fused_matmul.h"

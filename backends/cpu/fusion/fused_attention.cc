@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/attention_rows.h"
 #include "mixrt/status_macros.h"
@@ -183,8 +184,8 @@ class AttentionHeads : public sdk::FusedKernel {
     call_.value_dim = value_dim;
   }
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t>) override {
     AttentionForwardRows rows;
     GroupRows* operands[3] = {&rows.q, &rows.k, &rows.v};
     for (int k = 0; k < 3; ++k) {

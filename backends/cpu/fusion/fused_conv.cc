@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/fusion/epilogue_chain.h"
@@ -240,8 +241,8 @@ class FusedConv : public sdk::FusedKernel {
         pool_(HasPool(chain_, nodes_)),
         description_(std::move(description)) {}
 
-  absl::Status Run(absl::Span<void* const> value_data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> value_data,
+                  sdk::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
     const TensorRef& x = bound_.refs[0];
     const TensorRef& y = bound_.refs[2];

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "backends/cpu/fusion/claim_in_order.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/gelu_rows.h"
@@ -76,8 +77,8 @@ class GeluWithGrad : public sdk::FusedKernel {
         d_value_(d_value),
         g_weight_(g_weight) {}
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t>) override {
     const void* x = data[x_value_];
     void* y = data[y_value_];
     void* d = data[d_value_];

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/kernels/float_rows.h"
@@ -92,8 +93,8 @@ class FusedLoop : public sdk::FusedKernel {
     return absl::StrCat("fused loop: ", absl::StrJoin(p_.op_names, ", "));
   }
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t> /*symbols*/) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t> /*symbols*/) override {
     MIXRT_RETURN_IF_ERROR(CheckData(data));
     if (p_.reductions.empty()) {
       const int64_t numel = p_.numel;

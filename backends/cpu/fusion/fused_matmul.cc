@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/fusion/epilogue_chain.h"
@@ -167,8 +168,8 @@ class FusedMatmul : public sdk::FusedKernel {
         nodes_(nodes),
         description_(std::move(description)) {}
 
-  absl::Status Run(absl::Span<void* const> value_data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> value_data,
+                  sdk::Span<const int64_t>) override {
     Bind(graph_, chain_, nodes_, value_data, &bound_);
     const auto run = [&](const dnnl::memory* packed) {
       return RunMatmulWithEpilogue(bound_.refs[0], bound_.refs[1], bound_.bias,

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/claim_in_order.h"
 #include "backends/cpu/kernels/dense_call.h"
@@ -78,8 +79,8 @@ class NormCast : public sdk::FusedKernel {
         out_dtype_(out_dtype) {}
 
   // values_: x, [weight, bias,] mean, rstd, the cast's result.
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t>) override {
     const size_t k = affine_.size();
     const MixrtTensorDesc xd = x_.Desc(data[values_[0]]);
     std::vector<MixrtTensorDesc> ad;
@@ -204,8 +205,8 @@ class NormBackward : public sdk::FusedKernel {
         affine_(affine),
         parts_(std::move(parts)) {}
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t>) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t>) override {
     auto at = [&](size_t k) {
       return values_[k] < 0 ? nullptr : data[values_[k]];
     };

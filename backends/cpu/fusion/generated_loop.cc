@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/fused_loop.h"
 #include "backends/cpu/fusion/loop_compiler.h"
@@ -39,8 +40,8 @@ class GeneratedLoop : public sdk::FusedKernel {
 
   std::string Description() const override { return description_; }
 
-  absl::Status Run(absl::Span<void* const> data,
-                   absl::Span<const int64_t> symbols) override {
+  sdk::Status Run(sdk::Span<void* const> data,
+                  sdk::Span<const int64_t> symbols) override {
     const LoopEntry entry = built_->entry.load(std::memory_order_acquire);
     if (entry == nullptr) return interpreter_->Run(data, symbols);
     args_.resize(source_.values.size());
@@ -90,8 +91,8 @@ absl::StatusOr<std::unique_ptr<sdk::FusedKernel>> CompileGeneratedLoop(
     struct Described : sdk::FusedKernel {
       std::unique_ptr<sdk::FusedKernel> inner;
       std::string description;
-      absl::Status Run(absl::Span<void* const> d,
-                       absl::Span<const int64_t> s) override {
+      sdk::Status Run(sdk::Span<void* const> d,
+                      sdk::Span<const int64_t> s) override {
         return inner->Run(d, s);
       }
       std::string Description() const override { return description; }

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/epilogue_chain.h"
 #include "backends/cpu/fusion/fused_conv.h"

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/kernels/float_rows.h"

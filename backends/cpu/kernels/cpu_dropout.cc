@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "absl/status/status.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/kernels/philox_rows.h"

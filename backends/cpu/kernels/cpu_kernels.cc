@@ -1,5 +1,6 @@
 #include "backends/cpu/kernels/cpu_kernels.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/cpu_attention.h"
 #include "backends/cpu/kernels/cpu_batch_norm_embedding.h"
@@ -24,7 +25,7 @@ namespace {
 // The kernels that index their tensors densely get strided (or broadcast)
 // operands gathered into dense buffers first, and dense outputs copied
 // back after.
-template <sdk::OpKernel kKernel>
+template <auto kKernel>
 absl::Status Dense(const sdk::KernelCall& call) {
   return RunDense(call, kKernel);
 }

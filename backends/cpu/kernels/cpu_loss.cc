@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/parallel.h"

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/fused_matmul.h"
 #include "backends/cpu/gemm/amx_tiles.h"

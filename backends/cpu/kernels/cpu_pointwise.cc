@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/gelu_rows.h"

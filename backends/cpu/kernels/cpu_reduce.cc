@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/lane_sums.h"

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/fused_norm.h"
 #include "backends/cpu/kernels/float_rows.h"

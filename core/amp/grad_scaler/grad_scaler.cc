@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/amp/autocast/autocast.h"
 #include "core/functional/ops.h"
