@@ -42,19 +42,31 @@ absl::Status CheckKeys(const std::map<std::string, double>& state,
 
 LRScheduler::LRScheduler(Optimizer* optimizer)
     : optimizer_(optimizer),
-      base_lr_(optimizer->lr()),
+      base_lr_(optimizer->initial_lr()),
       last_lr_(optimizer->lr()) {}
 
 absl::Status LRScheduler::InitialStep() { return step(); }
 
-absl::Status LRScheduler::step() {
-  ++last_epoch_;
-  const double next = NextLr(optimizer_->lr());
-  if (absl::Status s = optimizer_->set_lr(next); !s.ok()) {
-    --last_epoch_;  // A refused lr leaves the schedule where it was.
+absl::StatusOr<double> LRScheduler::ComputeLr() {
+  return NextLr(optimizer_->lr());
+}
+
+absl::Status LRScheduler::step() { return Advance(last_epoch_ + 1, false); }
+
+absl::Status LRScheduler::StepTo(int epoch) { return Advance(epoch, true); }
+
+absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
+  const int before = last_epoch_;
+  last_epoch_ = epoch;
+  std::optional<double> closed = closed_form ? ClosedFormLr() : std::nullopt;
+  absl::StatusOr<double> next =
+      closed.has_value() ? absl::StatusOr<double>(*closed) : ComputeLr();
+  absl::Status s = next.ok() ? optimizer_->set_lr(*next) : next.status();
+  if (!s.ok()) {
+    last_epoch_ = before;  // A refused lr leaves the schedule where it was.
     return s;
   }
-  last_lr_ = next;
+  last_lr_ = *next;
   return absl::OkStatus();
 }
 
@@ -107,6 +119,10 @@ double StepLR::NextLr(double current) const {
   return current * gamma_;
 }
 
+std::optional<double> StepLR::ClosedFormLr() const {
+  return base_lr_ * std::pow(gamma_, last_epoch_ / step_size_);
+}
+
 absl::StatusOr<CosineAnnealingLR> CosineAnnealingLR::Create(
     Optimizer* optimizer, int t_max, double eta_min) {
   MIXRT_RETURN_IF_ERROR(CheckOptimizer(optimizer, "CosineAnnealingLR"));
@@ -134,6 +150,11 @@ double CosineAnnealingLR::NextLr(double current) const {
              (1 + std::cos(kPi * (last_epoch_ - 1) / t_max_)) *
              (current - eta_min_) +
          eta_min_;
+}
+
+std::optional<double> CosineAnnealingLR::ClosedFormLr() const {
+  return eta_min_ +
+         (base_lr_ - eta_min_) * (1 + std::cos(kPi * last_epoch_ / t_max_)) / 2;
 }
 
 absl::StatusOr<LinearLR> LinearLR::Create(Optimizer* optimizer,
@@ -176,6 +197,12 @@ double LinearLR::NextLr(double current) const {
                      (last_epoch_ - 1) * (end_factor_ - start_factor_)));
 }
 
+std::optional<double> LinearLR::ClosedFormLr() const {
+  return base_lr_ * (start_factor_ + (end_factor_ - start_factor_) *
+                                         std::min(total_iters_, last_epoch_) /
+                                         total_iters_);
+}
+
 absl::StatusOr<LambdaLR> LambdaLR::Create(
     Optimizer* optimizer, std::function<double(int)> lr_lambda) {
   MIXRT_RETURN_IF_ERROR(CheckOptimizer(optimizer, "LambdaLR"));
@@ -191,6 +218,188 @@ LambdaLR::LambdaLR(Optimizer* optimizer, std::function<double(int)> lr_lambda)
 double LambdaLR::NextLr(double) const {
   // A NaN or negative factor is refused by the optimizer's set_lr.
   return base_lr_ * lr_lambda_(last_epoch_);
+}
+
+absl::StatusOr<OneCycleLR> OneCycleLR::Create(Optimizer* optimizer,
+                                              OneCycleLROptions o) {
+  MIXRT_RETURN_IF_ERROR(CheckOptimizer(optimizer, "OneCycleLR"));
+  int total = o.total_steps;
+  if (total == 0) {
+    if (o.epochs <= 0 || o.steps_per_epoch <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OneCycleLR: give total_steps > 0, or epochs and steps_per_epoch > "
+          "0; got total_steps ",
+          o.total_steps, ", epochs ", o.epochs, ", steps_per_epoch ",
+          o.steps_per_epoch));
+    }
+    if (o.epochs > std::numeric_limits<int>::max() / o.steps_per_epoch) {
+      return absl::InvalidArgumentError(
+          "OneCycleLR: epochs * steps_per_epoch overflows");
+    }
+    total = o.epochs * o.steps_per_epoch;
+  } else if (total < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "OneCycleLR: total_steps is ", total, "; expected a positive integer"));
+  }
+  if (!(o.pct_start >= 0 && o.pct_start <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OneCycleLR: pct_start is ", o.pct_start,
+                     "; expected a value between 0 and 1"));
+  }
+  if (o.anneal_strategy != "cos" && o.anneal_strategy != "linear") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OneCycleLR: anneal_strategy is '", o.anneal_strategy,
+                     "'; expected 'cos' or 'linear'"));
+  }
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(o.max_lr));
+  if (!(o.div_factor > 0) || !std::isfinite(o.div_factor) ||
+      !(o.final_div_factor > 0) || !std::isfinite(o.final_div_factor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "OneCycleLR: div_factor ", o.div_factor, " and final_div_factor ",
+        o.final_div_factor, " must be finite and > 0"));
+  }
+  // A phase of zero steps would divide by zero (PyTorch returns NaN there).
+  const double rise = o.pct_start * total;
+  if (rise - 1 <= 0 || (o.three_phase && 2 * rise - 2 <= rise - 1) ||
+      total - 1 <= (o.three_phase ? 2 * rise - 2 : rise - 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OneCycleLR: pct_start ", o.pct_start, " of ", total,
+                     " steps leaves a phase without steps"));
+  }
+  if (o.cycle_momentum) {
+    const absl::StatusOr<double> m = optimizer->momentum();
+    if (!m.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "OneCycleLR: cycle_momentum needs an optimizer with momentum or "
+          "betas: ",
+          m.status().message()));
+    }
+    // Both ends must be momenta the optimizer takes (a refusal leaves its
+    // own); it starts at max_momentum, as PyTorch sets it at creation.
+    for (double end : {o.base_momentum, o.max_momentum}) {
+      if (absl::Status s = optimizer->set_momentum(end); !s.ok()) {
+        (void)optimizer->set_momentum(*m);
+        return s;
+      }
+    }
+  }
+  optimizer->set_initial_lr(o.max_lr / o.div_factor);
+  OneCycleLR s(optimizer, o, total);
+  MIXRT_RETURN_IF_ERROR(s.InitialStep());
+  return s;
+}
+
+OneCycleLR::OneCycleLR(Optimizer* optimizer, OneCycleLROptions options,
+                       int total_steps)
+    : LRScheduler(optimizer),
+      options_(std::move(options)),
+      total_steps_(total_steps) {
+  const double initial = options_.max_lr / options_.div_factor;
+  const double min_lr = initial / options_.final_div_factor;
+  const double max_m = options_.max_momentum, base_m = options_.base_momentum;
+  // PyTorch's _schedule_phases, end steps computed as it does.
+  const double rise_end = options_.pct_start * total_steps_ - 1;
+  if (options_.three_phase) {
+    phases_ = {{rise_end, initial, options_.max_lr, max_m, base_m},
+               {2 * options_.pct_start * total_steps_ - 2, options_.max_lr,
+                initial, base_m, max_m},
+               {total_steps_ - 1.0, initial, min_lr, max_m, max_m}};
+  } else {
+    phases_ = {{rise_end, initial, options_.max_lr, max_m, base_m},
+               {total_steps_ - 1.0, options_.max_lr, min_lr, base_m, max_m}};
+  }
+}
+
+double OneCycleLR::Anneal(double start, double end, double pct) const {
+  if (options_.anneal_strategy == "cos") {
+    const double cos_out = std::cos(kPi * pct) + 1;
+    return end + (start - end) / 2.0 * cos_out;
+  }
+  return (end - start) * pct + start;
+}
+
+std::pair<const OneCycleLR::Phase*, double> OneCycleLR::Where() const {
+  double start_step = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    const Phase& p = phases_[i];
+    if (last_epoch_ <= p.end_step || i + 1 == phases_.size()) {
+      return {&p, (last_epoch_ - start_step) / (p.end_step - start_step)};
+    }
+    start_step = p.end_step;
+  }
+  return {&phases_.back(), 1.0};  // Not reached: the last phase matches.
+}
+
+double OneCycleLR::NextLr(double) const {
+  const auto [phase, pct] = Where();
+  return Anneal(phase->start_lr, phase->end_lr, pct);
+}
+
+absl::StatusOr<double> OneCycleLR::ComputeLr() {
+  if (last_epoch_ > total_steps_) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "OneCycleLR: tried to step ", last_epoch_,
+        " times; the specified number of total steps is ", total_steps_));
+  }
+  if (options_.cycle_momentum) {
+    const auto [phase, pct] = Where();
+    MIXRT_RETURN_IF_ERROR(optimizer_->set_momentum(
+        Anneal(phase->start_momentum, phase->end_momentum, pct)));
+  }
+  return NextLr(optimizer_->lr());
+}
+
+absl::StatusOr<SequentialLR> SequentialLR::Create(
+    Optimizer* optimizer, std::vector<LRScheduler*> schedules,
+    std::vector<int> milestones) {
+  MIXRT_RETURN_IF_ERROR(CheckOptimizer(optimizer, "SequentialLR"));
+  if (schedules.empty()) {
+    return absl::InvalidArgumentError("SequentialLR: no schedules");
+  }
+  if (milestones.size() + 1 != schedules.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SequentialLR: ", schedules.size(), " schedules need ",
+        schedules.size() - 1, " milestones, got ", milestones.size()));
+  }
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    if (schedules[i] == nullptr || schedules[i]->optimizer_ != optimizer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SequentialLR: schedule ", i,
+                       " is not on the optimizer SequentialLR was given"));
+    }
+  }
+  for (size_t i = 0; i < milestones.size(); ++i) {
+    if (milestones[i] < 1 || (i > 0 && milestones[i] <= milestones[i - 1])) {
+      return absl::InvalidArgumentError(
+          "SequentialLR: milestones must be increasing integers >= 1");
+    }
+  }
+  MIXRT_RETURN_IF_ERROR(optimizer->set_lr(optimizer->initial_lr()));
+  for (LRScheduler* s : schedules) --s->last_epoch_;
+  MIXRT_RETURN_IF_ERROR(schedules[0]->InitialStep());
+  SequentialLR seq(optimizer, std::move(schedules), std::move(milestones));
+  seq.last_lr_ = seq.schedules_[0]->get_last_lr();
+  return seq;
+}
+
+SequentialLR::SequentialLR(Optimizer* optimizer,
+                           std::vector<LRScheduler*> schedules,
+                           std::vector<int> milestones)
+    : optimizer_(optimizer),
+      schedules_(std::move(schedules)),
+      milestones_(std::move(milestones)) {}
+
+absl::Status SequentialLR::step() {
+  const int epoch = last_epoch_ + 1;
+  const size_t index =
+      std::upper_bound(milestones_.begin(), milestones_.end(), epoch) -
+      milestones_.begin();
+  LRScheduler* s = schedules_[index];
+  const bool restart = index > 0 && milestones_[index - 1] == epoch;
+  MIXRT_RETURN_IF_ERROR(restart ? s->StepTo(0) : s->step());
+  last_epoch_ = epoch;
+  last_lr_ = s->get_last_lr();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ReduceLROnPlateau> ReduceLROnPlateau::Create(

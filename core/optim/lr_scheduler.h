@@ -5,12 +5,16 @@
 // decay) instead of the last one overwriting the others; creation makes
 // PyTorch's initial step (epoch -1 -> 0: LinearLR starts scaling there).
 // Create refuses parameters that would produce a NaN or divide by zero.
+// Every schedule's base lr is the optimizer's initial lr (PyTorch's
+// param_group["initial_lr"]: the lr before the first schedule on it).
 #ifndef MIXRT_CORE_OPTIM_LR_SCHEDULER_H_
 #define MIXRT_CORE_OPTIM_LR_SCHEDULER_H_
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,6 +27,10 @@ class LRScheduler {
   virtual ~LRScheduler() = default;
   // Advances one epoch and sets the optimizer's lr.
   absl::Status step();
+  // Jumps to `epoch` and sets the lr from the closed form where the
+  // schedule has one (PyTorch's deprecated step(epoch), which SequentialLR
+  // uses at a milestone: step(0) restarts the schedule from the base lr).
+  absl::Status StepTo(int epoch);
   // The lr the last step set (PyTorch's get_last_lr()).
   double get_last_lr() const { return last_lr_; }
   int last_epoch() const { return last_epoch_; }
@@ -38,7 +46,19 @@ class LRScheduler {
   // The next lr from `current`, the optimizer's lr now (whatever other
   // schedules on it set), at last_epoch_: PyTorch's chainable get_lr().
   virtual double NextLr(double current) const = 0;
+  // The lr at last_epoch_ from the base alone, where PyTorch has a
+  // _get_closed_form_lr; none: StepTo uses NextLr.
+  virtual std::optional<double> ClosedFormLr() const { return std::nullopt; }
+  // The lr step() sets (and whatever else the schedule changes first, as
+  // OneCycleLR's momentum); by default NextLr of the optimizer's lr.
+  virtual absl::StatusOr<double> ComputeLr();
 
+  friend class SequentialLR;
+
+ private:
+  absl::Status Advance(int epoch, bool closed_form);
+
+ protected:
   Optimizer* optimizer_;
   int last_epoch_ = -1;
   double base_lr_;
@@ -54,6 +74,7 @@ class StepLR : public LRScheduler {
  private:
   StepLR(Optimizer* optimizer, int step_size, double gamma);
   double NextLr(double current) const override;
+  std::optional<double> ClosedFormLr() const override;
 
   int step_size_;
   double gamma_;
@@ -70,6 +91,7 @@ class CosineAnnealingLR : public LRScheduler {
  private:
   CosineAnnealingLR(Optimizer* optimizer, int t_max, double eta_min);
   double NextLr(double current) const override;
+  std::optional<double> ClosedFormLr() const override;
 
   int t_max_;
   double eta_min_;
@@ -88,6 +110,7 @@ class LinearLR : public LRScheduler {
   LinearLR(Optimizer* optimizer, double start_factor, double end_factor,
            int total_iters);
   double NextLr(double current) const override;
+  std::optional<double> ClosedFormLr() const override;
 
   double start_factor_, end_factor_;
   int total_iters_;
@@ -105,6 +128,74 @@ class LambdaLR : public LRScheduler {
   double NextLr(double current) const override;
 
   std::function<double(int)> lr_lambda_;
+};
+
+struct OneCycleLROptions {
+  double max_lr = 0;  // Required: the peak.
+  // The cycle's length: total_steps, or epochs * steps_per_epoch.
+  int total_steps = 0;
+  int epochs = 0;
+  int steps_per_epoch = 0;
+  double pct_start = 0.3;               // Share of the cycle spent rising.
+  std::string anneal_strategy = "cos";  // or "linear".
+  // Cycles the optimizer's momentum (SGD) or beta1 (AdamW) inversely.
+  bool cycle_momentum = true;
+  double base_momentum = 0.85;
+  double max_momentum = 0.95;
+  double div_factor = 25;         // initial lr = max_lr / div_factor.
+  double final_div_factor = 1e4;  // min lr = initial lr / final_div_factor.
+  bool three_phase = false;       // Back down to the initial lr first.
+};
+
+// torch.optim.lr_scheduler.OneCycleLR (Smith's 1cycle policy): up from
+// max_lr / div_factor to max_lr, then down to the minimum, in closed form
+// per step; with cycle_momentum the momentum moves the other way. Stepping
+// past total_steps is an error, as in PyTorch.
+class OneCycleLR : public LRScheduler {
+ public:
+  static absl::StatusOr<OneCycleLR> Create(Optimizer* optimizer,
+                                           OneCycleLROptions options);
+
+ private:
+  struct Phase {
+    double end_step;
+    double start_lr, end_lr, start_momentum, end_momentum;
+  };
+  OneCycleLR(Optimizer* optimizer, OneCycleLROptions options, int total_steps);
+  double NextLr(double current) const override;
+  absl::StatusOr<double> ComputeLr() override;
+  double Anneal(double start, double end, double pct) const;
+  // The phase holding last_epoch_ and how far into it, in [0, 1].
+  std::pair<const Phase*, double> Where() const;
+
+  OneCycleLROptions options_;
+  int total_steps_;
+  std::vector<Phase> phases_;
+};
+
+// torch.optim.lr_scheduler.SequentialLR: schedules[0] until milestones[0],
+// then schedules[1] restarted from its base (step(0)), and so on. The
+// schedules must be on `optimizer` and outlive this; creating it undoes
+// their creation steps (the lr goes back to the initial lr) and redoes the
+// first one's, as PyTorch does.
+class SequentialLR {
+ public:
+  static absl::StatusOr<SequentialLR> Create(
+      Optimizer* optimizer, std::vector<LRScheduler*> schedules,
+      std::vector<int> milestones);
+  absl::Status step();
+  double get_last_lr() const { return last_lr_; }
+  int last_epoch() const { return last_epoch_; }
+
+ private:
+  SequentialLR(Optimizer* optimizer, std::vector<LRScheduler*> schedules,
+               std::vector<int> milestones);
+
+  Optimizer* optimizer_;
+  std::vector<LRScheduler*> schedules_;
+  std::vector<int> milestones_;
+  int last_epoch_ = 0;
+  double last_lr_ = 0;
 };
 
 struct ReduceLROnPlateauOptions {

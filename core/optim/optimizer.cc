@@ -79,6 +79,34 @@ absl::Status Optimizer::set_lr(double lr) {
   return absl::OkStatus();
 }
 
+double Optimizer::initial_lr() {
+  if (!initial_lr_.has_value()) initial_lr_ = lr_;
+  return *initial_lr_;
+}
+
+absl::StatusOr<double> Optimizer::momentum() const {
+  return absl::UnimplementedError(
+      "this optimizer has no momentum (or beta1) to cycle");
+}
+
+absl::Status Optimizer::set_momentum(double) { return momentum().status(); }
+
+absl::Status SGD::set_momentum(double momentum) {
+  SgdOptions changed = options_;
+  changed.momentum = momentum;
+  MIXRT_RETURN_IF_ERROR(CheckSgdOptions(changed));
+  options_ = changed;
+  return absl::OkStatus();
+}
+
+absl::Status AdamW::set_momentum(double beta1) {
+  AdamWOptions changed = options_;
+  changed.beta1 = beta1;
+  MIXRT_RETURN_IF_ERROR(CheckAdamWOptions(changed));
+  options_ = changed;
+  return absl::OkStatus();
+}
+
 void Optimizer::zero_grad() {
   for (Tensor& p : params_) p.set_grad(Tensor());
 }

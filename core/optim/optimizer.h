@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ class Optimizer {
   double lr() const { return lr_; }
   // Refuses a negative or non-finite lr (the optimizer keeps its own).
   absl::Status set_lr(double lr);
+  // PyTorch's param_group["initial_lr"]: the lr when the first schedule was
+  // put on this optimizer (that call records it), the base every schedule's
+  // closed forms start from. OneCycleLR sets its own.
+  double initial_lr();
+  void set_initial_lr(double lr) { initial_lr_ = lr; }
+  // The momentum a schedule may cycle (OneCycleLR): SGD's momentum, AdamW's
+  // beta1; UNIMPLEMENTED for an optimizer without one. set_momentum checks
+  // the value as the constructor's checks would.
+  virtual absl::StatusOr<double> momentum() const;
+  virtual absl::Status set_momentum(double momentum);
   // Optimizer state tensors by name, for checkpoints, and their restoration
   // (validated against the parameters before anything changes).
   virtual std::vector<std::pair<std::string, Tensor>> state_dict() const = 0;
@@ -64,6 +75,7 @@ class Optimizer {
 
   std::vector<Tensor> params_;
   double lr_;
+  std::optional<double> initial_lr_;
   // Invalid options are refused by Create; a directly constructed optimizer
   // with them fails every step() with this error instead.
   absl::Status options_status_;
@@ -97,6 +109,8 @@ class SGD : public Optimizer {
       const std::map<std::string, Tensor>& state) override;
   absl::Status check_state_dict(
       const std::map<std::string, Tensor>& state) const override;
+  absl::StatusOr<double> momentum() const override { return options_.momentum; }
+  absl::Status set_momentum(double momentum) override;
 
  private:
   SgdOptions options_;
@@ -126,6 +140,9 @@ class AdamW : public Optimizer {
       const std::map<std::string, Tensor>& state) override;
   absl::Status check_state_dict(
       const std::map<std::string, Tensor>& state) const override;
+  // beta1, as PyTorch's schedules cycle param_group["betas"][0].
+  absl::StatusOr<double> momentum() const override { return options_.beta1; }
+  absl::Status set_momentum(double beta1) override;
 
  private:
   AdamWOptions options_;

@@ -36,9 +36,19 @@ class Span {
       typename = decltype(std::declval<const C&>().size())>
   constexpr Span(const C& c)  // NOLINT
       : data_(c.data()), size_(c.size()) {}
+  // The list's elements live until the end of the full expression: pass a
+  // braced list to a function taking a Span, never keep such a Span (as
+  // absl::Span; GCC warns at every use, hence the pragma).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   template <typename U = T, typename = std::enable_if_t<std::is_const_v<U>>>
   constexpr Span(std::initializer_list<value_type> list)  // NOLINT
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   template <size_t N>
   constexpr Span(T (&array)[N])  // NOLINT
       : data_(array), size_(N) {}

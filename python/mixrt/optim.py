@@ -34,12 +34,22 @@ class _Group(dict):
     def __setitem__(self, key, value):
         if key == "lr":
             self._optimizer._impl.lr = float(value)
+        elif key == "momentum" and "momentum" in self:
+            self._optimizer._impl.momentum = float(value)
+        elif key == "betas" and "betas" in self:
+            self._optimizer._impl.momentum = float(value[0])
         super().__setitem__(key, value)
 
     def __getitem__(self, key):
-        # The optimizer's own lr: schedulers in the core change it.
+        # The optimizer's own lr and momentum: schedulers in the core change
+        # them.
         if key == "lr":
             return self._optimizer._impl.lr
+        if key == "momentum" and "momentum" in self:
+            return self._optimizer._impl.momentum
+        if key == "betas" and "betas" in self:
+            betas = super().__getitem__("betas")
+            return (self._optimizer._impl.momentum, *tuple(betas)[1:])
         return super().__getitem__(key)
 
     def get(self, key, default=None):
@@ -195,6 +205,61 @@ class ReduceLROnPlateau(_Scheduler):
         return self._impl.num_bad_epochs
 
 
+class OneCycleLR(_Scheduler):
+    """torch's 1cycle policy; cycles momentum (SGD) or betas[0] (AdamW)
+    unless cycle_momentum=False."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None,
+                 steps_per_epoch=None, pct_start=0.3, anneal_strategy="cos",
+                 cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor=25.0, final_div_factor=1e4, three_phase=False):
+        def one(name, value):
+            if isinstance(value, (list, tuple)):
+                if len(value) != 1:
+                    raise ValueError(
+                        f"expected 1 values for {name}, got {len(value)}")
+                value = value[0]
+            return float(value)
+        super().__init__(optimizer, _mixrt.OneCycleLR._create(
+            optimizer._impl, one("max_lr", max_lr), int(total_steps or 0),
+            int(epochs or 0), int(steps_per_epoch or 0), float(pct_start),
+            str(anneal_strategy), bool(cycle_momentum),
+            one("base_momentum", base_momentum),
+            one("max_momentum", max_momentum), float(div_factor),
+            float(final_div_factor), bool(three_phase)))
+
+
+class SequentialLR:
+    """schedulers[0] until milestones[0], then schedulers[1] restarted,
+    and so on (torch.optim.lr_scheduler.SequentialLR). Takes the core's
+    schedules (not LambdaLR, which runs in Python here)."""
+
+    def __init__(self, optimizer, schedulers, milestones):
+        impls = []
+        for s in schedulers:
+            if not isinstance(s, _Scheduler) or isinstance(
+                    s, ReduceLROnPlateau):
+                raise TypeError(
+                    f"SequentialLR takes StepLR, CosineAnnealingLR, LinearLR "
+                    f"and OneCycleLR schedules, not {type(s).__name__}")
+            impls.append(s._impl)
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._impl = _mixrt.SequentialLR._create(
+            optimizer._impl, impls, [int(m) for m in milestones])
+
+    def step(self):
+        self._impl.step()
+
+    def get_last_lr(self):
+        return [self._impl.get_last_lr()]
+
+    @property
+    def last_epoch(self):
+        return self._impl.last_epoch
+
+
 lr_scheduler = types.SimpleNamespace(
     StepLR=StepLR, CosineAnnealingLR=CosineAnnealingLR, LinearLR=LinearLR,
-    LambdaLR=LambdaLR, ReduceLROnPlateau=ReduceLROnPlateau)
+    LambdaLR=LambdaLR, ReduceLROnPlateau=ReduceLROnPlateau,
+    OneCycleLR=OneCycleLR, SequentialLR=SequentialLR)

@@ -28,6 +28,11 @@ void BindOptim(nb::module_& m) {
           nb::arg("set_to_none") = true)
       .def_prop_rw("lr", &Optimizer::lr,
                    [](Optimizer& o, double lr) { ThrowIfError(o.set_lr(lr)); })
+      // SGD's momentum, AdamW's beta1 (what OneCycleLR cycles).
+      .def_prop_rw(
+          "momentum",
+          [](const Optimizer& o) { return ValueOrThrow(o.momentum()); },
+          [](Optimizer& o, double m) { ThrowIfError(o.set_momentum(m)); })
       .def("_params", &Optimizer::params);
 
   nb::class_<SGD, Optimizer>(m, "SGD").def_static(
@@ -117,6 +122,45 @@ void BindOptim(nb::module_& m) {
                 ValueOrThrow(CosineAnnealingLR::Create(o, t_max, eta_min)));
           },
           nb::keep_alive<0, 1>());
+
+  nb::class_<OneCycleLR, LRScheduler>(m, "OneCycleLR")
+      .def_static(
+          "_create",
+          [](Optimizer* o, double max_lr, int total_steps, int epochs,
+             int steps_per_epoch, double pct_start,
+             const std::string& anneal_strategy, bool cycle_momentum,
+             double base_momentum, double max_momentum, double div_factor,
+             double final_div_factor, bool three_phase) {
+            OneCycleLROptions options;
+            options.max_lr = max_lr;
+            options.total_steps = total_steps;
+            options.epochs = epochs;
+            options.steps_per_epoch = steps_per_epoch;
+            options.pct_start = pct_start;
+            options.anneal_strategy = anneal_strategy;
+            options.cycle_momentum = cycle_momentum;
+            options.base_momentum = base_momentum;
+            options.max_momentum = max_momentum;
+            options.div_factor = div_factor;
+            options.final_div_factor = final_div_factor;
+            options.three_phase = three_phase;
+            return std::make_unique<OneCycleLR>(
+                ValueOrThrow(OneCycleLR::Create(o, options)));
+          },
+          nb::keep_alive<0, 1>());
+  nb::class_<SequentialLR>(m, "SequentialLR")
+      .def_static(
+          "_create",
+          [](Optimizer* o, std::vector<LRScheduler*> schedules,
+             std::vector<int> milestones) {
+            return std::make_unique<SequentialLR>(
+                ValueOrThrow(SequentialLR::Create(o, std::move(schedules),
+                                                  std::move(milestones))));
+          },
+          nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>())
+      .def("step", [](SequentialLR& s) { ThrowIfError(s.step()); })
+      .def("get_last_lr", &SequentialLR::get_last_lr)
+      .def_prop_ro("last_epoch", &SequentialLR::last_epoch);
 
   m.def(
       "clip_grad_norm_",

@@ -168,6 +168,54 @@ def test_schedulers_compose_and_match_pytorch():
         decay.load_state_dict({"last_epoch": 1, "last_lr": 0.1})
 
 
+def test_one_cycle_and_sequential_match_pytorch():
+    # PyTorch 2.15's values (tests/train/golden/lr_schedules.tsv, cases
+    # onecycle_cos and sequential_warmup_cosine), first steps.
+    golden = {
+        "onecycle_cos": ["0x1.47ae147ae1480p-5", "0x1.0a3d70a3d70a4p-1",
+                         "0x1.0000000000000p+0"],
+        "sequential_warmup_cosine": [
+            "0x1.47ae147ae147cp-7", "0x1.47ae147ae147bp-5",
+            "0x1.1eb851eb851ecp-4", "0x1.999999999999ap-4",
+            "0x1.5e371ed32626fp-4"],
+        "onecycle_cos/momentum": ["0x1.e666666666666p-1",
+                                  "0x1.cccccccccccccp-1",
+                                  "0x1.b333333333333p-1"],
+    }
+    opt = mixrt.optim.SGD([nn.Parameter(mixrt.zeros(1))], lr=0.1,
+                          momentum=0.9)
+    sched = mixrt.optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0,
+                                                total_steps=10)
+    lrs, momenta = [], []
+    for _ in range(3):
+        lrs.append(opt.param_groups[0]["lr"])
+        momenta.append(opt.param_groups[0]["momentum"])
+        opt.step()
+        sched.step()
+    assert lrs == [float.fromhex(v) for v in golden["onecycle_cos"]]
+    assert momenta == [float.fromhex(v)
+                       for v in golden["onecycle_cos/momentum"]]
+
+    opt = _sgd(0.1)
+    warm = mixrt.optim.lr_scheduler.LinearLR(opt, start_factor=0.1,
+                                             total_iters=3)
+    cos = mixrt.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4,
+                                                     eta_min=0.001)
+    seq = mixrt.optim.lr_scheduler.SequentialLR(opt, [warm, cos],
+                                                milestones=[3])
+    got = [opt.param_groups[0]["lr"]]
+    for _ in range(4):
+        seq.step()
+        got.append(opt.param_groups[0]["lr"])
+    # The cosine restarts from the base lr at the milestone.
+    assert got == [float.fromhex(v)
+                   for v in golden["sequential_warmup_cosine"]]
+    with pytest.raises(TypeError, match="not LambdaLR"):
+        mixrt.optim.lr_scheduler.SequentialLR(
+            opt, [warm, mixrt.optim.lr_scheduler.LambdaLR(opt, lambda e: 1)],
+            milestones=[2])
+
+
 def test_sdpa_grouped_query_heads():
     q = mixrt.randn(1, 4, 3, 8)
     k = mixrt.randn(1, 2, 5, 8)

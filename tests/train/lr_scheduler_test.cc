@@ -48,11 +48,41 @@ class LrSchedules : public ::testing::Test {
  protected:
   void SetUp() override {
     golden_ = ReadGolden();
-    ASSERT_EQ(golden_.size(), 6u) << "golden cases";
+    ASSERT_EQ(golden_.size(), 15u) << "golden cases";
   }
-  std::unique_ptr<SGD> Optimizer(double lr) {
+  std::unique_ptr<SGD> Optimizer(double lr, double momentum = 0) {
     Tensor p = *zeros({1}, DType::kF32, testing::ReferenceDevice());
-    return std::make_unique<SGD>(std::vector<Tensor>{p}, SgdOptions{.lr = lr});
+    return std::make_unique<SGD>(std::vector<Tensor>{p},
+                                 SgdOptions{.lr = lr, .momentum = momentum});
+  }
+  // OneCycleLR from creation through its last step: the lr and the
+  // momentum it cycles (case "<name>/momentum") against PyTorch's.
+  void ReplayOneCycle(const std::string& name, mixrt::Optimizer& opt,
+                      const OneCycleLROptions& options,
+                      bool check_past_end = false) {
+    auto s = OneCycleLR::Create(&opt, options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    const std::vector<double>& lr = golden_.at(name);
+    const std::vector<double>& momentum = golden_.at(name + "/momentum");
+    ASSERT_EQ(lr.size(), momentum.size());
+    for (size_t epoch = 0; epoch < lr.size(); ++epoch) {
+      if (epoch > 0) {
+        ASSERT_TRUE(s->step().ok()) << name << " " << epoch;
+      }
+      EXPECT_EQ(opt.lr(), lr[epoch]) << name << " epoch " << epoch;
+      EXPECT_EQ(*opt.momentum(), momentum[epoch])
+          << name << " momentum, epoch " << epoch;
+    }
+    if (!check_past_end) return;
+    // Step total_steps extrapolates the last phase (as PyTorch does; here
+    // refused where that makes the lr negative); one more is an error, and
+    // nothing changes.
+    ASSERT_TRUE(s->step().ok());
+    const double lr_after = opt.lr();
+    const absl::Status past = s->step();
+    EXPECT_EQ(past.code(), absl::StatusCode::kOutOfRange) << past;
+    EXPECT_THAT(past.message(), HasSubstr("total steps"));
+    EXPECT_EQ(opt.lr(), lr_after);
   }
   // Steps every schedule once per epoch, as the golden script does, and
   // compares the optimizer's lr with PyTorch's bit for bit.
@@ -107,6 +137,111 @@ TEST_F(LrSchedules, SchedulesOnOneOptimizerCompose) {
   auto decay = StepLR::Create(opt.get(), 2, 0.5);
   ASSERT_TRUE(decay.ok());
   Replay("warmup_then_step", *opt, {&*warmup, &*decay});
+}
+
+// A schedule created after another keeps the optimizer's initial lr as its
+// base (PyTorch's initial_lr), which CosineAnnealingLR reads every T_max.
+TEST_F(LrSchedules, ALaterScheduleKeepsTheInitialLrAsItsBase) {
+  auto opt = Optimizer(0.1);
+  auto warmup = LinearLR::Create(opt.get(), 0.5, 1.0, 2);
+  ASSERT_TRUE(warmup.ok());
+  auto cosine = CosineAnnealingLR::Create(opt.get(), 3);
+  ASSERT_TRUE(cosine.ok());
+  Replay("warmup_then_cosine", *opt, {&*warmup, &*cosine});
+}
+
+TEST_F(LrSchedules, OneCycleMatchesPyTorchWithItsMomentum) {
+  {
+    auto opt = Optimizer(0.1, 0.9);
+    ReplayOneCycle("onecycle_cos", *opt, {.max_lr = 1.0, .total_steps = 10},
+                   /*check_past_end=*/true);
+  }
+  {
+    auto opt = Optimizer(0.1, 0.9);
+    ReplayOneCycle("onecycle_linear_three_phase", *opt,
+                   {.max_lr = 0.5,
+                    .total_steps = 12,
+                    .pct_start = 0.25,
+                    .anneal_strategy = "linear",
+                    .div_factor = 10,
+                    .final_div_factor = 100,
+                    .three_phase = true});
+  }
+  {
+    // AdamW: beta1 is what cycles.
+    Tensor p = *zeros({1}, DType::kF32, testing::ReferenceDevice());
+    AdamW opt({p}, {.lr = 1e-3});
+    ReplayOneCycle("onecycle_adamw", opt,
+                   {.max_lr = 0.01,
+                    .epochs = 2,
+                    .steps_per_epoch = 4,
+                    .base_momentum = 0.8,
+                    .max_momentum = 0.9});
+  }
+}
+
+TEST_F(LrSchedules, OneCycleRefusesWhatPyTorchCannotRun) {
+  auto opt = Optimizer(0.1);
+  auto no_length = OneCycleLR::Create(opt.get(), {.max_lr = 1});
+  EXPECT_THAT(no_length.status().message(), HasSubstr("total_steps"));
+  auto strategy = OneCycleLR::Create(
+      opt.get(), {.max_lr = 1, .total_steps = 10, .anneal_strategy = "exp"});
+  EXPECT_THAT(strategy.status().message(), HasSubstr("'cos' or 'linear'"));
+  // 0.1 of 10 steps rises over no step at all (PyTorch divides by zero).
+  auto empty = OneCycleLR::Create(
+      opt.get(), {.max_lr = 1, .total_steps = 10, .pct_start = 0.1});
+  EXPECT_THAT(empty.status().message(), HasSubstr("phase without steps"));
+  auto momentum = OneCycleLR::Create(opt.get(), {.max_lr = 1,
+                                                 .total_steps = 10,
+                                                 .base_momentum = 0.85,
+                                                 .max_momentum = -0.5});
+  EXPECT_THAT(momentum.status().message(), HasSubstr("momentum"));
+  EXPECT_EQ(opt->lr(), 0.1) << "a refused schedule changes nothing";
+  EXPECT_EQ(*opt->momentum(), 0.0) << "a refused schedule changes nothing";
+}
+
+TEST_F(LrSchedules, SequentialMatchesPyTorch) {
+  {
+    auto opt = Optimizer(0.1);
+    auto warmup = LinearLR::Create(opt.get(), 0.1, 1.0, 3);
+    auto cosine = CosineAnnealingLR::Create(opt.get(), 4, 0.001);
+    ASSERT_TRUE(warmup.ok() && cosine.ok());
+    auto seq = SequentialLR::Create(opt.get(), {&*warmup, &*cosine}, {3});
+    ASSERT_TRUE(seq.ok()) << seq.status();
+    const std::vector<double>& want = golden_.at("sequential_warmup_cosine");
+    EXPECT_EQ(opt->lr(), want[0]);
+    for (size_t epoch = 1; epoch < want.size(); ++epoch) {
+      ASSERT_TRUE(seq->step().ok());
+      EXPECT_EQ(opt->lr(), want[epoch]) << "epoch " << epoch;
+      EXPECT_EQ(seq->get_last_lr(), opt->lr());
+    }
+  }
+  {
+    auto opt = Optimizer(0.1);
+    auto step = StepLR::Create(opt.get(), 2, 0.5);
+    auto lambda =
+        LambdaLR::Create(opt.get(), [](int e) { return std::pow(0.9, e); });
+    auto linear = LinearLR::Create(opt.get(), 0.5, 1.0, 2);
+    ASSERT_TRUE(step.ok() && lambda.ok() && linear.ok());
+    auto seq =
+        SequentialLR::Create(opt.get(), {&*step, &*lambda, &*linear}, {4, 7});
+    ASSERT_TRUE(seq.ok()) << seq.status();
+    const std::vector<double>& want = golden_.at("sequential_three");
+    EXPECT_EQ(opt->lr(), want[0]);
+    for (size_t epoch = 1; epoch < want.size(); ++epoch) {
+      ASSERT_TRUE(seq->step().ok());
+      EXPECT_EQ(opt->lr(), want[epoch]) << "epoch " << epoch;
+    }
+  }
+  auto opt = Optimizer(0.1);
+  auto other = Optimizer(0.1);
+  auto a = StepLR::Create(opt.get(), 2);
+  auto b = StepLR::Create(other.get(), 2);
+  EXPECT_THAT(
+      SequentialLR::Create(opt.get(), {&*a, &*b}, {3}).status().message(),
+      HasSubstr("not on the optimizer"));
+  EXPECT_THAT(SequentialLR::Create(opt.get(), {&*a}, {3}).status().message(),
+              HasSubstr("need 0 milestones"));
 }
 
 TEST_F(LrSchedules, ReduceLROnPlateauMatchesPyTorch) {
