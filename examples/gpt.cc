@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/atomic_write.h"
@@ -57,6 +58,28 @@ ABSL_FLAG(bool, check, false,
           "Fail unless bf16 and f16 validation losses end within 2% of f32.");
 
 namespace {
+
+// AdamW's weight decay on the matrices of the matmuls only (attention and
+// MLP weights); biases, LayerNorm and the embeddings are not decayed, as
+// in GPT-2's and nanoGPT's training (parameter groups).
+std::vector<mixrt::ParamGroup> WeightDecayGroups(const mixrt::nn::Module& m) {
+  mixrt::ParamGroup decay, no_decay;
+  no_decay.weight_decay = 0.0;
+  for (const auto& [name, p] : m.named_parameters()) {
+    const bool embedding =
+        absl::StartsWith(name, "wte.") || absl::StartsWith(name, "wpe.");
+    (p.ndim() >= 2 && !embedding ? decay : no_decay).params.push_back(p);
+  }
+  static bool said = false;
+  if (!said) {
+    said = true;
+    std::printf(
+        "AdamW weight decay on %zu matmul weights; none on %zu biases, "
+        "LayerNorm and embedding tensors\n",
+        decay.params.size(), no_decay.params.size());
+  }
+  return {decay, no_decay};
+}
 
 using mixrt::Tensor;
 
@@ -150,10 +173,10 @@ absl::StatusOr<Outcome> Train(const Mode& mode, int64_t vocab,
                                 .checkpoint = mode.checkpointing};
   MIXRT_ASSIGN_OR_RETURN(auto model,
                          mixrt::nn::GPT::Create(options, device, &gen));
-  MIXRT_ASSIGN_OR_RETURN(
-      auto optimizer,
-      mixrt::AdamW::Create(model->parameters(), {.lr = absl::GetFlag(FLAGS_lr),
-                                                 .weight_decay = 0.01}));
+  MIXRT_ASSIGN_OR_RETURN(auto optimizer,
+                         mixrt::AdamW::Create(WeightDecayGroups(*model),
+                                              {.lr = absl::GetFlag(FLAGS_lr),
+                                               .weight_decay = 0.01}));
   mixrt::TrainerOptions trainer_options;
   trainer_options.use_amp = mode.dtype != "f32";
   trainer_options.force_amp = true;  // Compare numerics even where slower.

@@ -40,15 +40,22 @@ absl::Status CheckKeys(const std::map<std::string, double>& state,
 
 }  // namespace
 
-LRScheduler::LRScheduler(Optimizer* optimizer)
-    : optimizer_(optimizer),
-      base_lr_(optimizer->initial_lr()),
-      last_lr_(optimizer->lr()) {}
+LRScheduler::LRScheduler(Optimizer* optimizer) : optimizer_(optimizer) {
+  for (size_t g = 0; g < optimizer->num_param_groups(); ++g) {
+    base_lrs_.push_back(optimizer->initial_lr(g));
+    last_lrs_.push_back(optimizer->group_lr(g));
+  }
+  if (base_lrs_.empty()) {  // An optimizer without groups: its lr.
+    base_lrs_.push_back(optimizer->initial_lr());
+    last_lrs_.push_back(optimizer->lr());
+  }
+  base_lr_ = base_lrs_[0];
+}
 
 absl::Status LRScheduler::InitialStep() { return step(); }
 
-absl::StatusOr<double> LRScheduler::ComputeLr() {
-  return NextLr(optimizer_->lr());
+absl::StatusOr<double> LRScheduler::ComputeLr(double current) {
+  return NextLr(current);
 }
 
 absl::Status LRScheduler::step() { return Advance(last_epoch_ + 1, false); }
@@ -58,28 +65,74 @@ absl::Status LRScheduler::StepTo(int epoch) { return Advance(epoch, true); }
 absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
   const int before = last_epoch_;
   last_epoch_ = epoch;
-  std::optional<double> closed = closed_form ? ClosedFormLr() : std::nullopt;
-  absl::StatusOr<double> next =
-      closed.has_value() ? absl::StatusOr<double>(*closed) : ComputeLr();
-  absl::Status s = next.ok() ? optimizer_->set_lr(*next) : next.status();
+  // Every group's next lr from its own lr and base, all checked before
+  // any is set: a refused lr leaves the schedule and the optimizer as they
+  // were.
+  std::vector<double> next(base_lrs_.size());
+  absl::Status s;
+  for (size_t g = 0; g < next.size() && s.ok(); ++g) {
+    base_lr_ = base_lrs_[g];
+    const double current = optimizer_->num_param_groups() == 0
+                               ? optimizer_->lr()
+                               : optimizer_->group_lr(g);
+    std::optional<double> closed = closed_form ? ClosedFormLr() : std::nullopt;
+    absl::StatusOr<double> lr = closed.has_value()
+                                    ? absl::StatusOr<double>(*closed)
+                                    : ComputeLr(current);
+    s = lr.ok() ? CheckLearningRate(*lr) : lr.status();
+    if (s.ok()) next[g] = *lr;
+  }
+  base_lr_ = base_lrs_[0];
   if (!s.ok()) {
-    last_epoch_ = before;  // A refused lr leaves the schedule where it was.
+    last_epoch_ = before;
     return s;
   }
-  last_lr_ = *next;
+  for (size_t g = 0; g < next.size(); ++g) {
+    MIXRT_RETURN_IF_ERROR(optimizer_->num_param_groups() == 0
+                              ? optimizer_->set_lr(next[g])
+                              : optimizer_->set_group_lr(g, next[g]));
+  }
+  last_lrs_ = std::move(next);
   return absl::OkStatus();
 }
 
+namespace {
+
+// "base_lr" / "last_lr" for the first group, "base_lr.1" ... for the rest.
+std::string GroupKey(const char* name, size_t group) {
+  return group == 0 ? name : absl::StrCat(name, ".", group);
+}
+
+}  // namespace
+
 std::map<std::string, double> LRScheduler::state_dict() const {
-  return {{"last_epoch", last_epoch_},
-          {"base_lr", base_lr_},
-          {"last_lr", last_lr_}};
+  std::map<std::string, double> state = {{"last_epoch", last_epoch_}};
+  for (size_t g = 0; g < base_lrs_.size(); ++g) {
+    state[GroupKey("base_lr", g)] = base_lrs_[g];
+    state[GroupKey("last_lr", g)] = last_lrs_[g];
+  }
+  return state;
 }
 
 absl::Status LRScheduler::load_state_dict(
     const std::map<std::string, double>& state) {
   MIXRT_RETURN_IF_ERROR(
       CheckKeys(state, {"last_epoch", "base_lr", "last_lr"}, "LRScheduler"));
+  std::vector<double> base(base_lrs_.size()), last(base_lrs_.size());
+  for (size_t g = 0; g < base.size(); ++g) {
+    for (auto [name, values] :
+         {std::pair<const char*, std::vector<double>*>{"base_lr", &base},
+          {"last_lr", &last}}) {
+      auto it = state.find(GroupKey(name, g));
+      if (it == state.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LRScheduler.load_state_dict: no '", GroupKey(name, g),
+            "' (the optimizer has ", base.size(), " param groups)"));
+      }
+      MIXRT_RETURN_IF_ERROR(CheckLearningRate(it->second));
+      (*values)[g] = it->second;
+    }
+  }
   const double epoch = state.at("last_epoch");
   if (!(epoch >= 0) || epoch != std::floor(epoch) ||
       epoch > std::numeric_limits<int>::max()) {
@@ -87,11 +140,10 @@ absl::Status LRScheduler::load_state_dict(
         absl::StrCat("LRScheduler.load_state_dict: last_epoch is ", epoch,
                      "; expected an integer >= 0"));
   }
-  MIXRT_RETURN_IF_ERROR(CheckLearningRate(state.at("base_lr")));
-  MIXRT_RETURN_IF_ERROR(CheckLearningRate(state.at("last_lr")));
   last_epoch_ = static_cast<int>(epoch);
-  base_lr_ = state.at("base_lr");
-  last_lr_ = state.at("last_lr");
+  base_lrs_ = std::move(base);
+  last_lrs_ = std::move(last);
+  base_lr_ = base_lrs_[0];
   return absl::OkStatus();
 }
 
@@ -335,7 +387,7 @@ double OneCycleLR::NextLr(double) const {
   return Anneal(phase->start_lr, phase->end_lr, pct);
 }
 
-absl::StatusOr<double> OneCycleLR::ComputeLr() {
+absl::StatusOr<double> OneCycleLR::ComputeLr(double current) {
   if (last_epoch_ > total_steps_) {
     return absl::OutOfRangeError(absl::StrCat(
         "OneCycleLR: tried to step ", last_epoch_,
@@ -346,7 +398,7 @@ absl::StatusOr<double> OneCycleLR::ComputeLr() {
     MIXRT_RETURN_IF_ERROR(optimizer_->set_momentum(
         Anneal(phase->start_momentum, phase->end_momentum, pct)));
   }
-  return NextLr(optimizer_->lr());
+  return NextLr(current);
 }
 
 absl::StatusOr<SequentialLR> SequentialLR::Create(
@@ -374,7 +426,9 @@ absl::StatusOr<SequentialLR> SequentialLR::Create(
           "SequentialLR: milestones must be increasing integers >= 1");
     }
   }
-  MIXRT_RETURN_IF_ERROR(optimizer->set_lr(optimizer->initial_lr()));
+  for (size_t g = 0; g < optimizer->num_param_groups(); ++g) {
+    MIXRT_RETURN_IF_ERROR(optimizer->set_group_lr(g, optimizer->initial_lr(g)));
+  }
   for (LRScheduler* s : schedules) --s->last_epoch_;
   MIXRT_RETURN_IF_ERROR(schedules[0]->InitialStep());
   SequentialLR seq(optimizer, std::move(schedules), std::move(milestones));
@@ -458,10 +512,13 @@ absl::Status ReduceLROnPlateau::step(double metric) {
     num_bad_epochs_ = 0;  // Bad epochs in cooldown do not count.
   }
   if (num_bad_epochs_ > options_.patience) {
-    const double old_lr = optimizer_->lr();
-    const double new_lr = std::max(old_lr * options_.factor, options_.min_lr);
-    if (old_lr - new_lr > options_.eps) {
-      MIXRT_RETURN_IF_ERROR(optimizer_->set_lr(new_lr));
+    // Each group's own lr, as PyTorch's _reduce_lr.
+    for (size_t g = 0; g < optimizer_->num_param_groups(); ++g) {
+      const double old_lr = optimizer_->group_lr(g);
+      const double new_lr = std::max(old_lr * options_.factor, options_.min_lr);
+      if (old_lr - new_lr > options_.eps) {
+        MIXRT_RETURN_IF_ERROR(optimizer_->set_group_lr(g, new_lr));
+      }
     }
     cooldown_counter_ = options_.cooldown;
     num_bad_epochs_ = 0;

@@ -31,11 +31,15 @@ class LRScheduler {
   // schedule has one (PyTorch's deprecated step(epoch), which SequentialLR
   // uses at a milestone: step(0) restarts the schedule from the base lr).
   absl::Status StepTo(int epoch);
-  // The lr the last step set (PyTorch's get_last_lr()).
-  double get_last_lr() const { return last_lr_; }
+  // The lr the last step set, of the first param group (PyTorch's
+  // get_last_lr()[0]); every group's.
+  double get_last_lr() const { return last_lrs_[0]; }
+  const std::vector<double>& get_last_lrs() const { return last_lrs_; }
   int last_epoch() const { return last_epoch_; }
   // PyTorch's state_dict without the optimizer: last_epoch, base_lr and
-  // last_lr. load_state_dict checks every key before changing anything.
+  // last_lr (of the first param group; "base_lr.1", "last_lr.1", ... of
+  // the others). load_state_dict checks every key before changing
+  // anything.
   std::map<std::string, double> state_dict() const;
   absl::Status load_state_dict(const std::map<std::string, double>& state);
 
@@ -49,9 +53,10 @@ class LRScheduler {
   // The lr at last_epoch_ from the base alone, where PyTorch has a
   // _get_closed_form_lr; none: StepTo uses NextLr.
   virtual std::optional<double> ClosedFormLr() const { return std::nullopt; }
-  // The lr step() sets (and whatever else the schedule changes first, as
-  // OneCycleLR's momentum); by default NextLr of the optimizer's lr.
-  virtual absl::StatusOr<double> ComputeLr();
+  // The lr step() sets for a group whose lr is `current` (and whatever
+  // else the schedule changes first, as OneCycleLR's momentum); by default
+  // NextLr(current).
+  virtual absl::StatusOr<double> ComputeLr(double current);
 
   friend class SequentialLR;
 
@@ -61,8 +66,11 @@ class LRScheduler {
  protected:
   Optimizer* optimizer_;
   int last_epoch_ = -1;
-  double base_lr_;
-  double last_lr_;
+  // The base of the group NextLr / ClosedFormLr are computing (they run
+  // once per param group); every group's; what the last step set.
+  double base_lr_ = 0;
+  std::vector<double> base_lrs_;
+  std::vector<double> last_lrs_;
 };
 
 // lr * gamma every step_size epochs.
@@ -163,7 +171,7 @@ class OneCycleLR : public LRScheduler {
   };
   OneCycleLR(Optimizer* optimizer, OneCycleLROptions options, int total_steps);
   double NextLr(double current) const override;
-  absl::StatusOr<double> ComputeLr() override;
+  absl::StatusOr<double> ComputeLr(double current) override;
   double Anneal(double start, double end, double pct) const;
   // The phase holding last_epoch_ and how far into it, in [0, 1].
   std::pair<const Phase*, double> Where() const;

@@ -73,15 +73,96 @@ absl::Status CheckAdamWOptions(const AdamWOptions& o) {
   return CheckNonNegative(o.weight_decay, "weight_decay");
 }
 
-absl::Status Optimizer::set_lr(double lr) {
-  MIXRT_RETURN_IF_ERROR(CheckLearningRate(lr));
-  lr_ = lr;
+namespace {
+
+std::vector<ParamGroup> OneGroup(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups(1);
+  groups[0].params = std::move(params);
+  return groups;
+}
+
+// What PyTorch's add_param_group refuses: a bad lr or weight decay, a
+// parameter in two groups.
+absl::Status CheckGroups(const std::vector<ParamGroup>& groups) {
+  std::vector<const Tensor*> seen;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].lr.has_value()) {
+      MIXRT_RETURN_IF_ERROR(CheckLearningRate(*groups[g].lr));
+    }
+    if (groups[g].weight_decay.has_value()) {
+      MIXRT_RETURN_IF_ERROR(
+          CheckNonNegative(*groups[g].weight_decay, "weight_decay"));
+    }
+    for (const Tensor& p : groups[g].params) {
+      for (const Tensor* q : seen) {
+        if (q->is_same(p)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "some parameters appear in more than one parameter group (group ",
+              g, ")"));
+        }
+      }
+      seen.push_back(&p);
+    }
+  }
   return absl::OkStatus();
 }
 
-double Optimizer::initial_lr() {
-  if (!initial_lr_.has_value()) initial_lr_ = lr_;
-  return *initial_lr_;
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr, double weight_decay)
+    : Optimizer(OneGroup(std::move(params)), lr, weight_decay) {}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr,
+                     double weight_decay)
+    : default_lr_(lr) {
+  options_status_ = CheckGroups(groups);
+  for (ParamGroup& g : groups) {
+    Group group;
+    group.begin = params_.size();
+    for (Tensor& p : g.params) params_.push_back(std::move(p));
+    group.end = params_.size();
+    group.lr = g.lr.value_or(lr);
+    group.weight_decay = g.weight_decay.value_or(weight_decay);
+    groups_.push_back(group);
+  }
+}
+
+const Optimizer::Group& Optimizer::GroupOf(size_t i) const {
+  for (const Group& g : groups_) {
+    if (i < g.end) return g;
+  }
+  return groups_.back();  // Not reached: every parameter is in a group.
+}
+
+std::vector<Tensor> Optimizer::group_params(size_t group) const {
+  const Group& g = groups_.at(group);
+  return std::vector<Tensor>(params_.begin() + g.begin,
+                             params_.begin() + g.end);
+}
+
+absl::Status Optimizer::set_lr(double lr) {
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(lr));
+  for (Group& g : groups_) g.lr = lr;
+  default_lr_ = lr;
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::set_group_lr(size_t group, double lr) {
+  if (group >= groups_.size()) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "param group ", group, " does not exist (", groups_.size(), ")"));
+  }
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(lr));
+  groups_[group].lr = lr;
+  return absl::OkStatus();
+}
+
+double Optimizer::initial_lr(size_t group) {
+  if (groups_.empty()) return default_lr_;
+  for (Group& g : groups_) {
+    if (!g.initial_lr.has_value()) g.initial_lr = g.lr;
+  }
+  return *groups_.at(group).initial_lr;
 }
 
 absl::StatusOr<double> Optimizer::momentum() const {
@@ -150,16 +231,25 @@ absl::StatusOr<bool> Optimizer::SkippedBeforeStateExists(
 }
 
 SGD::SGD(std::vector<Tensor> params, SgdOptions options)
-    : Optimizer(std::move(params), options.lr),
+    : SGD(OneGroup(std::move(params)), options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SgdOptions options)
+    : Optimizer(std::move(groups), options.lr, options.weight_decay),
       options_(options),
       momentum_(params_.size()) {
-  options_status_ = CheckSgdOptions(options);
+  if (options_status_.ok()) options_status_ = CheckSgdOptions(options);
 }
 
 absl::StatusOr<std::unique_ptr<SGD>> SGD::Create(std::vector<Tensor> params,
                                                  SgdOptions options) {
+  return Create(OneGroup(std::move(params)), options);
+}
+
+absl::StatusOr<std::unique_ptr<SGD>> SGD::Create(std::vector<ParamGroup> groups,
+                                                 SgdOptions options) {
   MIXRT_RETURN_IF_ERROR(CheckSgdOptions(options));
-  return std::make_unique<SGD>(std::move(params), options);
+  MIXRT_RETURN_IF_ERROR(CheckGroups(groups));
+  return std::make_unique<SGD>(std::move(groups), options);
 }
 
 absl::Status SGD::step(const kernels::StepScaling& scaling) {
@@ -172,37 +262,38 @@ absl::Status SGD::step(const kernels::StepScaling& scaling) {
   MIXRT_ASSIGN_OR_RETURN(bool skipped,
                          SkippedBeforeStateExists(scaling, creates_state));
   if (skipped) return absl::OkStatus();
-  // One launch per group of parameters with the same first_step (a
-  // momentum buffer made now starts as the gradient), as torch's fused SGD
-  // steps a parameter group.
+  // One launch per parameter group and first_step (a momentum buffer made
+  // now starts as the gradient), as torch's fused SGD steps a group.
   std::vector<bool> fresh(params_.size());
   for (size_t i = 0; i < params_.size(); ++i)
     fresh[i] = !momentum_[i].defined();
-  for (bool first_step : {true, false}) {
-    std::vector<Tensor> params, grads, buffers;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      const Tensor& p = params_[i];
-      if (!p.grad().defined() || fresh[i] != first_step) continue;
-      if (options_.momentum != 0 && first_step) {
-        MIXRT_ASSIGN_OR_RETURN(momentum_[i],
-                               zeros(p.shape(), DType::kF32, p.device()));
+  for (const Group& group : groups_) {
+    for (bool first_step : {true, false}) {
+      std::vector<Tensor> params, grads, buffers;
+      for (size_t i = group.begin; i < group.end; ++i) {
+        const Tensor& p = params_[i];
+        if (!p.grad().defined() || fresh[i] != first_step) continue;
+        if (options_.momentum != 0 && first_step) {
+          MIXRT_ASSIGN_OR_RETURN(momentum_[i],
+                                 zeros(p.shape(), DType::kF32, p.device()));
+        }
+        params.push_back(p.detach());
+        MIXRT_ASSIGN_OR_RETURN(Tensor grad,
+                               StepGradient(p.grad(), options_.maximize));
+        grads.push_back(grad);
+        if (options_.momentum != 0) buffers.push_back(momentum_[i]);
       }
-      params.push_back(p.detach());
-      MIXRT_ASSIGN_OR_RETURN(Tensor grad,
-                             StepGradient(p.grad(), options_.maximize));
-      grads.push_back(grad);
-      if (options_.momentum != 0) buffers.push_back(momentum_[i]);
+      if (params.empty()) continue;
+      MixrtSgdAttrs a{};
+      a.lr = group.lr;
+      a.momentum = options_.momentum;
+      a.dampening = options_.dampening;
+      a.weight_decay = group.weight_decay;
+      a.nesterov = options_.nesterov;
+      a.first_step = first_step;
+      MIXRT_RETURN_IF_ERROR(
+          kernels::multi_tensor_sgd_step_(params, grads, buffers, a, scaling));
     }
-    if (params.empty()) continue;
-    MixrtSgdAttrs a{};
-    a.lr = lr_;
-    a.momentum = options_.momentum;
-    a.dampening = options_.dampening;
-    a.weight_decay = options_.weight_decay;
-    a.nesterov = options_.nesterov;
-    a.first_step = first_step;
-    MIXRT_RETURN_IF_ERROR(
-        kernels::multi_tensor_sgd_step_(params, grads, buffers, a, scaling));
   }
   return absl::OkStatus();
 }
@@ -218,18 +309,27 @@ std::vector<std::pair<std::string, Tensor>> SGD::state_dict() const {
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
-    : Optimizer(std::move(params), options.lr),
+    : AdamW(OneGroup(std::move(params)), options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
+    : Optimizer(std::move(groups), options.lr, options.weight_decay),
       options_(options),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()),
       step_(params_.size()) {
-  options_status_ = CheckAdamWOptions(options);
+  if (options_status_.ok()) options_status_ = CheckAdamWOptions(options);
 }
 
 absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(std::vector<Tensor> params,
                                                      AdamWOptions options) {
+  return Create(OneGroup(std::move(params)), options);
+}
+
+absl::StatusOr<std::unique_ptr<AdamW>> AdamW::Create(
+    std::vector<ParamGroup> groups, AdamWOptions options) {
   MIXRT_RETURN_IF_ERROR(CheckAdamWOptions(options));
-  return std::make_unique<AdamW>(std::move(params), options);
+  MIXRT_RETURN_IF_ERROR(CheckGroups(groups));
+  return std::make_unique<AdamW>(std::move(groups), options);
 }
 
 absl::Status AdamW::step(const kernels::StepScaling& scaling) {
@@ -251,12 +351,13 @@ absl::Status AdamW::step(const kernels::StepScaling& scaling) {
                              zeros(p.shape(), DType::kF32, p.device()));
       MIXRT_ASSIGN_OR_RETURN(step_[i], zeros({1}, DType::kF32, p.device()));
     }
+    const Group& group = GroupOf(i);
     MixrtAdamWAttrs a{};
-    a.lr = lr_;
+    a.lr = group.lr;
     a.beta1 = options_.beta1;
     a.beta2 = options_.beta2;
     a.eps = options_.eps;
-    a.weight_decay = options_.weight_decay;
+    a.weight_decay = group.weight_decay;
     MIXRT_ASSIGN_OR_RETURN(Tensor grad,
                            StepGradient(p.grad(), options_.maximize));
     MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(

@@ -23,10 +23,24 @@
 
 namespace mixrt {
 
+// PyTorch's param_groups: parameters that share a learning rate and weight
+// decay, each defaulting to the optimizer's options when unset.
+//
+//   mixrt::AdamW opt({{decay, {}}, {no_decay, {}, /*weight_decay=*/0.0}},
+//                    {.lr = 3e-4, .weight_decay = 0.1});
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr;
+  std::optional<double> weight_decay;
+};
+
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<Tensor> params, double lr)
-      : params_(std::move(params)), lr_(lr) {}
+  // One group of every parameter.
+  Optimizer(std::vector<Tensor> params, double lr, double weight_decay = 0);
+  // `groups` in order; unset values from (lr, weight_decay). A parameter
+  // in two groups is refused (options_status_), as PyTorch refuses it.
+  Optimizer(std::vector<ParamGroup> groups, double lr, double weight_decay);
   virtual ~Optimizer() = default;
 
   // One update of every parameter that has a gradient. `scaling` carries
@@ -35,15 +49,29 @@ class Optimizer {
   // Sets every gradient to none (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
 
+  // Every parameter, group after group.
   const std::vector<Tensor>& params() const { return params_; }
-  double lr() const { return lr_; }
-  // Refuses a negative or non-finite lr (the optimizer keeps its own).
+  // The first group's lr (the lr, with one group).
+  double lr() const { return groups_.empty() ? default_lr_ : groups_[0].lr; }
+  // Sets every group's lr; refuses a negative or non-finite one (the
+  // optimizer keeps its own).
   absl::Status set_lr(double lr);
-  // PyTorch's param_group["initial_lr"]: the lr when the first schedule was
-  // put on this optimizer (that call records it), the base every schedule's
-  // closed forms start from. OneCycleLR sets its own.
-  double initial_lr();
-  void set_initial_lr(double lr) { initial_lr_ = lr; }
+  size_t num_param_groups() const { return groups_.size(); }
+  double group_lr(size_t group) const { return groups_.at(group).lr; }
+  absl::Status set_group_lr(size_t group, double lr);
+  double group_weight_decay(size_t group) const {
+    return groups_.at(group).weight_decay;
+  }
+  // The parameters of one group.
+  std::vector<Tensor> group_params(size_t group) const;
+  // PyTorch's param_group["initial_lr"]: a group's lr when the first
+  // schedule was put on this optimizer (that call records every group's),
+  // the base every schedule's closed forms start from. OneCycleLR sets its
+  // own.
+  double initial_lr(size_t group = 0);
+  void set_initial_lr(double lr) {
+    for (Group& g : groups_) g.initial_lr = lr;
+  }
   // The momentum a schedule may cycle (OneCycleLR): SGD's momentum, AdamW's
   // beta1; UNIMPLEMENTED for an optimizer without one. set_momentum checks
   // the value as the constructor's checks would.
@@ -73,9 +101,18 @@ class Optimizer {
   static absl::StatusOr<bool> SkippedBeforeStateExists(
       const kernels::StepScaling& scaling, bool creates_state);
 
+  struct Group {
+    size_t begin = 0, end = 0;  // Its parameters: params_[begin, end).
+    double lr = 0;
+    double weight_decay = 0;
+    std::optional<double> initial_lr;
+  };
+  // The group of params_[i].
+  const Group& GroupOf(size_t i) const;
+
   std::vector<Tensor> params_;
-  double lr_;
-  std::optional<double> initial_lr_;
+  std::vector<Group> groups_;
+  double default_lr_ = 0;
   // Invalid options are refused by Create; a directly constructed optimizer
   // with them fails every step() with this error instead.
   absl::Status options_status_;
@@ -102,7 +139,11 @@ class SGD : public Optimizer {
  public:
   static absl::StatusOr<std::unique_ptr<SGD>> Create(std::vector<Tensor> params,
                                                      SgdOptions options);
+  static absl::StatusOr<std::unique_ptr<SGD>> Create(
+      std::vector<ParamGroup> groups, SgdOptions options);
   SGD(std::vector<Tensor> params, SgdOptions options);
+  // Each group's lr and weight_decay override `options`'.
+  SGD(std::vector<ParamGroup> groups, SgdOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   absl::Status load_state_dict(
@@ -133,7 +174,11 @@ class AdamW : public Optimizer {
  public:
   static absl::StatusOr<std::unique_ptr<AdamW>> Create(
       std::vector<Tensor> params, AdamWOptions options);
+  static absl::StatusOr<std::unique_ptr<AdamW>> Create(
+      std::vector<ParamGroup> groups, AdamWOptions options);
   AdamW(std::vector<Tensor> params, AdamWOptions options);
+  // Each group's lr and weight_decay override `options`'.
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options);
   absl::Status step(const kernels::StepScaling& scaling = {}) override;
   std::vector<std::pair<std::string, Tensor>> state_dict() const override;
   absl::Status load_state_dict(

@@ -7,15 +7,14 @@ from . import _mixrt
 from ._mixrt import Tensor
 
 
-def _param_list(params):
+_GROUP_KEYS = ("params", "lr", "weight_decay")
+
+
+def _tensors(params):
+    if isinstance(params, Tensor):
+        params = [params]
     params = list(params)
-    if not params:
-        raise ValueError("optimizer got an empty parameter list")
     for p in params:
-        if isinstance(p, dict):
-            raise TypeError(
-                "parameter groups (dicts) are not supported yet: pass the "
-                "parameters themselves")
         if not isinstance(p, Tensor):
             raise TypeError(
                 f"optimizer can only optimize Tensors, but one of the params "
@@ -23,17 +22,47 @@ def _param_list(params):
     return params
 
 
-class _Group(dict):
-    """param_groups[0]: setting "lr" sets the optimizer's (as a scheduler
-    written for torch does)."""
+def _param_groups(params):
+    """torch's params argument: tensors (one group) or dicts, each with
+    "params" and optionally "lr" and "weight_decay"."""
+    params = list(params)
+    if not params:
+        raise ValueError("optimizer got an empty parameter list")
+    if not isinstance(params[0], dict):
+        return [{"params": _tensors(params)}]
+    groups = []
+    for g in params:
+        if not isinstance(g, dict) or "params" not in g:
+            raise TypeError("parameter groups are dicts with a 'params' key")
+        unknown = sorted(set(g) - set(_GROUP_KEYS))
+        if unknown:
+            raise ValueError(
+                f"parameter group options {unknown} are not supported per "
+                f"group (only lr and weight_decay); set them on the "
+                f"optimizer")
+        groups.append(dict(g, params=_tensors(g["params"])))
+    return groups
 
-    def __init__(self, optimizer, **values):
+
+def _group_specs(groups):
+    return [(g["params"],
+             float(g["lr"]) if "lr" in g else None,
+             float(g["weight_decay"]) if "weight_decay" in g else None)
+            for g in groups]
+
+
+class _Group(dict):
+    """One of param_groups: setting "lr" sets that group's in the core (as a
+    scheduler written for torch does)."""
+
+    def __init__(self, optimizer, index, **values):
         super().__init__(**values)
         self._optimizer = optimizer
+        self._index = index
 
     def __setitem__(self, key, value):
         if key == "lr":
-            self._optimizer._impl.lr = float(value)
+            self._optimizer._impl.set_group_lr(self._index, float(value))
         elif key == "momentum" and "momentum" in self:
             self._optimizer._impl.momentum = float(value)
         elif key == "betas" and "betas" in self:
@@ -44,7 +73,7 @@ class _Group(dict):
         # The optimizer's own lr and momentum: schedulers in the core change
         # them.
         if key == "lr":
-            return self._optimizer._impl.lr
+            return self._optimizer._impl.group_lr(self._index)
         if key == "momentum" and "momentum" in self:
             return self._optimizer._impl.momentum
         if key == "betas" and "betas" in self:
@@ -57,10 +86,11 @@ class _Group(dict):
 
 
 class Optimizer:
-    def __init__(self, impl, params, defaults):
+    def __init__(self, impl, groups, defaults):
         self._impl = impl
         self.defaults = defaults
-        self.param_groups = [_Group(self, params=params, **defaults)]
+        self.param_groups = [_Group(self, i, **dict(defaults, **g))
+                             for i, g in enumerate(groups)]
 
     def step(self, closure=None):
         loss = None
@@ -79,11 +109,11 @@ class SGD(Optimizer):
                  weight_decay=0, nesterov=False, *, maximize=False):
         if dampening != 0:
             raise ValueError("SGD: dampening is not supported yet (0 only)")
-        params = _param_list(params)
-        impl = _mixrt.SGD._create(params, float(lr), float(momentum),
-                                  float(weight_decay), bool(nesterov),
-                                  bool(maximize))
-        super().__init__(impl, params, dict(
+        groups = _param_groups(params)
+        impl = _mixrt.SGD._create(_group_specs(groups), float(lr),
+                                  float(momentum), float(weight_decay),
+                                  bool(nesterov), bool(maximize))
+        super().__init__(impl, groups, dict(
             lr=lr, momentum=momentum, dampening=dampening,
             weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
 
@@ -93,11 +123,12 @@ class AdamW(Optimizer):
                  weight_decay=1e-2, amsgrad=False, *, maximize=False):
         if amsgrad:
             raise ValueError("AdamW: amsgrad is not supported yet")
-        params = _param_list(params)
-        impl = _mixrt.AdamW._create(params, float(lr), float(betas[0]),
-                                    float(betas[1]), float(eps),
-                                    float(weight_decay), bool(maximize))
-        super().__init__(impl, params, dict(
+        groups = _param_groups(params)
+        impl = _mixrt.AdamW._create(_group_specs(groups), float(lr),
+                                    float(betas[0]), float(betas[1]),
+                                    float(eps), float(weight_decay),
+                                    bool(maximize))
+        super().__init__(impl, groups, dict(
             lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
             amsgrad=amsgrad, maximize=maximize))
 
@@ -114,7 +145,7 @@ class _Scheduler:
         self._impl.step()
 
     def get_last_lr(self):
-        return [self._impl.get_last_lr()]
+        return list(self._impl.get_last_lrs())
 
     @property
     def last_epoch(self):
@@ -157,15 +188,16 @@ class LambdaLR:
             raise TypeError("LambdaLR: lr_lambda must be callable")
         self.optimizer = optimizer
         self.lr_lambda = lr_lambda
-        self.base_lrs = [optimizer.param_groups[0]["lr"]]
+        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
         self.last_epoch = -1
         self.step()
 
     def step(self):
         self.last_epoch += 1
-        lr = self.base_lrs[0] * float(self.lr_lambda(self.last_epoch))
-        self.optimizer.param_groups[0]["lr"] = lr
-        self._last_lr = [self.optimizer._impl.lr]
+        factor = float(self.lr_lambda(self.last_epoch))
+        for group, base in zip(self.optimizer.param_groups, self.base_lrs):
+            group["lr"] = base * factor
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self):
         return list(self._last_lr)
@@ -195,6 +227,9 @@ class ReduceLROnPlateau(_Scheduler):
 
     def step(self, metrics):
         self._impl.step(float(metrics))
+
+    def get_last_lr(self):
+        return [g["lr"] for g in self.optimizer.param_groups]
 
     @property
     def last_epoch(self):

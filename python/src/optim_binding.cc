@@ -8,7 +8,9 @@
 #include "core/optim/optimizer.h"
 #include "nanobind/nanobind.h"
 #include "nanobind/stl/map.h"
+#include "nanobind/stl/optional.h"
 #include "nanobind/stl/string.h"
+#include "nanobind/stl/tuple.h"
 #include "nanobind/stl/unique_ptr.h"
 #include "nanobind/stl/vector.h"
 #include "python/src/bindings.h"
@@ -17,6 +19,21 @@
 namespace nb = nanobind;
 
 namespace mixrt::python {
+namespace {
+
+// (params, lr or None, weight_decay or None) per group, from Python.
+using GroupSpec = std::tuple<std::vector<Tensor>, std::optional<double>,
+                             std::optional<double>>;
+
+std::vector<ParamGroup> Groups(std::vector<GroupSpec> specs) {
+  std::vector<ParamGroup> groups;
+  for (auto& [params, lr, weight_decay] : specs) {
+    groups.push_back({std::move(params), lr, weight_decay});
+  }
+  return groups;
+}
+
+}  // namespace
 
 void BindOptim(nb::module_& m) {
   nb::class_<Optimizer>(m, "Optimizer")
@@ -33,10 +50,19 @@ void BindOptim(nb::module_& m) {
           "momentum",
           [](const Optimizer& o) { return ValueOrThrow(o.momentum()); },
           [](Optimizer& o, double m) { ThrowIfError(o.set_momentum(m)); })
-      .def("_params", &Optimizer::params);
+      .def("_params", &Optimizer::params)
+      .def_prop_ro("num_param_groups", &Optimizer::num_param_groups)
+      .def("group_lr",
+           [](const Optimizer& o, size_t g) {
+             if (g >= o.num_param_groups()) throw nb::index_error();
+             return o.group_lr(g);
+           })
+      .def("set_group_lr", [](Optimizer& o, size_t g, double lr) {
+        ThrowIfError(o.set_group_lr(g, lr));
+      });
 
   nb::class_<SGD, Optimizer>(m, "SGD").def_static(
-      "_create", [](std::vector<Tensor> params, double lr, double momentum,
+      "_create", [](std::vector<GroupSpec> groups, double lr, double momentum,
                     double weight_decay, bool nesterov, bool maximize) {
         SgdOptions o;
         o.lr = lr;
@@ -44,10 +70,10 @@ void BindOptim(nb::module_& m) {
         o.weight_decay = weight_decay;
         o.nesterov = nesterov;
         o.maximize = maximize;
-        return ValueOrThrow(SGD::Create(std::move(params), o));
+        return ValueOrThrow(SGD::Create(Groups(std::move(groups)), o));
       });
   nb::class_<AdamW, Optimizer>(m, "AdamW")
-      .def_static("_create", [](std::vector<Tensor> params, double lr,
+      .def_static("_create", [](std::vector<GroupSpec> groups, double lr,
                                 double beta1, double beta2, double eps,
                                 double weight_decay, bool maximize) {
         AdamWOptions o;
@@ -57,12 +83,13 @@ void BindOptim(nb::module_& m) {
         o.eps = eps;
         o.weight_decay = weight_decay;
         o.maximize = maximize;
-        return ValueOrThrow(AdamW::Create(std::move(params), o));
+        return ValueOrThrow(AdamW::Create(Groups(std::move(groups)), o));
       });
 
   nb::class_<LRScheduler>(m, "LRScheduler")
       .def("step", [](LRScheduler& s) { ThrowIfError(s.step()); })
       .def("get_last_lr", &LRScheduler::get_last_lr)
+      .def("get_last_lrs", &LRScheduler::get_last_lrs)
       .def_prop_ro("last_epoch", &LRScheduler::last_epoch)
       .def("state_dict", &LRScheduler::state_dict)
       .def("load_state_dict",

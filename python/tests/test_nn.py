@@ -216,6 +216,38 @@ def test_one_cycle_and_sequential_match_pytorch():
             milestones=[2])
 
 
+def test_param_groups_step_as_separate_optimizers():
+    def params(seed):
+        rng = np.random.default_rng(seed)
+        ps = [nn.Parameter(mixrt.tensor(rng.standard_normal(4).astype(
+            np.float32))) for _ in range(2)]
+        for p in ps:
+            (p * mixrt.tensor(rng.standard_normal(4).astype(
+                np.float32))).sum().backward()
+        return ps
+    a, b = params(3), params(3)
+    grouped = mixrt.optim.AdamW(
+        [{"params": [a[0]]}, {"params": [a[1]], "lr": 0.05,
+                              "weight_decay": 0.0}],
+        lr=0.01, weight_decay=0.1)
+    first = mixrt.optim.AdamW([b[0]], lr=0.01, weight_decay=0.1)
+    second = mixrt.optim.AdamW([b[1]], lr=0.05, weight_decay=0.0)
+    grouped.step()
+    first.step()
+    second.step()
+    for x, y in zip(a, b):
+        assert x.detach().numpy().tolist() == y.detach().numpy().tolist()
+    assert [g["lr"] for g in grouped.param_groups] == [0.01, 0.05]
+    assert grouped.param_groups[1]["weight_decay"] == 0.0
+    sched = mixrt.optim.lr_scheduler.StepLR(grouped, step_size=1, gamma=0.5)
+    sched.step()
+    assert sched.get_last_lr() == [0.005, 0.025]
+    with pytest.raises(ValueError, match="more than one parameter group"):
+        mixrt.optim.SGD([{"params": [a[0]]}, {"params": [a[0]]}], lr=0.1)
+    with pytest.raises(ValueError, match="not supported per group"):
+        mixrt.optim.SGD([{"params": [a[0]], "momentum": 0.9}], lr=0.1)
+
+
 def test_sdpa_grouped_query_heads():
     q = mixrt.randn(1, 4, 3, 8)
     k = mixrt.randn(1, 2, 5, 8)

@@ -48,7 +48,7 @@ class LrSchedules : public ::testing::Test {
  protected:
   void SetUp() override {
     golden_ = ReadGolden();
-    ASSERT_EQ(golden_.size(), 15u) << "golden cases";
+    ASSERT_EQ(golden_.size(), 17u) << "golden cases";
   }
   std::unique_ptr<SGD> Optimizer(double lr, double momentum = 0) {
     Tensor p = *zeros({1}, DType::kF32, testing::ReferenceDevice());
@@ -148,6 +148,37 @@ TEST_F(LrSchedules, ALaterScheduleKeepsTheInitialLrAsItsBase) {
   auto cosine = CosineAnnealingLR::Create(opt.get(), 3);
   ASSERT_TRUE(cosine.ok());
   Replay("warmup_then_cosine", *opt, {&*warmup, &*cosine});
+}
+
+// Param groups of lr 0.1 and 0.01: each moves from its own base.
+TEST_F(LrSchedules, EveryParamGroupFollowsItsOwnBase) {
+  const Device d = testing::ReferenceDevice();
+  Tensor a = *zeros({1}, DType::kF32, d), b = *zeros({1}, DType::kF32, d);
+  SGD opt({{{a}, {}, {}}, {{b}, 0.01, {}}}, {.lr = 0.1});
+  auto warmup = LinearLR::Create(&opt, 0.5, 1.0, 2);
+  auto cosine = CosineAnnealingLR::Create(&opt, 3, 0.001);
+  ASSERT_TRUE(warmup.ok() && cosine.ok());
+  const std::vector<double>& want0 = golden_.at("two_groups_warmup_cosine/0");
+  const std::vector<double>& want1 = golden_.at("two_groups_warmup_cosine/1");
+  for (size_t epoch = 0; epoch < want0.size(); ++epoch) {
+    if (epoch > 0) {
+      ASSERT_TRUE(warmup->step().ok());
+      ASSERT_TRUE(cosine->step().ok());
+    }
+    EXPECT_EQ(opt.group_lr(0), want0[epoch]) << "group 0, epoch " << epoch;
+    EXPECT_EQ(opt.group_lr(1), want1[epoch]) << "group 1, epoch " << epoch;
+  }
+  EXPECT_EQ(cosine->get_last_lrs(),
+            (std::vector<double>{opt.group_lr(0), opt.group_lr(1)}));
+  // The state of both groups resumes; a one-group state does not fit.
+  const auto state = cosine->state_dict();
+  EXPECT_EQ(state.at("base_lr.1"), 0.01);
+  ASSERT_TRUE(cosine->load_state_dict(state).ok());
+  EXPECT_THAT(cosine
+                  ->load_state_dict(
+                      {{"last_epoch", 1}, {"base_lr", 0.1}, {"last_lr", 0.1}})
+                  .message(),
+              HasSubstr("no 'base_lr.1'"));
 }
 
 TEST_F(LrSchedules, OneCycleMatchesPyTorchWithItsMomentum) {

@@ -78,6 +78,24 @@ def sequential(name, make, milestones, steps, lr=0.1):
     return rows
 
 
+def two_groups(name, make, steps):
+    """Param groups of lr 0.1 and 0.01: cases "<name>/0" and "<name>/1"."""
+    opt = torch.optim.SGD(
+        [{"params": [torch.nn.Parameter(torch.zeros(1))]},
+         {"params": [torch.nn.Parameter(torch.zeros(1))], "lr": 0.01}],
+        lr=0.1)
+    scheds = make(opt)
+    rows = {0: [], 1: []}
+    for epoch in range(steps + 1):
+        if epoch > 0:
+            opt.step()
+            for s in scheds:
+                s.step()
+        for g in (0, 1):
+            rows[g].append((f"{name}/{g}", epoch, opt.param_groups[g]["lr"]))
+    return rows[0] + rows[1]
+
+
 def plateau():
     opt = optimizer(0.1)
     s = S.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=2,
@@ -111,6 +129,11 @@ def main():
                                            total_iters=2),
                                 S.CosineAnnealingLR(o, T_max=3)], 9)
     rows += plateau()
+    rows += two_groups("two_groups_warmup_cosine",
+                       lambda o: [S.LinearLR(o, start_factor=0.5,
+                                             total_iters=2),
+                                  S.CosineAnnealingLR(o, T_max=3,
+                                                      eta_min=0.001)], 8)
     # total_steps = 10 (the last step's lr is the minimum).
     rows += one_cycle("onecycle_cos", optimizer(0.1, momentum=0.9), 9,
                       max_lr=1.0, total_steps=10)
