@@ -2,9 +2,9 @@
 // one (third_party/cuda_configure.bzl): a plugin that loads, reports no
 // device and says why, so `mixrt info` and the test summary show the reason
 // instead of the build failing.
-#include "absl/status/status.h"
 #include "missing_reason.h"
 #include "plugins/sdk/plugin.h"
+#include "plugins/sdk/status.h"
 
 namespace mixrt::cuda {
 
@@ -17,13 +17,13 @@ class CudaUnavailablePlugin : public sdk::HostMemoryPlugin {
     return {0, MIXRT_CUDA_MISSING_REASON};
   }
   sdk::StatusOr<sdk::DeviceProperties> GetDeviceProperties(int) override {
-    return absl::NotFoundError(MIXRT_CUDA_MISSING_REASON);
+    return sdk::NotFoundError(MIXRT_CUDA_MISSING_REASON);
   }
   sdk::Capability GetCapability(int, MixrtOpClass, MixrtDtype) override {
     return sdk::Unsupported(MIXRT_CUDA_MISSING_REASON);
   }
   sdk::Status Launch(const sdk::KernelCall&) override {
-    return absl::NotFoundError(MIXRT_CUDA_MISSING_REASON);
+    return sdk::NotFoundError(MIXRT_CUDA_MISSING_REASON);
   }
 };
 
