@@ -10,6 +10,7 @@
 #include "core/autograd/function_node.h"
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/capture_hooks.h"
+#include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -66,7 +67,24 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
     needs_grad.push_back(t.defined() && t.requires_grad());
     any |= needs_grad.back();
   }
-  if (!any) WarnNoInputRequiresGrad();
+  // Non-reentrant: with no input that needs a gradient, an anchor of the
+  // region's own gives it a node, whose backward recomputes `fn` and so
+  // reaches the parameters inside. Its gradient is dropped.
+  std::vector<Tensor> node_inputs = inputs;
+  if (!any && !options.use_reentrant) {
+    const Tensor* on = nullptr;
+    for (const Tensor& t : inputs) {
+      if (t.defined()) on = &t;
+    }
+    // No tensor to place the anchor by: run it plainly (right gradients,
+    // no memory saved).
+    if (on == nullptr) return fn(inputs);
+    MIXRT_ASSIGN_OR_RETURN(Tensor anchor, zeros({}, DType::kF32, on->device()));
+    MIXRT_RETURN_IF_ERROR(anchor.set_requires_grad(true));
+    node_inputs.push_back(anchor);
+  } else if (!any) {
+    WarnNoInputRequiresGrad();
+  }
 
   std::vector<Tensor> outputs;
   {
@@ -75,7 +93,8 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
   }
   std::vector<Tensor*> output_ptrs;
   for (Tensor& t : outputs) output_ptrs.push_back(&t);
-  Record("CheckpointBackward", inputs, output_ptrs, inputs,
+  const size_t node_inputs_count = node_inputs.size();
+  Record("CheckpointBackward", node_inputs, output_ptrs, inputs,
          [=](const std::vector<Tensor>& grads, const std::vector<Tensor>& saved)
              -> absl::StatusOr<std::vector<Tensor>> {
            // Recompute exactly as the forward ran, then put the generators
@@ -123,6 +142,7 @@ absl::StatusOr<std::vector<Tensor>> checkpoint(
            for (size_t i = 0; i < leaves.size(); ++i) {
              input_grads.push_back(needs_grad[i] ? leaves[i].grad() : Tensor());
            }
+           input_grads.resize(node_inputs_count);  // The anchor's: none.
            return input_grads;
          });
   return outputs;

@@ -12,8 +12,12 @@
 //       },
 //       {hidden}, {.generators = {&gen}});
 //
-// As PyTorch's reentrant version, gradients reach parameters used inside
-// `fn` only when at least one input requires grad (it warns otherwise).
+// With use_reentrant (the default here), as PyTorch's reentrant version,
+// gradients reach parameters used inside `fn` only when at least one input
+// requires grad (it warns otherwise). Without it, as PyTorch's
+// use_reentrant=False, they reach them either way: the region's backward
+// is anchored to a tensor of its own when no input needs a gradient, so a
+// checkpointed first block (whose input is data) still trains.
 #ifndef MIXRT_CORE_FUNCTIONAL_CHECKPOINT_H_
 #define MIXRT_CORE_FUNCTIONAL_CHECKPOINT_H_
 
@@ -38,6 +42,10 @@ struct CheckpointOptions {
   // the forward's and later draws shift), saving the state juggling when
   // fn draws nothing.
   bool preserve_rng_state = true;
+  // torch's use_reentrant (see above); false: parameters inside `fn` get
+  // gradients even when no input requires grad. The outputs then require
+  // grad whenever grad mode is on, even if `fn` uses no such parameter.
+  bool use_reentrant = true;
 };
 
 absl::StatusOr<std::vector<Tensor>> checkpoint(

@@ -238,7 +238,7 @@ void BindFunctional(nb::module_& m) {
   // torch.utils.checkpoint.checkpoint: `fn` is Python, called with the GIL
   // (the core calls it again in the backward to recompute).
   m.def("checkpoint", [](nb::callable py_fn, const std::vector<Tensor>& inputs,
-                         bool preserve_rng_state) {
+                         bool preserve_rng_state, bool use_reentrant) {
     const PythonCallable fn(std::move(py_fn));
     CheckpointFn call = [fn](const std::vector<Tensor>& in)
         -> absl::StatusOr<std::vector<Tensor>> {
@@ -257,7 +257,8 @@ void BindFunctional(nb::module_& m) {
     {
       nb::gil_scoped_release release;
       out = mixrt::checkpoint(call, inputs,
-                              {.preserve_rng_state = preserve_rng_state});
+                              {.preserve_rng_state = preserve_rng_state,
+                               .use_reentrant = use_reentrant});
     }
     return ValueOrThrow(std::move(out));
   });

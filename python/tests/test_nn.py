@@ -364,6 +364,26 @@ def test_checkpointed_function_gives_the_same_gradients():
     np.testing.assert_allclose(x.grad.numpy(), plain_x, rtol=1e-6)
 
 
+def test_non_reentrant_checkpoint_trains_parameters_behind_data():
+    # Data in, a Linear inside: use_reentrant=False (the default) gives the
+    # weight the gradient an uncheckpointed run gives; True gives none.
+    lin = nn.Linear(4, 4)
+    x = mixrt.randn(3, 4)  # No requires_grad: data.
+
+    def block(t):
+        return F.gelu(lin(t))
+
+    block(x).sum().backward()
+    plain_w = lin.weight.grad.detach().numpy().copy()
+    lin.zero_grad()
+    mixrt.utils.checkpoint.checkpoint(block, x).sum().backward()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), plain_w, rtol=1e-6)
+    lin.zero_grad()
+    out = mixrt.utils.checkpoint.checkpoint(block, x, use_reentrant=True)
+    assert not out.requires_grad
+    assert lin.weight.grad is None
+
+
 def test_gpt_trains_and_its_parameters_are_the_cores():
     gpt = nn.GPT(vocab_size=16, context=8, width=32, heads=4, layers=2)
     names = [n for n, _ in gpt.named_parameters()]

@@ -124,6 +124,36 @@ TEST(Checkpoint, PreserveRngStateOffRedrawsTheMask) {
   }
 }
 
+// Data in, a parameter inside: only the non-reentrant form (torch's
+// use_reentrant=False) gives the parameter its gradient, the one an
+// uncheckpointed run gives: d/dw sum((w x)^2) = 2 w x^2.
+TEST(Checkpoint, NonReentrantReachesParametersWhenNoInputNeedsGrad) {
+  const Device d = testing::ReferenceDevice();
+  for (bool reentrant : {true, false}) {
+    Tensor w = *full({2}, 0.5, DType::kF32, d);
+    ASSERT_TRUE(w.set_requires_grad(true).ok());
+    Tensor x = *from_floats({1, 3}, {2}, DType::kF32, d);  // Data.
+    auto region = [w](const std::vector<Tensor>& in)
+        -> absl::StatusOr<std::vector<Tensor>> {
+      MIXRT_ASSIGN_OR_RETURN(Tensor wx, mul(in[0], w));
+      MIXRT_ASSIGN_OR_RETURN(Tensor y, mul(wx, wx));
+      return std::vector<Tensor>{y};
+    };
+    absl::StatusOr<std::vector<Tensor>> out =
+        checkpoint(region, {x}, {.use_reentrant = reentrant});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].requires_grad(), !reentrant);
+    if (reentrant) {
+      EXPECT_FALSE(w.grad().defined());
+      continue;
+    }
+    ASSERT_TRUE(sum((*out)[0])->backward().ok());
+    ASSERT_TRUE(w.grad().defined());
+    // 2 w x^2 = 2 * 0.5 * {1, 9}.
+    EXPECT_EQ(*w.grad().to_double_vector(), (std::vector<double>{1, 9}));
+  }
+}
+
 TEST(Checkpoint, WithoutGradRecordingItJustRuns) {
   const Device d = testing::ReferenceDevice();
   Tensor x = *full({2}, 3, DType::kF32, d);

@@ -1,6 +1,9 @@
 """mixrt.utils.checkpoint: torch.utils.checkpoint.checkpoint over the
 core's (the forward's activations are dropped and recomputed in the
-backward, with the RNG state restored)."""
+backward, with the RNG state restored). use_reentrant=False (the default,
+PyTorch's recommendation) lets parameters inside get gradients even when
+no argument requires grad; True keeps the reentrant rule (and its
+warning)."""
 
 from .. import _mixrt
 from .._mixrt import Tensor
@@ -20,5 +23,6 @@ def checkpoint(function, *args, use_reentrant=False, preserve_rng_state=True,
         single.append(isinstance(out, Tensor))
         return out
 
-    outs = _mixrt.checkpoint(call, list(args), bool(preserve_rng_state))
+    outs = _mixrt.checkpoint(call, list(args), bool(preserve_rng_state),
+                             bool(use_reentrant))
     return outs[0] if single and single[0] else tuple(outs)
