@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/bundled/bundled_plugins.h"
 #include "mixrt/mixrt.h"
 
@@ -23,6 +24,9 @@ ABSL_FLAG(int, warmup, 2, "Untimed steps first.");
 ABSL_FLAG(int64_t, width, 4096, "MLP width.");
 ABSL_FLAG(int64_t, global_batch, 512, "Global batch (split over ranks).");
 ABSL_FLAG(bool, amp, false, "bf16 autocast + GradScaler.");
+ABSL_FLAG(std::string, comm_hook, "",
+          "DDP communication hook: bf16 or fp16 (compress the gradients on "
+          "the wire, as PyTorch's bf16_compress_hook); empty: f32.");
 
 namespace mixrt {
 namespace {
@@ -48,8 +52,18 @@ absl::Status Train(const Device& device,
                          nn::MLP({width, width, width, width}, device, &g));
   std::shared_ptr<distributed::DistributedDataParallel> ddp;
   if (world > 1) {
-    MIXRT_ASSIGN_OR_RETURN(
-        ddp, distributed::DistributedDataParallel::Create(model, group));
+    distributed::DistributedDataParallelOptions options;
+    const std::string hook = absl::GetFlag(FLAGS_comm_hook);
+    if (hook == "bf16") {
+      options.comm_hook = distributed::CommHook::kBf16Compress;
+    } else if (hook == "fp16") {
+      options.comm_hook = distributed::CommHook::kFp16Compress;
+    } else if (!hook.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--comm_hook is '", hook, "'; expected bf16, fp16 or empty"));
+    }
+    MIXRT_ASSIGN_OR_RETURN(ddp, distributed::DistributedDataParallel::Create(
+                                    model, group, options));
   }
   nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp) : *model;
   SgdOptions sgd;

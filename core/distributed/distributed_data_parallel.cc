@@ -9,6 +9,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/kernels/fill_copy.h"
+#include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
 #include "mixrt/status_macros.h"
 
@@ -303,13 +304,41 @@ absl::Status DistributedDataParallel::OnGradient(int param,
   return absl::OkStatus();
 }
 
+absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
+  if (options_.comm_hook != CommHook::kNone) {
+    return absl::FailedPreconditionError(
+        "register_comm_hook can only be called once");
+  }
+  if (backward_ran_) {
+    return absl::FailedPreconditionError(
+        "register_comm_hook must be called before the first backward");
+  }
+  options_.comm_hook = hook;
+  return absl::OkStatus();
+}
+
 absl::Status DistributedDataParallel::LaunchReadyBuckets() {
   // In bucket order on every rank: collectives must be issued in the same
   // order everywhere, and the order gradients become ready need not be.
   while (next_launch_ < buckets_.size() &&
          buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_];
-    MIXRT_ASSIGN_OR_RETURN(b.work, group_->AllReduce(b.flat, ReduceOp::kAvg));
+    if (options_.comm_hook == CommHook::kNone || b.dtype != DType::kF32) {
+      MIXRT_ASSIGN_OR_RETURN(b.work, group_->AllReduce(b.flat, ReduceOp::kAvg));
+    } else {
+      // As PyTorch's hook: cast, divide by the world size in the 16-bit
+      // type, sum; FinishBackward casts back.
+      const DType wire = options_.comm_hook == CommHook::kBf16Compress
+                             ? DType::kBF16
+                             : DType::kF16;
+      MIXRT_ASSIGN_OR_RETURN(Tensor cast, b.flat.to(wire));
+      MIXRT_ASSIGN_OR_RETURN(Tensor world,
+                             full({}, static_cast<double>(group_->world_size()),
+                                  wire, b.flat.device()));
+      MIXRT_ASSIGN_OR_RETURN(b.compressed, kernels::div(cast, world));
+      MIXRT_ASSIGN_OR_RETURN(b.work,
+                             group_->AllReduce(b.compressed, ReduceOp::kSum));
+    }
     ++next_launch_;
   }
   return absl::OkStatus();
@@ -317,6 +346,7 @@ absl::Status DistributedDataParallel::LaunchReadyBuckets() {
 
 absl::Status DistributedDataParallel::FinishBackward() {
   in_backward_ = false;
+  backward_ran_ = true;
   // Parameters this rank's graph did not use contribute zeros, so every
   // rank reduces the same buckets (collectives stay matched even when a
   // rank then reports its unused parameters).
@@ -336,7 +366,12 @@ absl::Status DistributedDataParallel::FinishBackward() {
   stats_ = CommunicationStats{};
   for (Bucket& b : buckets_) {
     MIXRT_RETURN_IF_ERROR(b.work.Wait());
-    stats_.bytes += b.numel * static_cast<int64_t>(DTypeSize(b.dtype));
+    const Tensor& wire = b.compressed.defined() ? b.compressed : b.flat;
+    stats_.bytes += b.numel * static_cast<int64_t>(DTypeSize(wire.dtype()));
+    if (b.compressed.defined()) {
+      MIXRT_RETURN_IF_ERROR(kernels::copy_(b.flat, b.compressed));
+      b.compressed = Tensor();
+    }
   }
   stats_.exposed_ms = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
@@ -396,6 +431,7 @@ void DistributedDataParallel::AbandonBackward() {
   for (Bucket& b : buckets_) {
     b.work.Wait().IgnoreError();
     b.flat = Tensor();
+    b.compressed = Tensor();
   }
   in_backward_ = false;
 }

@@ -36,6 +36,20 @@
 
 namespace mixrt::distributed {
 
+// PyTorch's DDP communication hooks (register_comm_hook) that mixrt runs.
+enum class CommHook {
+  kNone,  // Buckets all-reduced in their own dtype (f32 gradients).
+  // torch.distributed.algorithms.ddp_comm_hooks.default_hooks'
+  // bf16_compress_hook / fp16_compress_hook: each bucket is cast to the
+  // 16-bit type and divided by the world size there, summed across ranks
+  // in it, and cast back into the f32 gradients: half the bytes on the
+  // wire, gradients rounded to 8 (bf16) or 11 (f16) significant bits. An
+  // inf or NaN on any rank (an f16 overflow included) reaches every rank,
+  // so every GradScaler skips the same step.
+  kBf16Compress,
+  kFp16Compress,
+};
+
 struct DistributedDataParallelOptions {
   double bucket_cap_mb = 25;
   double first_bucket_cap_mb = 1;
@@ -51,6 +65,7 @@ struct DistributedDataParallelOptions {
   // it), one that only some ranks used gets their average, the others
   // counting zero, as in PyTorch.
   bool find_unused_parameters = false;
+  CommHook comm_hook = CommHook::kNone;
 };
 
 // What the last synchronized backward communicated.
@@ -87,6 +102,11 @@ class DistributedDataParallel : public nn::Module {
   // step. A Trainer running the module compiled calls it itself.
   absl::Status CheckSameFirstInput(const Tensor& x);
 
+  // PyTorch's register_comm_hook for the hooks mixrt runs: before the
+  // first backward, once (a second call, or one after a backward, is an
+  // error, as in PyTorch).
+  absl::Status register_comm_hook(CommHook hook);
+
   nn::Module& module() { return *module_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
   ProcessGroup& group() { return *group_; }
@@ -118,6 +138,7 @@ class DistributedDataParallel : public nn::Module {
     int size = 0;  // Parameters in it.
     int64_t numel = 0;
     Tensor flat;
+    Tensor compressed;  // The 16-bit copy on the wire (a comm hook).
     int pending = 0;
     Work work;
   };
@@ -151,6 +172,7 @@ class DistributedDataParallel : public nn::Module {
   bool sync_ = true;
   bool in_backward_ = false;
   bool input_checked_ = false;
+  bool backward_ran_ = false;
   size_t next_launch_ = 0;
   CommunicationStats stats_;
 };

@@ -115,6 +115,15 @@ void BindDistributed(nb::module_& m) {
           return std::shared_ptr<nn::Module>(ValueOrThrow(
               distributed::DistributedDataParallel::Create(module, group, o)));
         });
+  m.def("_ddp_register_comm_hook", [](const std::shared_ptr<nn::Module>& ddp,
+                                      const std::string& hook) {
+    auto* d = dynamic_cast<distributed::DistributedDataParallel*>(ddp.get());
+    if (d == nullptr) throw nb::type_error("not a DistributedDataParallel");
+    const distributed::CommHook h = hook == "bf16"
+                                        ? distributed::CommHook::kBf16Compress
+                                        : distributed::CommHook::kFp16Compress;
+    ThrowIfError(d->register_comm_hook(h));
+  });
 }
 
 }  // namespace mixrt::python

@@ -80,3 +80,28 @@ def test_a_process_without_mpirun_is_a_job_of_one():
     assert t.tolist() == [1.0, 2.0]
     with pytest.raises(RuntimeError, match="twice"):
         dist.init_process_group("mpi")
+
+
+def test_bf16_compress_hook_in_a_job_of_one():
+    # World 1: the hook casts each gradient to bfloat16 (divided by 1) and
+    # back, so the reduced gradients are the plain ones rounded to bf16.
+    import numpy as np
+    from mixrt.distributed.algorithms.ddp_comm_hooks import default_hooks
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+    mixrt.manual_seed(3)
+    plain = mixrt.nn.Linear(8, 4)
+    hooked = mixrt.nn.Linear(8, 4)
+    hooked.load_state_dict(plain.state_dict())
+    ddp = dist.DistributedDataParallel(hooked)
+    ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    x = mixrt.randn(5, 8)
+    plain(x).sum().backward()
+    ddp(x).sum().backward()
+    want = plain.weight.grad.to(mixrt.bfloat16).to(mixrt.float32).numpy()
+    np.testing.assert_array_equal(hooked.weight.grad.numpy(), want)
+    assert not np.array_equal(want, plain.weight.grad.numpy())
+    with pytest.raises(RuntimeError, match="only be called once"):
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    with pytest.raises(NotImplementedError, match="custom hooks"):
+        ddp.register_comm_hook(None, lambda state, bucket: None)

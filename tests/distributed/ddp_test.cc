@@ -19,6 +19,7 @@
 #include "core/optim/optimizer.h"
 #include "core/tensor/factories.h"
 #include "core/train/trainer.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mixrt/status_macros.h"
 #include "tests/distributed/mpi_group.h"
@@ -152,6 +153,78 @@ TEST(DdpTest, SmallBucketsGiveTheSameResult) {
 // 1e-8, no rounding flipped).
 TEST(DdpTest, TwoRanksMatchOneProcessInBf16AutocastWithGradScaler) {
   TrainBoth(true, {}, 1.0 / 256);
+}
+
+// bf16_compress_hook: the gradients travel as bf16 (half the bytes) and
+// come back rounded to 8 significant bits, twice (the cast, the division
+// by the world size) plus the sum: after 20 SGD steps with momentum the
+// replicas stay within 2^-6 relative of one process (a few bf16 ulps of
+// the gradients, averaged over the steps).
+TEST(DdpTest, Bf16CompressHookHalvesTheBytesAndStaysClose) {
+  DistributedDataParallelOptions plain, hooked;
+  hooked.comm_hook = distributed::CommHook::kBf16Compress;
+  TrainBoth(false, hooked, 1.0 / 64);
+  auto a = *DistributedDataParallel::Create(Model(1), Group(), plain);
+  auto b = *DistributedDataParallel::Create(Model(1), Group(), hooked);
+  const Batch batch = Shard(GlobalBatch(0));
+  ASSERT_TRUE((*mse_loss(*a->forward(batch.x), batch.y)).backward().ok());
+  ASSERT_TRUE((*mse_loss(*b->forward(batch.x), batch.y)).backward().ok());
+  EXPECT_EQ(b->last_stats().bytes * 2, a->last_stats().bytes);
+  // Each reduced gradient is the plain one within bf16's rounding of the
+  // ranks' own gradients (2^-9 each, before a sum that may cancel): within
+  // 2^-6 of the tensor's largest gradient, and not equal to it (the hook
+  // did round).
+  auto pa = a->module().parameters(), pb = b->module().parameters();
+  bool rounded = false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const std::vector<float> ga = *pa[i].grad().to_float_vector();
+    const std::vector<float> gb = *pb[i].grad().to_float_vector();
+    double largest = 0, worst = 0;
+    for (size_t k = 0; k < ga.size(); ++k) {
+      largest = std::max(largest, std::abs(static_cast<double>(ga[k])));
+      worst = std::max(worst, std::abs(static_cast<double>(gb[k]) - ga[k]));
+    }
+    EXPECT_LE(worst, largest / 64) << "parameter " << i;
+    rounded |= worst > 0;
+  }
+  EXPECT_TRUE(rounded);
+}
+
+// fp16_compress_hook: a gradient beyond f16's range on one rank becomes
+// inf on the wire, and every rank's GradScaler skips that step.
+TEST(DdpTest, Fp16CompressOverflowOnOneRankSkipsEveryRank) {
+  DistributedDataParallelOptions hooked;
+  hooked.comm_hook = distributed::CommHook::kFp16Compress;
+  auto replica = Model(1);
+  auto ddp = *DistributedDataParallel::Create(replica, Group(), hooked);
+  auto opt = Sgd(*replica);
+  GradScaler scaler(CpuDevice());
+  for (int step = 0; step < 3; ++step) {
+    Batch batch = Shard(GlobalBatch(step));
+    if (step == 1 && Group()->rank() == 1) {
+      // Finite in f32, far past f16's 65504 once scaled by 65536.
+      batch.y = *full({kGlobalBatch / 2, 4}, 1e6, DType::kF32, CpuDevice());
+    }
+    const double scale = *scaler.get_scale();
+    Step(*ddp, *opt, &scaler, batch);
+    EXPECT_EQ(*scaler.last_step_skipped(), step == 1) << "step " << step;
+    if (step == 1) EXPECT_EQ(*scaler.get_scale(), scale / 2);
+  }
+}
+
+TEST(DdpTest, ACommHookIsRegisteredOnceBeforeTheFirstBackward) {
+  auto early = *DistributedDataParallel::Create(Model(1), Group());
+  ASSERT_TRUE(
+      early->register_comm_hook(distributed::CommHook::kBf16Compress).ok());
+  EXPECT_THAT(
+      early->register_comm_hook(distributed::CommHook::kFp16Compress).message(),
+      ::testing::HasSubstr("only be called once"));
+  auto late = *DistributedDataParallel::Create(Model(1), Group());
+  const Batch batch = Shard(GlobalBatch(0));
+  ASSERT_TRUE((*mse_loss(*late->forward(batch.x), batch.y)).backward().ok());
+  EXPECT_THAT(
+      late->register_comm_hook(distributed::CommHook::kBf16Compress).message(),
+      ::testing::HasSubstr("before the first backward"));
 }
 
 TEST(DdpTest, ConstructionCopiesRankZerosParameters) {

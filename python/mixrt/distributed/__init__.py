@@ -88,6 +88,21 @@ class DistributedDataParallel(Module):
     def forward(self, x):
         return self._impl.forward(x)
 
+    def register_comm_hook(self, state, hook):
+        """PyTorch's: the hooks of
+        mixrt.distributed.algorithms.ddp_comm_hooks.default_hooks
+        (bf16_compress_hook, fp16_compress_hook); state is ignored (None)."""
+        from .algorithms.ddp_comm_hooks import default_hooks
+        names = {default_hooks.bf16_compress_hook: "bf16",
+                 default_hooks.fp16_compress_hook: "fp16"}
+        if hook not in names:
+            raise NotImplementedError(
+                "register_comm_hook: mixrt runs bf16_compress_hook and "
+                "fp16_compress_hook (mixrt.distributed.algorithms."
+                "ddp_comm_hooks.default_hooks); custom hooks are not "
+                "supported")
+        _mixrt._ddp_register_comm_hook(self._impl, names[hook])
+
     def train(self, mode=True):
         super().train(mode)
         self._impl.train(mode)

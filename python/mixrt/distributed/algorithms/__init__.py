@@ -1,0 +1,1 @@
+"""mixrt.distributed.algorithms: as torch.distributed.algorithms."""

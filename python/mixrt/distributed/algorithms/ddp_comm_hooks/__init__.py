@@ -1,0 +1,1 @@
+"""DDP communication hooks, as torch.distributed.algorithms.ddp_comm_hooks."""
