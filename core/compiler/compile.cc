@@ -535,8 +535,20 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       // formulas below, without counting as a recompile.
       dyn = s.dynamics.Match(inputs, &n);
     }
-    // The third size of a candidate is a recompile like any other.
+    // A verified size's new size is checked; a candidate's third size
+    // verifies its formulas; with dynamic=true a call whose sizes alone
+    // changed is learning them. None counts as a recompile (PyTorch's
+    // automatic dynamic recompiles once; dynamic=true, never for sizes):
+    // the traces are how mixrt proves the graphs, not new programs.
     const bool size_check = dyn != nullptr && dyn->verified;
+    const bool verifying = dyn != nullptr && !dyn->verified && !dyn->failed;
+    const std::vector<Guard> now_guards = GuardsFor(inputs);
+    const bool learning = dyn == nullptr && s.options.dynamic.value_or(false) &&
+                          s.last_entry != nullptr && stale.empty() &&
+                          !s.dynamics.AnyFailed() &&
+                          compiler::DynamicSizes::SizeOnlyChange(
+                              inputs, now_guards, *s.last_entry);
+    const bool counted = !size_check && !verifying && !learning;
     if (entry == nullptr && dyn == nullptr && stale.empty()) {
       MIXRT_ASSIGN_OR_RETURN(entry, s.FromSharedGraphs(key, inputs));
       if (entry != nullptr && s.Serves(*entry, &stale, &pins)) {
@@ -550,8 +562,8 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     } else if (s.over_limit) {
       lock.unlock();
       return s.Eager(inputs);
-    } else if (std::vector<Guard> guards = GuardsFor(inputs);
-               !size_check && s.compiles >= s.options.recompile_limit) {
+    } else if (std::vector<Guard> guards = now_guards;
+               counted && s.compiles >= s.options.recompile_limit) {
       if (s.options.fullgraph) {
         // As PyTorch's FailOnRecompileLimitHit: fullgraph promises one
         // compiled graph per call, never a quiet eager run. Each such call
@@ -570,13 +582,18 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
       // Trace under the lock: concurrent first calls of one signature
       // compile once.
       const std::string cause =
-          s.compiles == 0  ? "first call"
+          s.compiles == 0 ? "first call"
+          : verifying
+              ? absl::StrCat("verifying ",
+                             compiler::DynamicSizes::DimsName(dyn->dims),
+                             " at ", n)
+          : learning       ? "sizes changed under dynamic=true (learning them)"
           : !stale.empty() ? stale
           : !s.retrace_cause.empty()
               ? s.retrace_cause
               : FirstGuardDifference(s.LastGuards(), guards);
       s.retrace_cause.clear();
-      if (!size_check) ++s.compiles;
+      if (counted) ++s.compiles;
       MIXRT_ASSIGN_OR_RETURN(
           auto traced,
           s.Trace(inputs, std::move(guards),

@@ -39,10 +39,14 @@ struct CompileOptions {
   // Unset (auto): sizes start static; when a recompile comes from sizes
   // that changed together (one value to another), their two graphs are
   // generalized into formulas in that size, checked on a third size; then
-  // each new size is traced once and checked against them, without
-  // counting as a recompile (a size is never extrapolated: host code may
-  // branch on it). false: always static. true: as auto (a graph
-  // generalizes from traces, so the first is static).
+  // each new size is traced once and checked against them (a size is
+  // never extrapolated: host code may branch on it). Only the first two
+  // traces count as compiles (PyTorch's automatic dynamic recompiles
+  // once); the third verifies. false: always static. true: as PyTorch's
+  // dynamic=True, sizes never count: a call whose sizes alone changed
+  // learns them without counting as a recompile (mixrt generalizes from
+  // traces, so the first is static; the graphs are proven the same way),
+  // until a size's formulas are refuted.
   std::optional<bool> dynamic;
   bool fullgraph = false;
   bool disable = false;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/compiler/artifact_cache.h"
@@ -114,6 +116,61 @@ void DynamicSizes::Learn(const std::vector<Tensor>& inputs,
       dyn.failed ? ": the graphs do not generalize; sizes stay static"
                  : ": a dynamic size candidate (checked on the next size)"));
   sizes_.push_back(std::move(dyn));
+}
+
+bool DynamicSizes::SizeOnlyChange(const std::vector<Tensor>& inputs,
+                                  const std::vector<Guard>& now,
+                                  const TraceEntry& last) {
+  if (now.size() != last.guards.size() ||
+      inputs.size() != last.input_shapes.size()) {
+    return false;
+  }
+  // Row-major strides of `shape`, as the guards print them.
+  auto dense = [](const Shape& shape) {
+    Shape strides(shape.size());
+    int64_t step = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = step;
+      step *= shape[d];
+    }
+    return ShapeToString(strides);
+  };
+  for (size_t k = 0; k < now.size(); ++k) {
+    if (now[k].name != last.guards[k].name) return false;
+    if (now[k].value == last.guards[k].value) continue;
+    if (absl::EndsWith(now[k].name, " shape")) continue;
+    if (!absl::EndsWith(now[k].name, " strides")) return false;
+    // Strides may differ only as sizes make them: both dense.
+    int i = -1;
+    if (!absl::SimpleAtoi(now[k].name.substr(6, now[k].name.find(' ', 6) - 6),
+                          &i) ||
+        i < 0 || static_cast<size_t>(i) >= inputs.size() ||
+        !inputs[i].defined() || now[k].value != dense(inputs[i].shape()) ||
+        last.guards[k].value != dense(last.input_shapes[i])) {
+      return false;
+    }
+  }
+  int64_t n1 = -1, n2 = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    const Shape& a = last.input_shapes[i];
+    const Shape& b = inputs[i].shape();
+    if (a.size() != b.size()) return false;
+    for (size_t d = 0; d < a.size(); ++d) {
+      if (a[d] == b[d]) continue;
+      if (n1 >= 0 && (a[d] != n1 || b[d] != n2)) return false;
+      n1 = a[d];
+      n2 = b[d];
+    }
+  }
+  return n1 >= 0;
+}
+
+bool DynamicSizes::AnyFailed() const {
+  for (const DynamicSize& d : sizes_) {
+    if (d.failed) return true;
+  }
+  return false;
 }
 
 std::string DynamicSizes::DimsName(

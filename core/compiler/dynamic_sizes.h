@@ -61,6 +61,15 @@ class DynamicSizes {
   // this graph, if the compile cache has one that reproduces the trace.
   void Load(const std::vector<Tensor>& inputs, const TraceEntry& e);
 
+  // Whether `now` (the guards of `inputs`) differs from the trace `last`
+  // only in sizes that all changed from one value to another: with
+  // dynamic=true such a call is learning, not recompiling.
+  static bool SizeOnlyChange(const std::vector<Tensor>& inputs,
+                             const std::vector<Guard>& now,
+                             const TraceEntry& last);
+  // Whether some size's formulas were refuted (sizes stay static then).
+  bool AnyFailed() const;
+
   const std::vector<DynamicSize>& sizes() const { return sizes_; }
   static std::string DimsName(const std::vector<std::pair<int, int>>& dims);
 

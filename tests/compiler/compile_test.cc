@@ -554,7 +554,9 @@ TEST(Compile, TheRecompileLimitFallsBackToEager) {
   const Device d = Cpu();
   const Mlp mlp(d);
   InferenceModeGuard inference;
-  auto f = compile(mlp, {.recompile_limit = 2});
+  // Static sizes: each new one is a recompile (a dynamic size would not
+  // count toward the limit).
+  auto f = compile(mlp, {.dynamic = false, .recompile_limit = 2});
   ASSERT_TRUE(f.ok());
   for (int64_t rows : {1, 2, 3, 4}) {
     const std::vector<Tensor> in = {Input(d, rows, rows)};
@@ -575,7 +577,8 @@ TEST(Compile, TheRecompileLimitUnderFullgraphIsAnError) {
   const Device d = Cpu();
   const Mlp mlp(d);
   InferenceModeGuard inference;
-  auto f = compile(mlp, {.fullgraph = true, .recompile_limit = 2});
+  auto f =
+      compile(mlp, {.dynamic = false, .fullgraph = true, .recompile_limit = 2});
   ASSERT_TRUE(f.ok());
   const std::vector<Tensor> in = {Input(d, 2, 2)};
   ASSERT_TRUE((*f)({Input(d, 1, 1)}).ok());
@@ -1078,9 +1081,10 @@ TEST(Compile, TheOpProfileTimesCompiledLaunchesAndFusedKernels) {
   ResetOpProfile();
 }
 
-// Automatic dynamic: sizes 4 and 8 trace, 12 traces and confirms the
-// formulas, and every later size is traced once and checked against them
-// without counting as a recompile; the results stay eager's.
+// Automatic dynamic: sizes 4 and 8 trace (two compiles, as PyTorch's
+// automatic dynamic recompiles once), 12 traces only to confirm the
+// formulas, and every later size is traced once and checked against them;
+// neither counts as a recompile; the results stay eager's.
 TEST(Compile, ABatchSizeBecomesDynamicAfterTwoSizesAndACheck) {
   const Device d = Cpu();
   const Mlp mlp(d);
@@ -1096,16 +1100,54 @@ TEST(Compile, ABatchSizeBecomesDynamicAfterTwoSizesAndACheck) {
       EXPECT_TRUE(MatchesEager((*got)[k], (*want)[k], f->Explain())) << rows;
     }
   }
-  // 4 and 8 learn the formulas, 12 checks them; 16, 20 and 3 are each
+  // 4 and 8 learn the formulas, 12 verifies them; 16, 20 and 3 are each
   // traced once more and checked (not counted as recompiles: past the
   // limit they would still be served), and 16 again replays.
-  EXPECT_EQ(f->compiles(), 3);
+  EXPECT_EQ(f->compiles(), 2);
   EXPECT_EQ(f->replays(), 1);
   EXPECT_THAT(f->Explain(), HasSubstr("dynamic from now on"));
   EXPECT_THAT(
       f->Explain(),
       HasSubstr("verified, learned from sizes 4 and 8, 3 more sizes checked"));
   EXPECT_THAT(f->Explain(), HasSubstr("(checking input 0 dim 0 at 20)"));
+  EXPECT_THAT(f->Explain(), HasSubstr("(verifying input 0 dim 0 at 12)"));
+}
+
+// dynamic=true, as PyTorch's: sizes never count as recompiles. The second
+// size learns (a trace, uncounted), the third verifies, the rest are
+// checked: with a recompile limit of 1, every size is still compiled and
+// none runs eagerly; a layout change still counts (and here, past the
+// limit, runs eagerly).
+TEST(Compile, DynamicTrueNeverCountsSizesAsRecompiles) {
+  const Device d = Cpu();
+  // A function of its own: no other test's learned sizes in the process's
+  // compile cache.
+  const Tensor w = Input(d, 32, 77);  // [32, 32]
+  auto fn = [w](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, matmul(in[0], w));
+    MIXRT_ASSIGN_OR_RETURN(Tensor r, relu(y));
+    MIXRT_ASSIGN_OR_RETURN(Tensor t, tanh(r));
+    return std::vector<Tensor>{t};
+  };
+  InferenceModeGuard inference;
+  auto f = compile(fn, {.dynamic = true, .recompile_limit = 1});
+  for (int64_t rows : {5, 9, 13, 17, 9}) {
+    const std::vector<Tensor> in = {Input(d, rows, rows)};
+    auto got = (*f)(in);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(MatchesEager((*got)[0], (*fn(in))[0], f->Explain())) << rows;
+  }
+  EXPECT_EQ(f->compiles(), 1);
+  EXPECT_EQ(f->eager_calls(), 0) << f->Explain();
+  EXPECT_EQ(f->replays(), 1);
+  EXPECT_THAT(f->Explain(),
+              HasSubstr("sizes changed under dynamic=true (learning them)"));
+  // Every other row of a [10, 32] tensor: the shape of size 5, other
+  // strides.
+  const std::vector<Tensor> strided = {*Input(d, 10, 5).slice(0, 0, 10, 2)};
+  ASSERT_TRUE((*f)(strided).ok());
+  EXPECT_EQ(f->eager_calls(), 1) << "strides alone are no size";
 }
 
 // Host code that branches on a size: min(N, 3) rows, traced at 1, 2 and 3,
@@ -1152,7 +1194,8 @@ TEST(Compile, ADynamicBatchTrainsWithEagersGradients) {
     ASSERT_TRUE((*got)[0].backward().ok());
     EXPECT_EQ(TakeGrads(model, x), eager) << rows;
   }
-  EXPECT_EQ(f->compiles(), 3);  // 16 is a size checked, not a recompile.
+  // 12 verifies and 16 is a size checked: neither is a recompile.
+  EXPECT_EQ(f->compiles(), 2);
   EXPECT_THAT(f->Explain(), HasSubstr("input 0 dim 0, input 1 dim 0"));
 }
 
@@ -1178,7 +1221,8 @@ TEST(Compile, SizesThatAreNotAffineStayStatic) {
     EXPECT_EQ(Bytes((*got)[0]), Bytes((*gram(in))[0])) << rows;
     ASSERT_TRUE((*never)(in).ok());
   }
-  EXPECT_EQ(f->compiles(), 4);
+  // 2, 4 and 8 compile; 6 only verified (and refuted) the formulas.
+  EXPECT_EQ(f->compiles(), 3);
   EXPECT_THAT(f->Explain(), HasSubstr("does not match the formulas"));
   EXPECT_EQ(never->compiles(), 4);
   EXPECT_THAT(never->Explain(), Not(HasSubstr("dynamic size")));
