@@ -45,11 +45,7 @@ LRScheduler::LRScheduler(Optimizer* optimizer) : optimizer_(optimizer) {
     base_lrs_.push_back(optimizer->initial_lr(g));
     last_lrs_.push_back(optimizer->group_lr(g));
   }
-  if (base_lrs_.empty()) {  // An optimizer without groups: its lr.
-    base_lrs_.push_back(optimizer->initial_lr());
-    last_lrs_.push_back(optimizer->lr());
-  }
-  base_lr_ = base_lrs_[0];
+  base_lr_ = base_lrs_[0];  // An optimizer has at least one group.
 }
 
 absl::Status LRScheduler::InitialStep() { return step(); }
@@ -72,9 +68,7 @@ absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
   absl::Status s;
   for (size_t g = 0; g < next.size() && s.ok(); ++g) {
     base_lr_ = base_lrs_[g];
-    const double current = optimizer_->num_param_groups() == 0
-                               ? optimizer_->lr()
-                               : optimizer_->group_lr(g);
+    const double current = optimizer_->group_lr(g);
     std::optional<double> closed = closed_form ? ClosedFormLr() : std::nullopt;
     absl::StatusOr<double> lr = closed.has_value()
                                     ? absl::StatusOr<double>(*closed)
@@ -88,9 +82,7 @@ absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
     return s;
   }
   for (size_t g = 0; g < next.size(); ++g) {
-    MIXRT_RETURN_IF_ERROR(optimizer_->num_param_groups() == 0
-                              ? optimizer_->set_lr(next[g])
-                              : optimizer_->set_group_lr(g, next[g]));
+    MIXRT_RETURN_IF_ERROR(optimizer_->set_group_lr(g, next[g]));
   }
   last_lrs_ = std::move(next);
   return absl::OkStatus();
