@@ -159,6 +159,16 @@ class PluginFusedKernel {
   void* scratch_ = nullptr;
 };
 
+// A plugin running in a process of its own (isolated_plugin.h).
+class PluginProcess {
+ public:
+  virtual ~PluginProcess() = default;
+  virtual int pid() const = 0;
+  // Why the process no longer serves ("crashed: SIGSEGV in matmul"), or ""
+  // while it does.
+  virtual std::string Failure() const = 0;
+};
+
 class Backend : public RawDeviceMemory {
  public:
   // Takes ownership of the dlopen handle. Use LoadPlugin() to make one.
@@ -173,6 +183,18 @@ class Backend : public RawDeviceMemory {
   const std::vector<DeviceInfo>& devices() const { return devices_; }
   const std::string& no_device_reason() const { return no_device_reason_; }
   const MixrtPluginApi* api() const { return api_; }
+
+  // Out-of-process plugins: the process that serves api() (kept alive as
+  // long as the backend), null for a plugin loaded in this process.
+  void AdoptProcess(std::shared_ptr<PluginProcess> process) {
+    process_ = std::move(process);
+  }
+  const PluginProcess* process() const { return process_.get(); }
+  // Why an out-of-process plugin stopped serving, or "" (always "" in
+  // process: a plugin that crashes there takes this process with it).
+  std::string failure() const {
+    return process_ != nullptr ? process_->Failure() : std::string();
+  }
 
   absl::StatusOr<void*> Allocate(int device, uint64_t bytes) const override;
   absl::Status Free(int device, void* ptr) const override;
@@ -239,6 +261,7 @@ class Backend : public RawDeviceMemory {
 
   void* handle_;
   const MixrtPluginApi* api_;
+  std::shared_ptr<PluginProcess> process_;
   BackendIdentity identity_;
   std::vector<DeviceInfo> devices_;
   std::string no_device_reason_;

@@ -14,9 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/trusted_path.h"
+#include "core/plugin/isolated_plugin.h"
 #include "core/plugin/isolated_probe.h"
 #include "core/plugin/plugin_loader.h"
 #include "core/plugin/plugin_search_path.h"
+#include "mixrt/status_macros.h"
 
 namespace mixrt {
 namespace {
@@ -25,6 +27,16 @@ std::string CanonicalPath(const std::string& path) {
   char resolved[PATH_MAX];
   return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved)
                                                      : path;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> LoadOutOfProcess(
+    const std::string& path, const LoadOptions& options) {
+  MIXRT_ASSIGN_OR_RETURN(IsolationOptions isolation,
+                         IsolationOptionsFromEnvironment());
+  if (options.call_timeout.has_value()) {
+    isolation.call_timeout = *options.call_timeout;
+  }
+  return LoadPluginOutOfProcess(path, isolation);
 }
 
 }  // namespace
@@ -84,7 +96,12 @@ absl::StatusOr<const Backend*> Registry::Load(const std::string& path,
   PluginReport report;
   report.path = canonical;
   report.state = PluginState::kFailed;
-  absl::StatusOr<std::unique_ptr<Backend>> loaded = LoadPlugin(canonical);
+  const IsolationPolicy policy = options.isolation.has_value()
+                                     ? ParseIsolationPolicy(*options.isolation)
+                                     : IsolationPolicyFromEnvironment();
+  absl::StatusOr<std::unique_ptr<Backend>> loaded =
+      policy.Wants(canonical) ? LoadOutOfProcess(canonical, options)
+                              : LoadPlugin(canonical);
   if (!loaded.ok()) {
     report.reason = std::string(loaded.status().message());
     reports_.push_back(report);
@@ -230,14 +247,25 @@ void Registry::LoadAll(const std::vector<std::string>& explicit_paths,
 
 std::vector<PluginReport> Registry::Reports() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  return reports_;
+  std::vector<PluginReport> reports = reports_;
+  // An out-of-process plugin that crashed or hung since it loaded.
+  for (PluginReport& report : reports) {
+    if (report.backend == nullptr) continue;
+    const std::string failure = report.backend->failure();
+    if (failure.empty()) continue;
+    report.state = PluginState::kFailed;
+    report.usable = false;
+    report.reason = absl::StrCat("out of process: ", failure);
+  }
+  return reports;
 }
 
 std::vector<const Backend*> Registry::UsableBackends() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<const Backend*> usable;
   for (const std::unique_ptr<Backend>& backend : backends_) {
-    if (!backend->devices().empty() && backend->identity().score > 0) {
+    if (!backend->devices().empty() && backend->identity().score > 0 &&
+        backend->failure().empty()) {
       usable.push_back(backend.get());
     }
   }
@@ -253,6 +281,10 @@ absl::StatusOr<const Backend*> Registry::FindBackend(
   std::shared_lock<std::shared_mutex> lock(mu_);
   for (const std::unique_ptr<Backend>& backend : backends_) {
     if (backend->name() != name) continue;
+    if (const std::string failure = backend->failure(); !failure.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "backend '", name, "' failed out of process: ", failure));
+    }
     if (backend->devices().empty()) {
       return absl::NotFoundError(absl::StrCat(
           "backend '", name, "' has no device: ", backend->no_device_reason()));

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ struct LoadOptions {
   // plugin that crashes or hangs while loading is reported, not fatal.
   bool isolate = false;
   absl::Duration timeout = absl::Seconds(10);
+  // Which plugins run out of process (isolated_plugin.h): "all" or names;
+  // unset: $MIXRT_PLUGIN_ISOLATION.
+  std::optional<std::string> isolation;
+  // For those: the watchdog's budget per call; unset: $MIXRT_PLUGIN_TIMEOUT_S
+  // or 60 s.
+  std::optional<absl::Duration> call_timeout;
 };
 
 enum class PluginState {
