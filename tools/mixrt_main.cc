@@ -30,6 +30,10 @@ ABSL_FLAG(std::vector<std::string>, plugin, {},
 ABSL_FLAG(bool, isolate, false,
           "Probe each plugin in a child process first: a plugin that crashes "
           "or hangs while loading is reported instead of taking mixrt down.");
+ABSL_FLAG(std::string, plugin_isolation, "",
+          "Plugins to run out of process, in mixrt-plugin-host: 'all' or "
+          "names (cpu,faulty); default $MIXRT_PLUGIN_ISOLATION. A crash or "
+          "hang then fails that backend, not mixrt.");
 ABSL_FLAG(int, probe_timeout_s, 10,
           "With --isolate: seconds a probe may take (1 to 3600).");
 
@@ -61,6 +65,9 @@ int RunInfo(const char* argv0) {
   mixrt::LoadOptions options;
   options.isolate = absl::GetFlag(FLAGS_isolate);
   options.timeout = absl::Seconds(timeout_s);
+  if (!absl::GetFlag(FLAGS_plugin_isolation).empty()) {
+    options.isolation = absl::GetFlag(FLAGS_plugin_isolation);
+  }
   registry.LoadAll(paths, options);
   if (absl::GetFlag(FLAGS_json)) {
     // Paths and plugin-supplied strings need not be UTF-8; JSON must be.
@@ -131,6 +138,7 @@ int main(int argc, char** argv) {
           "  --json              print machine-readable JSON\n"
           "  --plugin=P[,P...]   plugin files or directories to load first\n"
           "  --isolate           probe each plugin in a child process first\n"
+          "  --plugin_isolation=all|NAMES  run plugins out of process\n"
           "  --probe_timeout_s=N with --isolate: seconds a probe may take "
           "(1 to 3600, default 10)\n",
           kUsage);

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "core/plugin/isolated_plugin.h"
 #include "core/plugin/plugin_search_path.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
@@ -59,6 +60,10 @@ std::vector<std::string> BundledPluginPaths(const char* argv0) {
     const std::string path = runfiles->Rlocation(entry[1]);
     if (IsFile(path)) paths.push_back(path);
   }
+  // What out-of-process plugins run in (MIXRT_PLUGIN_ISOLATION).
+  const std::string host =
+      runfiles->Rlocation("mixrt/tools/plugin_host/mixrt-plugin-host");
+  if (IsFile(host)) SetDefaultPluginHost(host);
   return paths;
 }
 

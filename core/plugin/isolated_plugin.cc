@@ -1024,11 +1024,28 @@ IsolationPolicy IsolationPolicyFromEnvironment() {
   return env == nullptr ? IsolationPolicy{} : ParseIsolationPolicy(env);
 }
 
+std::mutex g_default_host_mu;
+std::string& DefaultPluginHost() {
+  static std::string* path = new std::string();
+  return *path;
+}
+
+void SetDefaultPluginHost(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_default_host_mu);
+  DefaultPluginHost() = path;
+}
+
 absl::StatusOr<std::string> FindPluginHost(const std::string& explicit_path) {
   std::vector<std::string> candidates;
   if (!explicit_path.empty()) {
     candidates.push_back(explicit_path);
   } else {
+    {
+      std::lock_guard<std::mutex> lock(g_default_host_mu);
+      if (!DefaultPluginHost().empty()) {
+        candidates.push_back(DefaultPluginHost());
+      }
+    }
     const std::string core_dir = CoreObjectDirectory();
     if (!core_dir.empty()) {
       candidates.push_back(absl::StrCat(core_dir, "/", kHostBinaryName));

@@ -67,10 +67,14 @@ IsolationPolicy ParseIsolationPolicy(const std::string& text);
 // MIXRT_PLUGIN_ISOLATION's policy.
 IsolationPolicy IsolationPolicyFromEnvironment();
 
-// $MIXRT_PLUGIN_HOST, else mixrt-plugin-host beside the core library or the
-// executable; refused where others could have written it
-// (common/trusted_path.h), as plugins found by searching are.
+// `explicit_path` ($MIXRT_PLUGIN_HOST), else the default set below, else
+// mixrt-plugin-host beside the core library or the executable; refused
+// where others could have written it (common/trusted_path.h), as plugins
+// found by searching are.
 absl::StatusOr<std::string> FindPluginHost(const std::string& explicit_path);
+// Where this build's mixrt-plugin-host is (core/bundled sets it from the
+// runfiles), for FindPluginHost.
+void SetDefaultPluginHost(const std::string& path);
 
 // Starts mixrt-plugin-host for the plugin at `path` and returns a backend
 // whose every call goes to it, validated as LoadPlugin validates a plugin

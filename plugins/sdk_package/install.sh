@@ -6,7 +6,8 @@
 #
 # DIR/lib/libmixrt.so      the runtime (SONAME libmixrt.so.MAJOR.MINOR),
 #                          with the bundled plugins beside it, which it
-#                          loads: libmixrt_cpu.so, libmixrt_reference.so
+#                          loads: libmixrt_cpu.so, libmixrt_reference.so,
+#                          and mixrt-plugin-host (out-of-process plugins)
 # DIR/include/mixrt/       mixrt.h (the runtime's API), the C ABI
 #                          (plugin_api.h, op_names.h, ...) and the C++ SDK
 #                          under mixrt/sdk/
@@ -111,6 +112,9 @@ install_runtime() {
   ln -sf "$soname" "$prefix/lib/libmixrt.so"
   install -m 755 "$root/plugins/reference/libmixrt_reference.so" "$prefix/lib/"
   install -m 755 "$root/backends/cpu/libmixrt_cpu.so" "$prefix/lib/"
+  # What out-of-process plugins run in (MIXRT_PLUGIN_ISOLATION), found
+  # beside the runtime.
+  install -m 755 "$root/tools/plugin_host/mixrt-plugin-host" "$prefix/lib/"
   local header dest
   while read -r header; do
     case "$header" in
@@ -178,6 +182,7 @@ install -m 755 "$root/plugins/conformance/conformance" "$prefix/bin/conformance"
 # The tools find plugins beside themselves, as libmixrt does in lib/.
 ln -sf ../lib/libmixrt_reference.so "$prefix/bin/libmixrt_reference.so"
 ln -sf ../lib/libmixrt_cpu.so "$prefix/bin/libmixrt_cpu.so"
+ln -sf ../lib/mixrt-plugin-host "$prefix/bin/mixrt-plugin-host"
 
 echo "install: mixrt $version (plugin ABI $major.$minor) installed in $prefix"
 echo "  application: find_package(mixrt) / pkg-config mixrt; template in $prefix/share/mixrt/templates/app"

@@ -250,6 +250,11 @@ nlohmann::json InfoJson(const Registry& registry) {
       p["score"] = id.score;
       p["abi"] = absl::StrCat(id.abi_major, ".", id.abi_minor);
       p["per_op_query"] = report.backend->has_op_support_query();
+      // Out of process (MIXRT_PLUGIN_ISOLATION): the plugin host's pid.
+      p["out_of_process"] = report.backend->process() != nullptr;
+      if (report.backend->process() != nullptr) {
+        p["pid"] = report.backend->process()->pid();
+      }
       nlohmann::json devices = nlohmann::json::array();
       for (const DeviceInfo& device : report.backend->devices()) {
         nlohmann::json d = DeviceJson(device);
@@ -305,6 +310,10 @@ std::string InfoText(const Registry& registry) {
                     ".", id.abi_minor, ", score ", id.score,
                     ", autocast device type '", id.device_type, "'\n",
                     "    build: ", id.build_info, "\n");
+    if (const PluginProcess* process = report.backend->process()) {
+      absl::StrAppend(&out, "    out of process: mixrt-plugin-host, pid ",
+                      process->pid(), "\n");
+    }
     for (const DeviceInfo& device : report.backend->devices()) {
       AppendDeviceText(*report.backend, device, &out);
       AppendOpSupportText(*report.backend, device, &out);
