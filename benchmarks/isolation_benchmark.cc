@@ -29,7 +29,9 @@ namespace {
 Device g_in_process;
 Device g_isolated;
 
-const Device& Pick(int isolated) { return isolated ? g_isolated : g_in_process; }
+const Device& Pick(int isolated) {
+  return isolated ? g_isolated : g_in_process;
+}
 
 void BM_LaunchRoundTrip(benchmark::State& state) {
   const Device& device = Pick(state.range(0));
@@ -162,9 +164,8 @@ int main(int argc, char** argv) {
   bench::TimeCollector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   std::printf("\nout of process / in process, time per iteration:\n");
-  for (const char* name :
-       {"BM_LaunchRoundTrip", "BM_TinyMlpStep", "BM_RecipeStepF32",
-        "BM_RecipeStepBf16"}) {
+  for (const char* name : {"BM_LaunchRoundTrip", "BM_TinyMlpStep",
+                           "BM_RecipeStepF32", "BM_RecipeStepBf16"}) {
     const double in = collector.Get(std::string(name) + "/0");
     const double out = collector.Get(std::string(name) + "/1");
     if (in > 0 && out > 0) {

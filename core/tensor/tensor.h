@@ -122,6 +122,12 @@ class Tensor {
   // The accumulated gradient, or an undefined tensor.
   Tensor grad() const;
   void set_grad(const Tensor& grad);
+  // PyTorch's `param.data = data`: this tensor (every handle on it, so a
+  // model's and an optimizer's) now views `data`'s memory, on `data`'s
+  // device, keeping its autograd identity and requires_grad. Its gradient
+  // is dropped (it belonged to the old memory's device). Same dtype and
+  // shape only; a tensor with history is refused.
+  absl::Status set_data(const Tensor& data);
   bool is_leaf() const;
   // PyTorch's register_post_accumulate_grad_hook, on a leaf that requires
   // grad: `hook` runs with the new .grad each time backward has accumulated

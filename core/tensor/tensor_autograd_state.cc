@@ -50,6 +50,28 @@ void Tensor::set_grad(const Tensor& grad) {
   if (impl_ != nullptr) impl_->autograd.grad = grad;
 }
 
+absl::Status Tensor::set_data(const Tensor& data) {
+  MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "set_data"));
+  MIXRT_RETURN_IF_ERROR(CheckDefined(data, "set_data"));
+  if (data.dtype() != dtype() || data.shape() != shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "set_data: the new data is ", DTypeName(data.dtype()), " ",
+        ShapeToString(data.shape()), "; expected ", DTypeName(dtype()), " ",
+        ShapeToString(shape()), " (this tensor's)"));
+  }
+  if (!is_leaf()) {
+    return absl::FailedPreconditionError(
+        "set_data: only a leaf's data can be replaced (this tensor has "
+        "history)");
+  }
+  impl_->storage = data.impl_->storage;
+  impl_->strides = data.impl_->strides;
+  impl_->offset = data.impl_->offset;
+  std::lock_guard<std::mutex> lock(impl_->autograd.accumulator_mutex);
+  impl_->autograd.grad = Tensor();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Tensor::register_post_accumulate_grad_hook(
     std::function<absl::Status(const Tensor& grad)> hook) {
   MIXRT_RETURN_IF_ERROR(

@@ -1,5 +1,7 @@
 #include "core/train/trainer.h"
 
+#include <cstdio>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -8,7 +10,9 @@
 #include "core/functional/ops.h"
 #include "core/io/checkpoint.h"
 #include "core/kernels/reduce.h"
+#include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/op_fallback.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -53,8 +57,8 @@ Trainer::Trainer(std::shared_ptr<nn::Module> model,
   const bool scaler_on =
       amp_ && options.use_scaler.value_or(!options.auto_precision &&
                                           dtype == DType::kF16);
-  scaler_ = std::make_unique<GradScaler>(
-      device, GradScalerOptions{.enabled = scaler_on});
+  scaler_options_ = GradScalerOptions{.enabled = scaler_on};
+  scaler_ = std::make_unique<GradScaler>(device, scaler_options_);
 }
 
 absl::Status Trainer::EnsureDistributed() {
@@ -97,6 +101,101 @@ AutocastOptions Trainer::Autocast() const {
 
 absl::StatusOr<Tensor> Trainer::train_step(const Tensor& input,
                                            const Tensor& target) {
+  if (options_.snapshot_every <= 0) return StepOnce(input, target);
+  if (options_.process_group != nullptr) {
+    return absl::FailedPreconditionError(
+        "TrainerOptions::snapshot_every does not work with a process group "
+        "(every rank would have to fail over together)");
+  }
+  MIXRT_RETURN_IF_ERROR(MaybeSnapshot());
+  RecordedBatch record;
+  MIXRT_ASSIGN_OR_RETURN(record.input, HostTensor::Of(input));
+  MIXRT_ASSIGN_OR_RETURN(record.target, HostTensor::Of(target));
+  for (size_t g = 0; g < optimizer_->num_param_groups(); ++g) {
+    record.group_lrs.push_back(optimizer_->group_lr(g));
+  }
+  since_snapshot_.push_back(std::move(record));
+  // After a failover, a batch made on a device the run left moves along.
+  MIXRT_ASSIGN_OR_RETURN(const Tensor here_input, input.to(device_));
+  MIXRT_ASSIGN_OR_RETURN(const Tensor here_target, target.to(device_));
+  absl::StatusOr<Tensor> loss = StepOnce(here_input, here_target);
+  if (!loss.ok() && absl::IsUnavailable(loss.status()) &&
+      !device_.backend()->failure().empty()) {
+    return FailOver(loss.status());
+  }
+  return loss;
+}
+
+absl::Status Trainer::MaybeSnapshot() {
+  const bool due =
+      !snapshot_.has_value() || (micro_ == 0 && step_ > snapshot_->step() &&
+                                 step_ % options_.snapshot_every == 0);
+  if (!due) return absl::OkStatus();
+  MIXRT_ASSIGN_OR_RETURN(
+      snapshot_,
+      TrainingSnapshot::Take(*model_, *optimizer_, scaler_.get(), step_));
+  since_snapshot_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Device> Trainer::FailoverDevice() const {
+  Registry& registry = Registry::Global();
+  std::string name = options_.failover_backend;
+  if (name.empty()) {
+    const std::string policy = FallbackPolicy();
+    if (policy != "auto" && policy != "off" && policy != "none") name = policy;
+  }
+  if (!name.empty()) {
+    MIXRT_ASSIGN_OR_RETURN(const Backend* backend, registry.FindBackend(name));
+    return Device(backend, 0);
+  }
+  for (const Backend* backend : registry.UsableBackends()) {
+    if (backend != device_.backend()) return Device(backend, 0);
+  }
+  return absl::UnavailableError("no other usable backend to continue on");
+}
+
+absl::StatusOr<Tensor> Trainer::FailOver(const absl::Status& why) {
+  const std::string failed = device_.ToString();
+  absl::StatusOr<Device> next = FailoverDevice();
+  if (!next.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        why.message(),
+        "; the Trainer could not fail over: ", next.status().message()));
+  }
+  MIXRT_RETURN_IF_ERROR(snapshot_->Restore(*model_, *optimizer_, *next));
+  device_ = *next;
+  scaler_ = std::make_unique<GradScaler>(device_, scaler_options_);
+  if (!snapshot_->scaler_state().empty()) {
+    MIXRT_RETURN_IF_ERROR(scaler_->load_state_dict(snapshot_->scaler_state()));
+  }
+  compiled_.reset();  // Made again for the new backend on the next forward.
+  step_ = snapshot_->step();
+  micro_ = 0;
+  // Replay what ran since the snapshot, the failed micro-batch last, with
+  // the learning rates each ran with.
+  const std::vector<RecordedBatch> replay = std::move(since_snapshot_);
+  since_snapshot_.clear();
+  Tensor loss;
+  for (const RecordedBatch& batch : replay) {
+    for (size_t g = 0; g < batch.group_lrs.size(); ++g) {
+      MIXRT_RETURN_IF_ERROR(optimizer_->set_group_lr(g, batch.group_lrs[g]));
+    }
+    MIXRT_ASSIGN_OR_RETURN(Tensor input, batch.input.On(device_));
+    MIXRT_ASSIGN_OR_RETURN(Tensor target, batch.target.On(device_));
+    MIXRT_ASSIGN_OR_RETURN(loss, StepOnce(input, target));
+    since_snapshot_.push_back(batch);
+  }
+  failovers_.push_back(absl::StrCat(
+      failed, " failed (", why.message(), "); restored step ",
+      snapshot_->step(), " onto ", device_.ToString(), ", replayed ",
+      replay.size(), " micro-batch", replay.size() == 1 ? "" : "es"));
+  std::fprintf(stderr, "mixrt Trainer: %s\n", failovers_.back().c_str());
+  return loss;
+}
+
+absl::StatusOr<Tensor> Trainer::StepOnce(const Tensor& input,
+                                         const Tensor& target) {
   model_->train();
   Tensor loss;
   {

@@ -20,6 +20,7 @@
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/nn/module.h"
 #include "core/optim/optimizer.h"
+#include "core/train/training_snapshot.h"
 
 namespace mixrt {
 
@@ -47,6 +48,18 @@ struct TrainerOptions {
   // (no_sync), evaluate() sums every rank's shard, and checkpoints are
   // written by rank 0 (distributed_checkpoint.h).
   std::shared_ptr<distributed::ProcessGroup> process_group;
+  // Training that survives its backend: every `snapshot_every` optimizer
+  // steps the Trainer keeps a copy of model, optimizer and scaler state in
+  // host memory (training_snapshot.h), and the micro-batches since. When a
+  // step fails because the backend did (an out-of-process plugin that
+  // crashed or hung: UNAVAILABLE, Backend::failure() says why), it selects
+  // another backend, restores the snapshot there, replays the micro-batches
+  // since, and returns the failed step's loss as if nothing happened,
+  // logging what it did. 0: off. Not with a process group.
+  int snapshot_every = 0;
+  // The backend to continue on; empty: the best usable one (its fallback
+  // policy, MIXRT_FALLBACK, when that names a usable backend).
+  std::string failover_backend;
 };
 
 struct EvalResult {
@@ -66,6 +79,12 @@ class Trainer {
   GradScaler& scaler() { return *scaler_; }
   Optimizer& optimizer() { return *optimizer_; }
   int64_t step() const { return step_; }
+  // Where training runs now: the constructor's device until a failover.
+  // Make each batch on it (a failed backend takes no new tensors).
+  const Device& device() const { return device_; }
+  // Each failover so far, in words ("cpu failed (crashed: SIGSEGV in
+  // matmul); restored step 40 onto reference:0, replayed 3 micro-batches").
+  const std::vector<std::string>& failovers() const { return failovers_; }
   // With TrainerOptions::compile: what the compiler made of the model's
   // forward in its current mode (CompiledFunction::Explain); else "".
   std::string CompileExplain() const;
@@ -100,6 +119,16 @@ class Trainer {
   std::optional<CompiledModule<nn::Module>> compiled_;
   std::shared_ptr<distributed::DistributedDataParallel> ddp_;
   absl::StatusOr<Tensor> Forward(const Tensor& input);
+  // One micro-batch on device_ (what train_step did before snapshots).
+  absl::StatusOr<Tensor> StepOnce(const Tensor& input, const Tensor& target);
+  // Takes a snapshot when one is due (at an optimizer step boundary).
+  absl::Status MaybeSnapshot();
+  // Selects the next backend, restores the snapshot there and replays the
+  // recorded micro-batches; returns the last one's loss. `why` is the
+  // failed step's error.
+  absl::StatusOr<Tensor> FailOver(const absl::Status& why);
+  absl::StatusOr<Device> FailoverDevice() const;
+  GradScalerOptions scaler_options_;
   // Wraps the model in DDP once, on every rank at the same call.
   absl::Status EnsureDistributed();
   std::unique_ptr<Optimizer> optimizer_;
@@ -112,6 +141,15 @@ class Trainer {
   int64_t step_ = 0;
   int micro_ = 0;
   std::map<std::string, files::FileLock> claimed_;  // By checkpoint path.
+  // With snapshot_every: the last snapshot and each micro-batch since (its
+  // data and the learning rates it ran with).
+  struct RecordedBatch {
+    HostTensor input, target;
+    std::vector<double> group_lrs;
+  };
+  std::optional<TrainingSnapshot> snapshot_;
+  std::vector<RecordedBatch> since_snapshot_;
+  std::vector<std::string> failovers_;
 };
 
 }  // namespace mixrt

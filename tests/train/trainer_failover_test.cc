@@ -1,0 +1,196 @@
+// Training that survives its backend (TrainerOptions::snapshot_every): a
+// plugin out of process that crashes or hangs mid-run makes the Trainer
+// restore its last snapshot onto another backend and replay the steps since,
+// so the run ends where an uninterrupted one does, bit for bit. The faulty
+// fixture (tests/fixtures/hostile/faulty_plugin.cc) runs the reference
+// plugin's kernels, so an uninterrupted run on the reference plugin is the
+// answer whatever step the failure hits.
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/functional/ops.h"
+#include "core/nn/module.h"
+#include "core/optim/optimizer.h"
+#include "core/plugin/isolated_plugin.h"
+#include "core/plugin/registry.h"
+#include "core/tensor/factories.h"
+#include "core/tensor/generator.h"
+#include "core/train/trainer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/op_test_util.h"
+#include "tests/testing/test_plugins.h"
+
+namespace mixrt {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct RunResult {
+  std::vector<double> losses;
+  std::vector<std::vector<double>> params;
+  std::vector<std::string> failovers;
+  std::string final_device;
+  absl::Status status;
+};
+
+constexpr int kSteps = 7;
+
+// An MLP trained by SGD with momentum (optimizer state to restore), the
+// learning rate changed by the loop at step 3 (to replay as it ran), each
+// batch made on the trainer's device.
+RunResult Train(const Device& device, TrainerOptions options) {
+  RunResult r;
+  Generator init(0);
+  auto model = *nn::MLP({6, 16, 4}, device, &init);
+  Trainer trainer(
+      model,
+      std::make_unique<SGD>(model->parameters(),
+                            SgdOptions{.lr = 0.05, .momentum = 0.9}),
+      [](const Tensor& out, const Tensor& y) { return mse_loss(out, y); },
+      device, options);
+  for (int step = 0; step < kSteps; ++step) {
+    if (step == 3) {
+      r.status = trainer.optimizer().set_group_lr(0, 0.02);
+      if (!r.status.ok()) return r;
+    }
+    absl::StatusOr<Tensor> x =
+        from_floats(testing::RandomValues(8 * 6, 100 + step), {8, 6},
+                    DType::kF32, trainer.device());
+    absl::StatusOr<Tensor> y =
+        from_floats(testing::RandomValues(8 * 4, 200 + step), {8, 4},
+                    DType::kF32, trainer.device());
+    if (!x.ok() || !y.ok()) {
+      r.status = x.ok() ? y.status() : x.status();
+      return r;
+    }
+    absl::StatusOr<Tensor> loss = trainer.train_step(*x, *y);
+    if (!loss.ok()) {
+      r.status = loss.status();
+      return r;
+    }
+    r.losses.push_back(*loss->item());
+  }
+  for (const Tensor& p : model->parameters()) {
+    r.params.push_back(*p.to_double_vector());
+  }
+  r.failovers = trainer.failovers();
+  r.final_device = trainer.device().ToString();
+  return r;
+}
+
+class TrainerFailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv(kPluginHostEnv,
+           testing::RunfilePath("tools/plugin_host/mixrt-plugin-host").c_str(),
+           1);
+    reference_ = testing::ReferenceDevice();  // In Registry::Global().
+  }
+  void TearDown() override {
+    unsetenv("MIXRT_FAULTY_MODE");
+    unsetenv("MIXRT_FAULTY_OP");
+    unsetenv("MIXRT_FAULTY_AT");
+  }
+  // The faulty plugin out of process, failing as told, in `registry`.
+  Device Faulty(Registry& registry, const std::string& mode, int matmul_at,
+                absl::Duration timeout = absl::Seconds(60)) {
+    setenv("MIXRT_FAULTY_MODE", mode.c_str(), 1);
+    setenv("MIXRT_FAULTY_OP", "matmul", 1);
+    setenv("MIXRT_FAULTY_AT", std::to_string(matmul_at).c_str(), 1);
+    LoadOptions options;
+    options.isolation = "faulty";
+    options.call_timeout = timeout;
+    absl::StatusOr<const Backend*> backend = registry.Load(
+        testing::RunfilePath("tests/fixtures/hostile/libmixrt_faulty.so"),
+        options);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    return backend.ok() ? Device(*backend, 0) : Device();
+  }
+  static TrainerOptions Options(int snapshot_every) {
+    TrainerOptions o;
+    o.use_amp = false;
+    o.snapshot_every = snapshot_every;
+    o.failover_backend = "reference";
+    return o;
+  }
+  Device reference_;
+};
+
+void ExpectSameRun(const RunResult& got, const RunResult& want) {
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  ASSERT_TRUE(want.status.ok()) << want.status;
+  EXPECT_EQ(got.losses, want.losses);
+  ASSERT_EQ(got.params.size(), want.params.size());
+  for (size_t i = 0; i < want.params.size(); ++i) {
+    EXPECT_EQ(got.params[i], want.params[i]) << "parameter " << i;
+  }
+}
+
+TEST_F(TrainerFailoverTest, ACrashMidRunContinuesOnAnotherBackendBitForBit) {
+  const RunResult want = Train(reference_, Options(0));
+  Registry registry;
+  // Six matmuls a step (two forward, four backward): the 23rd is in step
+  // 3's backward, after the snapshot of step 2.
+  const RunResult got = Train(Faulty(registry, "crash", 23), Options(2));
+  ExpectSameRun(got, want);
+  ASSERT_EQ(got.failovers.size(), 1u);
+  EXPECT_THAT(got.failovers[0], HasSubstr("crashed: SIGSEGV in matmul"));
+  EXPECT_THAT(got.failovers[0],
+              HasSubstr("restored step 2 onto reference:0, replayed 2 "
+                        "micro-batches"));
+  EXPECT_EQ(got.final_device, "reference:0");
+}
+
+TEST_F(TrainerFailoverTest, AFailureBeforeTheSecondSnapshotReplaysFromStart) {
+  const RunResult want = Train(reference_, Options(0));
+  Registry registry;
+  // In step 1, with only the first snapshot (step 0) taken: two batches to
+  // replay, the learning rate change still ahead.
+  const RunResult got = Train(Faulty(registry, "crash", 8), Options(4));
+  ExpectSameRun(got, want);
+  ASSERT_EQ(got.failovers.size(), 1u);
+  EXPECT_THAT(got.failovers[0], HasSubstr("restored step 0"));
+  EXPECT_THAT(got.failovers[0], HasSubstr("replayed 2 micro-batches"));
+}
+
+TEST_F(TrainerFailoverTest, AHangIsKilledAndTrainingContinues) {
+  const RunResult want = Train(reference_, Options(0));
+  Registry registry;
+  const RunResult got =
+      Train(Faulty(registry, "hang", 30, absl::Milliseconds(300)), Options(3));
+  ExpectSameRun(got, want);
+  ASSERT_EQ(got.failovers.size(), 1u);
+  EXPECT_THAT(got.failovers[0], HasSubstr("hung: matmul"));
+  EXPECT_THAT(got.failovers[0],
+              HasSubstr("restored step 3 onto reference:0, replayed 2"));
+}
+
+TEST_F(TrainerFailoverTest, WithoutSnapshotsTheFailureIsTheStepsError) {
+  Registry registry;
+  const RunResult got = Train(Faulty(registry, "crash", 8), Options(0));
+  ASSERT_FALSE(got.status.ok());
+  EXPECT_TRUE(absl::IsUnavailable(got.status)) << got.status;
+  EXPECT_THAT(got.status.message(), HasSubstr("crashed: SIGSEGV in matmul"));
+}
+
+TEST(TensorSetData, ReplacesTheDataOfEveryHandleAndDropsTheGradient) {
+  const Device d = testing::ReferenceDevice();
+  Tensor p = testing::MakeTensor(d, {1, 2, 3}, {3});
+  ASSERT_TRUE(p.set_requires_grad(true).ok());
+  p.set_grad(testing::MakeTensor(d, {1, 1, 1}, {3}));
+  Tensor handle = p;
+  ASSERT_TRUE(p.set_data(testing::MakeTensor(d, {4, 5, 6}, {3})).ok());
+  EXPECT_EQ(testing::Values(handle), (std::vector<double>{4, 5, 6}));
+  EXPECT_TRUE(handle.requires_grad());
+  EXPECT_FALSE(handle.grad().defined());
+  absl::Status wrong = p.set_data(testing::MakeTensor(d, {1, 2}, {2}));
+  EXPECT_TRUE(absl::IsInvalidArgument(wrong)) << wrong;
+  EXPECT_THAT(wrong.message(), HasSubstr("expected f32 [3]"));
+}
+
+}  // namespace
+}  // namespace mixrt
