@@ -527,8 +527,8 @@ MixrtError* IsolatedPlugin::GetInfo(MixrtPlugin_GetInfo_Args* a) {
       !r->GetString(&build_info) || !r->GetString(&device_type)) {
     return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed plugin_get_info");
   }
-  name_ = name;
-  a->name = Keep(std::move(name));
+  name_ = name + options_.name_suffix;
+  a->name = Keep(name_);
   a->version = Keep(std::move(version));
   a->build_info = Keep(absl::StrCat(build_info, " [out of process]"));
   a->device_type = Keep(std::move(device_type));

@@ -49,6 +49,9 @@ struct IsolationOptions {
   std::string host_binary;
   // The arena's size (address space, sparse); 0: the machine's memory.
   uint64_t arena_bytes = 0;
+  // Appended to the plugin's name ("cpu" + "_isolated"): the same plugin
+  // both in and out of process, side by side (mixrt bench --isolate).
+  std::string name_suffix;
 };
 
 // The options with MIXRT_PLUGIN_TIMEOUT_S applied (an unparsable value is

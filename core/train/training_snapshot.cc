@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/tensor/factories.h"
+#include "core/tensor/generator.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -73,6 +74,8 @@ absl::StatusOr<TrainingSnapshot> TrainingSnapshot::Take(
   if (scaler != nullptr && scaler->is_enabled()) {
     MIXRT_ASSIGN_OR_RETURN(s.scaler_state_, scaler->state_dict());
   }
+  s.rng_seed_ = DefaultGenerator().seed();
+  s.rng_offset_ = DefaultGenerator().offset();
   s.step_ = step;
   return s;
 }
@@ -108,6 +111,7 @@ absl::Status TrainingSnapshot::Restore(nn::Module& model, Optimizer& optimizer,
   for (size_t g = 0; g < group_lrs_.size(); ++g) {
     MIXRT_RETURN_IF_ERROR(optimizer.set_group_lr(g, group_lrs_[g]));
   }
+  DefaultGenerator().set_state(rng_seed_, rng_offset_);
   return absl::OkStatus();
 }
 

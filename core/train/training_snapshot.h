@@ -1,6 +1,7 @@
 // A copy, in this process's memory, of what a training run needs to go on
 // from a step: the model's parameters and buffers, the optimizer's state and
-// learning rates, the GradScaler's state. Taken every few steps by the
+// learning rates, the GradScaler's state, the default generator's position
+// (dropout's masks replay as they ran: Philox is counter-based). Taken every few steps by the
 // Trainer (TrainerOptions::snapshot_every) so that when its backend fails
 // (an out-of-process plugin that crashed or hung: UNAVAILABLE), it can
 // restore the run onto another backend and continue. Cheap: one device to
@@ -43,7 +44,7 @@ class TrainingSnapshot {
   // parameters and buffers are replaced in place (Tensor::set_data, so every
   // handle on them, the optimizer's included, follows) and lose their
   // gradients; the optimizer's state is loaded onto `device`; the learning
-  // rates are set back. Everything is copied to `device` before anything is
+  // rates and the default generator are set back. Everything is copied to `device` before anything is
   // replaced: a failure changes nothing.
   absl::Status Restore(nn::Module& model, Optimizer& optimizer,
                        const Device& device) const;
@@ -60,6 +61,7 @@ class TrainingSnapshot {
   std::vector<std::pair<std::string, HostTensor>> optimizer_state_;
   std::vector<double> group_lrs_;
   std::map<std::string, double> scaler_state_;
+  uint64_t rng_seed_ = 0, rng_offset_ = 0;
   int64_t step_ = 0;
 };
 

@@ -3,6 +3,7 @@
 //
 //   conformance --plugin=/path/libmixrt_x.so [--reference=...] [gtest flags]
 //   conformance --plugin=... --matrix=DIR   # and write the plugin matrix
+//   conformance --plugin=... --isolate      # the plugin out of process
 //
 // An op the plugin declares unsupported (ABI 1.1's per-op query, or its
 // class matrix) is never launched: its cases are skipped as "not
@@ -31,6 +32,10 @@
 ABSL_FLAG(std::string, plugin, "", "The plugin .so under test (required).");
 ABSL_FLAG(std::string, reference, "",
           "The reference plugin .so; default: the one built with this suite.");
+ABSL_FLAG(bool, isolate, false,
+          "Run the plugin under test out of process (in mixrt-plugin-host): "
+          "a plugin that crashes or hangs fails the cases from there on with "
+          "the reason, and the suite still prints its report.");
 ABSL_FLAG(std::string, matrix, "",
           "Also time each case and write the plugin matrix (op x dtype x "
           "status x worst error x speed) as DIR/<plugin>.json and "
@@ -94,7 +99,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   // The plugin under test may be the reference itself (a self-check).
-  auto plugin = registry.Load(plugin_path);
+  LoadOptions options;
+  if (absl::GetFlag(FLAGS_isolate)) options.isolation = "all";
+  auto plugin = registry.Load(plugin_path, options);
   if (!plugin.ok()) {
     std::fprintf(stderr, "conformance: %s\n",
                  std::string(plugin.status().message()).c_str());

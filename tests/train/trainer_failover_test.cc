@@ -41,11 +41,18 @@ constexpr int kSteps = 7;
 
 // An MLP trained by SGD with momentum (optimizer state to restore), the
 // learning rate changed by the loop at step 3 (to replay as it ran), each
-// batch made on the trainer's device.
-RunResult Train(const Device& device, TrainerOptions options) {
+// batch made on the trainer's device. With `dropout`, a Dropout(0.3) layer
+// draws from the default generator (its position is part of the snapshot).
+RunResult Train(const Device& device, TrainerOptions options,
+                bool dropout = false) {
   RunResult r;
   Generator init(0);
-  auto model = *nn::MLP({6, 16, 4}, device, &init);
+  manual_seed(7);
+  auto model = std::make_shared<nn::Sequential>();
+  model->append(*nn::Linear::Create(6, 16, device, &init));
+  model->append(std::make_shared<nn::ReLU>());
+  if (dropout) model->append(std::make_shared<nn::Dropout>(0.3));
+  model->append(*nn::Linear::Create(16, 4, device, &init));
   Trainer trainer(
       model,
       std::make_unique<SGD>(model->parameters(),
@@ -167,6 +174,19 @@ TEST_F(TrainerFailoverTest, AHangIsKilledAndTrainingContinues) {
   EXPECT_THAT(got.failovers[0], HasSubstr("hung: matmul"));
   EXPECT_THAT(got.failovers[0],
               HasSubstr("restored step 3 onto reference:0, replayed 2"));
+}
+
+TEST_F(TrainerFailoverTest, DropoutAndACompiledForwardReplayTheSame) {
+  TrainerOptions options = Options(0);
+  options.compile = CompileOptions{};
+  const RunResult want = Train(reference_, options, /*dropout=*/true);
+  Registry registry;
+  options.snapshot_every = 2;
+  const RunResult got =
+      Train(Faulty(registry, "crash", 23), options, /*dropout=*/true);
+  ExpectSameRun(got, want);
+  ASSERT_EQ(got.failovers.size(), 1u);
+  EXPECT_THAT(got.failovers[0], HasSubstr("restored step 2"));
 }
 
 TEST_F(TrainerFailoverTest, WithoutSnapshotsTheFailureIsTheStepsError) {

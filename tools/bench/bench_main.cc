@@ -5,7 +5,7 @@
 //   mixrt bench [--suite=FILE ...] [--quick] [--backend=a,b] [--plugin=PATH]
 //               [--dtype=f32,bf16,f16,auto] [--mode=eager,default,...]
 //               [--cases=name,...] [--json=out.json] [--md] [--csv=out.csv]
-//               [--plot=DIR] [--peers=pytorch]
+//               [--plot=DIR] [--peers=pytorch] [--isolate]
 //   mixrt bench compare A.json B.json [...] [--fail_above=0.05]
 //               [--any_backend]
 //
@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "common/out_of_memory.h"
 #include "common/regular_file_read.h"
 #include "core/bundled/bundled_plugins.h"
+#include "core/plugin/isolated_plugin.h"
 #include "core/plugin/registry.h"
 #include "mixrt/status_macros.h"
 #include "tools/bench/bench_compare.h"
@@ -82,6 +84,9 @@ ABSL_FLAG(double, peer_case_limit, 0,
 ABSL_FLAG(double, fail_above, -1,
           "compare: exit 3 when a run is significantly slower than the "
           "baseline by more than this fraction (0.05 = 5%).");
+ABSL_FLAG(bool, isolate, false,
+          "Also run each backend's plugin out of process (mixrt-plugin-host), "
+          "as '<name>_isolated', to compare: what isolation costs per case.");
 ABSL_FLAG(bool, any_backend, false,
           "compare: match cases across backends (the fastest per case), for "
           "machines with different backends.");
@@ -188,6 +193,26 @@ absl::StatusOr<std::vector<Device>> Devices(const Registry& registry) {
   return devices;
 }
 
+// Each device's plugin again, out of process, named "<name>_isolated": the
+// cost of isolation, measured beside the same plugin in process.
+absl::StatusOr<std::vector<Device>> WithIsolatedCopies(
+    const std::vector<Device>& devices) {
+  static auto* kept = new std::vector<std::unique_ptr<Backend>>();
+  std::vector<Device> out = devices;
+  for (const Device& d : devices) {
+    if (d.backend()->process() != nullptr) continue;  // Already isolated.
+    MIXRT_ASSIGN_OR_RETURN(IsolationOptions options,
+                           IsolationOptionsFromEnvironment());
+    options.name_suffix = "_isolated";
+    MIXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<Backend> copy,
+        LoadPluginOutOfProcess(d.backend()->identity().path, options));
+    kept->push_back(std::move(copy));
+    out.emplace_back(kept->back().get(), 0);
+  }
+  return out;
+}
+
 void Progress(int done, int total, const CaseResult& r) {
   const bool tty = isatty(fileno(stderr));
   std::string what =
@@ -237,6 +262,9 @@ int RunBench(const char* argv0) {
     return 2;
   }
   absl::StatusOr<std::vector<Device>> devices = Devices(registry);
+  if (devices.ok() && absl::GetFlag(FLAGS_isolate)) {
+    devices = WithIsolatedCopies(*devices);
+  }
   if (!devices.ok()) {
     std::fprintf(stderr, "mixrt bench: %s\n",
                  std::string(devices.status().message()).c_str());

@@ -1,6 +1,7 @@
 #include "core/plugin/isolation/plugin_host_server.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -443,6 +444,12 @@ class Server {
 
 // The channel and arena arrive at kChannelFd and kArenaFd (wire_format.h).
 int ServePlugin(const std::string& plugin_path, uint64_t arena_bytes) {
+  // This binary's crash handlers (a sanitizer's) would turn the plugin's
+  // fault into an exit of their own; the default action lets the host name
+  // the signal that ended the plugin.
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
+    signal(sig, SIG_DFL);
+  }
   absl::StatusOr<void*> channel = MapShared(kChannelFd, sizeof(ChannelBlock));
   if (!channel.ok()) {
     std::fprintf(stderr, "mixrt-plugin-host: %s\n",

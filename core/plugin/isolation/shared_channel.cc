@@ -1,6 +1,7 @@
 #include "core/plugin/isolation/shared_channel.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -65,7 +66,14 @@ uint32_t WaitForChange(ChannelBlock* block, uint32_t current,
   uint32_t state = block->state.load(std::memory_order_acquire);
   for (int i = 0; state == current; ++i) {
     if ((i & 63) == 0 && absl::Now() >= spin_end) break;
-    CpuRelax();
+    // Yielding now and then: on a machine with as many busy threads as
+    // cores (the plugin's own workers spin too), a pure spin would hold a
+    // core the other side needs to answer.
+    if ((i & 15) == 15) {
+      sched_yield();
+    } else {
+      CpuRelax();
+    }
     state = block->state.load(std::memory_order_acquire);
   }
   if (state != current) return state;
