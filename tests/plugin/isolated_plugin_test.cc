@@ -293,6 +293,34 @@ TEST_F(IsolatedPluginTest, AMissingOrUntrustedHostIsAClearError) {
   EXPECT_THAT(found.status().message(), HasSubstr("refusing to run"));
 }
 
+TEST_F(IsolatedPluginTest, ACrashOrHangWhileLoadingIsAnError) {
+  Registry registry;
+  LoadOptions options;
+  options.isolation = "all";
+  options.call_timeout = absl::Milliseconds(300);
+  absl::StatusOr<const Backend*> crashed = registry.Load(
+      testing::RunfilePath(
+          "tests/fixtures/hostile/libmixrt_hostile_crash_in_init.so"),
+      options);
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_THAT(crashed.status().message(),
+              HasSubstr("crashed: SIGSEGV in plugin_initialize"));
+  absl::StatusOr<const Backend*> hung = registry.Load(
+      testing::RunfilePath(
+          "tests/fixtures/hostile/libmixrt_hostile_hang_in_init.so"),
+      options);
+  ASSERT_FALSE(hung.ok());
+  EXPECT_THAT(hung.status().message(),
+              HasSubstr("hung: plugin_initialize did not return in 300ms"));
+  // Both are reported as failed; nothing usable was registered.
+  int failed = 0;
+  for (const PluginReport& r : registry.Reports()) {
+    failed += r.state == PluginState::kFailed;
+  }
+  EXPECT_EQ(failed, 2);
+  EXPECT_TRUE(registry.UsableBackends().empty());
+}
+
 TEST(IsolationPolicy, NamesMatchThePluginFileName) {
   const IsolationPolicy policy = ParseIsolationPolicy(" cpu, faulty ");
   EXPECT_TRUE(policy.Wants("/x/libmixrt_cpu.so"));
