@@ -22,4 +22,7 @@ install -m 755 "$bin/plugins/reference/libmixrt_reference.so" "$dest/mixrt/"
 install -m 755 "$bin/backends/mpi/libmixrtcomm_mpi.so" "$dest/mixrt/"
 install -m 755 "$bin/tools/mixrt" "$dest/mixrt/mixrt-cli"
 install -m 755 "$bin/tools/bench/mixrt_bench" "$dest/mixrt/mixrt_bench"
+# Out-of-process plugins (MIXRT_PLUGIN_ISOLATION) run in it: found beside
+# the module, as the core looks beside the object that holds it.
+install -m 755 "$bin/tools/plugin_host/mixrt-plugin-host" "$dest/mixrt/"
 chmod -R go-w "$dest/mixrt"

@@ -17,9 +17,15 @@ def list():  # noqa: A001 (the issue's name)
     return _mixrt._usable_backends()
 
 
-def load_plugin(path):
-    """Loads the plugin file at `path`; returns its backend's name."""
-    return _mixrt._load_plugin(str(path))
+def load_plugin(path, isolate=False):
+    """Loads the plugin file at `path`; returns its backend's name.
+
+    With ``isolate=True`` the plugin runs out of process (in
+    mixrt-plugin-host): if it crashes or hangs, its backend fails with the
+    reason (RuntimeError on every later call) and Python goes on. Set
+    MIXRT_PLUGIN_ISOLATION=all or names before import for the plugins
+    mixrt finds itself."""
+    return _mixrt._load_plugin(str(path), bool(isolate))
 
 
 def select(name):

@@ -18,8 +18,10 @@ namespace mixrt::python {
 
 void BindBackends(nb::module_& m) {
   m.def("_info_json", [] { return tools::InfoJson(LoadedRegistry()).dump(); });
-  m.def("_load_plugin", [](const std::string& path) {
-    const Backend* backend = ValueOrThrow(LoadedRegistry().Load(path));
+  m.def("_load_plugin", [](const std::string& path, bool isolate) {
+    LoadOptions options;
+    if (isolate) options.isolation = "all";
+    const Backend* backend = ValueOrThrow(LoadedRegistry().Load(path, options));
     return backend->name();
   });
   m.def("_select", &SelectCurrentDevice);

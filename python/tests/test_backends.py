@@ -36,3 +36,15 @@ def test_python_dash_m_mixrt_info_runs_the_cli():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "cpu" in out.stdout
+
+
+def test_plugins_run_out_of_process_when_asked():
+    code = ("import mixrt; "
+            "p = [p for p in mixrt.backends.info()['plugins'] "
+            "if p['name'] == 'cpu'][0]; "
+            "print(p['out_of_process'], (mixrt.ones(3) * 2).tolist())")
+    env = dict(__import__("os").environ, MIXRT_PLUGIN_ISOLATION="cpu")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True [2.0, 2.0, 2.0]"
