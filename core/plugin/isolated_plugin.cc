@@ -57,6 +57,10 @@ constexpr uint64_t kStagingBytes = uint64_t{8} << 20;
 // As many out-of-process plugins as one process loads (each gets a table of
 // functions of its own: the ABI's functions carry no context pointer).
 constexpr int kMaxIsolatedPlugins = 16;
+// Spinning for an answer before sleeping on it: a calls' usual round trip.
+constexpr absl::Duration kDefaultSpin = absl::Microseconds(20);
+// Launches that took longer than this last time are slept on at once.
+constexpr absl::Duration kLongLaunch = absl::Microseconds(50);
 
 // The error objects this side makes (never a plugin's: those stay in the
 // plugin's process and arrive as code and text).
@@ -189,9 +193,13 @@ class IsolatedPlugin : public PluginProcess {
  private:
   // One request and its response, under call_mu_. On success `reader` is
   // past the plugin's status and at the call's outputs; else the error.
+  // `spin`: how long to spin before sleeping on the answer.
   MixrtError* Exchange(Call call, const MessageWriter& request,
                        const std::string& what, absl::Duration timeout,
-                       std::optional<MessageReader>* reader);
+                       std::optional<MessageReader>* reader,
+                       absl::Duration spin = kDefaultSpin);
+  // How long to spin for a launch of `op`, from its last launch's time.
+  absl::Duration LaunchSpin(uint32_t op) const;
   // A call whose answer is just a status.
   template <typename Fill>
   MixrtError* Simple(Call call, const char* what, const Fill& fill) {
@@ -256,6 +264,12 @@ class IsolatedPlugin : public PluginProcess {
   uint64_t staging_ = 0;  // Arena offset; kStagingBytes long once made.
   bool have_staging_ = false;
   uint64_t launches_ = 0;
+  // Per op, how long its last launch took: a short one is worth spinning
+  // for; during a long one the spin would only take a core from the
+  // plugin's workers. (This side never yields while spinning: measured on
+  // 2 cores, sched_yield here, even in short launches only, made the
+  // recipe's long GEMMs 35% slower for the rest of the run.)
+  std::array<absl::Duration, MIXRT_OP_COUNT> last_launch_{};
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mu_;
@@ -443,7 +457,8 @@ absl::Status IsolatedPlugin::Start(int slot) {
 MixrtError* IsolatedPlugin::Exchange(Call call, const MessageWriter& request,
                                      const std::string& what,
                                      absl::Duration timeout,
-                                     std::optional<MessageReader>* reader) {
+                                     std::optional<MessageReader>* reader,
+                                     absl::Duration spin) {
   if (failed_.load(std::memory_order_acquire)) return Unavailable();
   if (request.overflowed()) {
     return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
@@ -456,9 +471,10 @@ MixrtError* IsolatedPlugin::Exchange(Call call, const MessageWriter& request,
   isolation::Publish(block_, isolation::kRequest);
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
-    const uint32_t state = isolation::WaitForChange(block_, isolation::kRequest,
-                                                    absl::Microseconds(20),
-                                                    absl::Milliseconds(10));
+    const uint32_t state = isolation::WaitForChange(
+        block_, isolation::kRequest, spin, absl::Milliseconds(10),
+        /*yield_while_spinning=*/false);
+    spin = absl::ZeroDuration();
     if (state == isolation::kResponse) break;
     if (state != isolation::kRequest) {
       kill(pid_, SIGKILL);
@@ -495,6 +511,15 @@ MixrtError* IsolatedPlugin::Exchange(Call call, const MessageWriter& request,
   if (code == MIXRT_ERROR_CODE_OK) return nullptr;
   if (code > MIXRT_ERROR_CODE_UNAVAILABLE) code = MIXRT_ERROR_CODE_INTERNAL;
   return MakeError(static_cast<MixrtErrorCode>(code), std::move(message));
+}
+
+absl::Duration IsolatedPlugin::LaunchSpin(uint32_t op) const {
+  if (op >= MIXRT_OP_COUNT || last_launch_[op] == absl::ZeroDuration()) {
+    return kDefaultSpin;
+  }
+  const absl::Duration last = last_launch_[op];
+  if (last > kLongLaunch) return absl::ZeroDuration();
+  return std::min(2 * last + absl::Microseconds(5), kLongLaunch);
 }
 
 void IsolatedPlugin::Fail(std::string why) {

@@ -39,8 +39,13 @@ class Server {
     // first request before this process got here.
     uint32_t seen = kIdle;
     while (true) {
-      const uint32_t state = WaitForChange(block_, seen, absl::Microseconds(50),
-                                           absl::Milliseconds(200));
+      // Yielding now and then: the plugin's own workers spin after a
+      // kernel too, and on a machine with as many busy threads as cores a
+      // pure spin here would hold the core the host needs to send the next
+      // call.
+      const uint32_t state =
+          WaitForChange(block_, seen, absl::Microseconds(50),
+                        absl::Milliseconds(200), /*yield_while_spinning=*/true);
       if (state == seen) {
         if (getppid() != host) return 1;  // Orphaned: the host exited.
         continue;

@@ -61,15 +61,13 @@ void Publish(ChannelBlock* block, ChannelState state) {
 }
 
 uint32_t WaitForChange(ChannelBlock* block, uint32_t current,
-                       absl::Duration spin, absl::Duration slice) {
+                       absl::Duration spin, absl::Duration slice,
+                       bool yield_while_spinning) {
   const absl::Time spin_end = absl::Now() + spin;
   uint32_t state = block->state.load(std::memory_order_acquire);
   for (int i = 0; state == current; ++i) {
     if ((i & 63) == 0 && absl::Now() >= spin_end) break;
-    // Yielding now and then: on a machine with as many busy threads as
-    // cores (the plugin's own workers spin too), a pure spin would hold a
-    // core the other side needs to answer.
-    if ((i & 15) == 15) {
+    if (yield_while_spinning && (i & 15) == 15) {
       sched_yield();
     } else {
       CpuRelax();

@@ -55,11 +55,13 @@ absl::StatusOr<void*> MapShared(int fd, uint64_t bytes);
 // Stores `state` (release) and wakes the other side.
 void Publish(ChannelBlock* block, ChannelState state);
 // Waits until the state word differs from `current`, spinning for `spin`
-// first, then sleeping at most `slice` per futex wait. Returns the new state,
-// or `current` when `slice` passed without a change (the caller checks
-// whether its peer is still alive, then waits again).
+// first (yielding the core now and then when `yield_while_spinning`), then
+// sleeping at most `slice` per futex wait. Returns the new state, or
+// `current` when `slice` passed without a change (the caller checks whether
+// its peer is still alive, then waits again).
 uint32_t WaitForChange(ChannelBlock* block, uint32_t current,
-                       absl::Duration spin, absl::Duration slice);
+                       absl::Duration spin, absl::Duration slice,
+                       bool yield_while_spinning);
 
 // Appends plain values and strings to a payload.
 class MessageWriter {
