@@ -6,6 +6,8 @@
 // kernels with one fault injected where the test says.
 #include "core/plugin/isolated_plugin.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -319,6 +321,33 @@ TEST_F(IsolatedPluginTest, ACrashOrHangWhileLoadingIsAnError) {
   }
   EXPECT_EQ(failed, 2);
   EXPECT_TRUE(registry.UsableBackends().empty());
+}
+
+TEST(IsolationOptions, ABadTimeoutOrARelativeHostIsRefused) {
+  for (const char* bad : {"abc", "0", "-5", "1e9"}) {
+    setenv(kPluginTimeoutEnv, bad, 1);
+    absl::StatusOr<IsolationOptions> options =
+        IsolationOptionsFromEnvironment();
+    ASSERT_FALSE(options.ok()) << bad;
+    EXPECT_THAT(options.status().message(),
+                HasSubstr("expected seconds, a number in (0, 86400]"));
+  }
+  setenv(kPluginTimeoutEnv, "2.5", 1);
+  absl::StatusOr<IsolationOptions> options = IsolationOptionsFromEnvironment();
+  unsetenv(kPluginTimeoutEnv);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->call_timeout, absl::Milliseconds(2500));
+  // A relative path would run whatever the current directory holds.
+  const std::string host =
+      testing::RunfilePath("tools/plugin_host/mixrt-plugin-host");
+  char here[4096];
+  ASSERT_NE(getcwd(here, sizeof(here)), nullptr);
+  ASSERT_EQ(chdir(host.substr(0, host.rfind('/')).c_str()), 0);
+  absl::StatusOr<std::string> relative = FindPluginHost("mixrt-plugin-host");
+  ASSERT_EQ(chdir(here), 0);
+  ASSERT_FALSE(relative.ok());
+  EXPECT_THAT(relative.status().message(),
+              HasSubstr("is a relative path; give an absolute one"));
 }
 
 TEST(IsolationPolicy, NamesMatchThePluginFileName) {
