@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -28,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "common/trusted_path.h"
 #include "core/plugin/isolation/arena_allocator.h"
+#include "core/plugin/isolation/fusion_graph_codec.h"
 #include "core/plugin/isolation/shared_channel.h"
 #include "core/plugin/isolation/wire_format.h"
 #include "core/plugin/plugin_loader.h"
@@ -189,8 +191,37 @@ class IsolatedPlugin : public PluginProcess {
   MixrtError* Copy(MixrtMemory_Copy_Args* a);
   MixrtError* Set(MixrtMemory_Set_Args* a);
   MixrtError* Launch(MixrtKernel_Launch_Args* a);
+  MixrtError* FusionClaim(MixrtFusion_Claim_Args* a);
+  MixrtError* FusionCompile(MixrtFusion_Compile_Args* a);
+  MixrtError* FusedRun(MixrtFusedKernel_Run_Args* a);
+  void FusedDestroy(MixrtFusedKernel_Destroy_Args* a);
+  MixrtError* FusedSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* a);
+  MixrtError* FusedSetScratch(MixrtFusedKernel_SetScratch_Args* a);
 
  private:
+  // Where `p`, memory of `device`, is for the plugin's process; false for
+  // host memory outside the arena (which the plugin never sees).
+  bool RefFor(int32_t device, const void* p, WireRef* ref) const {
+    if (p == nullptr) {
+      *ref = WireRef{};
+      return true;
+    }
+    if (!HostMemory(device)) {
+      *ref = DeviceRef(p);
+      return true;
+    }
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    if (!InArena(at, at)) return false;
+    *ref = ArenaRef(p);
+    return true;
+  }
+  // What the host needs of a fused kernel the plugin compiled.
+  struct KernelInfo {
+    int32_t device = 0;
+    int32_t num_values = 0;
+    int32_t num_symbols = 0;
+    absl::Duration last_run;  // As last_launch_.
+  };
   // One request and its response, under call_mu_. On success `reader` is
   // past the plugin's status and at the call's outputs; else the error.
   // `spin`: how long to spin before sleeping on the answer.
@@ -270,6 +301,7 @@ class IsolatedPlugin : public PluginProcess {
   // 2 cores, sched_yield here, even in short launches only, made the
   // recipe's long GEMMs 35% slower for the rest of the run.)
   std::array<absl::Duration, MIXRT_OP_COUNT> last_launch_{};
+  std::map<uint64_t, KernelInfo> kernels_;  // By the plugin's handle.
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mu_;
@@ -301,7 +333,15 @@ struct Slot {
   MIXRT_FORWARD(Copy, MixrtMemory_Copy_Args)
   MIXRT_FORWARD(Set, MixrtMemory_Set_Args)
   MIXRT_FORWARD(Launch, MixrtKernel_Launch_Args)
+  MIXRT_FORWARD(FusionClaim, MixrtFusion_Claim_Args)
+  MIXRT_FORWARD(FusionCompile, MixrtFusion_Compile_Args)
+  MIXRT_FORWARD(FusedRun, MixrtFusedKernel_Run_Args)
+  MIXRT_FORWARD(FusedSetWeightVersion, MixrtFusedKernel_SetWeightVersion_Args)
+  MIXRT_FORWARD(FusedSetScratch, MixrtFusedKernel_SetScratch_Args)
 #undef MIXRT_FORWARD
+  static void FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
+    P()->FusedDestroy(a);
+  }
 
   static MixrtPluginApi Table(uint32_t abi_minor, uint32_t bits) {
     MixrtPluginApi t{};
@@ -332,6 +372,18 @@ struct Slot {
     }
     if ((bits & isolation::kHasPrecisionSupport) != 0) {
       t.device_get_precision_support = GetPrecisionSupport;
+    }
+    if ((bits & isolation::kHasFusion) != 0) {
+      t.fusion_claim = FusionClaim;
+      t.fusion_compile = FusionCompile;
+      t.fused_kernel_run = FusedRun;
+      t.fused_kernel_destroy = FusedDestroy;
+      if ((bits & isolation::kHasWeightVersion) != 0) {
+        t.fused_kernel_set_weight_version = FusedSetWeightVersion;
+      }
+      if ((bits & isolation::kHasScratch) != 0) {
+        t.fused_kernel_set_scratch = FusedSetScratch;
+      }
     }
     return t;
   }
@@ -991,6 +1043,169 @@ MixrtError* IsolatedPlugin::Launch(MixrtKernel_Launch_Args* a) {
     }
   }
   return error;
+}
+
+// ---------------------------------------------------------------------------
+// Fusion: the graph travels to the plugin for claim and compile; a kernel is
+// the plugin's handle, run with the values' places.
+
+MixrtError* IsolatedPlugin::FusionClaim(MixrtFusion_Claim_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  MessageWriter w(block_->payload);
+  w.Put(a->device);
+  if (!isolation::WriteFusionGraph(*a->graph, w)) {
+    return MakeError(MIXRT_ERROR_CODE_UNIMPLEMENTED,
+                     "fusion_claim: the graph does not fit the channel to the "
+                     "plugin's process");
+  }
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kFusionClaim, w, "fusion_claim",
+                               options_.call_timeout, &r)) {
+    return e;
+  }
+  if (!r->Get(&a->num_groups) ||
+      !r->GetBytes(a->group_of_node,
+                   sizeof(int32_t) * std::max(0, a->graph->num_nodes))) {
+    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed fusion_claim");
+  }
+  return nullptr;
+}
+
+MixrtError* IsolatedPlugin::FusionCompile(MixrtFusion_Compile_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  MessageWriter w(block_->payload);
+  w.Put(a->device);
+  if (!isolation::WriteFusionGraph(*a->graph, w) ||
+      !w.PutBytes(a->group_of_node,
+                  sizeof(int32_t) * std::max(0, a->graph->num_nodes)) ||
+      !w.Put(a->group)) {
+    return MakeError(MIXRT_ERROR_CODE_UNIMPLEMENTED,
+                     "fusion_compile: the graph does not fit the channel to "
+                     "the plugin's process");
+  }
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kFusionCompile, w, "fusion_compile",
+                               options_.call_timeout, &r)) {
+    return e;
+  }
+  uint64_t kernel = 0, scratch_bytes = 0;
+  std::string description;
+  if (!r->Get(&kernel) || !r->GetString(&description) ||
+      !r->Get(&scratch_bytes)) {
+    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed fusion_compile");
+  }
+  a->kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+  a->description = Keep(std::move(description));
+  if (MIXRT_STRUCT_HAS(a, MixrtFusion_Compile_Args, scratch_bytes)) {
+    a->scratch_bytes = scratch_bytes;
+  }
+  if (kernel != 0) {
+    kernels_[kernel] = KernelInfo{a->device, a->graph->num_values,
+                                  a->graph->num_symbols, absl::ZeroDuration()};
+  }
+  return nullptr;
+}
+
+MixrtError* IsolatedPlugin::FusedRun(MixrtFusedKernel_Run_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  const uint64_t handle = reinterpret_cast<uint64_t>(a->kernel);
+  auto it = kernels_.find(handle);
+  if (it == kernels_.end()) {
+    return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                     "fused_kernel_run: not a kernel this plugin compiled");
+  }
+  KernelInfo& kernel = it->second;
+  MessageWriter w(block_->payload);
+  w.Put(handle);
+  w.Put(kernel.num_values);
+  for (int32_t v = 0; v < kernel.num_values; ++v) {
+    WireRef ref;
+    if (!RefFor(kernel.device, a->value_data[v], &ref)) {
+      return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                       absl::StrCat("fused_kernel_run: value ", v,
+                                    " is host memory outside the shared "
+                                    "arena (not this device's)"));
+    }
+    w.Put(ref);
+  }
+  w.Put(kernel.num_symbols);
+  if (kernel.num_symbols > 0) {
+    w.PutBytes(a->symbol_sizes, sizeof(int64_t) * kernel.num_symbols);
+  }
+  const absl::Duration spin =
+      kernel.last_run == absl::ZeroDuration() ? kDefaultSpin
+      : kernel.last_run > kLongLaunch
+          ? absl::ZeroDuration()
+          : std::min(2 * kernel.last_run + absl::Microseconds(5), kLongLaunch);
+  ++launches_;
+  std::optional<MessageReader> r;
+  const absl::Time start = absl::Now();
+  MixrtError* error =
+      Exchange(Call::kFusedRun, w,
+               absl::StrCat("a fused kernel (launch ", launches_, ")"),
+               options_.call_timeout, &r, spin);
+  kernel.last_run = absl::Now() - start;
+  return error;
+}
+
+void IsolatedPlugin::FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
+  if (a->kernel == nullptr) return;
+  std::lock_guard<std::mutex> lock(call_mu_);
+  const uint64_t handle = reinterpret_cast<uint64_t>(a->kernel);
+  kernels_.erase(handle);
+  if (failed_.load(std::memory_order_acquire)) return;
+  MessageWriter w(block_->payload);
+  w.Put(handle);
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kFusedDestroy, w, "fused_kernel_destroy",
+                               options_.call_timeout, &r)) {
+    delete reinterpret_cast<ProxyError*>(e);
+  }
+}
+
+MixrtError* IsolatedPlugin::FusedSetWeightVersion(
+    MixrtFusedKernel_SetWeightVersion_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  MessageWriter w(block_->payload);
+  w.Put(reinterpret_cast<uint64_t>(a->kernel));
+  w.Put(a->value);
+  w.Put(a->version);
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kFusedSetWeightVersion, w,
+                               "fused_kernel_set_weight_version",
+                               options_.call_timeout, &r)) {
+    return e;
+  }
+  uint32_t keeps_copy = 0;
+  if (!r->Get(&keeps_copy)) {
+    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
+                     "malformed fused_kernel_set_weight_version");
+  }
+  if (MIXRT_STRUCT_HAS(a, MixrtFusedKernel_SetWeightVersion_Args, keeps_copy)) {
+    a->keeps_copy = keeps_copy;
+  }
+  return nullptr;
+}
+
+MixrtError* IsolatedPlugin::FusedSetScratch(
+    MixrtFusedKernel_SetScratch_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  const uint64_t handle = reinterpret_cast<uint64_t>(a->kernel);
+  auto it = kernels_.find(handle);
+  WireRef scratch;
+  if (it == kernels_.end() ||
+      !RefFor(it->second.device, a->scratch, &scratch)) {
+    return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                     "fused_kernel_set_scratch: unknown kernel, or scratch "
+                     "memory not from this device");
+  }
+  MessageWriter w(block_->payload);
+  w.Put(handle);
+  w.Put(scratch);
+  w.Put(a->bytes);
+  std::optional<MessageReader> r;
+  return Exchange(Call::kFusedSetScratch, w, "fused_kernel_set_scratch",
+                  options_.call_timeout, &r);
 }
 
 }  // namespace

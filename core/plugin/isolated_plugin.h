@@ -16,8 +16,9 @@
 // device-memory plugin keeps device memory in its process; pointers travel
 // as handles and copies go through a staging range of the arena.
 //
-// Not forwarded: kernel graphs, fusion and profiling ranges (the compiler
-// launches one by one on an isolated backend). Calls are serialized.
+// Fusion is forwarded (the subgraph travels for claim and compile; a fused
+// kernel is the plugin's handle). Not forwarded: kernel graphs and profiling
+// ranges (reduce-overhead replays launch by launch). Calls are serialized.
 //
 //   MIXRT_PLUGIN_ISOLATION=all | name,name  which plugins run out of process
 //   MIXRT_PLUGIN_TIMEOUT_S=60               the watchdog's budget per call

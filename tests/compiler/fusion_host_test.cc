@@ -5,12 +5,14 @@
 // reason, one that can runs where its inputs are ready, and either way the
 // compiled results are eager's bit for bit (both run the reference kernels).
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/compiler/artifact_cache.h"
 #include "core/compiler/compile.h"
 #include "core/functional/ops.h"
+#include "core/plugin/isolated_plugin.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
@@ -28,8 +30,32 @@ class FusionHost : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", "greedy", 1), 0);
-    auto backend = registry_.Load(
-        testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"));
+    Load();
+  }
+  // The fake accelerator reads its MIXRT_FAKE_* settings when asked; out of
+  // process it sees the environment it started with, so a test that
+  // changes them starts another plugin process.
+  void PluginEnvironmentChanged() {
+    if (std::getenv("FUSION_HOST_TEST_OUT_OF_PROCESS") == nullptr) return;
+    old_registries_.push_back(std::move(registry_));
+    registry_ = std::make_unique<Registry>();
+    Load();
+  }
+  void Load() {
+    LoadOptions options;
+    if (std::getenv("FUSION_HOST_TEST_OUT_OF_PROCESS") != nullptr) {
+      // The plugin in mixrt-plugin-host (isolated_plugin.h).
+      ASSERT_EQ(
+          setenv(kPluginHostEnv,
+                 testing::RunfilePath("tools/plugin_host/mixrt-plugin-host")
+                     .c_str(),
+                 1),
+          0);
+      options.isolation = "all";
+    }
+    auto backend = registry_->Load(
+        testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"),
+        options);
     ASSERT_TRUE(backend.ok()) << backend.status();
     device_ = Device(*backend, 0);
   }
@@ -64,7 +90,8 @@ class FusionHost : public ::testing::Test {
     return f->Explain();
   }
 
-  Registry registry_;
+  std::unique_ptr<Registry> registry_ = std::make_unique<Registry>();
+  std::vector<std::unique_ptr<Registry>> old_registries_;
   Device device_;
 };
 
@@ -125,6 +152,7 @@ TEST_F(FusionHost, AConvexGroupRunsAsOneNodeInEveryMode) {
 // before the first run, and frees it with the kernel.
 TEST_F(FusionHost, AKernelAskingForScratchGetsItFromTheDeviceAllocator) {
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SCRATCH", "1", 1), 0);
+  PluginEnvironmentChanged();
   const std::vector<Tensor> in = {Random({8, 16}, 3), Random({8, 16}, 4)};
   const auto fn = NegReluPlusYThenTanh;
   const uint64_t before = device_.backend()->allocator(0).stats().bytes_in_use;
@@ -154,6 +182,7 @@ TEST_F(FusionHost, MaxAutotuneKeepsTheLaunchesWhenTheFusedKernelIsSlower) {
   ASSERT_EQ(setenv("MIXRT_CACHE_DIR", dir.c_str(), 1), 0);
   compiler::ArtifactCache::ResetForTest();
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION_SLEEP_US", "20000", 1), 0);
+  PluginEnvironmentChanged();
   const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
   auto fn =
       [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
@@ -206,7 +235,7 @@ TEST_F(FusionHost, AValueANodeOutsideReadsIsStoredForIt) {
 // its launches running instead; a failing claim and sparse group numbers
 // (which the SDK refuses for its plugin) leave the call working op by op.
 TEST_F(FusionHost, HostileFusionIsCheckedDroppedOrDegraded) {
-  const std::vector<Tensor> in = {Random({8, 16}, 5), Random({8, 16}, 6)};
+  std::vector<Tensor> in;
   auto fn =
       [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, neg(x[0]));
@@ -228,6 +257,8 @@ TEST_F(FusionHost, HostileFusionIsCheckedDroppedOrDegraded) {
         Case{"greedy", "[checked against its launches]"}}) {
     SCOPED_TRACE(c.fusion);
     ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", c.fusion, 1), 0);
+    PluginEnvironmentChanged();
+    in = {Random({8, 16}, 5), Random({8, 16}, 6)};
     ::testing::internal::CaptureStderr();
     const std::string explain = CompareWithEager(fn, in, "default");
     const std::string log = ::testing::internal::GetCapturedStderr();
@@ -241,6 +272,8 @@ TEST_F(FusionHost, HostileFusionIsCheckedDroppedOrDegraded) {
   // and the results.
   ASSERT_EQ(setenv("MIXRT_FAKE_FUSION", "wrong", 1), 0);
   ASSERT_EQ(setenv("MIXRT_COMPILE_CHECK_FUSION", "off", 1), 0);
+  PluginEnvironmentChanged();
+  in = {Random({8, 16}, 5), Random({8, 16}, 6)};
   auto f = compile(fn);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE((*f)(in).ok());

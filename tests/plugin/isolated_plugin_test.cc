@@ -14,11 +14,13 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
+#include "core/compiler/compile.h"
 #include "core/functional/ops.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mixrt/status_macros.h"
 #include "tests/testing/op_test_util.h"
 #include "tests/testing/test_plugins.h"
 
@@ -269,6 +271,42 @@ TEST_F(IsolatedPluginTest, DeviceMemoryPluginsCopyThroughTheArena) {
     EXPECT_EQ(got[i], 2.0 * values[i]) << i;
   }
   EXPECT_EQ(got[n - 1], 2.0 * values[n - 1]);
+}
+
+TEST_F(IsolatedPluginTest, AnAbortInAFusedKernelFailsTheBackend) {
+  // The fake accelerator claims the elementwise chain as one group and
+  // calls abort() when the fused kernel runs.
+  setenv("MIXRT_FAKE_FUSION", "abort", 1);
+  Registry registry;
+  LoadOptions options;
+  options.isolation = "all";
+  absl::StatusOr<const Backend*> backend = registry.Load(
+      testing::RunfilePath("tests/fixtures/libmixrt_fake_accelerator.so"),
+      options);
+  unsetenv("MIXRT_FAKE_FUSION");
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->has_fusion());
+  const Device device(*backend, 0);
+  const std::vector<Tensor> in = {
+      MakeTensor(device, RandomValues(8 * 16, 12), {8, 16}),
+      MakeTensor(device, RandomValues(8 * 16, 13), {8, 16})};
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor a, relu(x[0]));
+    MIXRT_ASSIGN_OR_RETURN(a, add(a, x[1]));
+    MIXRT_ASSIGN_OR_RETURN(a, tanh(a));
+    return std::vector<Tensor>{a};
+  };
+  absl::StatusOr<CompiledFunction> compiled = compile(fn);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  absl::Status failed = absl::OkStatus();
+  for (int call = 0; call < 3 && failed.ok(); ++call) {
+    failed = (*compiled)(in).status();
+  }
+  EXPECT_TRUE(absl::IsUnavailable(failed)) << failed;
+  EXPECT_THAT(failed.message(),
+              HasSubstr("crashed: SIGABRT in a fused kernel"));
+  EXPECT_THAT((*backend)->failure(), HasSubstr("SIGABRT in a fused kernel"));
 }
 
 TEST_F(IsolatedPluginTest, AMissingOrUntrustedHostIsAClearError) {

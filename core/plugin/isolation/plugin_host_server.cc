@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/elf_check.h"
+#include "core/plugin/isolation/fusion_graph_codec.h"
 #include "core/plugin/isolation/shared_channel.h"
 #include "core/plugin/isolation/wire_format.h"
 
@@ -198,6 +199,24 @@ class Server {
       case Call::kLaunch:
         Launch(in, out);
         return true;
+      case Call::kFusionClaim:
+        FusionClaim(in, out);
+        return true;
+      case Call::kFusionCompile:
+        FusionCompile(in, out);
+        return true;
+      case Call::kFusedRun:
+        FusedRun(in, out);
+        return true;
+      case Call::kFusedDestroy:
+        FusedDestroy(in, out);
+        return true;
+      case Call::kFusedSetWeightVersion:
+        FusedSetWeightVersion(in, out);
+        return true;
+      case Call::kFusedSetScratch:
+        FusedSetScratch(in, out);
+        return true;
     }
     Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
           absl::StrCat("unknown call ", static_cast<uint32_t>(call)));
@@ -358,6 +377,118 @@ class Server {
     Result(out, api_->kernel_launch(&a));
   }
 
+  void FusionClaim(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasFusion)) return;
+    MixrtFusion_Claim_Args a{};
+    a.struct_size = sizeof(a);
+    DecodedFusionGraph graph;
+    if (!in.Get(&a.device) || !graph.Read(in)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fusion graph");
+      return;
+    }
+    std::vector<int32_t> groups(graph.graph().num_nodes, -1);
+    a.graph = &graph.graph();
+    a.group_of_node = groups.data();
+    if (!Result(out, api_->fusion_claim(&a))) return;
+    out.Put(a.num_groups);
+    out.PutBytes(groups.data(), sizeof(int32_t) * groups.size());
+  }
+
+  void FusionCompile(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasFusion)) return;
+    MixrtFusion_Compile_Args a{};
+    a.struct_size = sizeof(a);
+    DecodedFusionGraph graph;
+    if (!in.Get(&a.device) || !graph.Read(in)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fusion graph");
+      return;
+    }
+    std::vector<int32_t> groups(graph.graph().num_nodes, -1);
+    if (!in.GetBytes(groups.data(), sizeof(int32_t) * groups.size()) ||
+        !in.Get(&a.group)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fusion groups");
+      return;
+    }
+    a.graph = &graph.graph();
+    a.group_of_node = groups.data();
+    if (!Result(out, api_->fusion_compile(&a))) return;
+    out.Put(reinterpret_cast<uint64_t>(a.kernel));
+    out.PutString(Text(a.description));
+    out.Put(a.scratch_bytes);
+  }
+
+  void FusedRun(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasFusion)) return;
+    MixrtFusedKernel_Run_Args a{};
+    a.struct_size = sizeof(a);
+    uint64_t kernel = 0;
+    int32_t num_values = 0, num_symbols = 0;
+    if (!in.Get(&kernel) || !in.Get(&num_values) || num_values < 0 ||
+        num_values > (1 << 16)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
+      return;
+    }
+    run_data_.resize(num_values);
+    for (int32_t v = 0; v < num_values; ++v) {
+      WireRef ref;
+      if (!in.Get(&ref)) {
+        Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
+        return;
+      }
+      run_data_[v] = Resolve(ref);
+    }
+    if (!in.Get(&num_symbols) || num_symbols < 0 || num_symbols > (1 << 16)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
+      return;
+    }
+    run_sizes_.resize(num_symbols);
+    if (!in.GetBytes(run_sizes_.data(), sizeof(int64_t) * num_symbols)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
+      return;
+    }
+    a.kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+    a.value_data = run_data_.data();
+    a.symbol_sizes = num_symbols > 0 ? run_sizes_.data() : nullptr;
+    Result(out, api_->fused_kernel_run(&a));
+  }
+
+  void FusedDestroy(MessageReader& in, MessageWriter& out) {
+    MixrtFusedKernel_Destroy_Args a{};
+    a.struct_size = sizeof(a);
+    uint64_t kernel = 0;
+    in.Get(&kernel);
+    a.kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+    if ((table_bits() & kHasFusion) != 0) api_->fused_kernel_destroy(&a);
+    Ok(out);
+  }
+
+  void FusedSetWeightVersion(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasWeightVersion)) return;
+    MixrtFusedKernel_SetWeightVersion_Args a{};
+    a.struct_size = sizeof(a);
+    uint64_t kernel = 0;
+    in.Get(&kernel);
+    in.Get(&a.value);
+    in.Get(&a.version);
+    a.kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+    if (!Result(out, api_->fused_kernel_set_weight_version(&a))) return;
+    out.Put(a.keeps_copy);
+  }
+
+  void FusedSetScratch(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasScratch)) return;
+    MixrtFusedKernel_SetScratch_Args a{};
+    a.struct_size = sizeof(a);
+    uint64_t kernel = 0;
+    WireRef scratch;
+    in.Get(&kernel);
+    in.Get(&scratch);
+    in.Get(&a.bytes);
+    a.kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+    a.scratch = Resolve(scratch);
+    Result(out, api_->fused_kernel_set_scratch(&a));
+  }
+
   void* Resolve(const WireRef& ref) const {
     switch (static_cast<Space>(ref.space)) {
       case Space::kArena:
@@ -393,6 +524,23 @@ class Server {
             reinterpret_cast<const void*>(
                 api_->device_get_precision_support))) {
       bits |= kHasPrecisionSupport;
+    }
+    if (has(MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, fused_kernel_destroy),
+            reinterpret_cast<const void*>(api_->fusion_claim)) &&
+        api_->fusion_compile != nullptr && api_->fused_kernel_run != nullptr &&
+        api_->fused_kernel_destroy != nullptr) {
+      bits |= kHasFusion;
+      if (has(MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi,
+                                        fused_kernel_set_weight_version),
+              reinterpret_cast<const void*>(
+                  api_->fused_kernel_set_weight_version))) {
+        bits |= kHasWeightVersion;
+      }
+      if (has(MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi,
+                                        fused_kernel_set_scratch),
+              reinterpret_cast<const void*>(api_->fused_kernel_set_scratch))) {
+        bits |= kHasScratch;
+      }
     }
     return bits;
   }
@@ -443,6 +591,8 @@ class Server {
   const MixrtPluginApi* api_ = nullptr;
   std::vector<WireTensorDesc> wire_;
   std::vector<MixrtTensorDesc> descs_;
+  std::vector<void*> run_data_;
+  std::vector<int64_t> run_sizes_;
 };
 
 }  // namespace

@@ -18,7 +18,7 @@ inline constexpr uint32_t kWireVersion = 1;
 inline constexpr int kChannelFd = 3;
 inline constexpr int kArenaFd = 4;
 
-// One per ABI function the isolated plugin serves (kernel graphs, fusion and
+// One per ABI function the isolated plugin serves (kernel graphs and
 // profiling ranges are not forwarded: the host launches one by one).
 enum class Call : uint32_t {
   kHello = 1,  // Load the plugin; answer its table's shape and score.
@@ -37,6 +37,12 @@ enum class Call : uint32_t {
   kSet,
   kSynchronize,
   kLaunch,
+  kFusionClaim,
+  kFusionCompile,
+  kFusedRun,
+  kFusedDestroy,
+  kFusedSetWeightVersion,
+  kFusedSetScratch,
 };
 
 // Where a pointer lives, as the other process can find it.
@@ -72,6 +78,9 @@ enum TableBits : uint32_t {
   kHasOpSupport = 1u << 2,
   kHasMemoryInfo = 1u << 3,
   kHasPrecisionSupport = 1u << 4,
+  kHasFusion = 1u << 5,  // All four fusion functions.
+  kHasWeightVersion = 1u << 6,
+  kHasScratch = 1u << 7,
 };
 
 }  // namespace mixrt::isolation
