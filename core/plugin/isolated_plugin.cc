@@ -30,6 +30,7 @@
 #include "common/trusted_path.h"
 #include "core/plugin/isolation/arena_allocator.h"
 #include "core/plugin/isolation/fusion_graph_codec.h"
+#include "core/plugin/isolation/kernel_graph_codec.h"
 #include "core/plugin/isolation/shared_channel.h"
 #include "core/plugin/isolation/wire_format.h"
 #include "core/plugin/plugin_loader.h"
@@ -197,6 +198,9 @@ class IsolatedPlugin : public PluginProcess {
   void FusedDestroy(MixrtFusedKernel_Destroy_Args* a);
   MixrtError* FusedSetWeightVersion(MixrtFusedKernel_SetWeightVersion_Args* a);
   MixrtError* FusedSetScratch(MixrtFusedKernel_SetScratch_Args* a);
+  MixrtError* GraphCreate(MixrtKernelGraph_Create_Args* a);
+  MixrtError* GraphRun(MixrtKernelGraph_Run_Args* a);
+  void GraphDestroy(MixrtKernelGraph_Destroy_Args* a);
 
  private:
   // Where `p`, memory of `device`, is for the plugin's process; false for
@@ -302,6 +306,15 @@ class IsolatedPlugin : public PluginProcess {
   // recipe's long GEMMs 35% slower for the rest of the run.)
   std::array<absl::Duration, MIXRT_OP_COUNT> last_launch_{};
   std::map<uint64_t, KernelInfo> kernels_;  // By the plugin's handle.
+  // Kernel graphs by the plugin's handle: device and buffer count (each run
+  // sends that many base addresses), and the last run's time (as
+  // last_launch_).
+  struct GraphInfo {
+    int32_t device = 0;
+    int32_t num_buffers = 0;
+    absl::Duration last_run;
+  };
+  std::map<uint64_t, GraphInfo> graphs_;
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mu_;
@@ -338,9 +351,14 @@ struct Slot {
   MIXRT_FORWARD(FusedRun, MixrtFusedKernel_Run_Args)
   MIXRT_FORWARD(FusedSetWeightVersion, MixrtFusedKernel_SetWeightVersion_Args)
   MIXRT_FORWARD(FusedSetScratch, MixrtFusedKernel_SetScratch_Args)
+  MIXRT_FORWARD(GraphCreate, MixrtKernelGraph_Create_Args)
+  MIXRT_FORWARD(GraphRun, MixrtKernelGraph_Run_Args)
 #undef MIXRT_FORWARD
   static void FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
     P()->FusedDestroy(a);
+  }
+  static void GraphDestroy(MixrtKernelGraph_Destroy_Args* a) {
+    P()->GraphDestroy(a);
   }
 
   static MixrtPluginApi Table(uint32_t abi_minor, uint32_t bits) {
@@ -372,6 +390,11 @@ struct Slot {
     }
     if ((bits & isolation::kHasPrecisionSupport) != 0) {
       t.device_get_precision_support = GetPrecisionSupport;
+    }
+    if ((bits & isolation::kHasKernelGraphs) != 0) {
+      t.kernel_graph_create = GraphCreate;
+      t.kernel_graph_run = GraphRun;
+      t.kernel_graph_destroy = GraphDestroy;
     }
     if ((bits & isolation::kHasFusion) != 0) {
       t.fusion_claim = FusionClaim;
@@ -1206,6 +1229,94 @@ MixrtError* IsolatedPlugin::FusedSetScratch(
   std::optional<MessageReader> r;
   return Exchange(Call::kFusedSetScratch, w, "fused_kernel_set_scratch",
                   options_.call_timeout, &r);
+}
+
+// ---------------------------------------------------------------------------
+// Kernel graphs: the steps travel once; a run sends the buffers' places.
+
+MixrtError* IsolatedPlugin::GraphCreate(MixrtKernelGraph_Create_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  MessageWriter w(block_->payload);
+  w.Put(a->device);
+  w.Put(a->num_buffers);
+  if (!isolation::WriteKernelGraphSteps(a->steps, a->num_steps, w)) {
+    return MakeError(MIXRT_ERROR_CODE_UNIMPLEMENTED,
+                     "kernel_graph_create: the steps do not fit the channel "
+                     "to the plugin's process");
+  }
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kGraphCreate, w, "kernel_graph_create",
+                               options_.call_timeout, &r)) {
+    return e;
+  }
+  uint64_t graph = 0;
+  if (!r->Get(&graph)) {
+    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
+                     "malformed kernel_graph_create");
+  }
+  a->graph = reinterpret_cast<MixrtKernelGraph*>(graph);
+  if (graph != 0) {
+    graphs_[graph] = GraphInfo{a->device, a->num_buffers, absl::ZeroDuration()};
+  }
+  return nullptr;
+}
+
+MixrtError* IsolatedPlugin::GraphRun(MixrtKernelGraph_Run_Args* a) {
+  std::lock_guard<std::mutex> lock(call_mu_);
+  const uint64_t handle = reinterpret_cast<uint64_t>(a->graph);
+  auto it = graphs_.find(handle);
+  if (it == graphs_.end()) {
+    return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                     "kernel_graph_run: not a graph this plugin made");
+  }
+  GraphInfo& graph = it->second;
+  MessageWriter w(block_->payload);
+  w.Put(handle);
+  w.Put(graph.num_buffers);
+  for (int32_t b = 0; b < graph.num_buffers; ++b) {
+    WireRef ref;
+    if (!RefFor(graph.device, a->buffers[b], &ref)) {
+      return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                       absl::StrCat("kernel_graph_run: buffer ", b,
+                                    " is host memory outside the shared "
+                                    "arena (not this device's)"));
+    }
+    w.Put(ref);
+  }
+  const absl::Duration spin =
+      graph.last_run == absl::ZeroDuration() ? kDefaultSpin
+      : graph.last_run > kLongLaunch
+          ? absl::ZeroDuration()
+          : std::min(2 * graph.last_run + absl::Microseconds(5), kLongLaunch);
+  ++launches_;
+  std::optional<MessageReader> r;
+  const absl::Time start = absl::Now();
+  MixrtError* error =
+      Exchange(Call::kGraphRun, w,
+               absl::StrCat("a kernel graph (launch ", launches_, ")"),
+               options_.call_timeout, &r, spin);
+  graph.last_run = absl::Now() - start;
+  int32_t failed_step = -1;
+  if (r.has_value() && r->Get(&failed_step) &&
+      MIXRT_STRUCT_HAS(a, MixrtKernelGraph_Run_Args, failed_step)) {
+    a->failed_step = failed_step;
+  }
+  return error;
+}
+
+void IsolatedPlugin::GraphDestroy(MixrtKernelGraph_Destroy_Args* a) {
+  if (a->graph == nullptr) return;
+  std::lock_guard<std::mutex> lock(call_mu_);
+  const uint64_t handle = reinterpret_cast<uint64_t>(a->graph);
+  graphs_.erase(handle);
+  if (failed_.load(std::memory_order_acquire)) return;
+  MessageWriter w(block_->payload);
+  w.Put(handle);
+  std::optional<MessageReader> r;
+  if (MixrtError* e = Exchange(Call::kGraphDestroy, w, "kernel_graph_destroy",
+                               options_.call_timeout, &r)) {
+    delete reinterpret_cast<ProxyError*>(e);
+  }
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::MakeTensor;
+using ::testing::Not;
 using testing::RandomValues;
 using testing::Values;
 
@@ -307,6 +308,55 @@ TEST_F(IsolatedPluginTest, AnAbortInAFusedKernelFailsTheBackend) {
   EXPECT_THAT(failed.message(),
               HasSubstr("crashed: SIGABRT in a fused kernel"));
   EXPECT_THAT((*backend)->failure(), HasSubstr("SIGABRT in a fused kernel"));
+}
+
+// The CPU plugin out of process: reduce-overhead's kernel graphs (and the
+// plugin's fusion) are made and replayed in its process, and the compiled
+// results equal eager ones on the CPU plugin in this process, bit for bit.
+TEST_F(IsolatedPluginTest, CompiledGraphsRunOutOfProcessAsInProcess) {
+  Registry registry;
+  LoadOptions options;
+  options.isolation = "cpu";
+  absl::StatusOr<const Backend*> backend = registry.Load(
+      testing::RunfilePath("backends/cpu/libmixrt_cpu.so"), options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_TRUE((*backend)->has_kernel_graphs());
+  ASSERT_TRUE((*backend)->has_fusion());
+  const Device isolated(*backend, 0);
+  const Device local = testing::CpuDevice();
+  auto fn =
+      [](const std::vector<Tensor>& x) -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor h, matmul(x[0], x[1]));
+    MIXRT_ASSIGN_OR_RETURN(h, add(h, x[2]));
+    MIXRT_ASSIGN_OR_RETURN(h, relu(h));
+    MIXRT_ASSIGN_OR_RETURN(Tensor s, softmax(h, 1));
+    MIXRT_ASSIGN_OR_RETURN(Tensor t, tanh(s));
+    return std::vector<Tensor>{t};
+  };
+  const auto inputs = [](const Device& d) {
+    return std::vector<Tensor>{
+        MakeTensor(d, RandomValues(16 * 32, 21), {16, 32}),
+        MakeTensor(d, RandomValues(32 * 24, 22, 0.2), {32, 24}),
+        MakeTensor(d, RandomValues(24, 23), {24})};
+  };
+  absl::StatusOr<std::vector<Tensor>> want = fn(inputs(local));
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    absl::StatusOr<CompiledFunction> compiled = compile(fn, {.mode = mode});
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const std::vector<Tensor> in = inputs(isolated);
+    for (int call = 0; call < 3; ++call) {
+      absl::StatusOr<std::vector<Tensor>> got = (*compiled)(in);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(Values((*got)[0]), Values((*want)[0])) << mode << " " << call;
+    }
+    const std::string explain = compiled->Explain();
+    if (std::string(mode) == "reduce-overhead") {
+      EXPECT_THAT(explain, HasSubstr("kernel graphs: 1 (")) << explain;
+    }
+    EXPECT_THAT(explain, Not(HasSubstr("fuses nothing"))) << explain;
+  }
+  EXPECT_EQ((*backend)->failure(), "");
 }
 
 TEST_F(IsolatedPluginTest, AMissingOrUntrustedHostIsAClearError) {

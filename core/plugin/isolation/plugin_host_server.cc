@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/elf_check.h"
 #include "core/plugin/isolation/fusion_graph_codec.h"
+#include "core/plugin/isolation/kernel_graph_codec.h"
 #include "core/plugin/isolation/shared_channel.h"
 #include "core/plugin/isolation/wire_format.h"
 
@@ -216,6 +217,15 @@ class Server {
         return true;
       case Call::kFusedSetScratch:
         FusedSetScratch(in, out);
+        return true;
+      case Call::kGraphCreate:
+        GraphCreate(in, out);
+        return true;
+      case Call::kGraphRun:
+        GraphRun(in, out);
+        return true;
+      case Call::kGraphDestroy:
+        GraphDestroy(in, out);
         return true;
     }
     Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT,
@@ -489,6 +499,60 @@ class Server {
     Result(out, api_->fused_kernel_set_scratch(&a));
   }
 
+  void GraphCreate(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasKernelGraphs)) return;
+    MixrtKernelGraph_Create_Args a{};
+    a.struct_size = sizeof(a);
+    DecodedKernelGraphSteps steps;
+    if (!in.Get(&a.device) || !in.Get(&a.num_buffers) || a.num_buffers < 0 ||
+        !steps.Read(in, a.num_buffers)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed kernel graph");
+      return;
+    }
+    a.num_steps = steps.count();
+    a.steps = steps.steps();
+    if (!Result(out, api_->kernel_graph_create(&a))) return;
+    out.Put(reinterpret_cast<uint64_t>(a.graph));
+  }
+
+  // The failed step follows the status, on success and on error alike.
+  void GraphRun(MessageReader& in, MessageWriter& out) {
+    if (!Has(out, kHasKernelGraphs)) return;
+    MixrtKernelGraph_Run_Args a{};
+    a.struct_size = sizeof(a);
+    a.failed_step = -1;
+    uint64_t graph = 0;
+    int32_t num_buffers = 0;
+    if (!in.Get(&graph) || !in.Get(&num_buffers) || num_buffers < 0 ||
+        num_buffers > (1 << 20)) {
+      Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed graph run");
+      return;
+    }
+    run_data_.resize(num_buffers);
+    for (int32_t b = 0; b < num_buffers; ++b) {
+      WireRef ref;
+      if (!in.Get(&ref)) {
+        Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed graph run");
+        return;
+      }
+      run_data_[b] = Resolve(ref);
+    }
+    a.graph = reinterpret_cast<MixrtKernelGraph*>(graph);
+    a.buffers = run_data_.data();
+    Result(out, api_->kernel_graph_run(&a));
+    out.Put(a.failed_step);
+  }
+
+  void GraphDestroy(MessageReader& in, MessageWriter& out) {
+    MixrtKernelGraph_Destroy_Args a{};
+    a.struct_size = sizeof(a);
+    uint64_t graph = 0;
+    in.Get(&graph);
+    a.graph = reinterpret_cast<MixrtKernelGraph*>(graph);
+    if ((table_bits() & kHasKernelGraphs) != 0) api_->kernel_graph_destroy(&a);
+    Ok(out);
+  }
+
   void* Resolve(const WireRef& ref) const {
     switch (static_cast<Space>(ref.space)) {
       case Space::kArena:
@@ -524,6 +588,12 @@ class Server {
             reinterpret_cast<const void*>(
                 api_->device_get_precision_support))) {
       bits |= kHasPrecisionSupport;
+    }
+    if (has(MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, kernel_graph_destroy),
+            reinterpret_cast<const void*>(api_->kernel_graph_create)) &&
+        api_->kernel_graph_run != nullptr &&
+        api_->kernel_graph_destroy != nullptr) {
+      bits |= kHasKernelGraphs;
     }
     if (has(MIXRT_STRUCT_SIZE_THROUGH(MixrtPluginApi, fused_kernel_destroy),
             reinterpret_cast<const void*>(api_->fusion_claim)) &&

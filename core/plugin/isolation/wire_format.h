@@ -18,8 +18,8 @@ inline constexpr uint32_t kWireVersion = 1;
 inline constexpr int kChannelFd = 3;
 inline constexpr int kArenaFd = 4;
 
-// One per ABI function the isolated plugin serves (kernel graphs and
-// profiling ranges are not forwarded: the host launches one by one).
+// One per ABI function the isolated plugin serves (profiling ranges are not
+// forwarded).
 enum class Call : uint32_t {
   kHello = 1,  // Load the plugin; answer its table's shape and score.
   kGetInfo,
@@ -43,6 +43,9 @@ enum class Call : uint32_t {
   kFusedDestroy,
   kFusedSetWeightVersion,
   kFusedSetScratch,
+  kGraphCreate,
+  kGraphRun,
+  kGraphDestroy,
 };
 
 // Where a pointer lives, as the other process can find it.
@@ -81,6 +84,7 @@ enum TableBits : uint32_t {
   kHasFusion = 1u << 5,  // All four fusion functions.
   kHasWeightVersion = 1u << 6,
   kHasScratch = 1u << 7,
+  kHasKernelGraphs = 1u << 8,  // All three kernel graph functions.
 };
 
 }  // namespace mixrt::isolation
