@@ -16,9 +16,10 @@
 // device-memory plugin keeps device memory in its process; pointers travel
 // as handles and copies go through a staging range of the arena.
 //
-// Fusion is forwarded (the subgraph travels for claim and compile; a fused
-// kernel is the plugin's handle). Not forwarded: kernel graphs and profiling
-// ranges (reduce-overhead replays launch by launch). Calls are serialized.
+// Fusion and kernel graphs are forwarded (the subgraph or the steps travel
+// once; a fused kernel or a graph is the plugin's handle; a run sends the
+// places of its values or buffers). Not forwarded: profiling ranges. Calls
+// are serialized.
 //
 //   MIXRT_PLUGIN_ISOLATION=all | name,name  which plugins run out of process
 //   MIXRT_PLUGIN_TIMEOUT_S=60               the watchdog's budget per call
