@@ -11,13 +11,6 @@ constexpr int32_t kMaxGraphItems = 1 << 16;
 
 }  // namespace
 
-uint32_t AttrSize(const void* attrs) {
-  if (attrs == nullptr) return 0;
-  size_t size = 0;
-  std::memcpy(&size, attrs, sizeof(size));
-  return static_cast<uint32_t>(std::min<size_t>(size, kMaxAttrBytes));
-}
-
 bool WriteFusionGraph(const MixrtFusionGraph& graph, MessageWriter& out) {
   out.Put(graph.num_values);
   out.Put(graph.num_nodes);

@@ -39,9 +39,6 @@ class DecodedFusionGraph {
   std::vector<std::unique_ptr<AttrBytes>> attrs_;
 };
 
-// Attribute structs: their struct_size bytes, capped at kMaxAttrBytes.
-uint32_t AttrSize(const void* attrs);
-
 }  // namespace mixrt::isolation
 
 #endif  // MIXRT_CORE_PLUGIN_ISOLATION_FUSION_GRAPH_CODEC_H_

@@ -432,20 +432,10 @@ class Server {
     MixrtFusedKernel_Run_Args a{};
     a.struct_size = sizeof(a);
     uint64_t kernel = 0;
-    int32_t num_values = 0, num_symbols = 0;
-    if (!in.Get(&kernel) || !in.Get(&num_values) || num_values < 0 ||
-        num_values > (1 << 16)) {
+    int32_t num_symbols = 0;
+    if (!in.Get(&kernel) || !ReadPlaces(in)) {
       Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
       return;
-    }
-    run_data_.resize(num_values);
-    for (int32_t v = 0; v < num_values; ++v) {
-      WireRef ref;
-      if (!in.Get(&ref)) {
-        Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
-        return;
-      }
-      run_data_[v] = Resolve(ref);
     }
     if (!in.Get(&num_symbols) || num_symbols < 0 || num_symbols > (1 << 16)) {
       Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed fused run");
@@ -522,20 +512,9 @@ class Server {
     a.struct_size = sizeof(a);
     a.failed_step = -1;
     uint64_t graph = 0;
-    int32_t num_buffers = 0;
-    if (!in.Get(&graph) || !in.Get(&num_buffers) || num_buffers < 0 ||
-        num_buffers > (1 << 20)) {
+    if (!in.Get(&graph) || !ReadPlaces(in)) {
       Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed graph run");
       return;
-    }
-    run_data_.resize(num_buffers);
-    for (int32_t b = 0; b < num_buffers; ++b) {
-      WireRef ref;
-      if (!in.Get(&ref)) {
-        Error(out, MIXRT_ERROR_CODE_INVALID_ARGUMENT, "malformed graph run");
-        return;
-      }
-      run_data_[b] = Resolve(ref);
     }
     a.graph = reinterpret_cast<MixrtKernelGraph*>(graph);
     a.buffers = run_data_.data();
@@ -551,6 +530,19 @@ class Server {
     a.graph = reinterpret_cast<MixrtKernelGraph*>(graph);
     if ((table_bits() & kHasKernelGraphs) != 0) api_->kernel_graph_destroy(&a);
     Ok(out);
+  }
+
+  // A count, then that many places, resolved into run_data_.
+  bool ReadPlaces(MessageReader& in) {
+    int32_t count = 0;
+    if (!in.Get(&count) || count < 0 || count > (1 << 20)) return false;
+    run_data_.resize(count);
+    for (int32_t i = 0; i < count; ++i) {
+      WireRef ref;
+      if (!in.Get(&ref)) return false;
+      run_data_[i] = Resolve(ref);
+    }
+    return true;
   }
 
   void* Resolve(const WireRef& ref) const {

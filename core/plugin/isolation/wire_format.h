@@ -5,7 +5,9 @@
 #ifndef MIXRT_CORE_PLUGIN_ISOLATION_WIRE_FORMAT_H_
 #define MIXRT_CORE_PLUGIN_ISOLATION_WIRE_FORMAT_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "mixrt/plugin_api.h"
 
@@ -71,6 +73,13 @@ struct WireTensorDesc {
 
 // Attribute structs are plain data after their header; none is larger.
 inline constexpr uint32_t kMaxAttrBytes = 512;
+// What of an attribute struct travels: its struct_size bytes, capped.
+inline uint32_t AttrSize(const void* attrs) {
+  if (attrs == nullptr) return 0;
+  size_t size = 0;
+  std::memcpy(&size, attrs, sizeof(size));
+  return static_cast<uint32_t>(std::min<size_t>(size, kMaxAttrBytes));
+}
 // Inputs plus outputs of one launch (the multi-tensor ops carry many).
 inline constexpr int32_t kMaxLaunchTensors = 4096;
 
