@@ -14,18 +14,10 @@
 namespace mixrt::isolation {
 namespace {
 
+// An unknown dtype counts as the widest: the plugin refuses the launch
+// anyway, and no copy may come out short.
 size_t DtypeBytes(uint32_t dtype) {
-  switch (dtype) {
-    case MIXRT_DTYPE_F16:
-    case MIXRT_DTYPE_BF16:
-      return 2;
-    case MIXRT_DTYPE_I64:
-      return 8;
-    case MIXRT_DTYPE_BOOL:
-      return 1;
-    default:
-      return 4;
-  }
+  return dtype < MIXRT_DTYPE_COUNT ? DTypeSize(static_cast<DType>(dtype)) : 8;
 }
 
 // The bytes a descriptor reaches, [lo, hi); false when it has no elements.
@@ -129,10 +121,7 @@ MixrtError* PluginHostProcess::Copy(MixrtMemory_Copy_Args* a) {
   }
   // One side is this process's memory: once the plugin has finished what
   // it was asked before (issue order), the copy is this side's to make.
-  MixrtDevice_Synchronize_Args sync{};
-  sync.struct_size = sizeof(sync);
-  sync.device = a->device;
-  if (MixrtError* e = Synchronize(&sync)) return e;
+  if (MixrtError* e = SynchronizeDevice(a->device)) return e;
   std::memmove(a->dst, a->src, a->bytes);
   return nullptr;
 }
@@ -193,23 +182,15 @@ MixrtError* PluginHostProcess::Set(MixrtMemory_Set_Args* a) {
   if (a->bytes == 0) return nullptr;
   const auto dst = reinterpret_cast<uintptr_t>(a->dst);
   const bool host = HostMemory(a->device);
-  if (host && !InArena(dst, dst + a->bytes)) {
-    MixrtDevice_Synchronize_Args sync{};
-    sync.struct_size = sizeof(sync);
-    sync.device = a->device;
-    if (MixrtError* e = Synchronize(&sync)) return e;
+  const bool plugin_sets = (table_bits_ & isolation::kHasMemorySet) != 0;
+  // This process's memory, or host memory the plugin cannot set: once the
+  // plugin has finished what it was asked before, this side sets it.
+  if (host && (!InArena(dst, dst + a->bytes) || !plugin_sets)) {
+    if (MixrtError* e = SynchronizeDevice(a->device)) return e;
     std::memset(a->dst, a->value, a->bytes);
     return nullptr;
   }
-  if ((table_bits_ & isolation::kHasMemorySet) == 0) {
-    if (host) {
-      MixrtDevice_Synchronize_Args sync{};
-      sync.struct_size = sizeof(sync);
-      sync.device = a->device;
-      if (MixrtError* e = Synchronize(&sync)) return e;
-      std::memset(a->dst, a->value, a->bytes);
-      return nullptr;
-    }
+  if (!plugin_sets) {
     return MakeError(MIXRT_ERROR_CODE_UNIMPLEMENTED,
                      "the plugin has no memory_set");
   }
@@ -328,10 +309,7 @@ MixrtError* PluginHostProcess::Launch(MixrtKernel_Launch_Args* a) {
   }
   if (!staged.empty()) {
     if (error == nullptr) {
-      MixrtDevice_Synchronize_Args sync{};
-      sync.struct_size = sizeof(sync);
-      sync.device = a->device;
-      error = Synchronize(&sync);
+      error = SynchronizeDevice(a->device);
     }
     for (const Staged& s : staged) {
       if (error == nullptr && s.written) {

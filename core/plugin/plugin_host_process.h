@@ -106,6 +106,12 @@ class PluginHostProcess : public PluginProcess {
   MixrtError* GetOpSupport(MixrtDevice_GetOpSupport_Args* a);
   MixrtError* GetMemoryInfo(MixrtDevice_GetMemoryInfo_Args* a);
   MixrtError* GetPrecisionSupport(MixrtDevice_GetPrecisionSupport_Args* a);
+  MixrtError* SynchronizeDevice(int32_t device) {
+    MixrtDevice_Synchronize_Args a{};
+    a.struct_size = sizeof(a);
+    a.device = device;
+    return Synchronize(&a);
+  }
   MixrtError* Synchronize(MixrtDevice_Synchronize_Args* a) {
     const int32_t device = a->device;
     return Simple(Call::kSynchronize, "device_synchronize",
