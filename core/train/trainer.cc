@@ -155,6 +155,38 @@ absl::StatusOr<Device> Trainer::FailoverDevice() const {
   return absl::UnavailableError("no other usable backend to continue on");
 }
 
+absl::Status Trainer::RestoreOnto(const TrainingSnapshot& snapshot,
+                                  const Device& device) {
+  MIXRT_RETURN_IF_ERROR(snapshot.Restore(*model_, *optimizer_, device));
+  device_ = device;
+  scaler_ = std::make_unique<GradScaler>(device_, scaler_options_);
+  if (!snapshot.scaler_state().empty()) {
+    MIXRT_RETURN_IF_ERROR(scaler_->load_state_dict(snapshot.scaler_state()));
+  }
+  compiled_.reset();  // Made again for the new backend on the next forward.
+  step_ = snapshot.step();
+  micro_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::switch_device(const Device& device) {
+  if (micro_ != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "switch_device: in the middle of an accumulation (micro-batch ", micro_,
+        " of ", options_.accumulation_steps,
+        "); switch between optimizer steps"));
+  }
+  MIXRT_ASSIGN_OR_RETURN(
+      TrainingSnapshot now,
+      TrainingSnapshot::Take(*model_, *optimizer_, scaler_.get(), step_));
+  MIXRT_RETURN_IF_ERROR(RestoreOnto(now, device));
+  if (options_.snapshot_every > 0) {
+    snapshot_ = std::move(now);
+    since_snapshot_.clear();
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Tensor> Trainer::FailOver(const absl::Status& why) {
   const std::string failed = device_.ToString();
   absl::StatusOr<Device> next = FailoverDevice();
@@ -163,15 +195,7 @@ absl::StatusOr<Tensor> Trainer::FailOver(const absl::Status& why) {
         why.message(),
         "; the Trainer could not fail over: ", next.status().message()));
   }
-  MIXRT_RETURN_IF_ERROR(snapshot_->Restore(*model_, *optimizer_, *next));
-  device_ = *next;
-  scaler_ = std::make_unique<GradScaler>(device_, scaler_options_);
-  if (!snapshot_->scaler_state().empty()) {
-    MIXRT_RETURN_IF_ERROR(scaler_->load_state_dict(snapshot_->scaler_state()));
-  }
-  compiled_.reset();  // Made again for the new backend on the next forward.
-  step_ = snapshot_->step();
-  micro_ = 0;
+  MIXRT_RETURN_IF_ERROR(RestoreOnto(*snapshot_, *next));
   // Replay what ran since the snapshot, the failed micro-batch last, with
   // the learning rates each ran with.
   const std::vector<RecordedBatch> replay = std::move(since_snapshot_);

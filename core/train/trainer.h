@@ -85,6 +85,11 @@ class Trainer {
   // Each failover so far, in words ("cpu failed (crashed: SIGSEGV in
   // matmul); restored step 40 onto reference:0, replayed 3 micro-batches").
   const std::vector<std::string>& failovers() const { return failovers_; }
+  // Moves training to `device` between optimizer steps, as a failover does
+  // (a snapshot taken now, restored there, the scaler and the compiled
+  // forward made again): what "a run that switched backends at step k" is.
+  // FAILED_PRECONDITION in the middle of an accumulation.
+  absl::Status switch_device(const Device& device);
   // With TrainerOptions::compile: what the compiler made of the model's
   // forward in its current mode (CompiledFunction::Explain); else "".
   std::string CompileExplain() const;
@@ -128,6 +133,9 @@ class Trainer {
   // failed step's error.
   absl::StatusOr<Tensor> FailOver(const absl::Status& why);
   absl::StatusOr<Device> FailoverDevice() const;
+  // Restores `snapshot` onto `device` and makes it the trainer's device.
+  absl::Status RestoreOnto(const TrainingSnapshot& snapshot,
+                           const Device& device);
   GradScalerOptions scaler_options_;
   // Wraps the model in DDP once, on every rank at the same call.
   absl::Status EnsureDistributed();

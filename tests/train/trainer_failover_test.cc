@@ -189,6 +189,113 @@ TEST_F(TrainerFailoverTest, DropoutAndACompiledForwardReplayTheSame) {
   EXPECT_THAT(got.failovers[0], HasSubstr("restored step 2"));
 }
 
+// Every fatal fixture, eager and compiled: the run survives, the log says
+// why, and it ends as the reference run does.
+struct FixtureCase {
+  const char* mode;
+  const char* reason;
+  bool compiled;
+};
+
+class FixtureFailoverTest : public TrainerFailoverTest,
+                            public ::testing::WithParamInterface<FixtureCase> {
+};
+
+TEST_P(FixtureFailoverTest, TheRunSurvivesAndEndsAsTheReferenceRun) {
+  TrainerOptions options = Options(0);
+  if (GetParam().compiled) options.compile = CompileOptions{};
+  const RunResult want = Train(reference_, options);
+  Registry registry;
+  options.snapshot_every = 2;
+  const RunResult got = Train(Faulty(registry, GetParam().mode, 23), options);
+  ExpectSameRun(got, want);
+  ASSERT_EQ(got.failovers.size(), 1u);
+  EXPECT_THAT(got.failovers[0], HasSubstr(GetParam().reason));
+  EXPECT_THAT(got.failovers[0], HasSubstr("restored step 2 onto reference:0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, FixtureFailoverTest,
+    ::testing::Values(
+        FixtureCase{"crash", "crashed: SIGSEGV in matmul", false},
+        FixtureCase{"crash", "crashed: SIGSEGV in matmul", true},
+        FixtureCase{"abort", "crashed: SIGABRT in matmul", false},
+        FixtureCase{"abort", "crashed: SIGABRT in matmul", true},
+        FixtureCase{"exit0", "exited with status 0 in matmul", false},
+        FixtureCase{"exit0", "exited with status 0 in matmul", true},
+        FixtureCase{"heap", "crashed: SIGABRT in matmul", false},
+        FixtureCase{"heap", "crashed: SIGABRT in matmul", true}),
+    [](const ::testing::TestParamInfo<FixtureCase>& info) {
+      return std::string(info.param.mode) +
+             (info.param.compiled ? "_compiled" : "_eager");
+    });
+
+// The AMP recipe (Linear + ReLU layers, MSE, SGD; bf16 autocast with a
+// GradScaler) on a plugin that segfaults in step 50 finishes on the CPU
+// backend, as a run that moved to the CPU backend at step 50 on purpose.
+struct RecipeResult {
+  std::vector<double> losses;
+  std::vector<std::vector<double>> params;
+  std::vector<std::string> failovers;
+  std::string final_device;
+};
+
+RecipeResult RecipeRun(const Device& start, int snapshot_every,
+                       const Device* switch_to_at_50) {
+  RecipeResult r;
+  Generator init(0);
+  auto model = *nn::MLP({64, 64, 64, 64}, start, &init);
+  TrainerOptions options;
+  options.amp_dtype = DType::kBF16;
+  options.force_amp = true;  // bf16 is emulated on the faulty plugin.
+  options.use_scaler = true;
+  options.snapshot_every = snapshot_every;
+  options.failover_backend = "cpu";
+  Trainer trainer(
+      model, std::make_unique<SGD>(model->parameters(), SgdOptions{.lr = 0.01}),
+      [](const Tensor& out, const Tensor& y) { return mse_loss(out, y); },
+      start, options);
+  EXPECT_TRUE(trainer.amp_enabled()) << trainer.amp_reason();
+  for (int step = 0; step < 60; ++step) {
+    if (step == 50 && switch_to_at_50 != nullptr) {
+      EXPECT_TRUE(trainer.switch_device(*switch_to_at_50).ok());
+    }
+    Tensor x = testing::MakeTensor(
+        trainer.device(), testing::RandomValues(32 * 64, 300 + step), {32, 64});
+    Tensor y = testing::MakeTensor(
+        trainer.device(), testing::RandomValues(32 * 64, 400 + step), {32, 64});
+    absl::StatusOr<Tensor> loss = trainer.train_step(x, y);
+    EXPECT_TRUE(loss.ok()) << loss.status();
+    if (!loss.ok()) return r;
+    r.losses.push_back(*loss->item());
+  }
+  for (const Tensor& p : model->parameters()) {
+    r.params.push_back(*p.to_double_vector());
+  }
+  r.failovers = trainer.failovers();
+  r.final_device = trainer.device().ToString();
+  return r;
+}
+
+TEST_F(TrainerFailoverTest, ASegfaultAtStep50FinishesOnTheCpuBackend) {
+  const Device cpu = testing::CpuDevice();  // In Registry::Global().
+  Registry planned_registry, crashing_registry;
+  // Nine matmul launches a step here: the 453rd is in step 50's forward.
+  const Device planned_start = Faulty(planned_registry, "none", 1);
+  const RecipeResult planned = RecipeRun(planned_start, 0, &cpu);
+  const RecipeResult crashed =
+      RecipeRun(Faulty(crashing_registry, "crash", 453), 10, nullptr);
+  ASSERT_EQ(crashed.losses.size(), 60u);
+  EXPECT_EQ(crashed.losses, planned.losses);
+  EXPECT_EQ(crashed.params, planned.params);
+  EXPECT_EQ(crashed.final_device, "cpu:0");
+  ASSERT_EQ(crashed.failovers.size(), 1u);
+  EXPECT_THAT(crashed.failovers[0],
+              HasSubstr("crashed: SIGSEGV in matmul (launch"));
+  EXPECT_THAT(crashed.failovers[0],
+              HasSubstr("restored step 50 onto cpu:0, replayed 1 micro-batch"));
+}
+
 TEST_F(TrainerFailoverTest, WithoutSnapshotsTheFailureIsTheStepsError) {
   Registry registry;
   const RunResult got = Train(Faulty(registry, "crash", 8), Options(0));
