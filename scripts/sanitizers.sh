@@ -72,6 +72,7 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan --symlink_prefix=/ \
     --test_env=OMP_NUM_THREADS=1 \
     //tests:concurrency_test //tests/plugin:registry_test \
+    //tests/plugin:isolated_plugin_threads_test \
     //tests/compiler:compile_test || status=1
 fi
 exit "$status"

@@ -555,6 +555,10 @@ bool Backend::RunsOp(int device, const OpSignature& sig) const {
   std::atomic<uint8_t>& cached = op_runs_[device][slot];
   uint8_t known = cached.load(std::memory_order_relaxed);
   if (known == 0) {
+    // A plugin process that is gone answers nothing: not "unsupported" (that
+    // would send the op to a fallback backend), but a launch that returns
+    // UNAVAILABLE with the reason.
+    if (process_ != nullptr && !process_->Failure().empty()) return true;
     // Two threads may both ask; the plugin gives both the same answer.
     known =
         QueryOpSupport(device, sig).level != MIXRT_SUPPORT_UNSUPPORTED ? 2 : 1;

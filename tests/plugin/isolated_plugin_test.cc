@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -104,6 +105,48 @@ TEST_F(IsolatedPluginTest, OutOfProcessMatchesInProcessBitForBit) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << i;
   EXPECT_EQ(isolated->failure(), "");
+}
+
+// Launches from several threads at once share one channel: each gets its
+// own answer (calls are serialized, never interleaved).
+TEST_F(IsolatedPluginTest, LaunchesFromManyThreadsEachGetTheirOwnAnswer) {
+  Registry registry;
+  const Backend* backend = LoadIsolated(registry);
+  ASSERT_NE(backend, nullptr);
+  const Device device(backend, 0);
+  constexpr int kThreads = 4, kRounds = 50;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        // Values only this thread and round produce: t * 1000 + round + i.
+        std::vector<float> values(64);
+        for (int i = 0; i < 64; ++i) values[i] = t * 1000 + round + i;
+        absl::StatusOr<Tensor> a =
+            from_floats(values, {64}, DType::kF32, device);
+        absl::StatusOr<Tensor> doubled =
+            a.ok() ? add(*a, *a) : absl::StatusOr<Tensor>(a.status());
+        absl::StatusOr<std::vector<float>> got =
+            doubled.ok() ? doubled->to_float_vector()
+                         : absl::StatusOr<std::vector<float>>(doubled.status());
+        if (!got.ok()) {
+          errors[t] = std::string(got.status().message());
+          return;
+        }
+        for (int i = 0; i < 64; ++i) {
+          if ((*got)[i] != 2 * values[i]) {
+            errors[t] = "thread " + std::to_string(t) + " round " +
+                        std::to_string(round) + " got another's answer";
+            return;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << t;
+  EXPECT_EQ(backend->failure(), "");
 }
 
 TEST_F(IsolatedPluginTest, ACrashInAKernelFailsTheBackendNotTheProcess) {
