@@ -1,11 +1,11 @@
 // A copy, in this process's memory, of what a training run needs to go on
 // from a step: the model's parameters and buffers, the optimizer's state and
 // learning rates, the GradScaler's state, the default generator's position
-// (dropout's masks replay as they ran: Philox is counter-based). Taken every few steps by the
-// Trainer (TrainerOptions::snapshot_every) so that when its backend fails
-// (an out-of-process plugin that crashed or hung: UNAVAILABLE), it can
-// restore the run onto another backend and continue. Cheap: one device to
-// host copy per tensor, nothing written to disk.
+// (dropout's masks replay as they ran: Philox is counter-based). Taken every
+// few steps by the Trainer (TrainerOptions::snapshot_every) so that when its
+// backend fails (an out-of-process plugin that crashed or hung: UNAVAILABLE),
+// it can restore the run onto another backend and continue. Cheap: one device
+// to host copy per tensor, nothing written to disk.
 #ifndef MIXRT_CORE_TRAIN_TRAINING_SNAPSHOT_H_
 #define MIXRT_CORE_TRAIN_TRAINING_SNAPSHOT_H_
 
@@ -44,8 +44,8 @@ class TrainingSnapshot {
   // parameters and buffers are replaced in place (Tensor::set_data, so every
   // handle on them, the optimizer's included, follows) and lose their
   // gradients; the optimizer's state is loaded onto `device`; the learning
-  // rates and the default generator are set back. Everything is copied to `device` before anything is
-  // replaced: a failure changes nothing.
+  // rates and the default generator are set back. Everything is copied to
+  // `device` before anything is replaced: a failure changes nothing.
   absl::Status Restore(nn::Module& model, Optimizer& optimizer,
                        const Device& device) const;
 
