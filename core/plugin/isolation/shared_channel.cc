@@ -97,6 +97,7 @@ bool MessageWriter::PutString(absl::string_view text) {
 }
 
 bool MessageReader::GetBytes(void* data, size_t bytes) {
+  if (bytes == 0) return true;  // `data` may be an empty vector's NULL.
   if (bytes > size_ - offset_) return false;
   std::memcpy(data, payload_ + offset_, bytes);
   offset_ += bytes;
