@@ -375,7 +375,10 @@ class ProgramText {
 };
 
 std::string LoopName(const std::string& text) {
-  return StrFormat("mixrt_loop_%016x", std::hash<std::string>()(text));
+  // All 64 bits of the hash (%x of a size_t read only half, and is
+  // undefined).
+  return StrFormat("mixrt_loop_%016llx", static_cast<unsigned long long>(
+                                             std::hash<std::string>()(text)));
 }
 
 // Group name `name`'s element function of a group with reductions: element

@@ -180,7 +180,7 @@ TEST(Optim, SchedulesAndClipping) {
   }
   // A non-finite norm: an error with error_if_nonfinite (the gradients
   // untouched), else returned and the gradients scaled by its coefficient.
-  p.set_grad(testing::MakeTensor(d, {inf, 4}, {2}));
+  p.set_grad(testing::MakeTensor(d, {static_cast<float>(inf), 4}, {2}));
   auto refused = clip_grad_norm_({p}, 1.0, 2.0, /*error_if_nonfinite=*/true);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("total norm of order 2 of the gradients is inf"));
