@@ -95,10 +95,8 @@ MixrtError* PluginHostProcess::FusedRun(MixrtFusedKernel_Run_Args* a) {
   ++launches_;
   std::optional<MessageReader> r;
   const absl::Time start = absl::Now();
-  MixrtError* error =
-      Exchange(Call::kFusedRun, w,
-               absl::StrCat("a fused kernel (launch ", launches_, ")"),
-               options_.call_timeout, &r, spin);
+  MixrtError* error = Exchange(Call::kFusedRun, w, "a fused kernel",
+                               options_.call_timeout, &r, spin, launches_);
   kernel.last_run = absl::Now() - start;
   return error;
 }
@@ -120,26 +118,22 @@ void PluginHostProcess::FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
 
 MixrtError* PluginHostProcess::FusedSetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(reinterpret_cast<uint64_t>(a->kernel));
-  w.Put(a->value);
-  w.Put(a->version);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kFusedSetWeightVersion, w,
-                               "fused_kernel_set_weight_version",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  uint32_t keeps_copy = 0;
-  if (!r->Get(&keeps_copy)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed fused_kernel_set_weight_version");
-  }
-  if (MIXRT_STRUCT_HAS(a, MixrtFusedKernel_SetWeightVersion_Args, keeps_copy)) {
-    a->keeps_copy = keeps_copy;
-  }
-  return nullptr;
+  return Ask(
+      Call::kFusedSetWeightVersion, "fused_kernel_set_weight_version",
+      [&](MessageWriter& w) {
+        w.Put(reinterpret_cast<uint64_t>(a->kernel));
+        w.Put(a->value);
+        w.Put(a->version);
+      },
+      [&](MessageReader& r) {
+        uint32_t keeps_copy = 0;
+        if (!r.Get(&keeps_copy)) return false;
+        if (MIXRT_STRUCT_HAS(a, MixrtFusedKernel_SetWeightVersion_Args,
+                             keeps_copy)) {
+          a->keeps_copy = keeps_copy;
+        }
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::FusedSetScratch(
@@ -212,10 +206,8 @@ MixrtError* PluginHostProcess::GraphRun(MixrtKernelGraph_Run_Args* a) {
   ++launches_;
   std::optional<MessageReader> r;
   const absl::Time start = absl::Now();
-  MixrtError* error =
-      Exchange(Call::kGraphRun, w,
-               absl::StrCat("a kernel graph (launch ", launches_, ")"),
-               options_.call_timeout, &r, spin);
+  MixrtError* error = Exchange(Call::kGraphRun, w, "a kernel graph",
+                               options_.call_timeout, &r, spin, launches_);
   graph.last_run = absl::Now() - start;
   int32_t failed_step = -1;
   if (r.has_value() && r->Get(&failed_step) &&

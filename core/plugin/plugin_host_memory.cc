@@ -55,21 +55,18 @@ MixrtError* PluginHostProcess::Allocate(MixrtMemory_Allocate_Args* a) {
     a->ptr = arena_ + *offset;
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  w.Put(a->bytes);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kAllocate, w, "memory_allocate",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  uint64_t handle = 0;
-  if (!r->Get(&handle)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed memory_allocate");
-  }
-  a->ptr = reinterpret_cast<void*>(handle);
-  return nullptr;
+  return Ask(
+      Call::kAllocate, "memory_allocate",
+      [&](MessageWriter& w) {
+        w.Put(a->device);
+        w.Put(a->bytes);
+      },
+      [&](MessageReader& r) {
+        uint64_t handle = 0;
+        if (!r.Get(&handle)) return false;
+        a->ptr = reinterpret_cast<void*>(handle);
+        return true;
+      });
 }
 
 void PluginHostProcess::ReleaseRange(uint64_t offset, uint64_t bytes) {
@@ -302,10 +299,8 @@ MixrtError* PluginHostProcess::Launch(MixrtKernel_Launch_Args* a) {
     w.PutBytes(a->attrs, attr_bytes);
     ++launches_;
     std::optional<MessageReader> r;
-    error = Exchange(Call::kLaunch, w,
-                     absl::StrCat(MixrtOpName(static_cast<MixrtOp>(a->op)),
-                                  " (launch ", launches_, ")"),
-                     options_.call_timeout, &r);
+    error = Exchange(Call::kLaunch, w, MixrtOpName(static_cast<MixrtOp>(a->op)),
+                     options_.call_timeout, &r, kDefaultSpin, launches_);
   }
   if (!staged.empty()) {
     if (error == nullptr) {

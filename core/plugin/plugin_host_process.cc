@@ -165,14 +165,19 @@ absl::Status PluginHostProcess::Start(int slot) {
 // The channel.
 
 MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
-                                        const std::string& what,
+                                        absl::string_view call_name,
                                         absl::Duration timeout,
                                         std::optional<MessageReader>* reader,
-                                        absl::Duration spin) {
+                                        absl::Duration spin, uint64_t launch) {
   if (failed_.load(std::memory_order_acquire)) return Unavailable();
+  // Named only when something went wrong: no string is made per launch.
+  const auto named = [&] {
+    return launch == 0 ? std::string(call_name)
+                       : absl::StrCat(call_name, " (launch ", launch, ")");
+  };
   if (request.overflowed()) {
     return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
-                     absl::StrCat(what, ": the call does not fit the ",
+                     absl::StrCat(named(), ": the call does not fit the ",
                                   isolation::kPayloadBytes,
                                   "-byte channel to the plugin's process"));
   }
@@ -189,23 +194,24 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
     if (state != isolation::kRequest) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
-      Fail(absl::StrCat("broke the channel's protocol in ", what, " (killed)"));
+      Fail(absl::StrCat("broke the channel's protocol in ", named(),
+                        " (killed)"));
       return Unavailable();
     }
     int status = 0;
     const pid_t done = waitpid(pid_, &status, WNOHANG);
     if (done == pid_) {
-      Fail(DescribeExit(status, what));
+      Fail(DescribeExit(status, named()));
       return Unavailable();
     }
     if (done < 0 && errno == ECHILD) {  // Reaped elsewhere (SIGCHLD ignored).
-      Fail(absl::StrCat("exited in ", what));
+      Fail(absl::StrCat("exited in ", named()));
       return Unavailable();
     }
     if (absl::Now() >= deadline) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
-      Fail(absl::StrCat("hung: ", what, " did not return in ",
+      Fail(absl::StrCat("hung: ", named(), " did not return in ",
                         absl::FormatDuration(timeout), " (killed)"));
       return Unavailable();
     }
@@ -216,7 +222,7 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
   if (!(*reader)->Get(&code) || !(*reader)->GetString(&message)) {
     return MakeError(
         MIXRT_ERROR_CODE_INTERNAL,
-        absl::StrCat(what, ": malformed answer from ", kHostBinaryName));
+        absl::StrCat(named(), ": malformed answer from ", kHostBinaryName));
   }
   if (code == MIXRT_ERROR_CODE_OK) return nullptr;
   if (code > MIXRT_ERROR_CODE_UNAVAILABLE) code = MIXRT_ERROR_CODE_INTERNAL;
@@ -227,10 +233,6 @@ absl::Duration SpinFor(absl::Duration last) {
   if (last == absl::ZeroDuration()) return kDefaultSpin;  // Never ran.
   if (last > kLongLaunch) return absl::ZeroDuration();
   return std::min(2 * last + absl::Microseconds(5), kLongLaunch);
-}
-
-absl::Duration PluginHostProcess::LaunchSpin(uint32_t op) const {
-  return SpinFor(op < MIXRT_OP_COUNT ? last_launch_[op] : absl::ZeroDuration());
 }
 
 MixrtError* PluginHostProcess::PutPlaces(int32_t device, void* const* places,
@@ -268,153 +270,127 @@ void PluginHostProcess::Fail(std::string why) {
 // Identity and capabilities.
 
 MixrtError* PluginHostProcess::GetInfo(MixrtPlugin_GetInfo_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kGetInfo, w, "plugin_get_info",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string name, version, build_info, device_type;
-  if (!r->GetString(&name) || !r->GetString(&version) ||
-      !r->GetString(&build_info) || !r->GetString(&device_type)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed plugin_get_info");
-  }
-  name_ = name + options_.name_suffix;
-  a->name = Keep(name_);
-  a->version = Keep(std::move(version));
-  a->build_info = Keep(absl::StrCat(build_info, " [out of process]"));
-  a->device_type = Keep(std::move(device_type));
-  return nullptr;
+  return Ask(
+      Call::kGetInfo, "plugin_get_info", [](MessageWriter&) {},
+      [&](MessageReader& r) {
+        std::string name, version, build_info, device_type;
+        if (!r.GetString(&name) || !r.GetString(&version) ||
+            !r.GetString(&build_info) || !r.GetString(&device_type)) {
+          return false;
+        }
+        name_ = name + options_.name_suffix;
+        a->name = Keep(name_);
+        a->version = Keep(std::move(version));
+        a->build_info = Keep(absl::StrCat(build_info, " [out of process]"));
+        a->device_type = Keep(std::move(device_type));
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::DeviceCount(MixrtDevice_Count_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kDeviceCount, w, "device_count",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string reason;
-  if (!r->Get(&a->count) || !r->GetString(&reason)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed device_count");
-  }
-  a->no_device_reason = reason.empty() ? nullptr : Keep(std::move(reason));
-  if (a->count > 0 && a->count <= 1024) {
-    host_memory_.assign(a->count, 0);
-    alignment_.assign(a->count, 64);
-  }
-  return nullptr;
+  return Ask(
+      Call::kDeviceCount, "device_count", [](MessageWriter&) {},
+      [&](MessageReader& r) {
+        std::string reason;
+        if (!r.Get(&a->count) || !r.GetString(&reason)) return false;
+        a->no_device_reason =
+            reason.empty() ? nullptr : Keep(std::move(reason));
+        if (a->count > 0 && a->count <= 1024) {
+          host_memory_.assign(a->count, 0);
+          alignment_.assign(a->count, 64);
+        }
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::GetProperties(
     MixrtDevice_GetProperties_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kGetProperties, w, "device_get_properties",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string name;
-  if (!r->GetString(&name) || !r->Get(&a->total_memory) || !r->Get(&a->flags) ||
-      !r->Get(&a->alignment)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed device_get_properties");
-  }
-  a->name = Keep(std::move(name));
-  if (a->device >= 0 && a->device < static_cast<int32_t>(host_memory_.size())) {
-    host_memory_[a->device] = (a->flags & MIXRT_DEVICE_FLAG_HOST_MEMORY) != 0;
-    alignment_[a->device] = a->alignment;
-  }
-  return nullptr;
+  return Ask(
+      Call::kGetProperties, "device_get_properties",
+      [&](MessageWriter& w) { w.Put(a->device); },
+      [&](MessageReader& r) {
+        std::string name;
+        if (!r.GetString(&name) || !r.Get(&a->total_memory) ||
+            !r.Get(&a->flags) || !r.Get(&a->alignment)) {
+          return false;
+        }
+        a->name = Keep(std::move(name));
+        if (a->device >= 0 &&
+            a->device < static_cast<int32_t>(host_memory_.size())) {
+          host_memory_[a->device] =
+              (a->flags & MIXRT_DEVICE_FLAG_HOST_MEMORY) != 0;
+          alignment_[a->device] = a->alignment;
+        }
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::GetCapability(
     MixrtDevice_GetCapability_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  w.Put(a->op_class);
-  w.Put(a->dtype);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kGetCapability, w, "device_get_capability",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string reason;
-  if (!r->Get(&a->level) || !r->GetString(&reason) ||
-      !r->Get(&a->speed_vs_f32)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed device_get_capability");
-  }
-  a->reason = Keep(std::move(reason));
-  return nullptr;
+  return Ask(
+      Call::kGetCapability, "device_get_capability",
+      [&](MessageWriter& w) {
+        w.Put(a->device);
+        w.Put(a->op_class);
+        w.Put(a->dtype);
+      },
+      [&](MessageReader& r) {
+        std::string reason;
+        if (!r.Get(&a->level) || !r.GetString(&reason) ||
+            !r.Get(&a->speed_vs_f32)) {
+          return false;
+        }
+        a->reason = Keep(std::move(reason));
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::GetOpSupport(MixrtDevice_GetOpSupport_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  w.Put(a->op);
-  w.Put(a->variant);
-  w.Put(a->dtype);
-  w.Put(a->out_dtype);
-  std::optional<MessageReader> r;
-  if (MixrtError* e = Exchange(Call::kGetOpSupport, w, "device_get_op_support",
-                               options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string reason;
-  if (!r->Get(&a->level) || !r->GetString(&reason)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed device_get_op_support");
-  }
-  a->reason = Keep(std::move(reason));
-  return nullptr;
+  return Ask(
+      Call::kGetOpSupport, "device_get_op_support",
+      [&](MessageWriter& w) {
+        w.Put(a->device);
+        w.Put(a->op);
+        w.Put(a->variant);
+        w.Put(a->dtype);
+        w.Put(a->out_dtype);
+      },
+      [&](MessageReader& r) {
+        std::string reason;
+        if (!r.Get(&a->level) || !r.GetString(&reason)) return false;
+        a->reason = Keep(std::move(reason));
+        return true;
+      });
 }
 
 MixrtError* PluginHostProcess::GetMemoryInfo(
     MixrtDevice_GetMemoryInfo_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  std::optional<MessageReader> r;
-  if (MixrtError* e =
-          Exchange(Call::kGetMemoryInfo, w, "device_get_memory_info",
-                   options_.call_timeout, &r)) {
-    return e;
-  }
-  if (!r->Get(&a->free_bytes) || !r->Get(&a->total_bytes)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed device_get_memory_info");
-  }
-  return nullptr;
+  return Ask(
+      Call::kGetMemoryInfo, "device_get_memory_info",
+      [&](MessageWriter& w) { w.Put(a->device); },
+      [&](MessageReader& r) {
+        return r.Get(&a->free_bytes) && r.Get(&a->total_bytes);
+      });
 }
 
 MixrtError* PluginHostProcess::GetPrecisionSupport(
     MixrtDevice_GetPrecisionSupport_Args* a) {
-  std::lock_guard<std::mutex> lock(call_mu_);
-  MessageWriter w(block_->payload);
-  w.Put(a->device);
-  w.Put(a->op_class);
-  w.Put(a->precision);
-  std::optional<MessageReader> r;
-  if (MixrtError* e =
-          Exchange(Call::kGetPrecisionSupport, w,
-                   "device_get_precision_support", options_.call_timeout, &r)) {
-    return e;
-  }
-  std::string reason;
-  if (!r->Get(&a->level) || !r->GetString(&reason) ||
-      !r->Get(&a->speed_vs_f32)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed device_get_precision_support");
-  }
-  a->reason = Keep(std::move(reason));
-  return nullptr;
+  return Ask(
+      Call::kGetPrecisionSupport, "device_get_precision_support",
+      [&](MessageWriter& w) {
+        w.Put(a->device);
+        w.Put(a->op_class);
+        w.Put(a->precision);
+      },
+      [&](MessageReader& r) {
+        std::string reason;
+        if (!r.Get(&a->level) || !r.GetString(&reason) ||
+            !r.Get(&a->speed_vs_f32)) {
+          return false;
+        }
+        a->reason = Keep(std::move(reason));
+        return true;
+      });
 }
 
 }  // namespace mixrt::isolation

@@ -68,8 +68,12 @@ inline void ErrorGetCode(MixrtError_GetCode_Args* a) {
   a->code = reinterpret_cast<const ProxyError*>(a->error)->code;
 }
 
-// How long to spin for an answer to a call whose last run took `last`
-// (zero: never ran): short ones are worth it, long ones are slept on.
+// How long to spin for the answer to a fused kernel's or a kernel graph's
+// run whose last run took `last` (zero: never ran): a short one is worth
+// it; during a long one the spin would only take a core from the plugin's
+// workers. Other calls, kernel launches included, spin kDefaultSpin. This
+// side never yields while spinning: measured on 2 cores, sched_yield here
+// made the recipe's large GEMMs 35% slower for the rest of the run.
 absl::Duration SpinFor(absl::Duration last);
 
 class PluginHostProcess : public PluginProcess {
@@ -154,17 +158,16 @@ class PluginHostProcess : public PluginProcess {
     int32_t device = 0;
     int32_t num_values = 0;
     int32_t num_symbols = 0;
-    absl::Duration last_run;  // As last_launch_.
+    absl::Duration last_run;  // For SpinFor.
   };
   // One request and its response, under call_mu_. On success `reader` is
   // past the plugin's status and at the call's outputs; else the error.
-  // `spin`: how long to spin before sleeping on the answer.
+  // `what` names the call in errors, with " (launch N)" when `launch` is
+  // not 0; `spin`: how long to spin before sleeping on the answer.
   MixrtError* Exchange(Call call, const MessageWriter& request,
-                       const std::string& what, absl::Duration timeout,
+                       absl::string_view what, absl::Duration timeout,
                        std::optional<MessageReader>* reader,
-                       absl::Duration spin = kDefaultSpin);
-  // How long to spin for a launch of `op`, from its last launch's time.
-  absl::Duration LaunchSpin(uint32_t op) const;
+                       absl::Duration spin = kDefaultSpin, uint64_t launch = 0);
   // Writes `count`, then where each of `places` (memory of `device`) is for
   // the plugin's process; an error naming `what` and the index for host
   // memory outside the arena.
@@ -173,11 +176,26 @@ class PluginHostProcess : public PluginProcess {
   // A call whose answer is just a status.
   template <typename Fill>
   MixrtError* Simple(Call call, const char* what, const Fill& fill) {
+    return Ask(call, what, fill, [](MessageReader&) { return true; });
+  }
+  // A call whose answer carries outputs: `fill` writes the request, `read`
+  // takes the outputs (under the call lock) and says whether they were
+  // well formed; "malformed <what>" when not.
+  template <typename Fill, typename Read>
+  MixrtError* Ask(Call call, const char* what, const Fill& fill,
+                  const Read& read) {
     std::lock_guard<std::mutex> lock(call_mu_);
     MessageWriter w(block_->payload);
     fill(w);
-    std::optional<MessageReader> reader;
-    return Exchange(call, w, what, options_.call_timeout, &reader);
+    std::optional<MessageReader> r;
+    if (MixrtError* e = Exchange(call, w, what, options_.call_timeout, &r)) {
+      return e;
+    }
+    if (!read(*r)) {
+      return MakeError(MIXRT_ERROR_CODE_INTERNAL,
+                       std::string("malformed ") + what);
+    }
+    return nullptr;
   }
   MixrtError* Unavailable() const {
     return MakeError(
@@ -234,16 +252,10 @@ class PluginHostProcess : public PluginProcess {
   uint64_t staging_ = 0;  // Arena offset; kStagingBytes long once made.
   bool have_staging_ = false;
   uint64_t launches_ = 0;
-  // Per op, how long its last launch took: a short one is worth spinning
-  // for; during a long one the spin would only take a core from the
-  // plugin's workers. (This side never yields while spinning: measured on
-  // 2 cores, sched_yield here, even in short launches only, made the
-  // recipe's long GEMMs 35% slower for the rest of the run.)
-  std::array<absl::Duration, MIXRT_OP_COUNT> last_launch_{};
   std::map<uint64_t, KernelInfo> kernels_;  // By the plugin's handle.
   // Kernel graphs by the plugin's handle: device and buffer count (each run
-  // sends that many base addresses), and the last run's time (as
-  // last_launch_).
+  // sends that many base addresses), and the last run's time (for
+  // SpinFor).
   struct GraphInfo {
     int32_t device = 0;
     int32_t num_buffers = 0;
