@@ -80,14 +80,17 @@ absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
   MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
-                         sdk::DecodeOptimizerStep(call, a.flags, 4));
+                         sdk::DecodeOptimizerStep(call, a.flags,
+                                                  sdk::AdamWOutputs(a.flags)));
   const StepGuards guards = Guards(decoded);
   MIXRT_RETURN_IF_ERROR(sdk::ExpectF32Scalar(call, call.outputs[3], "step"));
   auto* step = static_cast<float*>(call.outputs[3].data());
+  const bool amsgrad = (a.flags & MIXRT_OPTIM_AMSGRAD) != 0;
   const AdamWFunctor f{Tensor(call.outputs[0]),
                        Tensor(call.inputs[0]),
                        Tensor(call.outputs[1]),
                        Tensor(call.outputs[2]),
+                       amsgrad ? Tensor(call.outputs[4]) : DeviceTensor(),
                        step,
                        a,
                        guards};

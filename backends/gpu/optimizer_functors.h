@@ -96,6 +96,7 @@ struct AdamWFunctor {
   DeviceTensor grad;
   DeviceTensor exp_avg;
   DeviceTensor exp_avg_sq;
+  DeviceTensor max_exp_avg_sq;  // AMSGrad only.
   const float* step;
   MixrtAdamWAttrs attrs;
   StepGuards guards;
@@ -110,8 +111,16 @@ struct AdamWFunctor {
     // The step lives on the device: each thread derives the constants.
     const sdk::AdamWStepConstants<float> c =
         sdk::AdamWConstants<float>(attrs, *step + 1.0f);
-    param.StoreFloat(
-        po, sdk::AdamWElement<float>(c, param.LoadFloat(po), g, &m, &v));
+    if (attrs.flags & MIXRT_OPTIM_AMSGRAD) {
+      const int64_t xo = max_exp_avg_sq.Offset(i);
+      float v_max = max_exp_avg_sq.LoadFloat(xo);
+      param.StoreFloat(po, sdk::AdamWElement<float>(c, param.LoadFloat(po), g,
+                                                    &m, &v, &v_max));
+      max_exp_avg_sq.StoreFloat(xo, v_max);
+    } else {
+      param.StoreFloat(
+          po, sdk::AdamWElement<float>(c, param.LoadFloat(po), g, &m, &v));
+    }
     exp_avg.StoreFloat(mo, m);
     exp_avg_sq.StoreFloat(vo, v);
   }

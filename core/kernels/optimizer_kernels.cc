@@ -141,11 +141,24 @@ absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
 absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
                          const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& step, MixrtAdamWAttrs attrs,
-                         const StepScaling& scaling) {
+                         const StepScaling& scaling,
+                         const Tensor& max_exp_avg_sq) {
   constexpr absl::string_view kOp = "adamw_step_";
   MIXRT_RETURN_IF_ERROR(CheckMasterWeight(param, kOp));
   MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg, "exp_avg", kOp));
   MIXRT_RETURN_IF_ERROR(CheckState(param, exp_avg_sq, "exp_avg_sq", kOp));
+  const bool amsgrad = max_exp_avg_sq.defined();
+  if (amsgrad) {
+    MIXRT_RETURN_IF_ERROR(
+        CheckState(param, max_exp_avg_sq, "max_exp_avg_sq", kOp));
+    const uint32_t minor = param.device().backend()->identity().abi_minor;
+    if (minor < 2) {
+      return absl::UnimplementedError(absl::StrCat(
+          kOp, ": amsgrad needs a plugin of ABI 1.2 or later; ",
+          param.device().backend()->name(), " is ABI 1.", minor,
+          " and would step as plain AdamW"));
+    }
+  }
   MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, step, kOp));
   if (step.numel() != 1 || step.dtype() != DType::kF32) {
     return absl::InvalidArgumentError(
@@ -153,9 +166,13 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
   }
   MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> ins,
                          Inputs(param, grad, scaling, kOp, &attrs.flags));
+  // Said by max_exp_avg_sq alone, as the scalars' bits by the scalars.
+  if (amsgrad) attrs.flags |= MIXRT_OPTIM_AMSGRAD;
   attrs.struct_size = sizeof(attrs);
-  const Tensor outs[] = {param, exp_avg, exp_avg_sq, step};
-  return LaunchKernel(MIXRT_OP_ADAMW_STEP, ins, outs, &attrs);
+  const Tensor outs[] = {param, exp_avg, exp_avg_sq, step, max_exp_avg_sq};
+  return LaunchKernel(MIXRT_OP_ADAMW_STEP,
+                      absl::MakeConstSpan(ins),
+                      absl::MakeConstSpan(outs, amsgrad ? 5 : 4), &attrs);
 }
 
 }  // namespace mixrt::kernels

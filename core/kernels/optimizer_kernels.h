@@ -35,10 +35,14 @@ absl::Status multi_tensor_sgd_step_(absl::Span<const Tensor> params,
                                     const StepScaling& scaling = {});
 
 // param, exp_avg, exp_avg_sq (f32) and step (f32 [1]) updated in place.
+// With max_exp_avg_sq defined (f32, the param's shape): AMSGrad
+// (MIXRT_OPTIM_AMSGRAD, ABI 1.2), refused on an older plugin that would
+// not know the flag.
 absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
                          const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& step, MixrtAdamWAttrs attrs,
-                         const StepScaling& scaling = {});
+                         const StepScaling& scaling = {},
+                         const Tensor& max_exp_avg_sq = Tensor());
 
 }  // namespace mixrt::kernels
 

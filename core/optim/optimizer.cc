@@ -316,6 +316,7 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
       options_(options),
       exp_avg_(params_.size()),
       exp_avg_sq_(params_.size()),
+      max_exp_avg_sq_(params_.size()),
       step_(params_.size()) {
   if (options_status_.ok()) options_status_ = CheckAdamWOptions(options);
 }
@@ -350,6 +351,10 @@ absl::Status AdamW::step(const kernels::StepScaling& scaling) {
       MIXRT_ASSIGN_OR_RETURN(exp_avg_sq_[i],
                              zeros(p.shape(), DType::kF32, p.device()));
       MIXRT_ASSIGN_OR_RETURN(step_[i], zeros({1}, DType::kF32, p.device()));
+      if (options_.amsgrad) {
+        MIXRT_ASSIGN_OR_RETURN(max_exp_avg_sq_[i],
+                               zeros(p.shape(), DType::kF32, p.device()));
+      }
     }
     const Group& group = GroupOf(i);
     MixrtAdamWAttrs a{};
@@ -361,7 +366,8 @@ absl::Status AdamW::step(const kernels::StepScaling& scaling) {
     MIXRT_ASSIGN_OR_RETURN(Tensor grad,
                            StepGradient(p.grad(), options_.maximize));
     MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(
-        p.detach(), grad, exp_avg_[i], exp_avg_sq_[i], step_[i], a, scaling));
+        p.detach(), grad, exp_avg_[i], exp_avg_sq_[i], step_[i], a, scaling,
+        max_exp_avg_sq_[i]));
   }
   return absl::OkStatus();
 }
@@ -373,6 +379,10 @@ std::vector<std::pair<std::string, Tensor>> AdamW::state_dict() const {
     state.emplace_back(absl::StrCat(i, ".exp_avg"), exp_avg_[i]);
     state.emplace_back(absl::StrCat(i, ".exp_avg_sq"), exp_avg_sq_[i]);
     state.emplace_back(absl::StrCat(i, ".step"), step_[i]);
+    if (options_.amsgrad) {
+      state.emplace_back(absl::StrCat(i, ".max_exp_avg_sq"),
+                         max_exp_avg_sq_[i]);
+    }
   }
   return state;
 }
@@ -441,6 +451,20 @@ absl::Status AdamW::check_state_dict(
       return absl::InvalidArgumentError(
           absl::StrCat("optimizer state for parameter ", i, " is incomplete"));
     }
+    // AMSGrad's maximum is there exactly when this optimizer keeps one: a
+    // plain AdamW would drop it, an AMSGrad one would restart it from 0.
+    MIXRT_ASSIGN_OR_RETURN(
+        const bool x,
+        CheckStateTensor(state, absl::StrCat(i, ".max_exp_avg_sq"),
+                         params_[i].shape()));
+    if (m && x != options_.amsgrad) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer state for parameter ", i,
+          x ? " has max_exp_avg_sq (saved with amsgrad); this AdamW has "
+              "amsgrad=false"
+            : " has no max_exp_avg_sq (saved without amsgrad); this AdamW "
+              "has amsgrad=true"));
+    }
   }
   return absl::OkStatus();
 }
@@ -448,16 +472,20 @@ absl::Status AdamW::check_state_dict(
 absl::Status AdamW::load_state_dict(
     const std::map<std::string, Tensor>& state) {
   MIXRT_RETURN_IF_ERROR(check_state_dict(state));
-  std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size());
+  std::vector<Tensor> m(params_.size()), v(params_.size()), s(params_.size()),
+      x(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     MIXRT_ASSIGN_OR_RETURN(m[i], StateCopy(state, absl::StrCat(i, ".exp_avg")));
     MIXRT_ASSIGN_OR_RETURN(v[i],
                            StateCopy(state, absl::StrCat(i, ".exp_avg_sq")));
     MIXRT_ASSIGN_OR_RETURN(s[i], StateCopy(state, absl::StrCat(i, ".step")));
+    MIXRT_ASSIGN_OR_RETURN(
+        x[i], StateCopy(state, absl::StrCat(i, ".max_exp_avg_sq")));
   }
   exp_avg_ = std::move(m);
   exp_avg_sq_ = std::move(v);
   step_ = std::move(s);
+  max_exp_avg_sq_ = std::move(x);
   return absl::OkStatus();
 }
 

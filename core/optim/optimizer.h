@@ -166,6 +166,10 @@ struct AdamWOptions {
   double weight_decay = 1e-2;
   // Ascends the objective: each step takes -grad (torch's maximize=True).
   bool maximize = false;
+  // AMSGrad (torch's amsgrad=True): the denominator takes the running
+  // maximum of exp_avg_sq, one more f32 state tensor per parameter
+  // ("<i>.max_exp_avg_sq"). Needs a plugin of ABI 1.2.
+  bool amsgrad = false;
 };
 
 absl::Status CheckAdamWOptions(const AdamWOptions& options);
@@ -191,7 +195,8 @@ class AdamW : public Optimizer {
 
  private:
   AdamWOptions options_;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_, step_;
+  // max_exp_avg_sq_ stays undefined without amsgrad.
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, max_exp_avg_sq_, step_;
 };
 
 // Scales gradients so their global norm of order norm_type (> 0, or

@@ -235,7 +235,8 @@ typedef enum MixrtOp {
   MIXRT_OP_SGD_STEP = 22,
   /* One parameter's AdamW step (decoupled weight decay). inputs as for SGD;
    * outputs (param, exp_avg, exp_avg_sq, step f32 [1]) in place, f32. step
-   * is incremented unless found_inf. attrs: MixrtAdamWAttrs. */
+   * is incremented unless found_inf. attrs: MixrtAdamWAttrs; with
+   * MIXRT_OPTIM_AMSGRAD a fifth output max_exp_avg_sq (ABI 1.2). */
   MIXRT_OP_ADAMW_STEP = 23,
 
   /* ---- Convolution and pooling (NCHW) ---- */
@@ -809,6 +810,12 @@ MIXRT_DEFINE_STRUCT_TRAITS(MixrtUpdateScaleAttrs, growth_interval);
 /* Which optional inputs follow grad in an optimizer step. */
 #define MIXRT_OPTIM_HAS_GRAD_SCALE (1u << 0)
 #define MIXRT_OPTIM_HAS_FOUND_INF (1u << 1)
+/* AdamW only (ABI 1.2): AMSGrad. A fifth output max_exp_avg_sq (f32, the
+ * param's shape, in place) keeps the running maximum of exp_avg_sq, and
+ * the denominator takes it instead of exp_avg_sq (torch.optim.AdamW's
+ * amsgrad=True). A plugin refuses flag bits it does not know: ignoring
+ * this one would silently step as plain AdamW. */
+#define MIXRT_OPTIM_AMSGRAD (1u << 2)
 
 typedef struct MixrtSgdAttrs {
   size_t struct_size;

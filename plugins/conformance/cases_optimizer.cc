@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/kernels/amp_kernels.h"
 #include "core/kernels/optimizer_kernels.h"
+#include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
 #include "gtest/gtest.h"
 #include "plugins/conformance/case_util.h"
@@ -82,6 +83,41 @@ void AddOptimizerCases(std::vector<Case>* cases) {
                  if (!s.ok()) return s;
                }
                return std::vector<Tensor>{*p, *buf, *p2, *m, *v, *step};
+             },
+             Fixed({1e-5, 1e-6, {}}), kSeed);
+       }});
+  // ABI 1.2: AMSGrad. A large first gradient, then smaller ones, so the
+  // running maximum stays above exp_avg_sq and decides the steps.
+  cases->push_back(
+      {"optimizer/adamw_amsgrad", MIXRT_OP_CLASS_OPTIMIZER, DType::kF32,
+       [](const Devices& d) {
+         CompareOp(
+             d, {{{513, 7}}, {{513, 7}}},
+             [](const std::vector<Tensor>& in) -> Outputs {
+               const Device& dev = in[0].device();
+               auto p = in[0].clone();
+               auto m = zeros({513, 7}, DType::kF32, dev);
+               auto v = zeros({513, 7}, DType::kF32, dev);
+               auto v_max = zeros({513, 7}, DType::kF32, dev);
+               auto step = zeros({1}, DType::kF32, dev);
+               auto large = scale(in[1], 8.0);
+               if (!p.ok() || !m.ok() || !v.ok() || !v_max.ok() ||
+                   !step.ok() || !large.ok()) {
+                 return absl::InternalError("setup failed");
+               }
+               MixrtAdamWAttrs adam{};
+               adam.lr = 1e-2;
+               adam.beta1 = 0.9;
+               adam.beta2 = 0.9;
+               adam.eps = 1e-8;
+               adam.weight_decay = 0.01;
+               for (int i = 0; i < 4; ++i) {
+                 absl::Status s =
+                     adamw_step_(*p, i == 0 ? *large : in[1], *m, *v, *step,
+                                 adam, {}, *v_max);
+                 if (!s.ok()) return s;
+               }
+               return std::vector<Tensor>{*p, *m, *v, *v_max, *step};
              },
              Fixed({1e-5, 1e-6, {}}), kSeed);
        }});

@@ -73,8 +73,8 @@ bool Prepare(const sdk::KernelCall& call, uint32_t flags, double* inv_scale) {
 sdk::Status Sgd(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtSgdAttrs>());
   const MixrtSgdAttrs a = *attrs;
-  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, a.momentum ? 2 : 1));
+  MIXRT_RETURN_IF_ERROR(
+      sdk::DecodeOptimizerStep(call, a.flags, a.momentum ? 2 : 1).status());
   double inv_scale;
   if (!Prepare(call, a.flags, &inv_scale)) return sdk::OkStatus();
   const TensorRef& p = call.outputs[0];
@@ -95,29 +95,37 @@ sdk::Status Sgd(const sdk::KernelCall& call) {
 sdk::Status AdamW(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
-  const size_t inputs = 1 + sdk::OptimizerOptionalInputs(a.flags);
-  MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, 4));
+  MIXRT_RETURN_IF_ERROR(
+      sdk::DecodeOptimizerStep(call, a.flags, sdk::AdamWOutputs(a.flags))
+          .status());
   double inv_scale;
   if (!Prepare(call, a.flags, &inv_scale)) return sdk::OkStatus();
   const TensorRef& p = call.outputs[0];
   const TensorRef& m = call.outputs[1];
   const TensorRef& v = call.outputs[2];
   const TensorRef& step_t = call.outputs[3];
+  const bool amsgrad = (a.flags & MIXRT_OPTIM_AMSGRAD) != 0;
+  // Without AMSGrad, v stands in for the maximum it would keep.
+  const TensorRef& v_max = call.outputs[amsgrad ? 4 : 2];
   const double step = step_t.LoadFloat(0) + 1.0;
   step_t.StoreFloat(0, static_cast<float>(step));
   const TensorRef& g = call.inputs[0];
   const sdk::AdamWStepConstants<double> c =
       sdk::AdamWConstants<double>(a, step);
-  sdk::ForEachElement<4>(
-      p.ndim(), p.shape(), {p.strides(), g.strides(), m.strides(), v.strides()},
-      [&](const std::array<int64_t, 4>& o) {
+  sdk::ForEachElement<5>(
+      p.ndim(), p.shape(),
+      {p.strides(), g.strides(), m.strides(), v.strides(), v_max.strides()},
+      [&](const std::array<int64_t, 5>& o) {
         double mm = m.LoadFloat(o[2]);
         double vv = v.LoadFloat(o[3]);
+        double vmax = v_max.LoadFloat(o[4]);
         const double np = sdk::AdamWElement<double>(
-            c, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &mm, &vv);
+            c, p.LoadFloat(o[0]), g.LoadFloat(o[1]) * inv_scale, &mm, &vv,
+            amsgrad ? &vmax : nullptr);
         p.StoreFloat(o[0], static_cast<float>(np));
         m.StoreFloat(o[2], static_cast<float>(mm));
         v.StoreFloat(o[3], static_cast<float>(vv));
+        if (amsgrad) v_max.StoreFloat(o[4], static_cast<float>(vmax));
       });
   return sdk::OkStatus();
 }

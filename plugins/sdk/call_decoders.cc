@@ -11,6 +11,13 @@ namespace mixrt::sdk {
 StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
                                                 uint32_t flags,
                                                 size_t state_outputs) {
+  if ((flags & ~KnownOptimizerFlags(call.op)) != 0) {
+    return InvalidArgumentError(
+        StrCat(MixrtOpName(call.op), ": unknown optimizer flags ",
+               flags & ~KnownOptimizerFlags(call.op),
+               " (this plugin knows grad_scale, found_inf and AdamW's "
+               "amsgrad)"));
+  }
   const size_t inputs = 1 + OptimizerOptionalInputs(flags);
   MIXRT_RETURN_IF_ERROR(ExpectArity(call, inputs, inputs, state_outputs));
   for (const TensorRef& t : call.outputs) {

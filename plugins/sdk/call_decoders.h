@@ -28,8 +28,9 @@ struct OptimizerStepCall {
   const TensorRef* found_inf = nullptr;   // f32 [1], when flagged.
 };
 
-// `state_outputs` counts the param too (SGD: 1 or 2, AdamW: 4). The
-// outputs must be f32 and the gradient floating, with the param's shape.
+// `state_outputs` counts the param too (SGD: 1 or 2, AdamW:
+// AdamWOutputs(flags)). The outputs must be f32 and the gradient floating,
+// with the param's shape; flag bits the op does not know are refused.
 StatusOr<OptimizerStepCall> DecodeOptimizerStep(const KernelCall& call,
                                                 uint32_t flags,
                                                 size_t state_outputs);

@@ -40,6 +40,20 @@ MIXRT_HOST_DEVICE inline T SgdElement(const MixrtSgdAttrs& a, T param, T grad,
   return param - T(a.lr) * d;
 }
 
+// The optimizer flags a plugin of this SDK knows for `op`: a bit outside
+// them is refused, never ignored (an ignored MIXRT_OPTIM_AMSGRAD would step
+// as plain AdamW without a word).
+MIXRT_HOST_DEVICE inline uint32_t KnownOptimizerFlags(uint32_t op) {
+  const uint32_t common = MIXRT_OPTIM_HAS_GRAD_SCALE | MIXRT_OPTIM_HAS_FOUND_INF;
+  return op == MIXRT_OP_ADAMW_STEP ? common | MIXRT_OPTIM_AMSGRAD : common;
+}
+
+// An AdamW step's outputs: param, exp_avg, exp_avg_sq, step, and with
+// AMSGrad max_exp_avg_sq.
+MIXRT_HOST_DEVICE inline int AdamWOutputs(uint32_t flags) {
+  return (flags & MIXRT_OPTIM_AMSGRAD) ? 5 : 4;
+}
+
 // What an AdamW step shares across its elements, computed once per step:
 // the two pow() of the bias corrections per element were most of a CPU
 // step's time.
@@ -68,14 +82,28 @@ MIXRT_HOST_DEVICE inline AdamWStepConstants<T> AdamWConstants(
           T(a.eps)};
 }
 
-// One AdamW element; returns the new parameter.
+// torch.maximum: NaN when either is NaN.
+template <typename T>
+MIXRT_HOST_DEVICE inline T MaximumPropagatingNan(T a, T b) {
+  return (a >= b || a != a) ? a : b;
+}
+
+// One AdamW element; returns the new parameter. With `max_exp_avg_sq`
+// (AMSGrad) the denominator takes the running maximum of exp_avg_sq, kept
+// there, as torch.optim.AdamW(amsgrad=True).
 template <typename T>
 MIXRT_HOST_DEVICE inline T AdamWElement(const AdamWStepConstants<T>& c, T param,
-                                        T grad, T* exp_avg, T* exp_avg_sq) {
+                                        T grad, T* exp_avg, T* exp_avg_sq,
+                                        T* max_exp_avg_sq = nullptr) {
   param *= c.decay;
   *exp_avg = c.beta1 * *exp_avg + c.one_minus_beta1 * grad;
   *exp_avg_sq = c.beta2 * *exp_avg_sq + c.one_minus_beta2 * grad * grad;
-  const T denom = std::sqrt(*exp_avg_sq) / c.sqrt_bias2 + c.eps;
+  T second = *exp_avg_sq;
+  if (max_exp_avg_sq != nullptr) {
+    second = MaximumPropagatingNan(*max_exp_avg_sq, second);
+    *max_exp_avg_sq = second;
+  }
+  const T denom = std::sqrt(second) / c.sqrt_bias2 + c.eps;
   return param - c.step_size * (*exp_avg / denom);
 }
 

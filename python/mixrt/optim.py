@@ -121,13 +121,11 @@ class SGD(Optimizer):
 class AdamW(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
                  weight_decay=1e-2, amsgrad=False, *, maximize=False):
-        if amsgrad:
-            raise ValueError("AdamW: amsgrad is not supported yet")
         groups = _param_groups(params)
         impl = _mixrt.AdamW._create(_group_specs(groups), float(lr),
                                     float(betas[0]), float(betas[1]),
                                     float(eps), float(weight_decay),
-                                    bool(maximize))
+                                    bool(amsgrad), bool(maximize))
         super().__init__(impl, groups, dict(
             lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
             amsgrad=amsgrad, maximize=maximize))

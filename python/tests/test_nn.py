@@ -275,6 +275,33 @@ def test_maximize_ascends():
         assert a.detach().numpy()[0] > 1.0
 
 
+def test_adamw_amsgrad_against_numpy():
+    # torch.optim.AdamW(amsgrad=True) in double: a large gradient, then
+    # small ones, so the running maximum of exp_avg_sq decides the steps.
+    lr, b1, b2, eps, wd = 0.1, 0.9, 0.99, 1e-8, 0.01
+    p = nn.Parameter(mixrt.tensor([1.0, -2.0, 0.5]))
+    opt = mixrt.optim.AdamW([p], lr=lr, betas=(b1, b2), eps=eps,
+                            weight_decay=wd, amsgrad=True)
+    want = np.array([1.0, -2.0, 0.5])
+    m = np.zeros(3)
+    v = np.zeros(3)
+    v_max = np.zeros(3)
+    for t, scale in enumerate([4.0, 0.3, 0.3, 0.3], start=1):
+        g = scale * np.array([0.5, -1.0, 0.25])
+        (p * mixrt.tensor(g.astype(np.float32))).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        want *= 1 - lr * wd
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        v_max = np.maximum(v_max, v)
+        denom = np.sqrt(v_max) / np.sqrt(1 - b2 ** t) + eps
+        want -= lr / (1 - b1 ** t) * m / denom
+        # f32 state over a few steps of size ~lr.
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5,
+                                   atol=1e-6)
+
+
 def test_lambda_lr_and_reduce_on_plateau():
     opt = _sgd(0.1)
     sched = mixrt.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)

@@ -184,39 +184,51 @@ TEST(OptimizerFunctors, SgdWithMomentumNesterovAndGuards) {
   }
 }
 
+// Plain and AMSGrad (a maximum above some of exp_avg_sq's new values and
+// below others), stepped and skipped, against the reference plugin.
 TEST(OptimizerFunctors, AdamWStepAndCount) {
-  for (double found : {0.0, 1.0}) {
-    const MixrtAdamWAttrs attrs{sizeof(MixrtAdamWAttrs),
-                                nullptr,
-                                MIXRT_OPTIM_HAS_FOUND_INF,
-                                1e-3,
-                                0.9,
-                                0.999,
-                                1e-8,
-                                0.01};
-    HostTensor p(MIXRT_DTYPE_F32, {257}), m(MIXRT_DTYPE_F32, {257}),
-        v(MIXRT_DTYPE_F32, {257});
-    p.FillRandom(40);
-    m.FillRandom(41, 0.1);
-    v.FillRandom(42, 0.1);
-    for (int64_t i = 0; i < 257; ++i) v.Set(i, std::fabs(v.Get(i)));
-    HostTensor step = Scalar(MIXRT_DTYPE_F32, 4);
-    const HostTensor g = HostTensor(MIXRT_DTYPE_F32, {257}).FillRandom(43);
-    const HostTensor found_inf = Scalar(MIXRT_DTYPE_F32, found);
-    HostTensor pw = p.Clone(), mw = m.Clone(), vw = v.Clone(),
-               sw = step.Clone();
-    RunReference(MIXRT_OP_ADAMW_STEP, {&g, &found_inf}, {&pw, &mw, &vw, &sw},
-                 &attrs);
-    const gpu::StepGuards guards{nullptr, F32(found_inf)};
-    RunElementwiseOnHost(
-        gpu::AdamWFunctor{p.device(), g.device(), m.device(), v.device(),
-                          F32(step), attrs, guards},
-        257);
-    RunElementwiseOnHost(gpu::AdamWStepCountFunctor{F32(step), guards}, 1);
-    ExpectNear(p.Values(), pw.Values(), 1e-6, 1.0, "adamw param");
-    ExpectNear(m.Values(), mw.Values(), 1e-6, 1.0, "adamw exp_avg");
-    ExpectNear(v.Values(), vw.Values(), 1e-5, 1e-6, "adamw exp_avg_sq");
-    EXPECT_EQ(step.Get(0), sw.Get(0));
+  for (uint32_t amsgrad : {0u, MIXRT_OPTIM_AMSGRAD}) {
+    for (double found : {0.0, 1.0}) {
+      const MixrtAdamWAttrs attrs{sizeof(MixrtAdamWAttrs),
+                                  nullptr,
+                                  MIXRT_OPTIM_HAS_FOUND_INF | amsgrad,
+                                  1e-3,
+                                  0.9,
+                                  0.999,
+                                  1e-8,
+                                  0.01};
+      HostTensor p(MIXRT_DTYPE_F32, {257}), m(MIXRT_DTYPE_F32, {257}),
+          v(MIXRT_DTYPE_F32, {257}), v_max(MIXRT_DTYPE_F32, {257});
+      p.FillRandom(40);
+      m.FillRandom(41, 0.1);
+      v.FillRandom(42, 0.1);
+      v_max.FillRandom(44, 0.1);
+      for (int64_t i = 0; i < 257; ++i) {
+        v.Set(i, std::fabs(v.Get(i)));
+        v_max.Set(i, std::fabs(v_max.Get(i)));
+      }
+      HostTensor step = Scalar(MIXRT_DTYPE_F32, 4);
+      const HostTensor g = HostTensor(MIXRT_DTYPE_F32, {257}).FillRandom(43);
+      const HostTensor found_inf = Scalar(MIXRT_DTYPE_F32, found);
+      HostTensor pw = p.Clone(), mw = m.Clone(), vw = v.Clone(),
+                 sw = step.Clone(), xw = v_max.Clone();
+      std::vector<const HostTensor*> outs = {&pw, &mw, &vw, &sw};
+      if (amsgrad) outs.push_back(&xw);
+      RunReference(MIXRT_OP_ADAMW_STEP, {&g, &found_inf}, outs, &attrs);
+      const gpu::StepGuards guards{nullptr, F32(found_inf)};
+      RunElementwiseOnHost(
+          gpu::AdamWFunctor{p.device(), g.device(), m.device(), v.device(),
+                            amsgrad ? v_max.device() : gpu::DeviceTensor(),
+                            F32(step), attrs, guards},
+          257);
+      RunElementwiseOnHost(gpu::AdamWStepCountFunctor{F32(step), guards}, 1);
+      ExpectNear(p.Values(), pw.Values(), 1e-6, 1.0, "adamw param");
+      ExpectNear(m.Values(), mw.Values(), 1e-6, 1.0, "adamw exp_avg");
+      ExpectNear(v.Values(), vw.Values(), 1e-5, 1e-6, "adamw exp_avg_sq");
+      ExpectNear(v_max.Values(), xw.Values(), 1e-5, 1e-6,
+                 "adamw max_exp_avg_sq");
+      EXPECT_EQ(step.Get(0), sw.Get(0));
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/compiler/compile.h"
+#include "core/kernels/optimizer_kernels.h"
 #include "core/kernels/pointwise.h"
 #include "core/plugin/registry.h"
 #include "core/tensor/factories.h"
@@ -109,6 +110,24 @@ TEST_P(AbiWindow, EntriesItLacksAreUnimplementedNeverACrash) {
   EXPECT_TRUE(absl::IsUnimplemented(diff.status())) << diff.status();
   EXPECT_THAT(std::string(diff.status().message()),
               ::testing::HasSubstr("binary"));
+}
+
+// AMSGrad is a flag bit of ABI 1.2: a plugin built before it would step
+// as plain AdamW, so the host refuses to send it, naming the version.
+TEST_P(AbiWindow, AmsgradIsRefusedNotSentToAnOlderPlugin) {
+  auto make = [&] { return zeros({3}, DType::kF32, device_); };
+  auto p = make(), g = make(), m = make(), v = make(), v_max = make();
+  auto step = zeros({1}, DType::kF32, device_);
+  ASSERT_TRUE(p.ok() && g.ok() && m.ok() && v.ok() && v_max.ok() && step.ok());
+  MixrtAdamWAttrs attrs{};
+  attrs.lr = 0.1;
+  attrs.beta1 = 0.9;
+  attrs.beta2 = 0.999;
+  const absl::Status s =
+      kernels::adamw_step_(*p, *g, *m, *v, *step, attrs, {}, *v_max);
+  EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("amsgrad needs a plugin of ABI 1.2"));
 }
 
 TEST_P(AbiWindow, CompiledFunctionsRunOpByOpAsEager) {

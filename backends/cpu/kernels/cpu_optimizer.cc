@@ -129,7 +129,8 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
   MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
-                         sdk::DecodeOptimizerStep(call, a.flags, 4));
+                         sdk::DecodeOptimizerStep(call, a.flags,
+                                                  sdk::AdamWOutputs(a.flags)));
   float inv_scale;
   if (!Prepare(decoded, &inv_scale)) return absl::OkStatus();
   auto* step = static_cast<float*>(call.outputs[3].data());
@@ -138,6 +139,9 @@ absl::Status AdamW(const sdk::KernelCall& call) {
   auto* p = static_cast<float*>(call.outputs[0].data());
   auto* m = static_cast<float*>(call.outputs[1].data());
   auto* v = static_cast<float*>(call.outputs[2].data());
+  float* v_max = (a.flags & MIXRT_OPTIM_AMSGRAD)
+                     ? static_cast<float*>(call.outputs[4].data())
+                     : nullptr;
   const TensorRef& g = *decoded.grad;
   const sdk::AdamWStepConstants<float> c = sdk::AdamWConstants<float>(a, t);
   ParallelFor(call.outputs[0].numel(), kGrain, [&](int64_t begin, int64_t end) {
@@ -145,6 +149,14 @@ absl::Status AdamW(const sdk::KernelCall& call) {
     for (int64_t b = begin; b < end; b += kChunk) {
       const int64_t n = std::min(kChunk, end - b);
       const float* grad = FloatsAt(g.data(), g.dtype(), b, n, scratch);
+      if (v_max != nullptr) {
+        for (int64_t i = 0; i < n; ++i) {
+          p[b + i] =
+              sdk::AdamWElement<float>(c, p[b + i], grad[i] * inv_scale,
+                                       &m[b + i], &v[b + i], &v_max[b + i]);
+        }
+        continue;
+      }
       for (int64_t i = 0; i < n; ++i) {
         p[b + i] = sdk::AdamWElement<float>(c, p[b + i], grad[i] * inv_scale,
                                             &m[b + i], &v[b + i]);
