@@ -21,7 +21,7 @@ namespace {
 
 // Bump when what an entry means changes (its payload's layout, or how a
 // graph's structure is written into keys).
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;  // 2: random nodes and their offsets.
 constexpr char kMagic[] = "mixrt-compile-cache";
 constexpr uint64_t kMaxEntryBytes = 64 << 20;
 

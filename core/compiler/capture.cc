@@ -1,5 +1,6 @@
 #include "core/compiler/capture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/node.h"
+#include "core/compiler/random_draws.h"
 #include "core/tensor/capture_hooks.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/generator.h"
@@ -64,7 +66,27 @@ class Recorder : public CaptureHooks {
     if (!SameDevice(outputs.empty() ? Device() : outputs[0].device(), op)) {
       return;
     }
+    if (!MarkRandom(&node)) return;
     graph_.nodes.push_back(std::move(node));
+  }
+
+  void OnRandomDraw(const std::shared_ptr<Generator::State>& source,
+                    uint64_t seed, uint64_t offset, uint64_t blocks) override {
+    if (forward_ != nullptr) {
+      Break(
+          "random numbers were drawn in the backward: a replay of its graph "
+          "would repeat them");
+      return;
+    }
+    int s = 0;
+    while (s < static_cast<int>(sources_.size()) && sources_[s] != source) ++s;
+    if (s == static_cast<int>(sources_.size())) {
+      sources_.push_back(source);  // Held until the capture ends.
+      graph_.random_sources.push_back({source, 0});
+    }
+    RandomSource& r = graph_.random_sources[s];
+    draws_.push_back({s, seed, offset, blocks, r.blocks});
+    r.blocks += static_cast<int64_t>(blocks);
   }
 
   void OnAllocate(const std::shared_ptr<Storage>& storage) override {
@@ -219,8 +241,62 @@ class Recorder : public CaptureHooks {
     return slot;
   }
 
+  // Philox blocks [offset, offset + blocks) the call drew under `seed`
+  // from random source `source`, `relative` blocks after its first draw
+  // from that source.
+  struct Draw {
+    int source;
+    uint64_t seed, offset, blocks;
+    int64_t relative;
+  };
+
+  // A launch reading random numbers keeps their source and place among the
+  // call's draws instead of their seed and offset, which a replay takes
+  // from the generator (random_draws.h). False (a break) when the numbers
+  // were not drawn during the call (a replay would read the same ones), or
+  // when two generators drew them (both with one seed at one offset: which
+  // one a replay should draw from is unknowable).
+  bool MarkRandom(GraphNode* node) {
+    const std::optional<RandomFields> fields =
+        RandomFieldsOf(node->op, node->attrs);
+    if (!fields.has_value()) return true;
+    const uint64_t seed = ReadField(node->attrs, fields->seed_at);
+    const uint64_t offset = ReadField(node->attrs, fields->offset_at);
+    const Draw* found = nullptr;
+    const Recorder& root = forward_ != nullptr ? *forward_ : *this;
+    for (const Draw& d : root.draws_) {
+      // (A draw of no blocks, for an empty tensor, is read at its offset.)
+      if (d.seed != seed || offset < d.offset ||
+          offset - d.offset >= std::max<uint64_t>(d.blocks, 1)) {
+        continue;
+      }
+      if (found != nullptr && found->source != d.source) {
+        Break(absl::StrCat(MixrtOpName(node->op),
+                           " read random numbers that two generators drew "
+                           "(one seed, one offset): a replay could not tell "
+                           "which to draw from"));
+        return false;
+      }
+      found = &d;
+    }
+    if (found == nullptr) {
+      Break(absl::StrCat(MixrtOpName(node->op),
+                         " read random numbers drawn before the call: a "
+                         "replay would read the same ones"));
+      return false;
+    }
+    node->random_source = found->source;
+    node->random_offset =
+        found->relative + static_cast<int64_t>(offset - found->offset);
+    WriteField(&node->attrs, fields->seed_at, 0);
+    WriteField(&node->attrs, fields->offset_at, 0);
+    return true;
+  }
+
   const std::vector<Tensor>& inputs_;
   Recorder* forward_;
+  std::vector<Draw> draws_;
+  std::vector<std::shared_ptr<Generator::State>> sources_;
   const std::vector<Tensor>* parameters_;
   int engine_reports_expected_ = 0;
   std::vector<HostGuard> host_guards_;
@@ -362,7 +438,6 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
     const TracedFunction& fn, const std::vector<Tensor>& inputs,
     const std::vector<Tensor>* parameters) {
   Recorder recorder(inputs, nullptr, parameters);
-  const uint64_t random_offset = DefaultGenerator().offset();
   const uint64_t first_node = NodesCreated();
   absl::StatusOr<std::vector<Tensor>> outputs;
   {
@@ -373,11 +448,6 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
   if (!outputs.ok()) return outputs.status();
   CaptureOutcome outcome;
   outcome.outputs = *std::move(outputs);
-  if (DefaultGenerator().offset() != random_offset) {
-    recorder.Break(
-        "random numbers were drawn (dropout in training mode, random "
-        "tensors): a replay would repeat the same draws");
-  }
   for (const Tensor& t : outcome.outputs) {
     if (!t.defined()) recorder.Break("a result is an undefined tensor");
   }
@@ -394,8 +464,6 @@ absl::StatusOr<CaptureOutcome> CaptureCall(
                         parameters, &graphs, &outcome.host_guards);
     if (!why.empty()) {
       recorder.Break(why);
-    } else if (DefaultGenerator().offset() != random_offset) {
-      recorder.Break("random numbers were drawn in the backward");
     } else {
       outcome.training = std::move(graphs);
     }

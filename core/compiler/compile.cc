@@ -22,6 +22,7 @@
 #include "core/compiler/lower.h"
 #include "core/compiler/passes.h"
 #include "core/compiler/plan.h"
+#include "core/compiler/random_draws.h"
 #include "core/compiler/symbolic.h"
 #include "core/compiler/trace_entry.h"
 #include "core/compiler/training_passes.h"
@@ -73,12 +74,14 @@ class CompiledBackwardNode : public Node {
                        const compiler::TrainingGraphs& training,
                        std::vector<compiler::SavedMemory> saved,
                        std::vector<Tensor> results,
-                       std::vector<std::shared_ptr<Storage>> constants)
+                       std::vector<std::shared_ptr<Storage>> constants,
+                       compiler::RandomBase random)
       : Node("CompiledFunctionBackward"),
         plan_(std::move(plan)),
         sink_result_(training.sink_result),
         saved_(std::move(saved)),
-        constants_(std::move(constants)) {
+        constants_(std::move(constants)),
+        random_(random) {
     for (int k : training.grad_outputs) {
       result_dtypes_.push_back(results[k].dtype());
       result_shapes_.push_back(results[k].shape());
@@ -109,7 +112,8 @@ class CompiledBackwardNode : public Node {
     }
     const std::vector<std::shared_ptr<Storage>> constants = constants_;
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                           plan_->Run(grads, std::move(saved)));
+                           plan_->Run(grads, std::move(saved),
+                                      /*saved_out=*/nullptr, &random_));
     std::vector<Tensor> out;
     for (int r : sink_result_) {
       out.push_back(r >= 0 ? results[r] : Tensor());
@@ -129,6 +133,8 @@ class CompiledBackwardNode : public Node {
   // The graphs' constants, held from the forward to the backward as an
   // eager graph's saved tensors hold the weights they read.
   std::vector<std::shared_ptr<Storage>> constants_;
+  // The numbers its forward drew, which a dropout's backward regenerates.
+  compiler::RandomBase random_;
   std::vector<DType> result_dtypes_;
   std::vector<Shape> result_shapes_;
 };
@@ -170,7 +176,11 @@ bool ConstantsAreParameters(const compiler::Graph& g,
 // g with its constants bound to `parameters`.
 std::optional<compiler::Graph> Rebind(compiler::Graph g,
                                       const std::vector<Tensor>& parameters) {
-  if (!ConstantsAreParameters(g, parameters)) return std::nullopt;
+  // A generator of the traced instance's own is not this one's.
+  if (!ConstantsAreParameters(g, parameters) ||
+      !compiler::DrawsOnlyFromDefaultGenerator(g)) {
+    return std::nullopt;
+  }
   for (compiler::StorageSlot& slot : g.slots) {
     if (slot.kind == compiler::StorageSlot::Kind::kConstant) {
       slot.constant = parameters[slot.parameter].storage();
@@ -258,13 +268,18 @@ struct CompiledFunction::State {
   static absl::StatusOr<std::vector<Tensor>> Replay(
       const Entry& entry, const std::vector<Tensor>& inputs,
       std::vector<std::shared_ptr<Storage>> pins) {
-    if (entry.backward == nullptr) return entry.plan->Run(inputs);
+    // Every run draws the call's random numbers anew, as eager would.
+    MIXRT_ASSIGN_OR_RETURN(const compiler::RandomBase random,
+                           compiler::ReserveRandomBlocks(entry.plan->graph()));
+    if (entry.backward == nullptr) {
+      return entry.plan->Run(inputs, {}, nullptr, &random);
+    }
     std::vector<compiler::SavedMemory> saved;
     MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                           entry.plan->Run(inputs, {}, &saved));
+                           entry.plan->Run(inputs, {}, &saved, &random));
     auto node = std::make_shared<CompiledBackwardNode>(
         entry.backward, entry.training, std::move(saved), results,
-        std::move(pins));
+        std::move(pins), random);
     for (const compiler::GradientSink& sink : entry.training.sinks) {
       node->next_edges().push_back(
           sink.input >= 0 ? GradientEdge(inputs[sink.input]) : sink.edge);

@@ -55,8 +55,10 @@ std::vector<bool> Offerable(const Graph& g) {
   std::vector<bool> offer(g.nodes.size(), false);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
+    // A random launch takes new attributes every run, which a compiled
+    // fused kernel could not.
     if (n.kind != GraphNode::Kind::kLaunch || n.outputs.empty() ||
-        Accumulates(n)) {
+        Accumulates(n) || n.random()) {
       continue;
     }
     bool ok = true;
@@ -562,6 +564,7 @@ class Fusion {
     fused_graph->device = g_.device;
     fused_graph->slots = g_.slots;
     fused_graph->outputs = g_.outputs;
+    fused_graph->random_sources = g_.random_sources;
     fused_graph->nodes = std::move(nodes);
   }
 

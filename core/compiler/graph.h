@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/plugin/backend.h"
 #include "core/plugin/device.h"
+#include "core/tensor/generator.h"
 #include "core/tensor/shape.h"
 #include "core/tensor/storage.h"
 #include "mixrt/plugin_api.h"
@@ -81,6 +82,21 @@ struct GraphNode {
   std::vector<ValueRef> outputs;            // kHostWrite: the one destination.
   std::vector<uint8_t> host_bytes;          // kHostWrite: the data written.
   std::shared_ptr<const FusedGroup> fused;  // kFused.
+  // A launch that reads random numbers (random_draws.h): its attrs hold
+  // seed 0 and offset 0, and each run launches it with the seed of
+  // generator `random_source` (of the forward graph's random_sources) and
+  // the block that run reserved from it + random_offset.
+  int random_source = -1;
+  int64_t random_offset = 0;
+  bool random() const { return random_source >= 0; }
+};
+
+// A generator a graph draws from: every run reserves `blocks` Philox
+// blocks from it. Held weakly, as constants are: a graph whose generator
+// is gone traces again.
+struct RandomSource {
+  std::weak_ptr<Generator::State> state;
+  int64_t blocks = 0;
 };
 
 struct Graph {
@@ -88,6 +104,9 @@ struct Graph {
   std::vector<StorageSlot> slots;
   std::vector<GraphNode> nodes;
   std::vector<ValueRef> outputs;  // The function's results, in order.
+  // What a run draws from (a forward graph's; a backward's random nodes
+  // read the numbers its forward drew).
+  std::vector<RandomSource> random_sources;
 
   // One line per node: "%3 = matmul(%1, const0) bf16[4096, 384]".
   std::string ToString() const;

@@ -34,6 +34,9 @@ std::string LaunchKey(const Graph& g, const GraphNode& n,
   AppendInt(&key, n.op);
   AppendInt(&key, static_cast<int64_t>(n.attrs.size()));
   key.append(n.attrs.begin(), n.attrs.end());
+  // Random launches repeat one another only on the same numbers.
+  AppendInt(&key, n.random_source);
+  AppendInt(&key, n.random_offset);
   AppendInt(&key, static_cast<int64_t>(n.inputs.size()));
   for (const ValueRef& v : n.inputs) {
     AppendInt(&key, slot_id(v.slot));

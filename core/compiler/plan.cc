@@ -226,9 +226,11 @@ void Plan::OrderForGraphs() {
 
 bool Plan::Graphable(int node) const {
   const GraphNode& n = graph_.nodes[node];
+  // A random launch takes new attributes every run; a kernel graph keeps
+  // the ones it was made with.
   if ((n.kind != GraphNode::Kind::kLaunch &&
        n.kind != GraphNode::Kind::kFused) ||
-      kept_->IsKeptLaunch(node)) {
+      kept_->IsKeptLaunch(node) || n.random()) {
     return false;
   }
   for (const auto* refs : {&n.inputs, &n.outputs}) {
@@ -518,6 +520,8 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                                     p.outputs[0].data, n.host_bytes.data(),
                                     n.host_bytes.size());
+  } else if (n.random()) {
+    status = LaunchRandom(n, p);
   } else {
     status =
         device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
@@ -525,6 +529,23 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   }
   AfterNode(i, saved_in);
   return NodeError(i, "", status);
+}
+
+absl::Status Plan::LaunchRandom(const GraphNode& n, const Prepared& p) {
+  const std::optional<RandomFields> fields = RandomFieldsOf(n.op, n.attrs);
+  if (run_random_ == nullptr || !fields.has_value() ||
+      n.random_source >= static_cast<int>(run_random_->size())) {
+    return absl::InternalError(
+        "a random node ran without the generator state its call drew");
+  }
+  const Draw& drawn = (*run_random_)[n.random_source];
+  random_attrs_ = n.attrs;
+  WriteField(&random_attrs_, fields->seed_at, drawn.seed);
+  WriteField(&random_attrs_, fields->offset_at,
+             drawn.offset + static_cast<uint64_t>(n.random_offset));
+  const Device& device = graph_.device;
+  return device.backend()->Launch(device.index(), n.op, p.inputs, p.outputs,
+                                  random_attrs_.data());
 }
 
 // As eager launches are timed (kernel_launch.cc), under "compiled ..." so
@@ -606,9 +627,10 @@ absl::Status Plan::RunSegment(int s, std::vector<SavedMemory>& saved_in) {
 // graphs).
 absl::StatusOr<std::vector<Tensor>> Plan::Run(
     absl::Span<const Tensor> inputs, std::vector<SavedMemory> saved_in,
-    std::vector<SavedMemory>* saved_out) {
+    std::vector<SavedMemory>* saved_out, const RandomBase* random) {
   std::lock_guard<std::mutex> lock(held_->mutex());
   run_inputs_ = inputs;
+  run_random_ = random;
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     MIXRT_RETURN_IF_ERROR(BindSlot(static_cast<int>(s), inputs, saved_in));
   }

@@ -20,6 +20,7 @@
 #include "absl/types/span.h"
 #include "core/compiler/graph.h"
 #include "core/compiler/kept_launches.h"
+#include "core/compiler/random_draws.h"
 #include "core/plugin/backend.h"
 #include "core/tensor/tensor.h"
 
@@ -86,9 +87,12 @@ class Plan {
   // to each saved slot after the slot's last node (the caller moves in the
   // only other ones when the backward frees the activations, as eager
   // backward frees each node's as soon as that node has run).
+  // A graph with random nodes needs `random`: the generator state its
+  // forward reserved (random_draws.h), the same for a call's backward.
   absl::StatusOr<std::vector<Tensor>> Run(
       absl::Span<const Tensor> inputs, std::vector<SavedMemory> saved_in = {},
-      std::vector<SavedMemory>* saved_out = nullptr);
+      std::vector<SavedMemory>* saved_out = nullptr,
+      const RandomBase* random = nullptr);
 
   // The graph as traced (what generalizing and sharing compare).
   const Graph& graph() const { return traced_ != nullptr ? *traced_ : graph_; }
@@ -148,6 +152,8 @@ class Plan {
       absl::Span<const Tensor> inputs) const;
   absl::Status ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in);
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
+  // A random node, launched with this run's seed and offset.
+  absl::Status LaunchRandom(const GraphNode& n, const Prepared& p);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
   // A failed node's status, naming it ("compiled graph node 3 (matmul...").
   absl::Status NodeError(int node, absl::string_view where,
@@ -195,6 +201,8 @@ class Plan {
   std::vector<int> segment_at_;  // Per position of order_: a segment, or -1.
   std::vector<void*> graph_buffers_;
   absl::Span<const Tensor> run_inputs_;  // This run's inputs.
+  const RandomBase* run_random_ = nullptr;  // This run's generator state.
+  std::vector<uint8_t> random_attrs_;       // A random node's, this run.
   std::string execution_ = "one by one";
 };
 

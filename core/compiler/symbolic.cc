@@ -25,8 +25,10 @@ void VisitInts(Graph& g, const std::function<void(int64_t&)>& f) {
   for (GraphNode& n : g.nodes) {
     for (ValueRef& v : n.inputs) view(v);
     for (ValueRef& v : n.outputs) view(v);
+    f(n.random_offset);  // Earlier draws' sizes move it.
   }
   for (ValueRef& v : g.outputs) view(v);
+  for (RandomSource& r : g.random_sources) f(r.blocks);
 }
 
 std::vector<int64_t> Ints(const Graph& g) {
@@ -48,11 +50,23 @@ bool SameViews(const std::vector<ValueRef>& x, const std::vector<ValueRef>& y) {
   return true;
 }
 
+// The same generators, in order.
+bool SameRandomSources(const Graph& x, const Graph& y) {
+  if (x.random_sources.size() != y.random_sources.size()) return false;
+  for (size_t i = 0; i < x.random_sources.size(); ++i) {
+    const auto& a = x.random_sources[i].state;
+    const auto& b = y.random_sources[i].state;
+    if (a.owner_before(b) || b.owner_before(a)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool SameStructure(const Graph& x, const Graph& y) {
   if (x.device != y.device || x.slots.size() != y.slots.size() ||
-      x.nodes.size() != y.nodes.size() || !SameViews(x.outputs, y.outputs)) {
+      x.nodes.size() != y.nodes.size() || !SameViews(x.outputs, y.outputs) ||
+      !SameRandomSources(x, y)) {
     return false;
   }
   for (size_t i = 0; i < x.slots.size(); ++i) {
@@ -68,7 +82,8 @@ bool SameStructure(const Graph& x, const Graph& y) {
     const GraphNode& a = x.nodes[i];
     const GraphNode& b = y.nodes[i];
     if (a.kind != b.kind || a.op != b.op || a.attrs != b.attrs ||
-        a.host_bytes != b.host_bytes || !SameViews(a.inputs, b.inputs) ||
+        a.random_source != b.random_source || a.host_bytes != b.host_bytes ||
+        !SameViews(a.inputs, b.inputs) ||
         !SameViews(a.outputs, b.outputs)) {
       return false;
     }
@@ -98,7 +113,7 @@ std::string StructureKey(const Graph& g) {
         absl::BytesToHexString(absl::string_view(
             reinterpret_cast<const char*>(n.host_bytes.data()),
             n.host_bytes.size())),
-        " in");
+        " random ", n.random_source, " in");
     views(n.inputs);
     key += " out";
     views(n.outputs);
@@ -106,6 +121,11 @@ std::string StructureKey(const Graph& g) {
   }
   key += "results";
   views(g.outputs);
+  // Generators by kind: the default one is the same in every process.
+  for (const RandomSource& r : g.random_sources) {
+    key += r.state.lock() == DefaultGenerator().state() ? "\nrandom default"
+                                                        : "\nrandom own";
+  }
   return key + "\n";
 }
 
@@ -147,6 +167,11 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
       return absl::StrCat(
           name, " is another op now (the function took another path)");
     }
+    if (a.random_source != b.random_source) {
+      return absl::StrCat(name,
+                          " reads random numbers from another generator, or "
+                          "now or no longer reads random numbers");
+    }
     if (a.attrs != b.attrs) {
       return absl::StrCat(name,
                           ": its attributes changed (a host value the "
@@ -161,6 +186,9 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
     if (!SameViews(a.inputs, b.inputs) || !SameViews(a.outputs, b.outputs)) {
       return absl::StrCat(name, " reads or writes other memory");
     }
+  }
+  if (!SameRandomSources(x, y)) {
+    return "it draws random numbers from other generators";
   }
   if (!SameGraph(x, y)) return "a shape, stride or offset differs";
   return "";

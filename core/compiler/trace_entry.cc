@@ -13,6 +13,12 @@ std::string TraceEntry::Stale() const {
              "variable holding it was rebound or freed)";
     }
   }
+  for (const std::weak_ptr<Generator::State>& g : generators) {
+    if (g.expired()) {
+      return "a generator it draws random numbers from is gone (the "
+             "Generator was destroyed)";
+    }
+  }
   for (const HostGuard& g : host_guards) {
     if (!g.holds()) return absl::StrCat(g.what, " changed");
   }
@@ -30,6 +36,12 @@ std::optional<std::vector<std::shared_ptr<Storage>>> TraceEntry::Pin() const {
 
 void TraceEntry::FindConstants() {
   constants.clear();
+  generators.clear();
+  if (plan != nullptr) {
+    for (const RandomSource& r : plan->graph().random_sources) {
+      generators.push_back(r.state);
+    }
+  }
   for (const auto& p : {plan, backward}) {
     if (p == nullptr) continue;
     for (const StorageSlot& slot : p->graph().slots) {

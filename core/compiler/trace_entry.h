@@ -31,12 +31,15 @@ struct TraceEntry {
   // Module modes, GuardedValues, leaves' requires_grad the trace read.
   std::vector<HostGuard> host_guards;
   std::vector<std::weak_ptr<Storage>> constants;
+  // The generators its forward draws from (random_draws.h).
+  std::vector<std::weak_ptr<Generator::State>> generators;
 
   // Why this entry cannot serve a call now, or "".
   std::string Stale() const;
   // Holds the constants for a replay; empty when one is gone.
   std::optional<std::vector<std::shared_ptr<Storage>>> Pin() const;
-  // `constants` from the plans' constant slots.
+  // `constants` from the plans' constant slots, `generators` from the
+  // forward's random sources.
   void FindConstants();
   // The traced graphs (the plans keep them), for generalizing over a
   // dynamic size and for sharing with other instances.

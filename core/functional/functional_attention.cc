@@ -165,8 +165,9 @@ absl::StatusOr<Tensor> FusedAttention(const Tensor& q, const Tensor& k,
         options.generator != nullptr ? options.generator : &DefaultGenerator();
     int64_t weights = k.shape()[k.ndim() - 2];
     for (int d = 0; d < q.ndim() - 1; ++d) weights *= q.shape()[d];
-    args.seed = gen->seed();
-    args.offset = gen->Reserve(weights);
+    const Draw draw = ReserveBlocks(gen->state(), PhiloxBlocks(weights));
+    args.seed = draw.seed;
+    args.offset = draw.offset;
   }
   // Dense q, k, v go to the kernel and are what backward keeps: the heads
   // of a packed projection are strided views, which the backward would

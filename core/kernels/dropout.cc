@@ -38,10 +38,8 @@ absl::StatusOr<Tensor> Fused(const Tensor& x, const DropoutState& state) {
 // f32 (the fused op's rule), scaled in x's dtype.
 absl::StatusOr<Tensor> ComposedScale(const Tensor& x,
                                      const DropoutState& state) {
-  Generator stream(state.seed);
-  stream.set_state(state.seed, state.offset);
-  MIXRT_ASSIGN_OR_RETURN(
-      Tensor u, rand(x.shape(), DType::kF32, x.device(), 0, 1, &stream));
+  MIXRT_ASSIGN_OR_RETURN(Tensor u, rand_at(x.shape(), DType::kF32, x.device(),
+                                            state.seed, state.offset));
   MIXRT_ASSIGN_OR_RETURN(Tensor threshold,
                          full({}, state.p, DType::kF32, x.device()));
   MIXRT_ASSIGN_OR_RETURN(Tensor keep, ge(u, threshold));
@@ -70,8 +68,10 @@ absl::StatusOr<DropoutOutput> dropout(const Tensor& x, double p,
     return out;
   }
   Generator& gen = generator != nullptr ? *generator : DefaultGenerator();
-  out.state.seed = gen.seed();
-  out.state.offset = gen.Reserve(x.numel());
+  const Draw draw =
+      ReserveBlocks(gen.state(), PhiloxBlocks(x.numel()));
+  out.state.seed = draw.seed;
+  out.state.offset = draw.offset;
   absl::StatusOr<Tensor> fused = Fused(x, out.state);
   if (fused.ok() || !absl::IsUnimplemented(fused.status())) {
     MIXRT_ASSIGN_OR_RETURN(out.y, std::move(fused));

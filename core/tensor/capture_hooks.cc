@@ -1,7 +1,5 @@
 #include "core/tensor/capture_hooks.h"
 
-#include "core/tensor/generator.h"
-
 namespace mixrt {
 namespace {
 
@@ -13,14 +11,6 @@ CaptureHooks* ActiveCaptureHooks() { return t_hooks; }
 
 void ReportUntraceable(const char* what) {
   if (t_hooks != nullptr) t_hooks->OnUntraceable(what);
-}
-
-void ReportRandomDraw() {
-  if (t_hooks != nullptr) {
-    t_hooks->OnUntraceable(
-        "random numbers were drawn (dropout in training mode, random "
-        "tensors): a replay would repeat the same draws");
-  }
 }
 
 void ReportHostGuard(const HostGuard& guard) {

@@ -7,11 +7,13 @@
 #define MIXRT_CORE_TENSOR_CAPTURE_HOOKS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/types/span.h"
+#include "core/tensor/generator.h"
 #include "core/tensor/storage.h"
 #include "core/tensor/tensor.h"
 #include "mixrt/plugin_api.h"
@@ -50,6 +52,11 @@ class CaptureHooks {
   // module's training flag, a GuardedValue): a replay is valid only while
   // the guard holds.
   virtual void OnHostGuard(const HostGuard& guard) = 0;
+  // Philox blocks [offset, offset + blocks) handed out under `seed` by the
+  // generator whose state `source` is.
+  virtual void OnRandomDraw(const std::shared_ptr<Generator::State>& source,
+                            uint64_t seed, uint64_t offset,
+                            uint64_t blocks) = 0;
   // A leaf tensor an op took as an input (autograd sees every one): a
   // replay assumes it still does or does not require grad.
   virtual void OnLeafRead(const Tensor& leaf) = 0;

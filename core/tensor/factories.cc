@@ -29,26 +29,43 @@ absl::StatusOr<Tensor> Generate(MixrtOp op, absl::Span<const int64_t> shape,
   return out;
 }
 
+absl::Status CheckFloatingDtype(DType dtype, absl::string_view name) {
+  if (IsFloating(dtype)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, ": expected a floating dtype, got ", DTypeName(dtype)));
+}
+
 absl::StatusOr<Tensor> Random(MixrtOp op, absl::Span<const int64_t> shape,
                               DType dtype, const Device& device, double a,
                               double b, Generator* generator,
                               absl::string_view name) {
-  if (!IsFloating(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, ": expected a floating dtype, got ", DTypeName(dtype)));
-  }
+  MIXRT_RETURN_IF_ERROR(CheckFloatingDtype(dtype, name));
   MIXRT_ASSIGN_OR_RETURN(const int64_t n, CheckedNumElements(shape));
   Generator& gen = generator != nullptr ? *generator : DefaultGenerator();
+  const Draw draw = ReserveBlocks(gen.state(), PhiloxBlocks(n));
   MixrtRandomAttrs attrs{};
   attrs.struct_size = sizeof(attrs);
-  attrs.seed = gen.seed();
-  attrs.offset = gen.Reserve(n);
+  attrs.seed = draw.seed;
+  attrs.offset = draw.offset;
   attrs.a = a;
   attrs.b = b;
   return Generate(op, shape, dtype, device, &attrs);
 }
 
 }  // namespace
+
+absl::StatusOr<Tensor> rand_at(absl::Span<const int64_t> shape, DType dtype,
+                               const Device& device, uint64_t seed,
+                               uint64_t offset) {
+  MIXRT_RETURN_IF_ERROR(CheckFloatingDtype(dtype, "rand_at"));
+  MixrtRandomAttrs attrs{};
+  attrs.struct_size = sizeof(attrs);
+  attrs.seed = seed;
+  attrs.offset = offset;
+  attrs.a = 0;
+  attrs.b = 1;
+  return Generate(MIXRT_OP_RANDOM_UNIFORM, shape, dtype, device, &attrs);
+}
 
 absl::StatusOr<Tensor> full(absl::Span<const int64_t> shape, double value,
                             DType dtype, const Device& device) {

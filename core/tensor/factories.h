@@ -27,6 +27,12 @@ absl::StatusOr<Tensor> rand(absl::Span<const int64_t> shape, DType dtype,
 absl::StatusOr<Tensor> randn(absl::Span<const int64_t> shape, DType dtype,
                              const Device& device, double mean = 0.0,
                              double std = 1.0, Generator* generator = nullptr);
+// U[0, 1) at Philox position (seed, offset) without drawing from any
+// generator: numbers an earlier draw reserved, read again (the composed
+// dropout's mask).
+absl::StatusOr<Tensor> rand_at(absl::Span<const int64_t> shape, DType dtype,
+                               const Device& device, uint64_t seed,
+                               uint64_t offset);
 // Values converted to `dtype` on the host (round to nearest even), then
 // copied. values.size() must equal the shape's element count.
 absl::StatusOr<Tensor> from_floats(absl::Span<const float> values,

@@ -6,40 +6,59 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace mixrt {
 
-// Tells this thread's capture hooks (capture_hooks.h), if any, that random
-// numbers were drawn.
-void ReportRandomDraw();
+// Philox blocks holding `numel` values (four per block).
+inline uint64_t PhiloxBlocks(int64_t numel) {
+  return (static_cast<uint64_t>(numel) + 3) / 4;
+}
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed = 0) : seed_(seed), offset_(0) {}
+  // The seed and offset, apart from the object: a compiled graph that
+  // draws from a generator holds its state weakly, and draws from it on
+  // every replay while it exists (core/compiler/random_draws.h).
+  struct State {
+    explicit State(uint64_t s) : seed(s), offset(0) {}
+    std::atomic<uint64_t> seed;
+    std::atomic<uint64_t> offset;
+  };
 
-  uint64_t seed() const { return seed_; }
-  uint64_t offset() const { return offset_.load(); }
-  void manual_seed(uint64_t seed) {
-    seed_ = seed;
-    offset_ = 0;
-  }
+  explicit Generator(uint64_t seed = 0)
+      : state_(std::make_shared<State>(seed)) {}
+  // One generator is one stream of numbers: a copy would draw the same.
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  uint64_t seed() const { return state_->seed.load(); }
+  uint64_t offset() const { return state_->offset.load(); }
+  void manual_seed(uint64_t seed) { set_state(seed, 0); }
   // Reserves Philox blocks for `numel` values; returns the starting offset.
-  // Inside a compiled function's trace, a draw from any generator is a
-  // graph break: a replay would repeat this draw's numbers.
-  uint64_t Reserve(int64_t numel) {
-    ReportRandomDraw();
-    return offset_.fetch_add((static_cast<uint64_t>(numel) + 3) / 4);
-  }
+  // Inside a compiled function's trace the draw is recorded, so the graph
+  // draws from this generator again on every replay.
+  uint64_t Reserve(int64_t numel) { return ReserveBlocks(PhiloxBlocks(numel)); }
+  uint64_t ReserveBlocks(uint64_t blocks);
   // Restores a state captured with seed()/offset() (e.g. from a checkpoint).
   void set_state(uint64_t seed, uint64_t offset) {
-    seed_ = seed;
-    offset_ = offset;
+    state_->seed = seed;
+    state_->offset = offset;
   }
+  const std::shared_ptr<State>& state() const { return state_; }
 
  private:
-  uint64_t seed_;
-  std::atomic<uint64_t> offset_;
+  std::shared_ptr<State> state_;
 };
+
+// `blocks` Philox blocks from `state` (seed, first offset), reported to
+// this thread's capture hooks (capture_hooks.h) as a draw.
+struct Draw {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+Draw ReserveBlocks(const std::shared_ptr<Generator::State>& state,
+                   uint64_t blocks);
 
 // The process-wide default generator (seed 0 until manual_seed).
 Generator& DefaultGenerator();

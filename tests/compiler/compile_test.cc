@@ -279,19 +279,6 @@ TEST(Compile, AHostReadIsAGraphBreakAndFullgraphRefusesIt) {
   EXPECT_THAT(refused.status().message(), HasSubstr("host read"));
 }
 
-TEST(Compile, RandomDrawsAndAutogradResultsRunEagerlyWithTheirReason) {
-  const Device d = Cpu();
-  auto drops =
-      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
-    MIXRT_ASSIGN_OR_RETURN(Tensor out, dropout(in[0], 0.5));
-    return std::vector<Tensor>{out};
-  };
-  auto f = compile(drops);
-  const Tensor x = Input(d, 4, 4);
-  ASSERT_TRUE((*f)({x}).ok());
-  EXPECT_THAT(f->Explain(), HasSubstr("random numbers were drawn"));
-}
-
 // A whole training step (backward and the optimizer inside the traced
 // code) would replay stale .grad tensors and step counts: a graph break.
 TEST(Compile, BackwardOrAnOptimizerStepInsideTheTraceRunsEagerly) {
