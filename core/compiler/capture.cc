@@ -42,8 +42,12 @@ class Recorder : public CaptureHooks {
   // A backward's recorder maps the forward's memory to kSaved slots.
   explicit Recorder(const std::vector<Tensor>& inputs,
                     Recorder* forward = nullptr,
-                    const std::vector<Tensor>* parameters = nullptr)
-      : inputs_(inputs), forward_(forward), parameters_(parameters) {}
+                    const std::vector<Tensor>* parameters = nullptr,
+                    bool host_reads_are_guards = false)
+      : inputs_(inputs),
+        forward_(forward),
+        parameters_(parameters),
+        host_reads_are_guards_(host_reads_are_guards) {}
 
   void OnLaunch(MixrtOp op, absl::Span<const Tensor> inputs,
                 absl::Span<const Tensor> outputs, const void* attrs) override {
@@ -106,12 +110,41 @@ class Recorder : public CaptureHooks {
     graph_.nodes.push_back(std::move(node));
   }
 
-  void OnHostRead(const Tensor& src) override {
-    Break(absl::StrCat(
+  void OnHostRead(const Tensor& src, const void* data,
+                  size_t bytes) override {
+    const std::string what = absl::StrCat(
         "a host read of tensor data (item(), to_*_vector(), to_bytes() or a "
         "copy between devices) of a ",
-        DTypeName(src.dtype()), ShapeToString(src.shape()),
-        " tensor: what follows may depend on its values"));
+        DTypeName(src.dtype()), ShapeToString(src.shape()), " tensor");
+    if (!host_reads_are_guards_ || forward_ != nullptr) {
+      Break(absl::StrCat(what, ": what follows may depend on its values",
+                         forward_ != nullptr ? " (in the backward)" : ""));
+      return;
+    }
+    // A replay that finds another value stops at the read and the call
+    // runs again: nothing before the read may have changed memory that
+    // outlives the call.
+    for (const GraphNode& n : graph_.nodes) {
+      for (const ValueRef& v : n.outputs) {
+        if (graph_.slots[v.slot].kind != StorageSlot::Kind::kInternal) {
+          Break(absl::StrCat(what, " after ",
+                             n.kind == GraphNode::Kind::kHostWrite
+                                 ? "a host write"
+                                 : MixrtOpName(n.op),
+                             " wrote an input or a tensor the function closes "
+                             "over: a replay that reads another value could "
+                             "not run the call again"));
+          return;
+        }
+      }
+    }
+    GraphNode node;
+    node.kind = GraphNode::Kind::kHostRead;
+    node.inputs.push_back(Value(src));
+    const auto* b = static_cast<const uint8_t*>(data);
+    node.host_bytes.assign(b, b + bytes);
+    if (!SameDevice(src.device(), MIXRT_OP_COPY)) return;
+    graph_.nodes.push_back(std::move(node));
   }
 
   void OnUntraceable(const char* what) override {
@@ -298,6 +331,7 @@ class Recorder : public CaptureHooks {
   std::vector<Draw> draws_;
   std::vector<std::shared_ptr<Generator::State>> sources_;
   const std::vector<Tensor>* parameters_;
+  const bool host_reads_are_guards_;
   int engine_reports_expected_ = 0;
   std::vector<HostGuard> host_guards_;
   absl::flat_hash_set<const void*> guarded_;
@@ -436,8 +470,8 @@ std::string CaptureBackward(const std::vector<Tensor>& inputs,
 
 absl::StatusOr<CaptureOutcome> CaptureCall(
     const TracedFunction& fn, const std::vector<Tensor>& inputs,
-    const std::vector<Tensor>* parameters) {
-  Recorder recorder(inputs, nullptr, parameters);
+    const std::vector<Tensor>* parameters, bool host_reads_are_guards) {
+  Recorder recorder(inputs, nullptr, parameters, host_reads_are_guards);
   const uint64_t first_node = NodesCreated();
   absl::StatusOr<std::vector<Tensor>> outputs;
   {

@@ -4,7 +4,8 @@
 // second graph (AOTAutograd's joint capture, split where the backward reads
 // what the forward saved). What a replay could not reproduce ends the
 // capture with a reason instead of a graph: a host read of tensor data
-// (the code after it may depend on the values), random draws, launches on
+// (the code after it may depend on the values; under fullgraph a guard on
+// the value instead), random numbers drawn before the call, launches on
 // two devices, an attribute extension the IR cannot copy.
 #ifndef MIXRT_CORE_COMPILER_CAPTURE_H_
 #define MIXRT_CORE_COMPILER_CAPTURE_H_
@@ -61,10 +62,13 @@ struct CaptureOutcome {
 
 // The function's own error when it fails. With `parameters` (a module's),
 // constants and gradient sinks that are parameters are marked with their
-// index.
+// index. With `host_reads_are_guards` (fullgraph), a host read of tensor
+// data in the forward is a kHostRead node guarding the value read instead
+// of a graph break, unless the call wrote memory that outlives it first.
 absl::StatusOr<CaptureOutcome> CaptureCall(
     const TracedFunction& fn, const std::vector<Tensor>& inputs,
-    const std::vector<Tensor>* parameters = nullptr);
+    const std::vector<Tensor>* parameters = nullptr,
+    bool host_reads_are_guards = false);
 
 }  // namespace mixrt::compiler
 

@@ -223,6 +223,7 @@ struct CompiledFunction::State {
   std::atomic<int64_t> replays{0};
   std::atomic<int64_t> eager_calls{0};
   int64_t verified_calls = 0;  // Under the mutex.
+  int64_t host_value_retraces = 0;  // Under the mutex (Respecialize).
   absl::flat_hash_set<std::string> warned_signatures;
 
   // The latest trace's guards, what a recompile's cause is told against.
@@ -271,12 +272,14 @@ struct CompiledFunction::State {
     // Every run draws the call's random numbers anew, as eager would.
     MIXRT_ASSIGN_OR_RETURN(const compiler::RandomBase random,
                            compiler::ReserveRandomBlocks(entry.plan->graph()));
-    if (entry.backward == nullptr) {
-      return entry.plan->Run(inputs, {}, nullptr, &random);
-    }
     std::vector<compiler::SavedMemory> saved;
-    MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                           entry.plan->Run(inputs, {}, &saved, &random));
+    absl::StatusOr<std::vector<Tensor>> ran = entry.plan->Run(
+        inputs, {}, entry.backward != nullptr ? &saved : nullptr, &random);
+    if (!ran.ok() && compiler::IsHostValueChanged(ran.status())) {
+      compiler::ReturnRandomBlocks(entry.plan->graph(), random);
+    }
+    if (!ran.ok() || entry.backward == nullptr) return ran;
+    std::vector<Tensor> results = *std::move(ran);
     auto node = std::make_shared<CompiledBackwardNode>(
         entry.backward, entry.training, std::move(saved), results,
         std::move(pins), random);
@@ -395,7 +398,8 @@ struct CompiledFunction::State {
       const std::vector<Tensor>& inputs, std::vector<Guard> guards,
       const std::string& cause) {
     absl::StatusOr<compiler::CaptureOutcome> outcome = compiler::CaptureCall(
-        fn, inputs, shared != nullptr ? &parameters : nullptr);
+        fn, inputs, shared != nullptr ? &parameters : nullptr,
+        options.fullgraph);
     if (!outcome.ok()) return outcome.status();
     std::shared_ptr<Entry> fresh;
     if (outcome->graph) {
@@ -428,6 +432,33 @@ struct CompiledFunction::State {
     return std::make_pair(fresh, std::move(outcome->outputs));
   }
 
+  // A replay of `stale` stopped at a host read (fullgraph) that found
+  // another value than its trace: the call is traced again (its eager
+  // results returned) and the new trace takes the old one's place.
+  // PyTorch makes the value a symbol of one graph; C++ host code that may
+  // have used the double cannot be traced symbolically, so mixrt
+  // specializes on it instead, without counting a recompile.
+  absl::StatusOr<std::vector<Tensor>> Respecialize(
+      const std::string& key, const std::shared_ptr<Entry>& stale,
+      const std::vector<Tensor>& inputs) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++host_value_retraces;
+    MIXRT_ASSIGN_OR_RETURN(
+        auto traced,
+        Trace(inputs, stale->guards,
+              "a host read found another value: specialized on the new one"));
+    std::vector<std::shared_ptr<Entry>>& traces = cache[key];
+    auto it = std::find(traces.begin(), traces.end(), stale);
+    if (it != traces.end()) {
+      *it = traced.first;
+    } else {
+      if (traces.size() >= kEntriesPerSignature) traces.erase(traces.begin());
+      traces.push_back(traced.first);
+    }
+    if (last_entry == stale) last_entry = traced.first;
+    return std::move(traced.second);
+  }
+
   // MIXRT_COMPILE_VERIFY: trace the call again (its eager results are
   // returned) and compare the graph with `entry`'s.
   absl::StatusOr<std::vector<Tensor>> Verify(
@@ -435,7 +466,8 @@ struct CompiledFunction::State {
       const std::vector<Tensor>& inputs) {
     std::lock_guard<std::mutex> lock(mutex);
     absl::StatusOr<compiler::CaptureOutcome> again = compiler::CaptureCall(
-        fn, inputs, shared != nullptr ? &parameters : nullptr);
+        fn, inputs, shared != nullptr ? &parameters : nullptr,
+        options.fullgraph);
     if (!again.ok()) return again.status();
     std::string difference;
     if (!again->graph) {
@@ -642,8 +674,13 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
   if (entry->plan == nullptr) return s.Eager(inputs);
   if (s.options.verify || EnvFlag(kVerifyEnv))
     return s.Verify(key, entry, inputs);
-  ++s.replays;
-  return State::Replay(*entry, inputs, std::move(pins));
+  absl::StatusOr<std::vector<Tensor>> replayed =
+      State::Replay(*entry, inputs, std::move(pins));
+  if (replayed.ok() || !compiler::IsHostValueChanged(replayed.status())) {
+    ++s.replays;
+    return replayed;
+  }
+  return s.Respecialize(key, entry, inputs);
 }
 
 std::string CompiledFunction::Explain() const {
@@ -655,6 +692,10 @@ std::string CompiledFunction::Explain() const {
                    " replays, ", s.eager_calls.load(), " eager calls",
                    s.verified_calls > 0
                        ? absl::StrCat(", ", s.verified_calls, " verified calls")
+                       : "",
+                   s.host_value_retraces > 0
+                       ? absl::StrCat(", ", s.host_value_retraces,
+                                      " traces for new host read values")
                        : "",
                    "\n");
   for (const std::string& e : s.events) absl::StrAppend(&out, "  ", e, "\n");

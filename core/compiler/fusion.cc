@@ -182,9 +182,18 @@ void BuildOffer(const Graph& g, const std::vector<bool>& offerable, Offer* o) {
 }
 
 // Per graph node, the nodes that must run after it: a later node touching
-// a slot it wrote, or writing a slot it read.
+// a slot it wrote, or writing a slot it read. A host read is a barrier:
+// what ran before it runs before it, what ran after it after it (a replay
+// that finds another value stops there, before any later effect).
 std::vector<std::vector<int>> Successors(const Graph& g) {
   std::vector<std::vector<int>> next(g.nodes.size());
+  for (size_t h = 0; h < g.nodes.size(); ++h) {
+    if (g.nodes[h].kind != GraphNode::Kind::kHostRead) continue;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (i < h) next[i].push_back(static_cast<int>(h));
+      if (i > h) next[h].push_back(static_cast<int>(i));
+    }
+  }
   std::vector<int> last_writer(g.slots.size(), -1);
   std::vector<std::vector<int>> readers_since(g.slots.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -150,6 +150,9 @@ std::string Graph::ToString() const {
         &out, "  ", absl::StrJoin(outs, ", "), " = ",
         n.kind == GraphNode::Kind::kHostWrite
             ? absl::StrCat("host_write(", n.host_bytes.size(), " bytes)")
+        : n.kind == GraphNode::Kind::kHostRead
+            ? absl::StrCat("host_read(", absl::StrJoin(ins, ", "),
+                           ") guarded on the traced value")
         : n.kind == GraphNode::Kind::kFused
             ? absl::StrCat("fused[", n.fused->kernel->description(), "](",
                            absl::StrJoin(ins, ", "), ")")

@@ -74,13 +74,18 @@ struct FusedGroup {
 };
 
 struct GraphNode {
-  enum class Kind { kLaunch, kHostWrite, kFused };
+  // kHostRead (compile's fullgraph only): inputs[0], dense, copied to the
+  // host and compared with host_bytes, the value the trace read; a replay
+  // that finds another value stops there (IsHostValueChanged) and the call
+  // traces again, as the host code after the read may have used it.
+  enum class Kind { kLaunch, kHostWrite, kFused, kHostRead };
   Kind kind = Kind::kLaunch;
   MixrtOp op = MIXRT_OP_COPY;
   std::vector<uint8_t> attrs;  // The op's attribute struct; empty: none.
   std::vector<ValueRef> inputs;
   std::vector<ValueRef> outputs;            // kHostWrite: the one destination.
-  std::vector<uint8_t> host_bytes;          // kHostWrite: the data written.
+  // kHostWrite: the data written; kHostRead: the data the trace read.
+  std::vector<uint8_t> host_bytes;
   std::shared_ptr<const FusedGroup> fused;  // kFused.
   // A launch that reads random numbers (random_draws.h): its attrs hold
   // seed 0 and offset 0, and each run launches it with the seed of

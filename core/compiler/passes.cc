@@ -23,7 +23,8 @@ int EliminateDeadLaunches(Graph* graph) {
   std::vector<bool> drop(graph->nodes.size(), true);
   for (size_t i = graph->nodes.size(); i-- > 0;) {
     const GraphNode& n = graph->nodes[i];
-    bool needed = false;
+    // A host read is a guard: it stays, with what it reads.
+    bool needed = n.kind == GraphNode::Kind::kHostRead;
     for (const ValueRef& v : n.outputs) needed |= live[v.slot];
     if (!needed) continue;
     drop[i] = false;

@@ -9,7 +9,7 @@ namespace mixrt::compiler {
 // Drops launches whose results nothing uses: a launch is kept when it
 // writes memory that outlives the call (an input, a constant: in-place
 // updates are effects), a result, an activation the backward reads, or
-// memory a kept launch reads. Per slot, not per byte: any writer of a
+// memory a kept launch or a host read reads. Per slot, not per byte: any writer of a
 // live slot is kept. Returns how many launches went.
 int EliminateDeadLaunches(Graph* graph);
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -520,6 +521,8 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
     status = device.backend()->Copy(device.index(), MIXRT_COPY_HOST_TO_DEVICE,
                                     p.outputs[0].data, n.host_bytes.data(),
                                     n.host_bytes.size());
+  } else if (n.kind == GraphNode::Kind::kHostRead) {
+    status = CheckHostRead(i, n, p);
   } else if (n.random()) {
     status = LaunchRandom(n, p);
   } else {
@@ -529,6 +532,29 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
   }
   AfterNode(i, saved_in);
   return NodeError(i, "", status);
+}
+
+absl::Status HostValueChanged(int node) {
+  absl::Status s = absl::AbortedError(absl::StrCat(
+      "compiled graph: the host read at node ", node,
+      " found another value than the trace read"));
+  s.SetPayload(kHostValueChangedPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsHostValueChanged(const absl::Status& status) {
+  return status.GetPayload(kHostValueChangedPayload).has_value();
+}
+
+absl::Status Plan::CheckHostRead(int i, const GraphNode& n,
+                                 const Prepared& p) {
+  host_read_.resize(n.host_bytes.size());
+  const Device& device = graph_.device;
+  MIXRT_RETURN_IF_ERROR(device.backend()->Copy(
+      device.index(), MIXRT_COPY_DEVICE_TO_HOST, host_read_.data(),
+      p.inputs[0].data, host_read_.size()));
+  if (host_read_ != n.host_bytes) return HostValueChanged(i);
+  return absl::OkStatus();
 }
 
 absl::Status Plan::LaunchRandom(const GraphNode& n, const Prepared& p) {
@@ -564,6 +590,8 @@ absl::Status Plan::ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in) {
     name = absl::StrCat("compiled fused: ", n.fused->kernel->description());
   } else if (n.kind == GraphNode::Kind::kHostWrite) {
     name = "compiled host_write";
+  } else if (n.kind == GraphNode::Kind::kHostRead) {
+    name = "compiled host_read";
   } else {
     name = absl::StrCat(
         "compiled ", MixrtOpName(n.op), " ",
@@ -576,12 +604,13 @@ absl::Status Plan::ProfiledRunNode(int i, std::vector<SavedMemory>& saved_in) {
 
 absl::Status Plan::NodeError(int node, absl::string_view where,
                              const absl::Status& status) const {
-  if (status.ok()) return status;
+  if (status.ok() || IsHostValueChanged(status)) return status;
   const GraphNode& n = graph_.nodes[node];
   return absl::Status(
       status.code(),
       absl::StrCat("compiled graph node ", node, " (",
                    n.kind == GraphNode::Kind::kHostWrite ? "host_write"
+                   : n.kind == GraphNode::Kind::kHostRead ? "host_read"
                    : n.kind == GraphNode::Kind::kFused
                        ? absl::StrCat("fused: ", n.fused->kernel->description())
                        : std::string(MixrtOpName(n.op)),
@@ -634,7 +663,14 @@ absl::StatusOr<std::vector<Tensor>> Plan::Run(
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     MIXRT_RETURN_IF_ERROR(BindSlot(static_cast<int>(s), inputs, saved_in));
   }
-  MIXRT_RETURN_IF_ERROR(RunInOrder(saved_in));
+  if (absl::Status ran = RunInOrder(saved_in); !ran.ok()) {
+    // A run stopped part way (a host read that found another value, a
+    // failed launch) holds none of its memory after.
+    for (SlotState& slot : slots_) {
+      if (slot.buffer < 0) slot.run.reset();
+    }
+    return ran;
+  }
   std::vector<Tensor> results = Results(inputs);
   if (saved_out != nullptr) *saved_out = SavedActivations(inputs);
   kept_->ReleaseCopiedWeights();

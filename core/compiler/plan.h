@@ -54,6 +54,13 @@ class HeldBuffers {
   std::vector<std::shared_ptr<Storage>> buffers_;
 };
 
+// The status of a run stopped at a host read (GraphNode::kHostRead) that
+// found another value than its trace: the caller runs the call again.
+inline constexpr char kHostValueChangedPayload[] =
+    "mixrt.compiler/host_value_changed";
+absl::Status HostValueChanged(int node);
+bool IsHostValueChanged(const absl::Status& status);
+
 class Plan {
  public:
   // Whether MIXRT_COMPILE_FUSION leaves fusion on (the default).
@@ -154,6 +161,8 @@ class Plan {
   absl::Status RunNode(int i, std::vector<SavedMemory>& saved_in);
   // A random node, launched with this run's seed and offset.
   absl::Status LaunchRandom(const GraphNode& n, const Prepared& p);
+  // A host read node: the value now against the trace's.
+  absl::Status CheckHostRead(int i, const GraphNode& n, const Prepared& p);
   absl::Status RunSegment(int s, std::vector<SavedMemory>& saved_in);
   // A failed node's status, naming it ("compiled graph node 3 (matmul...").
   absl::Status NodeError(int node, absl::string_view where,
@@ -203,6 +212,7 @@ class Plan {
   absl::Span<const Tensor> run_inputs_;  // This run's inputs.
   const RandomBase* run_random_ = nullptr;  // This run's generator state.
   std::vector<uint8_t> random_attrs_;       // A random node's, this run.
+  std::vector<uint8_t> host_read_;          // A host read node's, this run.
   std::string execution_ = "one by one";
 };
 

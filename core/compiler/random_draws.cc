@@ -68,6 +68,17 @@ absl::StatusOr<RandomBase> ReserveRandomBlocks(const Graph& g) {
   return base;
 }
 
+void ReturnRandomBlocks(const Graph& g, const RandomBase& base) {
+  for (size_t i = 0; i < g.random_sources.size() && i < base.size(); ++i) {
+    const std::shared_ptr<Generator::State> state =
+        g.random_sources[i].state.lock();
+    if (state == nullptr) continue;
+    uint64_t expected =
+        base[i].offset + static_cast<uint64_t>(g.random_sources[i].blocks);
+    state->offset.compare_exchange_strong(expected, base[i].offset);
+  }
+}
+
 bool DrawsOnlyFromDefaultGenerator(const Graph& g) {
   for (const RandomSource& source : g.random_sources) {
     if (source.state.lock() != DefaultGenerator().state()) return false;

@@ -48,6 +48,13 @@ using RandomBase = std::vector<Draw>;
 // FAILED_PRECONDITION when one is gone.
 absl::StatusOr<RandomBase> ReserveRandomBlocks(const Graph& g);
 
+// Gives back what ReserveRandomBlocks(g) reserved, for a run abandoned
+// before it used them (a host read found another value, and the call runs
+// again): each generator whose offset is still where that reservation left
+// it goes back, so the call draws as eager would; one that another thread
+// drew from since keeps its offset.
+void ReturnRandomBlocks(const Graph& g, const RandomBase& base);
+
 // Whether `g` draws from no generator but the default one (whose numbers
 // another instance of a module may draw too).
 bool DrawsOnlyFromDefaultGenerator(const Graph& g);

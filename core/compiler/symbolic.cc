@@ -160,8 +160,9 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
     const GraphNode& b = y.nodes[i];
     const std::string name =
         absl::StrCat("node ", i, " (",
-                     a.kind == GraphNode::Kind::kHostWrite ? "host_write"
-                                                           : MixrtOpName(a.op),
+                     a.kind == GraphNode::Kind::kHostWrite  ? "host_write"
+                     : a.kind == GraphNode::Kind::kHostRead ? "host_read"
+                                                            : MixrtOpName(a.op),
                      ")");
     if (a.kind != b.kind || a.op != b.op) {
       return absl::StrCat(
@@ -179,9 +180,10 @@ std::string FirstDifference(const Graph& x, const Graph& y) {
                           "changed; pass it as a tensor)");
     }
     if (a.host_bytes != b.host_bytes) {
-      return absl::StrCat(name,
-                          ": the host data it writes changed (pass changing "
-                          "values as tensors)");
+      return absl::StrCat(name, a.kind == GraphNode::Kind::kHostRead
+                                    ? ": the value it reads changed"
+                                    : ": the host data it writes changed "
+                                      "(pass changing values as tensors)");
     }
     if (!SameViews(a.inputs, b.inputs) || !SameViews(a.outputs, b.outputs)) {
       return absl::StrCat(name, " reads or writes other memory");

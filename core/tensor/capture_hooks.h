@@ -40,9 +40,10 @@ class CaptureHooks {
   // `bytes` of host data copied to the start of dst's view.
   virtual void OnHostWrite(const Tensor& dst, const void* src,
                            size_t bytes) = 0;
-  // Tensor data copied to the host: what the traced code does next depends
-  // on values a replay would not have (a graph break).
-  virtual void OnHostRead(const Tensor& src) = 0;
+  // The `bytes` of dense tensor `src` copied to the host (at `data`): what
+  // the traced code does next may depend on them.
+  virtual void OnHostRead(const Tensor& src, const void* data,
+                          size_t bytes) = 0;
   // Work a graph of launches cannot replay faithfully: `what` says which
   // (a backward inside the traced code sets .grad tensors the graph does
   // not own; an optimizer step bakes its host-side step count into its

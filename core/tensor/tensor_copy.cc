@@ -89,12 +89,14 @@ absl::StatusOr<Tensor> Tensor::to(const Device& target) const {
 
 absl::StatusOr<std::vector<uint8_t>> Tensor::to_bytes() const {
   MIXRT_RETURN_IF_ERROR(CheckDefined(*this, "to_bytes"));
-  if (CaptureHooks* hooks = ActiveCaptureHooks()) hooks->OnHostRead(*this);
   MIXRT_ASSIGN_OR_RETURN(Tensor dense, contiguous());
   std::vector<uint8_t> bytes(numel() * DTypeSize(dtype()));
   MIXRT_RETURN_IF_ERROR(dense.device().backend()->Copy(
       dense.device().index(), MIXRT_COPY_DEVICE_TO_HOST, bytes.data(),
       dense.const_data_ptr(), bytes.size()));
+  if (CaptureHooks* hooks = ActiveCaptureHooks()) {
+    hooks->OnHostRead(dense, bytes.data(), bytes.size());
+  }
   return bytes;
 }
 
