@@ -208,7 +208,9 @@ TEST(DdpTest, Fp16CompressOverflowOnOneRankSkipsEveryRank) {
     const double scale = *scaler.get_scale();
     Step(*ddp, *opt, &scaler, batch);
     EXPECT_EQ(*scaler.last_step_skipped(), step == 1) << "step " << step;
-    if (step == 1) EXPECT_EQ(*scaler.get_scale(), scale / 2);
+    if (step == 1) {
+      EXPECT_EQ(*scaler.get_scale(), scale / 2);
+    }
   }
 }
 
