@@ -42,6 +42,8 @@ constexpr int kTagStatusRequest = 1;
 constexpr int kTagStatusReply = 2;
 // How long a timed-out rank waits for its peers' answers.
 constexpr double kStatusAnswerSeconds = 2.0;
+// How long a rank waits for MPI_Abort to end the job before exiting.
+constexpr int kAbortSeconds = 5;
 
 int Fail(char* error, size_t error_size, int code, const std::string& text) {
   if (error != nullptr && error_size > 0) {
@@ -125,6 +127,9 @@ struct MixrtCollectiveWork {
 struct MixrtCommunicator {
   int rank = 0;
   int world_size = 1;
+  // Each rank's host (MPI_Get_processor_name), exchanged at start, so a
+  // failure names the machine as well as the rank.
+  std::vector<std::string> hosts;
   double timeout_s = 300;
   std::string library = "Open MPI";
   // MIXRT_MPI_ALLREDUCE_CHUNK_BYTES, checked at start to be one byte count
@@ -210,6 +215,32 @@ void ReapReplies(MixrtCommunicator& c) {
           r.end());
 }
 
+// Every rank's host name into c.hosts (one fixed-size slot each).
+void ExchangeHosts(MixrtCommunicator& c) {
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(mine, &length);
+  std::vector<char> all(static_cast<size_t>(c.world_size) *
+                        MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                MPI_MAX_PROCESSOR_NAME, MPI_CHAR, c.control);
+  c.hosts.clear();
+  for (int r = 0; r < c.world_size; ++r) {
+    const char* name = all.data() + static_cast<size_t>(r) *
+                                        MPI_MAX_PROCESSOR_NAME;
+    c.hosts.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
+}
+
+// "rank 1 (on host-b)".
+std::string RankOnHost(const MixrtCommunicator& c, int r) {
+  std::string s = "rank " + std::to_string(r);
+  if (r < static_cast<int>(c.hosts.size()) && !c.hosts[r].empty()) {
+    s += " (on " + c.hosts[r] + ")";
+  }
+  return s;
+}
+
 // Asks every peer where it is, for the message of a timed-out collective.
 std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
                             double waited_s) {
@@ -247,7 +278,7 @@ std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
   for (int r = 0; r < n; ++r) {
     if (r == c.rank) continue;
     if (!answered[r]) {
-      culprits += "; rank " + std::to_string(r) + " does not answer (its " +
+      culprits += "; " + RankOnHost(c, r) + " does not answer (its " +
                   "process crashed, was stopped or is unreachable)";
       continue;
     }
@@ -255,7 +286,7 @@ std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
     if (running == work.sequence || last >= work.sequence) {
       reached += (reached.empty() ? "" : ", ") + std::to_string(r);
     } else {
-      culprits += "; rank " + std::to_string(r) +
+      culprits += "; " + RankOnHost(c, r) +
                   " has not reached it (its last completed collective is #" +
                   std::to_string(last) +
                   (running != 0 ? ", it is in #" + std::to_string(running)
@@ -265,7 +296,7 @@ std::string DiagnoseTimeout(MixrtCommunicator& c, const WorkState& work,
   }
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.1f", waited_s);
-  std::string message = "rank " + std::to_string(c.rank) + ": " + work.Name() +
+  std::string message = RankOnHost(c, c.rank) + ": " + work.Name() +
                         " did not complete within " + seconds + " s" + culprits;
   if (!reached.empty()) message += "; ranks that reached it: " + reached;
   if (culprits.empty()) {
@@ -476,6 +507,19 @@ void CheckDeadline(MixrtCommunicator& c) {
   std::fprintf(stderr, "mixrt: rank %d aborts the job: %s\n", c.rank,
                why.c_str());
   std::fflush(stderr);
+  // MPI_Abort asks mpirun to end the job; when mpirun cannot be reached
+  // (the link to its host is down) it may never return. The rank exits
+  // regardless after kAbortSeconds.
+  const int rank = c.rank;
+  std::thread([rank] {
+    std::this_thread::sleep_for(std::chrono::seconds(kAbortSeconds));
+    std::fprintf(stderr,
+                 "mixrt: rank %d: MPI_Abort did not end the job within %d s "
+                 "(mpirun unreachable?): exiting\n",
+                 rank, kAbortSeconds);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }).detach();
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);  // MPI_Abort does not return; in case it does.
 }
@@ -522,6 +566,7 @@ void MonitorMain(MixrtCommunicator* c) {
                   c->control);
     failure = ChunkBytesProblem(all, c->rank);
     if (mine >= 0) c->chunk_bytes = static_cast<size_t>(mine);
+    ExchangeHosts(*c);
   }
   if (failure.empty()) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

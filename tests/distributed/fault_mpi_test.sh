@@ -45,11 +45,11 @@ expect kill "rank 1"
 # Rank 1 is alive but never reaches the all-reduce: rank 0 times out, asks
 # it where it is, names it and aborts the job.
 run hang
-expect hang "did not complete within" "rank 1 has not reached it"
+expect hang "did not complete within" "rank 1 (on $(hostname)) has not reached it"
 
 # Rank 1's whole process is stopped: it cannot answer.
 run stop
-expect stop "did not complete within" "rank 1 does not answer"
+expect stop "did not complete within" "rank 1 (on $(hostname)) does not answer"
 
 # Bad launches: every rank refuses with the reason, nobody hangs.
 out=$(MIXRT_EXPECTED_WORLD_SIZE=4 timeout 60 "$runner" 2 "$worker" none 2>&1)

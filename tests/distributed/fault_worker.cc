@@ -1,11 +1,17 @@
 // A 2-rank DDP training loop in which rank 1 fails at step 3, for
-// fault_mpi_test.sh: `fault_worker kill|hang|stop|none`. The surviving rank
-// must end the job with an error naming rank 1 within the timeout.
+// fault_mpi_test.sh and multihost_mpi_test.sh:
+// `fault_worker kill|hang|stop|linkdown|none`. linkdown runs the command in
+// $MIXRT_FAULT_LINK_DOWN (taking the network link between the hosts down)
+// and carries on. The surviving rank must end the job with an error naming
+// rank 1 within the timeout. With $MIXRT_FAULT_LOG_DIR, a failing rank
+// also writes its error to rank<N>.log there.
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "absl/status/status.h"
 #include "core/distributed/distributed_data_parallel.h"
@@ -37,6 +43,13 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
       if (std::strcmp(fault, "kill") == 0) raise(SIGKILL);
       if (std::strcmp(fault, "stop") == 0) raise(SIGSTOP);
+      if (std::strcmp(fault, "linkdown") == 0) {
+        const char* command = std::getenv("MIXRT_FAULT_LINK_DOWN");
+        if (command == nullptr || std::system(command) != 0) {
+          std::fprintf(stderr, "rank 1: could not take the link down\n");
+          return 3;
+        }
+      }
       if (std::strcmp(fault, "hang") == 0) {
         for (;;) pause();
       }
@@ -47,6 +60,17 @@ int main(int argc, char** argv) {
     if (!status.ok()) {
       std::fprintf(stderr, "rank %d: step %d failed: %s\n", rank, step,
                    status.ToString().c_str());
+      // A rank on a host cut off from mpirun cannot send it its output:
+      // it leaves its error where the test can read it too.
+      if (const char* dir = std::getenv("MIXRT_FAULT_LOG_DIR")) {
+        const std::string path =
+            std::string(dir) + "/rank" + std::to_string(rank) + ".log";
+        if (FILE* f = std::fopen(path.c_str(), "w")) {
+          std::fprintf(f, "rank %d: step %d failed: %s\n", rank, step,
+                       status.ToString().c_str());
+          std::fclose(f);
+        }
+      }
       // Peers stuck in the collective can never leave: end the job.
       (*group)->Abort(std::string(status.message()));
     }
