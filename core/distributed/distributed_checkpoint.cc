@@ -2,6 +2,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/distributed/zero_redundancy_optimizer.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt::distributed {
@@ -22,6 +23,11 @@ absl::Status SaveDistributedCheckpoint(ProcessGroup& group,
                                        TrainingState state,
                                        const absl::Status& rank0_ready) {
   MIXRT_ASSIGN_OR_RETURN(Device device, DeviceOf(state));
+  // A sharded optimizer's state is whole on rank 0 only once every rank
+  // sent its shard there.
+  if (auto* zero = dynamic_cast<ZeroRedundancyOptimizer*>(state.optimizer)) {
+    MIXRT_RETURN_IF_ERROR(zero->consolidate_state_dict(0));
+  }
   MIXRT_RETURN_IF_ERROR(group.Barrier());
   absl::Status written;
   if (group.rank() == 0) {

@@ -1,7 +1,8 @@
 // Checkpoints of a data-parallel run. Every rank calls both functions.
 //
-// Saving: a barrier first (every rank has finished the step, so rank 0's
-// replica is the one all ranks hold), then rank 0 alone writes the file
+// Saving: a ZeroRedundancyOptimizer's shards consolidated on rank 0, a
+// barrier (every rank has finished the step, so rank 0's replica is the
+// one all ranks hold), then rank 0 alone writes the file
 // atomically (SaveTrainingCheckpoint: a reader sees the old file or the
 // whole new one, never a part), recording the world size as
 // "meta.world_size"; then every rank learns rank 0's outcome, so a failed

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Data parallelism across two hosts made on this machine
+# (tests/distributed/netns_hosts.sh: network namespaces, a veth shaped to
+# RATE, Open MPI over TCP), in one run against the single-process baseline
+# (not a test; needs root):
+#   bazel build -c opt //benchmarks:ddp_benchmark
+#   benchmarks/ddp_two_hosts.sh [RATE] [ddp_benchmark flags]   # RATE: 10gbit
+# 1. the recipe MLP train step: 2 hosts x 1 rank vs 1 rank x 2 threads;
+# 2. the ProcessGroup's f32 all-reduce bandwidth over the link.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rate=${1:-10gbit}
+shift || true
+bin=$PWD/bazel-bin/benchmarks
+source tests/distributed/netns_hosts.sh
+why=$(hosts_available)
+[ -z "$why" ] || { echo "two hosts cannot be made here: $why"; exit 1; }
+echo "== train step, recipe MLP, 1 rank x 2 threads"
+one=$(mpirun --allow-run-as-root -np 1 --bind-to none \
+  -x MIXRT_NUM_THREADS=2 "$bin/ddp_benchmark" --mode=train "$@" |
+  tee /dev/stderr)
+hosts_up "$rate"
+echo "== two hosts: $HOSTS_SHAPING, $HOSTS_SHAPER; 1 rank x 1 thread each"
+export MIXRT_NUM_THREADS=1
+two=$(hosts_mpirun --bind-to core "$bin/ddp_benchmark" --mode=train "$@" |
+  tee /dev/stderr)
+rate_of() { sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' <<<"$1" | sort -g | head -1; }
+awk -v a="$(rate_of "$one")" -v b="$(rate_of "$two")" \
+  'BEGIN { printf "throughput 2 hosts x 1 rank / 1 rank x 2 threads: %.2f\n", b / a }'
+echo "== all-reduce over the link"
+hosts_mpirun "$bin/ddp_benchmark" --mode=allreduce
