@@ -24,6 +24,10 @@ ABSL_FLAG(int, warmup, 2, "Untimed steps first.");
 ABSL_FLAG(int64_t, width, 4096, "MLP width.");
 ABSL_FLAG(int64_t, global_batch, 512, "Global batch (split over ranks).");
 ABSL_FLAG(bool, amp, false, "bf16 autocast + GradScaler.");
+ABSL_FLAG(std::string, optimizer, "sgd",
+          "sgd (momentum), adamw, or zero (AdamW with its state sharded "
+          "across ranks: ZeroRedundancyOptimizer); the state bytes per "
+          "rank are printed.");
 ABSL_FLAG(std::string, comm_hook, "",
           "DDP communication hook: bf16 or fp16 (compress the gradients on "
           "the wire, as PyTorch's bf16_compress_hook); empty: f32.");
@@ -40,6 +44,43 @@ double Ms(Clock::time_point a, Clock::time_point b) {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(
+    std::vector<Tensor> params,
+    const std::shared_ptr<distributed::ProcessGroup>& group) {
+  const std::string kind = absl::GetFlag(FLAGS_optimizer);
+  if (kind == "sgd") {
+    MIXRT_ASSIGN_OR_RETURN(
+        auto sgd, SGD::Create(std::move(params), {.lr = 1e-3, .momentum = 0.9}));
+    return std::unique_ptr<Optimizer>(std::move(sgd));
+  }
+  if (kind == "adamw") {
+    MIXRT_ASSIGN_OR_RETURN(auto adamw,
+                           AdamW::Create(std::move(params), {.lr = 1e-4}));
+    return std::unique_ptr<Optimizer>(std::move(adamw));
+  }
+  if (kind == "zero") {
+    MIXRT_ASSIGN_OR_RETURN(auto zero,
+                           distributed::ZeroRedundancyOptimizer::Create(
+                               std::move(params), group, {.lr = 1e-4}));
+    return std::unique_ptr<Optimizer>(std::move(zero));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--optimizer is '", kind, "'; expected sgd, adamw or zero"));
+}
+
+// Bytes of the optimizer's state this rank holds.
+uint64_t StateBytes(const Optimizer& opt) {
+  if (const auto* zero =
+          dynamic_cast<const distributed::ZeroRedundancyOptimizer*>(&opt)) {
+    return zero->state_bytes();
+  }
+  uint64_t bytes = 0;
+  for (const auto& [name, t] : opt.state_dict()) {
+    bytes += static_cast<uint64_t>(t.numel()) * DTypeSize(t.dtype());
+  }
+  return bytes;
 }
 
 absl::Status Train(const Device& device,
@@ -66,10 +107,8 @@ absl::Status Train(const Device& device,
                                     model, group, options));
   }
   nn::Module& net = ddp ? static_cast<nn::Module&>(*ddp) : *model;
-  SgdOptions sgd;
-  sgd.lr = 1e-3;
-  sgd.momentum = 0.9;
-  MIXRT_ASSIGN_OR_RETURN(auto opt, SGD::Create(model->parameters(), sgd));
+  MIXRT_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt,
+                         MakeOptimizer(model->parameters(), group));
   const bool amp = absl::GetFlag(FLAGS_amp);
   GradScaler scaler(device, {.enabled = amp});
   MIXRT_ASSIGN_OR_RETURN(Tensor x,
@@ -108,10 +147,12 @@ absl::Status Train(const Device& device,
   const auto& stats = device.backend()->allocator(device.index()).stats();
   std::printf(
       "train: ranks %d, per-rank batch %lld, %s: %.1f ms/step, %.1f "
-      "samples/s, peak %.0f MiB per rank\n",
+      "samples/s, peak %.0f MiB per rank, %s state %.1f MiB on rank %d\n",
       world, static_cast<long long>(batch), amp ? "bf16 autocast" : "f32", ms,
       absl::GetFlag(FLAGS_global_batch) * 1000.0 / ms,
-      stats.peak_bytes_in_use / 1048576.0);
+      stats.peak_bytes_in_use / 1048576.0,
+      absl::GetFlag(FLAGS_optimizer).c_str(), StateBytes(*opt) / 1048576.0,
+      group->rank());
   if (ddp) {
     // The same buckets all-reduced with nothing else running: the time
     // backward had to hide.

@@ -20,9 +20,11 @@ one=$(mpirun --allow-run-as-root -np 1 --bind-to none \
   -x MIXRT_NUM_THREADS=2 "$bin/ddp_benchmark" --mode=train "$@" |
   tee /dev/stderr)
 hosts_up "$rate"
+# Unbound: each host's mpirun would bind its rank to "its" first core,
+# the same core of this machine for both.
 echo "== two hosts: $HOSTS_SHAPING, $HOSTS_SHAPER; 1 rank x 1 thread each"
 export MIXRT_NUM_THREADS=1
-two=$(hosts_mpirun --bind-to core "$bin/ddp_benchmark" --mode=train "$@" |
+two=$(hosts_mpirun --bind-to none "$bin/ddp_benchmark" --mode=train "$@" |
   tee /dev/stderr)
 rate_of() { sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' <<<"$1" | sort -g | head -1; }
 awk -v a="$(rate_of "$one")" -v b="$(rate_of "$two")" \

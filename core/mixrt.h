@@ -23,6 +23,7 @@
 #include "core/distributed/distributed_sampler.h"
 #include "core/distributed/grad_scaler_sync.h"
 #include "core/distributed/process_group.h"
+#include "core/distributed/zero_redundancy_optimizer.h"
 #include "core/dtype.h"
 #include "core/functional/checkpoint.h"
 #include "core/functional/ops.h"
