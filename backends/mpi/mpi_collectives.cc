@@ -16,6 +16,7 @@
 //     answer at all (its process is stopped or gone). The worker stays
 //     blocked in MPI; leaving the job then aborts it.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -633,6 +634,23 @@ void MonitorMain(MixrtCommunicator* c) {
 }
 
 // MPI may be initialized once per process, and finalized never to return.
+// Which rank and host this is, from mpirun's environment (MPI cannot say
+// before MPI_Init returns).
+std::string JoinTimeoutMessage(double timeout_s) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%.1f", timeout_s);
+  return std::string("rank ") + (rank != nullptr ? rank : "?") + " (on " +
+         host + ") waited " + seconds + " s for the " +
+         (size != nullptr ? size : "?") +
+         " ranks of the job to join (MPI_Init) and some never did: a rank "
+         "stuck before it creates its process group, or a host this one "
+         "cannot reach (mpirun's output names the ranks it started)";
+}
+
 std::mutex g_create_mutex;
 bool g_created = false;
 
@@ -656,7 +674,18 @@ int Create(const MixrtCommunicatorOptions* options, MixrtCommunicator** out,
   if (options->timeout_s > 0) c->timeout_s = options->timeout_s;
   c->monitor = std::thread(MonitorMain, c);
   std::unique_lock<std::mutex> lock(c->mutex);
-  c->queue_cv.wait(lock, [c] { return c->started; });
+  // MPI_Init waits for every rank of the job to join; a rank that never
+  // does (stuck before it, or on a host it cannot reach) would keep this
+  // one waiting forever. The collective timeout bounds it too.
+  if (!c->queue_cv.wait_for(
+          lock, std::chrono::duration<double>(c->timeout_s),
+          [c] { return c->started; })) {
+    // The monitor is inside MPI_Init and cannot be stopped: it and the
+    // communicator are left to the process's exit.
+    c->monitor.detach();
+    return Fail(error, error_size, MIXRT_ERROR_CODE_UNAVAILABLE,
+                JoinTimeoutMessage(c->timeout_s));
+  }
   if (c->start_code != MIXRT_ERROR_CODE_OK) {
     const int code = c->start_code;
     const std::string message = c->start_error;

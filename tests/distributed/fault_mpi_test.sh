@@ -51,6 +51,11 @@ expect hang "did not complete within" "rank 1 (on $(hostname)) has not reached i
 run stop
 expect stop "did not complete within" "rank 1 (on $(hostname)) does not answer"
 
+# Rank 1 never joins (stuck before its process group): rank 0's join
+# times out with its own rank and host.
+run nojoin
+expect nojoin "rank 0 (on $(hostname)) waited 3.0 s for the 2 ranks of the job to join"
+
 # Bad launches: every rank refuses with the reason, nobody hangs.
 out=$(MIXRT_EXPECTED_WORLD_SIZE=4 timeout 60 "$runner" 2 "$worker" none 2>&1)
 rc=$?

@@ -1,6 +1,6 @@
 // A 2-rank DDP training loop in which rank 1 fails at step 3, for
 // fault_mpi_test.sh and multihost_mpi_test.sh:
-// `fault_worker kill|hang|stop|linkdown|none`. linkdown runs the command in
+// `fault_worker kill|hang|stop|linkdown|nojoin|none`. linkdown runs the command in
 // $MIXRT_FAULT_LINK_DOWN (taking the network link between the hosts down)
 // and carries on. The surviving rank must end the job with an error naming
 // rank 1 within the timeout. With $MIXRT_FAULT_LOG_DIR, a failing rank
@@ -23,10 +23,19 @@
 int main(int argc, char** argv) {
   using namespace mixrt;
   const char* fault = argc > 1 ? argv[1] : "none";
+  // nojoin: rank 1 never joins the job (stuck before its process group).
+  const char* env_rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (std::strcmp(fault, "nojoin") == 0 && env_rank != nullptr &&
+      std::strcmp(env_rank, "1") == 0) {
+    std::fprintf(stderr, "rank 1: never joining\n");
+    std::fflush(stderr);
+    for (;;) pause();
+  }
   auto group = distributed::ProcessGroup::Create();
   if (!group.ok()) {
     std::fprintf(stderr, "%s\n", group.status().ToString().c_str());
-    return 2;
+    std::fflush(stderr);
+    std::_Exit(2);  // Its MPI_Init may still be waiting in another thread.
   }
   const int rank = (*group)->rank();
   const Device device = testing::CpuDevice();

@@ -3,10 +3,10 @@
 # Gbit/s link, Open MPI over TCP: netns_hosts.sh) equals the same training
 # on one host with 2 ranks, bit for bit: the recipe MLP under bf16 autocast
 # with the bf16 compression hook, and a small GPT with dropout. Then the
-# faults across hosts: the link going down and a rank killed end the job
-# within the collective timeout with a message naming the rank and its
-# host.
-# A checkpoint the two hosts wrote resumes on one.
+# faults across hosts: the link going down, a rank that never joins and a
+# rank killed end the job within the collective timeout with a message
+# naming the rank and its host; a checkpoint the two hosts wrote resumes
+# on one.
 #   multihost_mpi_test.sh WORKER FAULT_WORKER CHECKPOINT_WORKER MPIRUN_TEST
 #                         NETNS_HOSTS
 set -uo pipefail
@@ -112,6 +112,14 @@ else
   grep -v '^\s*$' "$ckpt/resume.log" | tail -3
 fi
 rm -rf "$ckpt"
+
+# Rank 1 on host B never joins the job: rank 0 on host A stops waiting
+# after the timeout and says so with its rank and host.
+start=$SECONDS
+out=$(HOSTS_TIMEOUT=120 hosts_mpirun "$fault_worker" nojoin 2>&1)
+rc=$?
+expect "rank never joins" "$rc" $((SECONDS - start)) "$out" \
+  "rank 0 (on $MIXRT_HOST_A_NAME) waited 3.0 s for the 2 ranks of the job to join"
 
 # Rank 1 on host B is killed: mpirun names it.
 start=$SECONDS
