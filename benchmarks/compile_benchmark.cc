@@ -4,7 +4,8 @@
 // and a transformer block (nn::TransformerBlock: causal attention and a
 // GELU MLP, mse loss, bf16 autocast + GradScaler), and on inference (the
 // serving template: eval(), inference mode, autocast) of the block and of
-// a small CNN (conv + batch norm + relu). In training the compiled part is
+// a small CNN (conv + batch norm + relu), and a training block with
+// dropout (traced with the RNG state). In training the compiled part is
 // the forward and its backward (the loss function); the optimizer and the
 // scaler run eagerly. Prints median ms per step, the
 // ratio to eager, the first (tracing) call's time and the steady state's
@@ -49,6 +50,7 @@ struct Case {
   bool block = false;      // A transformer block instead of an MLP.
   bool inference = false;  // Forward only, eval() and inference mode.
   bool cnn = false;        // Conv+BatchNorm+ReLU x3, sizes {image, channels}.
+  double dropout = 0;      // The block's (attention and residual dropout).
 };
 
 // The case's model, input and loss target (class labels for an MLP).
@@ -89,7 +91,11 @@ absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
     MIXRT_ASSIGN_OR_RETURN(
         s.net,
         mixrt::nn::TransformerBlock::Create(
-            {.width = width, .heads = heads, .causal = true}, device, init));
+            {.width = width,
+             .heads = heads,
+             .dropout = c.dropout,
+             .causal = true},
+            device, init));
     MIXRT_ASSIGN_OR_RETURN(
         s.x, mixrt::randn({c.batch, seq, width}, mixrt::DType::kF32, device, 0,
                           1, init));
@@ -245,6 +251,15 @@ int main(int argc, char** argv) {
        absl::GetFlag(FLAGS_recipe_batch),
        true},
       {"transformer block bf16+scaler", {128, 256, 4}, 8, true, /*block=*/true},
+      // Dropout is traced into the graph (it was a graph break: eager).
+      {"transformer block f32 dropout 0.1",
+       {128, 256, 4},
+       8,
+       false,
+       /*block=*/true,
+       /*inference=*/false,
+       /*cnn=*/false,
+       /*dropout=*/0.1},
       {"transformer block bf16 infer",
        {128, 256, 4},
        8,

@@ -209,17 +209,22 @@ absl::Status ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
   return absl::OkStatus();
 }
 
-absl::Status ZeroRedundancyOptimizer::check_state_dict(
+std::map<std::string, Tensor> ZeroRedundancyOptimizer::ShardEntries(
     const std::map<std::string, Tensor>& state) const {
   std::map<std::string, Tensor> local;
   for (size_t k = 0; k < owned_.size(); ++k) {
-    for (const char* name : {"exp_avg", "exp_avg_sq", "step",
-                             "max_exp_avg_sq"}) {
+    for (const char* name :
+         {"exp_avg", "exp_avg_sq", "step", "max_exp_avg_sq"}) {
       auto it = state.find(absl::StrCat(owned_[k], ".", name));
       if (it != state.end()) local[absl::StrCat(k, ".", name)] = it->second;
     }
   }
-  return shard_->check_state_dict(local);
+  return local;
+}
+
+absl::Status ZeroRedundancyOptimizer::check_state_dict(
+    const std::map<std::string, Tensor>& state) const {
+  return shard_->check_state_dict(ShardEntries(state));
 }
 
 absl::Status ZeroRedundancyOptimizer::load_state_dict(
@@ -234,16 +239,8 @@ absl::Status ZeroRedundancyOptimizer::load_state_dict(
           params_.size(), ")"));
     }
   }
-  std::map<std::string, Tensor> local;
-  for (size_t k = 0; k < owned_.size(); ++k) {
-    for (const char* name : {"exp_avg", "exp_avg_sq", "step",
-                             "max_exp_avg_sq"}) {
-      auto it = state.find(absl::StrCat(owned_[k], ".", name));
-      if (it != state.end()) local[absl::StrCat(k, ".", name)] = it->second;
-    }
-  }
   consolidated_.reset();
-  return shard_->load_state_dict(local);
+  return shard_->load_state_dict(ShardEntries(state));
 }
 
 absl::StatusOr<double> ZeroRedundancyOptimizer::momentum() const {

@@ -75,6 +75,10 @@ class ZeroRedundancyOptimizer : public Optimizer {
   // Every owner's updated parameters broadcast to the other ranks, one
   // flat buffer per owner.
   absl::Status BroadcastShards();
+  // The entries of `state` (global keys) for this rank's shard, under the
+  // shard optimizer's keys.
+  std::map<std::string, Tensor> ShardEntries(
+      const std::map<std::string, Tensor>& state) const;
   // The state of `local` under its global keys.
   std::map<std::string, Tensor> GlobalKeys(
       const std::vector<std::pair<std::string, Tensor>>& local) const;
