@@ -89,13 +89,11 @@ absl::StatusOr<Setup> MakeSetup(const mixrt::Device& device, const Case& c,
   if (c.block) {
     const int64_t seq = c.sizes[0], width = c.sizes[1], heads = c.sizes[2];
     MIXRT_ASSIGN_OR_RETURN(
-        s.net,
-        mixrt::nn::TransformerBlock::Create(
-            {.width = width,
-             .heads = heads,
-             .dropout = c.dropout,
-             .causal = true},
-            device, init));
+        s.net, mixrt::nn::TransformerBlock::Create({.width = width,
+                                                    .heads = heads,
+                                                    .dropout = c.dropout,
+                                                    .causal = true},
+                                                   device, init));
     MIXRT_ASSIGN_OR_RETURN(
         s.x, mixrt::randn({c.batch, seq, width}, mixrt::DType::kF32, device, 0,
                           1, init));

@@ -52,7 +52,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(
   const std::string kind = absl::GetFlag(FLAGS_optimizer);
   if (kind == "sgd") {
     MIXRT_ASSIGN_OR_RETURN(
-        auto sgd, SGD::Create(std::move(params), {.lr = 1e-3, .momentum = 0.9}));
+        auto sgd,
+        SGD::Create(std::move(params), {.lr = 1e-3, .momentum = 0.9}));
     return std::unique_ptr<Optimizer>(std::move(sgd));
   }
   if (kind == "adamw") {
@@ -66,8 +67,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(
                                std::move(params), group, {.lr = 1e-4}));
     return std::unique_ptr<Optimizer>(std::move(zero));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--optimizer is '", kind, "'; expected sgd, adamw or zero"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--optimizer is '", kind, "'; expected sgd, adamw or zero"));
 }
 
 // Bytes of the optimizer's state this rank holds.

@@ -79,9 +79,9 @@ absl::Status Sgd(GpuDevice& device, const sdk::KernelCall& call) {
 absl::Status AdamW(GpuDevice& device, const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
-  MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
-                         sdk::DecodeOptimizerStep(call, a.flags,
-                                                  sdk::AdamWOutputs(a.flags)));
+  MIXRT_ASSIGN_OR_RETURN(
+      sdk::OptimizerStepCall decoded,
+      sdk::DecodeOptimizerStep(call, a.flags, sdk::AdamWOutputs(a.flags)));
   const StepGuards guards = Guards(decoded);
   MIXRT_RETURN_IF_ERROR(sdk::ExpectF32Scalar(call, call.outputs[3], "step"));
   auto* step = static_cast<float*>(call.outputs[3].data());

@@ -227,8 +227,8 @@ void ExchangeHosts(MixrtCommunicator& c) {
                 MPI_MAX_PROCESSOR_NAME, MPI_CHAR, c.control);
   c.hosts.clear();
   for (int r = 0; r < c.world_size; ++r) {
-    const char* name = all.data() + static_cast<size_t>(r) *
-                                        MPI_MAX_PROCESSOR_NAME;
+    const char* name =
+        all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
     c.hosts.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
   }
 }
@@ -677,9 +677,8 @@ int Create(const MixrtCommunicatorOptions* options, MixrtCommunicator** out,
   // MPI_Init waits for every rank of the job to join; a rank that never
   // does (stuck before it, or on a host it cannot reach) would keep this
   // one waiting forever. The collective timeout bounds it too.
-  if (!c->queue_cv.wait_for(
-          lock, std::chrono::duration<double>(c->timeout_s),
-          [c] { return c->started; })) {
+  if (!c->queue_cv.wait_for(lock, std::chrono::duration<double>(c->timeout_s),
+                            [c] { return c->started; })) {
     // The monitor is inside MPI_Init and cannot be stopped: it and the
     // communicator are left to the process's exit.
     c->monitor.detach();

@@ -110,8 +110,7 @@ class Recorder : public CaptureHooks {
     graph_.nodes.push_back(std::move(node));
   }
 
-  void OnHostRead(const Tensor& src, const void* data,
-                  size_t bytes) override {
+  void OnHostRead(const Tensor& src, const void* data, size_t bytes) override {
     const std::string what = absl::StrCat(
         "a host read of tensor data (item(), to_*_vector(), to_bytes() or a "
         "copy between devices) of a ",

@@ -222,7 +222,7 @@ struct CompiledFunction::State {
   bool over_limit = false;
   std::atomic<int64_t> replays{0};
   std::atomic<int64_t> eager_calls{0};
-  int64_t verified_calls = 0;  // Under the mutex.
+  int64_t verified_calls = 0;       // Under the mutex.
   int64_t host_value_retraces = 0;  // Under the mutex (Respecialize).
   absl::flat_hash_set<std::string> warned_signatures;
 

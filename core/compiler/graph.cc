@@ -129,8 +129,8 @@ std::vector<bool> ConstantDerived(
     if (n.kind != GraphNode::Kind::kLaunch) continue;
     // A random launch draws new numbers every run: never kept.
     bool from_constants =
-        !n.random() && (!n.inputs.empty() || n.op == MIXRT_OP_FILL ||
-                      n.op == MIXRT_OP_ARANGE);
+        !n.random() &&
+        (!n.inputs.empty() || n.op == MIXRT_OP_FILL || n.op == MIXRT_OP_ARANGE);
     for (const ValueRef& v : n.inputs) from_constants &= derived[v.slot];
     for (const ValueRef& v : n.outputs) {
       derived[v.slot] = from_constants && writers[v.slot].size() == 1 &&
@@ -158,9 +158,9 @@ std::string Graph::ToString() const {
                            absl::StrJoin(ins, ", "), ")")
             : absl::StrCat(MixrtOpName(n.op), "(", absl::StrJoin(ins, ", "),
                            ")"),
-        n.random() ? absl::StrCat(" random", n.random_source, "@+",
-                                  n.random_offset)
-                   : "",
+        n.random()
+            ? absl::StrCat(" random", n.random_source, "@+", n.random_offset)
+            : "",
         "\n");
   }
   std::vector<std::string> results;

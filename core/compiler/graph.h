@@ -83,7 +83,7 @@ struct GraphNode {
   MixrtOp op = MIXRT_OP_COPY;
   std::vector<uint8_t> attrs;  // The op's attribute struct; empty: none.
   std::vector<ValueRef> inputs;
-  std::vector<ValueRef> outputs;            // kHostWrite: the one destination.
+  std::vector<ValueRef> outputs;  // kHostWrite: the one destination.
   // kHostWrite: the data written; kHostRead: the data the trace read.
   std::vector<uint8_t> host_bytes;
   std::shared_ptr<const FusedGroup> fused;  // kFused.

@@ -9,8 +9,8 @@ namespace mixrt::compiler {
 // Drops launches whose results nothing uses: a launch is kept when it
 // writes memory that outlives the call (an input, a constant: in-place
 // updates are effects), a result, an activation the backward reads, or
-// memory a kept launch or a host read reads. Per slot, not per byte: any writer of a
-// live slot is kept. Returns how many launches went.
+// memory a kept launch or a host read reads. Per slot, not per byte: any writer
+// of a live slot is kept. Returns how many launches went.
 int EliminateDeadLaunches(Graph* graph);
 
 // Common subexpressions: a launch that repeats an earlier one (same op,

@@ -535,9 +535,9 @@ absl::Status Plan::RunNode(int i, std::vector<SavedMemory>& saved_in) {
 }
 
 absl::Status HostValueChanged(int node) {
-  absl::Status s = absl::AbortedError(absl::StrCat(
-      "compiled graph: the host read at node ", node,
-      " found another value than the trace read"));
+  absl::Status s = absl::AbortedError(
+      absl::StrCat("compiled graph: the host read at node ", node,
+                   " found another value than the trace read"));
   s.SetPayload(kHostValueChangedPayload, absl::Cord("1"));
   return s;
 }
@@ -546,8 +546,7 @@ bool IsHostValueChanged(const absl::Status& status) {
   return status.GetPayload(kHostValueChangedPayload).has_value();
 }
 
-absl::Status Plan::CheckHostRead(int i, const GraphNode& n,
-                                 const Prepared& p) {
+absl::Status Plan::CheckHostRead(int i, const GraphNode& n, const Prepared& p) {
   host_read_.resize(n.host_bytes.size());
   const Device& device = graph_.device;
   MIXRT_RETURN_IF_ERROR(device.backend()->Copy(
@@ -609,7 +608,7 @@ absl::Status Plan::NodeError(int node, absl::string_view where,
   return absl::Status(
       status.code(),
       absl::StrCat("compiled graph node ", node, " (",
-                   n.kind == GraphNode::Kind::kHostWrite ? "host_write"
+                   n.kind == GraphNode::Kind::kHostWrite  ? "host_write"
                    : n.kind == GraphNode::Kind::kHostRead ? "host_read"
                    : n.kind == GraphNode::Kind::kFused
                        ? absl::StrCat("fused: ", n.fused->kernel->description())

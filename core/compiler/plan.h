@@ -209,7 +209,7 @@ class Plan {
   std::vector<Segment> segments_;
   std::vector<int> segment_at_;  // Per position of order_: a segment, or -1.
   std::vector<void*> graph_buffers_;
-  absl::Span<const Tensor> run_inputs_;  // This run's inputs.
+  absl::Span<const Tensor> run_inputs_;     // This run's inputs.
   const RandomBase* run_random_ = nullptr;  // This run's generator state.
   std::vector<uint8_t> random_attrs_;       // A random node's, this run.
   std::vector<uint8_t> host_read_;          // A host read node's, this run.

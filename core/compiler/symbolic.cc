@@ -83,8 +83,7 @@ bool SameStructure(const Graph& x, const Graph& y) {
     const GraphNode& b = y.nodes[i];
     if (a.kind != b.kind || a.op != b.op || a.attrs != b.attrs ||
         a.random_source != b.random_source || a.host_bytes != b.host_bytes ||
-        !SameViews(a.inputs, b.inputs) ||
-        !SameViews(a.outputs, b.outputs)) {
+        !SameViews(a.inputs, b.inputs) || !SameViews(a.outputs, b.outputs)) {
       return false;
     }
   }

@@ -23,8 +23,8 @@ std::vector<int> Partition(const std::vector<Tensor>& params, int world) {
   std::vector<int64_t> load(world, 0);
   std::vector<int> owner(params.size(), 0);
   for (size_t i : order) {
-    const int r = static_cast<int>(
-        std::min_element(load.begin(), load.end()) - load.begin());
+    const int r = static_cast<int>(std::min_element(load.begin(), load.end()) -
+                                   load.begin());
     owner[i] = r;
     load[r] += params[i].numel();
   }
@@ -233,10 +233,10 @@ absl::Status ZeroRedundancyOptimizer::load_state_dict(
     size_t i = 0;
     std::string name;
     if (!SplitKey(key, &i, &name) || i >= params_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ZeroRedundancyOptimizer: state entry '", key,
-          "' names no parameter (expected <index>.<name> below ",
-          params_.size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ZeroRedundancyOptimizer: state entry '", key,
+                       "' names no parameter (expected <index>.<name> below ",
+                       params_.size(), ")"));
     }
   }
   consolidated_.reset();

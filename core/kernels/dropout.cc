@@ -39,7 +39,7 @@ absl::StatusOr<Tensor> Fused(const Tensor& x, const DropoutState& state) {
 absl::StatusOr<Tensor> ComposedScale(const Tensor& x,
                                      const DropoutState& state) {
   MIXRT_ASSIGN_OR_RETURN(Tensor u, rand_at(x.shape(), DType::kF32, x.device(),
-                                            state.seed, state.offset));
+                                           state.seed, state.offset));
   MIXRT_ASSIGN_OR_RETURN(Tensor threshold,
                          full({}, state.p, DType::kF32, x.device()));
   MIXRT_ASSIGN_OR_RETURN(Tensor keep, ge(u, threshold));
@@ -68,8 +68,7 @@ absl::StatusOr<DropoutOutput> dropout(const Tensor& x, double p,
     return out;
   }
   Generator& gen = generator != nullptr ? *generator : DefaultGenerator();
-  const Draw draw =
-      ReserveBlocks(gen.state(), PhiloxBlocks(x.numel()));
+  const Draw draw = ReserveBlocks(gen.state(), PhiloxBlocks(x.numel()));
   out.state.seed = draw.seed;
   out.state.offset = draw.offset;
   absl::StatusOr<Tensor> fused = Fused(x, out.state);

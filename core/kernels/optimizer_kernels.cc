@@ -153,10 +153,10 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
         CheckState(param, max_exp_avg_sq, "max_exp_avg_sq", kOp));
     const uint32_t minor = param.device().backend()->identity().abi_minor;
     if (minor < 2) {
-      return absl::UnimplementedError(absl::StrCat(
-          kOp, ": amsgrad needs a plugin of ABI 1.2 or later; ",
-          param.device().backend()->name(), " is ABI 1.", minor,
-          " and would step as plain AdamW"));
+      return absl::UnimplementedError(
+          absl::StrCat(kOp, ": amsgrad needs a plugin of ABI 1.2 or later; ",
+                       param.device().backend()->name(), " is ABI 1.", minor,
+                       " and would step as plain AdamW"));
     }
   }
   MIXRT_RETURN_IF_ERROR(CheckSameDevice(param, step, kOp));
@@ -170,8 +170,7 @@ absl::Status adamw_step_(const Tensor& param, const Tensor& grad,
   if (amsgrad) attrs.flags |= MIXRT_OPTIM_AMSGRAD;
   attrs.struct_size = sizeof(attrs);
   const Tensor outs[] = {param, exp_avg, exp_avg_sq, step, max_exp_avg_sq};
-  return LaunchKernel(MIXRT_OP_ADAMW_STEP,
-                      absl::MakeConstSpan(ins),
+  return LaunchKernel(MIXRT_OP_ADAMW_STEP, absl::MakeConstSpan(ins),
                       absl::MakeConstSpan(outs, amsgrad ? 5 : 4), &attrs);
 }
 

@@ -365,9 +365,9 @@ absl::Status AdamW::step(const kernels::StepScaling& scaling) {
     a.weight_decay = group.weight_decay;
     MIXRT_ASSIGN_OR_RETURN(Tensor grad,
                            StepGradient(p.grad(), options_.maximize));
-    MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(
-        p.detach(), grad, exp_avg_[i], exp_avg_sq_[i], step_[i], a, scaling,
-        max_exp_avg_sq_[i]));
+    MIXRT_RETURN_IF_ERROR(kernels::adamw_step_(p.detach(), grad, exp_avg_[i],
+                                               exp_avg_sq_[i], step_[i], a,
+                                               scaling, max_exp_avg_sq_[i]));
   }
   return absl::OkStatus();
 }

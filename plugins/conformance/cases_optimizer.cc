@@ -101,8 +101,8 @@ void AddOptimizerCases(std::vector<Case>* cases) {
                auto v_max = zeros({513, 7}, DType::kF32, dev);
                auto step = zeros({1}, DType::kF32, dev);
                auto large = scale(in[1], 8.0);
-               if (!p.ok() || !m.ok() || !v.ok() || !v_max.ok() ||
-                   !step.ok() || !large.ok()) {
+               if (!p.ok() || !m.ok() || !v.ok() || !v_max.ok() || !step.ok() ||
+                   !large.ok()) {
                  return absl::InternalError("setup failed");
                }
                MixrtAdamWAttrs adam{};
@@ -112,9 +112,8 @@ void AddOptimizerCases(std::vector<Case>* cases) {
                adam.eps = 1e-8;
                adam.weight_decay = 0.01;
                for (int i = 0; i < 4; ++i) {
-                 absl::Status s =
-                     adamw_step_(*p, i == 0 ? *large : in[1], *m, *v, *step,
-                                 adam, {}, *v_max);
+                 absl::Status s = adamw_step_(*p, i == 0 ? *large : in[1], *m,
+                                              *v, *step, adam, {}, *v_max);
                  if (!s.ok()) return s;
                }
                return std::vector<Tensor>{*p, *m, *v, *v_max, *step};

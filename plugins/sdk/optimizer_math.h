@@ -44,7 +44,8 @@ MIXRT_HOST_DEVICE inline T SgdElement(const MixrtSgdAttrs& a, T param, T grad,
 // them is refused, never ignored (an ignored MIXRT_OPTIM_AMSGRAD would step
 // as plain AdamW without a word).
 MIXRT_HOST_DEVICE inline uint32_t KnownOptimizerFlags(uint32_t op) {
-  const uint32_t common = MIXRT_OPTIM_HAS_GRAD_SCALE | MIXRT_OPTIM_HAS_FOUND_INF;
+  const uint32_t common =
+      MIXRT_OPTIM_HAS_GRAD_SCALE | MIXRT_OPTIM_HAS_FOUND_INF;
   return op == MIXRT_OP_ADAMW_STEP ? common | MIXRT_OPTIM_AMSGRAD : common;
 }
 

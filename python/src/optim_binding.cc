@@ -73,20 +73,20 @@ void BindOptim(nb::module_& m) {
         return ValueOrThrow(SGD::Create(Groups(std::move(groups)), o));
       });
   nb::class_<AdamW, Optimizer>(m, "AdamW")
-      .def_static("_create", [](std::vector<GroupSpec> groups, double lr,
-                                double beta1, double beta2, double eps,
-                                double weight_decay, bool amsgrad,
-                                bool maximize) {
-        AdamWOptions o;
-        o.lr = lr;
-        o.beta1 = beta1;
-        o.beta2 = beta2;
-        o.eps = eps;
-        o.weight_decay = weight_decay;
-        o.amsgrad = amsgrad;
-        o.maximize = maximize;
-        return ValueOrThrow(AdamW::Create(Groups(std::move(groups)), o));
-      });
+      .def_static(
+          "_create", [](std::vector<GroupSpec> groups, double lr, double beta1,
+                        double beta2, double eps, double weight_decay,
+                        bool amsgrad, bool maximize) {
+            AdamWOptions o;
+            o.lr = lr;
+            o.beta1 = beta1;
+            o.beta2 = beta2;
+            o.eps = eps;
+            o.weight_decay = weight_decay;
+            o.amsgrad = amsgrad;
+            o.maximize = maximize;
+            return ValueOrThrow(AdamW::Create(Groups(std::move(groups)), o));
+          });
 
   nb::class_<LRScheduler>(m, "LRScheduler")
       .def("step", [](LRScheduler& s) { ThrowIfError(s.step()); })

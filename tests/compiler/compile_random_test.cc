@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -56,17 +56,17 @@ struct CallsRun {
   uint64_t offset_after = 0;
 };
 
-#define ASSERT_OK_AND_BACKWARD(loss)                        \
-  do {                                                      \
-    EXPECT_TRUE(loss.ok()) << loss.status();                \
-    if (!loss.ok()) return run;                             \
-    const absl::Status backward = loss->backward();         \
-    EXPECT_TRUE(backward.ok()) << backward;                 \
-    if (!backward.ok()) return run;                         \
+#define ASSERT_OK_AND_BACKWARD(loss)                \
+  do {                                              \
+    EXPECT_TRUE(loss.ok()) << loss.status();        \
+    if (!loss.ok()) return run;                     \
+    const absl::Status backward = loss->backward(); \
+    EXPECT_TRUE(backward.ok()) << backward;         \
+    if (!backward.ok()) return run;                 \
   } while (0)
 
 CallsRun Calls(const Fn& fn, const std::vector<std::vector<Tensor>>& calls,
-          const std::vector<Tensor>& params) {
+               const std::vector<Tensor>& params) {
   manual_seed(11);
   CallsRun run;
   for (const std::vector<Tensor>& inputs : calls) {
@@ -123,8 +123,7 @@ std::string Difference(const std::vector<uint8_t>& a,
 void ExpectCompiledDrawsAsEager(const Fn& fn,
                                 const std::vector<std::vector<Tensor>>& calls,
                                 const std::vector<Tensor>& params,
-                                CompileOptions options,
-                                double tolerance = 0) {
+                                CompileOptions options, double tolerance = 0) {
   const CallsRun eager = Calls(fn, calls, params);
   absl::StatusOr<CompiledFunction> compiled = compile(fn, options);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
@@ -138,8 +137,8 @@ void ExpectCompiledDrawsAsEager(const Fn& fn,
       continue;
     }
     EXPECT_TRUE(replayed.values[i] == eager.values[i])
-        << options.mode << ": value " << i << " differs: "
-        << Difference(replayed.values[i], eager.values[i]);
+        << options.mode << ": value " << i
+        << " differs: " << Difference(replayed.values[i], eager.values[i]);
   }
   EXPECT_EQ(replayed.offset_after, eager.offset_after) << options.mode;
   EXPECT_THAT(compiled->Explain(), Not(HasSubstr("graph break")))
@@ -162,8 +161,8 @@ const char* const kModes[] = {"default", "reduce-overhead", "max-autotune"};
 // offsets follow one another.
 TEST_P(CompiledRandom, DropoutForwardEqualsEager) {
   const Device d = device();
-  const Fn fn = [](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  const Fn fn =
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, dropout(in[0], 0.5));
     MIXRT_ASSIGN_OR_RETURN(Tensor b, dropout(in[0], 0.5));
     MIXRT_ASSIGN_OR_RETURN(Tensor s, add(a, b));
@@ -255,8 +254,8 @@ TEST_P(CompiledRandom, TransformerBlockWithDropoutTrainsAsEager) {
 // either way.
 TEST_P(CompiledRandom, DynamicSizesDrawAsEager) {
   const Device d = device();
-  const Fn fn = [](const std::vector<Tensor>& in)
-      -> absl::StatusOr<std::vector<Tensor>> {
+  const Fn fn =
+      [](const std::vector<Tensor>& in) -> absl::StatusOr<std::vector<Tensor>> {
     MIXRT_ASSIGN_OR_RETURN(Tensor a, dropout(in[0], 0.5));
     MIXRT_ASSIGN_OR_RETURN(Tensor b, dropout(a, 0.5));
     return std::vector<Tensor>{b};

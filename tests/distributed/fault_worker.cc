@@ -1,7 +1,7 @@
 // A 2-rank DDP training loop in which rank 1 fails at step 3, for
 // fault_mpi_test.sh and multihost_mpi_test.sh:
-// `fault_worker kill|hang|stop|linkdown|nojoin|none`. linkdown runs the command in
-// $MIXRT_FAULT_LINK_DOWN (taking the network link between the hosts down)
+// `fault_worker kill|hang|stop|linkdown|nojoin|none`. linkdown runs the command
+// in $MIXRT_FAULT_LINK_DOWN (taking the network link between the hosts down)
 // and carries on. The surviving rank must end the job with an error naming
 // rank 1 within the timeout. With $MIXRT_FAULT_LOG_DIR, a failing rank
 // also writes its error to rank<N>.log there.

@@ -41,8 +41,8 @@ absl::StatusOr<uint64_t> TrainMlp(
     const std::shared_ptr<distributed::ProcessGroup>& group, int steps) {
   const Device device = testing::CpuDevice();
   Generator init(1);
-  MIXRT_ASSIGN_OR_RETURN(auto model, nn::MLP({256, 256, 256, 16}, device,
-                                             &init));
+  MIXRT_ASSIGN_OR_RETURN(auto model,
+                         nn::MLP({256, 256, 256, 16}, device, &init));
   MIXRT_ASSIGN_OR_RETURN(
       auto ddp, distributed::DistributedDataParallel::Create(model, group));
   MIXRT_RETURN_IF_ERROR(
@@ -90,8 +90,8 @@ absl::StatusOr<uint64_t> TrainGpt(
   for (int step = 0; step < steps; ++step) {
     std::vector<int64_t> tokens(4 * 17);
     for (size_t i = 0; i < tokens.size(); ++i) {
-      tokens[i] = static_cast<int64_t>((i * 7 + step * 3 +
-                                        group->rank() * 5) % 32);
+      tokens[i] =
+          static_cast<int64_t>((i * 7 + step * 3 + group->rank() * 5) % 32);
     }
     MIXRT_ASSIGN_OR_RETURN(Tensor all,
                            from_ints(tokens, {4, 17}, DType::kI64, device));

@@ -108,8 +108,8 @@ TEST(ZeroRedundancyOptimizer, StepsAsUnshardedAdamWBitForBit) {
 // cover every parameter once, and the state per rank is about 1/N.
 TEST(ZeroRedundancyOptimizer, EachRankHoldsItsShardsStateOnly) {
   auto model = Model();
-  auto zero = *ZeroRedundancyOptimizer::Create(model->parameters(), Group(),
-                                               kOptions);
+  auto zero =
+      *ZeroRedundancyOptimizer::Create(model->parameters(), Group(), kOptions);
   Train(*model, *zero, 0, 1);
   const int world = Group()->world_size();
   uint64_t total = 0;
@@ -164,18 +164,18 @@ TEST(ZeroRedundancyOptimizer, AConsolidatedCheckpointResumesShardedOrNot) {
                            "/zero_ckpt_" +
                            std::to_string(Group()->world_size());
   auto model = Model();
-  auto zero = *ZeroRedundancyOptimizer::Create(model->parameters(), Group(),
-                                               kOptions);
+  auto zero =
+      *ZeroRedundancyOptimizer::Create(model->parameters(), Group(), kOptions);
   Train(*model, *zero, 0, 3);
   TrainingState state{model.get(), zero.get(), nullptr, nullptr, 3};
-  ASSERT_TRUE(distributed::SaveDistributedCheckpoint(*Group(), path, state)
-                  .ok());
+  ASSERT_TRUE(
+      distributed::SaveDistributedCheckpoint(*Group(), path, state).ok());
   Train(*model, *zero, 3, 3);
   const auto want = Bytes(model->parameters());
 
   auto resumed_model = Model();
-  auto resumed = *ZeroRedundancyOptimizer::Create(
-      resumed_model->parameters(), Group(), kOptions);
+  auto resumed = *ZeroRedundancyOptimizer::Create(resumed_model->parameters(),
+                                                  Group(), kOptions);
   TrainingState rs{resumed_model.get(), resumed.get(), nullptr, nullptr, 0};
   ASSERT_TRUE(distributed::LoadDistributedCheckpoint(*Group(), path, rs).ok());
   Train(*resumed_model, *resumed, 3, 3);

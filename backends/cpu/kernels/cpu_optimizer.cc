@@ -128,9 +128,9 @@ absl::Status Sgd(const sdk::KernelCall& call) {
 absl::Status AdamW(const sdk::KernelCall& call) {
   MIXRT_ASSIGN_OR_RETURN(auto attrs, call.GetAttrs<MixrtAdamWAttrs>());
   const MixrtAdamWAttrs a = *attrs;
-  MIXRT_ASSIGN_OR_RETURN(sdk::OptimizerStepCall decoded,
-                         sdk::DecodeOptimizerStep(call, a.flags,
-                                                  sdk::AdamWOutputs(a.flags)));
+  MIXRT_ASSIGN_OR_RETURN(
+      sdk::OptimizerStepCall decoded,
+      sdk::DecodeOptimizerStep(call, a.flags, sdk::AdamWOutputs(a.flags)));
   float inv_scale;
   if (!Prepare(decoded, &inv_scale)) return absl::OkStatus();
   auto* step = static_cast<float*>(call.outputs[3].data());
