@@ -59,10 +59,10 @@ hosts_up() {
     peer name "$HOSTS_DEV_B" netns "$MIXRT_HOST_B_NS"
   ip -n "$MIXRT_HOST_A_NS" addr add "$MIXRT_HOST_A_ADDR/24" dev "$HOSTS_DEV_A"
   ip -n "$MIXRT_HOST_B_NS" addr add "$MIXRT_HOST_B_ADDR/24" dev "$HOSTS_DEV_B"
+  HOSTS_SHAPER=none  # hosts_shape says which shaper it used.
   for end in "$MIXRT_HOST_A_NS:$HOSTS_DEV_A" "$MIXRT_HOST_B_NS:$HOSTS_DEV_B"; do
     ip -n "${end%%:*}" link set lo up
     ip -n "${end%%:*}" link set "${end#*:}" up
-    HOSTS_SHAPER=none
     [ "$rate" = none ] || hosts_shape "${end%%:*}" "${end#*:}" "$rate"
   done
   HOSTS_SHAPING="rate $rate"
