@@ -24,6 +24,7 @@ PACKAGES=(
   python3-scipy        # reference Mann-Whitney U for mixrt bench's tests
   hipcc libamdhip64-dev  # HIP, the ROCm backend (compiles without a GPU)
   libopenmpi-dev openmpi-bin  # Open MPI 4.1, the CPU collectives (core/distributed)
+  iproute2             # ip and tc: the two hosts of tests/distributed/netns_hosts.sh
   python3-dev python3-numpy python3-pytest python3-venv  # the Python package (python/)
 )
 
