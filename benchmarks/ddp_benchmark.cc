@@ -3,7 +3,8 @@
 //   --mode=train      the recipe MLP (3 x Linear 4096, global batch 512)
 //                     train step: ms/step, samples/s, peak memory, and how
 //                     much of the gradient all-reduce backward hid;
-//   --mode=allreduce  the ProcessGroup's f32 all-reduce at 1-256 MiB.
+//   --mode=allreduce  the ProcessGroup's all-reduce at 1-256 MiB
+//                     (--allreduce_dtype=f32|bf16|f16).
 // Medians of --steps timed steps after --warmup.
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,8 @@
 #include "mixrt/mixrt.h"
 
 ABSL_FLAG(std::string, mode, "train", "train or allreduce");
+ABSL_FLAG(std::string, allreduce_dtype, "f32",
+          "allreduce mode: f32, bf16 or f16 (the comm hooks' wire dtypes).");
 ABSL_FLAG(int, steps, 8, "Timed steps (train) or repetitions (allreduce).");
 ABSL_FLAG(int, warmup, 2, "Untimed steps first.");
 ABSL_FLAG(int64_t, width, 4096, "MLP width.");
@@ -186,9 +189,19 @@ absl::Status Train(const Device& device,
 absl::Status AllReduce(
     const Device& device,
     const std::shared_ptr<distributed::ProcessGroup>& group) {
+  const std::string name = absl::GetFlag(FLAGS_allreduce_dtype);
+  const DType dtype = name == "bf16"  ? DType::kBF16
+                      : name == "f16" ? DType::kF16
+                                      : DType::kF32;
+  if (name != "f32" && dtype == DType::kF32) {
+    return absl::InvalidArgumentError(
+        "--allreduce_dtype must be f32, bf16 "
+        "or f16, not '" +
+        name + "'");
+  }
   for (int64_t mib : {1, 4, 16, 64, 256}) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor t,
-                           full({mib * 1048576 / 4}, 1.0, DType::kF32, device));
+    MIXRT_ASSIGN_OR_RETURN(
+        Tensor t, full({mib * 1048576 / DTypeSize(dtype)}, 1.0, dtype, device));
     std::vector<double> ms;
     for (int i = 0; i < 1 + absl::GetFlag(FLAGS_steps); ++i) {
       MIXRT_RETURN_IF_ERROR(group->Barrier());
@@ -200,8 +213,9 @@ absl::Status AllReduce(
     }
     const double m = Median(ms);
     if (group->rank() == 0) {
-      std::printf("allreduce mixrt %4lld MiB: %8.2f ms  %6.2f GB/s\n",
-                  static_cast<long long>(mib), m, mib * 1.048576 / m);
+      std::printf("allreduce mixrt %s %4lld MiB: %8.2f ms  %6.2f GB/s\n",
+                  name.c_str(), static_cast<long long>(mib), m,
+                  mib * 1.048576 / m);
     }
   }
   return absl::OkStatus();

@@ -32,8 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/mpi/sixteen_bit_reduce.h"
 #include "mixrt/collectives_api.h"
-#include "mixrt/float_convert.h"
 
 namespace {
 
@@ -65,19 +65,14 @@ std::string MpiErrorString(int code) {
 // 16-bit floats have no MPI type: they travel as MPI_UINT16_T and are
 // reduced by these user operations, which round each pairwise result to
 // nearest even like the device kernels do.
-template <float (*ToF32)(uint16_t), uint16_t (*FromF32)(float), bool kMax>
+template <mixrt::mpi::Float16Kind kKind, bool kMax>
 void Reduce16(void* in, void* inout, int* len, MPI_Datatype*) {
   const uint16_t* a = static_cast<const uint16_t*>(in);
   uint16_t* b = static_cast<uint16_t*>(inout);
-  for (int i = 0; i < *len; ++i) {
-    const float x = ToF32(a[i]), y = ToF32(b[i]);
-    float r;
-    if (kMax) {
-      r = (x != x || x > y) ? x : y;  // NaN wins, as in the device kernels.
-    } else {
-      r = x + y;
-    }
-    b[i] = FromF32(r);
+  if (kMax) {
+    mixrt::mpi::MaxInto16(kKind, a, b, static_cast<size_t>(*len));
+  } else {
+    mixrt::mpi::SumInto16(kKind, a, b, static_cast<size_t>(*len));
   }
 }
 
@@ -325,14 +320,10 @@ void Average(const MixrtCommunicator& c, MixrtDtype dtype, void* data,
     for (size_t i = 0; i < count; ++i) p[i] *= inv;
     return;
   }
-  // Divided, not multiplied by 1/n, so that 16-bit results round once.
-  const float n = static_cast<float>(c.world_size);
-  uint16_t* p = static_cast<uint16_t*>(data);
-  for (size_t i = 0; i < count; ++i) {
-    p[i] = dtype == MIXRT_DTYPE_BF16
-               ? mixrt::sdk::F32ToBF16Bits(mixrt::sdk::BF16BitsToF32(p[i]) / n)
-               : mixrt::sdk::F32ToF16Bits(mixrt::sdk::F16BitsToF32(p[i]) / n);
-  }
+  mixrt::mpi::Divide16(
+      dtype == MIXRT_DTYPE_BF16 ? mixrt::mpi::Float16Kind::kBF16
+                                : mixrt::mpi::Float16Kind::kF16,
+      static_cast<uint16_t*>(data), count, static_cast<float>(c.world_size));
 }
 
 // Bytes per MPI_Allreduce call. Open MPI 4.1's shared-memory all-reduce
@@ -548,16 +539,11 @@ void MonitorMain(MixrtCommunicator* c) {
     MPI_Comm_dup(MPI_COMM_WORLD, &c->control);
     MPI_Comm_set_errhandler(c->collectives, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(c->control, MPI_ERRORS_RETURN);
-    using mixrt::sdk::BF16BitsToF32;
-    using mixrt::sdk::F16BitsToF32;
-    using mixrt::sdk::F32ToBF16Bits;
-    using mixrt::sdk::F32ToF16Bits;
-    MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, false>, 1,
-                  &c->sum_bf16);
-    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, false>, 1, &c->sum_f16);
-    MPI_Op_create(&Reduce16<BF16BitsToF32, F32ToBF16Bits, true>, 1,
-                  &c->max_bf16);
-    MPI_Op_create(&Reduce16<F16BitsToF32, F32ToF16Bits, true>, 1, &c->max_f16);
+    using mixrt::mpi::Float16Kind;
+    MPI_Op_create(&Reduce16<Float16Kind::kBF16, false>, 1, &c->sum_bf16);
+    MPI_Op_create(&Reduce16<Float16Kind::kF16, false>, 1, &c->sum_f16);
+    MPI_Op_create(&Reduce16<Float16Kind::kBF16, true>, 1, &c->max_bf16);
+    MPI_Op_create(&Reduce16<Float16Kind::kF16, true>, 1, &c->max_f16);
     MPI_Op_create(&MaxF32, 1, &c->max_f32);
     // Settings every rank must share, compared now: a mismatch found later
     // is a collective that never completes (or MPI_ERR_TRUNCATE).
