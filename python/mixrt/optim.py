@@ -103,6 +103,15 @@ class Optimizer:
     def zero_grad(self, set_to_none=True):
         self._impl.zero_grad(set_to_none)
 
+    def state_dict(self):
+        """mixrt's flat optimizer state ("<i>.momentum_buffer",
+        "<i>.exp_avg", ... by parameter index), which mixrt.save writes;
+        PyTorch nests the same tensors as {"state": {i: {...}}}."""
+        return dict(self._impl.state_dict())
+
+    def load_state_dict(self, state_dict):
+        self._impl.load_state_dict(dict(state_dict))
+
 
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0,

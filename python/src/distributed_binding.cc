@@ -12,11 +12,13 @@
 #include "absl/status/statusor.h"
 #include "core/distributed/distributed_data_parallel.h"
 #include "core/distributed/process_group.h"
+#include "core/distributed/zero_redundancy_optimizer.h"
 #include "core/nn/module.h"
 #include "nanobind/nanobind.h"
 #include "nanobind/stl/pair.h"
 #include "nanobind/stl/shared_ptr.h"
 #include "nanobind/stl/string.h"
+#include "nanobind/stl/unique_ptr.h"
 #include "nanobind/stl/vector.h"
 #include "python/src/bindings.h"
 #include "python/src/python_callable.h"
@@ -124,6 +126,38 @@ void BindDistributed(nb::module_& m) {
                                         : distributed::CommHook::kFp16Compress;
     ThrowIfError(d->register_comm_hook(h));
   });
+
+  using distributed::ZeroRedundancyOptimizer;
+  nb::class_<ZeroRedundancyOptimizer, Optimizer>(m, "ZeroRedundancyOptimizer")
+      .def_static(
+          "_create",
+          [](std::vector<Tensor> params, std::shared_ptr<ProcessGroup> group,
+             double lr, double beta1, double beta2, double eps,
+             double weight_decay, bool amsgrad, bool maximize) {
+            AdamWOptions o;
+            o.lr = lr;
+            o.beta1 = beta1;
+            o.beta2 = beta2;
+            o.eps = eps;
+            o.weight_decay = weight_decay;
+            o.amsgrad = amsgrad;
+            o.maximize = maximize;
+            nb::gil_scoped_release release;
+            return ValueOrThrow(ZeroRedundancyOptimizer::Create(
+                std::move(params), std::move(group), o));
+          })
+      .def(
+          "consolidate_state_dict",
+          [](ZeroRedundancyOptimizer& z, int to) {
+            ThrowIfError(z.consolidate_state_dict(to));
+          },
+          nb::arg("to") = 0, nb::call_guard<nb::gil_scoped_release>())
+      .def("owner",
+           [](const ZeroRedundancyOptimizer& z, size_t i) {
+             if (i >= z.params().size()) throw nb::index_error();
+             return z.owner(i);
+           })
+      .def_prop_ro("state_bytes", &ZeroRedundancyOptimizer::state_bytes);
 }
 
 }  // namespace mixrt::python

@@ -9,6 +9,7 @@
 #include "nanobind/nanobind.h"
 #include "nanobind/stl/map.h"
 #include "nanobind/stl/optional.h"
+#include "nanobind/stl/pair.h"
 #include "nanobind/stl/string.h"
 #include "nanobind/stl/tuple.h"
 #include "nanobind/stl/unique_ptr.h"
@@ -57,9 +58,16 @@ void BindOptim(nb::module_& m) {
              if (g >= o.num_param_groups()) throw nb::index_error();
              return o.group_lr(g);
            })
-      .def("set_group_lr", [](Optimizer& o, size_t g, double lr) {
-        ThrowIfError(o.set_group_lr(g, lr));
-      });
+      .def("set_group_lr",
+           [](Optimizer& o, size_t g, double lr) {
+             ThrowIfError(o.set_group_lr(g, lr));
+           })
+      // The core's flat state ("<i>.exp_avg", ...), what mixrt.save takes.
+      .def("state_dict", &Optimizer::state_dict)
+      .def("load_state_dict",
+           [](Optimizer& o, const std::map<std::string, Tensor>& state) {
+             ThrowIfError(o.load_state_dict(state));
+           });
 
   nb::class_<SGD, Optimizer>(m, "SGD").def_static(
       "_create", [](std::vector<GroupSpec> groups, double lr, double momentum,

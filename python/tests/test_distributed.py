@@ -40,9 +40,9 @@ def single_process_reference():
     return losses, {k: v.tolist() for k, v in model.state_dict().items()}
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
-def test_two_ranks_train_to_the_single_process_result(tmp_path):
-    out = tmp_path / "rank0.json"
+def run_two_ranks(worker, out):
+    """Runs python/tests/mpi/<worker> on 2 ranks under mpirun; it writes
+    rank 0's results as JSON to `out`, which is returned parsed."""
     # As tests/distributed/mpirun_test.sh: no CMA between processes (often
     # forbidden in containers), and session files of this job's own in a
     # short path (PMIx puts a Unix socket there).
@@ -51,17 +51,24 @@ def test_two_ranks_train_to_the_single_process_result(tmp_path):
                OMPI_MCA_rmaps_base_oversubscribe="1",
                OMPI_MCA_orte_tmpdir_base=session,
                OMPI_MCA_btl_vader_backing_directory=session,
-               MIXRT_DIST_TIMEOUT_S="60")
+               MIXRT_DIST_TIMEOUT_S="60",
+               PYTHONPATH=os.pathsep.join(
+                   [os.path.join(HERE, "mpi"), os.environ.get("PYTHONPATH",
+                                                               "")]))
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-           sys.executable, os.path.join(HERE, "mpi", "ddp_worker.py"),
-           str(out)]
+           sys.executable, os.path.join(HERE, "mpi", worker), str(out)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True,
                               timeout=300, env=env)
     finally:
         shutil.rmtree(session, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+def test_two_ranks_train_to_the_single_process_result(tmp_path):
+    result = run_two_ranks("ddp_worker.py", tmp_path / "rank0.json")
     assert result["world"] == 2
     losses, state = single_process_reference()
     # The mean of two half-batch losses is the whole batch's loss.
@@ -69,6 +76,82 @@ def test_two_ranks_train_to_the_single_process_result(tmp_path):
     for k, v in state.items():
         np.testing.assert_allclose(result["state"][k], v, rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+def test_zero_redundancy_optimizer_on_two_ranks_is_adamw(tmp_path):
+    result = run_two_ranks("zero_worker.py", tmp_path / "rank0.json")
+    # One process, plain AdamW, the whole batch.
+    state, optimizer = adamw_reference()
+    # Both ranks own parameters, and each holds less than the whole state.
+    assert sorted(set(result["owners"])) == [0, 1]
+    whole = sum(np.asarray(v).size * 4 for v in optimizer.values())
+    assert all(0 < b < whole for b in result["state_bytes"])
+    assert "consolidate_state_dict" in result["unconsolidated"]
+    # The averaged half-batch gradients are the whole batch's up to f32
+    # sums in another order (1e-5 relative, as the DDP test); measured:
+    # weights 3e-8 apart, moments 2e-8 (exp_avg) and 2e-10 (exp_avg_sq).
+    for k, v in state.items():
+        np.testing.assert_allclose(result["state"][k], v, rtol=1e-5,
+                                   atol=1e-6, err_msg=k)
+    assert sorted(result["optimizer"]) == sorted(optimizer)
+    for k, v in optimizer.items():
+        np.testing.assert_allclose(result["optimizer"][k], v, rtol=1e-5,
+                                   atol=1e-9, err_msg=k)
+
+
+def adamw_reference():
+    sys.path.insert(0, os.path.join(HERE, "mpi"))
+    try:
+        from ddp_worker import Net
+    finally:
+        sys.path.pop(0)
+    mixrt.manual_seed(100)
+    model = Net()
+    opt = mixrt.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+    mixrt.manual_seed(7)
+    x, y = mixrt.randn(8, 8), mixrt.randn(8, 1)
+    for _ in range(5):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+    return ({k: v.tolist() for k, v in model.state_dict().items()},
+            {k: v.tolist() for k, v in opt.state_dict().items()})
+
+
+def test_zero_redundancy_optimizer_in_a_job_of_one_is_adamw_bit_for_bit():
+    from mixrt.distributed.optim import ZeroRedundancyOptimizer
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+    mixrt.manual_seed(5)
+    a = mixrt.nn.Linear(6, 3)
+    b = mixrt.nn.Linear(6, 3)
+    b.load_state_dict(a.state_dict())
+    plain = mixrt.optim.AdamW(a.parameters(), lr=0.1, amsgrad=True)
+    zero = ZeroRedundancyOptimizer(b.parameters(), lr=0.1, amsgrad=True)
+    x = mixrt.randn(4, 6)
+    for _ in range(3):
+        for model, opt in ((a, plain), (b, zero)):
+            opt.zero_grad()
+            out = model(x)
+            (out * out).sum().backward()
+            opt.step()
+    np.testing.assert_array_equal(b.weight.detach().numpy(),
+                                  a.weight.detach().numpy())
+    zero.consolidate_state_dict(to=0)
+    got, want = zero.state_dict(), plain.state_dict()
+    assert sorted(got) == sorted(want)
+    for k in want:
+        np.testing.assert_array_equal(got[k].numpy(), want[k].numpy())
+    # The whole state loads into a fresh plain AdamW (and back).
+    fresh = mixrt.optim.AdamW(b.parameters(), lr=0.1, amsgrad=True)
+    fresh.load_state_dict(got)
+    zero.load_state_dict(plain.state_dict())
+    with pytest.raises(NotImplementedError, match="shards AdamW"):
+        ZeroRedundancyOptimizer(b.parameters(),
+                                optimizer_class=mixrt.optim.SGD, lr=0.1)
+    with pytest.raises(TypeError, match="momentum"):
+        ZeroRedundancyOptimizer(b.parameters(), momentum=0.9)
 
 
 def test_a_process_without_mpirun_is_a_job_of_one():
