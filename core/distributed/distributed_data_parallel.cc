@@ -78,6 +78,10 @@ DistributedDataParallel::Create(std::shared_ptr<nn::Module> module,
   ddp->module_ = module;
   ddp->group_ = std::move(group);
   ddp->options_ = options;
+  if (options.comm_hook == CommHook::kPowerSgd) {
+    MIXRT_ASSIGN_OR_RETURN(
+        ddp->power_sgd_, PowerSgdHook::Create(options.power_sgd, ddp->group_));
+  }
   ddp->register_module("module", module);
   for (auto& [name, t] : module->named_parameters()) {
     if (t.requires_grad()) ddp->params_.emplace_back(name, t);
@@ -313,8 +317,36 @@ absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
     return absl::FailedPreconditionError(
         "register_comm_hook must be called before the first backward");
   }
+  if (hook == CommHook::kPowerSgd) return register_comm_hook(PowerSgdOptions{});
   options_.comm_hook = hook;
   return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::register_comm_hook(
+    const PowerSgdOptions& power_sgd) {
+  if (options_.comm_hook != CommHook::kNone) {
+    return absl::FailedPreconditionError(
+        "register_comm_hook can only be called once");
+  }
+  if (backward_ran_) {
+    return absl::FailedPreconditionError(
+        "register_comm_hook must be called before the first backward");
+  }
+  MIXRT_ASSIGN_OR_RETURN(power_sgd_, PowerSgdHook::Create(power_sgd, group_));
+  options_.comm_hook = CommHook::kPowerSgd;
+  options_.power_sgd = power_sgd;
+  return absl::OkStatus();
+}
+
+std::vector<BucketTensor> DistributedDataParallel::LayoutOf(int index) const {
+  std::vector<BucketTensor> layout;
+  for (size_t p = 0; p < params_.size(); ++p) {
+    if (slots_[p].bucket != index) continue;
+    const auto shape = params_[p].second.shape();
+    layout.push_back(
+        {slots_[p].offset, std::vector<int64_t>(shape.begin(), shape.end())});
+  }
+  return layout;
 }
 
 absl::Status DistributedDataParallel::LaunchReadyBuckets() {
@@ -323,7 +355,15 @@ absl::Status DistributedDataParallel::LaunchReadyBuckets() {
   while (next_launch_ < buckets_.size() &&
          buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_];
-    if (options_.comm_hook == CommHook::kNone || b.dtype != DType::kF32) {
+    b.power_sgd = power_sgd_ != nullptr && !power_sgd_->vanilla() &&
+                  b.dtype == DType::kF32;
+    if (b.power_sgd) {
+      MIXRT_RETURN_IF_ERROR(
+          power_sgd_->Launch(static_cast<int>(next_launch_), b.flat,
+                             LayoutOf(static_cast<int>(next_launch_))));
+    } else if (options_.comm_hook == CommHook::kNone ||
+               options_.comm_hook == CommHook::kPowerSgd ||
+               b.dtype != DType::kF32) {
       MIXRT_ASSIGN_OR_RETURN(b.work, group_->AllReduce(b.flat, ReduceOp::kAvg));
     } else {
       // As PyTorch's hook: cast, divide by the world size in the 16-bit
@@ -364,7 +404,14 @@ absl::Status DistributedDataParallel::FinishBackward() {
   }
   const auto start = std::chrono::steady_clock::now();
   stats_ = CommunicationStats{};
-  for (Bucket& b : buckets_) {
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& b = buckets_[i];
+    if (b.power_sgd) {
+      b.power_sgd = false;
+      MIXRT_RETURN_IF_ERROR(power_sgd_->Finish(static_cast<int>(i), b.flat));
+      stats_.bytes += power_sgd_->wire_bytes(static_cast<int>(i));
+      continue;
+    }
     MIXRT_RETURN_IF_ERROR(b.work.Wait());
     const Tensor& wire = b.compressed.defined() ? b.compressed : b.flat;
     stats_.bytes += b.numel * static_cast<int64_t>(DTypeSize(wire.dtype()));
@@ -377,6 +424,7 @@ absl::Status DistributedDataParallel::FinishBackward() {
                           std::chrono::steady_clock::now() - start)
                           .count();
   stats_.buckets = static_cast<int>(buckets_.size());
+  if (power_sgd_ != nullptr) power_sgd_->EndBackward();
   for (int p = 0; p < n; ++p) {
     if (!used[p]) continue;  // Its .grad stays as it was.
     MIXRT_ASSIGN_OR_RETURN(Tensor slot, SlotOf(p));
@@ -432,7 +480,9 @@ void DistributedDataParallel::AbandonBackward() {
     b.work.Wait().IgnoreError();
     b.flat = Tensor();
     b.compressed = Tensor();
+    b.power_sgd = false;
   }
+  if (power_sgd_ != nullptr) power_sgd_->Abandon();
   in_backward_ = false;
 }
 

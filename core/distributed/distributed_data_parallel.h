@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/distributed/power_sgd.h"
 #include "core/distributed/process_group.h"
 #include "core/nn/module.h"
 
@@ -48,6 +49,10 @@ enum class CommHook {
   // so every GradScaler skips the same step.
   kBf16Compress,
   kFp16Compress,
+  // powerSGD_hook (power_sgd.h): low-rank factors of each f32 gradient
+  // matrix on the wire, with error feedback; options in
+  // DistributedDataParallelOptions::power_sgd.
+  kPowerSgd,
 };
 
 struct DistributedDataParallelOptions {
@@ -66,6 +71,8 @@ struct DistributedDataParallelOptions {
   // counting zero, as in PyTorch.
   bool find_unused_parameters = false;
   CommHook comm_hook = CommHook::kNone;
+  // PowerSGDState's hyperparameters, when comm_hook is kPowerSgd.
+  PowerSgdOptions power_sgd;
 };
 
 // What the last synchronized backward communicated.
@@ -106,6 +113,10 @@ class DistributedDataParallel : public nn::Module {
   // first backward, once (a second call, or one after a backward, is an
   // error, as in PyTorch).
   absl::Status register_comm_hook(CommHook hook);
+  // register_comm_hook(PowerSGDState(...), powerSGD_hook).
+  absl::Status register_comm_hook(const PowerSgdOptions& power_sgd);
+  // The PowerSGD hook's state (its iteration, compression), or null.
+  const PowerSgdHook* power_sgd_hook() const { return power_sgd_.get(); }
 
   nn::Module& module() { return *module_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return module_; }
@@ -138,7 +149,8 @@ class DistributedDataParallel : public nn::Module {
     int size = 0;  // Parameters in it.
     int64_t numel = 0;
     Tensor flat;
-    Tensor compressed;  // The 16-bit copy on the wire (a comm hook).
+    Tensor compressed;       // The 16-bit copy on the wire (a comm hook).
+    bool power_sgd = false;  // This backward's all-reduce is PowerSGD's.
     int pending = 0;
     Work work;
   };
@@ -155,6 +167,8 @@ class DistributedDataParallel : public nn::Module {
   absl::StatusOr<Tensor> SlotOf(int param) const;
   absl::Status OnGradient(int param, const Tensor& grad);
   absl::Status LaunchReadyBuckets();
+  // Where bucket `index`'s gradients sit in its flat tensor.
+  std::vector<BucketTensor> LayoutOf(int index) const;
   absl::Status FinishBackward();
   // Which parameters some rank used in this backward (all-reduced).
   absl::StatusOr<std::vector<bool>> UsedOnAnyRank();
@@ -175,6 +189,7 @@ class DistributedDataParallel : public nn::Module {
   bool backward_ran_ = false;
   size_t next_launch_ = 0;
   CommunicationStats stats_;
+  std::unique_ptr<PowerSgdHook> power_sgd_;
 };
 
 }  // namespace mixrt::distributed
