@@ -127,6 +127,25 @@ void BindDistributed(nb::module_& m) {
     ThrowIfError(d->register_comm_hook(h));
   });
 
+  m.def("_ddp_register_power_sgd_hook",
+        [](const std::shared_ptr<nn::Module>& ddp, int rank, int64_t start_iter,
+           double min_compression_rate, bool use_error_feedback,
+           bool warm_start, double epsilon, uint64_t random_seed) {
+          auto* d =
+              dynamic_cast<distributed::DistributedDataParallel*>(ddp.get());
+          if (d == nullptr)
+            throw nb::type_error("not a DistributedDataParallel");
+          distributed::PowerSgdOptions o;
+          o.matrix_approximation_rank = rank;
+          o.start_powerSGD_iter = start_iter;
+          o.min_compression_rate = min_compression_rate;
+          o.use_error_feedback = use_error_feedback;
+          o.warm_start = warm_start;
+          o.orthogonalization_epsilon = epsilon;
+          o.random_seed = random_seed;
+          ThrowIfError(d->register_comm_hook(o));
+        });
+
   using distributed::ZeroRedundancyOptimizer;
   nb::class_<ZeroRedundancyOptimizer, Optimizer>(m, "ZeroRedundancyOptimizer")
       .def_static(

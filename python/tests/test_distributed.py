@@ -188,3 +188,52 @@ def test_bf16_compress_hook_in_a_job_of_one():
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     with pytest.raises(NotImplementedError, match="custom hooks"):
         ddp.register_comm_hook(None, lambda state, bucket: None)
+
+
+def test_power_sgd_hook_projects_each_weight_on_one_direction():
+    # World 1, rank 1: after start_powerSGD_iter plain backwards, the
+    # weight's gradient G becomes u u^T G (u: the orthogonalized P); the
+    # bias (not worth compressing) stays G.
+    from mixrt.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+    mixrt.manual_seed(3)
+    plain = mixrt.nn.Linear(16, 32)
+    hooked = mixrt.nn.Linear(16, 32)
+    hooked.load_state_dict(plain.state_dict())
+    ddp = dist.DistributedDataParallel(hooked)
+    state = powerSGD_hook.PowerSGDState(None, start_powerSGD_iter=2)
+    ddp.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    x = mixrt.randn(8, 16)
+    for step in range(3):
+        plain.zero_grad()
+        ddp.zero_grad()
+        plain(x).tanh().sum().backward()
+        ddp(x).tanh().sum().backward()
+        g = plain.weight.grad.numpy().astype(np.float64)
+        got = hooked.weight.grad.numpy().astype(np.float64)
+        np.testing.assert_allclose(hooked.bias.grad.numpy(),
+                                   plain.bias.grad.numpy(), rtol=1e-6)
+        if step < 2:
+            np.testing.assert_array_equal(got, g)
+            continue
+        u = got[:, np.argmax(np.linalg.norm(got, axis=0))].copy()
+        u /= np.linalg.norm(u)
+        np.testing.assert_allclose(got, np.outer(u, u @ g),
+                                   atol=1e-5 * np.linalg.norm(g))
+        assert np.linalg.norm(got - g) > 0.05 * np.linalg.norm(g)
+
+
+def test_power_sgd_state_is_checked():
+    from mixrt.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+    ddp = dist.DistributedDataParallel(mixrt.nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="start_powerSGD_iter must be > 1"):
+        ddp.register_comm_hook(
+            powerSGD_hook.PowerSGDState(None, start_powerSGD_iter=1),
+            powerSGD_hook.powerSGD_hook)
+    with pytest.raises(TypeError, match="PowerSGDState"):
+        ddp.register_comm_hook(None, powerSGD_hook.powerSGD_hook)
+    with pytest.raises(NotImplementedError, match="process_group"):
+        powerSGD_hook.PowerSGDState(object())

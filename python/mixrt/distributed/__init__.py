@@ -90,16 +90,28 @@ class DistributedDataParallel(Module):
 
     def register_comm_hook(self, state, hook):
         """PyTorch's: the hooks of
-        mixrt.distributed.algorithms.ddp_comm_hooks.default_hooks
-        (bf16_compress_hook, fp16_compress_hook); state is ignored (None)."""
-        from .algorithms.ddp_comm_hooks import default_hooks
+        mixrt.distributed.algorithms.ddp_comm_hooks: default_hooks'
+        bf16_compress_hook and fp16_compress_hook (state None), and
+        powerSGD_hook with a powerSGD_hook.PowerSGDState."""
+        from .algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+        if hook is powerSGD_hook.powerSGD_hook:
+            if not isinstance(state, powerSGD_hook.PowerSGDState):
+                raise TypeError("powerSGD_hook needs a PowerSGDState as its "
+                                "state")
+            _mixrt._ddp_register_power_sgd_hook(
+                self._impl, state.matrix_approximation_rank,
+                state.start_powerSGD_iter, state.min_compression_rate,
+                state.use_error_feedback, state.warm_start,
+                state.orthogonalization_epsilon, state.random_seed)
+            return
         names = {default_hooks.bf16_compress_hook: "bf16",
                  default_hooks.fp16_compress_hook: "fp16"}
         if hook not in names:
             raise NotImplementedError(
-                "register_comm_hook: mixrt runs bf16_compress_hook and "
+                "register_comm_hook: mixrt runs bf16_compress_hook, "
                 "fp16_compress_hook (mixrt.distributed.algorithms."
-                "ddp_comm_hooks.default_hooks); custom hooks are not "
+                "ddp_comm_hooks.default_hooks) and powerSGD_hook "
+                "(ddp_comm_hooks.powerSGD_hook); custom hooks are not "
                 "supported")
         _mixrt._ddp_register_comm_hook(self._impl, names[hook])
 
