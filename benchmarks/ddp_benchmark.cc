@@ -33,7 +33,10 @@ ABSL_FLAG(std::string, optimizer, "sgd",
           "rank are printed.");
 ABSL_FLAG(std::string, comm_hook, "",
           "DDP communication hook: bf16 or fp16 (compress the gradients on "
-          "the wire, as PyTorch's bf16_compress_hook); empty: f32.");
+          "the wire, as PyTorch's bf16_compress_hook), powersgd (low-rank "
+          "factors, from the first timed step); empty: f32.");
+ABSL_FLAG(int, powersgd_rank, 4,
+          "--comm_hook=powersgd: matrix_approximation_rank.");
 
 namespace mixrt {
 namespace {
@@ -103,9 +106,17 @@ absl::Status Train(const Device& device,
       options.comm_hook = distributed::CommHook::kBf16Compress;
     } else if (hook == "fp16") {
       options.comm_hook = distributed::CommHook::kFp16Compress;
+    } else if (hook == "powersgd") {
+      options.comm_hook = distributed::CommHook::kPowerSgd;
+      options.power_sgd.matrix_approximation_rank =
+          absl::GetFlag(FLAGS_powersgd_rank);
+      // Plain all-reduces during the warm-up steps only.
+      options.power_sgd.start_powerSGD_iter =
+          std::max(2, absl::GetFlag(FLAGS_warmup));
     } else if (!hook.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--comm_hook is '", hook, "'; expected bf16, fp16 or empty"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--comm_hook is '", hook,
+                       "'; expected bf16, fp16, powersgd or empty"));
     }
     MIXRT_ASSIGN_OR_RETURN(ddp, distributed::DistributedDataParallel::Create(
                                     model, group, options));

@@ -226,12 +226,15 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
                                             " elements, its layout ", s.numel));
   }
   const Device device = flat.device();
-  if (options_.use_error_feedback) {
-    if (s.error.defined()) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor corrected, kernels::add(flat, s.error));
-      MIXRT_RETURN_IF_ERROR(kernels::copy_(flat, corrected));
-    }
+  // What is compressed: the gradients plus last step's residual (a new
+  // tensor, which is also the copy the next residual is taken from), or
+  // the gradients themselves. `flat` receives the results in Finish.
+  if (options_.use_error_feedback && s.error.defined()) {
+    MIXRT_ASSIGN_OR_RETURN(s.input, kernels::add(flat, s.error));
+  } else if (options_.use_error_feedback) {
     MIXRT_ASSIGN_OR_RETURN(s.input, flat.clone());
+  } else {
+    s.input = flat;
   }
   if (s.uncompressed_numel > 0) {
     if (!s.plain.defined()) {
@@ -242,7 +245,7 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
     for (const Uncompressed& u : s.uncompressed) {
       MIXRT_ASSIGN_OR_RETURN(Tensor dst, s.plain.slice(0, at, at + u.numel));
       MIXRT_ASSIGN_OR_RETURN(Tensor src,
-                             flat.slice(0, u.offset, u.offset + u.numel));
+                             s.input.slice(0, u.offset, u.offset + u.numel));
       MIXRT_RETURN_IF_ERROR(kernels::copy_(dst, src));
       at += u.numel;
     }
@@ -255,7 +258,7 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
       MIXRT_ASSIGN_OR_RETURN(s.p, empty({s.p_numel}, DType::kF32, device));
     }
     for (const Matrix& m : s.matrices) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(flat, m));
+      MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(s.input, m));
       MIXRT_ASSIGN_OR_RETURN(Tensor q,
                              FactorOf(s.q, m.q_offset, m.cols, m.rank));
       MIXRT_ASSIGN_OR_RETURN(Tensor p,
@@ -308,7 +311,7 @@ absl::Status PowerSgdHook::Finish(int index, const Tensor& flat) {
     MIXRT_ASSIGN_OR_RETURN(finite, OrthogonalizeP(s));
     if (finite) {
       for (const Matrix& m : s.matrices) {
-        MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(flat, m));
+        MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(s.input, m));
         MIXRT_ASSIGN_OR_RETURN(Tensor transposed, matrix.transpose(0, 1));
         MIXRT_ASSIGN_OR_RETURN(Tensor p,
                                FactorOf(s.p, m.p_offset, m.rows, m.rank));
@@ -345,8 +348,8 @@ absl::Status PowerSgdHook::Finish(int index, const Tensor& flat) {
   }
   if (options_.use_error_feedback) {
     MIXRT_ASSIGN_OR_RETURN(s.error, kernels::sub(s.input, flat));
-    s.input = Tensor();
   }
+  s.input = Tensor();
   if (!options_.warm_start) s.q = Tensor();
   return absl::OkStatus();
 }
