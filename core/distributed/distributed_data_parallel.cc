@@ -308,7 +308,7 @@ absl::Status DistributedDataParallel::OnGradient(int param,
   return absl::OkStatus();
 }
 
-absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
+absl::Status DistributedDataParallel::CanRegisterCommHook() const {
   if (options_.comm_hook != CommHook::kNone) {
     return absl::FailedPreconditionError(
         "register_comm_hook can only be called once");
@@ -317,6 +317,11 @@ absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
     return absl::FailedPreconditionError(
         "register_comm_hook must be called before the first backward");
   }
+  return absl::OkStatus();
+}
+
+absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
+  MIXRT_RETURN_IF_ERROR(CanRegisterCommHook());
   if (hook == CommHook::kPowerSgd) return register_comm_hook(PowerSgdOptions{});
   options_.comm_hook = hook;
   return absl::OkStatus();
@@ -324,14 +329,7 @@ absl::Status DistributedDataParallel::register_comm_hook(CommHook hook) {
 
 absl::Status DistributedDataParallel::register_comm_hook(
     const PowerSgdOptions& power_sgd) {
-  if (options_.comm_hook != CommHook::kNone) {
-    return absl::FailedPreconditionError(
-        "register_comm_hook can only be called once");
-  }
-  if (backward_ran_) {
-    return absl::FailedPreconditionError(
-        "register_comm_hook must be called before the first backward");
-  }
+  MIXRT_RETURN_IF_ERROR(CanRegisterCommHook());
   MIXRT_ASSIGN_OR_RETURN(power_sgd_, PowerSgdHook::Create(power_sgd, group_));
   options_.comm_hook = CommHook::kPowerSgd;
   options_.power_sgd = power_sgd;

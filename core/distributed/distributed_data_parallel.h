@@ -167,6 +167,8 @@ class DistributedDataParallel : public nn::Module {
   absl::StatusOr<Tensor> SlotOf(int param) const;
   absl::Status OnGradient(int param, const Tensor& grad);
   absl::Status LaunchReadyBuckets();
+  // Refuses a second hook, or one after the first backward (PyTorch's).
+  absl::Status CanRegisterCommHook() const;
   // Where bucket `index`'s gradients sit in its flat tensor.
   std::vector<BucketTensor> LayoutOf(int index) const;
   absl::Status FinishBackward();

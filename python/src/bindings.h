@@ -4,6 +4,7 @@
 #ifndef MIXRT_PYTHON_SRC_BINDINGS_H_
 #define MIXRT_PYTHON_SRC_BINDINGS_H_
 
+#include "core/optim/optimizer.h"
 #include "core/tensor/tensor.h"
 #include "nanobind/nanobind.h"
 
@@ -21,6 +22,11 @@ void BindDistributed(nanobind::module_& m);  // ProcessGroup, DDP.
 void BindCompile(nanobind::module_& m);      // compile on Python callables.
 void BindBackends(nanobind::module_& m);     // registry, info, select.
 void BindIo(nanobind::module_& m);           // save / load checkpoints.
+
+// AdamW's options from torch.optim.AdamW's arguments (betas split); for
+// AdamW and ZeroRedundancyOptimizer.
+AdamWOptions AdamWOptionsOf(double lr, double beta1, double beta2, double eps,
+                            double weight_decay, bool amsgrad, bool maximize);
 
 }  // namespace mixrt::python
 

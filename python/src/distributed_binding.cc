@@ -153,14 +153,8 @@ void BindDistributed(nb::module_& m) {
           [](std::vector<Tensor> params, std::shared_ptr<ProcessGroup> group,
              double lr, double beta1, double beta2, double eps,
              double weight_decay, bool amsgrad, bool maximize) {
-            AdamWOptions o;
-            o.lr = lr;
-            o.beta1 = beta1;
-            o.beta2 = beta2;
-            o.eps = eps;
-            o.weight_decay = weight_decay;
-            o.amsgrad = amsgrad;
-            o.maximize = maximize;
+            const AdamWOptions o = AdamWOptionsOf(
+                lr, beta1, beta2, eps, weight_decay, amsgrad, maximize);
             nb::gil_scoped_release release;
             return ValueOrThrow(ZeroRedundancyOptimizer::Create(
                 std::move(params), std::move(group), o));

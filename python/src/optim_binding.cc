@@ -36,6 +36,19 @@ std::vector<ParamGroup> Groups(std::vector<GroupSpec> specs) {
 
 }  // namespace
 
+AdamWOptions AdamWOptionsOf(double lr, double beta1, double beta2, double eps,
+                            double weight_decay, bool amsgrad, bool maximize) {
+  AdamWOptions o;
+  o.lr = lr;
+  o.beta1 = beta1;
+  o.beta2 = beta2;
+  o.eps = eps;
+  o.weight_decay = weight_decay;
+  o.amsgrad = amsgrad;
+  o.maximize = maximize;
+  return o;
+}
+
 void BindOptim(nb::module_& m) {
   nb::class_<Optimizer>(m, "Optimizer")
       .def(
@@ -85,15 +98,10 @@ void BindOptim(nb::module_& m) {
           "_create", [](std::vector<GroupSpec> groups, double lr, double beta1,
                         double beta2, double eps, double weight_decay,
                         bool amsgrad, bool maximize) {
-            AdamWOptions o;
-            o.lr = lr;
-            o.beta1 = beta1;
-            o.beta2 = beta2;
-            o.eps = eps;
-            o.weight_decay = weight_decay;
-            o.amsgrad = amsgrad;
-            o.maximize = maximize;
-            return ValueOrThrow(AdamW::Create(Groups(std::move(groups)), o));
+            return ValueOrThrow(
+                AdamW::Create(Groups(std::move(groups)),
+                              AdamWOptionsOf(lr, beta1, beta2, eps,
+                                             weight_decay, amsgrad, maximize)));
           });
 
   nb::class_<LRScheduler>(m, "LRScheduler")
