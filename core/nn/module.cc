@@ -110,7 +110,7 @@ absl::StatusOr<Tensor> Flatten::forward(const Tensor& x) { return flatten(x); }
 
 absl::StatusOr<Tensor> Dropout::forward(const Tensor& x) {
   if (!is_training() || p_ == 0) return x;
-  return dropout(x, p_, generator_);
+  return dropout(x, p_, generator_.get());
 }
 
 absl::StatusOr<std::shared_ptr<LayerNorm>> LayerNorm::Create(

@@ -97,13 +97,15 @@ class Flatten : public Module {
 
 class Dropout : public Module {
  public:
+  // Draws from `generator` (shared: it may be destroyed before this
+  // module), else from the default generator.
   explicit Dropout(double p, Generator* generator = nullptr)
-      : p_(p), generator_(generator) {}
+      : p_(p), generator_(generator ? generator->Share() : nullptr) {}
   absl::StatusOr<Tensor> forward(const Tensor& x) override;
 
  private:
   double p_;
-  Generator* generator_;
+  std::shared_ptr<Generator> generator_;
 };
 
 class LayerNorm : public Module {

@@ -45,7 +45,7 @@ absl::StatusOr<std::shared_ptr<MultiheadAttention>> MultiheadAttention::Create(
   m->heads_ = num_heads;
   m->dropout_ = dropout;
   m->causal_ = is_causal;
-  m->generator_ = generator;
+  m->generator_ = generator ? generator->Share() : nullptr;
   // As torch.nn.MultiheadAttention: xavier_uniform_ on the stacked [3E, E]
   // projection, zero biases, out_proj a Linear with a zero bias.
   const double bound = std::sqrt(6.0 / static_cast<double>(4 * embed_dim));
@@ -214,7 +214,7 @@ absl::StatusOr<MultiheadAttentionOutput> MultiheadAttention::forward(
     a.attn_mask = mask;
     a.is_causal = causal_ && !masks_given;
     a.dropout_p = p;
-    a.generator = generator_;
+    a.generator = generator_.get();
     MIXRT_ASSIGN_OR_RETURN(
         y, scaled_dot_product_attention(heads[0], heads[1], heads[2], a));
   } else {
@@ -233,7 +233,7 @@ absl::StatusOr<MultiheadAttentionOutput> MultiheadAttention::forward(
     }
     MIXRT_ASSIGN_OR_RETURN(Tensor weights, softmax(scores, -1));
     if (p > 0) {
-      MIXRT_ASSIGN_OR_RETURN(weights, dropout(weights, p, generator_));
+      MIXRT_ASSIGN_OR_RETURN(weights, dropout(weights, p, generator_.get()));
     }
     MIXRT_ASSIGN_OR_RETURN(Tensor wv, weights.to(heads[2].dtype()));
     MIXRT_ASSIGN_OR_RETURN(y, matmul(wv, heads[2]));
@@ -257,7 +257,7 @@ absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
   }
   std::shared_ptr<TransformerBlock> m(new TransformerBlock());
   m->dropout_ = o.dropout;
-  m->generator_ = generator;
+  m->generator_ = generator ? generator->Share() : nullptr;
   MIXRT_ASSIGN_OR_RETURN(m->ln_1_, LayerNorm::Create(o.width, device));
   MIXRT_ASSIGN_OR_RETURN(
       m->attn_, MultiheadAttention::Create(o.width, o.heads, device, generator,
@@ -278,15 +278,15 @@ absl::StatusOr<std::shared_ptr<TransformerBlock>> TransformerBlock::Create(
 absl::StatusOr<Tensor> TransformerBlock::forward(const Tensor& x) {
   MIXRT_ASSIGN_OR_RETURN(Tensor h, ln_1_->forward(x));
   MIXRT_ASSIGN_OR_RETURN(h, attn_->forward(h));
-  MIXRT_ASSIGN_OR_RETURN(h,
-                         MaybeDropout(h, dropout_, is_training(), generator_));
+  MIXRT_ASSIGN_OR_RETURN(
+      h, MaybeDropout(h, dropout_, is_training(), generator_.get()));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, add(x, h));
   MIXRT_ASSIGN_OR_RETURN(h, ln_2_->forward(y));
   MIXRT_ASSIGN_OR_RETURN(h, fc_->forward(h));
   MIXRT_ASSIGN_OR_RETURN(h, gelu(h));
   MIXRT_ASSIGN_OR_RETURN(h, proj_->forward(h));
-  MIXRT_ASSIGN_OR_RETURN(h,
-                         MaybeDropout(h, dropout_, is_training(), generator_));
+  MIXRT_ASSIGN_OR_RETURN(
+      h, MaybeDropout(h, dropout_, is_training(), generator_.get()));
   return add(y, h);
 }
 
@@ -300,7 +300,7 @@ absl::StatusOr<std::shared_ptr<GPT>> GPT::Create(const GPTOptions& o,
   }
   std::shared_ptr<GPT> m(new GPT());
   m->options_ = o;
-  m->generator_ = generator;
+  m->generator_ = generator ? generator->Share() : nullptr;
   MIXRT_ASSIGN_OR_RETURN(
       m->wte_, Embedding::Create(o.vocab_size, o.width, device, generator));
   MIXRT_ASSIGN_OR_RETURN(
@@ -343,7 +343,7 @@ absl::StatusOr<Tensor> GPT::forward(const Tensor& tokens) {
   MIXRT_ASSIGN_OR_RETURN(Tensor pos, wpe_->forward(positions));  // [T, E]
   MIXRT_ASSIGN_OR_RETURN(Tensor h, add(tok, pos));
   MIXRT_ASSIGN_OR_RETURN(
-      h, MaybeDropout(h, options_.dropout, is_training(), generator_));
+      h, MaybeDropout(h, options_.dropout, is_training(), generator_.get()));
   for (const auto& block : blocks_) {
     if (options_.checkpoint && is_training() && GradModeEnabled()) {
       MIXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
@@ -354,7 +354,7 @@ absl::StatusOr<Tensor> GPT::forward(const Tensor& tokens) {
                                        Tensor y, block->forward(in[0]));
                                    return std::vector<Tensor>{y};
                                  },
-                                 {h}, {.generators = {generator_}}));
+                                 {h}, {.generators = {generator_.get()}}));
       h = out[0];
     } else {
       MIXRT_ASSIGN_OR_RETURN(h, block->forward(h));

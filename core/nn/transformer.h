@@ -67,7 +67,9 @@ class MultiheadAttention : public Module {
   int64_t heads_ = 1;
   double dropout_ = 0;
   bool causal_ = false;
-  Generator* generator_ = nullptr;
+  // The dropout's draws: the creator's generator, shared (it may be
+  // destroyed first), or null for the default generator.
+  std::shared_ptr<Generator> generator_;
   Tensor in_proj_weight_;  // [3 E, E]: q, k and v projections stacked.
   Tensor in_proj_bias_;
   std::shared_ptr<Linear> out_proj_;
@@ -91,7 +93,9 @@ class TransformerBlock : public Module {
  private:
   TransformerBlock() = default;
   double dropout_ = 0;
-  Generator* generator_ = nullptr;
+  // The dropout's draws: the creator's generator, shared (it may be
+  // destroyed first), or null for the default generator.
+  std::shared_ptr<Generator> generator_;
   std::shared_ptr<LayerNorm> ln_1_, ln_2_;
   std::shared_ptr<MultiheadAttention> attn_;
   std::shared_ptr<Linear> fc_, proj_;
@@ -121,7 +125,9 @@ class GPT : public Module {
  private:
   GPT() = default;
   GPTOptions options_;
-  Generator* generator_ = nullptr;
+  // The dropout's draws: the creator's generator, shared (it may be
+  // destroyed first), or null for the default generator.
+  std::shared_ptr<Generator> generator_;
   std::shared_ptr<Embedding> wte_, wpe_;
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;

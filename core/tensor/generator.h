@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace mixrt {
 
@@ -46,8 +47,16 @@ class Generator {
     state_->offset = offset;
   }
   const std::shared_ptr<State>& state() const { return state_; }
+  // Another handle on this generator's stream: the same seed and offset,
+  // drawn from together (not a copy, which would repeat the numbers). What
+  // a module that draws later keeps, so that it never reads a generator
+  // its creator has destroyed: the stream lives while either handle does.
+  std::shared_ptr<Generator> Share() const {
+    return std::shared_ptr<Generator>(new Generator(state_));
+  }
 
  private:
+  explicit Generator(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };
 
