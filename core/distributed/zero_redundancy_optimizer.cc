@@ -12,6 +12,20 @@
 namespace mixrt::distributed {
 namespace {
 
+// AdamW's state per parameter (optimizer.cc names them): the moments have
+// the parameter's shape, the step count is one number.
+struct AdamWStateEntry {
+  const char* name;
+  bool per_element;
+  bool amsgrad_only;
+};
+constexpr AdamWStateEntry kAdamWState[] = {
+    {"exp_avg", true, false},
+    {"exp_avg_sq", true, false},
+    {"step", false, false},
+    {"max_exp_avg_sq", true, true},
+};
+
 // PyTorch's partition: largest parameter first (ties: earlier first), each
 // to the rank with the fewest elements so far (ties: the lowest rank).
 std::vector<int> Partition(const std::vector<Tensor>& params, int world) {
@@ -184,15 +198,10 @@ absl::Status ZeroRedundancyOptimizer::consolidate_state_dict(int to) {
     for (size_t k = 0; k < shard.size(); ++k) {
       if (present[k] == 0) continue;
       const size_t i = shard[k];
-      std::vector<std::pair<std::string, Shape>> names = {
-          {"exp_avg", params_[i].shape()},
-          {"exp_avg_sq", params_[i].shape()},
-          {"step", {1}}};
-      if (options_.amsgrad) {
-        names.push_back({"max_exp_avg_sq", params_[i].shape()});
-      }
-      for (const auto& [name, shape] : names) {
-        const std::string key = absl::StrCat(i, ".", name);
+      for (const AdamWStateEntry& entry : kAdamWState) {
+        if (entry.amsgrad_only && !options_.amsgrad) continue;
+        const Shape shape = entry.per_element ? params_[i].shape() : Shape{1};
+        const std::string key = absl::StrCat(i, ".", entry.name);
         Tensor t;
         if (r == group_->rank()) {
           MIXRT_ASSIGN_OR_RETURN(t, mine.at(key).clone());
@@ -213,10 +222,11 @@ std::map<std::string, Tensor> ZeroRedundancyOptimizer::ShardEntries(
     const std::map<std::string, Tensor>& state) const {
   std::map<std::string, Tensor> local;
   for (size_t k = 0; k < owned_.size(); ++k) {
-    for (const char* name :
-         {"exp_avg", "exp_avg_sq", "step", "max_exp_avg_sq"}) {
-      auto it = state.find(absl::StrCat(owned_[k], ".", name));
-      if (it != state.end()) local[absl::StrCat(k, ".", name)] = it->second;
+    for (const AdamWStateEntry& entry : kAdamWState) {
+      auto it = state.find(absl::StrCat(owned_[k], ".", entry.name));
+      if (it != state.end()) {
+        local[absl::StrCat(k, ".", entry.name)] = it->second;
+      }
     }
   }
   return local;
