@@ -126,7 +126,6 @@ struct Runner {
   std::string mode;
   std::function<absl::Status()> step;
   std::optional<mixrt::CompiledFunction> compiled;
-  std::unique_ptr<mixrt::Generator> init;
   Timing timing;
   std::vector<double> times;
 };
@@ -143,9 +142,9 @@ absl::StatusOr<std::unique_ptr<Runner>> MakeRunner(const mixrt::Device& device,
   const double before = allocator.stats().bytes_in_use;
   auto r = std::make_unique<Runner>();
   r->mode = mode;
-  // Held by the runner: modules keep their generator for dropout.
-  r->init = std::make_unique<mixrt::Generator>(0);
-  MIXRT_ASSIGN_OR_RETURN(Setup setup, MakeSetup(device, c, r->init.get()));
+  // Modules that drop out share the stream (Generator::Share): it may go.
+  mixrt::Generator init(0);
+  MIXRT_ASSIGN_OR_RETURN(Setup setup, MakeSetup(device, c, &init));
   const std::shared_ptr<mixrt::nn::Module> net = setup.net;
   const Tensor x = setup.x, y = setup.target;
   auto opt = std::make_shared<mixrt::SGD>(net->parameters(),

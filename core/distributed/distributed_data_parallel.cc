@@ -336,6 +336,11 @@ absl::Status DistributedDataParallel::register_comm_hook(
   return absl::OkStatus();
 }
 
+bool DistributedDataParallel::UsesPowerSgd(const Bucket& b) const {
+  return power_sgd_ != nullptr && !power_sgd_->vanilla() &&
+         b.dtype == DType::kF32;
+}
+
 std::vector<BucketTensor> DistributedDataParallel::LayoutOf(int index) const {
   std::vector<BucketTensor> layout;
   for (size_t p = 0; p < params_.size(); ++p) {
@@ -353,15 +358,14 @@ absl::Status DistributedDataParallel::LaunchReadyBuckets() {
   while (next_launch_ < buckets_.size() &&
          buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_];
-    b.power_sgd = power_sgd_ != nullptr && !power_sgd_->vanilla() &&
-                  b.dtype == DType::kF32;
-    if (b.power_sgd) {
+    const bool to_16_bits = b.dtype == DType::kF32 &&
+                            (options_.comm_hook == CommHook::kBf16Compress ||
+                             options_.comm_hook == CommHook::kFp16Compress);
+    if (UsesPowerSgd(b)) {
       MIXRT_RETURN_IF_ERROR(
           power_sgd_->Launch(static_cast<int>(next_launch_), b.flat,
                              LayoutOf(static_cast<int>(next_launch_))));
-    } else if (options_.comm_hook == CommHook::kNone ||
-               options_.comm_hook == CommHook::kPowerSgd ||
-               b.dtype != DType::kF32) {
+    } else if (!to_16_bits) {
       MIXRT_ASSIGN_OR_RETURN(b.work, group_->AllReduce(b.flat, ReduceOp::kAvg));
     } else {
       // As PyTorch's hook: cast, divide by the world size in the 16-bit
@@ -404,8 +408,7 @@ absl::Status DistributedDataParallel::FinishBackward() {
   stats_ = CommunicationStats{};
   for (size_t i = 0; i < buckets_.size(); ++i) {
     Bucket& b = buckets_[i];
-    if (b.power_sgd) {
-      b.power_sgd = false;
+    if (UsesPowerSgd(b)) {
       MIXRT_RETURN_IF_ERROR(power_sgd_->Finish(static_cast<int>(i), b.flat));
       stats_.bytes += power_sgd_->wire_bytes(static_cast<int>(i));
       continue;
@@ -478,7 +481,6 @@ void DistributedDataParallel::AbandonBackward() {
     b.work.Wait().IgnoreError();
     b.flat = Tensor();
     b.compressed = Tensor();
-    b.power_sgd = false;
   }
   if (power_sgd_ != nullptr) power_sgd_->Abandon();
   in_backward_ = false;

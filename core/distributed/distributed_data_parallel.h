@@ -149,8 +149,7 @@ class DistributedDataParallel : public nn::Module {
     int size = 0;  // Parameters in it.
     int64_t numel = 0;
     Tensor flat;
-    Tensor compressed;       // The 16-bit copy on the wire (a comm hook).
-    bool power_sgd = false;  // This backward's all-reduce is PowerSGD's.
+    Tensor compressed;  // The 16-bit copy on the wire (a comm hook).
     int pending = 0;
     Work work;
   };
@@ -169,6 +168,9 @@ class DistributedDataParallel : public nn::Module {
   absl::Status LaunchReadyBuckets();
   // Refuses a second hook, or one after the first backward (PyTorch's).
   absl::Status CanRegisterCommHook() const;
+  // Whether this backward reduces `b` with PowerSGD (the hook's iteration
+  // moves only after the last bucket, so launch and finish agree).
+  bool UsesPowerSgd(const Bucket& b) const;
   // Where bucket `index`'s gradients sit in its flat tensor.
   std::vector<BucketTensor> LayoutOf(int index) const;
   absl::Status FinishBackward();

@@ -108,22 +108,16 @@ PowerSgdHook::BucketState PowerSgdHook::Classify(
   return s;
 }
 
-absl::StatusOr<Tensor> PowerSgdHook::MatrixOf(const Tensor& flat,
-                                              const Matrix& m) const {
-  MIXRT_ASSIGN_OR_RETURN(Tensor slice,
-                         flat.slice(0, m.offset, m.offset + m.rows * m.cols));
-  return slice.view({m.rows, m.cols});
-}
-
-absl::StatusOr<Tensor> PowerSgdHook::FactorOf(const Tensor& memory,
-                                              int64_t offset, int64_t rows,
-                                              int64_t rank) const {
-  MIXRT_ASSIGN_OR_RETURN(Tensor slice,
-                         memory.slice(0, offset, offset + rows * rank));
-  return slice.view({rows, rank});
-}
-
 namespace {
+
+// Elements [offset, offset + rows * cols) of a flat tensor as a row-major
+// [rows, cols] view.
+absl::StatusOr<Tensor> SliceAsMatrix(const Tensor& flat, int64_t offset,
+                                     int64_t rows, int64_t cols) {
+  MIXRT_ASSIGN_OR_RETURN(Tensor slice,
+                         flat.slice(0, offset, offset + rows * cols));
+  return slice.view({rows, cols});
+}
 
 // The columns of the row-major [rows, cols] factor at `offset` that cannot
 // start the next step: all of them when one value is an inf or NaN (a
@@ -150,6 +144,31 @@ std::vector<int64_t> ColumnsToRedraw(const std::vector<float>& host,
 }
 
 }  // namespace
+
+absl::StatusOr<PowerSgdHook::MatrixViews> PowerSgdHook::ViewsOf(
+    const BucketState& s, const Tensor& gradients, const Matrix& m) const {
+  MatrixViews v;
+  MIXRT_ASSIGN_OR_RETURN(v.m,
+                         SliceAsMatrix(gradients, m.offset, m.rows, m.cols));
+  MIXRT_ASSIGN_OR_RETURN(v.p, SliceAsMatrix(s.p, m.p_offset, m.rows, m.rank));
+  MIXRT_ASSIGN_OR_RETURN(v.q, SliceAsMatrix(s.q, m.q_offset, m.cols, m.rank));
+  return v;
+}
+
+absl::Status PowerSgdHook::CopyUncompressed(const BucketState& s,
+                                            const Tensor& bucket,
+                                            bool into_plain) const {
+  int64_t at = 0;
+  for (const Uncompressed& u : s.uncompressed) {
+    MIXRT_ASSIGN_OR_RETURN(Tensor packed, s.plain.slice(0, at, at + u.numel));
+    MIXRT_ASSIGN_OR_RETURN(Tensor place,
+                           bucket.slice(0, u.offset, u.offset + u.numel));
+    MIXRT_RETURN_IF_ERROR(into_plain ? kernels::copy_(packed, place)
+                                     : kernels::copy_(place, packed));
+    at += u.numel;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<bool> PowerSgdHook::OrthogonalizeP(BucketState& s) const {
   MIXRT_ASSIGN_OR_RETURN(std::vector<float> host, s.p.to_float_vector());
@@ -241,14 +260,7 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
       MIXRT_ASSIGN_OR_RETURN(
           s.plain, empty({s.uncompressed_numel}, DType::kF32, device));
     }
-    int64_t at = 0;
-    for (const Uncompressed& u : s.uncompressed) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor dst, s.plain.slice(0, at, at + u.numel));
-      MIXRT_ASSIGN_OR_RETURN(Tensor src,
-                             s.input.slice(0, u.offset, u.offset + u.numel));
-      MIXRT_RETURN_IF_ERROR(kernels::copy_(dst, src));
-      at += u.numel;
-    }
+    MIXRT_RETURN_IF_ERROR(CopyUncompressed(s, s.input, /*into_plain=*/true));
     MIXRT_ASSIGN_OR_RETURN(s.plain_work,
                            group_->AllReduce(s.plain, ReduceOp::kAvg));
   }
@@ -258,13 +270,9 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
       MIXRT_ASSIGN_OR_RETURN(s.p, empty({s.p_numel}, DType::kF32, device));
     }
     for (const Matrix& m : s.matrices) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(s.input, m));
-      MIXRT_ASSIGN_OR_RETURN(Tensor q,
-                             FactorOf(s.q, m.q_offset, m.cols, m.rank));
-      MIXRT_ASSIGN_OR_RETURN(Tensor p,
-                             FactorOf(s.p, m.p_offset, m.rows, m.rank));
-      MIXRT_ASSIGN_OR_RETURN(Tensor product, kernels::matmul(matrix, q));
-      MIXRT_RETURN_IF_ERROR(kernels::copy_(p, product));
+      MIXRT_ASSIGN_OR_RETURN(MatrixViews v, ViewsOf(s, s.input, m));
+      MIXRT_ASSIGN_OR_RETURN(Tensor product, kernels::matmul(v.m, v.q));
+      MIXRT_RETURN_IF_ERROR(kernels::copy_(v.p, product));
     }
     // Summed, not averaged: P is orthogonalized next, which undoes any
     // scale.
@@ -277,7 +285,8 @@ absl::Status PowerSgdHook::Launch(int index, const Tensor& flat,
 absl::Status PowerSgdHook::PoisonCompressed(const BucketState& s,
                                             const Tensor& flat) const {
   for (const Matrix& m : s.matrices) {
-    MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(flat, m));
+    MIXRT_ASSIGN_OR_RETURN(Tensor matrix,
+                           SliceAsMatrix(flat, m.offset, m.rows, m.cols));
     MIXRT_RETURN_IF_ERROR(
         kernels::fill_(matrix, std::numeric_limits<double>::quiet_NaN()));
   }
@@ -294,14 +303,7 @@ absl::Status PowerSgdHook::Finish(int index, const Tensor& flat) {
   s.launched = false;
   if (s.uncompressed_numel > 0) {
     MIXRT_RETURN_IF_ERROR(s.plain_work.Wait());
-    int64_t at = 0;
-    for (const Uncompressed& u : s.uncompressed) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor src, s.plain.slice(0, at, at + u.numel));
-      MIXRT_ASSIGN_OR_RETURN(Tensor dst,
-                             flat.slice(0, u.offset, u.offset + u.numel));
-      MIXRT_RETURN_IF_ERROR(kernels::copy_(dst, src));
-      at += u.numel;
-    }
+    MIXRT_RETURN_IF_ERROR(CopyUncompressed(s, flat, /*into_plain=*/false));
   }
   bool finite = true;
   if (!s.matrices.empty()) {
@@ -311,14 +313,11 @@ absl::Status PowerSgdHook::Finish(int index, const Tensor& flat) {
     MIXRT_ASSIGN_OR_RETURN(finite, OrthogonalizeP(s));
     if (finite) {
       for (const Matrix& m : s.matrices) {
-        MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(s.input, m));
-        MIXRT_ASSIGN_OR_RETURN(Tensor transposed, matrix.transpose(0, 1));
-        MIXRT_ASSIGN_OR_RETURN(Tensor p,
-                               FactorOf(s.p, m.p_offset, m.rows, m.rank));
-        MIXRT_ASSIGN_OR_RETURN(Tensor q,
-                               FactorOf(s.q, m.q_offset, m.cols, m.rank));
-        MIXRT_ASSIGN_OR_RETURN(Tensor product, kernels::matmul(transposed, p));
-        MIXRT_RETURN_IF_ERROR(kernels::copy_(q, product));
+        MIXRT_ASSIGN_OR_RETURN(MatrixViews v, ViewsOf(s, s.input, m));
+        MIXRT_ASSIGN_OR_RETURN(Tensor transposed, v.m.transpose(0, 1));
+        MIXRT_ASSIGN_OR_RETURN(Tensor product,
+                               kernels::matmul(transposed, v.p));
+        MIXRT_RETURN_IF_ERROR(kernels::copy_(v.q, product));
       }
       MIXRT_ASSIGN_OR_RETURN(Work q_work,
                              group_->AllReduce(s.q, ReduceOp::kAvg));
@@ -336,14 +335,10 @@ absl::Status PowerSgdHook::Finish(int index, const Tensor& flat) {
       return absl::OkStatus();
     }
     for (const Matrix& m : s.matrices) {
-      MIXRT_ASSIGN_OR_RETURN(Tensor matrix, MatrixOf(flat, m));
-      MIXRT_ASSIGN_OR_RETURN(Tensor p,
-                             FactorOf(s.p, m.p_offset, m.rows, m.rank));
-      MIXRT_ASSIGN_OR_RETURN(Tensor q,
-                             FactorOf(s.q, m.q_offset, m.cols, m.rank));
-      MIXRT_ASSIGN_OR_RETURN(Tensor q_t, q.transpose(0, 1));
-      MIXRT_ASSIGN_OR_RETURN(Tensor approximation, kernels::matmul(p, q_t));
-      MIXRT_RETURN_IF_ERROR(kernels::copy_(matrix, approximation));
+      MIXRT_ASSIGN_OR_RETURN(MatrixViews v, ViewsOf(s, flat, m));
+      MIXRT_ASSIGN_OR_RETURN(Tensor q_t, v.q.transpose(0, 1));
+      MIXRT_ASSIGN_OR_RETURN(Tensor approximation, kernels::matmul(v.p, q_t));
+      MIXRT_RETURN_IF_ERROR(kernels::copy_(v.m, approximation));
     }
   }
   if (options_.use_error_feedback) {
@@ -366,8 +361,7 @@ void PowerSgdHook::Abandon() {
 int64_t PowerSgdHook::wire_bytes(int index) const {
   auto found = buckets_.find(index);
   if (found == buckets_.end()) return 0;
-  const BucketState& s = found->second;
-  return 4 * (s.uncompressed_numel + s.p_numel + s.q_numel);
+  return 4 * found->second.wire_numel();
 }
 
 int64_t PowerSgdHook::numel_before_compression() const {
@@ -378,9 +372,7 @@ int64_t PowerSgdHook::numel_before_compression() const {
 
 int64_t PowerSgdHook::numel_after_compression() const {
   int64_t n = 0;
-  for (const auto& [index, s] : buckets_) {
-    n += s.uncompressed_numel + s.p_numel + s.q_numel;
-  }
+  for (const auto& [index, s] : buckets_) n += s.wire_numel();
   return n;
 }
 

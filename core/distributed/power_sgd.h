@@ -109,6 +109,15 @@ class PowerSgdHook {
     Tensor plain;  // The uncompressed tensors, packed.
     Work plain_work, p_work;
     bool launched = false;
+    // Floats on the wire per step: the uncompressed tensors and the factors.
+    int64_t wire_numel() const {
+      return uncompressed_numel + p_numel + q_numel;
+    }
+  };
+  // One compressed matrix of a bucket as views: M (of the gradients given)
+  // and its P and Q factors.
+  struct MatrixViews {
+    Tensor m, p, q;
   };
 
   PowerSgdHook(PowerSgdOptions options, std::shared_ptr<ProcessGroup> group)
@@ -117,9 +126,13 @@ class PowerSgdHook {
         generator_(options.random_seed) {}
   BucketState Classify(const std::vector<BucketTensor>& layout) const;
   absl::Status StartQ(BucketState& s, const Device& device);
-  absl::StatusOr<Tensor> MatrixOf(const Tensor& flat, const Matrix& m) const;
-  absl::StatusOr<Tensor> FactorOf(const Tensor& memory, int64_t offset,
-                                  int64_t rows, int64_t rank) const;
+  absl::StatusOr<MatrixViews> ViewsOf(const BucketState& s,
+                                      const Tensor& gradients,
+                                      const Matrix& m) const;
+  // The uncompressed tensors between their places in `bucket` and the
+  // packed all-reduce buffer (into it, or back out).
+  absl::Status CopyUncompressed(const BucketState& s, const Tensor& bucket,
+                                bool into_plain) const;
   // Orthogonalizes each matrix's P on the host; false when P holds an inf
   // or NaN.
   absl::StatusOr<bool> OrthogonalizeP(BucketState& s) const;
@@ -137,10 +150,10 @@ class PowerSgdHook {
 };
 
 // Gram-Schmidt on the columns of a row-major [rows, cols] matrix, as
-// PyTorch's _orthogonalize_gram_schmidt (norms and dot products in double
-// here): each column divided by its norm plus epsilon, then projected out
-// of the columns after it. A column whose norm plus epsilon is 0 becomes
-// zeros.
+// PyTorch's _orthogonalize_gram_schmidt, in double here: each column has
+// the earlier ones projected out of it (twice), then is divided by its
+// norm plus epsilon. A column that is zero, or whose remainder is only
+// rounding of the earlier ones' span, becomes zeros.
 void OrthogonalizeColumns(std::vector<float>& matrix, int64_t rows,
                           int64_t cols, double epsilon);
 

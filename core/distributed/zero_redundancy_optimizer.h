@@ -62,6 +62,9 @@ class ZeroRedundancyOptimizer : public Optimizer {
   // state_dict() returns it until the next step); PyTorch's
   // consolidate_state_dict.
   absl::Status consolidate_state_dict(int to = 0);
+  // Whether state_dict() returns every rank's state: consolidated onto
+  // this rank, and no step or load since.
+  bool consolidated() const { return consolidated_.has_value(); }
 
   // The rank that owns parameter i.
   int owner(size_t i) const { return owner_.at(i); }

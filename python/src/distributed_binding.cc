@@ -59,6 +59,13 @@ class PythonModule : public nn::Module {
   PythonCallable forward_;
 };
 
+distributed::DistributedDataParallel& DdpOf(
+    const std::shared_ptr<nn::Module>& module) {
+  auto* ddp = dynamic_cast<distributed::DistributedDataParallel*>(module.get());
+  if (ddp == nullptr) throw nb::type_error("not a DistributedDataParallel");
+  return *ddp;
+}
+
 ReduceOp ParseOp(const std::string& op) {
   if (op == "sum") return ReduceOp::kSum;
   if (op == "avg") return ReduceOp::kAvg;
@@ -117,24 +124,18 @@ void BindDistributed(nb::module_& m) {
           return std::shared_ptr<nn::Module>(ValueOrThrow(
               distributed::DistributedDataParallel::Create(module, group, o)));
         });
-  m.def("_ddp_register_comm_hook", [](const std::shared_ptr<nn::Module>& ddp,
-                                      const std::string& hook) {
-    auto* d = dynamic_cast<distributed::DistributedDataParallel*>(ddp.get());
-    if (d == nullptr) throw nb::type_error("not a DistributedDataParallel");
-    const distributed::CommHook h = hook == "bf16"
-                                        ? distributed::CommHook::kBf16Compress
-                                        : distributed::CommHook::kFp16Compress;
-    ThrowIfError(d->register_comm_hook(h));
-  });
+  m.def("_ddp_register_comm_hook",
+        [](const std::shared_ptr<nn::Module>& ddp, const std::string& hook) {
+          const distributed::CommHook h =
+              hook == "bf16" ? distributed::CommHook::kBf16Compress
+                             : distributed::CommHook::kFp16Compress;
+          ThrowIfError(DdpOf(ddp).register_comm_hook(h));
+        });
 
   m.def("_ddp_register_power_sgd_hook",
         [](const std::shared_ptr<nn::Module>& ddp, int rank, int64_t start_iter,
            double min_compression_rate, bool use_error_feedback,
            bool warm_start, double epsilon, uint64_t random_seed) {
-          auto* d =
-              dynamic_cast<distributed::DistributedDataParallel*>(ddp.get());
-          if (d == nullptr)
-            throw nb::type_error("not a DistributedDataParallel");
           distributed::PowerSgdOptions o;
           o.matrix_approximation_rank = rank;
           o.start_powerSGD_iter = start_iter;
@@ -143,7 +144,7 @@ void BindDistributed(nb::module_& m) {
           o.warm_start = warm_start;
           o.orthogonalization_epsilon = epsilon;
           o.random_seed = random_seed;
-          ThrowIfError(d->register_comm_hook(o));
+          ThrowIfError(DdpOf(ddp).register_comm_hook(o));
         });
 
   using distributed::ZeroRedundancyOptimizer;
@@ -170,6 +171,7 @@ void BindDistributed(nb::module_& m) {
              if (i >= z.params().size()) throw nb::index_error();
              return z.owner(i);
            })
+      .def_prop_ro("consolidated", &ZeroRedundancyOptimizer::consolidated)
       .def_prop_ro("state_bytes", &ZeroRedundancyOptimizer::state_bytes);
 }
 

@@ -52,28 +52,18 @@ class ZeroRedundancyOptimizer(_optim.Optimizer):
             float(options["weight_decay"]), bool(options["amsgrad"]),
             bool(options["maximize"]))
         super().__init__(impl, [{"params": params}], options)
-        self._rank = group.rank
-        self._consolidated = False
-
-    def step(self, closure=None):
-        loss = super().step(closure)
-        self._consolidated = False
-        return loss
 
     def consolidate_state_dict(self, to=0):
         self._impl.consolidate_state_dict(int(to))
-        self._consolidated = self._rank == int(to)
 
     def state_dict(self):
-        if not self._consolidated:
+        # The core knows: consolidated onto this rank, no step or load since.
+        if not self._impl.consolidated:
             raise RuntimeError(
                 "Optimizer state has not been consolidated on this rank. "
                 "Please call `consolidate_state_dict(to=0)` on all ranks "
                 "beforehand if you meant to save the global state.")
         return dict(self._impl.state_dict())
-
-    def load_state_dict(self, state_dict):
-        self._impl.load_state_dict(dict(state_dict))
 
     def owner(self, index):
         """The rank whose shard holds parameter `index`."""
