@@ -34,19 +34,19 @@ constexpr int64_t kGlobalBatch = 16;
 
 // Weights [32, 16], [32, 32], [4, 32]: compressed at rank 1 (their factors
 // are 3-6% of them); biases: sent as they are.
-std::shared_ptr<nn::Sequential> Model() {
+std::shared_ptr<nn::Sequential> Model(const Device& device = CpuDevice()) {
   Generator g(1);
-  return *nn::MLP({16, 32, 32, 4}, CpuDevice(), &g);
+  return *nn::MLP({16, 32, 32, 4}, device, &g);
 }
 
 struct Batch {
   Tensor x, y;
 };
 
-Batch GlobalBatch(int step) {
+Batch GlobalBatch(int step, const Device& device = CpuDevice()) {
   Generator g(500 + step);
-  return {*randn({kGlobalBatch, 16}, DType::kF32, CpuDevice(), 0, 1, &g),
-          *randn({kGlobalBatch, 4}, DType::kF32, CpuDevice(), 0, 1, &g)};
+  return {*randn({kGlobalBatch, 16}, DType::kF32, device, 0, 1, &g),
+          *randn({kGlobalBatch, 4}, DType::kF32, device, 0, 1, &g)};
 }
 
 Batch Shard(const Batch& b) {
@@ -137,20 +137,23 @@ TEST(PowerSgdTest, AtFullRankTheGradientsAreTheAveragedOnes) {
   o.matrix_approximation_rank = 64;
   o.min_compression_rate = 0;
   o.start_powerSGD_iter = 2;
-  auto reference = Model();
-  auto ddp = PowerSgdDdp(Model(), o);
-  for (int step = 0; step < 5; ++step) {
-    const Batch batch = GlobalBatch(step);
-    const auto want = Gradients(*reference, batch);
-    const auto got = Gradients(*ddp, Shard(batch));
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_LE(Distance(got[i], want[i]), 1e-4 * Norm(want[i]))
-          << "step " << step << ", parameter " << i;
+  // The hook's matmuls, copies and random starts on either plugin.
+  for (const Device& device : {CpuDevice(), testing::ReferenceDevice()}) {
+    auto reference = Model(device);
+    auto ddp = PowerSgdDdp(Model(device), o);
+    for (int step = 0; step < 5; ++step) {
+      const Batch batch = GlobalBatch(step, device);
+      const auto want = Gradients(*reference, batch);
+      const auto got = Gradients(*ddp, Shard(batch));
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LE(Distance(got[i], want[i]), 1e-4 * Norm(want[i]))
+            << device.ToString() << ", step " << step << ", parameter " << i;
+      }
     }
+    // Everything went compressed: a factor pair per tensor.
+    EXPECT_GT(ddp->power_sgd_hook()->numel_after_compression(),
+              ddp->power_sgd_hook()->numel_before_compression());
   }
-  // Everything went compressed: a factor pair per tensor.
-  EXPECT_GT(ddp->power_sgd_hook()->numel_after_compression(),
-            ddp->power_sgd_hook()->numel_before_compression());
 }
 
 // At rank 1 a weight's gradient becomes u u^T G: G (the averaged
