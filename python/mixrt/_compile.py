@@ -56,9 +56,10 @@ class _GuardCollector:
         # cannot change unseen (containers, other objects); the modules'
         # own state is covered by nn.module's change count.
         self.probes = []
-        # The cheapest probes, checked inline: (holder, key, object) for a
-        # global (holder a dict) or a closure cell (key None) that must
-        # still be the very same object.
+        # The cheapest probes: (kind, holder, key, object), a value that
+        # must still be the very same object: a global ("item": holder a
+        # dict), a closure cell's contents ("cell"), a function's defaults
+        # ("attr"). The compiled call checks them in C++.
         self.same = []
 
     def collect(self, obj, depth=0):
@@ -87,13 +88,13 @@ class _GuardCollector:
                               functools.partial)):
             self.items.append((name, "id", id(value)))
             if not assigned_only:
-                self.same.append((holder, key, value))
+                self.same.append(_same(holder, key, value))
             self.collect(value, depth + 1)
         elif isinstance(value, (types.ModuleType, type,
                                 types.BuiltinFunctionType)):
             self.items.append((name, "id", id(value)))
             if not assigned_only:
-                self.same.append((holder, key, value))
+                self.same.append(_same(holder, key, value))
         elif isinstance(value, _SCALARS + (Tensor,)):
             picture = _frozen(value)
             self.items.append((name, picture))
@@ -130,7 +131,15 @@ class _GuardCollector:
                                     _MISSING))
         defaults = (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
         self.items.append(("defaults", defaults))
-        self.probes.append((functools.partial(_defaults_of, fn), defaults))
+        if fn.__kwdefaults__ is None and all(
+                isinstance(v, _SCALARS) for v in fn.__defaults__ or ()):
+            # Immutable values in an immutable tuple: only assigning
+            # __defaults__ or __kwdefaults__ changes them.
+            self.same.append(("attr", fn, "__defaults__", fn.__defaults__))
+            self.same.append(("attr", fn, "__kwdefaults__", None))
+        else:
+            self.probes.append((functools.partial(_defaults_of, fn),
+                                defaults))
 
     def _module(self, m, depth):
         self.items.append(("module", id(m), type(m).__name__, m.training))
@@ -163,6 +172,22 @@ def _cell_contents(cell):
 
 def _defaults_of(fn):
     return (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
+
+
+def _same(holder, key, value):
+    """An identity guard on `holder[key]`, or on a cell's contents when
+    `key` is None."""
+    if key is None:
+        return ("cell", holder, None, value)
+    return ("item", holder, key, value)
+
+
+def _read_same(kind, holder, key):
+    if kind == "item":
+        return holder.get(key, _MISSING)
+    if kind == "cell":
+        return _cell_contents(holder)
+    return getattr(holder, key, _MISSING)
 
 
 def _reader(holder, key):
@@ -215,9 +240,17 @@ class CompiledFunction:
         # collecting the guards: the module change count, the argument
         # key, and the probes.
         self._last = None
+        # The same check and call in C++ (_mixrt._GuardedCall), for calls
+        # of Tensors only; None when the last call had other arguments.
+        self._fast = None
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            out = fast(*args)
+            if out is not None:
+                return out
         if kwargs:
             raise TypeError("a compiled function takes positional arguments "
                             "only")
@@ -227,10 +260,16 @@ class CompiledFunction:
                        if not isinstance(a, Tensor))
         variant = self._last_valid(positions, others)
         if variant is None:
+            self._fast = None
             variant = self._variant(args, positions, others)
             if variant is None:  # Past the recompile limit: eager.
                 return self._fn(*args)
         out = variant.compiled([args[i] for i in positions])
+        if self._fast is None and not others:
+            epoch, _, (same, probes), _ = self._last
+            self._fast = _mixrt._GuardedCall(variant, len(args),
+                                             _module_state.epoch_holder(),
+                                             epoch, same, probes)
         return out[0] if variant.single else tuple(out)
 
     def _last_valid(self, positions, others):
@@ -239,10 +278,8 @@ class CompiledFunction:
                 last[1] != (positions, others):
             return None
         same, probes = last[2]
-        for holder, key, obj in same:
-            now = (holder.get(key, _MISSING) if key is not None
-                   else _cell_contents(holder))
-            if now is not obj:
+        for kind, holder, key, obj in same:
+            if _read_same(kind, holder, key) is not obj:
                 return None
         for read, picture in probes:
             if read() != picture:

@@ -18,6 +18,7 @@
 #include "nanobind/stl/vector.h"
 #include "python/src/bindings.h"
 #include "python/src/python_callable.h"
+#include "python/src/python_guards.h"
 #include "python/src/status_to_python.h"
 
 namespace nb = nanobind;
@@ -64,25 +65,82 @@ absl::StatusOr<std::vector<Tensor>> CallPython(
   }
 }
 
+// Runs the compiled function without the GIL; a Python exception the
+// traced function raised comes back out as itself.
+std::vector<Tensor> RunCompiled(CompiledPython& c,
+                                const std::vector<Tensor>& inputs) {
+  absl::StatusOr<std::vector<Tensor>> out;
+  {
+    nb::gil_scoped_release release;
+    out = (*c.compiled)(inputs);
+  }
+  if (c.raised->has_value()) {
+    nb::python_error e = std::move(**c.raised);
+    c.raised->reset();
+    e.restore();
+    throw nb::python_error();
+  }
+  return ValueOrThrow(std::move(out));
+}
+
+// The compiled Python wrapper's last variant, called straight from Python
+// while its guards hold: a call of `arity` Tensors, nothing else, whose
+// Python values are as traced. Anything else returns None, and the wrapper
+// takes its full path (which may trace again).
+struct GuardedCall {
+  nb::object variant;  // Its `single`: one Tensor returned, not a tuple.
+  CompiledPython* compiled;
+  nb::object compiled_owner;
+  size_t arity;
+  PythonGuards guards;
+
+  nb::object operator()(nb::args args) {
+    if (compiled == nullptr || args.size() != arity) return nb::none();
+    std::vector<Tensor> inputs;
+    inputs.reserve(arity);
+    for (nb::handle a : args) {
+      if (!nb::isinstance<Tensor>(a)) return nb::none();
+      inputs.push_back(nb::cast<const Tensor&>(a));
+    }
+    if (!guards.Hold()) return nb::none();
+    std::vector<Tensor> out = RunCompiled(*compiled, inputs);
+    if (nb::cast<bool>(variant.attr("single")) && out.size() == 1) {
+      return nb::cast(std::move(out[0]));
+    }
+    return nb::tuple(nb::cast(std::move(out)));
+  }
+};
+
+// The collector's view of a _GuardedCall (nanobind's type slots): what it
+// holds, and dropping it to break a cycle.
+int GuardedCallTraverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const GuardedCall* g = nb::inst_ptr<GuardedCall>(self);
+  Py_VISIT(g->variant.ptr());
+  Py_VISIT(g->compiled_owner.ptr());
+  return g->guards.Visit(visit, arg);
+}
+
+int GuardedCallClear(PyObject* self) {
+  GuardedCall* g = nb::inst_ptr<GuardedCall>(self);
+  g->compiled = nullptr;
+  g->variant.reset();
+  g->compiled_owner.reset();
+  g->guards.Clear();
+  return 0;
+}
+
+PyType_Slot guarded_call_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(GuardedCallTraverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(GuardedCallClear)},
+    {0, nullptr}};
+
 }  // namespace
 
 void BindCompile(nb::module_& m) {
   nb::class_<CompiledPython>(m, "CompiledFunction")
-      .def("__call__",
-           [](CompiledPython& c, const std::vector<Tensor>& inputs) {
-             absl::StatusOr<std::vector<Tensor>> out;
-             {
-               nb::gil_scoped_release release;
-               out = (*c.compiled)(inputs);
-             }
-             if (c.raised->has_value()) {
-               nb::python_error e = std::move(**c.raised);
-               c.raised->reset();
-               e.restore();
-               throw nb::python_error();
-             }
-             return ValueOrThrow(std::move(out));
-           })
+      .def("__call__", &RunCompiled)
       .def("explain",
            [](const CompiledPython& c) { return c.compiled->Explain(); })
       .def_prop_ro(
@@ -94,6 +152,22 @@ void BindCompile(nb::module_& m) {
       .def_prop_ro("eager_calls", [](const CompiledPython& c) {
         return c.compiled->eager_calls();
       });
+
+  nb::class_<GuardedCall>(m, "_GuardedCall", nb::type_slots(guarded_call_slots))
+      .def(
+          "__init__",
+          [](GuardedCall* self, nb::object variant, size_t arity,
+             nb::list epoch, nb::object epoch_value, nb::list same,
+             nb::list probes) {
+            nb::object compiled = variant.attr("compiled");
+            new (self) GuardedCall{
+                variant, nb::cast<CompiledPython*>(compiled), compiled, arity,
+                PythonGuards(std::move(epoch), std::move(epoch_value),
+                             std::move(same), std::move(probes))};
+          },
+          nb::arg("variant"), nb::arg("arity"), nb::arg("epoch"),
+          nb::arg("epoch_value"), nb::arg("same"), nb::arg("probes"))
+      .def("__call__", &GuardedCall::operator());
 
   m.def(
       "_compile",

@@ -211,3 +211,117 @@ def test_fullgraph_captures_item_guarding_its_value():
     for v in (1.0, 1.0, -1.0, 2.0):
         x = mixrt.full((3,), v)
         assert cf(x).tolist() == f(x).tolist()
+
+
+# The guards of a compiled call of Tensors only run in C++
+# (_mixrt._GuardedCall); these changes must each still trace again.
+
+def test_reassigned_defaults_trace_again():
+    def f(x, k=2.0):
+        return x * k
+
+    cf = mixrt.compile(f)
+    x = mixrt.ones(2)
+    assert cf(x).tolist() == [2.0, 2.0]
+    assert cf(x).tolist() == [2.0, 2.0]
+    f.__defaults__ = (5.0,)
+    assert cf(x).tolist() == [5.0, 5.0]
+    f.__kwdefaults__ = {"unused": 1}
+    f.__defaults__ = (7.0,)
+    assert cf(x).tolist() == [7.0, 7.0]
+
+
+def test_a_mutated_default_list_traces_again():
+    def f(x, k=[2.0]):  # noqa: B006 (the mutable default is the point)
+        return x * k[0]
+
+    cf = mixrt.compile(f)
+    x = mixrt.ones(2)
+    assert cf(x).tolist() == [2.0, 2.0]
+    assert cf(x).tolist() == [2.0, 2.0]
+    f.__defaults__[0][0] = 4.0
+    assert cf(x).tolist() == [4.0, 4.0]
+
+
+def test_a_rebound_closure_function_traces_again():
+    act = F.relu
+
+    def set_act(fn):
+        nonlocal act
+        act = fn
+
+    def f(x):
+        return act(x) + 1.0
+
+    cf = mixrt.compile(f)
+    x = mixrt.tensor([-1.0, 2.0])
+    assert cf(x).tolist() == [1.0, 3.0]
+    assert cf(x).tolist() == [1.0, 3.0]
+    set_act(lambda t: t * 2.0)
+    assert cf(x).tolist() == [-1.0, 5.0]
+
+
+def test_a_module_attribute_change_is_seen_by_the_c_guards():
+    net = Net().eval()
+    cf = mixrt.compile(lambda x: net(x).sum())
+    x = mixrt.randn(3, 4)
+    first = cf(x).item()
+    assert cf(x).item() == first
+    net.gain = 2.0
+    assert cf(x).item() == pytest.approx(2 * first, rel=1e-6)
+
+
+def test_calls_of_tensors_replay_without_the_python_guard_path(monkeypatch):
+    def f(x, y):
+        return F.relu(x) + y
+
+    cf = mixrt.compile(f)
+    x, y = mixrt.randn(4), mixrt.randn(4)
+    cf(x, y)
+    slow = []
+    original = type(cf)._last_valid
+    monkeypatch.setattr(type(cf), "_last_valid",
+                        lambda self, *a: slow.append(1) or original(self, *a))
+    for _ in range(5):
+        np.testing.assert_allclose(cf(x, y).numpy(),
+                                   np.maximum(x.numpy(), 0) + y.numpy(),
+                                   rtol=1e-6)
+    assert slow == []
+    # A number argument takes the Python path (its value is guarded there).
+    cf(x, 1.0)
+    assert slow == [1]
+
+
+def test_a_compiled_function_is_collected_with_its_guards():
+    import gc
+    import weakref
+
+    # The function's globals hold the compiled function, whose C++ guards
+    # hold those globals: a cycle only the collector can free.
+    space = {"F": F}
+    exec("def f(x):\n    return F.relu(x)\n", space)
+    cf = mixrt.compile(space["f"])
+    space["cf"] = cf
+    cf(mixrt.ones(2))
+    cf(mixrt.ones(2))
+    gone = weakref.ref(cf)
+    del cf, space
+    gc.collect()
+    assert gone() is None
+
+
+def test_guarded_call_refuses_malformed_guards():
+    cf = mixrt.compile(lambda x: x + 1.0)
+    cf(mixrt.ones(1))
+    variant = next(iter(cf._variants.values()))
+    from mixrt import _mixrt
+    with pytest.raises(TypeError, match="identity guard"):
+        _mixrt._GuardedCall(variant, 1, [0], 0, [("item", {})], [])
+    with pytest.raises(TypeError, match="unknown kind"):
+        _mixrt._GuardedCall(variant, 1, [0], 0, [("glob", {}, "a", 1)], [])
+    with pytest.raises(TypeError, match="dict"):
+        _mixrt._GuardedCall(variant, 1, [0], 0, [("item", [], "a", 1)], [])
+    with pytest.raises(TypeError, match="probe"):
+        _mixrt._GuardedCall(variant, 1, [0], 0, [], [(1, 2)])
+    with pytest.raises(TypeError, match="one-item list"):
+        _mixrt._GuardedCall(variant, 1, [], 0, [], [])

@@ -23,6 +23,12 @@ def epoch():
     return _epoch[0]
 
 
+def epoch_holder():
+    """The list holding the change count (read by compiled calls' C++
+    guards)."""
+    return _epoch
+
+
 def Parameter(data=None, requires_grad=True):  # noqa: N802 (torch's name)
     """A tensor a Module registers as a parameter when assigned to one of
     its attributes (torch.nn.Parameter): `data` detached, requiring grad."""
