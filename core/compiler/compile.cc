@@ -589,8 +589,12 @@ absl::StatusOr<std::vector<Tensor>> CompiledFunction::operator()(
     // the traces are how mixrt proves the graphs, not new programs.
     const bool size_check = dyn != nullptr && dyn->verified;
     const bool verifying = dyn != nullptr && !dyn->verified && !dyn->failed;
-    const std::vector<Guard> now_guards = GuardsFor(inputs);
-    const bool learning = dyn == nullptr && s.options.dynamic.value_or(false) &&
+    // Named guards (strings) only for a call that may trace: a replay's
+    // key already matched.
+    const std::vector<Guard> now_guards =
+        entry == nullptr ? GuardsFor(inputs) : std::vector<Guard>();
+    const bool learning = entry == nullptr && dyn == nullptr &&
+                          s.options.dynamic.value_or(false) &&
                           s.last_entry != nullptr && stale.empty() &&
                           !s.dynamics.AnyFailed() &&
                           compiler::DynamicSizes::SizeOnlyChange(
