@@ -3,8 +3,18 @@ ZeroRedundancyOptimizer (ZeRO stage 1) over the core's: each rank keeps
 the optimizer state of its shard of the parameters only, steps that shard
 and broadcasts it, so every replica is whole again after step()."""
 
+import inspect
+
 from .. import _mixrt
 from .. import optim as _optim
+
+
+def _adamw_defaults():
+    """AdamW's keyword arguments with their defaults, read from its
+    signature (one place to change them)."""
+    parameters = inspect.signature(_optim.AdamW.__init__).parameters
+    return {name: p.default for name, p in parameters.items()
+            if p.default is not inspect.Parameter.empty}
 
 
 class ZeroRedundancyOptimizer(_optim.Optimizer):
@@ -32,16 +42,13 @@ class ZeroRedundancyOptimizer(_optim.Optimizer):
             raise NotImplementedError(
                 "ZeroRedundancyOptimizer: parameters_as_bucket_view and "
                 "overlap_with_ddp are not supported (False only)")
-        unknown = sorted(set(defaults) - {"lr", "betas", "eps",
-                                          "weight_decay", "amsgrad",
-                                          "maximize"})
+        options = _adamw_defaults()
+        unknown = sorted(set(defaults) - set(options))
         if unknown:
             raise TypeError(f"ZeroRedundancyOptimizer: unexpected AdamW "
                             f"arguments {unknown}")
         from . import _default
         group = process_group or _default()
-        options = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                       weight_decay=1e-2, amsgrad=False, maximize=False)
         options.update(defaults)
         params = _optim._tensors(params)
         if not params:
