@@ -241,7 +241,8 @@ class CompiledFunction:
         # key, and the probes.
         self._last = None
         # The same check and call in C++ (_mixrt._GuardedCall), for calls
-        # of Tensors only; None when the last call had other arguments.
+        # of Tensors and scalars; None when the last call had arguments of
+        # other kinds (containers, objects).
         self._fast = None
         functools.update_wrapper(self, fn, updated=())
 
@@ -265,11 +266,12 @@ class CompiledFunction:
             if variant is None:  # Past the recompile limit: eager.
                 return self._fn(*args)
         out = variant.compiled([args[i] for i in positions])
-        if self._fast is None and not others:
+        if self._fast is None and all(isinstance(args[i], _SCALARS)
+                                      for i, _ in others):
             epoch, _, (same, probes), _ = self._last
-            self._fast = _mixrt._GuardedCall(variant, len(args),
-                                             _module_state.epoch_holder(),
-                                             epoch, same, probes)
+            self._fast = _mixrt._GuardedCall(
+                variant, len(args), [(i, args[i]) for i, _ in others],
+                _module_state.epoch_holder(), epoch, same, probes)
         return out[0] if variant.single else tuple(out)
 
     def _last_valid(self, positions, others):

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -84,7 +85,9 @@ std::vector<Tensor> RunCompiled(CompiledPython& c,
 }
 
 // The compiled Python wrapper's last variant, called straight from Python
-// while its guards hold: a call of `arity` Tensors, nothing else, whose
+// while its guards hold: a call of `arity` arguments, Tensors except the
+// `constants` (index, value), which must be of the same type and equal
+// (numbers and strings: what the wrapper's key holds), and whose other
 // Python values are as traced. Anything else returns None, and the wrapper
 // takes its full path (which may trace again).
 struct GuardedCall {
@@ -92,13 +95,24 @@ struct GuardedCall {
   CompiledPython* compiled;
   nb::object compiled_owner;
   size_t arity;
+  std::vector<std::pair<size_t, nb::object>> constants;  // By index.
   PythonGuards guards;
 
   nb::object operator()(nb::args args) {
     if (compiled == nullptr || args.size() != arity) return nb::none();
     std::vector<Tensor> inputs;
-    inputs.reserve(arity);
-    for (nb::handle a : args) {
+    inputs.reserve(arity - constants.size());
+    size_t next = 0;
+    for (size_t i = 0; i < arity; ++i) {
+      nb::handle a = args[i];
+      if (next < constants.size() && constants[next].first == i) {
+        const nb::object& c = constants[next++].second;
+        if (Py_TYPE(a.ptr()) != Py_TYPE(c.ptr())) return nb::none();
+        const int equal = PyObject_RichCompareBool(a.ptr(), c.ptr(), Py_EQ);
+        if (equal < 0) throw nb::python_error();
+        if (equal == 0) return nb::none();
+        continue;
+      }
       if (!nb::isinstance<Tensor>(a)) return nb::none();
       inputs.push_back(nb::cast<const Tensor&>(a));
     }
@@ -119,6 +133,7 @@ int GuardedCallTraverse(PyObject* self, visitproc visit, void* arg) {
   const GuardedCall* g = nb::inst_ptr<GuardedCall>(self);
   Py_VISIT(g->variant.ptr());
   Py_VISIT(g->compiled_owner.ptr());
+  for (const auto& [index, value] : g->constants) Py_VISIT(value.ptr());
   return g->guards.Visit(visit, arg);
 }
 
@@ -127,6 +142,7 @@ int GuardedCallClear(PyObject* self) {
   g->compiled = nullptr;
   g->variant.reset();
   g->compiled_owner.reset();
+  g->constants.clear();
   g->guards.Clear();
   return 0;
 }
@@ -157,16 +173,36 @@ void BindCompile(nb::module_& m) {
       .def(
           "__init__",
           [](GuardedCall* self, nb::object variant, size_t arity,
-             nb::list epoch, nb::object epoch_value, nb::list same,
-             nb::list probes) {
+             nb::list constants, nb::list epoch, nb::object epoch_value,
+             nb::list same, nb::list probes) {
             nb::object compiled = variant.attr("compiled");
+            std::vector<std::pair<size_t, nb::object>> values;
+            for (nb::handle entry : constants) {
+              auto t = nb::cast<nb::tuple>(entry);
+              if (t.size() != 2) {
+                throw nb::type_error("guards: a constant is (index, value)");
+              }
+              const size_t index = nb::cast<size_t>(t[0]);
+              if (index >= arity ||
+                  (!values.empty() && index <= values.back().first)) {
+                throw nb::value_error(
+                    "guards: constants' indexes must increase and be below "
+                    "the arity");
+              }
+              values.emplace_back(index, nb::borrow(t[1]));
+            }
             new (self) GuardedCall{
-                variant, nb::cast<CompiledPython*>(compiled), compiled, arity,
+                variant,
+                nb::cast<CompiledPython*>(compiled),
+                compiled,
+                arity,
+                std::move(values),
                 PythonGuards(std::move(epoch), std::move(epoch_value),
                              std::move(same), std::move(probes))};
           },
-          nb::arg("variant"), nb::arg("arity"), nb::arg("epoch"),
-          nb::arg("epoch_value"), nb::arg("same"), nb::arg("probes"))
+          nb::arg("variant"), nb::arg("arity"), nb::arg("constants"),
+          nb::arg("epoch"), nb::arg("epoch_value"), nb::arg("same"),
+          nb::arg("probes"))
       .def("__call__", &GuardedCall::operator());
 
   m.def(

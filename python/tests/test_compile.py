@@ -287,9 +287,30 @@ def test_calls_of_tensors_replay_without_the_python_guard_path(monkeypatch):
                                    np.maximum(x.numpy(), 0) + y.numpy(),
                                    rtol=1e-6)
     assert slow == []
-    # A number argument takes the Python path (its value is guarded there).
-    cf(x, 1.0)
+    # A new number argument takes the Python path (and traces); the same
+    # number again does not.
+    np.testing.assert_allclose(cf(x, 1.0).numpy(),
+                               np.maximum(x.numpy(), 0) + 1.0, rtol=1e-6)
     assert slow == [1]
+    for _ in range(3):
+        np.testing.assert_allclose(cf(x, 1.0).numpy(),
+                                   np.maximum(x.numpy(), 0) + 1.0, rtol=1e-6)
+    assert slow == [1]
+
+
+def test_a_changed_number_argument_is_never_replayed_stale():
+    def f(x, k, flag):
+        return x * k if flag else x + k
+
+    cf = mixrt.compile(f)
+    x = mixrt.tensor([1.0, 2.0])
+    for k, flag, want in [(2.0, True, [2.0, 4.0]), (2.0, True, [2.0, 4.0]),
+                          (3.0, True, [3.0, 6.0]), (3.0, 1, [3.0, 6.0]),
+                          (3.0, False, [4.0, 5.0]), (3.0, 0, [4.0, 5.0]),
+                          (3, 0, [4.0, 5.0]), (3.0, True, [3.0, 6.0])]:
+        assert cf(x, k, flag).tolist() == want, (k, flag)
+    # Each (type, value) seen is a variant of its own: True and 1, 3.0 and 3.
+    assert len(cf._variants) == 6
 
 
 def test_a_compiled_function_is_collected_with_its_guards():
@@ -316,12 +337,21 @@ def test_guarded_call_refuses_malformed_guards():
     variant = next(iter(cf._variants.values()))
     from mixrt import _mixrt
     with pytest.raises(TypeError, match="identity guard"):
-        _mixrt._GuardedCall(variant, 1, [0], 0, [("item", {})], [])
+        _mixrt._GuardedCall(variant, 1, [], [0], 0, [("item", {})], [])
     with pytest.raises(TypeError, match="unknown kind"):
-        _mixrt._GuardedCall(variant, 1, [0], 0, [("glob", {}, "a", 1)], [])
+        _mixrt._GuardedCall(variant, 1, [], [0], 0, [("glob", {}, "a", 1)],
+                            [])
     with pytest.raises(TypeError, match="dict"):
-        _mixrt._GuardedCall(variant, 1, [0], 0, [("item", [], "a", 1)], [])
+        _mixrt._GuardedCall(variant, 1, [], [0], 0, [("item", [], "a", 1)],
+                            [])
     with pytest.raises(TypeError, match="probe"):
-        _mixrt._GuardedCall(variant, 1, [0], 0, [], [(1, 2)])
+        _mixrt._GuardedCall(variant, 1, [], [0], 0, [], [(1, 2)])
     with pytest.raises(TypeError, match="one-item list"):
-        _mixrt._GuardedCall(variant, 1, [], 0, [], [])
+        _mixrt._GuardedCall(variant, 1, [], [], 0, [], [])
+    with pytest.raises(TypeError, match="constant"):
+        _mixrt._GuardedCall(variant, 2, [(1,)], [0], 0, [], [])
+    with pytest.raises(ValueError, match="below the arity"):
+        _mixrt._GuardedCall(variant, 2, [(2, 1.0)], [0], 0, [], [])
+    with pytest.raises(ValueError, match="increase"):
+        _mixrt._GuardedCall(variant, 3, [(1, 1.0), (1, 2.0)], [0], 0, [],
+                            [])
