@@ -3,11 +3,18 @@
 # command and what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's seconds are printed (the CI budget is an hour on the slowest
+# CPU kind; these say where it goes).
 scripts/setup.sh
+echo "TIME: setup $SECONDS s"
+started=$SECONDS
 bazel build //...
+echo "TIME: bazel build //... $((SECONDS - started)) s"
 log=$(mktemp)
 status=0
+started=$SECONDS
 bazel test //... --test_output=errors 2>&1 | tee "$log" || status=$?
+echo "TIME: bazel test //... $((SECONDS - started)) s"
 # The closing line counts one unit on both sides: each Bazel test target
 # and each further check below is one pass or one failure, and every
 # failure is named above it. Bazel's summary lists the targets that did not
@@ -31,17 +38,17 @@ passed=$((targets - failed))
 # One more check beyond Bazel's tests: its output goes to $log, shown (the
 # last 60 lines) only when it fails.
 check() {
-  local label=$1
+  local label=$1 started=$SECONDS
   shift
   if "$@" > "$log" 2>&1; then
     passed=$((passed + 1))
-    echo "PASSED: $label"
+    echo "PASSED: $label ($((SECONDS - started)) s)"
   else
     tail -60 "$log"
     failed=$((failed + 1))
     failures+=("$label")
     status=1
-    echo "FAILED: $label"
+    echo "FAILED: $label ($((SECONDS - started)) s)"
   fi
 }
 
@@ -162,5 +169,5 @@ if [ "$failed" -gt 0 ]; then
   echo "failed:"
   printf '  %s\n' "${failures[@]}"
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
+echo "$passed passed, $failed failed, $skipped skipped ($SECONDS s in all)"
 exit "$status"
