@@ -176,6 +176,12 @@ void BindCompile(nb::module_& m) {
              nb::list constants, nb::list epoch, nb::object epoch_value,
              nb::list same, nb::list probes) {
             nb::object compiled = variant.attr("compiled");
+            CompiledPython* target = nullptr;
+            if (!nb::try_cast(compiled, target) || target == nullptr) {
+              throw nb::type_error(
+                  "guards: the variant's `compiled` must be what _compile "
+                  "returned");
+            }
             std::vector<std::pair<size_t, nb::object>> values;
             for (nb::handle entry : constants) {
               auto t = nb::cast<nb::tuple>(entry);
@@ -193,7 +199,7 @@ void BindCompile(nb::module_& m) {
             }
             new (self) GuardedCall{
                 variant,
-                nb::cast<CompiledPython*>(compiled),
+                target,
                 compiled,
                 arity,
                 std::move(values),

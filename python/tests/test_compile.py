@@ -3,6 +3,7 @@ replays run no Python, and Python values the function reads are guarded
 (a change traces again; it never replays a stale value)."""
 
 import itertools
+import types
 
 import numpy as np
 import pytest
@@ -352,6 +353,9 @@ def test_guarded_call_refuses_malformed_guards():
         _mixrt._GuardedCall(variant, 2, [(1,)], [0], 0, [], [])
     with pytest.raises(ValueError, match="below the arity"):
         _mixrt._GuardedCall(variant, 2, [(2, 1.0)], [0], 0, [], [])
+    with pytest.raises(TypeError, match="what _compile returned"):
+        _mixrt._GuardedCall(types.SimpleNamespace(compiled=1.0), 1, [], [0],
+                            0, [], [])
     with pytest.raises(ValueError, match="increase"):
         _mixrt._GuardedCall(variant, 3, [(1, 1.0), (1, 2.0)], [0], 0, [],
                             [])
