@@ -174,12 +174,15 @@ def _defaults_of(fn):
     return (_frozen(fn.__defaults__), _frozen(fn.__kwdefaults__))
 
 
+def _kind(key):
+    """How `holder[key]` is read: a dict's item, or a closure cell's
+    contents when `key` is None."""
+    return "cell" if key is None else "item"
+
+
 def _same(holder, key, value):
-    """An identity guard on `holder[key]`, or on a cell's contents when
-    `key` is None."""
-    if key is None:
-        return ("cell", holder, None, value)
-    return ("item", holder, key, value)
+    """An identity guard on `holder[key]` (see _kind)."""
+    return (_kind(key), holder, key, value)
 
 
 def _read_same(kind, holder, key):
@@ -191,9 +194,7 @@ def _read_same(kind, holder, key):
 
 
 def _reader(holder, key):
-    if key is None:
-        return functools.partial(_cell_contents, holder)
-    return functools.partial(holder.get, key, _MISSING)
+    return functools.partial(_read_same, _kind(key), holder, key)
 
 
 def _frozen_of(read):

@@ -91,15 +91,14 @@ std::vector<Tensor> RunCompiled(CompiledPython& c,
 // Python values are as traced. Anything else returns None, and the wrapper
 // takes its full path (which may trace again).
 struct GuardedCall {
-  nb::object variant;  // Its `single`: one Tensor returned, not a tuple.
-  CompiledPython* compiled;
-  nb::object compiled_owner;
+  nb::object variant;   // Its `single`: one Tensor returned, not a tuple.
+  nb::object compiled;  // A CompiledPython (checked when made).
   size_t arity;
   std::vector<std::pair<size_t, nb::object>> constants;  // By index.
   PythonGuards guards;
 
   nb::object operator()(nb::args args) {
-    if (compiled == nullptr || args.size() != arity) return nb::none();
+    if (!compiled.is_valid() || args.size() != arity) return nb::none();
     std::vector<Tensor> inputs;
     inputs.reserve(arity - constants.size());
     size_t next = 0;
@@ -117,7 +116,8 @@ struct GuardedCall {
       inputs.push_back(nb::cast<const Tensor&>(a));
     }
     if (!guards.Hold()) return nb::none();
-    std::vector<Tensor> out = RunCompiled(*compiled, inputs);
+    std::vector<Tensor> out =
+        RunCompiled(*nb::inst_ptr<CompiledPython>(compiled), inputs);
     if (nb::cast<bool>(variant.attr("single")) && out.size() == 1) {
       return nb::cast(std::move(out[0]));
     }
@@ -132,16 +132,15 @@ int GuardedCallTraverse(PyObject* self, visitproc visit, void* arg) {
   if (!nb::inst_ready(self)) return 0;
   const GuardedCall* g = nb::inst_ptr<GuardedCall>(self);
   Py_VISIT(g->variant.ptr());
-  Py_VISIT(g->compiled_owner.ptr());
+  Py_VISIT(g->compiled.ptr());
   for (const auto& [index, value] : g->constants) Py_VISIT(value.ptr());
   return g->guards.Visit(visit, arg);
 }
 
 int GuardedCallClear(PyObject* self) {
   GuardedCall* g = nb::inst_ptr<GuardedCall>(self);
-  g->compiled = nullptr;
   g->variant.reset();
-  g->compiled_owner.reset();
+  g->compiled.reset();
   g->constants.clear();
   g->guards.Clear();
   return 0;
@@ -198,11 +197,7 @@ void BindCompile(nb::module_& m) {
               values.emplace_back(index, nb::borrow(t[1]));
             }
             new (self) GuardedCall{
-                variant,
-                target,
-                compiled,
-                arity,
-                std::move(values),
+                variant, compiled, arity, std::move(values),
                 PythonGuards(std::move(epoch), std::move(epoch_value),
                              std::move(same), std::move(probes))};
           },
