@@ -40,30 +40,12 @@ install -m 644 tools/bench/pytorch_peer.py tools/bench/plot_bench.py "$kit/bin/"
 digits=/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz
 [ -f "$digits" ] && install -m 644 "$digits" "$kit/bin/"
 install -m 755 scripts/gpu_kit/run.sh "$kit/run.sh"
+install -m 644 scripts/kit_runtime.sh "$kit/kit_runtime.sh"
 install -m 644 scripts/gpu_kit/summarize.py "$kit/summarize.py"
 install -m 644 scripts/gpu_kit/pytorch_gemm_peer.py "$kit/pytorch_gemm_peer.py"
 
-is_elf() { [ "$(od -An -c -N4 "$1" | tr -d " ")" = "177ELF" ]; }
-
-# What the GPU machine has without us: glibc (its loader, libc, libm,
-# libmvec, libdl, librt, libpthread), the driver (libcuda) and the CUDA
-# toolkit under /usr/local/cuda (cuBLASLt alone is ~500 MiB).
-system_lib() {
-  case "$(basename "$1")" in
-    ld-linux*.so* | libc.so* | libm.so* | libmvec.so* | libdl.so* | librt.so* | \
-      libpthread.so* | libresolv.so* | libcuda.so* | libnvidia*) return 0 ;;
-  esac
-  case "$1" in /usr/local/cuda*) return 0 ;; esac
-  return 1
-}
-for f in "$kit"/bin/*; do
-  is_elf "$f" || continue
-  while read -r lib; do
-    [ -n "$lib" ] && ! system_lib "$lib" && [ ! -e "$kit/lib/$(basename "$lib")" ] &&
-      cp -L "$lib" "$kit/lib/"
-  done < <(ldd "$f" | awk '/=> \// {print $3}')
-done
-chmod 644 "$kit"/lib/*
+source scripts/kit_libs.sh
+kit_bundle_libs "$kit/lib" "$kit"/bin/*
 
 size_mib=$(du -sm "$kit" | cut -f1)
 echo "gpu_kit: $kit: ${size_mib} MiB ($(ls "$kit/lib" | wc -l) libraries in lib/)"
@@ -74,27 +56,7 @@ fi
 
 # The bundle as the GPU machine sees it: a scrubbed environment, libraries
 # from lib/ or from what that machine has.
-for f in "$kit"/bin/*; do
-  is_elf "$f" || continue
-  while read -r name arrow path rest; do
-    if [ "$path" = "not" ]; then
-      echo "gpu_kit: $(basename "$f") needs $name, found nowhere" >&2
-      exit 1
-    fi
-    case "$path" in
-      "$kit"/lib/*) ;;
-      *) system_lib "$path" || {
-        echo "gpu_kit: $(basename "$f") loads $path from outside the kit" >&2
-        exit 1
-      } ;;
-    esac
-  done < <(env -i LD_LIBRARY_PATH="$kit/lib" ldd "$f" | awk '/=>/ {print $1, $2, $3}')
-done
+kit_check_scrubbed "$kit/lib" "$kit"/bin/*
 env -i PATH=/usr/bin:/bin HOME="${HOME:-/root}" "$kit/run.sh" --check
 
-# What travels: the working tree and the kit together exceed what a device
-# run carries (64 MiB), the kit compressed does not.
-pack="$(dirname "$kit")/gpu_kit_pack"
-mkdir -p "$pack"
-tar -C "$(dirname "$kit")" -czf "$pack/gpu_kit.tar.gz" "$(basename "$kit")"
-echo "gpu_kit: $pack/gpu_kit.tar.gz: $(du -m "$pack/gpu_kit.tar.gz" | cut -f1) MiB"
+kit_pack "$kit"

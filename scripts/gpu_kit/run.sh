@@ -19,26 +19,8 @@
 set -uo pipefail
 kit=$(cd "$(dirname "$0")" && pwd)
 
-# Plugins found by searching must sit where only this user or root can
-# write (the loader's trust rule); the kit may have landed anywhere, so it
-# runs from a private copy.
-home="${MIXRT_KIT_HOME:-${HOME:-/root}/.cache/mixrt-gpu-kit}"
-mkdir -p "$home" && chmod 700 "$home"
-rm -rf "$home/bin" "$home/lib"
-cp -R "$kit/bin" "$kit/lib" "$home/"
-chmod -R go-w "$home"
-# The C++ runtime is bundled for images without one; where the machine has
-# one at least as new as ours (a newer CUDA library may need newer symbols),
-# the machine's is used.
-for runtime in libstdc++.so.6:GLIBCXX_3.4.30 libgcc_s.so.1:GCC_12.0.0; do
-  lib=${runtime%%:*} version=${runtime#*:}
-  for dir in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64; do
-    if [ -e "$dir/$lib" ] && grep -qa "$version" "$dir/$lib"; then
-      rm -f "$home/lib/$lib"
-      break
-    fi
-  done
-done
+source "$kit/kit_runtime.sh"
+home=$(kit_private_copy "$kit" mixrt-gpu-kit)
 bin="$home/bin"
 export LD_LIBRARY_PATH="$home/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 plugins="--plugin=$bin/libmixrt_cuda.so,$bin/libmixrt_cpu.so,$bin/libmixrt_reference.so"

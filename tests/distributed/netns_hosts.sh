@@ -15,6 +15,9 @@
 #           hosts_kill_all         # every process on both hosts
 #           hosts_down             # also run at exit
 # Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN): hosts_available says why not.
+# MIXRT_HOST_A_CPUS / MIXRT_HOST_B_CPUS (taskset lists, e.g. 2,3): the
+# cores each host's processes run on, for a machine with enough cores to
+# give each emulated host its own (unset: every core, shared).
 
 MIXRT_HOST_A_ADDR=10.231.0.1
 MIXRT_HOST_B_ADDR=10.231.0.2
@@ -29,7 +32,7 @@ hosts_available() {
     echo "not root (network namespaces need CAP_NET_ADMIN)"
     return
   fi
-  for tool in ip unshare mpirun; do
+  for tool in ip unshare mpirun taskset; do
     command -v "$tool" >/dev/null || {
       echo "$tool is not installed"
       return
@@ -39,6 +42,9 @@ hosts_available() {
   if ! ip netns add "$probe" 2>/dev/null; then
     echo "ip netns add failed (no CAP_SYS_ADMIN, or /run/netns is read-only)"
     return
+  fi
+  if ! ip -n "$probe" link add mxp$$ type veth peer name mxq$$ 2>/dev/null; then
+    echo "ip link add type veth failed (no veth in this kernel)"
   fi
   ip netns del "$probe"
 }
@@ -52,6 +58,7 @@ hosts_up() {
   HOSTS_DEV_B=mxb$id
   export MIXRT_HOST_A_ADDR MIXRT_HOST_B_ADDR MIXRT_HOST_A_NAME \
     MIXRT_HOST_B_NAME MIXRT_HOST_A_NS MIXRT_HOST_B_NS
+  export MIXRT_HOST_A_CPUS=${MIXRT_HOST_A_CPUS:-} MIXRT_HOST_B_CPUS=${MIXRT_HOST_B_CPUS:-}
   trap hosts_down EXIT
   ip netns add "$MIXRT_HOST_A_NS"
   ip netns add "$MIXRT_HOST_B_NS"
@@ -119,6 +126,7 @@ hosts_mpirun() {
   done
   timeout "${HOSTS_TIMEOUT:-300}" ip netns exec "$MIXRT_HOST_A_NS" unshare --uts \
     sh -c 'hostname "$0" && exec "$@"' "$MIXRT_HOST_A_NAME" \
+    taskset -c "${MIXRT_HOST_A_CPUS:-0-$(($(nproc --all) - 1))}" \
     mpirun --allow-run-as-root \
     --host "$MIXRT_HOST_A_ADDR:1,$MIXRT_HOST_B_ADDR:1" -np 2 \
     --mca plm_rsh_agent "$HOSTS_DIR/netns_agent.sh" \

@@ -1,0 +1,33 @@
+# Sourced by a device kit's runner on the lent machine (scripts/gpu_kit/
+# run.sh, scripts/host_kit/run.sh): kit_private_copy KIT NAME copies KIT's
+# bin/ and lib/ (and its other folders named after NAME) to a folder only
+# this user can write, prints that folder, and leaves the libraries the
+# runner's programs load to lib/ (LD_LIBRARY_PATH).
+#
+# Plugins found by searching must sit where only this user or root can
+# write (the loader's trust rule); a kit may have landed anywhere, so it
+# runs from a private copy.
+kit_private_copy() {
+  local kit=$1 name=$2
+  shift 2
+  local home="${MIXRT_KIT_HOME:-${HOME:-/root}/.cache/$name}" dir runtime lib version
+  mkdir -p "$home" && chmod 700 "$home"
+  for dir in bin lib "$@"; do
+    rm -rf "${home:?}/$dir"
+    cp -R "$kit/$dir" "$home/"
+  done
+  chmod -R go-w "$home"
+  # The C++ runtime is bundled for images without one; where the machine
+  # has one at least as new as ours (a newer CUDA library, or PyTorch, may
+  # need newer symbols), the machine's is used.
+  for runtime in libstdc++.so.6:GLIBCXX_3.4.30 libgcc_s.so.1:GCC_12.0.0; do
+    lib=${runtime%%:*} version=${runtime#*:}
+    for dir in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64; do
+      if [ -e "$dir/$lib" ] && grep -qa "$version" "$dir/$lib"; then
+        rm -f "$home/lib/$lib"
+        break
+      fi
+    done
+  done
+  echo "$home"
+}
