@@ -1,11 +1,13 @@
 #include "backends/cpu/capability/load_aware_threads.h"
 
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tools/bench/busy_loops.h"
@@ -59,6 +61,66 @@ TEST(IsRunnableTaskStat, ReadsTheStateAfterTheLastParenthesis) {
   EXPECT_TRUE(IsRunnableTaskStat("4242 (a (b) c) R 1"));
   EXPECT_FALSE(IsRunnableTaskStat("4242 (mixrt)"));
   EXPECT_FALSE(IsRunnableTaskStat(""));
+}
+
+TEST(ParseCpuTicks, ReadsEachCpusBusyAndTotalTicks) {
+  const auto ticks = ParseCpuTicks(
+      "cpu  30 0 10 60 0 0 0 0 0 0\n"
+      "cpu0 10 1 2 100 3 4 5 6 0 0\n"
+      "cpu2 20 0 8 50 0 0 0 0 0 0\n"
+      "intr 7 0 0\n");
+  ASSERT_TRUE(ticks.has_value());
+  ASSERT_EQ(ticks->size(), 3u);
+  // busy = user + nice + system + irq + softirq; total adds idle, iowait
+  // and steal.
+  EXPECT_EQ((*ticks)[0].busy, 10u + 1 + 2 + 4 + 5);
+  EXPECT_EQ((*ticks)[0].total, 22u + 100 + 3 + 6);
+  EXPECT_EQ((*ticks)[1].total, 0u);  // cpu1 offline: not listed.
+  EXPECT_EQ((*ticks)[2].busy, 28u);
+  EXPECT_EQ((*ticks)[2].total, 78u);
+}
+
+TEST(ParseCpuTicks, RefusesTextWithoutPerCpuLines) {
+  EXPECT_EQ(ParseCpuTicks(""), std::nullopt);
+  EXPECT_EQ(ParseCpuTicks("cpu  30 0 10 60 0 0 0 0 0 0\n"), std::nullopt);
+  EXPECT_EQ(ParseCpuTicks("cpu0 1 2 3\n"), std::nullopt);
+  EXPECT_EQ(ParseCpuTicks("cpu0 a b c d e f g h\n"), std::nullopt);
+  EXPECT_EQ(ParseCpuTicks("cpux 1 2 3 4 5 6 7 8\n"), std::nullopt);
+}
+
+TEST(OthersBusyCpus, SumsTheSharesOfOurCpusLessOurOwnTime) {
+  const std::vector<CpuTicks> before = {{0, 0}, {0, 0}, {0, 0}};
+  // CPU 0 fully busy, CPU 1 half, CPU 2 (not ours) fully busy.
+  const std::vector<CpuTicks> after = {{10, 10}, {5, 10}, {10, 10}};
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(before, after, {0, 1}, 0.0), 1.5);
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(before, after, {0, 1}, 1.0), 0.5);
+  // Another process busy on a CPU that is not ours takes nothing of ours.
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(before, after, {1}, 0.5), 0.0);
+  // Never negative (our time and the ticks are read at different instants).
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(before, after, {1}, 2.0), 0.0);
+  // A CPU missing from either reading, or whose counters went back, counts
+  // nothing.
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(before, after, {7}, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(OthersBusyCpus(after, before, {0}, 0.0), 0.0);
+}
+
+TEST(UseThreadsLeftFree, NeverMoreThreadsThanTheCpusThisProcessMayRunOn) {
+  const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (cpus < 2 || cpus > 16) GTEST_SKIP() << cpus << " CPUs";
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(0, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  setenv(kLoadAwareThreadsEnv, "1", 1);
+  // Two threads asked for (MIXRT_NUM_THREADS=2 under taskset -c 0): they
+  // would take turns on one CPU, each spinning through the other's slices.
+  ConfigureLoadAwareThreads(2);
+  UseThreadsLeftFree();
+  const int threads = omp_get_max_threads();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(threads, 1);
 }
 
 using bench::BusyLoops;

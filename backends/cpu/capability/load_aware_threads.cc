@@ -3,15 +3,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <omp.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 
 namespace mixrt::cpu {
 namespace {
@@ -78,10 +83,73 @@ int OnlineCpus() {
   return static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
+// The CPUs this process may run on; empty if the kernel does not say (more
+// CPUs than a cpu_set_t holds).
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+int64_t ProcessCpuNs() {
+  timespec t;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+std::optional<std::vector<CpuTicks>> ReadCpuTicks() {
+  // The per-CPU lines come first; 64 KiB holds them for ~500 CPUs (a
+  // machine with more reads a truncated list: its last CPUs count idle).
+  std::string buffer(64 << 10, '\0');
+  std::string_view text;
+  if (!ReadSmallFile("/proc/stat", buffer.data(), buffer.size(), &text)) {
+    return std::nullopt;
+  }
+  return ParseCpuTicks(text);
+}
+
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Where a confined process's CPUs stand: the last reading of /proc/stat and
+// of this process's CPU time, and what the window before it found. Touched
+// only by the one caller that refreshes (UseThreadsLeftFree's exchange).
+struct CpuShareWindow {
+  std::vector<CpuTicks> ticks;
+  int64_t own_ns = 0;
+  int64_t wall_ns = 0;
+  std::optional<int> others;
+};
+CpuShareWindow g_window;
+
+// The CPUs' worth of `cpus` that other processes used over the last
+// window, rounded; `runnable_others` (as if they all ran on ours) until a
+// window has passed or where /proc/stat cannot be read.
+int OthersOnCpus(const std::vector<int>& cpus, int runnable_others) {
+  const int64_t now = NowNs();
+  const int64_t window = std::chrono::nanoseconds(kCpuShareWindow).count();
+  if (g_window.ticks.empty() || now - g_window.wall_ns >= window) {
+    std::optional<std::vector<CpuTicks>> ticks = ReadCpuTicks();
+    if (!ticks) return runnable_others;
+    const int64_t own = ProcessCpuNs();
+    std::optional<int> others;
+    if (!g_window.ticks.empty()) {
+      const double own_cpus = static_cast<double>(own - g_window.own_ns) /
+                              static_cast<double>(now - g_window.wall_ns);
+      others = static_cast<int>(
+          std::lround(OthersBusyCpus(g_window.ticks, *ticks, cpus, own_cpus)));
+    }
+    g_window = {std::move(*ticks), own, now, others};
+  }
+  return g_window.others.value_or(runnable_others);
 }
 
 void Refresh() {
@@ -93,13 +161,20 @@ void Refresh() {
     g_threads.store(configured, std::memory_order_relaxed);
     return;
   }
-  const int others = OtherProcessesRunnable(*system, *own);
+  int others = OtherProcessesRunnable(*system, *own);
+  const std::vector<int> allowed = AllowedCpus();
+  const int online = OnlineCpus();
+  // Unknown (more CPUs than a cpu_set_t holds): the machine's.
+  const int cpus = allowed.empty()
+                       ? online
+                       : std::min(online, static_cast<int>(allowed.size()));
+  if (cpus < online) others = std::min(others, OthersOnCpus(allowed, others));
   // Seen in two readings a refresh apart: a kernel worker or a short
   // command caught runnable in one reading halved the threads of whatever
   // GEMM started in the next 20 ms (the seed recipe's f32 step ran 5-8%
   // slower on an idle machine).
   const int persistent = std::min(others, g_last_others.exchange(others));
-  g_threads.store(ThreadsLeftFree(configured, OnlineCpus(), persistent),
+  g_threads.store(ThreadsLeftFree(configured, cpus, persistent),
                   std::memory_order_relaxed);
 }
 
@@ -136,8 +211,61 @@ int OtherProcessesRunnable(int system_runnable, int own_runnable) {
   return std::max(0, system_runnable - own_runnable);
 }
 
-int ThreadsLeftFree(int configured, int online_cpus, int others) {
-  return std::max(1, std::min(configured, online_cpus - others));
+int ThreadsLeftFree(int configured, int cpus, int others) {
+  return std::max(1, std::min(configured, cpus - others));
+}
+
+std::optional<std::vector<CpuTicks>> ParseCpuTicks(std::string_view proc_stat) {
+  std::vector<CpuTicks> cpus;
+  bool any = false;
+  for (absl::string_view line : absl::StrSplit(
+           absl::string_view(proc_stat.data(), proc_stat.size()), '\n')) {
+    // "cpu " is the sum of all; "cpuN" one CPU.
+    if (!absl::StartsWith(line, "cpu") || line.size() < 4 || line[3] < '0' ||
+        line[3] > '9') {
+      continue;
+    }
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    int cpu = 0;
+    uint64_t v[8];
+    if (fields.size() < 9 || !absl::SimpleAtoi(fields[0].substr(3), &cpu) ||
+        cpu < 0 || cpu >= CPU_SETSIZE) {
+      continue;
+    }
+    bool ok = true;
+    for (int i = 0; i < 8; ++i)
+      ok = ok && absl::SimpleAtoi(fields[1 + i], &v[i]);
+    if (!ok) continue;
+    // user nice system idle iowait irq softirq steal
+    CpuTicks ticks;
+    ticks.busy = v[0] + v[1] + v[2] + v[5] + v[6];
+    ticks.total = ticks.busy + v[3] + v[4] + v[7];
+    if (static_cast<size_t>(cpu) >= cpus.size()) cpus.resize(cpu + 1);
+    cpus[cpu] = ticks;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return cpus;
+}
+
+double OthersBusyCpus(const std::vector<CpuTicks>& before,
+                      const std::vector<CpuTicks>& after,
+                      const std::vector<int>& cpus, double own_cpus) {
+  double busy = 0;
+  for (int cpu : cpus) {
+    if (cpu < 0 || static_cast<size_t>(cpu) >= before.size() ||
+        static_cast<size_t>(cpu) >= after.size()) {
+      continue;
+    }
+    const CpuTicks& a = before[cpu];
+    const CpuTicks& b = after[cpu];
+    // Counters only grow; a CPU that went offline and came back restarts.
+    if (b.total <= a.total || b.busy < a.busy) continue;
+    busy += static_cast<double>(b.busy - a.busy) /
+            static_cast<double>(b.total - a.total);
+  }
+  return std::max(0.0, busy - own_cpus);
 }
 
 std::optional<int> ParseRunnableFromLoadavg(std::string_view text) {
@@ -174,6 +302,7 @@ void ConfigureLoadAwareThreads(int configured) {
   g_threads.store(std::max(1, configured));
   g_next_refresh_ns.store(0);
   g_last_others.store(0);
+  g_window = CpuShareWindow();
   g_enabled.store(!off && configured > 1);
 }
 
