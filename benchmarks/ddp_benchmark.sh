@@ -10,9 +10,9 @@ bin=bazel-bin/benchmarks
 mpi=(mpirun --oversubscribe --allow-run-as-root)
 echo "== train step, recipe MLP (3 x Linear 4096; global batch: --global_batch, default 512)"
 one=$("${mpi[@]}" -np 1 --bind-to none -x MIXRT_NUM_THREADS=2 \
-  "$bin/ddp_benchmark" --mode=train "$@" | tee /dev/stderr)
+  "$bin/ddp_benchmark" --mode=train "$@" | tee -a /dev/stderr)
 two=$("${mpi[@]}" -np 2 --bind-to core -x MIXRT_NUM_THREADS=1 \
-  "$bin/ddp_benchmark" --mode=train "$@" | tee /dev/stderr)
+  "$bin/ddp_benchmark" --mode=train "$@" | tee -a /dev/stderr)
 # The job runs at the pace of its slowest rank.
 rate() { sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' <<<"$1" | sort -g | head -1; }
 awk -v a="$(rate "$one")" -v b="$(rate "$two")" \

@@ -81,6 +81,28 @@ out=$("$mixrt" info)
 grep -q "matmul speeds measured at load" <<<"$out" || fail "a 50-year-old measurement was trusted: $out"
 out=$("$mixrt" info)
 grep -q "matmul speeds cached in" <<<"$out" || fail "fresh measurement not cached"
+grep -q '"f16_as_bf16_pairs": ' "$cache" || fail "cache lacks the f16 way chosen: $(cat "$cache")"
+# An entry without the f16 way (written before it was measured) is measured
+# again; so is one that chose three bf16 products where this machine has no
+# AMX to run them.
+python3 - "$cache" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in j: del j[k]["f16_as_bf16_pairs"]
+json.dump(j, open(sys.argv[1], "w"))
+PY
+out=$("$mixrt" info)
+grep -q "matmul speeds measured at load" <<<"$out" || fail "an entry without the f16 way was trusted: $out"
+if ! grep -q amx_bf16 /proc/cpuinfo; then
+  python3 - "$cache" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in j: j[k]["f16_as_bf16_pairs"] = True
+json.dump(j, open(sys.argv[1], "w"))
+PY
+  out=$("$mixrt" info)
+  grep -q "matmul speeds measured at load" <<<"$out" || fail "three bf16 products trusted without AMX: $out"
+fi
 # A dtype converted to f32 to be multiplied (f16 with the ISA capped to
 # AVX2) cannot run 1.8x f32: such a cached ratio is measured again.
 ONEDNN_MAX_CPU_ISA=AVX2 "$mixrt" info >/dev/null

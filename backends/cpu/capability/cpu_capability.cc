@@ -32,6 +32,19 @@ sdk::Capability MatmulCapability(MixrtDtype dtype, const MatmulSpeeds& speeds) {
     // three products at AMX's ~4x, plus the splits); autocast to f16 uses it.
     return {MIXRT_SUPPORT_SLOW, how, ratio};
   }
+  if (dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16PairsPossible()) {
+    // AMX, but three bf16 products measured slower than one f32 product.
+    return {
+        MIXRT_SUPPORT_SLOW,
+        absl::StrCat("emulated: oneDNN ", info.onednn_version,
+                     " has no f16 matmul; operands are converted to f32, "
+                     "which measured faster here than three bf16 products "
+                     "on oneDNN ",
+                     OneDnnMatmulImplementation(MIXRT_DTYPE_BF16),
+                     absl::StrFormat(" (%.2fx f32)", speeds.f16_pairs_vs_f32),
+                     " (", measured, ")"),
+        ratio};
+  }
   if (impl.empty()) {
     return {MIXRT_SUPPORT_SLOW,
             absl::StrCat("emulated: oneDNN ", info.onednn_version, " has no ",

@@ -94,20 +94,23 @@ int64_t NowSeconds() {
 // the 1.8x once cached here for f16 on an AVX2 CPU (an f32 measurement
 // disturbed by a busy machine, shown to users as "emulated ... measured
 // 1.82x f32 throughput").
-double MaxPlausibleRatio(MixrtDtype dtype) {
+double MaxPlausibleRatio(MixrtDtype dtype, bool f16_as_bf16_pairs) {
   const bool converted = OneDnnMatmulImplementation(dtype).empty() &&
-                         !(dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs());
+                         !(dtype == MIXRT_DTYPE_F16 && f16_as_bf16_pairs);
   return converted ? kMaxConvertedRatio : kMaxPlausibleRatio;
 }
 
-bool Plausible(double ratio, MixrtDtype dtype) {
+bool Plausible(double ratio, MixrtDtype dtype, bool f16_as_bf16_pairs) {
   return std::isfinite(ratio) && ratio >= kMinPlausibleRatio &&
-         ratio <= MaxPlausibleRatio(dtype);
+         ratio <= MaxPlausibleRatio(dtype, f16_as_bf16_pairs);
 }
 
 bool Plausible(const MatmulSpeeds& speeds) {
-  return Plausible(speeds.bf16_vs_f32, MIXRT_DTYPE_BF16) &&
-         Plausible(speeds.f16_vs_f32, MIXRT_DTYPE_F16);
+  const bool pairs = speeds.f16_as_bf16_pairs;
+  return Plausible(speeds.bf16_vs_f32, MIXRT_DTYPE_BF16, pairs) &&
+         Plausible(speeds.f16_vs_f32, MIXRT_DTYPE_F16, pairs) &&
+         (speeds.f16_pairs_vs_f32 == 0 ||
+          Plausible(speeds.f16_pairs_vs_f32, MIXRT_DTYPE_F16, true));
 }
 
 // The cached entry for `key`, when it exists, is well formed, plausible and
@@ -122,22 +125,29 @@ bool ReadCache(const std::string& path, const std::string& key,
   if (j.is_discarded() || !j.is_object() || !j.contains(key)) return false;
   const nlohmann::json& e = j[key];
   if (!e.is_object()) return false;
-  for (const char* field : {"bf16_vs_f32", "f16_vs_f32", "measured_at"}) {
+  for (const char* field :
+       {"bf16_vs_f32", "f16_vs_f32", "f16_pairs_vs_f32", "measured_at"}) {
     if (!e.contains(field) || !e[field].is_number()) return false;
   }
-  const double bf16 = e["bf16_vs_f32"].get<double>();
-  const double f16 = e["f16_vs_f32"].get<double>();
+  // An entry from before the f16 way was measured has no choice: measure.
+  if (!e.contains("f16_as_bf16_pairs") ||
+      !e["f16_as_bf16_pairs"].is_boolean()) {
+    return false;
+  }
   const double age =
       static_cast<double>(NowSeconds()) - e["measured_at"].get<double>();
   MatmulSpeeds cached;
-  cached.bf16_vs_f32 = bf16;
-  cached.f16_vs_f32 = f16;
+  cached.bf16_vs_f32 = e["bf16_vs_f32"].get<double>();
+  cached.f16_vs_f32 = e["f16_vs_f32"].get<double>();
+  cached.f16_pairs_vs_f32 = e["f16_pairs_vs_f32"].get<double>();
+  // Pairs where this machine cannot run them: not this machine's entry.
+  cached.f16_as_bf16_pairs = e["f16_as_bf16_pairs"].get<bool>();
+  if (cached.f16_as_bf16_pairs && !F16MatmulByBf16PairsPossible()) return false;
   if (!Plausible(cached) || !(age >= 0) || age > kMaxCacheAgeSeconds) {
     return false;
   }
-  speeds->bf16_vs_f32 = bf16;
-  speeds->f16_vs_f32 = f16;
-  speeds->source = absl::StrCat("cached in ", path);
+  cached.source = absl::StrCat("cached in ", path);
+  *speeds = cached;
   return true;
 }
 
@@ -156,6 +166,8 @@ void WriteCache(const std::string& path, const std::string& key,
   }
   j[key] = {{"bf16_vs_f32", speeds.bf16_vs_f32},
             {"f16_vs_f32", speeds.f16_vs_f32},
+            {"f16_as_bf16_pairs", speeds.f16_as_bf16_pairs},
+            {"f16_pairs_vs_f32", speeds.f16_pairs_vs_f32},
             {"measured_at", NowSeconds()}};
   files::WriteFileAtomically(
       path,
@@ -166,18 +178,29 @@ void WriteCache(const std::string& path, const std::string& key,
 // One measurement: rounds interleave the dtypes, so a burst of load on
 // the machine slows all three alike instead of skewing one ratio; each
 // keeps its best.
+// Where f16 can go two ways (three bf16 products on AMX, or one f32
+// product of widened operands), both are timed and the faster kept.
 std::optional<MatmulSpeeds> Measure() {
   MatmulSpeeds speeds;
-  double f32 = 1e30, bf16 = 1e30, f16 = 1e30;
+  const bool two_ways = F16MatmulByBf16PairsPossible();
+  double f32 = 1e30, bf16 = 1e30, f16 = 1e30, f16_pairs = 1e30;
   for (int round = 0; round < kRepeats; ++round) {
     const bool first = round == 0;
     f32 = std::min(f32, TimeMatmul(MIXRT_DTYPE_F32, first));
     bf16 = std::min(bf16, TimeMatmul(MIXRT_DTYPE_BF16, first));
+    if (two_ways) {
+      SetF16MatmulByBf16Pairs(true);
+      f16_pairs = std::min(f16_pairs, TimeMatmul(MIXRT_DTYPE_F16, first));
+      SetF16MatmulByBf16Pairs(false);
+    }
     f16 = std::min(f16, TimeMatmul(MIXRT_DTYPE_F16, first));
   }
-  if (f32 <= 0 || bf16 <= 0 || f16 <= 0) return std::nullopt;
+  SetF16MatmulByBf16Pairs(true);  // Undecided again; the caller chooses.
+  if (f32 <= 0 || bf16 <= 0 || f16 <= 0 || f16_pairs <= 0) return std::nullopt;
   speeds.bf16_vs_f32 = f32 / bf16;
-  speeds.f16_vs_f32 = f32 / f16;
+  speeds.f16_as_bf16_pairs = two_ways && F16ByBf16PairsIsFaster(f16_pairs, f16);
+  speeds.f16_pairs_vs_f32 = two_ways ? f32 / f16_pairs : 0;
+  speeds.f16_vs_f32 = f32 / (speeds.f16_as_bf16_pairs ? f16_pairs : f16);
   speeds.source = "measured at load";
   return speeds;
 }
@@ -188,10 +211,14 @@ std::string ProbeCacheKey() {
   const CpuInfo& info = GetCpuInfo();
   // The thread count in force now (MIXRT_NUM_THREADS is applied after
   // GetCpuInfo may have been cached), which is what the kernels will use.
-  return absl::StrCat(info.model, "|oneDNN ", info.onednn_version, "|",
-                      info.onednn_isa, "|", omp_get_max_threads(), " threads|",
-                      kM, "x", kK, "x", kN,
-                      F16MatmulByBf16Pairs() ? "|f16 as bf16 pairs" : "");
+  return absl::StrCat(
+      info.model, "|oneDNN ", info.onednn_version, "|", info.onednn_isa, "|",
+      omp_get_max_threads(), " threads|", kM, "x", kK, "x", kN,
+      F16MatmulByBf16PairsPossible() ? "|f16 as bf16 pairs" : "");
+}
+
+bool F16ByBf16PairsIsFaster(double pairs_seconds, double widened_seconds) {
+  return pairs_seconds < widened_seconds;
 }
 
 MatmulSpeeds GetMatmulSpeeds() {
@@ -203,7 +230,10 @@ MatmulSpeeds GetMatmulSpeeds() {
   }
   const std::string path = CachePath();
   const std::string key = ProbeCacheKey();
-  if (!path.empty() && ReadCache(path, key, &speeds)) return speeds;
+  if (!path.empty() && ReadCache(path, key, &speeds)) {
+    SetF16MatmulByBf16Pairs(speeds.f16_as_bf16_pairs);
+    return speeds;
+  }
   // A busy machine can disturb a measurement past what is plausible (a
   // converted dtype faster than 1.25x f32): measure again, a few times,
   // before settling for one that is used but not kept.
@@ -218,6 +248,7 @@ MatmulSpeeds GetMatmulSpeeds() {
   }
   // An implausible measurement is used for this process but not kept.
   if (!path.empty() && Plausible(*measured)) WriteCache(path, key, *measured);
+  SetF16MatmulByBf16Pairs(measured->f16_as_bf16_pairs);
   return *measured;
 }
 

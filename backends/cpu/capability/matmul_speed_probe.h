@@ -26,14 +26,24 @@ inline constexpr double kMaxCacheAgeSeconds = 30 * 24 * 3600.0;
 
 struct MatmulSpeeds {
   double bf16_vs_f32 = 0;  // Throughput ratio; 0 = not measured.
-  double f16_vs_f32 = 0;
+  double f16_vs_f32 = 0;   // The f16 way chosen.
+  // Where f16 can run as three bf16 products (F16MatmulByBf16PairsPossible):
+  // whether it does, chosen because they measured faster than one f32
+  // product of widened operands, and their ratio (0 where not measured).
+  bool f16_as_bf16_pairs = false;
+  double f16_pairs_vs_f32 = 0;
   std::string source;  // "measured", "cached <path>", "skipped", ...
 };
+
+// The f16 way where both exist: three bf16 products when they took less
+// time than the widened f32 product (a tie keeps the simpler widening).
+bool F16ByBf16PairsIsFaster(double pairs_seconds, double widened_seconds);
 
 // The key the cache is stored under, for this CPU and oneDNN.
 std::string ProbeCacheKey();
 
-// Returns cached speeds or measures them (well under a second).
+// Returns cached speeds or measures them (well under a second), and sets
+// the f16 way they chose (SetF16MatmulByBf16Pairs).
 MatmulSpeeds GetMatmulSpeeds();
 
 }  // namespace mixrt::cpu

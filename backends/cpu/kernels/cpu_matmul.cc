@@ -536,11 +536,24 @@ bool OneDnnHasMatmul(MixrtDtype dtype) {
   return dtype <= MIXRT_DTYPE_BF16 && has[dtype];
 }
 
+namespace {
+std::atomic<bool> g_f16_pairs_chosen{true};
+}  // namespace
+
+bool F16MatmulByBf16PairsPossible() {
+  static const bool possible = !OneDnnHasMatmul(MIXRT_DTYPE_F16) &&
+                               OneDnnHasMatmul(MIXRT_DTYPE_BF16) &&
+                               AmxTilesUsable();
+  return possible;
+}
+
 bool F16MatmulByBf16Pairs() {
-  static const bool pairs = !OneDnnHasMatmul(MIXRT_DTYPE_F16) &&
-                            OneDnnHasMatmul(MIXRT_DTYPE_BF16) &&
-                            AmxTilesUsable();
-  return pairs;
+  return F16MatmulByBf16PairsPossible() &&
+         g_f16_pairs_chosen.load(std::memory_order_relaxed);
+}
+
+void SetF16MatmulByBf16Pairs(bool use) {
+  g_f16_pairs_chosen.store(use, std::memory_order_relaxed);
 }
 
 absl::Status RunMatmulWithEpilogue(const TensorRef& a, const TensorRef& b,

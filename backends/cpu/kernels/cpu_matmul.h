@@ -21,11 +21,17 @@ absl::Status RunMatmul(const sdk::KernelCall& call);  // strided ok
 std::string OneDnnMatmulImplementation(MixrtDtype dtype);
 // Whether matmul runs `dtype` on oneDNN directly (else widened to f32).
 bool OneDnnHasMatmul(MixrtDtype dtype);
-// Whether f16 matmuls run as three bf16 products of split operands
+// Whether f16 matmuls can run as three bf16 products of split operands
 // (bf16_pair.h) on AMX: this oneDNN has no f16 matmul and its bf16 matmul
 // runs on AMX tiles (4x its f32 speed on Sapphire Rapids; avx512_bf16
 // alone, at ~2x, would lose to one f32 product).
+bool F16MatmulByBf16PairsPossible();
+// Whether they do: possible and chosen. The speed probe chooses by timing
+// both ways (matmul_speed_probe.h): on an Emerald Rapids Xeon the three
+// products (and the splits) took 1.9x one f32 product of widened operands
+// at 512 x 2048 x 2048. Until a choice is made, possible.
 bool F16MatmulByBf16Pairs();
+void SetF16MatmulByBf16Pairs(bool use);
 
 // out = steps(a x b + bias) on oneDNN (cpu_matmul.cc). out is f32 or a's
 // dtype. With `packed_b` (PackMatmulWeights' result), b's data is not
