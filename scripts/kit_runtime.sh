@@ -1,8 +1,10 @@
 # Sourced by a device kit's runner on the lent machine (scripts/gpu_kit/
-# run.sh, scripts/host_kit/run.sh): kit_private_copy KIT NAME copies KIT's
-# bin/ and lib/ (and its other folders named after NAME) to a folder only
-# this user can write, prints that folder, and leaves the libraries the
-# runner's programs load to lib/ (LD_LIBRARY_PATH).
+# run.sh, scripts/host_kit/run.sh):
+#   kit_private_copy KIT NAME [FOLDER...]  copies KIT's bin/ and lib/ (and
+#       the FOLDERs) to a folder only this user can write and prints it;
+#   kit_steps_begin OUT PREFIX; kit_step NAME SECONDS COMMAND...  runs each
+#       step under its limit, its output to OUT/NAME.log, one line per step
+#       in OUT/steps.jsonl.
 #
 # Plugins found by searching must sit where only this user or root can
 # write (the loader's trust rule); a kit may have landed anywhere, so it
@@ -30,4 +32,23 @@ kit_private_copy() {
     done
   done
   echo "$home"
+}
+
+kit_steps_begin() {
+  KIT_OUT=$1 KIT_PREFIX=$2
+  : >"$KIT_OUT/steps.jsonl"
+}
+
+kit_step() {
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS rc=0
+  echo "$KIT_PREFIX: $name ..."
+  # Appended to (O_APPEND), as every writer of it must: a program that
+  # opens /dev/stderr anew (tee) then writes at the end, not over the log.
+  : >"$KIT_OUT/$name.log"
+  timeout "$limit" "$@" >>"$KIT_OUT/$name.log" 2>&1 || rc=$?
+  printf '{"step": "%s", "rc": %d, "seconds": %d, "limit": %d}\n' \
+    "$name" "$rc" $((SECONDS - start)) "$limit" >>"$KIT_OUT/steps.jsonl"
+  echo "$KIT_PREFIX: $name: exit $rc in $((SECONDS - start)) s"
 }

@@ -39,38 +39,26 @@ fi
 out="${1:-${OUT:-$PWD/results}}"
 mkdir -p "$out"
 export MIXRT_CACHE_DIR="$out/cache"
-steps="$out/steps.jsonl"
-: >"$steps"
+kit_steps_begin "$out" gpu_kit
 
-# step NAME SECONDS COMMAND...: runs it, its output to OUT/NAME.log.
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local start=$SECONDS rc=0
-  echo "gpu_kit: $name ..."
-  timeout "$limit" "$@" >"$out/$name.log" 2>&1 || rc=$?
-  printf '{"step": "%s", "rc": %d, "seconds": %d, "limit": %d}\n' \
-    "$name" "$rc" $((SECONDS - start)) "$limit" >>"$steps"
-  echo "gpu_kit: $name: exit $rc in $((SECONDS - start)) s"
-}
 
-step info 20 sh -c "'$bin/mixrt' info --json '$plugins' > '$out/info.json'"
-step conformance 150 "$bin/conformance" --gtest_brief=1 --plugin="$bin/libmixrt_cuda.so" \
+kit_step info 20 sh -c "'$bin/mixrt' info --json '$plugins' > '$out/info.json'"
+kit_step conformance 150 "$bin/conformance" --gtest_brief=1 --plugin="$bin/libmixrt_cuda.so" \
   --reference="$bin/libmixrt_reference.so"
-step gemm 60 "$bin/gpu_gemm_benchmark" --benchmark_min_time=0.2 \
+kit_step gemm 60 "$bin/gpu_gemm_benchmark" --benchmark_min_time=0.2 \
   --benchmark_out="$out/gemm.json" --benchmark_out_format=json
-step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchmark" \
+kit_step gemm_tf32 30 env MIXRT_FLOAT32_MATMUL_PRECISION=high "$bin/gpu_gemm_benchmark" \
   --benchmark_min_time=0.2 --benchmark_filter=/f32 \
   --benchmark_out="$out/gemm_tf32.json" --benchmark_out_format=json
 # The same GEMMs on PyTorch where the machine has it: a peer in the same run.
-step gemm_pytorch 60 python3 "$kit/pytorch_gemm_peer.py" "$out/gemm_pytorch.json"
-step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
-step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
+kit_step gemm_pytorch 60 python3 "$kit/pytorch_gemm_peer.py" "$out/gemm_pytorch.json"
+kit_step recipe_f16 45 "$bin/amp_recipe" --backend=cuda --dtype=f16
+kit_step recipe_bf16 45 "$bin/amp_recipe" --backend=cuda --dtype=bf16
 # Compiled with reduce-overhead: kernel graphs replayed as CUDA graphs; its
 # losses must match recipe_bf16's.
-step recipe_compiled 60 "$bin/amp_recipe" --backend=cuda --dtype=bf16 \
+kit_step recipe_compiled 60 "$bin/amp_recipe" --backend=cuda --dtype=bf16 \
   --compile=reduce-overhead
-step digits 60 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --seeds=5 --check
-step bench 60 "$bin/mixrt" bench --quick --backend=cuda,cpu --json="$out/bench.json" --md
+kit_step digits 60 "$bin/digits" --backend=cuda --data="$bin/digits.csv.gz" --seeds=5 --check
+kit_step bench 60 "$bin/mixrt" bench --quick --backend=cuda,cpu --json="$out/bench.json" --md
 
 python3 "$kit/summarize.py" "$out"

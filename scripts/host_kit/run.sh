@@ -48,22 +48,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MIXRT_CACHE_DIR="$out/cache" MIXRT_COMM_PLUGIN="$bin/libmixrtcomm_mpi.so"
 export MIXRT_DDP_BENCHMARK="$bin/ddp_benchmark"
 export PYTHON=${PYTHON:-$(command -v python3)}
+kit_steps_begin "$out" host_kit
 steps="$out/steps.jsonl"
-: >"$steps"
 
-step() {
-  local name=$1 limit=$2
-  shift 2
-  local start=$SECONDS rc=0
-  echo "host_kit: $name ..."
-  # Appended to (O_APPEND), as every writer of it must: a program that
-  # opens /dev/stderr anew (tee) writes at the end, not over the log.
-  : >"$out/$name.log"
-  timeout "$limit" "$@" >>"$out/$name.log" 2>&1 || rc=$?
-  printf '{"step": "%s", "rc": %d, "seconds": %d, "limit": %d}\n' \
-    "$name" "$rc" $((SECONDS - start)) "$limit" >>"$steps"
-  echo "host_kit: $name: exit $rc in $((SECONDS - start)) s"
-}
 
 # One logical CPU of each physical core, in order.
 if [ -n "${HOST_KIT_CORES:-}" ]; then
@@ -104,7 +91,7 @@ export -f one_host_two_ranks
 why=$(source "$home/tests/distributed/netns_hosts.sh" && hosts_available)
 # Where each rank lands: one on each host, or the measurement is not one.
 if [ -z "$why" ]; then
-  step hosts_check 40 bash -c 'source "$0" && hosts_up 10gbit &&
+  kit_step hosts_check 40 bash -c 'source "$0" && hosts_up 10gbit &&
     hosts_mpirun --display-allocation --display-map hostname' \
     "$home/tests/distributed/netns_hosts.sh"
   grep -q mixrt-host-a "$out/hosts_check.log" && grep -q mixrt-host-b "$out/hosts_check.log" ||
@@ -114,17 +101,17 @@ for run in "hosts_f32:" "hosts_bf16:--amp" "hosts_bf16_hook:--amp --comm_hook=bf
   name=${run%%:*} flags=${run#*:}
   if [ -z "$why" ]; then
     # shellcheck disable=SC2086
-    step "$name" 100 "$home/benchmarks/ddp_two_hosts.sh" 10gbit $flags
+    kit_step "$name" 100 "$home/benchmarks/ddp_two_hosts.sh" 10gbit $flags
   else
     # shellcheck disable=SC2086
-    step "$name" 100 bash -c 'one_host_two_ranks "$@"' bash "$why" $flags
+    kit_step "$name" 100 bash -c 'one_host_two_ranks "$@"' bash "$why" $flags
   fi
 done
 
 # Honesty check: the hosts with one core each (the rank's compute,
 # its MPI progress and the kernel's TCP work share it), f32.
 if [ -z "$why" ]; then
-  step hosts_f32_one_core 70 env MIXRT_HOST_A_CPUS="${cores[2]}" MIXRT_HOST_B_CPUS="${cores[4]}" \
+  kit_step hosts_f32_one_core 70 env MIXRT_HOST_A_CPUS="${cores[2]}" MIXRT_HOST_B_CPUS="${cores[4]}" \
     "$home/benchmarks/ddp_two_hosts.sh" 10gbit
 fi
 
@@ -138,16 +125,16 @@ if [ "${HOST_KIT_STEPS:-hosts bench}" = hosts ]; then
   exit 0
 fi
 two_cores=(taskset -c "$MIXRT_BASELINE_CPUS" env OMP_NUM_THREADS=2 MIXRT_NUM_THREADS=2)
-step info 20 sh -c "'$bin/mixrt' info --json --plugin='$bin/libmixrt_cpu.so' > '$out/info.json'"
+kit_step info 20 sh -c "'$bin/mixrt' info --json --plugin='$bin/libmixrt_cpu.so' > '$out/info.json'"
 if [ -f "$home/onednn3/libmixrt_cpu.so" ]; then
-  step info3 20 sh -c "'$bin/mixrt' info --json --plugin='$home/onednn3/libmixrt_cpu.so' > '$out/info3.json'"
+  kit_step info3 20 sh -c "'$bin/mixrt' info --json --plugin='$home/onednn3/libmixrt_cpu.so' > '$out/info3.json'"
 fi
-step bench 230 "${two_cores[@]}" "$bin/mixrt" bench --peers=pytorch --backend=cpu \
+kit_step bench 230 "${two_cores[@]}" "$bin/mixrt" bench --peers=pytorch --backend=cpu \
   --min_time=0.3 --timeout=4 \
   --plugin="$bin/libmixrt_cpu.so,$bin/libmixrt_reference.so" --json="$out/bench.json" --md \
   ${HOST_KIT_BENCH_CASES:+--cases=$HOST_KIT_BENCH_CASES}
 if [ -f "$home/onednn3/libmixrt_cpu.so" ]; then
-  step bench_onednn3 80 "${two_cores[@]}" "$bin/mixrt" bench --backend=cpu \
+  kit_step bench_onednn3 80 "${two_cores[@]}" "$bin/mixrt" bench --backend=cpu \
     --min_time=0.3 --timeout=4 \
     --plugin="$home/onednn3/libmixrt_cpu.so,$bin/libmixrt_reference.so" --json="$out/bench_onednn3.json" --md \
     --cases=gemm_1024,gemm_recipe_layer,gemm_skinny_513,gemm_batched,mlp_recipe_train
