@@ -85,6 +85,40 @@ class _Group(dict):
         return self[key] if key in self else default
 
 
+def _nested_state(flat):
+    """mixrt's flat state ("<i>.<name>": tensor) as PyTorch's
+    {i: {name: tensor}}, by parameter index."""
+    state = {}
+    for key, value in flat.items():
+        index, _, name = key.partition(".")
+        state.setdefault(int(index), {})[name] = value
+    return dict(sorted(state.items()))
+
+
+def _flat_state(state):
+    """PyTorch's {i: {name: tensor}} as mixrt's flat "<i>.<name>" keys."""
+    if not isinstance(state, dict):
+        raise TypeError(f"load_state_dict: 'state' is a "
+                        f"{type(state).__name__}; expected a dict of "
+                        f"parameter index to that parameter's state")
+    flat = {}
+    for index, entries in state.items():
+        if isinstance(index, bool) or not isinstance(index, int) or \
+                not isinstance(entries, dict):
+            raise TypeError(
+                f"load_state_dict: 'state' entry {index!r} is "
+                f"{type(entries).__name__}; expected int parameter indices, "
+                f"each mapping names to tensors")
+        for name, value in entries.items():
+            flat[f"{index}.{name}"] = value
+    return flat
+
+
+# What load_state_dict can set on a built optimizer (as a scheduler does);
+# every other hyperparameter is fixed at construction and must match.
+_RESTORED = ("params", "lr", "momentum", "betas")
+
+
 class Optimizer:
     def __init__(self, impl, groups, defaults):
         self._impl = impl
@@ -104,13 +138,61 @@ class Optimizer:
         self._impl.zero_grad(set_to_none)
 
     def state_dict(self):
-        """mixrt's flat optimizer state ("<i>.momentum_buffer",
-        "<i>.exp_avg", ... by parameter index), which mixrt.save writes;
-        PyTorch nests the same tensors as {"state": {i: {...}}}."""
-        return dict(self._impl.state_dict())
+        """PyTorch's form: {"state": {i: {"momentum_buffer": ...} or
+        {"step", "exp_avg", "exp_avg_sq"[, "max_exp_avg_sq"]}},
+        "param_groups": [{hyperparameters..., "params": [i, ...]}]}, the
+        parameters numbered across the groups in order."""
+        return {"state": _nested_state(dict(self._impl.state_dict())),
+                "param_groups": self._group_dicts()}
+
+    def _group_dicts(self):
+        groups, start = [], 0
+        for g in self.param_groups:
+            d = {k: g[k] for k in g if k != "params"}
+            d["params"] = list(range(start, start + len(g["params"])))
+            start += len(g["params"])
+            groups.append(d)
+        return groups
 
     def load_state_dict(self, state_dict):
-        self._impl.load_state_dict(dict(state_dict))
+        """PyTorch's form (state_dict()'s), or mixrt's earlier flat one
+        ("<i>.exp_avg": tensor, ...). Everything is checked before anything
+        changes; lr, momentum and betas are restored from the groups."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"load_state_dict: expected a dict, got "
+                            f"{type(state_dict).__name__}")
+        if "state" not in state_dict and "param_groups" not in state_dict:
+            self._impl.load_state_dict(dict(state_dict))
+            return
+        groups = state_dict.get("param_groups")
+        self._check_groups(groups)
+        self._impl.load_state_dict(_flat_state(state_dict.get("state", {})))
+        for own, saved in zip(self.param_groups, groups):
+            for key in ("lr", "momentum", "betas"):
+                if key in saved and key in own:
+                    own[key] = saved[key]
+
+    def _check_groups(self, groups):
+        if not isinstance(groups, list) or \
+                not all(isinstance(g, dict) for g in groups):
+            raise TypeError("load_state_dict: 'param_groups' must be a list "
+                            "of dicts")
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of "
+                             "parameter groups")
+        for i, (own, saved) in enumerate(zip(self.param_groups, groups)):
+            if len(saved.get("params", ())) != len(own["params"]):
+                raise ValueError("loaded state dict contains a parameter "
+                                 "group that doesn't match the size of "
+                                 "optimizer's group")
+            for key, value in saved.items():
+                if key in _RESTORED or key not in own or own[key] == value:
+                    continue
+                raise ValueError(
+                    f"load_state_dict: parameter group {i}'s {key!r} is "
+                    f"{value!r} in the state dict but {own[key]!r} here; "
+                    f"mixrt sets it when the optimizer is built (build it "
+                    f"with {key}={value!r})")
 
 
 class SGD(Optimizer):

@@ -25,9 +25,10 @@ class ZeroRedundancyOptimizer(_optim.Optimizer):
 
     state_dict() follows PyTorch: it returns the whole state on the rank
     that last called consolidate_state_dict(to=rank) (a collective, every
-    rank calls it) and raises elsewhere. The state is mixrt's flat one
-    ("<i>.exp_avg", ...), which mixrt.save writes and which loads into a
-    ZeroRedundancyOptimizer on any number of ranks or into a plain AdamW.
+    rank calls it) and raises elsewhere. The state is a plain AdamW's
+    (PyTorch's form, mixrt.optim.Optimizer.state_dict), which mixrt.save
+    writes and which loads into a ZeroRedundancyOptimizer on any number of
+    ranks or into a plain AdamW.
     """
 
     def __init__(self, params, optimizer_class=_optim.AdamW,
@@ -70,7 +71,7 @@ class ZeroRedundancyOptimizer(_optim.Optimizer):
                 "Optimizer state has not been consolidated on this rank. "
                 "Please call `consolidate_state_dict(to=0)` on all ranks "
                 "beforehand if you meant to save the global state.")
-        return dict(self._impl.state_dict())
+        return super().state_dict()
 
     def owner(self, index):
         """The rank whose shard holds parameter `index`."""

@@ -50,8 +50,10 @@ def main(out_path):
                        "unconsolidated": unconsolidated,
                        "state": {k: v.tolist()
                                  for k, v in model.state_dict().items()},
-                       "optimizer": {k: v.tolist() for k, v in
-                                     opt.state_dict().items()}}, f)
+                       "optimizer": {
+                           f"{i}.{name}": t.tolist()
+                           for i, entry in opt.state_dict()["state"].items()
+                           for name, t in entry.items()}}, f)
     dist.barrier()
 
 
