@@ -65,8 +65,15 @@ class GradScaler:
         gradient): what pytorch#152279 asks of PyTorch's."""
         return self._impl.last_step_skipped()
 
+    # PyTorch's GradScaler.state_dict holds these as ints.
+    _INT_STATE = ("growth_interval", "_growth_tracker")
+
     def state_dict(self):
-        return dict(self._impl.state_dict())
+        state = dict(self._impl.state_dict())
+        for key in self._INT_STATE:
+            if key in state:
+                state[key] = int(state[key])
+        return state
 
     def load_state_dict(self, state_dict):
         self._impl.load_state_dict(

@@ -92,3 +92,20 @@ def test_grad_scaler_errors_match_pytorch():
     scaler.unscale_(opt)
     with pytest.raises(RuntimeError, match="unscale_"):
         scaler.unscale_(opt)
+
+
+def test_grad_scaler_state_dict_has_pytorchs_keys_and_types(tmp_path):
+    scaler = mixrt.amp.GradScaler(init_scale=1024.0, growth_interval=3)
+    state = scaler.state_dict()
+    # PyTorch 2.15: {'scale': 1024.0, 'growth_factor': 2.0,
+    # 'backoff_factor': 0.5, 'growth_interval': 3, '_growth_tracker': 0}.
+    assert state == {"scale": 1024.0, "growth_factor": 2.0,
+                     "backoff_factor": 0.5, "growth_interval": 3,
+                     "_growth_tracker": 0}
+    assert type(state["growth_interval"]) is int
+    assert type(state["_growth_tracker"]) is int
+    path = tmp_path / "scaler.mixrt"
+    mixrt.save({"scaler": state}, path)
+    other = mixrt.amp.GradScaler()
+    other.load_state_dict(mixrt.load(path)["scaler"])
+    assert other.state_dict() == state
