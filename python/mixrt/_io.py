@@ -43,7 +43,7 @@ def _describe(obj, path, tensors, depth=0):
                          f"{_MAX_DEPTH} levels")
     if isinstance(obj, Tensor):
         name = path or "tensor"
-        while name in tensors:
+        while name in tensors or name == _STRUCTURE:
             name += "'"
         tensors[name] = obj
         return {"t": name}

@@ -135,6 +135,10 @@ def test_nested_checkpoints_come_back_exactly(tmp_path):
     np.testing.assert_array_equal(got["model"]["fc.weight"].numpy(),
                                   w.numpy())
     assert float(got["state"][0]["step"].item()) == 4.0
+    # A tensor named like the structure entry keeps its own name's place.
+    mixrt.save({"__mixrt_structure_v1__": w, "n": [1]}, path)
+    np.testing.assert_array_equal(
+        mixrt.load(path)["__mixrt_structure_v1__"].numpy(), w.numpy())
     # A flat dict of tensors and numbers is stored as before.
     mixrt.save({"w": w, "n": 3}, path)
     assert sorted(mixrt.load(path)) == ["n", "w"]
