@@ -51,7 +51,6 @@ export PYTHON=${PYTHON:-$(command -v python3)}
 kit_steps_begin "$out" host_kit
 steps="$out/steps.jsonl"
 
-
 # One logical CPU of each physical core, in order.
 if [ -n "${HOST_KIT_CORES:-}" ]; then
   read -r -a cores <<<"$HOST_KIT_CORES"
