@@ -116,7 +116,7 @@ def _flat_state(state):
 
 # What load_state_dict can set on a built optimizer (as a scheduler does);
 # every other hyperparameter is fixed at construction and must match.
-_RESTORED = ("params", "lr", "momentum", "betas")
+_RESTORED = ("lr", "momentum", "betas")
 
 
 class Optimizer:
@@ -168,7 +168,7 @@ class Optimizer:
         self._check_groups(groups)
         self._impl.load_state_dict(_flat_state(state_dict.get("state", {})))
         for own, saved in zip(self.param_groups, groups):
-            for key in ("lr", "momentum", "betas"):
+            for key in _RESTORED:
                 if key in saved and key in own:
                     own[key] = saved[key]
 
@@ -186,7 +186,8 @@ class Optimizer:
                                  "group that doesn't match the size of "
                                  "optimizer's group")
             for key, value in saved.items():
-                if key in _RESTORED or key not in own or own[key] == value:
+                if key == "params" or key in _RESTORED or key not in own or \
+                        own[key] == value:
                     continue
                 raise ValueError(
                     f"load_state_dict: parameter group {i}'s {key!r} is "

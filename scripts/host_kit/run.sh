@@ -114,13 +114,18 @@ if [ -z "$why" ]; then
     "$home/benchmarks/ddp_two_hosts.sh" 10gbit
 fi
 
-if [ "${HOST_KIT_STEPS:-hosts bench}" = hosts ]; then
+# What a reader wants first, on stdout: the steps and the two-host lines.
+print_hosts_summary() {
   echo "== steps"; cat "$steps"
   for name in hosts_check hosts_f32 hosts_bf16 hosts_bf16_hook hosts_f32_one_core; do
     [ -f "$out/$name.log" ] || continue
     echo "== $name"
     grep -aE '^==|samples/s|throughput|overlap|GB/s|mixrt-host|slots|cannot|rror' "$out/$name.log" | head -20
   done
+}
+
+if [ "${HOST_KIT_STEPS:-hosts bench}" = hosts ]; then
+  print_hosts_summary
   exit 0
 fi
 two_cores=(taskset -c "$MIXRT_BASELINE_CPUS" env OMP_NUM_THREADS=2 MIXRT_NUM_THREADS=2)
@@ -139,12 +144,6 @@ if [ -f "$home/onednn3/libmixrt_cpu.so" ]; then
     --cases=gemm_1024,gemm_recipe_layer,gemm_skinny_513,gemm_batched,mlp_recipe_train
 fi
 
-# What a reader wants first, on stdout.
-echo "== steps"; cat "$steps"
-for name in hosts_f32 hosts_bf16 hosts_bf16_hook hosts_f32_one_core; do
-  [ -f "$out/$name.log" ] || continue
-  echo "== $name"
-  grep -aE '^==|samples/s|throughput|overlap|GB/s|cannot|rror' "$out/$name.log" | head -20
-done
+print_hosts_summary
 echo "== bench (oneDNN 2.6.3, PyTorch peer)"; sed -n '/^|/p' "$out/bench.log" | head -60
 [ -f "$out/bench_onednn3.log" ] && { echo "== bench on oneDNN 3.x"; sed -n '/^|/p' "$out/bench_onednn3.log"; }
