@@ -91,6 +91,20 @@ absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
 namespace {
 
 // "base_lr" / "last_lr" for the first group, "base_lr.1" ... for the rest.
+// A state dict's count (last_epoch, num_bad_epochs, ...): an integer >=
+// `least` that fits an int.
+absl::Status CheckCount(const std::map<std::string, double>& state,
+                        const char* key, const char* what, int least = 0) {
+  const double v = state.at(key);
+  if (!(v >= least) || v != std::floor(v) ||
+      v > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ".load_state_dict: ", key, " is ", v,
+                     "; expected an integer >= ", least));
+  }
+  return absl::OkStatus();
+}
+
 std::string GroupKey(const char* name, size_t group) {
   return group == 0 ? name : absl::StrCat(name, ".", group);
 }
@@ -125,14 +139,9 @@ absl::Status LRScheduler::load_state_dict(
       (*values)[g] = it->second;
     }
   }
-  const double epoch = state.at("last_epoch");
-  if (!(epoch >= 0) || epoch != std::floor(epoch) ||
-      epoch > std::numeric_limits<int>::max()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("LRScheduler.load_state_dict: last_epoch is ", epoch,
-                     "; expected an integer >= 0"));
-  }
-  last_epoch_ = static_cast<int>(epoch);
+  // -1: a schedule SequentialLR has not started yet (as PyTorch's).
+  MIXRT_RETURN_IF_ERROR(CheckCount(state, "last_epoch", "LRScheduler", -1));
+  last_epoch_ = static_cast<int>(state.at("last_epoch"));
   base_lrs_ = std::move(base);
   last_lrs_ = std::move(last);
   base_lr_ = base_lrs_[0];
@@ -448,6 +457,21 @@ absl::Status SequentialLR::step() {
   return absl::OkStatus();
 }
 
+std::map<std::string, double> SequentialLR::state_dict() const {
+  return {{"last_epoch", last_epoch_}, {"last_lr", last_lr_}};
+}
+
+absl::Status SequentialLR::load_state_dict(
+    const std::map<std::string, double>& state) {
+  MIXRT_RETURN_IF_ERROR(
+      CheckKeys(state, {"last_epoch", "last_lr"}, "SequentialLR"));
+  MIXRT_RETURN_IF_ERROR(CheckCount(state, "last_epoch", "SequentialLR"));
+  MIXRT_RETURN_IF_ERROR(CheckLearningRate(state.at("last_lr")));
+  last_epoch_ = static_cast<int>(state.at("last_epoch"));
+  last_lr_ = state.at("last_lr");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReduceLROnPlateau> ReduceLROnPlateau::Create(
     Optimizer* optimizer, ReduceLROnPlateauOptions options) {
   MIXRT_RETURN_IF_ERROR(CheckOptimizer(optimizer, "ReduceLROnPlateau"));
@@ -531,13 +555,7 @@ absl::Status ReduceLROnPlateau::load_state_dict(
       state, {"last_epoch", "best", "num_bad_epochs", "cooldown_counter"},
       "ReduceLROnPlateau"));
   for (const char* key : {"last_epoch", "num_bad_epochs", "cooldown_counter"}) {
-    const double v = state.at(key);
-    if (!(v >= 0) || v != std::floor(v) ||
-        v > std::numeric_limits<int>::max()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ReduceLROnPlateau.load_state_dict: ", key, " is ", v,
-                       "; expected an integer >= 0"));
-    }
+    MIXRT_RETURN_IF_ERROR(CheckCount(state, key, "ReduceLROnPlateau"));
   }
   last_epoch_ = static_cast<int>(state.at("last_epoch"));
   best_ = state.at("best");

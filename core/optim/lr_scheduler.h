@@ -194,6 +194,11 @@ class SequentialLR {
   absl::Status step();
   double get_last_lr() const { return last_lr_; }
   int last_epoch() const { return last_epoch_; }
+  // last_epoch and last_lr; each schedule's own state is its state_dict
+  // (PyTorch's nests them under "_schedulers"). load_state_dict checks
+  // both before changing anything.
+  std::map<std::string, double> state_dict() const;
+  absl::Status load_state_dict(const std::map<std::string, double>& state);
 
  private:
   SequentialLR(Optimizer* optimizer, std::vector<LRScheduler*> schedules,

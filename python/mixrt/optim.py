@@ -1,6 +1,7 @@
 """mixrt.optim: SGD and AdamW (the core's fused steps) with torch.optim's
 constructor arguments, and their schedulers in mixrt.optim.lr_scheduler."""
 
+import bisect
 import types
 
 from . import _mixrt
@@ -223,16 +224,72 @@ class AdamW(Optimizer):
             amsgrad=amsgrad, maximize=maximize))
 
 
+def _group_key(name, group):
+    """The core's per-group state key: "base_lr", "base_lr.1", ..."""
+    return name if group == 0 else f"{name}.{group}"
+
+
+def _state_argument(state_dict, what):
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"{what}.load_state_dict: expected a dict, got "
+                        f"{type(state_dict).__name__}")
+    return state_dict
+
+
+def _number(state, key, what):
+    value = state.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what}.load_state_dict: {key!r} is "
+                        f"{type(value).__name__}; expected a number")
+    return float(value)
+
+
+def _per_group(state, key, groups, what):
+    values = state.get(key)
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{what}.load_state_dict: {key!r} must be a list of "
+                        f"one number per param group")
+    if len(values) != groups:
+        raise ValueError(f"{what}.load_state_dict: {key!r} has {len(values)} "
+                         f"values; the optimizer has {groups} param groups")
+    return [_number({key: v}, key, what) for v in values]
+
+
+def _check_arguments(what, own, saved):
+    """A saved schedule's arguments must be this one's: mixrt fixes them
+    when the schedule is built (PyTorch's load_state_dict would overwrite
+    them)."""
+    for key, value in own.items():
+        if key in saved and saved[key] != value:
+            raise ValueError(
+                f"{what}.load_state_dict: {key!r} is {saved[key]!r} in the "
+                f"state dict but {value!r} here; mixrt sets it when the "
+                f"schedule is built (build it with {key}={saved[key]!r})")
+
+
+# What PyTorch's LRScheduler.state_dict() holds beside the schedule's own
+# values, so a state saved here loads into torch and the other way round.
+_TORCH_BOOKKEEPING = {"_is_initial": False,
+                      "_get_lr_called_within_step": False}
+
+
 class _Scheduler:
     """torch.optim.lr_scheduler.LRScheduler over the core's: chainable
-    (schedulers on one optimizer compose), state_dict/load_state_dict."""
+    (schedulers on one optimizer compose), state_dict/load_state_dict in
+    PyTorch's form."""
 
-    def __init__(self, optimizer, impl):
+    def __init__(self, optimizer, impl, **arguments):
         self.optimizer = optimizer
         self._impl = impl
+        # The constructor's values under PyTorch's state_dict names.
+        self._arguments = arguments
+        # PyTorch's count of step() calls, the constructor's included (a
+        # SequentialLR's restart at a milestone is not one).
+        self._step_count = 1
 
     def step(self):
         self._impl.step()
+        self._step_count += 1
 
     def get_last_lr(self):
         return list(self._impl.get_last_lrs())
@@ -242,23 +299,52 @@ class _Scheduler:
         return self._impl.last_epoch
 
     def state_dict(self):
-        return dict(self._impl.state_dict())
+        """PyTorch's form: the schedule's arguments, base_lrs, last_epoch,
+        _step_count and _last_lr."""
+        core = self._impl.state_dict()
+        groups = range(len(self.optimizer.param_groups))
+        return dict(self._arguments,
+                    base_lrs=[core[_group_key("base_lr", g)] for g in groups],
+                    last_epoch=int(core["last_epoch"]),
+                    _step_count=self._step_count,
+                    **_TORCH_BOOKKEEPING,
+                    _last_lr=[core[_group_key("last_lr", g)] for g in groups])
 
     def load_state_dict(self, state_dict):
-        self._impl.load_state_dict(
-            {k: float(v) for k, v in state_dict.items()})
+        """PyTorch's form (state_dict()'s, or torch's own), or mixrt's
+        earlier flat one ("last_epoch", "base_lr", "last_lr", "base_lr.1",
+        ...). Everything is checked before anything changes."""
+        what = type(self).__name__
+        state = _state_argument(state_dict, what)
+        if "base_lrs" not in state:
+            self._impl.load_state_dict(
+                {k: _number(state, k, what) for k in state})
+            return
+        _check_arguments(what, self._arguments, state)
+        groups = len(self.optimizer.param_groups)
+        core = {"last_epoch": _number(state, "last_epoch", what)}
+        for key, name in (("base_lrs", "base_lr"), ("_last_lr", "last_lr")):
+            values = _per_group(state, key, groups, what)
+            core.update({_group_key(name, g): v for g, v in enumerate(values)})
+        self._impl.load_state_dict(core)
+        count = state.get("_step_count")
+        self._step_count = count if isinstance(count, int) and \
+            not isinstance(count, bool) and count >= 0 else \
+            int(core["last_epoch"]) + 1
 
 
 class StepLR(_Scheduler):
     def __init__(self, optimizer, step_size, gamma=0.1):
         super().__init__(optimizer, _mixrt.StepLR._create(
-            optimizer._impl, int(step_size), float(gamma)))
+            optimizer._impl, int(step_size), float(gamma)),
+            step_size=step_size, gamma=gamma)
 
 
 class CosineAnnealingLR(_Scheduler):
     def __init__(self, optimizer, T_max, eta_min=0.0):  # noqa: N803
         super().__init__(optimizer, _mixrt.CosineAnnealingLR._create(
-            optimizer._impl, int(T_max), float(eta_min)))
+            optimizer._impl, int(T_max), float(eta_min)),
+            T_max=T_max, eta_min=eta_min)
 
 
 class LinearLR(_Scheduler):
@@ -266,7 +352,9 @@ class LinearLR(_Scheduler):
                  total_iters=5):
         super().__init__(optimizer, _mixrt.LinearLR._create(
             optimizer._impl, float(start_factor), float(end_factor),
-            int(total_iters)))
+            int(total_iters)),
+            start_factor=start_factor, end_factor=end_factor,
+            total_iters=total_iters)
 
 
 class LambdaLR:
@@ -293,13 +381,24 @@ class LambdaLR:
         return list(self._last_lr)
 
     def state_dict(self):
-        return {"last_epoch": self.last_epoch, "base_lrs": list(self.base_lrs),
-                "_last_lr": list(self._last_lr)}
+        """PyTorch's form; the lambda itself is not saved (PyTorch saves
+        None for a function, as here)."""
+        return {"base_lrs": list(self.base_lrs),
+                "last_epoch": self.last_epoch,
+                "_step_count": self.last_epoch + 1, **_TORCH_BOOKKEEPING,
+                "_last_lr": list(self._last_lr),
+                "lr_lambdas": [None] * len(self.base_lrs)}
 
     def load_state_dict(self, state_dict):
-        self.last_epoch = int(state_dict["last_epoch"])
-        self.base_lrs = list(state_dict["base_lrs"])
-        self._last_lr = list(state_dict["_last_lr"])
+        state = _state_argument(state_dict, "LambdaLR")
+        groups = len(self.optimizer.param_groups)
+        epoch = _number(state, "last_epoch", "LambdaLR")
+        if epoch < 0 or epoch != int(epoch):
+            raise ValueError(f"LambdaLR.load_state_dict: last_epoch is "
+                             f"{epoch}; expected an integer >= 0")
+        base = _per_group(state, "base_lrs", groups, "LambdaLR")
+        last = _per_group(state, "_last_lr", groups, "LambdaLR")
+        self.last_epoch, self.base_lrs, self._last_lr = int(epoch), base, last
 
 
 class ReduceLROnPlateau(_Scheduler):
@@ -313,7 +412,10 @@ class ReduceLROnPlateau(_Scheduler):
         super().__init__(optimizer, _mixrt.ReduceLROnPlateau._create(
             optimizer._impl, str(mode), float(factor), int(patience),
             float(threshold), str(threshold_mode), int(cooldown),
-            float(min_lr), float(eps)))
+            float(min_lr), float(eps)),
+            factor=factor, min_lrs=[min_lr] * len(optimizer.param_groups),
+            patience=patience, cooldown=cooldown, eps=eps, mode=mode,
+            threshold=threshold, threshold_mode=threshold_mode)
 
     def step(self, metrics):
         self._impl.step(float(metrics))
@@ -328,6 +430,28 @@ class ReduceLROnPlateau(_Scheduler):
     @property
     def num_bad_epochs(self):
         return self._impl.num_bad_epochs
+
+    _COUNTERS = ("last_epoch", "best", "num_bad_epochs", "cooldown_counter")
+
+    def state_dict(self):
+        """PyTorch's form: the arguments, mode_worse, best, the counters
+        and _last_lr."""
+        core = self._impl.state_dict()
+        state = dict(self._arguments,
+                     mode_worse=float("inf") if self._arguments["mode"] ==
+                     "min" else float("-inf"),
+                     _last_lr=self.get_last_lr())
+        state.update({k: core[k] if k == "best" else int(core[k])
+                      for k in self._COUNTERS})
+        return state
+
+    def load_state_dict(self, state_dict):
+        """PyTorch's form or mixrt's earlier one (the counters alone)."""
+        state = _state_argument(state_dict, "ReduceLROnPlateau")
+        _check_arguments("ReduceLROnPlateau", self._arguments, state)
+        self._impl.load_state_dict(
+            {k: _number(state, k, "ReduceLROnPlateau")
+             for k in self._COUNTERS if k in state})
 
 
 class OneCycleLR(_Scheduler):
@@ -351,7 +475,13 @@ class OneCycleLR(_Scheduler):
             str(anneal_strategy), bool(cycle_momentum),
             one("base_momentum", base_momentum),
             one("max_momentum", max_momentum), float(div_factor),
-            float(final_div_factor), bool(three_phase)))
+            float(final_div_factor), bool(three_phase)),
+            # PyTorch's names; its _schedule_phases name group keys, and
+            # max_lr and the momenta live in the optimizer's groups.
+            total_steps=total_steps if total_steps is not None
+            else int(epochs or 0) * int(steps_per_epoch or 0),
+            _anneal_func_type=anneal_strategy,
+            cycle_momentum=cycle_momentum)
 
 
 class SequentialLR:
@@ -370,11 +500,18 @@ class SequentialLR:
             impls.append(s._impl)
         self.optimizer = optimizer
         self._schedulers = list(schedulers)
+        self._milestones = [int(m) for m in milestones]
         self._impl = _mixrt.SequentialLR._create(
-            optimizer._impl, impls, [int(m) for m in milestones])
+            optimizer._impl, impls, self._milestones)
 
     def step(self):
+        epoch = self._impl.last_epoch + 1
+        index = bisect.bisect_right(self._milestones, epoch)
         self._impl.step()
+        # The schedule restarted at its milestone took no step() (PyTorch's
+        # _update_lr(0)); any other did.
+        if index == 0 or self._milestones[index - 1] != epoch:
+            self._schedulers[index]._step_count += 1
 
     def get_last_lr(self):
         return [self._impl.get_last_lr()]
@@ -382,6 +519,41 @@ class SequentialLR:
     @property
     def last_epoch(self):
         return self._impl.last_epoch
+
+    def state_dict(self):
+        """PyTorch's form: _milestones, last_epoch, _last_lr and each
+        schedule's state_dict under _schedulers."""
+        core = self._impl.state_dict()
+        return {"_milestones": list(self._milestones),
+                "last_epoch": int(core["last_epoch"]),
+                "_last_lr": [core["last_lr"]],
+                "_schedulers": [s.state_dict() for s in self._schedulers]}
+
+    def load_state_dict(self, state_dict):
+        """Its own and every schedule's state, all or nothing: a schedule
+        that refuses its state leaves the others as they were."""
+        state = _state_argument(state_dict, "SequentialLR")
+        _check_arguments("SequentialLR", {"_milestones": self._milestones},
+                         state)
+        saved = state.get("_schedulers")
+        if not isinstance(saved, (list, tuple)) or \
+                len(saved) != len(self._schedulers):
+            raise ValueError(
+                f"SequentialLR.load_state_dict: '_schedulers' must hold "
+                f"{len(self._schedulers)} state dicts, one per schedule")
+        own = {"last_epoch": _number(state, "last_epoch", "SequentialLR"),
+               "last_lr": _per_group(state, "_last_lr", 1, "SequentialLR")[0]}
+        before = [s.state_dict() for s in self._schedulers]
+        done = []
+        try:
+            for s, d in zip(self._schedulers, saved):
+                s.load_state_dict(d)
+                done.append(s)
+            self._impl.load_state_dict(own)
+        except Exception:
+            for s, d in zip(done, before):
+                s.load_state_dict(d)
+            raise
 
 
 lr_scheduler = types.SimpleNamespace(

@@ -205,7 +205,12 @@ void BindOptim(nb::module_& m) {
           nb::keep_alive<0, 1>(), nb::keep_alive<0, 2>())
       .def("step", [](SequentialLR& s) { ThrowIfError(s.step()); })
       .def("get_last_lr", &SequentialLR::get_last_lr)
-      .def_prop_ro("last_epoch", &SequentialLR::last_epoch);
+      .def_prop_ro("last_epoch", &SequentialLR::last_epoch)
+      .def("state_dict", &SequentialLR::state_dict)
+      .def("load_state_dict",
+           [](SequentialLR& s, const std::map<std::string, double>& state) {
+             ThrowIfError(s.load_state_dict(state));
+           });
 
   m.def(
       "clip_grad_norm_",

@@ -275,6 +275,54 @@ TEST_F(LrSchedules, SequentialMatchesPyTorch) {
               HasSubstr("need 0 milestones"));
 }
 
+// A SequentialLR saved before its milestone and resumed elsewhere (its
+// schedules' states and its own loaded, the optimizer's lr restored as
+// PyTorch's optimizer state does) steps on to PyTorch's lrs across the
+// milestone.
+TEST_F(LrSchedules, SequentialResumesFromItsStateDicts) {
+  const std::vector<double>& want = golden_.at("sequential_warmup_cosine");
+  ASSERT_GE(want.size(), 6u);
+  auto opt = Optimizer(0.1);
+  auto warmup = LinearLR::Create(opt.get(), 0.1, 1.0, 3);
+  auto cosine = CosineAnnealingLR::Create(opt.get(), 4, 0.001);
+  ASSERT_TRUE(warmup.ok() && cosine.ok());
+  auto seq = SequentialLR::Create(opt.get(), {&*warmup, &*cosine}, {3});
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(seq->step().ok());
+  const std::map<std::string, double> state = seq->state_dict();
+  EXPECT_EQ(state.at("last_epoch"), 2);
+  EXPECT_EQ(state.at("last_lr"), want[2]);
+  EXPECT_EQ(cosine->state_dict().at("last_epoch"), -1)
+      << "not started before its milestone, as PyTorch's";
+
+  auto opt2 = Optimizer(0.1);
+  auto warmup2 = LinearLR::Create(opt2.get(), 0.1, 1.0, 3);
+  auto cosine2 = CosineAnnealingLR::Create(opt2.get(), 4, 0.001);
+  ASSERT_TRUE(warmup2.ok() && cosine2.ok());
+  auto seq2 = SequentialLR::Create(opt2.get(), {&*warmup2, &*cosine2}, {3});
+  ASSERT_TRUE(seq2.ok()) << seq2.status();
+  ASSERT_TRUE(warmup2->load_state_dict(warmup->state_dict()).ok());
+  ASSERT_TRUE(cosine2->load_state_dict(cosine->state_dict()).ok());
+  ASSERT_TRUE(seq2->load_state_dict(state).ok());
+  ASSERT_TRUE(opt2->set_lr(opt->lr()).ok());
+  EXPECT_EQ(seq2->last_epoch(), 2);
+  EXPECT_EQ(seq2->get_last_lr(), want[2]);
+  for (size_t epoch = 3; epoch < want.size(); ++epoch) {
+    ASSERT_TRUE(seq2->step().ok());
+    EXPECT_EQ(opt2->lr(), want[epoch]) << "epoch " << epoch;
+  }
+
+  std::map<std::string, double> bad = state;
+  bad.erase("last_lr");
+  EXPECT_THAT(seq2->load_state_dict(bad).message(), HasSubstr("no 'last_lr'"));
+  bad = state;
+  bad["last_epoch"] = -1;
+  EXPECT_THAT(seq2->load_state_dict(bad).message(),
+              HasSubstr("last_epoch is -1; expected an integer >= 0"));
+  EXPECT_EQ(seq2->last_epoch(), static_cast<int>(want.size()) - 1)
+      << "a refused state changes nothing";
+}
+
 TEST_F(LrSchedules, ReduceLROnPlateauMatchesPyTorch) {
   auto opt = Optimizer(0.1);
   auto s = ReduceLROnPlateau::Create(opt.get(), {.factor = 0.5,
@@ -332,7 +380,10 @@ TEST_F(LrSchedules, StateDictsResumeAndRefuseBadInput) {
   bad = state;
   bad["last_epoch"] = 2.5;
   EXPECT_THAT(s2->load_state_dict(bad).message(),
-              HasSubstr("expected an integer >= 0"));
+              HasSubstr("expected an integer >= -1"));
+  bad["last_epoch"] = -2;
+  EXPECT_THAT(s2->load_state_dict(bad).message(),
+              HasSubstr("last_epoch is -2; expected an integer >= -1"));
 
   EXPECT_THAT(LinearLR::Create(opt.get(), 0.0).status().message(),
               HasSubstr("start_factor is 0"));
