@@ -41,8 +41,14 @@ namespace {
 // -march=native: the object is built on and for this CPU (the cache key
 // holds its flags). No -ffast-math, and no contraction into FMAs: each op
 // rounds as the interpreter's does, so the two agree bit for bit.
+// -fno-trapping-math lets GCC evaluate both arms of a select (relu's
+// derivative: g * (x > 0 ? 1 : 0)) and vectorize; with it off the ReLU
+// backward fused with its bias gradient stayed a scalar loop with a branch
+// per element (9% of a compiled small-MLP step on AVX2). The values are
+// the same: no op here reads the FP exception flags.
 constexpr char kFlags[] =
-    "-std=c++17 -O3 -march=native -ffp-contract=off -fPIC -shared";
+    "-std=c++17 -O3 -march=native -ffp-contract=off -fno-trapping-math "
+    "-fPIC -shared";
 
 // What ends every object this builds: a magic word and the FNV-1a hash of
 // the bytes before it. A truncated or bit-flipped object fails the check
