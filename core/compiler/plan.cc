@@ -789,10 +789,20 @@ std::vector<SavedMemory> Plan::SavedActivations(
   for (size_t s = 0; s < graph_.slots.size(); ++s) {
     const StorageSlot& slot = graph_.slots[s];
     if (!slot.saved) continue;
-    saved[s] = {slot.kind == StorageSlot::Kind::kInput
-                    ? inputs[slot.input].storage()
-                    : slots_[s].run,
-                slots_[s].base};
+    if (slot.kind == StorageSlot::Kind::kInput) {
+      // The backward addresses saved memory by storage offset (capture's
+      // Value: t.offset() for a saved slot), so its base is the storage's
+      // start, not the input's first element: an input that is a view at
+      // an offset (a batch shard x[8:16]) was read that many elements too
+      // far, past its storage, and gave garbage weight gradients.
+      const Tensor& in = inputs[slot.input];
+      saved[s] = {
+          in.storage(),
+          slots_[s].base - static_cast<int64_t>(in.offset()) *
+                               static_cast<int64_t>(DTypeSize(in.dtype()))};
+      continue;
+    }
+    saved[s] = {slots_[s].run, slots_[s].base};
   }
   return saved;
 }

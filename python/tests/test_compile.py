@@ -359,3 +359,29 @@ def test_guarded_call_refuses_malformed_guards():
     with pytest.raises(ValueError, match="increase"):
         _mixrt._GuardedCall(variant, 3, [(1, 1.0), (1, 2.0)], [0], 0, [],
                             [])
+
+
+def test_a_compiled_backward_reads_an_input_that_is_a_view_at_an_offset():
+    # A batch shard (x[8:16] of one tensor, as DDP ranks take theirs): the
+    # compiled backward read the saved input that many elements too far,
+    # past its storage, and gave garbage weight gradients with no error.
+    mixrt.manual_seed(0)
+    full = mixrt.randn(16, 16)
+    x, y = full[8:16], mixrt.randn(8, 32)
+
+    def weight_grad(compiled):
+        mixrt.manual_seed(1)
+        m = nn.Linear(16, 32)
+        f = lambda x, y: F.mse_loss(m(x), y)  # noqa: E731
+        if compiled:
+            f = mixrt.compile(f)
+        grads = []
+        for _ in range(2):  # The first call captures, the second replays.
+            m.zero_grad()
+            f(x, y).backward()
+            grads.append(m.weight.grad.numpy().copy())
+        return grads
+
+    for eager, compiled in zip(weight_grad(False), weight_grad(True)):
+        # The same kernels in the same order: equal bit for bit.
+        np.testing.assert_array_equal(compiled, eager)
