@@ -90,7 +90,6 @@ absl::Status LRScheduler::Advance(int epoch, bool closed_form) {
 
 namespace {
 
-// "base_lr" / "last_lr" for the first group, "base_lr.1" ... for the rest.
 // A state dict's count (last_epoch, num_bad_epochs, ...): an integer >=
 // `least` that fits an int.
 absl::Status CheckCount(const std::map<std::string, double>& state,
@@ -105,6 +104,7 @@ absl::Status CheckCount(const std::map<std::string, double>& state,
   return absl::OkStatus();
 }
 
+// "base_lr" / "last_lr" for the first group, "base_lr.1" ... for the rest.
 std::string GroupKey(const char* name, size_t group) {
   return group == 0 ? name : absl::StrCat(name, ".", group);
 }

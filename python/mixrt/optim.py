@@ -237,7 +237,10 @@ def _state_argument(state_dict, what):
 
 
 def _number(state, key, what):
-    value = state.get(key)
+    return _as_number(state.get(key), key, what)
+
+
+def _as_number(value, key, what):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what}.load_state_dict: {key!r} is "
                         f"{type(value).__name__}; expected a number")
@@ -252,7 +255,7 @@ def _per_group(state, key, groups, what):
     if len(values) != groups:
         raise ValueError(f"{what}.load_state_dict: {key!r} has {len(values)} "
                          f"values; the optimizer has {groups} param groups")
-    return [_number({key: v}, key, what) for v in values]
+    return [_as_number(v, key, what) for v in values]
 
 
 def _check_arguments(what, own, saved):
