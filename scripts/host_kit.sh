@@ -48,7 +48,9 @@ if [ -f third_party/onednn3/lib/libdnnl.so.3 ]; then
   bazel build --config=onednn3 //backends/cpu:libmixrt_cpu.so
   install -m 755 bazel-bin/backends/cpu/libmixrt_cpu.so "$kit/onednn3/"
   install -m 644 third_party/onednn3/lib/libdnnl.so.3 "$kit/lib/"
-  bazel build //backends/cpu:libmixrt_cpu.so
+  bazel build //backends/cpu:libmixrt_cpu.so //backends/cpu:libmixrt_cpu_onednn3.so
+  # The companion beside the plugin (found there; libdnnl.so.3 from lib/).
+  install -m 755 bazel-bin/backends/cpu/libmixrt_cpu_onednn3.so "$kit/bin/"
 else
   echo "host_kit: no oneDNN 3.x (scripts/setup_onednn3.sh): onednn3/ left empty"
 fi

@@ -62,6 +62,15 @@ fi
 # (the one dependency that is not a Debian package; see the script).
 # Without them everything else builds and passes; //python is skipped
 # (third_party/python_configure.bzl's nanobind_configure).
+# oneDNN 3.x from PyPI, for the CPU plugin's companion library
+# (libmixrt_cpu_onednn3.so: products where 3.x is faster, chosen per shape
+# on AMX and avx512_fp16 CPUs). Without it the plugin runs on Debian's
+# oneDNN alone.
+if ! "$(dirname "$0")/setup_onednn3.sh"; then
+  echo "setup: note: oneDNN 3.x could not be fetched from PyPI:" \
+       "the CPU plugin runs on Debian's oneDNN alone" >&2
+fi
+
 if ! "$(dirname "$0")/setup_nanobind.sh"; then
   echo "setup: note: nanobind's sources could not be fetched from PyPI:" \
        "the Python package (//python) will be skipped" >&2

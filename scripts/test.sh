@@ -59,6 +59,18 @@ conformance_on_onednn3() {
       --plugin=bazel-bin/backends/cpu/libmixrt_cpu.so --gtest_brief=1
 }
 
+# The default plugin with its oneDNN 3.x companion beside it
+# (backends/cpu/onednn/onednn3_companion.h): the companion's own tests, then
+# the conformance suite with every product it can take sent to it.
+companion_on_onednn3() {
+  bazel test --test_output=errors //tests/cpu:onednn3_companion_test \
+    //tests/cpu:onednn3_companion_measured_test &&
+    bazel build //backends/cpu:libmixrt_cpu.so \
+      //backends/cpu:libmixrt_cpu_onednn3.so //plugins/conformance:conformance &&
+    MIXRT_CPU_ONEDNN=3 MIXRT_CPU_SKIP_PROBE=1 bazel-bin/plugins/conformance/conformance \
+      --plugin=bazel-bin/backends/cpu/libmixrt_cpu.so --gtest_brief=1
+}
+
 # The compiler and CPU-plugin tests again with the ISA capped to AVX2
 # (ONEDNN_MAX_CPU_ISA caps oneDNN and the plugin's own kernels alike), so
 # a machine with AVX-512 or AMX catches what only an AVX2 CPU would show:
@@ -107,6 +119,7 @@ gpu_conformance rocm
 # conformance suite (after the default build, which stays cached).
 if scripts/setup_onednn3.sh; then
   check "conformance of the cpu plugin on oneDNN 3.x" conformance_on_onednn3
+  check "the cpu plugin's oneDNN 3.x companion" companion_on_onednn3
 else
   echo "NOTE: PyPI unreachable; the oneDNN 3.x build was not checked"
 fi

@@ -18,6 +18,7 @@
 #include "backends/cpu/capability/load_aware_threads.h"
 #include "backends/cpu/fusion/fusion_patterns.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/onednn/onednn3_companion.h"
 #include "mixrt/status_macros.h"
 #include "plugins/sdk/plugin.h"
 
@@ -37,7 +38,8 @@ class CpuPlugin : public sdk::HostMemoryPlugin {
             absl::StrCat("oneDNN ", info.onednn_version, " (effective ISA ",
                          info.onednn_isa,
                          "); own kernels built for x86-64-v3 (AVX2, FMA, "
-                         "F16C)"),
+                         "F16C); ",
+                         OneDnn3CompanionSummary()),
             "cpu"};
   }
 

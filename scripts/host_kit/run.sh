@@ -11,8 +11,10 @@
 #                  and on 3.x;
 #   bench          mixrt bench --peers=pytorch, the default suite, on P0,P1
 #                  (2 threads, as on the 2-core machines);
-#   bench_onednn3  the GEMM and MLP cases again on the oneDNN 3.x plugin
-#                  (same cores, same session: the 3.x-against-2.6.3 row);
+#   bench_own_onednn  the GEMM and MLP cases again with the plugin's own
+#                  oneDNN 2.6.3 alone (MIXRT_CPU_ONEDNN=2; same cores, same
+#                  session): what the oneDNN 3.x companion's per-shape
+#                  choice, on by default on AMX, gains over 2.6.3;
 #   hosts_f32, hosts_bf16, hosts_bf16_hook
 #                  benchmarks/ddp_two_hosts.sh: the recipe MLP on 1 rank x
 #                  2 threads (P0,P1) against 2 hosts x 1 rank, each host
@@ -137,13 +139,13 @@ kit_step bench 230 "${two_cores[@]}" "$bin/mixrt" bench --peers=pytorch --backen
   --min_time=0.3 --timeout=4 \
   --plugin="$bin/libmixrt_cpu.so,$bin/libmixrt_reference.so" --json="$out/bench.json" --md \
   ${HOST_KIT_BENCH_CASES:+--cases=$HOST_KIT_BENCH_CASES}
-if [ -f "$home/onednn3/libmixrt_cpu.so" ]; then
-  kit_step bench_onednn3 80 "${two_cores[@]}" "$bin/mixrt" bench --backend=cpu \
+if [ -f "$bin/libmixrt_cpu_onednn3.so" ]; then
+  kit_step bench_own_onednn 80 "${two_cores[@]}" env MIXRT_CPU_ONEDNN=2 "$bin/mixrt" bench --backend=cpu \
     --min_time=0.3 --timeout=4 \
-    --plugin="$home/onednn3/libmixrt_cpu.so,$bin/libmixrt_reference.so" --json="$out/bench_onednn3.json" --md \
+    --plugin="$bin/libmixrt_cpu.so,$bin/libmixrt_reference.so" --json="$out/bench_own_onednn.json" --md \
     --cases=gemm_1024,gemm_recipe_layer,gemm_skinny_513,gemm_batched,mlp_recipe_train
 fi
 
 print_hosts_summary
-echo "== bench (oneDNN 2.6.3, PyTorch peer)"; sed -n '/^|/p' "$out/bench.log" | head -60
-[ -f "$out/bench_onednn3.log" ] && { echo "== bench on oneDNN 3.x"; sed -n '/^|/p' "$out/bench_onednn3.log"; }
+echo "== bench (oneDNN 2.6.3 and the 3.x companion per shape, PyTorch peer)"; sed -n '/^|/p' "$out/bench.log" | head -60
+[ -f "$out/bench_own_onednn.log" ] && { echo "== bench on oneDNN 2.6.3 alone (MIXRT_CPU_ONEDNN=2)"; sed -n '/^|/p' "$out/bench_own_onednn.log"; }

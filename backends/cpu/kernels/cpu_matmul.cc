@@ -24,6 +24,7 @@
 #include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/kernels/float_rows.h"
 #include "backends/cpu/kernels/parallel.h"
+#include "backends/cpu/onednn/onednn3_companion.h"
 #include "backends/cpu/onednn/onednn_compat.h"
 #include "backends/cpu/onednn/onednn_context.h"
 #include "backends/cpu/onednn/prepared_matmul.h"
@@ -437,8 +438,8 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   }
   const SerialScope serial(SerialProduct(shape));
   if (packed_b == nullptr) {
-    RunPreparedMatmul(shape, a.data(), b.data(), c.data(), bias_data,
-                      post_data.data());
+    RunProductOnChosenOneDnn(shape, a.data(), b.data(), c.data(), bias_data,
+                             post_data.data());
   } else {
     const dnnl::memory::desc packed = packed_b->get_desc();
     if (!RunPreparedMatmul(shape, a.data(), packed_b->get_data_handle(),

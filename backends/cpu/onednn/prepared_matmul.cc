@@ -18,8 +18,6 @@ namespace {
 // extents give a few dozen; a model's layers a few dozen more).
 constexpr size_t kMaxShapes = 512;
 
-using ShapeKey = absl::InlinedVector<int64_t, 48>;
-
 struct Prepared {
   dnnl::matmul primitive;
   dnnl::memory a, b, c, bias;
@@ -27,7 +25,7 @@ struct Prepared {
   std::unordered_map<int, dnnl::memory> args;
 };
 
-void AppendOperand(const MatmulOperand& o, ShapeKey* key) {
+void AppendOperand(const MatmulOperand& o, MatmulKey* key) {
   key->push_back(o.dtype);
   key->push_back(static_cast<int64_t>(o.dims.size()));
   key->insert(key->end(), o.dims.begin(), o.dims.end());
@@ -38,7 +36,7 @@ dnnl::memory::desc Desc(const MatmulOperand& o) {
   return dnnl::memory::desc(o.dims, *OneDnnType(o.dtype), o.strides);
 }
 
-void AppendPostOps(const MatmulShape& s, ShapeKey* key) {
+void AppendPostOps(const MatmulShape& s, MatmulKey* key) {
   key->push_back(static_cast<int64_t>(s.post_ops.size()));
   for (const MatmulPostOp& op : s.post_ops) {
     int32_t alpha_bits, beta_bits;
@@ -108,6 +106,20 @@ std::unique_ptr<Prepared> Prepare(const MatmulShape& s) {
 
 }  // namespace
 
+MatmulKey PreparedMatmulKey(const MatmulShape& shape) {
+  MatmulKey key;
+  AppendOperand(shape.a, &key);
+  AppendOperand(shape.b, &key);
+  AppendOperand(shape.c, &key);
+  AppendOperand(shape.bias, &key);
+  int32_t beta_bits;
+  std::memcpy(&beta_bits, &shape.sum_beta, sizeof(beta_bits));
+  key.push_back(beta_bits);
+  AppendPostOps(shape, &key);
+  key.push_back(omp_get_max_threads());  // Work is split for that many.
+  return key;
+}
+
 dnnl::memory::desc PackedWeightsDesc(const MatmulShape& shape) {
   return PrimitiveDesc(shape).weights_desc();
 }
@@ -134,17 +146,8 @@ bool RunPreparedMatmul(const MatmulShape& shape, const void* a, const void* b,
                        const dnnl::memory::desc* packed_b) {
   // Per thread: oneDNN primitives run on the thread that created them (see
   // GetPrimitive), and under the thread count they were created with.
-  thread_local absl::flat_hash_map<ShapeKey, std::unique_ptr<Prepared>> cache;
-  ShapeKey key;
-  AppendOperand(shape.a, &key);
-  AppendOperand(shape.b, &key);
-  AppendOperand(shape.c, &key);
-  AppendOperand(shape.bias, &key);
-  int32_t beta_bits;
-  std::memcpy(&beta_bits, &shape.sum_beta, sizeof(beta_bits));
-  key.push_back(beta_bits);
-  AppendPostOps(shape, &key);
-  key.push_back(omp_get_max_threads());  // Work is split for that many.
+  thread_local absl::flat_hash_map<MatmulKey, std::unique_ptr<Prepared>> cache;
+  MatmulKey key = PreparedMatmulKey(shape);
   auto it = cache.find(key);
   if (it == cache.end()) {
     if (cache.size() >= kMaxShapes) cache.clear();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "mixrt/plugin_api.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -40,6 +41,11 @@ struct MatmulShape {
   // not as `b` describes it.
   bool packed_b = false;
 };
+
+// Integers that identify a product: every operand's dtype, dims and
+// strides, the epilogue, and the thread count its work is split for.
+using MatmulKey = absl::InlinedVector<int64_t, 48>;
+MatmulKey PreparedMatmulKey(const MatmulShape& shape);
 
 // Runs the matmul on this thread; `post_op_data[i]` is the second tensor of
 // post_ops[i] when that one is binary. With shape.packed_b, b is in layout
