@@ -16,6 +16,9 @@
 // libmixrt_cpu_onednn3.so in the plugin's own directory. Either way it is
 // loaded only from where no other user could have written it
 // (common/trusted_path.h), and only if its calls reach oneDNN 3.x.
+// A choice by timing can differ between runs, and the two oneDNNs round
+// differently (equal within f32 accumulation, not bit for bit): "2" or "3"
+// makes a run repeatable.
 // Products the companion cannot take (weights packed for 2.x, a binary
 // post-op) run on the plugin's own oneDNN under every rule.
 #ifndef MIXRT_BACKENDS_CPU_ONEDNN_ONEDNN3_COMPANION_H_
