@@ -61,14 +61,16 @@ conformance_on_onednn3() {
 
 # The default plugin with its oneDNN 3.x companion beside it
 # (backends/cpu/onednn/onednn3_companion.h): the companion's own tests, then
-# the conformance suite with every product it can take sent to it.
+# the conformance suite's products (matmul, and the fused matmul epilogues)
+# with every product the companion can take sent to it.
 companion_on_onednn3() {
   bazel test --test_output=errors //tests/cpu:onednn3_companion_test \
     //tests/cpu:onednn3_companion_measured_test &&
     bazel build //backends/cpu:libmixrt_cpu.so \
       //backends/cpu:libmixrt_cpu_onednn3.so //plugins/conformance:conformance &&
     MIXRT_CPU_ONEDNN=3 MIXRT_CPU_SKIP_PROBE=1 bazel-bin/plugins/conformance/conformance \
-      --plugin=bazel-bin/backends/cpu/libmixrt_cpu.so --gtest_brief=1
+      --plugin=bazel-bin/backends/cpu/libmixrt_cpu.so --gtest_brief=1 \
+      --gtest_filter='matmul.*:fusion.*'
 }
 
 # The compiler and CPU-plugin tests again with the ISA capped to AVX2
