@@ -12,7 +12,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape compile_diff compile_cache_entry bench_input)
 # Own output base: switching the C compiler would otherwise throw away the
 # gcc build's cache.
-bazel_fuzz=(bazel --output_base="${HOME}/.cache/mixrt-fuzz-bazel")
+source scripts/output_base.sh
+bazel_fuzz=(bazel --output_base="$(own_output_base fuzz)")
 "${bazel_fuzz[@]}" build --config=fuzz --symlink_prefix=/ \
   $(printf '//fuzz:%s_fuzzer ' "${targets[@]}")
 bin=$("${bazel_fuzz[@]}" info --config=fuzz bazel-bin 2>/dev/null)

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 status=0
+source scripts/output_base.sh
 # Targets are listed by the normal output base: in the other output bases
 # //... would also walk this one's bazel-* symlinks as if they were packages.
 #
@@ -48,10 +49,12 @@ fi
 mapfile -t tests < <(
   if [ "$full_asan" = 1 ]; then
     bazel query 'tests(//...) except attr(tags, exhaustive, tests(//...))
+                 except attr(tags, manual, tests(//...))
                  except tests(//python/...)
                  except //tests:out_of_tree_app_test' 2>/dev/null
   else
     bazel query 'tests(//...) except attr(tags, exhaustive, tests(//...))
+                 except attr(tags, manual, tests(//...))
                  except //plugins/conformance:conformance_reference
                  except //plugins/conformance:conformance_cpu_avx2
                  except tests(//examples/...)
@@ -61,7 +64,7 @@ mapfile -t tests < <(
                  except //tests:out_of_tree_app_test' 2>/dev/null
   fi)
 if [ "$which" = asan ] || [ "$which" = all ]; then
-  bazel --output_base="${HOME}/.cache/mixrt-asan-bazel" test --config=asan --symlink_prefix=/ \
+  bazel --output_base="$(own_output_base asan)" test --config=asan --symlink_prefix=/ \
     "${tests[@]}" || status=1
 fi
 if [ "$which" = tsan ] || [ "$which" = all ]; then
@@ -69,7 +72,7 @@ if [ "$which" = tsan ] || [ "$which" = all ]; then
   # parallel loops (a loss over 16 rows already forks) report races inside
   # OpenMP's own hand-off that TSan cannot see synchronized. The host
   # threads these tests start are what TSan checks.
-  bazel --output_base="${HOME}/.cache/mixrt-tsan-bazel" test --config=tsan --symlink_prefix=/ \
+  bazel --output_base="$(own_output_base tsan)" test --config=tsan --symlink_prefix=/ \
     --test_env=OMP_NUM_THREADS=1 \
     //tests:concurrency_test //tests/plugin:registry_test \
     //tests/plugin:isolated_plugin_threads_test \

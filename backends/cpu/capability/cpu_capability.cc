@@ -13,14 +13,14 @@ sdk::Capability MatmulCapability(MixrtDtype dtype, const MatmulSpeeds& speeds) {
   const CpuInfo& info = GetCpuInfo();
   if (dtype == MIXRT_DTYPE_F32) {
     return {MIXRT_SUPPORT_NATIVE,
-            absl::StrCat("oneDNN ", OneDnnMatmulImplementation(dtype)), 1.0};
+            absl::StrCat("oneDNN ", MatmulImplementation(dtype)), 1.0};
   }
   const double ratio =
       dtype == MIXRT_DTYPE_BF16 ? speeds.bf16_vs_f32 : speeds.f16_vs_f32;
   const std::string measured =
       ratio > 0 ? absl::StrFormat("measured %.2fx f32 throughput", ratio)
                 : absl::StrCat("speed not measured (", speeds.source, ")");
-  const std::string impl = OneDnnMatmulImplementation(dtype);
+  const std::string impl = MatmulImplementation(dtype);
   if (dtype == MIXRT_DTYPE_F16 && F16MatmulByBf16Pairs()) {
     const std::string how = absl::StrCat(
         "emulated: oneDNN ", info.onednn_version,

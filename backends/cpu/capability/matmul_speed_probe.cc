@@ -95,7 +95,7 @@ int64_t NowSeconds() {
 // disturbed by a busy machine, shown to users as "emulated ... measured
 // 1.82x f32 throughput").
 double MaxPlausibleRatio(MixrtDtype dtype, bool f16_as_bf16_pairs) {
-  const bool converted = OneDnnMatmulImplementation(dtype).empty() &&
+  const bool converted = MatmulImplementation(dtype).empty() &&
                          !(dtype == MIXRT_DTYPE_F16 && f16_as_bf16_pairs);
   return converted ? kMaxConvertedRatio : kMaxPlausibleRatio;
 }
@@ -214,7 +214,14 @@ std::string ProbeCacheKey() {
   return absl::StrCat(
       info.model, "|oneDNN ", info.onednn_version, "|", info.onednn_isa, "|",
       omp_get_max_threads(), " threads|", kM, "x", kK, "x", kN,
-      F16MatmulByBf16PairsPossible() ? "|f16 as bf16 pairs" : "");
+      F16MatmulByBf16PairsPossible() ? "|f16 as bf16 pairs" : "",
+      // A product on the oneDNN 3.x companion is another way to measure.
+      MatmulOnCompanion(MIXRT_DTYPE_F16)
+          ? absl::StrCat("|f16 on ", MatmulImplementation(MIXRT_DTYPE_F16))
+          : "",
+      MatmulOnCompanion(MIXRT_DTYPE_BF16)
+          ? absl::StrCat("|bf16 on ", MatmulImplementation(MIXRT_DTYPE_BF16))
+          : "");
 }
 
 bool F16ByBf16PairsIsFaster(double pairs_seconds, double widened_seconds) {

@@ -1,8 +1,9 @@
 // matmul on oneDNN: strided operands (transposed weights need no copy),
 // broadcast batch dims, and the epilogue (bias, activation, accumulation)
 // fused as oneDNN post-ops. f16 runs natively when this oneDNN build has an
-// f16 matmul, else as three bf16 products where oneDNN's bf16 runs on AMX,
-// else through f32 (the capability table reports which).
+// f16 matmul, or on the oneDNN 3.x companion where that has one
+// (avx512_fp16), else as three bf16 products where oneDNN's bf16 runs on
+// AMX, else through f32 (the capability table reports which).
 #include "backends/cpu/kernels/cpu_matmul.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/fusion/fused_matmul.h"
 #include "backends/cpu/gemm/amx_tiles.h"
@@ -537,12 +539,25 @@ bool OneDnnHasMatmul(MixrtDtype dtype) {
   return dtype <= MIXRT_DTYPE_BF16 && has[dtype];
 }
 
+bool MatmulOnCompanion(MixrtDtype dtype) {
+  if (OneDnnHasMatmul(dtype)) return false;
+  const std::string implementation = OneDnn3CompanionImplementation(dtype);
+  return !implementation.empty() && !absl::StartsWith(implementation, "ref");
+}
+
+std::string MatmulImplementation(MixrtDtype dtype) {
+  if (!MatmulOnCompanion(dtype)) return OneDnnMatmulImplementation(dtype);
+  return absl::StrCat(OneDnn3CompanionImplementation(dtype), " (oneDNN ",
+                      OneDnn3CompanionVersion(), " companion)");
+}
+
 namespace {
 std::atomic<bool> g_f16_pairs_chosen{true};
 }  // namespace
 
 bool F16MatmulByBf16PairsPossible() {
   static const bool possible = !OneDnnHasMatmul(MIXRT_DTYPE_F16) &&
+                               !MatmulOnCompanion(MIXRT_DTYPE_F16) &&
                                OneDnnHasMatmul(MIXRT_DTYPE_BF16) &&
                                AmxTilesUsable();
   return possible;
@@ -666,11 +681,12 @@ absl::Status RunMatmul(const sdk::KernelCall& call) {
     return absl::OkStatus();
   }
   // Operands in a dtype this oneDNN build cannot multiply (f16 in 2.6, bf16
-  // below avx512_core) are widened to f32 first.
+  // below avx512_core) are widened to f32 first, unless the oneDNN 3.x
+  // companion multiplies them (f16 on avx512_fp16).
   TensorRef a = call.inputs[0];
   TensorRef b = call.inputs[1];
   WidenedOperand wa, wb;
-  if (!OneDnnHasMatmul(a.dtype())) {
+  if (!OneDnnHasMatmul(a.dtype()) && !MatmulOnCompanion(a.dtype())) {
     Widen(a, &wa);
     Widen(b, &wb);
     a = TensorRef(wa.desc);

@@ -21,6 +21,14 @@ absl::Status RunMatmul(const sdk::KernelCall& call);  // strided ok
 std::string OneDnnMatmulImplementation(MixrtDtype dtype);
 // Whether matmul runs `dtype` on oneDNN directly (else widened to f32).
 bool OneDnnHasMatmul(MixrtDtype dtype);
+// Whether matmul runs `dtype` natively on the oneDNN 3.x companion
+// (onednn3_companion.h) because the plugin's own oneDNN has no such
+// product: f16 on avx512_fp16 CPUs. Its reference loops ("ref:") do not
+// count: they are slower than widening to f32.
+bool MatmulOnCompanion(MixrtDtype dtype);
+// OneDnnMatmulImplementation, else the companion's, said as such
+// ("brg:avx512_core_fp16 (oneDNN 3.2.0 companion)"); "" when neither.
+std::string MatmulImplementation(MixrtDtype dtype);
 // Whether f16 matmuls can run as three bf16 products of split operands
 // (bf16_pair.h) on AMX: this oneDNN has no f16 matmul and its bf16 matmul
 // runs on AMX tiles (4x its f32 speed on Sapphire Rapids; avx512_bf16

@@ -228,10 +228,14 @@ Route Measure(const Companion& companion, const MatmulShape& shape,
   std::unique_ptr<char[]> scratch(new char[bytes]);
   std::memcpy(scratch.get(), c, bytes);
   char message[256];
-  RunPreparedMatmul(shape, a, b, scratch.get(), bias, post_op_data);
   if (companion.run(&product, a, b, scratch.get(), bias, message,
                     sizeof(message)) != 0) {
     return Route::kOwn;  // oneDNN 3.x cannot build it.
+  }
+  try {
+    RunPreparedMatmul(shape, a, b, scratch.get(), bias, post_op_data);
+  } catch (const dnnl::error&) {
+    return Route::kCompanion;  // 2.6.3 cannot (f16 products).
   }
   const double own = FastestSeconds([&] {
     RunPreparedMatmul(shape, a, b, scratch.get(), bias, post_op_data);
@@ -309,6 +313,26 @@ std::string OneDnn3CompanionSummary() {
 }
 
 bool OneDnn3CompanionLoaded() { return Get().companion != nullptr; }
+
+std::string OneDnn3CompanionImplementation(MixrtDtype dtype) {
+  const Loaded& loaded = Get();
+  if (loaded.companion == nullptr) return "";
+  MatmulShape shape;
+  shape.a = {dtype, {64, 64}, {64, 1}};
+  shape.b = shape.a;
+  shape.c = {MIXRT_DTYPE_F32, {64, 64}, {64, 1}};
+  MixrtOneDnn3Product product;
+  if (!ToCompanionProduct(shape, &product)) return "";
+  char implementation[128];
+  loaded.companion->implementation(&product, implementation,
+                                   sizeof(implementation));
+  return implementation;
+}
+
+std::string OneDnn3CompanionVersion() {
+  const Loaded& loaded = Get();
+  return loaded.companion != nullptr ? loaded.companion->version : "";
+}
 
 ProductOneDnnCounts ProductOneDnnCountsSoFar() {
   return {g_on_own.load(), g_on_companion.load(), g_shapes_timed.load()};

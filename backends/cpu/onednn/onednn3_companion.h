@@ -51,6 +51,13 @@ bool OneDnn3CompanionLoaded();
 // reaching another oneDNN. Loads it and unloads it again.
 std::string OneDnn3CompanionRefusal(const std::string& path);
 
+// The implementation the companion's oneDNN picks for a 64 x 64 x 64
+// product of `dtype` operands into f32 ("brg:avx512_core_fp16"); "" when it
+// has none or is not loaded.
+std::string OneDnn3CompanionImplementation(MixrtDtype dtype);
+// The companion's oneDNN version ("3.2.0"); "" when it is not loaded.
+std::string OneDnn3CompanionVersion();
+
 // Products run so far on each side, and product shapes timed (for tests
 // and `mixrt info`).
 struct ProductOneDnnCounts {
