@@ -541,7 +541,7 @@ bool OneDnnHasMatmul(MixrtDtype dtype) {
 
 bool MatmulOnCompanion(MixrtDtype dtype) {
   if (OneDnnHasMatmul(dtype)) return false;
-  const std::string implementation = OneDnn3CompanionImplementation(dtype);
+  const std::string& implementation = OneDnn3CompanionImplementation(dtype);
   return !implementation.empty() && !absl::StartsWith(implementation, "ref");
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -314,19 +315,30 @@ std::string OneDnn3CompanionSummary() {
 
 bool OneDnn3CompanionLoaded() { return Get().companion != nullptr; }
 
-std::string OneDnn3CompanionImplementation(MixrtDtype dtype) {
-  const Loaded& loaded = Get();
-  if (loaded.companion == nullptr) return "";
-  MatmulShape shape;
-  shape.a = {dtype, {64, 64}, {64, 1}};
-  shape.b = shape.a;
-  shape.c = {MIXRT_DTYPE_F32, {64, 64}, {64, 1}};
-  MixrtOneDnn3Product product;
-  if (!ToCompanionProduct(shape, &product)) return "";
-  char implementation[128];
-  loaded.companion->implementation(&product, implementation,
-                                   sizeof(implementation));
-  return implementation;
+const std::string& OneDnn3CompanionImplementation(MixrtDtype dtype) {
+  // Asked per product (RunMatmul's widening), and oneDNN builds a
+  // primitive descriptor to answer: once per float dtype, then kept (the
+  // companion is never unloaded).
+  static const std::array<std::string, 3>* implementations = [] {
+    auto* all = new std::array<std::string, 3>;
+    const Loaded& loaded = Get();
+    if (loaded.companion == nullptr) return all;
+    for (MixrtDtype d : {MIXRT_DTYPE_F32, MIXRT_DTYPE_F16, MIXRT_DTYPE_BF16}) {
+      MatmulShape shape;
+      shape.a = {d, {64, 64}, {64, 1}};
+      shape.b = shape.a;
+      shape.c = {MIXRT_DTYPE_F32, {64, 64}, {64, 1}};
+      MixrtOneDnn3Product product;
+      if (!ToCompanionProduct(shape, &product)) continue;
+      char implementation[128];
+      loaded.companion->implementation(&product, implementation,
+                                       sizeof(implementation));
+      (*all)[d] = implementation;
+    }
+    return all;
+  }();
+  static const std::string none;
+  return dtype <= MIXRT_DTYPE_BF16 ? (*implementations)[dtype] : none;
 }
 
 std::string OneDnn3CompanionVersion() {

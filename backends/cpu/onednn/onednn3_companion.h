@@ -54,7 +54,7 @@ std::string OneDnn3CompanionRefusal(const std::string& path);
 // The implementation the companion's oneDNN picks for a 64 x 64 x 64
 // product of `dtype` operands into f32 ("brg:avx512_core_fp16"); "" when it
 // has none or is not loaded.
-std::string OneDnn3CompanionImplementation(MixrtDtype dtype);
+const std::string& OneDnn3CompanionImplementation(MixrtDtype dtype);
 // The companion's oneDNN version ("3.2.0"); "" when it is not loaded.
 std::string OneDnn3CompanionVersion();
 
