@@ -10,7 +10,7 @@
 //
 // And the companion refuses what it must: a path that is missing, a
 // library in a directory others can write, a file that is no companion, a
-// truncated one.
+// truncated one, a FIFO.
 #include "backends/cpu/onednn/onednn3_companion.h"
 
 #include <sys/stat.h>
@@ -247,6 +247,12 @@ TEST(OneDnn3CompanionRefusalTest, RefusesWhatItMust) {
   const std::string why_cut = OneDnn3CompanionRefusal(cut);
   EXPECT_NE(why_cut.find("refused before loading"), std::string::npos)
       << why_cut;
+
+  // A FIFO planted at the path: refused at once, never waited on.
+  const std::string fifo = FreshDir("fifo", 0700) + "/libmixrt_cpu_onednn3.so";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string why_fifo = OneDnn3CompanionRefusal(fifo);
+  EXPECT_NE(why_fifo.find("not a regular file"), std::string::npos) << why_fifo;
 
   // A shared object that is no companion: the C library.
   const std::string other =
