@@ -25,6 +25,7 @@
 #include "backends/cpu/kernels/dense_call.h"
 #include "backends/cpu/kernels/epilogue.h"
 #include "backends/cpu/kernels/float_rows.h"
+#include "backends/cpu/kernels/operand_copies.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/onednn/onednn3_companion.h"
 #include "backends/cpu/onednn/onednn_compat.h"
@@ -440,7 +441,11 @@ bool Product(const TensorRef& a, const TensorRef& b, const TensorRef* bias_in,
   }
   const SerialScope serial(SerialProduct(shape));
   if (packed_b == nullptr) {
-    RunProductOnChosenOneDnn(shape, a.data(), b.data(), c.data(), bias_data,
+    const void* a_data = a.data();
+    const void* b_data = b.data();
+    OperandCopies copies;
+    CopyOperandsWhereFaster(&shape, &a_data, &b_data, &copies);
+    RunProductOnChosenOneDnn(shape, a_data, b_data, c.data(), bias_data,
                              post_data.data());
   } else {
     const dnnl::memory::desc packed = packed_b->get_desc();
