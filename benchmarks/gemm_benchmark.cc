@@ -2,6 +2,11 @@
 // oneDNN call of the same shape and dtype in the same run, f32 vs bf16 vs
 // f16. Prints GFLOP/s per case and, at the end, the ratios that matter:
 // plugin overhead over raw oneDNN (target < 3%), bf16 / f32 and f16 / f32.
+// Then Linear weight gradients (dy^T x, f32): through mixrt, whose plugin
+// copies operands into the layouts oneDNN's AVX2 gemm runs fast
+// (backends/cpu/kernels/operand_copies.h), against raw oneDNN on the
+// layouts as given: above 1x, the copies win (about 1x where they are
+// not made: AVX-512 kinds).
 //
 //   bazel run -c opt //benchmarks:gemm_benchmark
 #include <cstdio>
@@ -26,6 +31,14 @@ constexpr Shape kShapes[] = {
     {"1024x1024x1024", 1024, 1024, 1024},
     {"16x4096x4096", 16, 4096, 4096},  // Small M: memory-bound.
     {"32x64x64", 32, 64, 64},  // A small MLP layer: fixed costs per call.
+};
+
+// Linear weight gradients dW = dy^T x (m = out features, k = tokens, n =
+// in features): a transposed view of dy, x in rows.
+constexpr Shape kWeightGradients[] = {
+    {"dW_1024x1024x256", 1024, 1024, 256},  // Linear(256 -> 1024).
+    {"dW_256x1024x1024", 256, 1024, 1024},  // Linear(1024 -> 256).
+    {"dW_1024x512x1024", 1024, 512, 1024},  // Neither: a control.
 };
 
 dnnl::memory::data_type OneDnnType(DType t) {
@@ -85,7 +98,59 @@ void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
   state.SetLabel(pd.impl_info_str());
 }
 
+void MixrtWeightGradient(benchmark::State& state, Shape s) {
+  const Device device = CpuDevice();
+  auto dy = randn({s.k, s.m}, DType::kF32, device);
+  auto x = randn({s.k, s.n}, DType::kF32, device);
+  if (!dy.ok() || !x.ok()) {
+    state.SkipWithError("allocation failed");
+    return;
+  }
+  const Tensor dy_t = *dy->transpose(0, 1);
+  for (auto _ : state) {
+    auto dw = matmul(dy_t, *x);
+    if (!dw.ok()) {
+      state.SkipWithError(std::string(dw.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(dw->data_ptr());
+  }
+  SetGemmFlops(state, s);
+  ReportPeakMemory(state, device);
+}
+
+void RawOneDnnWeightGradient(benchmark::State& state, Shape s) {
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const auto f32 = memory::data_type::f32;
+  const memory::desc a({s.m, s.k}, f32, memory::dims{1, s.m});  // dy^T
+  const memory::desc b({s.k, s.n}, f32, memory::dims{s.n, 1});
+  const memory::desc c({s.m, s.n}, f32, memory::dims{s.n, 1});
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
+  dnnl::matmul prim(pd);
+  memory am(a, engine), bm(b, engine), cm(c, engine);
+  for (auto _ : state) {
+    prim.execute(
+        stream,
+        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+  SetGemmFlops(state, s);
+  state.SetLabel(pd.impl_info_str());
+}
+
 void Register() {
+  for (const Shape& s : kWeightGradients) {
+    for (const char* who : {"mixrt", "onednn"}) {
+      benchmark::RegisterBenchmark(
+          (std::string(who) + "/" + s.name).c_str(),
+          who[0] == 'm' ? MixrtWeightGradient : RawOneDnnWeightGradient, s)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->MinTime(0.5);
+    }
+  }
   for (const Shape& s : kShapes) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       const std::string suffix =
@@ -106,6 +171,16 @@ void Register() {
 
 void PrintRatios(const RateCollector& rates) {
   std::printf("\nRatios (same run, GFLOP/s):\n");
+  for (const Shape& s : kWeightGradients) {
+    const std::string n = s.name;
+    const double mixrt = rates.Get("mixrt/" + n),
+                 raw = rates.Get("onednn/" + n);
+    if (mixrt > 0 && raw > 0) {
+      std::printf("  %-18s f32  mixrt %7.1f  raw oneDNN as laid out %7.1f  "
+                  "%.2fx\n",
+                  s.name, mixrt, raw, mixrt / raw);
+    }
+  }
   for (const Shape& s : kShapes) {
     const std::string n = s.name;
     auto rate = [&](const std::string& who, const char* dtype) {

@@ -153,8 +153,13 @@ void AddChain(
 // hides it: a kernel that skips hidden keys must find it first. The causal
 // cases return the output alone with its heads merged, so a fused kernel
 // keeps the log-normalizers to itself and may write the merged rows.
-void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
-  constexpr int64_t kBatch = 2, kSequence = 200, kHeads = 2, kHeadDim = 64;
+// With 8 heads ("wide"), a token's rows are 3 x 8 x 64 elements apart (6
+// KiB in f32), which the CPU plugin copies back to back before oneDNN's
+// AVX2 gemm reads them (operand_copies.h); with 2, it reads them in place.
+void AddAttentionHeadsCases(DType dtype, int64_t heads,
+                            std::vector<Case>* cases) {
+  constexpr int64_t kBatch = 2, kSequence = 200, kHeadDim = 64;
+  const int64_t kHeads = heads;
   // As the attention cases': weights and products rounded once or twice.
   const double u = UnitRoundoff(dtype);
   const Tolerance out_tol{8 * u + 1e-5, 8 * u + 1e-5, {}};
@@ -165,7 +170,8 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
       std::vector<InputSpec> inputs = {
           {{kBatch, kSequence, 3, kHeads, kHeadDim}, dtype}};
       if (special) inputs.push_back({{kBatch, kSequence, 1, 1, 1}, dtype});
-      Fn fn = [causal, special](const std::vector<Tensor>& in) -> Outputs {
+      Fn fn = [causal, special,
+               kHeads](const std::vector<Tensor>& in) -> Outputs {
         Tensor packed = in[0];
         if (special) {
           const Device& device = packed.device();
@@ -210,7 +216,8 @@ void AddAttentionHeadsCases(DType dtype, std::vector<Case>* cases) {
         return std::vector<Tensor>{merged};
       };
       cases->push_back(
-          {absl::StrCat("fusion/attention_heads", causal ? "_causal" : "",
+          {absl::StrCat("fusion/attention_heads", heads == 2 ? "" : "_wide",
+                        causal ? "_causal" : "",
                         values == Values::kNormal ? "" : "/special", "/",
                         DTypeName(dtype)),
            MIXRT_OP_CLASS_MATMUL, dtype, [=](const Devices& d) {
@@ -559,7 +566,8 @@ void AddFusionCases(std::vector<Case>* cases) {
           for (double& e : t.extra) e += 67 * std::ldexp(1.0, -23);
           return t;
         });
-    AddAttentionHeadsCases(dtype, cases);
+    AddAttentionHeadsCases(dtype, 2, cases);
+    AddAttentionHeadsCases(dtype, 8, cases);
   }
 }
 

@@ -29,6 +29,7 @@
 #include "backends/cpu/kernels/attention_rows.h"
 #include "backends/cpu/kernels/cpu_matmul.h"
 #include "backends/cpu/kernels/float_rows.h"
+#include "backends/cpu/kernels/operand_copies.h"
 #include "backends/cpu/kernels/parallel.h"
 #include "backends/cpu/kernels/philox_rows.h"
 #include "backends/cpu/kernels/softmax_rows.h"
@@ -100,8 +101,9 @@ GroupRows DenseRows(const TensorRef& t) {
 }
 
 // Rows [r0, r0 + rows) of group g of `t` (cols elements each) in `dtype`
-// and the distance between them: `t`'s own memory when the dtypes agree,
-// else f32 copies in `scratch`, back to back.
+// and the distance between them: `t`'s own memory when the dtypes agree
+// (unless oneDNN's AVX2 gemm reads f32 rows that far apart slowly:
+// operand_copies.h), else f32 copies in `scratch`, back to back.
 struct RowsIn {
   const void* data;
   int64_t ld;
@@ -110,7 +112,8 @@ RowsIn RowsInDtype(const GroupRows& t, int64_t g, int64_t r0, int64_t rows,
                    int64_t cols, MixrtDtype dtype,
                    std::vector<float>* scratch) {
   const int64_t at = t.Offset(g, r0);
-  if (t.dtype == dtype) {
+  if (t.dtype == dtype &&
+      !(dtype == MIXRT_DTYPE_F32 && F32RowsAliasOnAvx2(t.row_stride, cols))) {
     return {static_cast<const char*>(t.data) + at * Bytes(dtype), t.row_stride};
   }
   scratch->resize(rows * cols);

@@ -98,6 +98,10 @@ bool PaddedBFaster(const MatmulShape& shape) {
          k * (n + kRowPadding) <= kMaxCopiedElements;
 }
 
+bool F32RowsAliasOnAvx2(int64_t ld, int64_t cols) {
+  return ld != cols && ld % kAliasingStride == 0 && OneDnnOnAvx2();
+}
+
 void CopyOperandsWhereFaster(MatmulShape* shape, const void** a, const void** b,
                              OperandCopies* copies) {
   if (!OneDnnOnAvx2()) return;
