@@ -10,6 +10,8 @@
 //
 //   bazel run -c opt //benchmarks:gemm_benchmark
 #include <cstdio>
+#include <cstring>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,6 +72,17 @@ void MixrtLinear(benchmark::State& state, Shape s, DType dtype) {
   ReportPeakMemory(state, device);
 }
 
+// Writes every byte of the raw side's operands (0x3c: a normal finite
+// value in f32, bf16 and f16). Memory oneDNN allocates is never touched
+// until then, so all of it reads as the kernel's one shared zero page,
+// which stays in L1: the raw side ran 14% faster than mixrt's on
+// 1024x1024x1024 f32 from that alone.
+void FillOperands(std::initializer_list<dnnl::memory*> operands) {
+  for (dnnl::memory* m : operands) {
+    std::memset(m->get_data_handle(), 0x3c, m->get_desc().get_size());
+  }
+}
+
 void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
   using dnnl::memory;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -88,6 +101,7 @@ void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
   }
   dnnl::matmul prim(pd);
   memory am(a, engine), bm(b, engine), cm(c, engine);
+  FillOperands({&am, &bm, &cm});
   for (auto _ : state) {
     prim.execute(
         stream,
@@ -130,6 +144,7 @@ void RawOneDnnWeightGradient(benchmark::State& state, Shape s) {
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
   dnnl::matmul prim(pd);
   memory am(a, engine), bm(b, engine), cm(c, engine);
+  FillOperands({&am, &bm, &cm});
   for (auto _ : state) {
     prim.execute(
         stream,
@@ -176,9 +191,10 @@ void PrintRatios(const RateCollector& rates) {
     const double mixrt = rates.Get("mixrt/" + n),
                  raw = rates.Get("onednn/" + n);
     if (mixrt > 0 && raw > 0) {
-      std::printf("  %-18s f32  mixrt %7.1f  raw oneDNN as laid out %7.1f  "
-                  "%.2fx\n",
-                  s.name, mixrt, raw, mixrt / raw);
+      std::printf(
+          "  %-18s f32  mixrt %7.1f  raw oneDNN as laid out %7.1f  "
+          "%.2fx\n",
+          s.name, mixrt, raw, mixrt / raw);
     }
   }
   for (const Shape& s : kShapes) {

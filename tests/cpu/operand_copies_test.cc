@@ -127,8 +127,10 @@ TEST(OperandCopiesTest, ProductsOnTheCopiesEqualTheOperandsProducts) {
   // a transposed, ragged against the 32 x 32 copy blocks and the 8 x 8
   // transposes (m 1000, k 301), rows 1003 apart.
   CheckProduct(1000, 301, 200, {1, 1003}, {200, 1}, 0);
+  // k a multiple of 512: the copy's rows padded.
+  CheckProduct(600, 512, 100, {1, 600}, {100, 1}, 0);
   const OperandCopyCounts a_copied = OperandCopyCountsSoFar();
-  EXPECT_EQ(a_copied.a_into_rows - before.a_into_rows, 1);
+  EXPECT_EQ(a_copied.a_into_rows - before.a_into_rows, 2);
   EXPECT_EQ(a_copied.b_padded, before.b_padded);
 
   // b a 600-column slice of rows 1024 apart, accumulating into y.

@@ -37,12 +37,15 @@ bool PlainF32Product(const MatmulShape& shape) {
 
 bool OneDnnOnAvx2() { return !GetCpuInfo().onednn_avx512; }
 
-// a (dims {m, k}, strides {1, lda}) into m rows of k.
+// a (dims {m, k}, strides {1, lda}) into m rows of k, padded when k is a
+// multiple of 2 KiB (b's rule, for a's rows: the copy itself ran 10-25%
+// faster with its rows padded, and the product no slower).
 void CopyAIntoRows(const float* a, MatmulShape* shape,
                    std::unique_ptr<float[]>* rows) {
   const int64_t m = shape->a.dims[0], k = shape->a.dims[1];
   const int64_t lda = shape->a.strides[1];
-  rows->reset(new float[m * k]);
+  const int64_t ld = k % kAliasingStride == 0 ? k + kRowPadding : k;
+  rows->reset(new float[m * ld]);
   float* out = rows->get();
   // a's memory holds k rows of m, which TransposePanel turns into m rows
   // of k: 32 of them a task.
@@ -52,11 +55,11 @@ void CopyAIntoRows(const float* a, MatmulShape* shape,
       const int64_t i0 = block * kBlock, width = std::min(kBlock, m - i0);
       for (int64_t j0 = 0; j0 < k; j0 += kBlock) {
         TransposePanel(a + j0 * lda + i0, lda, std::min(kBlock, k - j0), width,
-                       out + i0 * k + j0, k);
+                       out + i0 * ld + j0, ld);
       }
     }
   });
-  shape->a.strides = {k, 1};
+  shape->a.strides = {ld, 1};
   g_a_into_rows.fetch_add(1, std::memory_order_relaxed);
 }
 
