@@ -29,6 +29,26 @@ void ParallelFor(int64_t n, int64_t grain, Fn&& fn) {
   }
 }
 
+// As ParallelFor, but ranges of `chunk` items are handed to whichever
+// thread is free next, for loops of many similar tasks where one thread
+// may fall behind (another process on its core): fn(begin, end) is called
+// once per chunk.
+template <typename Fn>
+void ParallelForChunks(int64_t n, int64_t chunk, Fn&& fn) {
+  if (n <= 0) return;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int threads =
+      static_cast<int>(std::min<int64_t>(omp_get_max_threads(), chunks));
+  if (threads <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    fn(c * chunk, std::min(n, (c + 1) * chunk));
+  }
+}
+
 // Items per range so that each range holds at least ~16K elements of
 // work: waking a thread and joining it costs what that much simple work
 // takes. A fixed count of rows or channels forked tiny problems (a 32 x 10
