@@ -83,15 +83,12 @@ void FillOperands(std::initializer_list<dnnl::memory*> operands) {
   }
 }
 
-void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
-  using dnnl::memory;
+// Times c = a x b (shape s) on oneDNN directly, operands filled.
+void TimeRawMatmul(benchmark::State& state, Shape s,
+                   const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+                   const dnnl::memory::desc& c) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
-  const memory::desc a({s.m, s.k}, OneDnnType(dtype), memory::dims{s.k, 1});
-  // The weight viewed transposed: [k, n] with strides (1, k).
-  const memory::desc b({s.k, s.n}, OneDnnType(dtype), memory::dims{1, s.k});
-  const memory::desc c({s.m, s.n}, memory::data_type::f32,
-                       memory::dims{s.n, 1});
   dnnl::matmul::primitive_desc pd;
   try {
     pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), engine);
@@ -100,7 +97,7 @@ void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
     return;
   }
   dnnl::matmul prim(pd);
-  memory am(a, engine), bm(b, engine), cm(c, engine);
+  dnnl::memory am(a, engine), bm(b, engine), cm(c, engine);
   FillOperands({&am, &bm, &cm});
   for (auto _ : state) {
     prim.execute(
@@ -110,6 +107,16 @@ void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
   }
   SetGemmFlops(state, s);
   state.SetLabel(pd.impl_info_str());
+}
+
+void RawOneDnn(benchmark::State& state, Shape s, DType dtype) {
+  using dnnl::memory;
+  // The weight viewed transposed: [k, n] with strides (1, k).
+  TimeRawMatmul(
+      state, s,
+      memory::desc({s.m, s.k}, OneDnnType(dtype), memory::dims{s.k, 1}),
+      memory::desc({s.k, s.n}, OneDnnType(dtype), memory::dims{1, s.k}),
+      memory::desc({s.m, s.n}, memory::data_type::f32, memory::dims{s.n, 1}));
 }
 
 void MixrtWeightGradient(benchmark::State& state, Shape s) {
@@ -135,24 +142,11 @@ void MixrtWeightGradient(benchmark::State& state, Shape s) {
 
 void RawOneDnnWeightGradient(benchmark::State& state, Shape s) {
   using dnnl::memory;
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
   const auto f32 = memory::data_type::f32;
-  const memory::desc a({s.m, s.k}, f32, memory::dims{1, s.m});  // dy^T
-  const memory::desc b({s.k, s.n}, f32, memory::dims{s.n, 1});
-  const memory::desc c({s.m, s.n}, f32, memory::dims{s.n, 1});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
-  dnnl::matmul prim(pd);
-  memory am(a, engine), bm(b, engine), cm(c, engine);
-  FillOperands({&am, &bm, &cm});
-  for (auto _ : state) {
-    prim.execute(
-        stream,
-        {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    stream.wait();
-  }
-  SetGemmFlops(state, s);
-  state.SetLabel(pd.impl_info_str());
+  TimeRawMatmul(state, s,
+                memory::desc({s.m, s.k}, f32, memory::dims{1, s.m}),  // dy^T
+                memory::desc({s.k, s.n}, f32, memory::dims{s.n, 1}),
+                memory::desc({s.m, s.n}, f32, memory::dims{s.n, 1}));
 }
 
 void Register() {

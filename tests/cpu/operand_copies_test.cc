@@ -57,6 +57,8 @@ TEST(OperandCopiesTest, PaddedBOnlyForRows2KiBApartAndShortProducts) {
       << "rows not a multiple of 2 KiB apart";
   EXPECT_FALSE(PaddedBFaster(Shape(256, 1024, 1024, {1024, 1}, {1, 1024})))
       << "b transposed (a Linear's forward)";
+  EXPECT_FALSE(PaddedBFaster(Shape(256, 1024, 1024, {1024, 1}, {0, 1})))
+      << "one row repeated (stride 0)";
   EXPECT_FALSE(PaddedBFaster(Shape(512, 1024, 1024, {1024, 1}, {1024, 1})))
       << "m 512";
   EXPECT_FALSE(PaddedBFaster(Shape(32, 1024, 1024, {1024, 1}, {1024, 1})))

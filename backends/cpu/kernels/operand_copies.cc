@@ -38,8 +38,8 @@ bool PlainF32Product(const MatmulShape& shape) {
 bool OneDnnOnAvx2() { return !GetCpuInfo().onednn_avx512; }
 
 // a (dims {m, k}, strides {1, lda}) into m rows of k, padded when k is a
-// multiple of 2 KiB (b's rule, for a's rows: the copy itself ran 10-25%
-// faster with its rows padded, and the product no slower).
+// multiple of 2 KiB (b's rule, for a's rows: the copy of a 4 MiB a took
+// 0.84 ms into padded rows against 1.00 into rows 4 KiB apart).
 void CopyAIntoRows(const float* a, MatmulShape* shape,
                    std::unique_ptr<float[]>* rows) {
   const int64_t m = shape->a.dims[0], k = shape->a.dims[1];
@@ -95,14 +95,15 @@ bool PaddedBFaster(const MatmulShape& shape) {
   if (!PlainF32Product(shape)) return false;
   const int64_t m = shape.a.dims[0], k = shape.b.dims[0], n = shape.b.dims[1];
   const int64_t ldb = shape.b.strides[0];
-  const bool rows = shape.b.strides[1] == 1 && k > 1;
+  // Rows apart (not a row repeated by a stride 0) by a multiple of 2 KiB.
+  const bool rows = shape.b.strides[1] == 1 && k > 1 && ldb >= n;
   return rows && ldb % kAliasingStride == 0 && n >= kPaddedBMinN &&
          m >= kPaddedBMinM && m <= kPaddedBMaxM &&
          k * (n + kRowPadding) <= kMaxCopiedElements;
 }
 
 bool F32RowsAliasOnAvx2(int64_t ld, int64_t cols) {
-  return ld != cols && ld % kAliasingStride == 0 && OneDnnOnAvx2();
+  return ld > cols && ld % kAliasingStride == 0 && OneDnnOnAvx2();
 }
 
 void CopyOperandsWhereFaster(MatmulShape* shape, const void** a, const void** b,
