@@ -16,14 +16,14 @@
 // (an installed SDK's bin/), else name it with --reference.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_split.h"
 #include "common/atomic_write.h"
+#include "common/cpu_info_field.h"
 #include "core/bundled/bundled_plugins.h"
 #include "core/plugin/plugin_search_path.h"
 #include "core/plugin/registry.h"
@@ -73,19 +73,13 @@ class ConformanceTest : public ::testing::Test {
 
 // Whether /proc/cpuinfo's flags name `flag` (true where it cannot be read:
 // then the run goes ahead).
-bool CpuHasFlag(const std::string& flag) {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::string word;
-    while (words >> word) {
-      if (word == flag) return true;
-    }
-    return false;
+bool CpuHasFlag(absl::string_view flag) {
+  const std::string flags = CpuInfoField("flags");
+  if (flags.empty()) return true;
+  for (absl::string_view word : absl::StrSplit(flags, ' ', absl::SkipEmpty())) {
+    if (word == flag) return true;
   }
-  return true;
+  return false;
 }
 
 int Main(int argc, char** argv) {

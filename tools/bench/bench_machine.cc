@@ -15,25 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/cpu_info_field.h"
 #include "tools/info/info_report.h"
 
 extern char** environ;
 
 namespace mixrt::bench {
 namespace {
-
-// The first "key : value" line of /proc/cpuinfo with this key.
-std::string CpuInfoField(const std::string& key) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> kv = absl::StrSplit(line, absl::MaxSplits(':', 1));
-    if (kv.size() == 2 && absl::StripAsciiWhitespace(kv[0]) == key) {
-      return std::string(absl::StripAsciiWhitespace(kv[1]));
-    }
-  }
-  return "";
-}
 
 uint64_t MemTotalBytes() {
   std::ifstream in("/proc/meminfo");

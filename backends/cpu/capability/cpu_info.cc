@@ -2,39 +2,19 @@
 
 #include <omp.h>
 
-#include <fstream>
-
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "backends/cpu/onednn/onednn_compat.h"
+#include "common/cpu_info_field.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace mixrt::cpu {
-namespace {
-
-// The first value of /proc/cpuinfo's `field`, or `otherwise`.
-std::string ReadCpuField(absl::string_view field, absl::string_view otherwise) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field)) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
-      }
-    }
-  }
-  return std::string(otherwise);
-}
-
-}  // namespace
 
 const CpuInfo& GetCpuInfo() {
   static const CpuInfo info = [] {
     CpuInfo i;
-    i.model = ReadCpuField("model name", "unknown x86-64 CPU");
-    i.flags = ReadCpuField("flags", "");
+    i.model = CpuInfoField("model name");
+    if (i.model.empty()) i.model = "unknown x86-64 CPU";
+    i.flags = CpuInfoField("flags");
     i.threads = omp_get_max_threads();
     __builtin_cpu_init();
     i.has_build_isa = __builtin_cpu_supports("avx2") &&
