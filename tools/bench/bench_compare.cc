@@ -17,10 +17,6 @@ struct Entry {
   std::vector<double> samples;
 };
 
-// Fewer samples than this cannot make a Mann-Whitney U test significant
-// at any usual alpha: a comparison needs them.
-constexpr size_t kMinComparedSamples = 3;
-
 // `object[key]` when it is a string, else `fallback`: nlohmann's value()
 // throws a type error (an abort here) when the key holds another type.
 std::string StringOr(const nlohmann::json& object, const char* key,
@@ -100,10 +96,10 @@ absl::StatusOr<std::map<std::string, Entry>> Entries(const nlohmann::json& run,
           absl::StrCat(name, ": result ", i, " (", key, ") has median_ms ",
                        e.median, "; expected a positive time"));
     }
-    if (e.samples.size() < kMinComparedSamples) {
+    if (e.samples.size() < static_cast<size_t>(kMinComparableSamples)) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": result ", i, " (", key, ") has ", e.samples.size(),
-          " samples; a comparison needs at least ", kMinComparedSamples));
+          " samples; a comparison needs at least ", kMinComparableSamples));
     }
     auto it = entries.find(key);
     if (it == entries.end() || e.median < it->second.median) {

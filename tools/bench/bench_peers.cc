@@ -20,6 +20,7 @@
 #include "common/run_program.h"
 #include "core/plugin/plugin_search_path.h"
 #include "mixrt/status_macros.h"
+#include "tools/bench/bench_stats.h"
 #include "tools/cpp/runfiles/runfiles.h"
 
 namespace mixrt::bench {
@@ -133,7 +134,8 @@ absl::StatusOr<nlohmann::json> RunPeer(const std::string& peer,
                     {"min_time_s", options.timing.min_time_s},
                     {"max_noise", options.timing.max_noise},
                     {"timeout_s", options.timing.timeout_s},
-                    {"min_sample_ms", options.timing.min_sample_ms}};
+                    {"min_sample_ms", options.timing.min_sample_ms},
+                    {"min_comparable_samples", kMinComparableSamples}};
   const double case_limit = options.peer_case_limit_s > 0
                                 ? options.peer_case_limit_s
                                 : options.timing.timeout_s + 15;

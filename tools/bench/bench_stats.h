@@ -8,6 +8,11 @@
 
 namespace mixrt::bench {
 
+// Fewer samples than this cannot make a Mann-Whitney U test significant
+// at any usual alpha: `mixrt bench compare` refuses them, so a timed case
+// (ours or a peer's) stops at its timeout only once it has this many.
+constexpr int kMinComparableSamples = 3;
+
 struct SampleStats {
   int count = 0;
   double median = 0, min = 0, max = 0, mean = 0;

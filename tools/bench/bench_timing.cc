@@ -40,8 +40,10 @@ absl::StatusOr<Timing> TimeSteps(const std::function<absl::Status()>& step,
         break;
       }
     }
+    // A case stopped by its timeout still has enough samples to compare
+    // (two made a whole --quick run refused by `mixrt bench compare`).
     if (elapsed >= options.timeout_s &&
-        static_cast<int>(t.samples_ms.size()) >= 2) {
+        static_cast<int>(t.samples_ms.size()) >= kMinComparableSamples) {
       break;
     }
   }

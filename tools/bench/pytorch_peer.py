@@ -93,7 +93,8 @@ def time_counted_steps(step, t):
             if median_ci_half_width(samples) <= t["max_noise"]:
                 noise_met = True
                 break
-        if elapsed >= t["timeout_s"] and len(samples) >= 2:
+        # Past the timeout, stop once `mixrt bench compare` can use the case.
+        if elapsed >= t["timeout_s"] and len(samples) >= t["min_comparable_samples"]:
             break
     timing = summarize(samples)
     timing["steps_per_sample"] = reps
