@@ -51,8 +51,8 @@ TEST(TimeStepsTest, PreciseMedianStopsBeforeTimeout) {
 
 TEST(TimeStepsTest, StepErrorIsReturned) {
   TimingOptions options;
-  absl::StatusOr<Timing> t = TimeSteps(
-      [] { return absl::InternalError("kernel failed"); }, options);
+  absl::StatusOr<Timing> t =
+      TimeSteps([] { return absl::InternalError("kernel failed"); }, options);
   EXPECT_THAT(t.status().message(), testing::HasSubstr("kernel failed"));
 }
 
