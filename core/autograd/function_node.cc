@@ -9,7 +9,7 @@ namespace {
 
 void RecordNode(const std::string& name, const std::vector<Tensor>& inputs,
                 std::vector<Tensor*> outputs, std::vector<Tensor> saved,
-                BackwardFn fn, bool stateless) {
+                MaskedBackwardFn fn, bool stateless) {
   // A trace assumes each leaf it read keeps its requires_grad (a closure
   // tensor or parameter switched off must not keep getting gradients).
   if (CaptureHooks* hooks = ActiveCaptureHooks();
@@ -35,18 +35,35 @@ void RecordNode(const std::string& name, const std::vector<Tensor>& inputs,
   }
 }
 
+// A backward that computes every input gradient, under the masked
+// signature.
+MaskedBackwardFn IgnoringMask(BackwardFn fn) {
+  return [fn = std::move(fn)](const std::vector<Tensor>& grad_outputs,
+                              const std::vector<Tensor>& saved,
+                              const InputGradMask&) {
+    return fn(grad_outputs, saved);
+  };
+}
+
 }  // namespace
 
 void Record(const std::string& name, const std::vector<Tensor>& inputs,
             std::vector<Tensor*> outputs, std::vector<Tensor> saved,
             BackwardFn fn) {
+  RecordNode(name, inputs, std::move(outputs), std::move(saved),
+             IgnoringMask(std::move(fn)), /*stateless=*/false);
+}
+
+void RecordMasked(const std::string& name, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+                  MaskedBackwardFn fn) {
   RecordNode(name, inputs, std::move(outputs), std::move(saved), std::move(fn),
              /*stateless=*/false);
 }
 
 void RecordStateless(const std::string& name, const std::vector<Tensor>& inputs,
                      std::vector<Tensor*> outputs, BackwardFn fn) {
-  RecordNode(name, inputs, std::move(outputs), {}, std::move(fn),
+  RecordNode(name, inputs, std::move(outputs), {}, IgnoringMask(std::move(fn)),
              /*stateless=*/true);
 }
 

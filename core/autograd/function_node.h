@@ -15,10 +15,18 @@ namespace mixrt {
 
 using BackwardFn = std::function<absl::StatusOr<std::vector<Tensor>>(
     const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& saved)>;
+// Which inputs' gradients go anywhere, by input position.
+using InputGradMask = std::vector<bool>;
+// A backward told which input gradients are needed: it may leave the others
+// undefined (the first Linear of a network computes no gradient for the
+// data, which PyTorch skips too: a ninth of an MLP step's products).
+using MaskedBackwardFn = std::function<absl::StatusOr<std::vector<Tensor>>(
+    const std::vector<Tensor>& grad_outputs, const std::vector<Tensor>& saved,
+    const InputGradMask& needs_input_grad)>;
 
 class FunctionNode : public Node {
  public:
-  FunctionNode(std::string name, std::vector<Tensor> saved, BackwardFn fn,
+  FunctionNode(std::string name, std::vector<Tensor> saved, MaskedBackwardFn fn,
                bool stateless = false)
       : Node(std::move(name)),
         saved_(std::move(saved)),
@@ -27,7 +35,9 @@ class FunctionNode : public Node {
 
   absl::StatusOr<std::vector<Tensor>> Apply(
       std::vector<Tensor> grad_outputs) override {
-    return fn_(grad_outputs, saved_);
+    InputGradMask needs(next_edges().size());
+    for (size_t i = 0; i < needs.size(); ++i) needs[i] = needs_input_grad(i);
+    return fn_(grad_outputs, saved_, needs);
   }
   // The closure goes too: the tensors it captured (forward outputs, masks)
   // are saved tensors as much as saved_ is.
@@ -40,7 +50,7 @@ class FunctionNode : public Node {
 
  private:
   std::vector<Tensor> saved_;
-  BackwardFn fn_;
+  MaskedBackwardFn fn_;
   bool stateless_;
 };
 
@@ -50,6 +60,11 @@ class FunctionNode : public Node {
 void Record(const std::string& name, const std::vector<Tensor>& inputs,
             std::vector<Tensor*> outputs, std::vector<Tensor> saved,
             BackwardFn fn);
+// Record for a backward that computes only the input gradients the mask
+// says are needed (undefined tensors in the other positions).
+void RecordMasked(const std::string& name, const std::vector<Tensor>& inputs,
+                  std::vector<Tensor*> outputs, std::vector<Tensor> saved,
+                  MaskedBackwardFn fn);
 // Record for a backward that saves nothing and whose closure holds no
 // tensor: the node survives backward and may run again (a cast).
 void RecordStateless(const std::string& name, const std::vector<Tensor>& inputs,

@@ -47,6 +47,12 @@ class Node {
 
   const std::string& name() const { return name_; }
   std::vector<Edge>& next_edges() { return next_edges_; }
+  // Whether input i's gradient goes anywhere (PyTorch's needs_input_grad):
+  // an input that does not require grad has no edge, and a backward may
+  // skip computing its gradient.
+  bool needs_input_grad(size_t i) const {
+    return i < next_edges_.size() && next_edges_[i].node != nullptr;
+  }
   int num_outputs() const { return num_outputs_; }
   void set_num_outputs(int n) { num_outputs_ = n; }
   uint64_t sequence() const { return sequence_; }

@@ -39,19 +39,25 @@ absl::StatusOr<Tensor> MatmulNd(const Tensor& a, const Tensor& b) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::matmul(a, b));
   const Shape sa = a.shape(), sb = b.shape();
   const bool low = LowPrecisionWeightGradients(b);
-  Record("MatmulBackward", {a, b}, {&y}, {a, b},
-         [sa, sb, low](const std::vector<Tensor>& g,
-                       const std::vector<Tensor>& s) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(s[0].dtype()));
-           MIXRT_ASSIGN_OR_RETURN(Tensor bt, s[1].transpose(-1, -2));
-           MIXRT_ASSIGN_OR_RETURN(Tensor at, s[0].transpose(-1, -2));
-           MIXRT_ASSIGN_OR_RETURN(Tensor da, kernels::matmul(g0, bt));
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor db, kernels::matmul(at, g0, WeightGradientOut(low)));
-           MIXRT_ASSIGN_OR_RETURN(da, SumToShape(da, sa));
-           MIXRT_ASSIGN_OR_RETURN(db, SumToShape(db, sb));
-           return std::vector<Tensor>{da, db};
-         });
+  RecordMasked(
+      "MatmulBackward", {a, b}, {&y}, {a, b},
+      [sa, sb, low](const std::vector<Tensor>& g, const std::vector<Tensor>& s,
+                    const InputGradMask& needs) -> Grads {
+        MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(s[0].dtype()));
+        Tensor da, db;
+        if (needs[0]) {
+          MIXRT_ASSIGN_OR_RETURN(Tensor bt, s[1].transpose(-1, -2));
+          MIXRT_ASSIGN_OR_RETURN(da, kernels::matmul(g0, bt));
+          MIXRT_ASSIGN_OR_RETURN(da, SumToShape(da, sa));
+        }
+        if (needs[1]) {
+          MIXRT_ASSIGN_OR_RETURN(Tensor at, s[0].transpose(-1, -2));
+          MIXRT_ASSIGN_OR_RETURN(
+              db, kernels::matmul(at, g0, WeightGradientOut(low)));
+          MIXRT_ASSIGN_OR_RETURN(db, SumToShape(db, sb));
+        }
+        return std::vector<Tensor>{da, db};
+      });
   return y;
 }
 
@@ -90,27 +96,34 @@ absl::StatusOr<Tensor> linear(const Tensor& x_in, const Tensor& w_in,
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::linear(x, w, b));
   const bool has_bias = b.defined();
   const bool low = LowPrecisionWeightGradients(w);
-  Record("LinearBackward", {x, w, b}, {&y}, {x, w},
-         [has_bias, low](const std::vector<Tensor>& g,
-                         const std::vector<Tensor>& s) -> Grads {
-           const Tensor &x = s[0], &w = s[1];
-           const int64_t out = w.shape()[0], in = w.shape()[1];
-           MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(x.dtype()));
-           // dx = g W; dW = g^T x over all leading dims; db = sum g.
-           MIXRT_ASSIGN_OR_RETURN(Tensor dx, kernels::matmul(g0, w));
-           MIXRT_ASSIGN_OR_RETURN(Tensor g2, g0.reshape({-1, out}));
-           MIXRT_ASSIGN_OR_RETURN(Tensor x2, x.reshape({-1, in}));
-           MIXRT_ASSIGN_OR_RETURN(Tensor g2t, g2.transpose(0, 1));
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor dw, kernels::matmul(g2t, x2, WeightGradientOut(low)));
-           Tensor db;
-           if (has_bias) {
-             MIXRT_ASSIGN_OR_RETURN(
-                 db, kernels::sum(g2, {0}, /*keepdim=*/false,
-                                  low ? g2.dtype() : DType::kF32));
-           }
-           return std::vector<Tensor>{dx, dw, db};
-         });
+  RecordMasked("LinearBackward", {x, w, b}, {&y}, {x, w},
+               [has_bias, low](const std::vector<Tensor>& g,
+                               const std::vector<Tensor>& s,
+                               const InputGradMask& needs) -> Grads {
+                 const Tensor &x = s[0], &w = s[1];
+                 const int64_t out = w.shape()[0], in = w.shape()[1];
+                 MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(x.dtype()));
+                 // dx = g W; dW = g^T x over all leading dims; db = sum g. Each
+                 // only where its input needs it: a network's first layer gets
+                 // no dx.
+                 Tensor dx, dw, db;
+                 if (needs[0]) {
+                   MIXRT_ASSIGN_OR_RETURN(dx, kernels::matmul(g0, w));
+                 }
+                 MIXRT_ASSIGN_OR_RETURN(Tensor g2, g0.reshape({-1, out}));
+                 if (needs[1]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor x2, x.reshape({-1, in}));
+                   MIXRT_ASSIGN_OR_RETURN(Tensor g2t, g2.transpose(0, 1));
+                   MIXRT_ASSIGN_OR_RETURN(
+                       dw, kernels::matmul(g2t, x2, WeightGradientOut(low)));
+                 }
+                 if (has_bias && needs[2]) {
+                   MIXRT_ASSIGN_OR_RETURN(
+                       db, kernels::sum(g2, {0}, /*keepdim=*/false,
+                                        low ? g2.dtype() : DType::kF32));
+                 }
+                 return std::vector<Tensor>{dx, dw, db};
+               });
   return y;
 }
 
@@ -224,18 +237,28 @@ absl::StatusOr<Tensor> conv2d(const Tensor& x_in, const Tensor& w_in,
   plain.activation = MIXRT_ACTIVATION_NONE;  // Differentiated separately.
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::conv2d(x, w, b, plain));
   const bool has_bias = b.defined();
-  Record("Conv2dBackward", {x, w, b}, {&y}, {x, w},
-         [plain, has_bias](const std::vector<Tensor>& g,
-                           const std::vector<Tensor>& s) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(s[0].dtype()));
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor dx,
-               kernels::conv2d_backward_data(g0, s[1], s[0].shape(), plain));
-           MIXRT_ASSIGN_OR_RETURN(kernels::Conv2dWeightGrads dw,
-                                  kernels::conv2d_backward_weights(
-                                      g0, s[0], s[1].shape(), has_bias, plain));
-           return std::vector<Tensor>{dx, dw.grad_weight, dw.grad_bias};
-         });
+  RecordMasked(
+      "Conv2dBackward", {x, w, b}, {&y}, {x, w},
+      [plain, has_bias](const std::vector<Tensor>& g,
+                        const std::vector<Tensor>& s,
+                        const InputGradMask& needs) -> Grads {
+        MIXRT_ASSIGN_OR_RETURN(Tensor g0, g[0].to(s[0].dtype()));
+        // The data gradient of a network's first convolution (the images)
+        // goes nowhere: not computed.
+        Tensor dx;
+        if (needs[0]) {
+          MIXRT_ASSIGN_OR_RETURN(
+              dx, kernels::conv2d_backward_data(g0, s[1], s[0].shape(), plain));
+        }
+        kernels::Conv2dWeightGrads dw;
+        if (needs[1] || needs[2]) {
+          MIXRT_ASSIGN_OR_RETURN(
+              dw, kernels::conv2d_backward_weights(
+                      g0, s[0], s[1].shape(), has_bias && needs[2], plain));
+        }
+        return std::vector<Tensor>{dx, needs[1] ? dw.grad_weight : Tensor(),
+                                   dw.grad_bias};
+      });
   if (options.activation == MIXRT_ACTIVATION_RELU) return relu(y);
   if (options.activation == MIXRT_ACTIVATION_GELU) return gelu(y);
   if (options.activation == MIXRT_ACTIVATION_GELU_TANH) return gelu(y, true);

@@ -140,9 +140,10 @@ void ExpectSameRun(const RunResult& got, const RunResult& want) {
 TEST_F(TrainerFailoverTest, ACrashMidRunContinuesOnAnotherBackendBitForBit) {
   const RunResult want = Train(reference_, Options(0));
   Registry registry;
-  // Six matmuls a step (two forward, four backward): the 23rd is in step
-  // 3's backward, after the snapshot of step 2.
-  const RunResult got = Train(Faulty(registry, "crash", 23), Options(2));
+  // Five matmuls a step (two forward, three backward: the first Linear's
+  // input needs no gradient): the 19th is in step 3's backward, after the
+  // snapshot of step 2.
+  const RunResult got = Train(Faulty(registry, "crash", 19), Options(2));
   ExpectSameRun(got, want);
   ASSERT_EQ(got.failovers.size(), 1u);
   EXPECT_THAT(got.failovers[0], HasSubstr("crashed: SIGSEGV in matmul"));
@@ -167,8 +168,10 @@ TEST_F(TrainerFailoverTest, AFailureBeforeTheSecondSnapshotReplaysFromStart) {
 TEST_F(TrainerFailoverTest, AHangIsKilledAndTrainingContinues) {
   const RunResult want = Train(reference_, Options(0));
   Registry registry;
+  // The 25th matmul is step 4's last (backward), after the snapshot of
+  // step 3.
   const RunResult got =
-      Train(Faulty(registry, "hang", 30, absl::Milliseconds(300)), Options(3));
+      Train(Faulty(registry, "hang", 25, absl::Milliseconds(300)), Options(3));
   ExpectSameRun(got, want);
   ASSERT_EQ(got.failovers.size(), 1u);
   EXPECT_THAT(got.failovers[0], HasSubstr("hung: matmul"));
@@ -207,7 +210,9 @@ TEST_P(FixtureFailoverTest, TheRunSurvivesAndEndsAsTheReferenceRun) {
   const RunResult want = Train(reference_, options);
   Registry registry;
   options.snapshot_every = 2;
-  const RunResult got = Train(Faulty(registry, GetParam().mode, 23), options);
+  // In step 3 (its backward eagerly; compiled, the forward of a graph
+  // whose backward launches differ), after the snapshot of step 2.
+  const RunResult got = Train(Faulty(registry, GetParam().mode, 19), options);
   ExpectSameRun(got, want);
   ASSERT_EQ(got.failovers.size(), 1u);
   EXPECT_THAT(got.failovers[0], HasSubstr(GetParam().reason));
@@ -280,11 +285,12 @@ RecipeResult RecipeRun(const Device& start, int snapshot_every,
 TEST_F(TrainerFailoverTest, ASegfaultAtStep50FinishesOnTheCpuBackend) {
   const Device cpu = testing::CpuDevice();  // In Registry::Global().
   Registry planned_registry, crashing_registry;
-  // Nine matmul launches a step here: the 453rd is in step 50's forward.
+  // Eight matmul launches a step here (three forward, five backward: no
+  // gradient for the data): the 403rd is in step 50's forward.
   const Device planned_start = Faulty(planned_registry, "none", 1);
   const RecipeResult planned = RecipeRun(planned_start, 0, &cpu);
   const RecipeResult crashed =
-      RecipeRun(Faulty(crashing_registry, "crash", 453), 10, nullptr);
+      RecipeRun(Faulty(crashing_registry, "crash", 403), 10, nullptr);
   ASSERT_EQ(crashed.losses.size(), 60u);
   EXPECT_EQ(crashed.losses, planned.losses);
   EXPECT_EQ(crashed.params, planned.params);
