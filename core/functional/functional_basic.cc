@@ -118,45 +118,60 @@ absl::StatusOr<Tensor> sub(const Tensor& a, const Tensor& b) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::sub(a, b));
   const Shape sa = a.shape(), sb = b.shape();
   const DType ta = a.dtype(), tb = b.dtype();
-  Record(
-      "SubBackward", {a, b}, {&y}, {},
-      [=](const std::vector<Tensor>& g, const std::vector<Tensor>&) -> Grads {
-        MIXRT_ASSIGN_OR_RETURN(Tensor da, GradAs(g[0], sa, ta));
-        MIXRT_ASSIGN_OR_RETURN(Tensor ng, kernels::neg(g[0]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor db, GradAs(ng, sb, tb));
-        return std::vector<Tensor>{da, db};
-      });
+  RecordMasked("SubBackward", {a, b}, {&y}, {},
+               [=](const std::vector<Tensor>& g, const std::vector<Tensor>&,
+                   const InputGradMask& needs) -> Grads {
+                 Tensor da, db;
+                 if (needs[0]) {
+                   MIXRT_ASSIGN_OR_RETURN(da, GradAs(g[0], sa, ta));
+                 }
+                 if (needs[1]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor ng, kernels::neg(g[0]));
+                   MIXRT_ASSIGN_OR_RETURN(db, GradAs(ng, sb, tb));
+                 }
+                 return std::vector<Tensor>{da, db};
+               });
   return y;
 }
 
 absl::StatusOr<Tensor> mul(const Tensor& a, const Tensor& b) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::mul(a, b));
-  Record(
-      "MulBackward", {a, b}, {&y}, {a, b},
-      [](const std::vector<Tensor>& g, const std::vector<Tensor>& s) -> Grads {
-        MIXRT_ASSIGN_OR_RETURN(Tensor gb, kernels::mul(g[0], s[1]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor ga, kernels::mul(g[0], s[0]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor da, GradLike(gb, s[0]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor db, GradLike(ga, s[1]));
-        return std::vector<Tensor>{da, db};
-      });
+  RecordMasked("MulBackward", {a, b}, {&y}, {a, b},
+               [](const std::vector<Tensor>& g, const std::vector<Tensor>& s,
+                  const InputGradMask& needs) -> Grads {
+                 Tensor da, db;
+                 if (needs[0]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor gb, kernels::mul(g[0], s[1]));
+                   MIXRT_ASSIGN_OR_RETURN(da, GradLike(gb, s[0]));
+                 }
+                 if (needs[1]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor ga, kernels::mul(g[0], s[0]));
+                   MIXRT_ASSIGN_OR_RETURN(db, GradLike(ga, s[1]));
+                 }
+                 return std::vector<Tensor>{da, db};
+               });
   return y;
 }
 
 absl::StatusOr<Tensor> div(const Tensor& a, const Tensor& b) {
   MIXRT_ASSIGN_OR_RETURN(Tensor y, kernels::div(a, b));
-  Record(
-      "DivBackward", {a, b}, {&y}, {a, b, y},
-      [](const std::vector<Tensor>& g, const std::vector<Tensor>& s) -> Grads {
-        // d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b.
-        MIXRT_ASSIGN_OR_RETURN(Tensor ga, kernels::div(g[0], s[1]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor q, kernels::div(s[2], s[1]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor gb, kernels::mul(g[0], q));
-        MIXRT_ASSIGN_OR_RETURN(gb, kernels::neg(gb));
-        MIXRT_ASSIGN_OR_RETURN(Tensor da, GradLike(ga, s[0]));
-        MIXRT_ASSIGN_OR_RETURN(Tensor db, GradLike(gb, s[1]));
-        return std::vector<Tensor>{da, db};
-      });
+  RecordMasked("DivBackward", {a, b}, {&y}, {a, b, y},
+               [](const std::vector<Tensor>& g, const std::vector<Tensor>& s,
+                  const InputGradMask& needs) -> Grads {
+                 // d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b.
+                 Tensor da, db;
+                 if (needs[0]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor ga, kernels::div(g[0], s[1]));
+                   MIXRT_ASSIGN_OR_RETURN(da, GradLike(ga, s[0]));
+                 }
+                 if (needs[1]) {
+                   MIXRT_ASSIGN_OR_RETURN(Tensor q, kernels::div(s[2], s[1]));
+                   MIXRT_ASSIGN_OR_RETURN(Tensor gb, kernels::mul(g[0], q));
+                   MIXRT_ASSIGN_OR_RETURN(gb, kernels::neg(gb));
+                   MIXRT_ASSIGN_OR_RETURN(db, GradLike(gb, s[1]));
+                 }
+                 return std::vector<Tensor>{da, db};
+               });
   return y;
 }
 

@@ -19,6 +19,23 @@ using LossFn = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&,
 using LossGradFn = absl::StatusOr<Tensor> (*)(const Tensor&, const Tensor&,
                                               const Tensor&, Reduction);
 
+// The input's and target's gradients of a loss whose target gradient is
+// the input's negated, each where needed (a target is usually data: no
+// pass over it).
+Grads InputAndTargetGrads(const Tensor& di, const std::vector<Tensor>& saved,
+                          const InputGradMask& needs) {
+  Tensor input_grad, target_grad;
+  if (needs[1]) {
+    MIXRT_ASSIGN_OR_RETURN(target_grad, kernels::neg(di));
+    MIXRT_ASSIGN_OR_RETURN(target_grad,
+                           SumToShape(target_grad, saved[1].shape()));
+  }
+  if (needs[0]) {
+    MIXRT_ASSIGN_OR_RETURN(input_grad, SumToShape(di, saved[0].shape()));
+  }
+  return std::vector<Tensor>{input_grad, target_grad};
+}
+
 // A regression-style loss of (input, target) with gradients for both
 // (the target's is the input's negated for these losses, except bce).
 absl::StatusOr<Tensor> PairLoss(const char* name, LossFn loss, LossGradFn grad,
@@ -30,16 +47,14 @@ absl::StatusOr<Tensor> PairLoss(const char* name, LossFn loss, LossGradFn grad,
       AutocastInputs(name, MIXRT_OP_CLASS_LOSS, {input_in, target_in}));
   MIXRT_ASSIGN_OR_RETURN(Tensor y, loss(in[0], in[1], reduction));
   if (target_grad_is_negation || !in[1].requires_grad()) {
-    Record(absl::StrCat(name, "Backward"), {in[0], in[1]}, {&y}, {in[0], in[1]},
-           [grad, reduction](const std::vector<Tensor>& g,
-                             const std::vector<Tensor>& s) -> Grads {
-             MIXRT_ASSIGN_OR_RETURN(Tensor di,
-                                    grad(g[0], s[0], s[1], reduction));
-             MIXRT_ASSIGN_OR_RETURN(Tensor dt, kernels::neg(di));
-             MIXRT_ASSIGN_OR_RETURN(di, SumToShape(di, s[0].shape()));
-             MIXRT_ASSIGN_OR_RETURN(dt, SumToShape(dt, s[1].shape()));
-             return std::vector<Tensor>{di, dt};
-           });
+    RecordMasked(
+        absl::StrCat(name, "Backward"), {in[0], in[1]}, {&y}, {in[0], in[1]},
+        [grad, reduction](const std::vector<Tensor>& g,
+                          const std::vector<Tensor>& s,
+                          const InputGradMask& needs) -> Grads {
+          MIXRT_ASSIGN_OR_RETURN(Tensor di, grad(g[0], s[0], s[1], reduction));
+          return InputAndTargetGrads(di, s, needs);
+        });
     return y;
   }
   return absl::UnimplementedError(
@@ -112,17 +127,15 @@ absl::StatusOr<Tensor> smooth_l1_loss(const Tensor& input, const Tensor& target,
       AutocastInputs("smooth_l1_loss", MIXRT_OP_CLASS_LOSS, {input, target}));
   MIXRT_ASSIGN_OR_RETURN(
       Tensor y, kernels::smooth_l1_loss(in[0], in[1], reduction, beta));
-  Record("SmoothL1LossBackward", {in[0], in[1]}, {&y}, {in[0], in[1]},
-         [reduction, beta](const std::vector<Tensor>& g,
-                           const std::vector<Tensor>& s) -> Grads {
-           MIXRT_ASSIGN_OR_RETURN(
-               Tensor di, kernels::smooth_l1_loss_backward(g[0], s[0], s[1],
-                                                           reduction, beta));
-           MIXRT_ASSIGN_OR_RETURN(Tensor dt, kernels::neg(di));
-           MIXRT_ASSIGN_OR_RETURN(di, SumToShape(di, s[0].shape()));
-           MIXRT_ASSIGN_OR_RETURN(dt, SumToShape(dt, s[1].shape()));
-           return std::vector<Tensor>{di, dt};
-         });
+  RecordMasked("SmoothL1LossBackward", {in[0], in[1]}, {&y}, {in[0], in[1]},
+               [reduction, beta](const std::vector<Tensor>& g,
+                                 const std::vector<Tensor>& s,
+                                 const InputGradMask& needs) -> Grads {
+                 MIXRT_ASSIGN_OR_RETURN(Tensor di,
+                                        kernels::smooth_l1_loss_backward(
+                                            g[0], s[0], s[1], reduction, beta));
+                 return InputAndTargetGrads(di, s, needs);
+               });
   return y;
 }
 

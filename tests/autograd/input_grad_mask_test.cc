@@ -124,6 +124,47 @@ TEST(InputGradMaskTest, MatmulComputesOnlyTheNeededSide) {
               kRtol, kAtol, "db");
 }
 
+// A loss against data (the target) computes no target gradient, and the
+// input's is 2 (x - t) / n (mean reduction) times the loss's gradient.
+TEST(InputGradMaskTest, LossAgainstDataComputesNoTargetGradient) {
+  const Device device = testing::ReferenceDevice();
+  const Tensor x = Leaf(device, {kBatch, kOut}, 15, true);
+  const Tensor t = Leaf(device, {kBatch, kOut}, 16, false);
+  absl::StatusOr<Tensor> loss = mse_loss(x, t);
+  ASSERT_TRUE(loss.ok()) << loss.status();
+  const Tensor g = MakeTensor(device, {3.0f}, {});
+  const std::vector<Tensor> grads = NodeGradients(*loss, g);
+  ASSERT_EQ(grads.size(), 2u);
+  const std::vector<double> xv = Values(x), tv = Values(t);
+  std::vector<double> want(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i)
+    want[i] = 3.0 * 2.0 * (xv[i] - tv[i]) / static_cast<double>(xv.size());
+  ExpectClose(Values(grads[0]), want, kRtol, kAtol, "d input");
+  EXPECT_FALSE(grads[1].defined()) << "a gradient for the target";
+}
+
+// A product with a constant (a mask, a scale) computes no gradient for it.
+TEST(InputGradMaskTest, ProductWithAConstantComputesOnlyTheOtherGradient) {
+  const Device device = testing::ReferenceDevice();
+  const Tensor a = Leaf(device, {kBatch, kOut}, 17, false);
+  const Tensor b = Leaf(device, {kBatch, kOut}, 18, true);
+  for (bool divide : {false, true}) {
+    absl::StatusOr<Tensor> y = divide ? div(b, a) : mul(a, b);
+    ASSERT_TRUE(y.ok()) << y.status();
+    const Tensor g = Leaf(device, {kBatch, kOut}, 19, false);
+    const std::vector<Tensor> grads = NodeGradients(*y, g);
+    ASSERT_EQ(grads.size(), 2u);
+    const int constant = divide ? 1 : 0;
+    EXPECT_FALSE(grads[constant].defined()) << (divide ? "div" : "mul");
+    const std::vector<double> av = Values(a), gv = Values(g);
+    std::vector<double> want(av.size());
+    for (size_t i = 0; i < av.size(); ++i)
+      want[i] = divide ? gv[i] / av[i] : gv[i] * av[i];
+    ExpectClose(Values(grads[1 - constant]), want, kRtol, kAtol,
+                divide ? "d numerator" : "d other factor");
+  }
+}
+
 // The weight gradients of a convolution on images that need no gradient are
 // the ones computed when they do (the same kernel on the same operands).
 TEST(InputGradMaskTest, ConvolutionOnImagesComputesNoImageGradient) {
