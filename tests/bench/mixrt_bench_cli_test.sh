@@ -14,9 +14,11 @@ out="$TEST_TMPDIR/quick.json"
   >"$TEST_TMPDIR/md.txt" 2>"$TEST_TMPDIR/log.txt" ||
   fail "mixrt bench --quick: $(tail -20 "$TEST_TMPDIR/log.txt")"
 /usr/bin/python3 - "$schema" "$out" <<'PY' || fail "the JSON does not validate"
-import json, sys
+import json, re, sys
 import jsonschema
 schema, run = (json.load(open(p)) for p in sys.argv[1:3])
+# The commit the binary was built from (stamped), or "unknown".
+assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?|unknown", run["machine"]["mixrt_commit"]), run["machine"]
 jsonschema.validate(run, schema)
 results = run["results"]
 kinds = {r["kind"] for r in results}
@@ -28,7 +30,8 @@ for r in results:
     assert r["check"]["error"] <= r["check"]["tolerance"], r
     t = r["timing"]
     assert t["min_ms"] <= t["median_ms"] <= t["max_ms"], t
-    assert t["count"] == len(t["samples"]) >= 2, t
+    # Enough for `mixrt bench compare`, even when cut off by the timeout.
+    assert t["count"] == len(t["samples"]) >= 3, t
     assert "--cases=" + r["case"] in r["reproduce"], r["reproduce"]
 m = run["machine"]
 assert m["cpu"] and m["logical_cpus"] >= 1 and "avx512_bf16" in m["isa"], m
@@ -36,6 +39,24 @@ assert any(p["name"] == "cpu" for p in m["plugins"]), m["plugins"]
 assert "MIXRT_CPU_SKIP_PROBE" in m["environment"], m["environment"]
 PY
 grep -q "^| gemm_256 | cpu | bf16 | eager |" "$TEST_TMPDIR/md.txt" || fail "no Markdown row: $(cat "$TEST_TMPDIR/md.txt")"
+
+# Run inside another repository, the record still names the commit the
+# binary was built from, not that repository's (the bench once asked `git`
+# in the current directory).
+other="$TEST_TMPDIR/other_repo"
+mkdir -p "$other"
+(cd "$other" && git init -q && git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x) ||
+  fail "could not make a repository"
+other_head=$(git -C "$other" rev-parse HEAD)
+(cd "$other" && "$mixrt" bench --quick --cases=gemm_256 --dtype=f32 --backend=cpu \
+  --json="$TEST_TMPDIR/other.json" >/dev/null 2>"$TEST_TMPDIR/other.log") ||
+  fail "mixrt bench in another repository: $(tail -5 "$TEST_TMPDIR/other.log")"
+/usr/bin/python3 - "$out" "$TEST_TMPDIR/other.json" "$other_head" <<'PY' || fail "the commit followed the directory"
+import json, sys
+first, second = (json.load(open(p))["machine"]["mixrt_commit"] for p in sys.argv[1:3])
+assert first == second, (first, second)
+assert not second.startswith(sys.argv[3]), (second, sys.argv[3])
+PY
 head -1 "$TEST_TMPDIR/quick.csv" | grep -q "^case,backend,precision,mode,status,median_ms" || fail "bad CSV header"
 
 # A run against itself: every case present, nothing significant.
@@ -139,9 +160,11 @@ PYTHON="$cutter" TMPDIR="$TEST_TMPDIR/tmp" timeout 120 \
   --min_time=0.01 --min_samples=2 --md --json="$TEST_TMPDIR/cut.json" \
   >"$TEST_TMPDIR/cut.txt" 2>&1 || fail "the run with a cutting peer failed: $(tail -5 "$TEST_TMPDIR/cut.txt")"
 /usr/bin/python3 - "$schema" "$TEST_TMPDIR/cut.json" <<'PY' || fail "cut-off results: $(cat "$TEST_TMPDIR/cut.txt")"
-import json, sys
+import json, re, sys
 import jsonschema
 schema, run = (json.load(open(p)) for p in sys.argv[1:3])
+# The commit the binary was built from (stamped), or "unknown".
+assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?|unknown", run["machine"]["mixrt_commit"]), run["machine"]
 jsonschema.validate(run, schema)
 peers = {(p["precision"], p["status"]) for p in run["peers"]}
 assert peers == {("f32", "cut_off"), ("bf16", "error")}, peers

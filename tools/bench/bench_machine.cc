@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/cpu_info_field.h"
+#include "tools/bench/build_commit.h"
 #include "tools/info/info_report.h"
 
 extern char** environ;
@@ -42,18 +43,7 @@ uint64_t MemTotalBytes() {
 
 std::string GitCommit() {
   if (const char* env = std::getenv("MIXRT_GIT_COMMIT")) return env;
-  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-  const std::string dir = workspace != nullptr ? workspace : ".";
-  const std::string command =
-      absl::StrCat("git -C '", dir, "' rev-parse HEAD 2>/dev/null");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "unknown";
-  char buffer[64] = {0};
-  const bool read = fgets(buffer, sizeof(buffer), pipe) != nullptr;
-  pclose(pipe);
-  std::string commit =
-      read ? std::string(absl::StripAsciiWhitespace(buffer)) : "";
-  return commit.size() == 40 ? commit : "unknown";
+  return kBuildCommit;
 }
 
 nlohmann::json MachineRecord(const Registry& registry) {

@@ -13,9 +13,12 @@ namespace mixrt::bench {
 
 nlohmann::json MachineRecord(const Registry& registry);
 
-// "abc123..." from the MIXRT_GIT_COMMIT environment variable, else `git
-// rev-parse HEAD` in the workspace `bazel run` was started from, else
-// "unknown".
+// The commit the results are from: the MIXRT_GIT_COMMIT environment
+// variable (a binary copied elsewhere, a record made for another tree),
+// else the commit this binary was built from (build_commit.h: its
+// sources', "-dirty" when they differed from it, or "unknown"). Never the
+// current directory's repository, which may hold another commit than the
+// one the binary was built from.
 std::string GitCommit();
 
 }  // namespace mixrt::bench
