@@ -207,6 +207,44 @@ done
   "gemm_256 conv_small fake peer ran gemm_256,conv_small" ] ||
   fail "peer-after order: $(cat "$TEST_TMPDIR/after.seen")"
 
+# --rounds=2: every case and its peer twice, each row tagged with its
+# round, each ratio of one round's pair, and their median and range.
+timer="$TEST_TMPDIR/timing_python"
+cat >"$timer" <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && exit 0
+exec /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[2]))
+t = {"unit": "ms", "samples": [900.0, 1000.0, 1100.0], "count": 3, "median_ms": 1000.0,
+     "min_ms": 900.0, "max_ms": 1100.0, "mean_ms": 1000.0, "stddev_ms": 100.0, "cv": 0.1,
+     "p90_ms": 1100.0, "median_ci95_ms": [900.0, 1100.0], "noise_met": True}
+json.dump([{"case": c["case"], "kind": "gemm", "params": {}, "backend": "pytorch",
+            "precision": "f32", "mode": "eager", "status": "ok", "reason": "",
+            "timing": t} for c in spec["cases"]], open(sys.argv[3], "w"))
+PY
+SH
+chmod +x "$timer"
+PYTHON="$timer" TMPDIR="$TEST_TMPDIR/tmp" timeout 120 \
+  "$mixrt" bench --quick --cases=gemm_256 --backend=cpu --dtype=f32 --peers=pytorch \
+  --min_time=0.01 --min_samples=3 --rounds=2 --md --json="$TEST_TMPDIR/rounds.json" \
+  >"$TEST_TMPDIR/rounds.txt" 2>&1 || fail "two rounds: $(tail -5 "$TEST_TMPDIR/rounds.txt")"
+/usr/bin/python3 - "$schema" "$TEST_TMPDIR/rounds.json" <<'PY' || fail "rounds: $(cat "$TEST_TMPDIR/rounds.txt")"
+import json, sys
+import jsonschema
+schema, run = (json.load(open(p)) for p in sys.argv[1:3])
+jsonschema.validate(run, schema)
+assert [r["round"] for r in run["results"]] == [1, 2], run["results"]
+assert [p["round"] for p in run["peers"]] == [1, 2], run["peers"]
+PY
+grep -qE '^\| gemm_256 \| cpu \| f32 \| eager \| pytorch \| 2 \| [0-9.]+x \| [0-9.]+-[0-9.]+x \|' \
+  "$TEST_TMPDIR/rounds.txt" || fail "no ratio over two rounds: $(cat "$TEST_TMPDIR/rounds.txt")"
+grep -q '^f32: geometric mean of the medians' "$TEST_TMPDIR/rounds.txt" ||
+  fail "no geometric mean: $(cat "$TEST_TMPDIR/rounds.txt")"
+"$mixrt" bench --quick --rounds=0 >"$TEST_TMPDIR/rounds0.txt" 2>&1 && fail "--rounds=0 ran"
+grep -q -- "--rounds=0; expected 1 to 100" "$TEST_TMPDIR/rounds0.txt" ||
+  fail "--rounds=0: $(cat "$TEST_TMPDIR/rounds0.txt")"
+
 # A backend that lacks an op the case needs: the row says how much of each
 # step fell back (launches and bytes), and is labelled "fallback", never
 # the class's "native".
@@ -230,4 +268,4 @@ grep -qE '^\| mlp_train_small \| partial_no_relu_backward \| f32 \| eager \|.*\|
 grep -q "fallback: [0-9]* launches and 0.00 MiB copied per step" "$TEST_TMPDIR/fallback_log.txt" ||
   fail "progress line: $(cat "$TEST_TMPDIR/fallback_log.txt")"
 
-echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging, cut-off and interleaved peers, fallback rows"
+echo "mixrt bench: quick run valid, compare and regressions, suite errors, FIFOs, hanging, cut-off and interleaved peers, rounds, fallback rows"

@@ -5,7 +5,7 @@
 //   mixrt bench [--suite=FILE ...] [--quick] [--backend=a,b] [--plugin=PATH]
 //               [--dtype=f32,bf16,f16,auto] [--mode=eager,default,...]
 //               [--cases=name,...] [--json=out.json] [--md] [--csv=out.csv]
-//               [--plot=DIR] [--peers=pytorch] [--isolate]
+//               [--plot=DIR] [--peers=pytorch] [--rounds=N] [--isolate]
 //   mixrt bench compare A.json B.json [...] [--fail_above=0.05]
 //               [--any_backend]
 //
@@ -44,6 +44,7 @@
 #include "tools/bench/bench_report.h"
 #include "tools/bench/bench_run.h"
 #include "tools/bench/embedded_suites.h"
+#include "tools/bench/peer_ratios.h"
 
 ABSL_FLAG(std::vector<std::string>, suite, {},
           "Suite files (default: the built-in default suite).");
@@ -71,6 +72,11 @@ ABSL_FLAG(bool, interleave_peers, true,
           "With --peers: run each case in the peers right after mixrt (each "
           "ratio's two sides minutes apart at most, on a machine whose speed "
           "drifts); false: every mixrt case first, then each peer once.");
+ABSL_FLAG(int, rounds, 1,
+          "Run the cases (and their peers) this many times, each round "
+          "after the last: with --peers, each row's ratio is the median of "
+          "its rounds', with their range (on a machine whose speed drifts, "
+          "one round cannot tell a tie from a win).");
 ABSL_FLAG(double, min_time, 0.5, "Seconds of samples at least, per case.");
 ABSL_FLAG(int, min_samples, 10, "Samples at least, per case.");
 ABSL_FLAG(double, max_noise, 0.02,
@@ -97,7 +103,7 @@ namespace {
 constexpr char kUsage[] =
     "mixrt bench [--suite=FILE] [--quick] [--backend=a,b] [--dtype=...] "
     "[--mode=...] [--json=F] [--md] [--csv=F] [--plot=DIR] "
-    "[--peers=pytorch]\n"
+    "[--peers=pytorch] [--rounds=N]\n"
     "mixrt bench compare BASELINE.json OTHER.json [...] [--fail_above=0.05]";
 
 absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
@@ -285,6 +291,12 @@ int RunBench(const char* argv0) {
     options.timing.min_samples = std::min(options.timing.min_samples, 3);
     options.timing.timeout_s = std::min(options.timing.timeout_s, 0.5);
   }
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  if (rounds < 1 || rounds > 100) {
+    std::fprintf(stderr, "mixrt bench: --rounds=%d; expected 1 to 100\n",
+                 rounds);
+    return 2;
+  }
   options.suite_paths = absl::GetFlag(FLAGS_suite);
   if (absl::GetFlag(FLAGS_quick) && options.suite_paths.empty()) {
     options.command = "mixrt bench --quick";
@@ -316,12 +328,24 @@ int RunBench(const char* argv0) {
   };
   const bool interleave =
       absl::GetFlag(FLAGS_interleave_peers) && !live_peers.empty();
-  std::vector<CaseResult> results =
-      RunSuite(*cases, *devices, Device(*reference, 0), options, Progress,
-               interleave ? std::function<void(const SuiteCase&)>(
-                                [&](const SuiteCase& c) { run_peers({c}); })
-                          : nullptr);
-  if (!interleave) run_peers(*cases);
+  std::vector<CaseResult> results;
+  for (int round = 1; round <= rounds; ++round) {
+    if (rounds > 1) std::fprintf(stderr, "round %d of %d\n", round, rounds);
+    const size_t peers_before = peers.size();
+    std::vector<CaseResult> ran =
+        RunSuite(*cases, *devices, Device(*reference, 0), options, Progress,
+                 interleave ? std::function<void(const SuiteCase&)>(
+                                  [&](const SuiteCase& c) { run_peers({c}); })
+                            : nullptr);
+    if (!interleave) run_peers(*cases);
+    if (rounds > 1) {
+      for (CaseResult& r : ran) r.round = round;
+      for (size_t i = peers_before; i < peers.size(); ++i) {
+        peers[i]["round"] = round;
+      }
+    }
+    for (CaseResult& r : ran) results.push_back(std::move(r));
+  }
   std::string command = "mixrt bench";
   const nlohmann::json run =
       RunJson(results, MachineRecord(registry), command, peers);
@@ -351,6 +375,13 @@ int RunBench(const char* argv0) {
   }
   if (absl::GetFlag(FLAGS_md) || json_path.empty()) {
     std::printf("%s", MarkdownTable(run).c_str());
+  }
+  if (const std::string ratios = PeerRatioMarkdown(PeerRatios(run));
+      !ratios.empty()) {
+    // To stdout beside the table, else to stderr: the ratios are the
+    // answer a run with peers is for.
+    std::fprintf(absl::GetFlag(FLAGS_md) || json_path.empty() ? stdout : stderr,
+                 "\n%s", ratios.c_str());
   }
   if (!plot_dir.empty()) {
     std::fflush(stdout);  // The table before the plot script's own lines.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "tools/bench/peer_ratios.h"
 
 namespace mixrt::bench {
 namespace {
@@ -18,10 +19,18 @@ std::string Now() {
   return buf;
 }
 
+// Rows pair within a round (--rounds): each round's "vs f32" and "vs peer"
+// are of that round's medians.
 std::string Key(const nlohmann::json& r, const std::string& precision) {
   return absl::StrCat(r["case"].get<std::string>(), "|",
                       r["backend"].get<std::string>(), "|", precision, "|",
-                      r["mode"].get<std::string>());
+                      r["mode"].get<std::string>(), "|", ResultRound(r));
+}
+
+std::string PeerKey(const nlohmann::json& r) {
+  return absl::StrCat(r["case"].get<std::string>(), "|",
+                      r["precision"].get<std::string>(), "|",
+                      r["mode"].get<std::string>(), "|", ResultRound(r));
 }
 
 double Median(const nlohmann::json& r) {
@@ -37,6 +46,7 @@ nlohmann::json ResultJson(const CaseResult& r) {
                       {"precision", r.precision}, {"mode", r.mode},
                       {"status", r.status},       {"support", r.support},
                       {"reason", r.reason},       {"reproduce", r.reproduce}};
+  if (r.round > 0) j["round"] = r.round;
   if (r.check_tolerance > 0) {
     j["check"] = {{"error", r.check_error}, {"tolerance", r.check_tolerance}};
   }
@@ -86,13 +96,11 @@ std::string MarkdownTable(const nlohmann::json& run) {
   for (const nlohmann::json& r : run["results"]) {
     if (r["status"] == "ok") medians[Key(r, r["precision"])] = Median(r);
   }
-  std::map<std::string, double> peer;  // case|precision|mode -> median.
-  // case|precision|mode -> the least a step of a peer cut off takes.
+  std::map<std::string, double> peer;  // PeerKey -> median.
+  // PeerKey -> the least a step of a peer cut off takes.
   std::map<std::string, double> peer_cut_off;
   for (const nlohmann::json& p : run["peers"]) {
-    const std::string key = absl::StrCat(p["case"].get<std::string>(), "|",
-                                         p["precision"].get<std::string>(), "|",
-                                         p["mode"].get<std::string>());
+    const std::string key = PeerKey(p);
     if (p["status"] == "ok") peer[key] = Median(p);
     if (p["status"] == "cut_off" && p.contains("cut_off_min_step_ms") &&
         p["cut_off_min_step_ms"].is_number() &&
@@ -121,9 +129,7 @@ std::string MarkdownTable(const nlohmann::json& run) {
         if (f32 != medians.end() && r["precision"] != "f32") {
           vs_f32 = absl::StrFormat("%.2fx", f32->second / Median(r));
         }
-        const std::string key = absl::StrCat(r["case"].get<std::string>(), "|",
-                                             r["precision"].get<std::string>(),
-                                             "|", r["mode"].get<std::string>());
+        const std::string key = PeerKey(r);
         if (auto p = peer.find(key); p != peer.end()) {
           vs_peer = absl::StrFormat("%.2fx", p->second / Median(r));
         } else if (auto cut = peer_cut_off.find(key);
@@ -145,9 +151,12 @@ std::string MarkdownTable(const nlohmann::json& run) {
         note += ": " + absl::StrReplaceAll(reason, {{"|", "/"}, {"\n", " "}});
       }
     }
-    absl::StrAppend(&out, "| ", r["case"].get<std::string>(), " | ",
-                    r["backend"].get<std::string>(), " | ",
-                    r["precision"].get<std::string>(), " | ",
+    const std::string name = r.contains("round")
+                                 ? absl::StrCat(r["case"].get<std::string>(),
+                                                " (round ", ResultRound(r), ")")
+                                 : r["case"].get<std::string>();
+    absl::StrAppend(&out, "| ", name, " | ", r["backend"].get<std::string>(),
+                    " | ", r["precision"].get<std::string>(), " | ",
                     r["mode"].get<std::string>(), " | ", time, " | ", ci, " | ",
                     gflops, " | ", vs_f32, " | ", vs_peer, " | ", peak, " | ",
                     note, " |\n");

@@ -39,6 +39,7 @@ struct CaseResult {
   int64_t fallback_launches_per_step = 0;
   int64_t fallback_bytes_per_step = 0;
   std::string reproduce;  // The command that reruns just this.
+  int round = 0;          // 1..N in a run of N > 1 rounds (--rounds), else 0.
 };
 
 struct RunOptions {
