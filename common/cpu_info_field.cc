@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace mixrt {
@@ -19,6 +20,10 @@ std::string CpuInfoField(absl::string_view key) {
     }
   }
   return "";
+}
+
+std::set<std::string> CpuFlags() {
+  return absl::StrSplit(CpuInfoField("flags"), ' ', absl::SkipEmpty());
 }
 
 }  // namespace mixrt

@@ -16,12 +16,12 @@
 // (an installed SDK's bin/), else name it with --reference.
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_split.h"
 #include "common/atomic_write.h"
 #include "common/cpu_info_field.h"
 #include "core/bundled/bundled_plugins.h"
@@ -73,13 +73,9 @@ class ConformanceTest : public ::testing::Test {
 
 // Whether /proc/cpuinfo's flags name `flag` (true where it cannot be read:
 // then the run goes ahead).
-bool CpuHasFlag(absl::string_view flag) {
-  const std::string flags = CpuInfoField("flags");
-  if (flags.empty()) return true;
-  for (absl::string_view word : absl::StrSplit(flags, ' ', absl::SkipEmpty())) {
-    if (word == flag) return true;
-  }
-  return false;
+bool CpuHasFlag(const std::string& flag) {
+  const std::set<std::string> flags = CpuFlags();
+  return flags.empty() || flags.count(flag) > 0;
 }
 
 int Main(int argc, char** argv) {

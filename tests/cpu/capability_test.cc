@@ -3,9 +3,9 @@
 // BUILD file: as is, and with ONEDNN_MAX_CPU_ISA=AVX2 (oneDNN's own cap),
 // which must turn bf16 matmul into the emulated path.
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
+#include "common/cpu_info_field.h"
 #include "core/plugin/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,16 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool CpuHasFlag(const std::string& flag) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) {
-      return (" " + line + " ").find(" " + flag + " ") != std::string::npos;
-    }
-  }
-  return false;
-}
+bool CpuHasFlag(const std::string& flag) { return CpuFlags().count(flag) > 0; }
 
 bool CappedAtAvx2() {
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");

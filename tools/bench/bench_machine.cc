@@ -12,7 +12,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "common/cpu_info_field.h"
 #include "tools/bench/build_commit.h"
 #include "tools/info/info_report.h"
@@ -53,11 +52,7 @@ nlohmann::json MachineRecord(const Registry& registry) {
   m["threads"] = omp != nullptr && std::atoi(omp) > 0
                      ? std::atoi(omp)
                      : static_cast<int>(std::thread::hardware_concurrency());
-  const std::set<std::string> flags = [] {
-    std::vector<std::string> all =
-        absl::StrSplit(CpuInfoField("flags"), ' ', absl::SkipEmpty());
-    return std::set<std::string>(all.begin(), all.end());
-  }();
+  const std::set<std::string> flags = CpuFlags();
   nlohmann::json isa = nlohmann::json::object();
   for (const char* f : {"avx2", "fma", "f16c", "avx512f", "avx512_bf16",
                         "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"}) {
