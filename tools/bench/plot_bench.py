@@ -4,8 +4,11 @@
 
 DIR/throughput.png      GFLOP/s per case, one bar per backend and precision
 DIR/speedup_vs_f32.png  each precision's speed over the same case in f32
-DIR/vs_peer.png         mixrt's speed over the peer's (when peers ran)
+DIR/vs_peer.png         mixrt's speed over the peer's (when peers ran; over
+                        rounds, the median of each round's ratio)
 DIR/memory.png          peak tensor memory per case and precision
+
+With --rounds, the other plots show each row's last round.
 """
 import json
 import math
@@ -79,11 +82,29 @@ def main():
                  lambda r: f32.get((r["case"], r["backend"], r["mode"]), 0) / r["timing"]["median_ms"]
                  if (r["case"], r["backend"], r["mode"]) in f32 else None, ratio=True)
     if peers:
-        peer = {(p["case"], p["precision"], p["mode"]): p["timing"]["median_ms"] for p in peers}
-        grouped_bars(os.path.join(out, "vs_peer.png"), "mixrt over PyTorch (same run)",
+        # Each ratio of one round's pair (--rounds), a bar the median of them.
+        def key(r):
+            return (r["case"], r["precision"], r["mode"], r.get("round", 1))
+        peer = {key(p): p["timing"]["median_ms"] for p in peers}
+        ratios = {}
+        for r in results:
+            if key(r) in peer:
+                label = f'{r["backend"]} {r["precision"]} {r["mode"]}'
+                ratios.setdefault((label, r["case"]), []).append(
+                    peer[key(r)] / r["timing"]["median_ms"])
+
+        def median_ratio(r):
+            v = sorted(ratios.get((f'{r["backend"]} {r["precision"]} {r["mode"]}', r["case"]), []))
+            if not v:
+                return None
+            n = len(v)
+            return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+        rounds = max(r.get("round", 1) for r in results)
+        grouped_bars(os.path.join(out, "vs_peer.png"),
+                     "mixrt over PyTorch (same run" +
+                     (f", median of {rounds} rounds)" if rounds > 1 else ")"),
                      "x (> 1: mixrt faster)", cases, sorted(series.items()),
-                     lambda r: peer[(r["case"], r["precision"], r["mode"])] / r["timing"]["median_ms"]
-                     if (r["case"], r["precision"], r["mode"]) in peer else None, ratio=True)
+                     median_ratio, ratio=True)
     grouped_bars(os.path.join(out, "memory.png"), "Peak tensor memory", "MiB",
                  cases, sorted(series.items()), lambda r: r.get("peak_mib"))
     print(f"plots in {out}")
