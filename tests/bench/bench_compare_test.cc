@@ -37,6 +37,24 @@ nlohmann::json RunDoc(std::vector<nlohmann::json> results, std::string cpu) {
           {"peers", nlohmann::json::array()}};
 }
 
+TEST(BenchCompare, ARunWithRoundsComparesItsFastestRound) {
+  nlohmann::json slow = Result("gemm", "cpu", {20, 20.1, 19.9, 20.2});
+  slow["round"] = 1;
+  nlohmann::json fast = Result("gemm", "cpu", {10, 10.1, 9.9, 10.2});
+  fast["round"] = 2;
+  const nlohmann::json base =
+      RunDoc({Result("gemm", "cpu", {10, 10.1, 9.9, 10.2})}, "A");
+  // Either order: neither the first nor the last round wins, the fastest.
+  for (const nlohmann::json& b :
+       {RunDoc({slow, fast}, "B"), RunDoc({fast, slow}, "B")}) {
+    auto c = Compare({base, b}, {"a", "b"}, {});
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->rows.size(), 1u);
+    EXPECT_NEAR(c->rows[0].cells[1].speedup, 1.0, 1e-9);
+    EXPECT_FALSE(c->rows[0].cells[1].significant);
+  }
+}
+
 TEST(BenchCompare, RatiosSignificanceAndGeometricMean) {
   // gemm: twice as fast, clearly; sdpa: the same distribution.
   const nlohmann::json a = RunDoc(

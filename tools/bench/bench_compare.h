@@ -1,6 +1,7 @@
 // `mixrt bench compare A.json B.json [...]`: the same cases across machines
 // or commits. The first run is the baseline; each case (case, backend,
-// precision, mode; with `any_backend`, the fastest backend per case) gets
+// precision, mode; with `any_backend`, the fastest backend per case; of a
+// run with rounds (--rounds), the fastest round) gets
 // every run's median, its speed relative to the baseline and a Mann-Whitney
 // U test on the raw samples. Geometric means summarize each run.
 #ifndef MIXRT_TOOLS_BENCH_BENCH_COMPARE_H_
