@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "tools/bench/bench_format.h"
 #include "tools/bench/bench_stats.h"
+#include "tools/bench/json_fields.h"
 
 namespace mixrt::bench {
 namespace {
@@ -16,17 +17,6 @@ struct Entry {
   double median = 0;
   std::vector<double> samples;
 };
-
-// `object[key]` when it is a string, else `fallback`: nlohmann's value()
-// throws a type error (an abort here) when the key holds another type.
-std::string StringOr(const nlohmann::json& object, const char* key,
-                     const std::string& fallback) {
-  if (!object.is_object() || !object.contains(key) ||
-      !object[key].is_string()) {
-    return fallback;
-  }
-  return object[key].get<std::string>();
-}
 
 absl::StatusOr<std::map<std::string, Entry>> Entries(const nlohmann::json& run,
                                                      const std::string& name,

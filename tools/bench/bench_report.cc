@@ -27,12 +27,6 @@ std::string Key(const nlohmann::json& r, const std::string& precision) {
                       r["mode"].get<std::string>(), "|", ResultRound(r));
 }
 
-std::string PeerKey(const nlohmann::json& r) {
-  return absl::StrCat(r["case"].get<std::string>(), "|",
-                      r["precision"].get<std::string>(), "|",
-                      r["mode"].get<std::string>(), "|", ResultRound(r));
-}
-
 double Median(const nlohmann::json& r) {
   return r.contains("timing") ? r["timing"]["median_ms"].get<double>() : 0;
 }
@@ -96,11 +90,11 @@ std::string MarkdownTable(const nlohmann::json& run) {
   for (const nlohmann::json& r : run["results"]) {
     if (r["status"] == "ok") medians[Key(r, r["precision"])] = Median(r);
   }
-  std::map<std::string, double> peer;  // PeerKey -> median.
-  // PeerKey -> the least a step of a peer cut off takes.
+  std::map<std::string, double> peer;  // PeerPairKey -> median.
+  // PeerPairKey -> the least a step of a peer cut off takes.
   std::map<std::string, double> peer_cut_off;
   for (const nlohmann::json& p : run["peers"]) {
-    const std::string key = PeerKey(p);
+    const std::string key = PeerPairKey(p);
     if (p["status"] == "ok") peer[key] = Median(p);
     if (p["status"] == "cut_off" && p.contains("cut_off_min_step_ms") &&
         p["cut_off_min_step_ms"].is_number() &&
@@ -129,7 +123,7 @@ std::string MarkdownTable(const nlohmann::json& run) {
         if (f32 != medians.end() && r["precision"] != "f32") {
           vs_f32 = absl::StrFormat("%.2fx", f32->second / Median(r));
         }
-        const std::string key = PeerKey(r);
+        const std::string key = PeerPairKey(r);
         if (auto p = peer.find(key); p != peer.end()) {
           vs_peer = absl::StrFormat("%.2fx", p->second / Median(r));
         } else if (auto cut = peer_cut_off.find(key);

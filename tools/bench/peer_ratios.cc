@@ -4,18 +4,18 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/bench/bench_stats.h"
+#include "tools/bench/json_fields.h"
 
 namespace mixrt::bench {
 namespace {
 
-// `object[key]` when it is a string, else "": value() would throw (an abort
-// here) on a field of another type.
 std::string Text(const nlohmann::json& object, const char* key) {
-  if (!object.contains(key) || !object[key].is_string()) return "";
-  return object[key].get<std::string>();
+  return StringOr(object, key, "");
 }
 
 // A positive median step time, or 0 when the row was not timed.
@@ -30,20 +30,6 @@ double MedianMs(const nlohmann::json& r) {
   return ms > 0 && std::isfinite(ms) ? ms : 0;
 }
 
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// What pairs a result with a peer's: the same case, precision, mode, round.
-using PairKey = std::tuple<std::string, std::string, std::string, int>;
-
-PairKey KeyOf(const nlohmann::json& r) {
-  return {Text(r, "case"), Text(r, "precision"), Text(r, "mode"),
-          ResultRound(r)};
-}
-
 }  // namespace
 
 int ResultRound(const nlohmann::json& result) {
@@ -53,15 +39,20 @@ int ResultRound(const nlohmann::json& result) {
   return result["round"].get<int>();
 }
 
+std::string PeerPairKey(const nlohmann::json& result) {
+  return absl::StrCat(Text(result, "case"), "|", Text(result, "precision"), "|",
+                      Text(result, "mode"), "|", ResultRound(result));
+}
+
 std::vector<PeerRatioRow> PeerRatios(const nlohmann::json& run) {
   if (!run.contains("results") || !run["results"].is_array() ||
       !run.contains("peers") || !run["peers"].is_array()) {
     return {};
   }
   // Peers by name, then by pair key.
-  std::map<std::string, std::map<PairKey, const nlohmann::json*>> peers;
+  std::map<std::string, std::map<std::string, const nlohmann::json*>> peers;
   for (const nlohmann::json& p : run["peers"]) {
-    if (p.is_object()) peers[Text(p, "backend")][KeyOf(p)] = &p;
+    if (p.is_object()) peers[Text(p, "backend")][PeerPairKey(p)] = &p;
   }
   std::vector<PeerRatioRow> rows;
   // (case, backend, precision, mode, peer) -> index in rows.
@@ -74,7 +65,7 @@ std::vector<PeerRatioRow> PeerRatios(const nlohmann::json& run) {
     const double mixrt_ms = MedianMs(r);
     if (mixrt_ms == 0) continue;
     for (const auto& [peer, by_key] : peers) {
-      auto p = by_key.find(KeyOf(r));
+      auto p = by_key.find(PeerPairKey(r));
       if (p == by_key.end()) continue;
       const auto id =
           std::make_tuple(Text(r, "case"), Text(r, "backend"),
@@ -94,9 +85,11 @@ std::vector<PeerRatioRow> PeerRatios(const nlohmann::json& run) {
   }
   for (PeerRatioRow& row : rows) {
     if (row.ratios.empty()) continue;
-    row.median = MedianOf(row.ratios);
-    row.min = *std::min_element(row.ratios.begin(), row.ratios.end());
-    row.max = *std::max_element(row.ratios.begin(), row.ratios.end());
+    std::vector<double> sorted = row.ratios;
+    std::sort(sorted.begin(), sorted.end());
+    row.median = Quantile(sorted, 0.5);
+    row.min = sorted.front();
+    row.max = sorted.back();
   }
   return rows;
 }

@@ -24,6 +24,10 @@ struct PeerRatioRow {
 // The round a result JSON row belongs to: its "round", else 1.
 int ResultRound(const nlohmann::json& result);
 
+// What pairs a result with a peer's: the same case, precision, mode and
+// round ("case|precision|mode|round").
+std::string PeerPairKey(const nlohmann::json& result);
+
 // The rows of `run` (a result JSON: "results" and "peers") that a peer ran
 // too, in the order of "results". A result without "round" is round 1.
 std::vector<PeerRatioRow> PeerRatios(const nlohmann::json& run);
