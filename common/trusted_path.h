@@ -9,20 +9,22 @@
 namespace mixrt::files {
 
 // Why `file` must not be loaded unless named explicitly: "" when it is
-// trusted, else e.g. "directory /tmp is writable by its group or by every
-// user". The rule is OpenSSH's StrictModes: with symlinks resolved first,
-// the file and every directory from it up to / must be owned by root or by
-// this user and writable by neither group nor others (sticky directories
-// such as /tmp included: anyone may create files in them). Anyone who
-// could write to one of them could have put code there.
+// trusted, else e.g. "directory /srv/x is writable by its group or by every
+// user". The rule is OpenSSH's StrictModes, with sticky directories as the
+// kernel's protected_* rules see them: the file and every directory from it
+// up to / must be owned by root or this user and writable by neither group
+// nor others, except that a directory with the sticky bit (/tmp) may be
+// writable by all: there others may create entries but never rename,
+// remove or replace one of this user's or root's, and each entry below is
+// held to the rule in its turn. Checked twice: on the path as given (a
+// symlink on it is an entry like any other: its owner counts, so a link
+// another user planted in /tmp is refused) and on the path it resolves to.
 std::string UntrustedReason(const std::string& file);
 
 // Why `dir` is not a directory only this user can change: "" when it is.
-// With symlinks resolved, `dir` must be owned by this user and writable by
-// neither group nor others, and every directory above it owned by root or
-// this user and writable by neither unless sticky (/tmp: others may create
-// entries there but never rename or remove this one). What this process
-// then writes into `dir` and reads back was written by this user.
+// As UntrustedReason, but `dir` itself must be this user's (not root's) and
+// may not be sticky and writable by others. What this process then writes
+// into `dir` and reads back was written by this user.
 std::string UnsafeDirectoryReason(const std::string& dir);
 
 }  // namespace mixrt::files

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/shared_library.h"
 #include "core/plugin/backend.h"
 #include "core/plugin/plugin_search_path.h"
 #include "core/tensor/factories.h"
@@ -124,18 +125,26 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
         ".so in ", looked, "; build //backends/mpi, or name the file in ",
         kCommPluginEnv));
   }
+  files::SharedLibraryOptions load;
+  load.what = "distributed: collectives plugin";
+  // Named in code: the caller's explicit choice. Found, or named in the
+  // environment: it must lie where only root or this user can write.
+  load.trusted_location = options.plugin_path.empty();
   // RTLD_GLOBAL: Open MPI dlopens its components, which resolve libmpi's
   // symbols from the global scope.
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (library == nullptr) {
-    const char* why = dlerror();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "distributed: cannot load ", path, ": ", why ? why : "unknown error",
-        why != nullptr && std::string(why).find("libmpi") != std::string::npos
-            ? " (Open MPI is not installed: Debian's libopenmpi3 and "
-              "openmpi-bin; scripts/setup.sh installs them)"
-            : ""));
+  load.flags = RTLD_NOW | RTLD_GLOBAL;
+  absl::StatusOr<void*> loaded = files::LoadSharedLibrary(path, load);
+  if (!loaded.ok()) {
+    const std::string why(loaded.status().message());
+    return absl::Status(
+        loaded.status().code(),
+        absl::StrCat(why, why.find("libmpi") != std::string::npos
+                              ? " (Open MPI is not installed: Debian's "
+                                "libopenmpi3 and openmpi-bin; "
+                                "scripts/setup.sh installs them)"
+                              : ""));
   }
+  void* library = *loaded;
   auto* get_api = reinterpret_cast<MixrtCollectivesGetApiFn*>(
       dlsym(library, "MixrtCollectivesGetApi"));
   const MixrtCollectivesApi* api = get_api ? get_api() : nullptr;

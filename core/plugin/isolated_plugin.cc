@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/trusted_path.h"
+#include "core/plugin/isolation/arena_size.h"
 #include "core/plugin/plugin_host_process.h"
 #include "core/plugin/plugin_host_table.h"
 #include "core/plugin/plugin_loader.h"
@@ -42,6 +43,15 @@ absl::StatusOr<IsolationOptions> IsolationOptionsFromEnvironment() {
   }
   if (const char* env = std::getenv(kPluginHostEnv)) {
     options.host_binary = env;
+  }
+  if (const char* env = std::getenv(kPluginArenaEnv)) {
+    const std::optional<uint64_t> bytes = isolation::ParseByteSize(env);
+    if (!bytes.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kPluginArenaEnv, "='", env,
+          "': expected a size in bytes, or with K, M, G or T (\"8G\")"));
+    }
+    options.arena_bytes = *bytes;
   }
   return options;
 }

@@ -24,6 +24,9 @@
 //   MIXRT_PLUGIN_ISOLATION=all | name,name  which plugins run out of process
 //   MIXRT_PLUGIN_TIMEOUT_S=60               the watchdog's budget per call
 //   MIXRT_PLUGIN_HOST=/path/mixrt-plugin-host  (default: beside the core)
+//   MIXRT_PLUGIN_ARENA_BYTES=8G             the shared arena's size (default:
+//                                           the machine's memory, or half of
+//                                           what RLIMIT_AS leaves)
 #ifndef MIXRT_CORE_PLUGIN_ISOLATED_PLUGIN_H_
 #define MIXRT_CORE_PLUGIN_ISOLATED_PLUGIN_H_
 
@@ -40,6 +43,7 @@ namespace mixrt {
 inline constexpr char kPluginIsolationEnv[] = "MIXRT_PLUGIN_ISOLATION";
 inline constexpr char kPluginTimeoutEnv[] = "MIXRT_PLUGIN_TIMEOUT_S";
 inline constexpr char kPluginHostEnv[] = "MIXRT_PLUGIN_HOST";
+inline constexpr char kPluginArenaEnv[] = "MIXRT_PLUGIN_ARENA_BYTES";
 
 struct IsolationOptions {
   // A call that does not return within this is a hang: the plugin's
@@ -49,15 +53,17 @@ struct IsolationOptions {
   absl::Duration start_timeout = absl::Seconds(30);
   // The executable; empty: FindPluginHost().
   std::string host_binary;
-  // The arena's size (address space, sparse); 0: the machine's memory.
+  // The arena's size (address space, sparse); 0: the machine's memory, or
+  // half the room an address-space limit leaves (isolation/arena_size.h).
   uint64_t arena_bytes = 0;
   // Appended to the plugin's name ("cpu" + "_isolated"): the same plugin
   // both in and out of process, side by side (mixrt bench --isolate).
   std::string name_suffix;
 };
 
-// The options with MIXRT_PLUGIN_TIMEOUT_S applied (an unparsable value is
-// an error naming it).
+// The options with MIXRT_PLUGIN_TIMEOUT_S, MIXRT_PLUGIN_HOST and
+// MIXRT_PLUGIN_ARENA_BYTES applied (an unparsable value is an error naming
+// it).
 absl::StatusOr<IsolationOptions> IsolationOptionsFromEnvironment();
 
 // Which plugins run out of process: "all", or names ("cpu", "faulty": a

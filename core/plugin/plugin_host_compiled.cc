@@ -32,7 +32,7 @@ MixrtError* PluginHostProcess::FusionClaim(MixrtFusion_Claim_Args* a) {
   if (!r->Get(&a->num_groups) ||
       !r->GetBytes(a->group_of_node,
                    sizeof(int32_t) * std::max(0, a->graph->num_nodes))) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed fusion_claim");
+    return ProtocolBreak("malformed fusion_claim");
   }
   return nullptr;
 }
@@ -58,18 +58,37 @@ MixrtError* PluginHostProcess::FusionCompile(MixrtFusion_Compile_Args* a) {
   std::string description;
   if (!r->Get(&kernel) || !r->GetString(&description) ||
       !r->Get(&scratch_bytes)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL, "malformed fusion_compile");
+    return ProtocolBreak("malformed fusion_compile");
   }
-  a->kernel = reinterpret_cast<MixrtFusedKernel*>(kernel);
+  a->kernel = nullptr;
+  if (kernel != 0) {
+    MixrtError* refused = nullptr;
+    const uint64_t handle = AdoptHandle(kernel, live_kernel_handles_,
+                                        "fusion_compile: kernel", &refused);
+    if (handle == 0) return refused;
+    kernels_[handle] = KernelInfo{kernel, a->device, a->graph->num_values,
+                                  a->graph->num_symbols, absl::ZeroDuration()};
+    a->kernel = reinterpret_cast<MixrtFusedKernel*>(handle);
+  }
   a->description = Keep(std::move(description));
   if (MIXRT_STRUCT_HAS(a, MixrtFusion_Compile_Args, scratch_bytes)) {
     a->scratch_bytes = scratch_bytes;
   }
-  if (kernel != 0) {
-    kernels_[kernel] = KernelInfo{a->device, a->graph->num_values,
-                                  a->graph->num_symbols, absl::ZeroDuration()};
-  }
   return nullptr;
+}
+
+uint64_t PluginHostProcess::AdoptHandle(uint64_t plugin_handle,
+                                        std::set<uint64_t>& live,
+                                        const char* what, MixrtError** error) {
+  if (!live.insert(plugin_handle).second) {
+    *error = MakeError(
+        MIXRT_ERROR_CODE_INTERNAL,
+        absl::StrCat(what, ": the plugin answered with handle 0x",
+                     absl::Hex(plugin_handle),
+                     ", which one it made earlier still holds; refused"));
+    return 0;
+  }
+  return ++next_handle_;
 }
 
 MixrtError* PluginHostProcess::FusedRun(MixrtFusedKernel_Run_Args* a) {
@@ -82,7 +101,7 @@ MixrtError* PluginHostProcess::FusedRun(MixrtFusedKernel_Run_Args* a) {
   }
   KernelInfo& kernel = it->second;
   MessageWriter w(block_->payload);
-  w.Put(handle);
+  w.Put(kernel.plugin_handle);
   if (MixrtError* e = PutPlaces(kernel.device, a->value_data, kernel.num_values,
                                 "fused_kernel_run: value", w)) {
     return e;
@@ -104,11 +123,14 @@ MixrtError* PluginHostProcess::FusedRun(MixrtFusedKernel_Run_Args* a) {
 void PluginHostProcess::FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
   if (a->kernel == nullptr) return;
   std::lock_guard<std::mutex> lock(call_mu_);
-  const uint64_t handle = reinterpret_cast<uint64_t>(a->kernel);
-  kernels_.erase(handle);
+  auto it = kernels_.find(reinterpret_cast<uint64_t>(a->kernel));
+  if (it == kernels_.end()) return;
+  const uint64_t plugin_handle = it->second.plugin_handle;
+  kernels_.erase(it);
+  live_kernel_handles_.erase(plugin_handle);
   if (failed_.load(std::memory_order_acquire)) return;
   MessageWriter w(block_->payload);
-  w.Put(handle);
+  w.Put(plugin_handle);
   std::optional<MessageReader> r;
   if (MixrtError* e = Exchange(Call::kFusedDestroy, w, "fused_kernel_destroy",
                                options_.call_timeout, &r)) {
@@ -118,10 +140,21 @@ void PluginHostProcess::FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
 
 MixrtError* PluginHostProcess::FusedSetWeightVersion(
     MixrtFusedKernel_SetWeightVersion_Args* a) {
+  uint64_t plugin_handle = 0;
+  {
+    std::lock_guard<std::mutex> lock(call_mu_);
+    auto it = kernels_.find(reinterpret_cast<uint64_t>(a->kernel));
+    if (it == kernels_.end()) {
+      return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                       "fused_kernel_set_weight_version: not a kernel this "
+                       "plugin compiled");
+    }
+    plugin_handle = it->second.plugin_handle;
+  }
   return Ask(
       Call::kFusedSetWeightVersion, "fused_kernel_set_weight_version",
       [&](MessageWriter& w) {
-        w.Put(reinterpret_cast<uint64_t>(a->kernel));
+        w.Put(plugin_handle);
         w.Put(a->value);
         w.Put(a->version);
       },
@@ -149,7 +182,7 @@ MixrtError* PluginHostProcess::FusedSetScratch(
                      "memory not from this device");
   }
   MessageWriter w(block_->payload);
-  w.Put(handle);
+  w.Put(it->second.plugin_handle);
   w.Put(scratch);
   w.Put(a->bytes);
   std::optional<MessageReader> r;
@@ -165,7 +198,24 @@ MixrtError* PluginHostProcess::GraphCreate(MixrtKernelGraph_Create_Args* a) {
   MessageWriter w(block_->payload);
   w.Put(a->device);
   w.Put(a->num_buffers);
-  if (!isolation::WriteKernelGraphSteps(a->steps, a->num_steps, w)) {
+  // A step's fused kernel is a handle this side gave; the plugin gets its
+  // own back.
+  for (int32_t i = 0; i < a->num_steps; ++i) {
+    const MixrtKernelGraphStep& s = a->steps[i];
+    if (MIXRT_STRUCT_HAS(&s, MixrtKernelGraphStep, fused_values) &&
+        s.fused_kernel != nullptr &&
+        kernels_.count(reinterpret_cast<uint64_t>(s.fused_kernel)) == 0) {
+      return MakeError(MIXRT_ERROR_CODE_INVALID_ARGUMENT,
+                       absl::StrCat("kernel_graph_create: step ", i,
+                                    " runs a fused kernel this plugin did "
+                                    "not compile"));
+    }
+  }
+  const auto plugin_kernel = [this](const MixrtFusedKernel* k) {
+    return kernels_.at(reinterpret_cast<uint64_t>(k)).plugin_handle;
+  };
+  if (!isolation::WriteKernelGraphSteps(a->steps, a->num_steps, plugin_kernel,
+                                        w)) {
     return MakeError(MIXRT_ERROR_CODE_UNIMPLEMENTED,
                      "kernel_graph_create: the steps do not fit the channel "
                      "to the plugin's process");
@@ -176,13 +226,16 @@ MixrtError* PluginHostProcess::GraphCreate(MixrtKernelGraph_Create_Args* a) {
     return e;
   }
   uint64_t graph = 0;
-  if (!r->Get(&graph)) {
-    return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                     "malformed kernel_graph_create");
-  }
-  a->graph = reinterpret_cast<MixrtKernelGraph*>(graph);
+  if (!r->Get(&graph)) return ProtocolBreak("malformed kernel_graph_create");
+  a->graph = nullptr;
   if (graph != 0) {
-    graphs_[graph] = GraphInfo{a->device, a->num_buffers, absl::ZeroDuration()};
+    MixrtError* refused = nullptr;
+    const uint64_t handle = AdoptHandle(graph, live_graph_handles_,
+                                        "kernel_graph_create: graph", &refused);
+    if (handle == 0) return refused;
+    graphs_[handle] =
+        GraphInfo{graph, a->device, a->num_buffers, absl::ZeroDuration()};
+    a->graph = reinterpret_cast<MixrtKernelGraph*>(handle);
   }
   return nullptr;
 }
@@ -197,7 +250,7 @@ MixrtError* PluginHostProcess::GraphRun(MixrtKernelGraph_Run_Args* a) {
   }
   GraphInfo& graph = it->second;
   MessageWriter w(block_->payload);
-  w.Put(handle);
+  w.Put(graph.plugin_handle);
   if (MixrtError* e = PutPlaces(graph.device, a->buffers, graph.num_buffers,
                                 "kernel_graph_run: buffer", w)) {
     return e;
@@ -220,11 +273,14 @@ MixrtError* PluginHostProcess::GraphRun(MixrtKernelGraph_Run_Args* a) {
 void PluginHostProcess::GraphDestroy(MixrtKernelGraph_Destroy_Args* a) {
   if (a->graph == nullptr) return;
   std::lock_guard<std::mutex> lock(call_mu_);
-  const uint64_t handle = reinterpret_cast<uint64_t>(a->graph);
-  graphs_.erase(handle);
+  auto it = graphs_.find(reinterpret_cast<uint64_t>(a->graph));
+  if (it == graphs_.end()) return;
+  const uint64_t plugin_handle = it->second.plugin_handle;
+  graphs_.erase(it);
+  live_graph_handles_.erase(plugin_handle);
   if (failed_.load(std::memory_order_acquire)) return;
   MessageWriter w(block_->payload);
-  w.Put(handle);
+  w.Put(plugin_handle);
   std::optional<MessageReader> r;
   if (MixrtError* e = Exchange(Call::kGraphDestroy, w, "kernel_graph_destroy",
                                options_.call_timeout, &r)) {

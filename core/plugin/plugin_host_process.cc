@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/plugin/isolation/arena_size.h"
 #include "core/plugin/plugin_host_table.h"
 #include "mixrt/status_macros.h"
 
@@ -66,6 +67,13 @@ absl::StatusOr<pid_t> SpawnHost(const std::string& host,
       _exit(126);
     }
     syscall(SYS_close_range, isolation::kArenaFd + 1, ~0U, 0);
+    // A process group of its own, which the host kills whole: whatever the
+    // plugin forks (and that holds this process's stdout, say) dies with
+    // it. Not PR_SET_PDEATHSIG: it fires when the thread that forked
+    // exits, and plugins are loaded from whichever thread first asks; the
+    // plugin host watches for this process's exit itself
+    // (plugin_host_server.cc).
+    setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -78,6 +86,8 @@ absl::StatusOr<pid_t> SpawnHost(const std::string& host,
     _exit(127);
   }
   const int fork_errno = errno;
+  // Also here, so no kill(-pid) can come before the child's own setpgid.
+  if (pid > 0) setpgid(pid, pid);
   close(high_channel);
   close(high_arena);
   if (pid < 0) {
@@ -90,10 +100,7 @@ absl::StatusOr<pid_t> SpawnHost(const std::string& host,
 }  // namespace
 
 PluginHostProcess::~PluginHostProcess() {
-  if (pid_ > 0 && !failed_.load()) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  if (pid_ > 0 && !failed_.load()) KillHost();
   if (slot_ >= 0) ReleaseSlot(slot_);
   if (block_ != nullptr) munmap(block_, sizeof(ChannelBlock));
   if (arena_ != nullptr) munmap(arena_, arena_bytes_);
@@ -105,11 +112,9 @@ absl::Status PluginHostProcess::Start(int slot) {
   slot_ = slot;
   MIXRT_ASSIGN_OR_RETURN(const std::string host,
                          FindPluginHost(options_.host_binary));
-  arena_bytes_ = options_.arena_bytes;
-  if (arena_bytes_ == 0) {
-    arena_bytes_ = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                   static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  }
+  const AddressSpace space = CurrentAddressSpace();
+  MIXRT_ASSIGN_OR_RETURN(arena_bytes_,
+                         ChooseArenaBytes(options_.arena_bytes, space));
   MIXRT_ASSIGN_OR_RETURN(
       channel_fd_,
       isolation::CreateSharedMemory("mixrt-channel", sizeof(ChannelBlock)));
@@ -118,9 +123,17 @@ absl::Status PluginHostProcess::Start(int slot) {
   MIXRT_ASSIGN_OR_RETURN(
       void* block, isolation::MapShared(channel_fd_, sizeof(ChannelBlock)));
   block_ = static_cast<ChannelBlock*>(block);
-  MIXRT_ASSIGN_OR_RETURN(void* arena,
-                         isolation::MapShared(arena_fd_, arena_bytes_));
-  arena_ = static_cast<unsigned char*>(arena);
+  absl::StatusOr<void*> arena = isolation::MapShared(arena_fd_, arena_bytes_);
+  if (!arena.ok()) {
+    const std::string limit = DescribeAddressLimit(space);
+    return absl::Status(
+        arena.status().code(),
+        absl::StrCat("the out-of-process plugin's shared arena: ",
+                     arena.status().message(),
+                     limit.empty() ? "" : absl::StrCat(" (under ", limit, ")"),
+                     "; MIXRT_PLUGIN_ARENA_BYTES sets its size"));
+  }
+  arena_ = static_cast<unsigned char*>(*arena);
   arena_ranges_ = std::make_unique<ArenaAllocator>(arena_bytes_, kArenaGranule);
   block_->magic = isolation::kChannelMagic;
   block_->version = isolation::kWireVersion;
@@ -181,8 +194,10 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
                                   isolation::kPayloadBytes,
                                   "-byte channel to the plugin's process"));
   }
+  const uint64_t sequence = ++sequence_;
   block_->call = static_cast<uint32_t>(call);
   block_->request_bytes = static_cast<uint32_t>(request.size());
+  block_->request_sequence = sequence;
   isolation::Publish(block_, isolation::kRequest);
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
@@ -192,14 +207,10 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
     spin = absl::ZeroDuration();
     if (state == isolation::kResponse) break;
     if (state != isolation::kRequest) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      Fail(absl::StrCat("broke the channel's protocol in ", named(),
-                        " (killed)"));
-      return Unavailable();
+      return ProtocolBreak(absl::StrCat(named(), ": state word ", state));
     }
     int status = 0;
-    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    const pid_t done = ReapIfExited(&status);
     if (done == pid_) {
       Fail(DescribeExit(status, named()));
       return Unavailable();
@@ -209,20 +220,33 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
       return Unavailable();
     }
     if (absl::Now() >= deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
+      KillHost();
       Fail(absl::StrCat("hung: ", named(), " did not return in ",
                         absl::FormatDuration(timeout), " (killed)"));
       return Unavailable();
     }
   }
-  reader->emplace(block_->payload, block_->response_bytes);
+  // Read once each: the plugin's threads may change the block meanwhile.
+  const uint64_t answered = block_->response_sequence;
+  const uint32_t bytes = block_->response_bytes;
+  if (answered != sequence) {
+    return ProtocolBreak(absl::StrCat(named(), ": answer to request ", answered,
+                                      " where request ", sequence,
+                                      " was asked"));
+  }
+  if (bytes > isolation::kPayloadBytes) {
+    return ProtocolBreak(absl::StrCat(named(), ": an answer of ", bytes,
+                                      " bytes, more than the channel's ",
+                                      isolation::kPayloadBytes));
+  }
+  // What is read is this process's copy: nothing the plugin writes after
+  // answering can change a value between its check and its use.
+  response_.assign(block_->payload, block_->payload + bytes);
+  reader->emplace(response_.data(), response_.size());
   uint32_t code = 0;
   std::string message;
   if (!(*reader)->Get(&code) || !(*reader)->GetString(&message)) {
-    return MakeError(
-        MIXRT_ERROR_CODE_INTERNAL,
-        absl::StrCat(named(), ": malformed answer from ", kHostBinaryName));
+    return ProtocolBreak(absl::StrCat(named(), ": no status in the answer"));
   }
   if (code == MIXRT_ERROR_CODE_OK) return nullptr;
   if (code > MIXRT_ERROR_CODE_UNAVAILABLE) code = MIXRT_ERROR_CODE_INTERNAL;
@@ -250,6 +274,29 @@ MixrtError* PluginHostProcess::PutPlaces(int32_t device, void* const* places,
     w.Put(ref);
   }
   return nullptr;
+}
+
+MixrtError* PluginHostProcess::ProtocolBreak(const std::string& what) {
+  KillHost();
+  Fail(absl::StrCat("broke the channel's protocol (", what, "); killed"));
+  return Unavailable();
+}
+
+pid_t PluginHostProcess::ReapIfExited(int* status) {
+  siginfo_t info{};
+  if (waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return -1;
+  if (info.si_pid != pid_) return 0;
+  // While the host is a zombie its pid is still its group's id, never
+  // another process's: what the plugin forked is killed with certainty.
+  kill(-pid_, SIGKILL);
+  return waitpid(pid_, status, 0);
+}
+
+void PluginHostProcess::KillHost() {
+  // The whole group: what the plugin forked goes with it (SpawnHost).
+  kill(-pid_, SIGKILL);
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
 }
 
 void PluginHostProcess::Fail(std::string why) {

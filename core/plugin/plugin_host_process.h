@@ -155,6 +155,7 @@ class PluginHostProcess : public PluginProcess {
   }
   // What the host needs of a fused kernel the plugin compiled.
   struct KernelInfo {
+    uint64_t plugin_handle = 0;  // What the plugin's process calls it.
     int32_t device = 0;
     int32_t num_values = 0;
     int32_t num_symbols = 0;
@@ -191,10 +192,7 @@ class PluginHostProcess : public PluginProcess {
     if (MixrtError* e = Exchange(call, w, what, options_.call_timeout, &r)) {
       return e;
     }
-    if (!read(*r)) {
-      return MakeError(MIXRT_ERROR_CODE_INTERNAL,
-                       std::string("malformed ") + what);
-    }
+    if (!read(*r)) return ProtocolBreak(std::string("malformed ") + what);
     return nullptr;
   }
   MixrtError* Unavailable() const {
@@ -205,6 +203,16 @@ class PluginHostProcess : public PluginProcess {
   }
   // Marks the backend failed (once), with the process already gone.
   void Fail(std::string why);
+  // An answer that is not an answer to the request asked (out of sequence,
+  // too long, malformed): kills the plugin host and fails the backend with
+  // `what`; returns UNAVAILABLE. Past such an answer the channel cannot be
+  // trusted to be in step.
+  MixrtError* ProtocolBreak(const std::string& what);
+  // SIGKILL to the plugin host's process group, then reaps the host.
+  void KillHost();
+  // waitpid(WNOHANG) that, when the host has exited, first kills what is
+  // left of its process group.
+  pid_t ReapIfExited(int* status);
   // A string that lives as long as this object (the ABI's "out" strings).
   const char* Keep(std::string text) {
     return kept_.insert(std::move(text)).first->c_str();
@@ -252,16 +260,33 @@ class PluginHostProcess : public PluginProcess {
   uint64_t staging_ = 0;  // Arena offset; kStagingBytes long once made.
   bool have_staging_ = false;
   uint64_t launches_ = 0;
-  std::map<uint64_t, KernelInfo> kernels_;  // By the plugin's handle.
-  // Kernel graphs by the plugin's handle: device and buffer count (each run
+  uint64_t sequence_ = 0;  // The last request's number.
+  // The last answer, copied out of the shared block before it is read.
+  std::vector<unsigned char> response_;
+  // Fused kernels and kernel graphs by the handle this side gave the
+  // caller (a number of its own, never the plugin's): the counts each run
+  // sends come from the caller's own call that made it, so a plugin that
+  // answers two compiles with one handle cannot make a run read past the
+  // caller's arrays. A plugin handle already live is refused
+  // (AdoptHandle).
+  std::map<uint64_t, KernelInfo> kernels_;
+  // Kernel graphs: the plugin's handle, device and buffer count (each run
   // sends that many base addresses), and the last run's time (for
   // SpinFor).
   struct GraphInfo {
+    uint64_t plugin_handle = 0;
     int32_t device = 0;
     int32_t num_buffers = 0;
     absl::Duration last_run;
   };
   std::map<uint64_t, GraphInfo> graphs_;
+  // The plugin's handles now live, of kernels and of graphs.
+  std::set<uint64_t> live_kernel_handles_, live_graph_handles_;
+  uint64_t next_handle_ = 0;  // The last handle this side gave out.
+  // A new handle for the plugin's `plugin_handle`, or 0 when that handle
+  // is already live (in `live`), which is then an error naming `what`.
+  uint64_t AdoptHandle(uint64_t plugin_handle, std::set<uint64_t>& live,
+                       const char* what, MixrtError** error);
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mu_;

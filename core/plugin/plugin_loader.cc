@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/elf_check.h"
+#include "common/shared_library.h"
 #include "mixrt/status_macros.h"
 
 namespace mixrt {
@@ -223,15 +224,12 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadPlugin(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat("plugin ", path, " is not a regular file"));
   }
-  MIXRT_RETURN_IF_ERROR(files::CheckElfSharedObject(path));
-  dlerror();
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "plugin ", path, " could not be loaded as a shared object: ",
-        why != nullptr ? why : "unknown dlopen error"));
-  }
+  // Where it lies was judged by the caller (the registry refuses a plugin
+  // it found where others could write, and loads one the user named);
+  // here the file checked is the file mapped.
+  files::SharedLibraryOptions load;
+  load.trusted_location = false;
+  MIXRT_ASSIGN_OR_RETURN(void* handle, files::LoadSharedLibrary(path, load));
   auto* entry = reinterpret_cast<MixrtPluginEntryFn*>(
       dlsym(handle, MIXRT_PLUGIN_ENTRY_SYMBOL));
   if (entry == nullptr) {

@@ -36,6 +36,9 @@ absl::StatusOr<std::unique_ptr<Backend>> LoadOutOfProcess(
   if (options.call_timeout.has_value()) {
     isolation.call_timeout = *options.call_timeout;
   }
+  if (options.arena_bytes.has_value()) {
+    isolation.arena_bytes = *options.arena_bytes;
+  }
   return LoadPluginOutOfProcess(path, isolation);
 }
 

@@ -38,6 +38,9 @@ struct LoadOptions {
   // For those: the watchdog's budget per call; unset: $MIXRT_PLUGIN_TIMEOUT_S
   // or 60 s.
   std::optional<absl::Duration> call_timeout;
+  // For those: the shared arena's size in bytes; unset:
+  // $MIXRT_PLUGIN_ARENA_BYTES or the default (isolation/arena_size.h).
+  std::optional<uint64_t> arena_bytes;
 };
 
 enum class PluginState {

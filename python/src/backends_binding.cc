@@ -1,6 +1,7 @@
 // mixrt.backends: the plugin registry (what was found and loaded, and why
 // not), loading a plugin by path, choosing the current device, and
 // `mixrt info --json`'s report.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,11 @@ namespace mixrt::python {
 
 void BindBackends(nb::module_& m) {
   m.def("_info_json", [] { return tools::InfoJson(LoadedRegistry()).dump(); });
-  m.def("_load_plugin", [](const std::string& path, bool isolate) {
+  m.def("_load_plugin", [](const std::string& path, bool isolate,
+                           uint64_t arena_bytes) {
     LoadOptions options;
     if (isolate) options.isolation = "all";
+    if (arena_bytes != 0) options.arena_bytes = arena_bytes;
     const Backend* backend = ValueOrThrow(LoadedRegistry().Load(path, options));
     return backend->name();
   });

@@ -17,10 +17,15 @@
 #include "backends/cpu/onednn/onednn3_companion.h"
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
+#include "tests/testing/absolute_env_path.h"
 #include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
 namespace {
+
+// Before the companion is first loaded (it requires an absolute path).
+const bool kAbsoluteLibrary =
+    testing::MakeEnvPathAbsolute("MIXRT_CPU_ONEDNN3_LIBRARY");
 
 std::vector<uint16_t> F16s(int64_t n, uint32_t seed) {
   std::vector<uint16_t> v;

@@ -23,10 +23,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/absolute_env_path.h"
 #include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
 namespace {
+
+// Before the companion is first loaded (it requires an absolute path).
+const bool kAbsoluteLibrary =
+    testing::MakeEnvPathAbsolute("MIXRT_CPU_ONEDNN3_LIBRARY");
 
 using testing::UniformFloats;
 

@@ -412,8 +412,12 @@ TEST_F(IsolatedPluginTest, AMissingOrUntrustedHostIsAClearError) {
   EXPECT_THAT(backend.status().message(),
               HasSubstr("no mixrt-plugin-host to run an out-of-process plugin "
                         "in (looked: /nonexistent/mixrt-plugin-host)"));
-  // Somewhere every user can write (/tmp): refused, as plugins there are.
-  const std::string copy = "/tmp/mixrt-plugin-host-untrusted-test";
+  // Somewhere every user can write (and, unlike /tmp, not sticky: anyone
+  // may replace it): refused, as plugins there are.
+  const std::string open = std::string(getenv("TEST_TMPDIR")) + "/open";
+  ASSERT_EQ(
+      std::system(("mkdir -p " + open + " && chmod 0777 " + open).c_str()), 0);
+  const std::string copy = open + "/mixrt-plugin-host";
   ASSERT_EQ(
       std::system(("cp " +
                    testing::RunfilePath("tools/plugin_host/mixrt-plugin-host") +

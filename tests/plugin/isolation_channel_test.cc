@@ -199,7 +199,10 @@ TEST(KernelGraphCodec, RoundTripsAndRefusesABufferOutOfRange) {
   step.attrs = &add;
   std::vector<unsigned char> payload = Payload();
   MessageWriter w(payload.data());
-  ASSERT_TRUE(WriteKernelGraphSteps(&step, 1, w));
+  ASSERT_TRUE(WriteKernelGraphSteps(
+      &step, 1,
+      [](const MixrtFusedKernel* k) { return reinterpret_cast<uint64_t>(k); },
+      w));
   {
     MessageReader r(payload.data(), w.size());
     DecodedKernelGraphSteps decoded;

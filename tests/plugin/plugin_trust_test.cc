@@ -4,6 +4,7 @@
 // reported; a failed backend never passed over silently.
 #include <elf.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,7 +73,7 @@ TEST(PluginTrust, ASafeDirectoryIsTrusted) {
   EXPECT_EQ(Searched(safe).state, PluginState::kUsable);
 }
 
-TEST(PluginTrust, GroupWritableAndStickyDirectoriesAreNot) {
+TEST(PluginTrust, GroupWritableDirectoriesAreNot) {
   const std::string group = Dir(Root() + "/group", 0775);
   CopyPlugin(group);
   PluginReport r = Searched(group);
@@ -80,10 +81,75 @@ TEST(PluginTrust, GroupWritableAndStickyDirectoriesAreNot) {
   EXPECT_THAT(r.reason,
               HasSubstr("directory " + group +
                         " is writable by its group or by every user"));
-  // Sticky, like /tmp: anyone may still create files in it.
+}
+
+// A virtualenv under /tmp: a sticky directory is a safe ancestor of what
+// this user owns and nobody else can write (others may create entries
+// beside it, never rename or replace it), but no place for anything
+// another user owns.
+TEST(PluginTrust, AStickyDirectoryIsASafeAncestorOfWhatIsYours) {
   const std::string sticky = Dir(Root() + "/sticky", 01777);
-  CopyPlugin(sticky);
-  EXPECT_EQ(Searched(sticky).state, PluginState::kUntrusted);
+  const std::string venv = Dir(sticky + "/venv", 0755);
+  const std::string plugin = CopyPlugin(venv);
+  EXPECT_THAT(files::UntrustedReason(plugin), IsEmpty());
+  EXPECT_EQ(Searched(venv).state, PluginState::kUsable);
+  EXPECT_EQ(Searched(CopyPlugin(sticky)).state, PluginState::kUsable);
+  // Sticky but not writable by others only: the rule is the same.
+  const std::string open_inside = Dir(sticky + "/open", 0777);
+  CopyPlugin(open_inside);
+  EXPECT_EQ(Searched(open_inside).state, PluginState::kUntrusted);
+  // The sticky directory itself is no directory of the user's own.
+  EXPECT_THAT(files::UnsafeDirectoryReason(sticky), HasSubstr("writable"));
+}
+
+// What another user can do in a sticky directory, tried as one (uid
+// 65534): substitute neither the user's directory nor their library, and
+// what they plant there (a directory, a symlink to the user's plugin) is
+// refused as theirs.
+TEST(PluginTrust, AnotherUserCannotSubstituteWhatIsYoursInAStickyDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "acting as another user needs root";
+  // Under /tmp: every user can reach it (the test's own directory is under
+  // root's home, which uid 65534 could not even enter).
+  char made[] = "/tmp/mixrt-sticky-XXXXXX";
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::string sticky = Dir(made, 01777);
+  const std::string venv = Dir(sticky + "/venv", 0755);
+  const std::string plugin = CopyPlugin(venv);
+  const std::string loose = CopyPlugin(sticky);
+  const std::string theirs_dir = sticky + "/theirs";
+  const std::string theirs_link = sticky + "/libmixrt_link.so";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+    // Replacing the user's directory or library: EPERM (sticky), not
+    // EACCES (unreachable), or the test would prove nothing.
+    if (::rename(venv.c_str(), (sticky + "/moved").c_str()) == 0 ||
+        errno != EPERM) {
+      ::_exit(11);
+    }
+    if (::unlink(loose.c_str()) == 0 || errno != EPERM) ::_exit(12);
+    if (::mkdir(venv.c_str(), 0755) == 0 || errno != EEXIST) ::_exit(13);
+    // What they may do: create entries of their own.
+    if (::mkdir(theirs_dir.c_str(), 0755) != 0) ::_exit(14);
+    if (::symlink(plugin.c_str(), theirs_link.c_str()) != 0) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: could not become uid 65534; 11-13: substituted or refused "
+         "for the wrong reason; 14-15: could not create its own entries";
+  EXPECT_THAT(files::UntrustedReason(plugin), IsEmpty());
+  EXPECT_THAT(files::UntrustedReason(theirs_link),
+              HasSubstr("symbolic link " + theirs_link +
+                        " is owned by another user (uid 65534)"));
+  CopyPlugin(theirs_dir);  // As root, into the other user's directory.
+  PluginReport r = Searched(theirs_dir);
+  EXPECT_EQ(r.state, PluginState::kUntrusted);
+  EXPECT_THAT(r.reason, HasSubstr("owned by another user (uid 65534)"));
+  std::system(("rm -rf " + sticky).c_str());
 }
 
 TEST(PluginTrust, AnUntrustedPluginIsSaidAtLoadWithTheFix) {

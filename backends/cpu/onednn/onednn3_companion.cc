@@ -1,7 +1,7 @@
 #include "backends/cpu/onednn/onednn3_companion.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,12 +14,13 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_info.h"
 #include "backends/cpu/onednn3/companion_abi.h"
 #include "backends/cpu/onednn3/companion_product.h"
-#include "common/elf_check.h"
-#include "common/trusted_path.h"
+#include "common/shared_library.h"
 
 namespace mixrt::cpu {
 namespace {
@@ -71,6 +72,14 @@ std::string OwnDirectory() {
     return "";
   }
   std::string path = info.dli_fname;
+  // Loaded through its descriptor (common/shared_library.h): the file the
+  // descriptor, held open, names.
+  if (absl::StartsWith(path, "/proc/self/fd/")) {
+    char target[4096];
+    const ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) return "";
+    path.assign(target, n);
+  }
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
@@ -94,32 +103,21 @@ Fn* Symbol(void* handle, const char* name) {
 
 // The companion at `path`, or why not.
 std::unique_ptr<Companion> Open(const std::string& path, std::string* why) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
+  files::SharedLibraryOptions load;
+  load.what = "oneDNN 3.x companion";
+  load.flags = OpenFlags();
+  absl::StatusOr<void*> loaded = files::LoadSharedLibrary(path, load);
+  if (absl::IsNotFound(loaded.status())) {
     *why = absl::StrCat("no ", kLibraryName, " beside the plugin (", path,
                         "); scripts/setup_onednn3.sh, then bazel build "
                         "//backends/cpu:libmixrt_cpu_onednn3.so");
     return nullptr;
   }
-  if (const std::string untrusted = files::UntrustedReason(path);
-      !untrusted.empty()) {
-    *why = absl::StrCat("not loaded from ", path, ": ", untrusted);
+  if (!loaded.ok()) {
+    *why = std::string(loaded.status().message());
     return nullptr;
   }
-  // dlopen of a truncated object kills the process (elf_check.h).
-  if (absl::Status elf =
-          files::CheckElfSharedObject(path, "oneDNN 3.x companion");
-      !elf.ok()) {
-    *why = std::string(elf.message());
-    return nullptr;
-  }
-  void* handle = dlopen(path.c_str(), OpenFlags());
-  if (handle == nullptr) {
-    const char* error = dlerror();
-    *why = absl::StrCat("cannot load ", path, ": ",
-                        error != nullptr ? error : "unknown error");
-    return nullptr;
-  }
+  void* handle = *loaded;
   auto c = std::make_unique<Companion>();
   c->handle = handle;
   c->path = path;
@@ -168,6 +166,13 @@ Loaded Load() {
     return l;
   }
   const char* path = std::getenv(kLibraryEnv);
+  if (path != nullptr && *path != '\0' && *path != '/') {
+    // A relative name would be checked in one place and, bare, searched
+    // for by the dynamic loader in others (LD_LIBRARY_PATH).
+    l.why = absl::StrCat(kLibraryEnv, "='", path,
+                         "' is not an absolute path; give one");
+    return l;
+  }
   l.companion = Open(path != nullptr && *path != '\0'
                          ? std::string(path)
                          : OwnDirectory() + "/" + kLibraryName,

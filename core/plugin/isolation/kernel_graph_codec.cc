@@ -23,8 +23,10 @@ WireTensorDesc Shape(const MixrtTensorDesc& d) {
 
 }  // namespace
 
-bool WriteKernelGraphSteps(const MixrtKernelGraphStep* steps, int32_t count,
-                           MessageWriter& out) {
+bool WriteKernelGraphSteps(
+    const MixrtKernelGraphStep* steps, int32_t count,
+    const std::function<uint64_t(const MixrtFusedKernel*)>& plugin_kernel,
+    MessageWriter& out) {
   out.Put(count);
   for (int32_t i = 0; i < count; ++i) {
     const MixrtKernelGraphStep& s = steps[i];
@@ -45,7 +47,7 @@ bool WriteKernelGraphSteps(const MixrtKernelGraphStep* steps, int32_t count,
     const bool fused =
         MIXRT_STRUCT_HAS(&s, MixrtKernelGraphStep, fused_values) &&
         s.fused_kernel != nullptr;
-    out.Put(fused ? reinterpret_cast<uint64_t>(s.fused_kernel) : uint64_t{0});
+    out.Put(fused ? plugin_kernel(s.fused_kernel) : uint64_t{0});
     if (fused) {
       out.PutBytes(s.fused_values, sizeof(int32_t) * (n_in + n_out));
     }

@@ -5,6 +5,7 @@
 #define MIXRT_CORE_PLUGIN_ISOLATION_KERNEL_GRAPH_CODEC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,9 +16,13 @@
 namespace mixrt::isolation {
 
 // False when the steps do not fit the payload. A fused kernel travels as
-// the plugin's handle.
-bool WriteKernelGraphSteps(const MixrtKernelGraphStep* steps, int32_t count,
-                           MessageWriter& out);
+// the plugin's handle: `plugin_kernel` maps the caller's handle to it (the
+// host gives callers handles of its own, plugin_host_process.h); the
+// caller checks every step's kernel is known first.
+bool WriteKernelGraphSteps(
+    const MixrtKernelGraphStep* steps, int32_t count,
+    const std::function<uint64_t(const MixrtFusedKernel*)>& plugin_kernel,
+    MessageWriter& out);
 
 class DecodedKernelGraphSteps {
  public:

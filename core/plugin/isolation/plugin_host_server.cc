@@ -8,10 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/elf_check.h"
+#include "common/shared_library.h"
 #include "core/plugin/isolation/fusion_graph_codec.h"
 #include "core/plugin/isolation/kernel_graph_codec.h"
 #include "core/plugin/isolation/shared_channel.h"
@@ -25,6 +26,25 @@ std::string Text(const char* s) {
   return s == nullptr ? std::string() : std::string(s, strnlen(s, 4096));
 }
 
+// Ends this process and everything the plugin forked (the host started
+// this process as its group's leader).
+[[noreturn]] void KillOwnGroup() {
+  // Never a group this process does not lead: that one is its starter's.
+  if (getpgrp() == getpid()) kill(0, SIGKILL);
+  _exit(1);
+}
+
+// While the plugin works on a call (or hangs in one), a thread of this
+// process notices the host's exit: the plugin's process group must not
+// outlive the process it serves.
+void WatchForHostExit() {
+  const pid_t host = getppid();
+  std::thread([host] {
+    while (getppid() == host) usleep(200 * 1000);
+    KillOwnGroup();
+  }).detach();
+}
+
 class Server {
  public:
   Server(ChannelBlock* block, unsigned char* arena, uint64_t arena_bytes,
@@ -34,7 +54,8 @@ class Server {
         arena_bytes_(arena_bytes),
         path_(std::move(path)) {}
 
-  // Answers calls until kShutdown (0) or the host is gone (1).
+  // Answers calls until kShutdown (0); when the host is gone, ends this
+  // process and its group.
   int Run() {
     const pid_t host = getppid();
     // Idle, not what the block holds now: the host may have posted its
@@ -49,7 +70,7 @@ class Server {
           WaitForChange(block_, seen, absl::Microseconds(50),
                         absl::Milliseconds(200), /*yield_while_spinning=*/true);
       if (state == seen) {
-        if (getppid() != host) return 1;  // Orphaned: the host exited.
+        if (getppid() != host) KillOwnGroup();  // Orphaned: the host exited.
         continue;
       }
       seen = state;
@@ -65,12 +86,14 @@ class Server {
   bool Serve(Call call) {
     // The request is read into locals before the response overwrites the
     // payload: every handler reads all it needs first.
+    const uint64_t sequence = block_->request_sequence;
     const size_t bytes = std::min<size_t>(block_->request_bytes, kPayloadBytes);
     std::vector<unsigned char> copy(block_->payload, block_->payload + bytes);
     MessageReader request(copy.data(), copy.size());
     MessageWriter out(block_->payload);
     const bool keep_going = Dispatch(call, request, out);
     block_->response_bytes = static_cast<uint32_t>(out.size());
+    block_->response_sequence = sequence;
     Publish(block_, kResponse);
     return keep_going;
   }
@@ -238,21 +261,16 @@ class Server {
       Error(out, MIXRT_ERROR_CODE_FAILED_PRECONDITION, "already loaded");
       return;
     }
-    absl::Status elf = files::CheckElfSharedObject(path_);
-    if (!elf.ok()) {
+    // The host judged where the plugin lies before starting this process.
+    files::SharedLibraryOptions load;
+    load.trusted_location = false;
+    absl::StatusOr<void*> loaded = files::LoadSharedLibrary(path_, load);
+    if (!loaded.ok()) {
       Error(out, MIXRT_ERROR_CODE_FAILED_PRECONDITION,
-            std::string(elf.message()));
+            std::string(loaded.status().message()));
       return;
     }
-    void* handle = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      Error(out, MIXRT_ERROR_CODE_FAILED_PRECONDITION,
-            absl::StrCat("plugin ", path_,
-                         " could not be loaded as a shared object: ",
-                         why != nullptr ? why : "unknown dlopen error"));
-      return;
-    }
+    void* handle = *loaded;
     auto* entry = reinterpret_cast<MixrtPluginEntryFn*>(
         dlsym(handle, MIXRT_PLUGIN_ENTRY_SYMBOL));
     if (entry == nullptr) {
@@ -691,6 +709,7 @@ int ServePlugin(const std::string& plugin_path, uint64_t arena_bytes) {
     }
     arena = static_cast<unsigned char*>(*mapped);
   }
+  WatchForHostExit();
   Server server(block, arena, arena_bytes, plugin_path);
   return server.Run();
 }

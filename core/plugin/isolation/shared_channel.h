@@ -5,9 +5,14 @@
 // then sleeps on the state word with a futex: no socket, no copy through the
 // kernel on the hot path.
 //
-// The plugin host is untrusted: it may scribble anywhere in the block. The
-// host reads every response through MessageReader, which checks each length
-// against the payload's bounds, and trusts no pointer from it.
+// The plugin host is untrusted: it may scribble anywhere in the block, from
+// any thread, at any time. Every request carries a sequence number the
+// answer must repeat, so an answer is tied to its request (a state word
+// flipped by a stray thread, or a late answer to an earlier call, is a
+// protocol break, never a result); the host copies the answer out of the
+// shared block before reading it, reads it through MessageReader, which
+// checks each length against the payload's bounds, and trusts no pointer
+// from it.
 #ifndef MIXRT_CORE_PLUGIN_ISOLATION_SHARED_CHANNEL_H_
 #define MIXRT_CORE_PLUGIN_ISOLATION_SHARED_CHANNEL_H_
 
@@ -41,6 +46,9 @@ struct ChannelBlock {
   uint32_t call;
   uint32_t request_bytes;
   uint32_t response_bytes;
+  // The host numbers each request; the answer repeats the number.
+  uint64_t request_sequence;
+  uint64_t response_sequence;
   alignas(64) unsigned char payload[kPayloadBytes];
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free,

@@ -13,7 +13,8 @@
 
 namespace mixrt::isolation {
 
-inline constexpr uint32_t kWireVersion = 1;
+// 2: requests and answers carry a sequence number (shared_channel.h).
+inline constexpr uint32_t kWireVersion = 2;
 
 // The file descriptors mixrt-plugin-host finds the channel and the arena at
 // (inherited across exec).
