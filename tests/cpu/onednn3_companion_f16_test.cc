@@ -124,5 +124,16 @@ TEST(OneDnn3CompanionF16Test, CapabilityNamesTheCompanion) {
   EXPECT_EQ(slow.level, MIXRT_SUPPORT_SLOW) << slow.reason;
 }
 
+// A name that is not an absolute path is refused before anything is
+// opened: checked here, a bare one would be searched for by the dynamic
+// loader in LD_LIBRARY_PATH (a library from a 0777 directory ran there).
+TEST(OneDnn3CompanionF16Test, ARelativeOrBareLibraryNameIsRefused) {
+  for (const char* name : {"libfake_onednn3_companion.so",
+                           "tests/cpu/libfake_onednn3_companion.so"}) {
+    const std::string why = OneDnn3CompanionRefusal(name);
+    EXPECT_NE(why.find("is not an absolute path"), std::string::npos) << why;
+  }
+}
+
 }  // namespace
 }  // namespace mixrt::cpu

@@ -103,6 +103,13 @@ Fn* Symbol(void* handle, const char* name) {
 
 // The companion at `path`, or why not.
 std::unique_ptr<Companion> Open(const std::string& path, std::string* why) {
+  if (path.empty() || path[0] != '/') {
+    // A relative name would be checked in one place and, bare, searched
+    // for by the dynamic loader in others (LD_LIBRARY_PATH).
+    *why = absl::StrCat(kLibraryEnv, "='", path,
+                        "' is not an absolute path; give one");
+    return nullptr;
+  }
   files::SharedLibraryOptions load;
   load.what = "oneDNN 3.x companion";
   load.flags = OpenFlags();
@@ -166,13 +173,6 @@ Loaded Load() {
     return l;
   }
   const char* path = std::getenv(kLibraryEnv);
-  if (path != nullptr && *path != '\0' && *path != '/') {
-    // A relative name would be checked in one place and, bare, searched
-    // for by the dynamic loader in others (LD_LIBRARY_PATH).
-    l.why = absl::StrCat(kLibraryEnv, "='", path,
-                         "' is not an absolute path; give one");
-    return l;
-  }
   l.companion = Open(path != nullptr && *path != '\0'
                          ? std::string(path)
                          : OwnDirectory() + "/" + kLibraryName,
