@@ -95,6 +95,11 @@ FAKE_EXPORT int32_t mixrt_cpu_onednn3_run(const MixrtOneDnn3Product* product,
   const int r = p.c.rank;
   const int64_t batch = r == 3 ? p.c.dims[0] : 1;
   const int64_t m = p.c.dims[r - 2], n = p.c.dims[r - 1];
+#if defined(FAKE_COMPANION_LIES_ABOVE)
+  // A lying build: products of more elements than this "succeed" without
+  // writing anything.
+  if (batch * m * n > FAKE_COMPANION_LIES_ABOVE) return 0;
+#endif
   const int64_t k = p.a.dims[r - 1];
   for (int64_t s = 0; s < batch; ++s) {
     for (int64_t i = 0; i < m; ++i) {

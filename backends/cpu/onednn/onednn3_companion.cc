@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/capability/cpu_info.h"
+#include "backends/cpu/onednn/companion_check.h"
 #include "backends/cpu/onednn3/companion_abi.h"
 #include "backends/cpu/onednn3/companion_product.h"
 #include "common/shared_library.h"
@@ -146,6 +148,9 @@ std::unique_ptr<Companion> Open(const std::string& path, std::string* why) {
         path, "'s calls reach oneDNN ", v / 10000, ".", v / 100 % 100,
         " instead of 3.x (this process has another oneDNN in its global "
         "symbol scope)");
+  } else if (const std::string wrong = KnownProductsDisagreement(c->run);
+             !wrong.empty()) {
+    *why = absl::StrCat(path, " dropped: ", wrong);
   } else {
     c->version = absl::StrCat(v / 10000, ".", v / 100 % 100, ".", v % 100);
     return c;
@@ -210,6 +215,57 @@ size_t Extent(const MatmulOperand& c) {
   return static_cast<size_t>(last + 1) * element;
 }
 
+// Set once a product shape's first answer disagreed with the plugin's own
+// oneDNN (companion_check.h): from then on the companion takes nothing.
+std::atomic<bool> g_dropped{false};
+std::mutex g_dropped_mu;
+std::string g_dropped_why;
+
+bool Dropped() { return g_dropped.load(std::memory_order_acquire); }
+
+// Whether the companion's first answer for this shape is the plugin's own
+// oneDNN's (run into copies of c: the real c is left for the chosen side).
+// A shape the companion cannot build, or the own oneDNN cannot (f16 on
+// 2.6.3: the known products checked at load stand for it), passes.
+bool FirstAnswerAgrees(const Companion& companion, const MatmulShape& shape,
+                       const MixrtOneDnn3Product& product, const void* a,
+                       const void* b, const void* c, const void* bias,
+                       const void* const* post_op_data) {
+  const size_t bytes = Extent(shape.c);
+  if (bytes == 0) return true;
+  std::unique_ptr<char[]> theirs(new char[bytes]), ours(new char[bytes]);
+  std::memcpy(theirs.get(), c, bytes);
+  std::memcpy(ours.get(), c, bytes);
+  char message[256];
+  if (companion.run(&product, a, b, theirs.get(), bias, message,
+                    sizeof(message)) != 0) {
+    return true;
+  }
+  try {
+    RunPreparedMatmul(shape, a, b, ours.get(), bias, post_op_data);
+  } catch (const dnnl::error&) {
+    return true;
+  }
+  // The copies start at c's first element: Extent counts from there.
+  const std::string wrong =
+      ProductDisagreement(shape.c, ours.get(), theirs.get());
+  if (wrong.empty()) return true;
+  std::lock_guard<std::mutex> lock(g_dropped_mu);
+  if (!g_dropped.load()) {
+    g_dropped_why = absl::StrCat(
+        "dropped: its first answer for a ",
+        shape.a.dims.size() >= 2
+            ? absl::StrCat(shape.a.dims[shape.a.dims.size() - 2], "x",
+                           shape.a.dims.back(), " by ", shape.b.dims.back())
+            : std::string("new"),
+        " product disagreed with the plugin's own oneDNN (", wrong, ")");
+    g_dropped.store(true, std::memory_order_release);
+    std::fprintf(stderr, "mixrt cpu: oneDNN 3.x companion %s\n",
+                 g_dropped_why.c_str());
+  }
+  return false;
+}
+
 template <typename Fn>
 double FastestSeconds(Fn&& run) {
   double best = 1e30;
@@ -258,7 +314,6 @@ Route RouteFor(const Companion& companion, Rule rule, const MatmulShape& shape,
                const MixrtOneDnn3Product& product, const void* a, const void* b,
                const void* c, const void* bias,
                const void* const* post_op_data) {
-  if (rule == Rule::kCompanionFirst) return Route::kCompanion;
   Routes& routes = RoutesByShape();
   MatmulKey key = PreparedMatmulKey(shape);
   {
@@ -266,10 +321,16 @@ Route RouteFor(const Companion& companion, Rule rule, const MatmulShape& shape,
     auto it = routes.by_shape.find(key);
     if (it != routes.by_shape.end()) return it->second;
   }
-  // Timed outside the lock: another thread timing the same shape at once
-  // only repeats the work, and the first answer stays.
+  // Checked and timed outside the lock: another thread doing the same
+  // shape at once only repeats the work, and the first answer stays.
+  if (!FirstAnswerAgrees(companion, shape, product, a, b, c, bias,
+                         post_op_data)) {
+    return Route::kOwn;
+  }
   const Route route =
-      Measure(companion, shape, product, a, b, c, bias, post_op_data);
+      rule == Rule::kCompanionFirst
+          ? Route::kCompanion
+          : Measure(companion, shape, product, a, b, c, bias, post_op_data);
   std::lock_guard<std::mutex> lock(routes.mu);
   if (routes.by_shape.size() >= kMaxRoutes) routes.by_shape.clear();
   return routes.by_shape.emplace(std::move(key), route).first->second;
@@ -289,7 +350,8 @@ void RunProductOnChosenOneDnn(const MatmulShape& shape, const void* a,
                               const void* const* post_op_data) {
   const Loaded& loaded = Get();
   MixrtOneDnn3Product product;
-  if (loaded.companion != nullptr && ToCompanionProduct(shape, &product) &&
+  if (loaded.companion != nullptr && !Dropped() &&
+      ToCompanionProduct(shape, &product) &&
       RouteFor(*loaded.companion, loaded.rule, shape, product, a, b, c, bias,
                post_op_data) == Route::kCompanion) {
     char message[256];
@@ -310,6 +372,11 @@ std::string OneDnn3CompanionSummary() {
   if (loaded.companion == nullptr) {
     return absl::StrCat("oneDNN 3.x companion not used: ", loaded.why);
   }
+  if (Dropped()) {
+    std::lock_guard<std::mutex> lock(g_dropped_mu);
+    return absl::StrCat("oneDNN 3.x companion not used: ",
+                        loaded.companion->path, " ", g_dropped_why);
+  }
   return absl::StrCat(
       "oneDNN ", loaded.companion->version, " companion (",
       loaded.companion->path, ") ",
@@ -318,7 +385,9 @@ std::string OneDnn3CompanionSummary() {
           : "runs the product shapes where it timed faster");
 }
 
-bool OneDnn3CompanionLoaded() { return Get().companion != nullptr; }
+bool OneDnn3CompanionLoaded() {
+  return Get().companion != nullptr && !Dropped();
+}
 
 const std::string& OneDnn3CompanionImplementation(MixrtDtype dtype) {
   // Asked per product (RunMatmul's widening), and oneDNN builds a
@@ -343,7 +412,8 @@ const std::string& OneDnn3CompanionImplementation(MixrtDtype dtype) {
     return all;
   }();
   static const std::string none;
-  return dtype <= MIXRT_DTYPE_BF16 ? (*implementations)[dtype] : none;
+  return dtype <= MIXRT_DTYPE_BF16 && !Dropped() ? (*implementations)[dtype]
+                                                 : none;
 }
 
 std::string OneDnn3CompanionVersion() {
