@@ -126,7 +126,7 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
         kCommPluginEnv));
   }
   files::SharedLibraryOptions load;
-  load.what = "distributed: collectives plugin";
+  load.what = "collectives plugin";
   // Named in code: the caller's explicit choice. Found, or named in the
   // environment: it must lie where only root or this user can write.
   load.trusted_location = options.plugin_path.empty();
@@ -138,11 +138,12 @@ absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(
     const std::string why(loaded.status().message());
     return absl::Status(
         loaded.status().code(),
-        absl::StrCat(why, why.find("libmpi") != std::string::npos
-                              ? " (Open MPI is not installed: Debian's "
-                                "libopenmpi3 and openmpi-bin; "
-                                "scripts/setup.sh installs them)"
-                              : ""));
+        absl::StrCat("distributed: cannot load ", path, ": ", why,
+                     why.find("libmpi") != std::string::npos
+                         ? " (Open MPI is not installed: Debian's "
+                           "libopenmpi3 and openmpi-bin; "
+                           "scripts/setup.sh installs them)"
+                         : ""));
   }
   void* library = *loaded;
   auto* get_api = reinterpret_cast<MixrtCollectivesGetApiFn*>(

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/kernels/memory_overlap.h"
 #include "core/tensor/kernel_launch.h"
 #include "mixrt/status_macros.h"
 
@@ -24,7 +25,21 @@ absl::Status copy_(const Tensor& dst, const Tensor& src) {
         absl::StrCat("copy_: the source has shape ", ShapeToString(src.shape()),
                      "; the destination needs ", ShapeToString(dst.shape())));
   }
-  const Tensor in[] = {src};
+  // As PyTorch's copy_: the same elements in the same layout are already
+  // there; a destination that repeats elements, or a dense source that
+  // partly overlaps it, is refused; where the two cannot be compared that
+  // way (gaps or repeats) and may meet, the source is read through a copy.
+  if (OverlapOf(dst, src) == MemoryOverlap::kFull &&
+      dst.dtype() == src.dtype()) {
+    return absl::OkStatus();
+  }
+  MIXRT_RETURN_IF_ERROR(CheckNoInternalOverlap(dst));
+  MIXRT_RETURN_IF_ERROR(CheckNoPartialOverlap(dst, src));
+  Tensor from = src;
+  if (MayShareElements(dst, src)) {
+    MIXRT_ASSIGN_OR_RETURN(from, src.clone());
+  }
+  const Tensor in[] = {from};
   const Tensor outs[] = {dst};
   return LaunchKernel(MIXRT_OP_COPY, in, outs);
 }

@@ -58,7 +58,9 @@ def _in_place(name, binary):
     written SGD step would silently update nothing."""
     def method(self, other):
         # Writability (a tensor that requires grad, under grad mode) is
-        # copy_'s check, below.
+        # copy_'s check, below; overlap of `other` with self is refused as
+        # PyTorch refuses it (x += x.T), before anything is computed.
+        _mixrt._check_in_place_overlap(self, other)
         result = binary(self, other)
         if result.shape != self.shape:
             raise RuntimeError(

@@ -9,6 +9,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/functional/ops.h"
 #include "core/kernels/fill_copy.h"
+#include "core/kernels/memory_overlap.h"
 #include "core/kernels/pointwise.h"
 #include "core/tensor/factories.h"
 #include "core/tensor/tensor.h"
@@ -459,6 +460,16 @@ nb::class_<Tensor> BindTensor(nb::module_& m) {
   });
 
   // Factories, on the current device.
+  // x op= y's check before it computes (python/mixrt/_ops.py), as
+  // PyTorch's in-place ops refuse: a written-to tensor that repeats
+  // elements, or an operand that partly overlaps it.
+  m.def("_check_in_place_overlap", [](const Tensor& self, nb::handle other) {
+    ThrowIfError(kernels::CheckNoInternalOverlap(self));
+    if (nb::isinstance<Tensor>(other)) {
+      ThrowIfError(
+          kernels::CheckNoPartialOverlap(self, nb::cast<Tensor>(other)));
+    }
+  });
   m.def("_from_values", [](const std::vector<double>& values,
                            const std::vector<int64_t>& shape, DType dtype) {
     const Device device = CurrentDevice();

@@ -226,6 +226,53 @@ def test_item_assignment_writes_the_view():
         t[0] = "x"
 
 
+# PyTorch's verdicts on a write that reads its own memory
+# (aten/src/ATen/MemoryOverlap.cpp): the same elements in the same layout
+# are left as they are; a dense source that partly overlaps the dense
+# destination, or a destination that repeats elements, is a RuntimeError;
+# where it cannot compare (gaps), mixrt reads the source as it was
+# (numpy's rule for overlapping assignment, the reference here).
+_OVERLAP = "refer to a single memory location"
+
+
+def test_an_assignment_from_its_own_memory_is_refused_or_exact():
+    m = mixrt.arange(16.0).reshape(4, 4)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        m[:, :] = m.T  # Wrote the transpose over rows it was reading.
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        m[1:] = m[:-1]  # Dense rows, shifted: PyTorch refuses this too.
+    np.testing.assert_array_equal(m.numpy(), np.arange(16.0).reshape(4, 4))
+    m[:] = m  # The same elements: nothing to do.
+    m.copy_(m)
+    np.testing.assert_array_equal(m.numpy(), np.arange(16.0).reshape(4, 4))
+    # Columns shifted (views with gaps): the source as it was.
+    a = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    a[:, 1:] = a[:, :-1].copy()
+    m[:, 1:] = m[:, :-1]
+    np.testing.assert_array_equal(m.numpy(), a)
+    a[::2, 1:] = a[::2, :-1].copy()
+    m[::2, 1:] = m[::2, :-1]
+    np.testing.assert_array_equal(m.numpy(), a)
+    # A transpose through a copy is the user's way out, as PyTorch says.
+    m[:, :] = m.T.clone()
+    np.testing.assert_array_equal(m.numpy(), a.T)
+
+
+def test_in_place_ops_refuse_what_pytorch_refuses():
+    m = mixrt.arange(16.0).reshape(4, 4)
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        m += m.T
+    with pytest.raises(RuntimeError, match=_OVERLAP):
+        m[1:] *= m[:-1]
+    np.testing.assert_array_equal(m.numpy(), np.arange(16.0).reshape(4, 4))
+    m += m  # The same tensor: every element reads only itself.
+    np.testing.assert_array_equal(m.numpy(), 2 * np.arange(16.0).reshape(4, 4))
+    m[:, 1:] -= m[:, :-1]  # Gaps: PyTorch does not look; values as numpy's.
+    a = 2 * np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    a[:, 1:] -= a[:, :-1].copy()
+    np.testing.assert_array_equal(m.numpy(), a)
+
+
 def test_indexing_with_tensors_gathers_rows_with_gradients():
     a = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
     t = mixrt.tensor(a, requires_grad=True)
