@@ -61,7 +61,10 @@ void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
   std::vector<float> w(n, 1.0f);
   if (weight != nullptr)
     LoadRow(weight->data(), weight->dtype(), 0, n, w.data());
-  const bool affine = grad_weight != nullptr;
+  // Either parameter gradient alone is asked for when the other's
+  // parameter is frozen (a GPT port's bias=False LayerNorm): each is
+  // written only when its place is given.
+  const bool affine = grad_weight != nullptr || grad_bias != nullptr;
   const int threads = omp_get_max_threads();
   // Per-thread partial sums for the parameter gradients, added at the end.
   std::vector<std::vector<double>> gw(threads,
@@ -127,8 +130,10 @@ void LayerNormBackwardRows(const sdk::TensorRef& gy, const sdk::TensorRef& x,
       sw[i] = static_cast<float>(a);
       sb[i] = static_cast<float>(c);
     }
-    StoreRow(sw.data(), n, grad_weight, param_dtype, 0);
-    StoreRow(sb.data(), n, grad_bias, param_dtype, 0);
+    if (grad_weight != nullptr) {
+      StoreRow(sw.data(), n, grad_weight, param_dtype, 0);
+    }
+    if (grad_bias != nullptr) StoreRow(sb.data(), n, grad_bias, param_dtype, 0);
   }
 }
 
