@@ -13,8 +13,13 @@
 // min(N, k)), the autocast state, grad mode, modules' train/eval mode, a
 // GuardedValue, a closure tensor (rebound, written in place, written
 // through data_ptr()), a parameter's requires_grad; a checkpointed region
-// and dropout come with some programs. A disagreement prints the program
-// and the call and aborts: a silent wrong result found.
+// and dropout come with some programs. Each program also mixes which
+// tensors need gradients: the input (which a residual layer reads again,
+// so its gradient arrives from two places), and each parameter of its
+// linear layers and affine layer norms, one bit each (a frozen LayerNorm
+// bias beside a residual once crashed the first replayed backward). A
+// disagreement prints the program and the call and aborts: a silent wrong
+// result found.
 //
 // Plugins: MIXRT_FUZZ_PLUGINS, colon-separated .so paths (the replay test's
 // --plugins=; scripts/fuzz.sh sets it), which must include the reference
@@ -126,6 +131,16 @@ struct Program {
   int loss = 0;            // 0: the output itself, 1: sum, 2: mean.
   std::string mode;
   int device = 0;
+  // Which tensors need gradients, each bit flipping a default: bit 0 the
+  // input (default: none), bit 1 layer norms with a weight and a bias
+  // (default: without), bits 2.. the parameters in Params' order (default:
+  // all need one; bit 2 + k % 30 for parameter k).
+  uint32_t grad_mask = 0;
+  bool input_needs_grad() const { return (grad_mask & 1) != 0; }
+  bool affine_norms() const { return (grad_mask & 2) != 0; }
+  bool parameter_needs_grad(size_t k) const {
+    return (grad_mask >> (2 + k % 30) & 1) == 0;
+  }
 };
 
 // What a program reads besides its input: the closure state the fuzzer
@@ -133,12 +148,15 @@ struct Program {
 struct State {
   std::vector<Tensor> weights;  // Per linear: [F, F], and a bias [F].
   std::vector<Tensor> biases;
+  // Per layer norm, with affine_norms: its weight and bias [F].
+  std::vector<Tensor> norm_weights, norm_biases;
   Tensor closure;  // [1], for kScaleClosure.
   std::shared_ptr<nn::Dropout> dropout;
   Generator dropout_generator{1234};
   GuardedValue<double> factor{0.5, "factor"};
 };
 
+// `index`: the layer's number among the layers of its kind.
 absl::StatusOr<Tensor> Layer(State& s, LayerKind k, size_t index,
                              const Tensor& h, const Tensor& x0) {
   switch (k) {
@@ -149,6 +167,9 @@ absl::StatusOr<Tensor> Layer(State& s, LayerKind k, size_t index,
     case LayerKind::kGelu:
       return gelu(h);
     case LayerKind::kLayerNorm:
+      if (index < s.norm_weights.size()) {
+        return layer_norm(h, 1, s.norm_weights[index], s.norm_biases[index]);
+      }
       return layer_norm(h, 1, Tensor(), Tensor());
     case LayerKind::kDropout:
       return s.dropout->forward(h);
@@ -169,12 +190,15 @@ absl::StatusOr<Tensor> Layer(State& s, LayerKind k, size_t index,
 // Layers [from, to) of p over t, the linear layers' parameters by index.
 absl::StatusOr<Tensor> RunLayers(const Program& p, State& s, size_t from,
                                  size_t to, Tensor t, const Tensor& x0) {
-  size_t linear = 0;
+  size_t linear = 0, norm = 0;
   for (size_t i = 0; i < to; ++i) {
+    const LayerKind k = p.layers[i];
     if (i >= from) {
-      MIXRT_ASSIGN_OR_RETURN(t, Layer(s, p.layers[i], linear, t, x0));
+      MIXRT_ASSIGN_OR_RETURN(
+          t, Layer(s, k, k == LayerKind::kLayerNorm ? norm : linear, t, x0));
     }
-    if (p.layers[i] == LayerKind::kLinear) ++linear;
+    if (k == LayerKind::kLinear) ++linear;
+    if (k == LayerKind::kLayerNorm) ++norm;
   }
   return t;
 }
@@ -236,7 +260,8 @@ std::string Describe(const Program& p, const std::vector<Call>& calls,
   std::string out = absl::StrCat(
       "program: F=", p.features, " layers [", absl::StrJoin(layers, ", "),
       "] checkpoint [", p.checkpoint_from, ", ", p.checkpoint_to, ") narrow ",
-      p.narrow_cap, " loss ", p.loss, " mode ", p.mode, "\n");
+      p.narrow_cap, " loss ", p.loss, " mode ", p.mode, " grad mask ",
+      p.grad_mask, "\n");
   for (size_t i = 0; i <= at && i < calls.size(); ++i) {
     const Call& c = calls[i];
     absl::StrAppend(&out, "  call ", i, ": N=", c.rows, " autocast ",
@@ -289,7 +314,7 @@ void Change(const Program& p, State& s, const Call& c, const Device& d) {
 
 struct Result {
   std::vector<Tensor> outputs;
-  std::vector<Tensor> grads;  // Per weight and bias; undefined for none.
+  std::vector<Tensor> grads;  // Per watched tensor; undefined for none.
   std::string error;
 };
 
@@ -383,7 +408,10 @@ std::string Compare(const Result& got, const Result& want, double tolerance) {
   for (size_t i = 0; i < want.grads.size(); ++i) {
     if (std::string d = Disagreement(got.grads[i], want.grads[i], tolerance);
         !d.empty()) {
-      return absl::StrCat("gradient of parameter ", i, ": ", d);
+      return absl::StrCat(i + 1 == want.grads.size()
+                              ? "gradient of the input"
+                              : absl::StrCat("gradient of parameter ", i),
+                          ": ", d);
     }
   }
   return "";
@@ -416,6 +444,8 @@ std::unique_ptr<State> CopyTo(const State& s, const Device& d) {
   };
   for (const Tensor& w : s.weights) c.weights.push_back(move(w));
   for (const Tensor& b : s.biases) c.biases.push_back(move(b));
+  for (const Tensor& w : s.norm_weights) c.norm_weights.push_back(move(w));
+  for (const Tensor& b : s.norm_biases) c.norm_biases.push_back(move(b));
   c.closure = move(s.closure);
   c.dropout = std::make_shared<nn::Dropout>(0.25, &c.dropout_generator);
   c.dropout->train(s.dropout->is_training());
@@ -426,6 +456,16 @@ std::unique_ptr<State> CopyTo(const State& s, const Device& d) {
 std::vector<Tensor> Params(const State& s) {
   std::vector<Tensor> all = s.weights;
   all.insert(all.end(), s.biases.begin(), s.biases.end());
+  all.insert(all.end(), s.norm_weights.begin(), s.norm_weights.end());
+  all.insert(all.end(), s.norm_biases.begin(), s.norm_biases.end());
+  return all;
+}
+
+// The tensors whose gradients are compared: the parameters, then the
+// input.
+std::vector<Tensor> Watched(const State& s, const Tensor& x) {
+  std::vector<Tensor> all = Params(s);
+  all.push_back(x);
   return all;
 }
 
@@ -439,8 +479,22 @@ void RunProgram(const Program& p, const std::vector<Call>& calls) {
     state.weights.push_back(
         *randn({p.features, p.features}, DType::kF32, d, 0, 0.3, &init));
     state.biases.push_back(*randn({p.features}, DType::kF32, d, 0, 0.1, &init));
-    (void)state.weights.back().set_requires_grad(true);
-    (void)state.biases.back().set_requires_grad(true);
+  }
+  for (LayerKind k : p.layers) {
+    if (k != LayerKind::kLayerNorm || !p.affine_norms()) continue;
+    state.norm_weights.push_back(
+        *randn({p.features}, DType::kF32, d, 1, 0.1, &init));
+    state.norm_biases.push_back(
+        *randn({p.features}, DType::kF32, d, 0, 0.1, &init));
+  }
+  {
+    // Scoped: a handle kept here would keep a parameter alive after the
+    // program rebinds it, which no compiled graph can tell from the
+    // function still reading it (docs/compiler.md, "Guards").
+    std::vector<Tensor> params = Params(state);
+    for (size_t k = 0; k < params.size(); ++k) {
+      (void)params[k].set_requires_grad(p.parameter_needs_grad(k));
+    }
   }
   state.closure = *full({1}, 0.75, DType::kF32, d);
   state.dropout = std::make_shared<nn::Dropout>(0.25, &state.dropout_generator);
@@ -454,10 +508,11 @@ void RunProgram(const Program& p, const std::vector<Call>& calls) {
     Change(p, state, c, d);
     state.dropout->train(c.training);
     Generator data(c.seed + 99);
-    const Tensor x = *randn({c.rows, p.features}, DType::kF32, d, 0, 1, &data);
-    const Result want = Run(eager, c, x, Params(state), dropout_offset,
+    Tensor x = *randn({c.rows, p.features}, DType::kF32, d, 0, 1, &data);
+    if (p.input_needs_grad()) (void)x.set_requires_grad(true);
+    const Result want = Run(eager, c, x, Watched(state, x), dropout_offset,
                             state.dropout_generator);
-    const Result got = Run(*compiled, c, x, Params(state), dropout_offset,
+    const Result got = Run(*compiled, c, x, Watched(state, x), dropout_offset,
                            state.dropout_generator);
     if (std::string why = Compare(got, want, Tolerance(c.autocast));
         !why.empty()) {
@@ -467,9 +522,11 @@ void RunProgram(const Program& p, const std::vector<Call>& calls) {
     }
     // The oracle: the same state and input on the reference plugin.
     std::unique_ptr<State> twin = CopyTo(state, devices.reference);
-    const Tensor x_ref = *(*x.to(devices.reference)).clone();
-    const Result oracle = Run(Function(p, twin.get()), c, x_ref, Params(*twin),
-                              dropout_offset, twin->dropout_generator);
+    Tensor x_ref = *(*x.detach().to(devices.reference)).clone();
+    if (p.input_needs_grad()) (void)x_ref.set_requires_grad(true);
+    const Result oracle =
+        Run(Function(p, twin.get()), c, x_ref, Watched(*twin, x_ref),
+            dropout_offset, twin->dropout_generator);
     if (std::string why = Compare(want, oracle, 10 * Tolerance(c.autocast));
         !why.empty()) {
       Found(absl::StrCat("eager on ", d.ToString(),
@@ -517,6 +574,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     c.target = b / kChanges;
     c.seed = in.Read<uint8_t>();
   }
+  // Last, so inputs written before it existed decode as they did (zero
+  // past the end: the defaults).
+  p.grad_mask = in.Read<uint32_t>();
   RunProgram(p, calls);
   return 0;
 }

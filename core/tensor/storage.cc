@@ -16,6 +16,11 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(const Device& device,
   return storage;
 }
 
+uint64_t Storage::NextStamp() {
+  static std::atomic<uint64_t> clock{1};
+  return clock.fetch_add(1, std::memory_order_relaxed);
+}
+
 uint64_t Storage::UnprovenVersion() {
   static std::atomic<uint64_t> next{uint64_t{1} << 63};
   return next.fetch_add(1, std::memory_order_relaxed);

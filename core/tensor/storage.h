@@ -39,11 +39,25 @@ class Storage {
   // weight copies check. External memory (below) has no count that proves
   // it unchanged: its version is a new value at every ask, so nothing is
   // ever kept for it.
+  //
+  // Versions are stamps of one process-wide clock, not counts from 0: no
+  // two storages ever report the same version, so "same version as when
+  // it was cast" also proves "same memory". With per-storage counts a
+  // weight rebound to a new tensor written as often as the old one (both
+  // at 1) looked unchanged, and a compiled graph reused the old weight's
+  // kept cast: a silent wrong result.
   uint64_t version() const {
     return external() ? UnprovenVersion()
                       : version_.load(std::memory_order_acquire);
   }
-  void BumpVersion() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  void BumpVersion() {
+    // The larger stamp wins a race of two writers: the version only grows.
+    const uint64_t stamp = NextStamp();
+    uint64_t seen = version_.load(std::memory_order_acquire);
+    while (seen < stamp && !version_.compare_exchange_weak(
+                               seen, stamp, std::memory_order_acq_rel)) {
+    }
+  }
   // Memory something outside mixrt can write: adopted, or handed out
   // (MarkShared: a NumPy view of it, a DLPack export). Such writes bump no
   // count, hence version()'s answer for it.
@@ -57,11 +71,13 @@ class Storage {
       : device_(device), data_(data), bytes_(bytes) {}
   // Distinct from every counted version and from every earlier answer.
   static uint64_t UnprovenVersion();
+  // The clock's next stamp (below UnprovenVersion's range).
+  static uint64_t NextStamp();
 
   Device device_;
   void* data_;
   uint64_t bytes_;
-  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> version_{NextStamp()};
   std::function<void()> release_;  // Set for adopted memory.
   std::atomic<bool> shared_{false};
 };

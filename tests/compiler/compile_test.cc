@@ -729,6 +729,39 @@ TEST(Compile, AWeightWrittenByAReplayInvalidatesKeptCasts) {
   }
 }
 
+// A weight the function reads from its closure, rebound to a new tensor
+// that has been written as often as the old one: the kept cast must be of
+// the new weight (versions are stamps no two storages share; as counts
+// from 0 both read 1, and the replay ran the old weight's cast: found by
+// compile_diff_fuzz).
+TEST(Compile, AReboundWeightIsNeverTakenForTheOldOne) {
+  const Device d = Cpu();
+  Generator g(17);
+  Tensor w = *randn({32, 64}, DType::kF32, d, 0, 0.1, &g);
+  const Tensor x = *randn({4, 64}, DType::kF32, d, 0, 1, &g);
+  auto serve = [&](const std::vector<Tensor>& in)
+      -> absl::StatusOr<std::vector<Tensor>> {
+    MIXRT_ASSIGN_OR_RETURN(Tensor y, linear(in[0], w, Tensor()));
+    return std::vector<Tensor>{y};
+  };
+  EXPECT_NE(w.storage()->version(), x.storage()->version());
+  InferenceModeGuard inference;
+  for (const char* mode : {"default", "reduce-overhead"}) {
+    auto f = compile(serve, {.mode = mode});
+    ASSERT_TRUE(f.ok());
+    for (int call = 0; call < 4; ++call) {
+      w = *randn({32, 64}, DType::kF32, d, 0, 0.1, &g);  // One write each.
+      std::vector<uint8_t> want, got;
+      {
+        AutocastGuard autocast("cpu", DType::kBF16);
+        want = Bytes((*serve({x}))[0]);
+        got = Bytes((*(*f)({x}))[0]);
+      }
+      EXPECT_EQ(got, want) << mode << " call " << call;
+    }
+  }
+}
+
 // Host values are constants of a graph (a replay repeats them). verify
 // traces every call again and compares: a changed scalar argument or a
 // different weight tensor is found, named, and the call's results are
