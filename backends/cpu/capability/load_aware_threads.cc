@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -295,7 +296,29 @@ bool IsRunnableTaskStat(std::string_view stat) {
   return stat[close + 1] == ' ' && stat[close + 2] == 'R';
 }
 
+namespace {
+
+// In a child of fork(), GNU OpenMP's pool is gone (its threads were not
+// forked) but libgomp still believes in it: the first parallel region
+// with more than one thread waits forever for them (a DataLoader worker's
+// first matmul hung). The child runs single-threaded instead, as PyTorch
+// tells forked DataLoader workers to (torch.set_num_threads(1)); an exec
+// starts afresh with every thread. Async-signal-safe: atomics and
+// omp_set_num_threads, which only sets this thread's count.
+void RunSingleThreadedAfterFork() {
+  g_configured.store(1, std::memory_order_relaxed);
+  g_threads.store(1, std::memory_order_relaxed);
+  g_enabled.store(false, std::memory_order_relaxed);
+  omp_set_num_threads(1);
+}
+
+}  // namespace
+
 void ConfigureLoadAwareThreads(int configured) {
+  static const bool fork_handler_set = [] {
+    return pthread_atfork(nullptr, nullptr, &RunSingleThreadedAfterFork) == 0;
+  }();
+  (void)fork_handler_set;
   const char* env = std::getenv(kLoadAwareThreadsEnv);
   const bool off = env != nullptr && std::strcmp(env, "0") == 0;
   g_configured.store(std::max(1, configured));
