@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table shape compile_diff compile_cache_entry bench_input)
+[ ${#targets[@]} -gt 0 ] || targets=(checkpoint plugin_table plugin_wire shape compile_diff compile_cache_entry bench_input)
 # Own output base: switching the C compiler would otherwise throw away the
 # gcc build's cache.
 source scripts/output_base.sh

@@ -226,28 +226,18 @@ MixrtError* PluginHostProcess::Exchange(Call call, const MessageWriter& request,
       return Unavailable();
     }
   }
-  // Read once each: the plugin's threads may change the block meanwhile.
-  const uint64_t answered = block_->response_sequence;
-  const uint32_t bytes = block_->response_bytes;
-  if (answered != sequence) {
-    return ProtocolBreak(absl::StrCat(named(), ": answer to request ", answered,
-                                      " where request ", sequence,
-                                      " was asked"));
-  }
-  if (bytes > isolation::kPayloadBytes) {
-    return ProtocolBreak(absl::StrCat(named(), ": an answer of ", bytes,
-                                      " bytes, more than the channel's ",
-                                      isolation::kPayloadBytes));
-  }
   // What is read is this process's copy: nothing the plugin writes after
   // answering can change a value between its check and its use.
-  response_.assign(block_->payload, block_->payload + bytes);
-  reader->emplace(response_.data(), response_.size());
   uint32_t code = 0;
   std::string message;
-  if (!(*reader)->Get(&code) || !(*reader)->GetString(&message)) {
-    return ProtocolBreak(absl::StrCat(named(), ": no status in the answer"));
+  size_t outputs_at = 0;
+  if (const std::string wrong = isolation::TakeAnswer(
+          *block_, sequence, &response_, &outputs_at, &code, &message);
+      !wrong.empty()) {
+    return ProtocolBreak(absl::StrCat(named(), ": ", wrong));
   }
+  reader->emplace(response_.data(), response_.size());
+  (*reader)->Skip(outputs_at);
   if (code == MIXRT_ERROR_CODE_OK) return nullptr;
   if (code > MIXRT_ERROR_CODE_UNAVAILABLE) code = MIXRT_ERROR_CODE_INTERNAL;
   return MakeError(static_cast<MixrtErrorCode>(code), std::move(message));

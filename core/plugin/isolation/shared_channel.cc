@@ -96,6 +96,29 @@ bool MessageWriter::PutString(absl::string_view text) {
   return Put(length) && PutBytes(text.data(), text.size());
 }
 
+std::string TakeAnswer(const ChannelBlock& block, uint64_t sequence,
+                       std::vector<unsigned char>* copy, size_t* read_from,
+                       uint32_t* code, std::string* message) {
+  // Read once each: the other side's threads may change the block.
+  const uint64_t answered = block.response_sequence;
+  const uint32_t bytes = block.response_bytes;
+  if (answered != sequence) {
+    return absl::StrCat("answer to request ", answered, " where request ",
+                        sequence, " was asked");
+  }
+  if (bytes > kPayloadBytes) {
+    return absl::StrCat("an answer of ", bytes,
+                        " bytes, more than the channel's ", kPayloadBytes);
+  }
+  copy->assign(block.payload, block.payload + bytes);
+  MessageReader reader(copy->data(), copy->size());
+  if (!reader.Get(code) || !reader.GetString(message)) {
+    return "no status in the answer";
+  }
+  *read_from = copy->size() - reader.remaining();
+  return "";
+}
+
 bool MessageReader::GetBytes(void* data, size_t bytes) {
   if (bytes == 0) return true;  // `data` may be an empty vector's NULL.
   if (bytes > size_ - offset_) return false;

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -94,6 +95,17 @@ class MessageWriter {
   bool overflowed_ = false;
 };
 
+class MessageReader;
+
+// The answer in `block` to request `sequence`, copied into `copy` (this
+// process's memory: nothing the other side writes later changes it) and
+// past its status: `code` and `message`. "" when it is that; else why the
+// answer is no answer to the request (the caller breaks the channel): out
+// of sequence, longer than the payload, or without a status.
+std::string TakeAnswer(const ChannelBlock& block, uint64_t sequence,
+                       std::vector<unsigned char>* copy, size_t* read_from,
+                       uint32_t* code, std::string* message);
+
 // Reads what a MessageWriter wrote; every read is bounds-checked against the
 // `size` the writer claimed (itself capped at the payload's size).
 class MessageReader {
@@ -109,6 +121,13 @@ class MessageReader {
   bool GetString(std::string* text);
   // A view into the payload (valid while the payload is); false past the end.
   bool View(const unsigned char** data, size_t bytes);
+  size_t remaining() const { return size_ - offset_; }
+  // Skips `bytes` (already read by someone else); false past the end.
+  bool Skip(size_t bytes) {
+    if (bytes > size_ - offset_) return false;
+    offset_ += bytes;
+    return true;
+  }
 
  private:
   const unsigned char* payload_;
