@@ -5,6 +5,8 @@ DistributedDataParallel around a module written in Python (the core's
 DDP: gradient buckets all-reduced while the backward runs, rank 0's
 parameters copied everywhere at construction)."""
 
+import atexit
+import weakref
 from .. import _mixrt
 from ..nn.module import Module
 
@@ -29,6 +31,10 @@ def init_process_group(backend="mpi", timeout=None):
     if timeout is not None and hasattr(timeout, "total_seconds"):
         timeout = timeout.total_seconds()
     _group = _mixrt._init_process_group(backend, float(timeout or 0))
+    # Dropped before the interpreter tears modules down, in whatever order
+    # it does (nanobind reported the group leaked at every distributed
+    # script's exit when its last reference went with this module's dict).
+    atexit.register(destroy_process_group)
 
 
 def is_initialized():
@@ -69,6 +75,22 @@ def barrier():
     _default().barrier()
 
 
+def _weak_forward(module):
+    """module.forward, without holding the module: the C++ side keeps what
+    it is given for as long as the parameters' gradient hooks keep it, a
+    cycle through C++ that Python's collector cannot see (nanobind reported
+    the parameters leaked at every distributed script's exit). This object
+    (DistributedDataParallel.module) holds the module."""
+    ref = weakref.ref(module)
+
+    def forward(x):
+        target = ref()
+        if target is None:
+            raise RuntimeError("DistributedDataParallel: its module is gone")
+        return target.forward(x)
+    return forward
+
+
 class DistributedDataParallel(Module):
     """torch.nn.parallel.DistributedDataParallel for a Module with one
     tensor input: ``ddp(x)`` runs ``module(x)`` on this rank's shard, and
@@ -80,7 +102,7 @@ class DistributedDataParallel(Module):
         self.module = module
         group = process_group or _default()
         impl = _mixrt._distributed_data_parallel(
-            module.forward, list(module.named_parameters()),
+            _weak_forward(module), list(module.named_parameters()),
             list(module.named_buffers()), group, float(bucket_cap_mb),
             bool(broadcast_buffers), bool(find_unused_parameters))
         object.__setattr__(self, "_impl", impl)
