@@ -12,6 +12,7 @@
 #include "backends/cpu/onednn/onednn3_companion.h"
 #include "gtest/gtest.h"
 #include "tests/testing/absolute_env_path.h"
+#include "tests/testing/tensor_desc.h"
 #include "tests/testing/test_plugins.h"
 #include "tests/testing/uniform_floats.h"
 
@@ -21,18 +22,6 @@ namespace {
 // Before the companion is first loaded (it requires an absolute path).
 const bool kAbsoluteLibrary =
     testing::MakeEnvPathAbsolute("MIXRT_CPU_ONEDNN3_LIBRARY");
-
-MixrtTensorDesc Desc(void* data, const std::vector<int64_t>& shape,
-                     const std::vector<int64_t>& strides) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.data = data;
-  d.dtype = MIXRT_DTYPE_F32;
-  d.ndim = static_cast<int32_t>(shape.size());
-  d.shape = shape.data();
-  d.strides = strides.data();
-  return d;
-}
 
 TEST(LyingCompanionTest, OneThatGetsKnownProductsWrongIsNeverLoaded) {
   const std::string why = OneDnn3CompanionRefusal(testing::RunfilePath(
@@ -52,9 +41,12 @@ TEST(LyingCompanionTest, OneWhoseFirstAnswerDisagreesIsDropped) {
   // The descriptors point at these (they outlive the call).
   const std::vector<int64_t> x_shape{m, k}, x_strides{k, 1}, w_shape{k, n},
       w_strides{n, 1}, y_shape{m, n}, y_strides{n, 1};
-  const MixrtTensorDesc xd = Desc(x.data(), x_shape, x_strides),
-                        wd = Desc(w.data(), w_shape, w_strides),
-                        yd = Desc(y.data(), y_shape, y_strides);
+  const MixrtTensorDesc xd = testing::HostDesc(x.data(), MIXRT_DTYPE_F32,
+                                               x_shape, x_strides),
+                        wd = testing::HostDesc(w.data(), MIXRT_DTYPE_F32,
+                                               w_shape, w_strides),
+                        yd = testing::HostDesc(y.data(), MIXRT_DTYPE_F32,
+                                               y_shape, y_strides);
   sdk::KernelCall call;
   call.op = MIXRT_OP_MATMUL;
   call.inputs.push_back(sdk::TensorRef(xd));
