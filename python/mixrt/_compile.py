@@ -33,6 +33,11 @@ def _frozen(value, depth=0):
     if isinstance(value, Tensor):
         # Which tensor (its contents are the core's to guard).
         return ("tensor", id(value))
+    if _is_ndarray(value):
+        # Its contents: a NumPy array read inside the function is read by
+        # value (float(arr[0])) and can change in place at any time.
+        return ("ndarray", id(value), value.dtype.str, value.shape,
+                value.tobytes())
     if isinstance(value, (tuple, list)) and depth < 3:
         return (type(value).__name__,
                 tuple(_frozen(v, depth + 1) for v in value))
@@ -40,6 +45,12 @@ def _frozen(value, depth=0):
         return ("dict", tuple(sorted(
             ((repr(k), _frozen(v, depth + 1)) for k, v in value.items()))))
     return ("object", id(value))
+
+
+def _is_ndarray(value):
+    """A NumPy array, without importing NumPy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ == "ndarray"
 
 
 class _GuardCollector:
@@ -50,6 +61,9 @@ class _GuardCollector:
     def __init__(self):
         self.items = []
         self.seen = set()
+        # Every name the collected code uses (globals and attributes alike):
+        # which attributes of an imported module it may read.
+        self.names = set()
         # What a later call re-reads to know nothing moved, cheaper than
         # collecting again: (read, picture) pairs for the globals, closure
         # cells and defaults reached, and the module attributes assignment
@@ -95,7 +109,9 @@ class _GuardCollector:
             self.items.append((name, "id", id(value)))
             if not assigned_only:
                 self.same.append(_same(holder, key, value))
-        elif isinstance(value, _SCALARS + (Tensor,)):
+            if isinstance(value, types.ModuleType):
+                self._module_attributes(name, value, depth)
+        elif isinstance(value, _SCALARS + (Tensor,)) or _is_ndarray(value):
             picture = _frozen(value)
             self.items.append((name, picture))
             if not assigned_only:
@@ -110,6 +126,18 @@ class _GuardCollector:
             self.items.append((name, "object", picture))
             self.probes.append((_object_picture_of(read), picture))
 
+    def _module_attributes(self, name, module, depth):
+        """The attributes of an imported module (`import cfg`) the code
+        being collected may read: the names its code uses that the module
+        has (cfg.alpha names "alpha"), each guarded by value as a global
+        is, so `cfg.alpha = 4.0` traces again. A name that is not such an
+        attribute is only a guard too many."""
+        d = getattr(module, "__dict__", {})
+        for attr in sorted(self.names & d.keys()):
+            if attr.startswith("__"):
+                continue
+            self._value(f"{name}.{attr}", d[attr], depth + 1, d, attr)
+
     def _function(self, fn, depth):
         code = fn.__code__
         names = set()
@@ -118,6 +146,7 @@ class _GuardCollector:
             c = stack.pop()
             names.update(c.co_names)
             stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        self.names |= names
         g = fn.__globals__
         for name in sorted(names):
             if name in g:

@@ -55,6 +55,45 @@ def test_a_changed_global_traces_again():
         SCALE = 2.0
 
 
+# A configuration module, as `import cfg` gives one (the probe's case).
+_CFG = types.ModuleType("cfg")
+_CFG.alpha = 1.5
+
+
+def _times_cfg_alpha(x):
+    return x * _CFG.alpha
+
+
+def test_an_imported_modules_attribute_is_guarded():
+    cf = mixrt.compile(_times_cfg_alpha)
+    x = mixrt.tensor([1.0, 2.0])
+    assert cf(x).tolist() == [1.5, 3.0]
+    assert cf(x).tolist() == [1.5, 3.0]
+    _CFG.alpha = 4.0
+    try:
+        assert cf(x).tolist() == [4.0, 8.0]  # Replayed x1.5 before.
+    finally:
+        _CFG.alpha = 1.5
+    # A module held in a closure cell, the same.
+    settings = types.ModuleType("settings")
+    settings.shift = 1.0
+    shifted = mixrt.compile(lambda x: x + settings.shift)
+    assert shifted(x).tolist() == [2.0, 3.0]
+    assert shifted(x).tolist() == [2.0, 3.0]
+    settings.shift = -1.0
+    assert shifted(x).tolist() == [0.0, 1.0]
+
+
+def test_a_numpy_array_read_inside_is_guarded_by_its_contents():
+    arr = np.array([2.0, 0.0], dtype=np.float32)
+    cf = mixrt.compile(lambda x: x * float(arr[0]))
+    x = mixrt.tensor([1.0, 3.0])
+    assert cf(x).tolist() == [2.0, 6.0]
+    assert cf(x).tolist() == [2.0, 6.0]
+    arr[0] = 7.0  # In place: the same array object.
+    assert cf(x).tolist() == [7.0, 21.0]
+
+
 def test_a_changed_closure_value_and_argument_trace_again():
     factor = [3.0]
 
