@@ -49,9 +49,27 @@ hosts_available() {
   ip netns del "$probe"
 }
 
+# Removes what runs that died without hosts_down left (SIGKILL, an
+# out-of-memory kill): their namespaces carry the pid of the shell that
+# made them (mixrt<pid>a, mixrt<pid>b, mixrtprobe<pid>); one whose pid is
+# no longer a process is killed empty and deleted, its veth with it. A pid
+# that lives again as another process keeps its namespaces: never guess.
+hosts_reap_stale() {
+  local ns pid
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    [[ $ns =~ ^mixrt(probe)?([0-9]+)[ab]?$ ]] || continue
+    pid=${BASH_REMATCH[2]}
+    [ "$pid" = "$$" ] && continue
+    [ -d "/proc/$pid" ] && continue
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
+
 hosts_up() {
   local rate=${1:-10gbit}
   local id=$$
+  hosts_reap_stale
   MIXRT_HOST_A_NS=mixrt${id}a
   MIXRT_HOST_B_NS=mixrt${id}b
   HOSTS_DEV_A=mxa$id
