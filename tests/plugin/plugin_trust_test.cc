@@ -149,7 +149,7 @@ TEST(PluginTrust, AnotherUserCannotSubstituteWhatIsYoursInAStickyDirectory) {
   PluginReport r = Searched(theirs_dir);
   EXPECT_EQ(r.state, PluginState::kUntrusted);
   EXPECT_THAT(r.reason, HasSubstr("owned by another user (uid 65534)"));
-  std::system(("rm -rf " + sticky).c_str());
+  EXPECT_EQ(std::system(("rm -rf " + sticky).c_str()), 0);
 }
 
 TEST(PluginTrust, AnUntrustedPluginIsSaidAtLoadWithTheFix) {
