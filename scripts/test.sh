@@ -147,11 +147,11 @@ check "builds and tests without a CUDA toolkit (MIXRT_CUDA_ROOT=/nonexistent)" n
 # The Python package as a user gets it: the wheel built from the build
 # above, installed into a fresh virtualenv (no NumPy, nothing else), then
 # imported, asked for its backends, and the Python AMP recipe run small.
-# In a folder only this user can write: the registry loads no plugin from
-# a folder others could write (so not under /tmp).
+# Under /tmp, where users make virtualenvs: the registry loads plugins from
+# a directory of this user's inside a sticky one (common/trusted_path.h).
 wheel_in_fresh_venv() {
-  local dir="$HOME/.cache/mixrt-wheel-check" repo=$PWD
-  rm -rf "$dir" && mkdir -p -m 700 "$dir"
+  local dir repo=$PWD
+  dir=$(mktemp -d /tmp/mixrt-wheel-check.XXXXXX) || return 1
   scripts/build_wheel.sh &&
     /usr/bin/python3 -m venv "$dir/venv" &&
     "$dir/venv/bin/pip" install --no-index --quiet dist/mixrt-*.whl &&
