@@ -66,8 +66,10 @@ bool DecodedKernelGraphSteps::Read(MessageReader& in, int32_t num_buffers) {
     MixrtKernelGraphStep& s = steps_[i];
     s.struct_size = sizeof(s);
     int32_t n_in = 0, n_out = 0;
+    // Each count bounded alone first: their sum could overflow.
     if (!in.Get(&s.op) || !in.Get(&n_in) || !in.Get(&n_out) || n_in < 0 ||
-        n_out < 0 || n_in + n_out > kMaxLaunchTensors) {
+        n_out < 0 || n_in > kMaxLaunchTensors ||
+        n_out > kMaxLaunchTensors - n_in) {
       return false;
     }
     const int32_t n = n_in + n_out;
