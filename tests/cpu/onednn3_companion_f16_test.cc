@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "mixrt/float_convert.h"
 #include "tests/testing/absolute_env_path.h"
+#include "tests/testing/tensor_desc.h"
 #include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
@@ -36,19 +37,6 @@ std::vector<uint16_t> F16s(int64_t n, uint32_t seed) {
 
 double Value(uint16_t h) { return sdk::F16BitsToF32(h); }
 
-MixrtTensorDesc Desc(void* data, MixrtDtype dtype,
-                     const std::vector<int64_t>& shape,
-                     const std::vector<int64_t>& strides) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.data = data;
-  d.dtype = dtype;
-  d.ndim = static_cast<int32_t>(shape.size());
-  d.shape = shape.data();
-  d.strides = strides.data();
-  return d;
-}
-
 TEST(OneDnn3CompanionF16Test, F16ProductsRunOnTheCompanionAsF16) {
   ASSERT_TRUE(OneDnn3CompanionLoaded()) << OneDnn3CompanionSummary();
   ASSERT_FALSE(OneDnnHasMatmul(MIXRT_DTYPE_F16))
@@ -65,14 +53,14 @@ TEST(OneDnn3CompanionF16Test, F16ProductsRunOnTheCompanionAsF16) {
   const std::vector<int64_t> w_shape{batch, k, n}, w_strides{0, 1, k};
   const std::vector<int64_t> b_shape{n}, b_strides{1};
   const std::vector<int64_t> y_shape{batch, m, n}, y_strides{m * n, n, 1};
-  const MixrtTensorDesc xd =
-                            Desc(x.data(), MIXRT_DTYPE_F16, x_shape, x_strides),
-                        wd =
-                            Desc(w.data(), MIXRT_DTYPE_F16, w_shape, w_strides),
-                        bd = Desc(bias.data(), MIXRT_DTYPE_F16, b_shape,
-                                  b_strides),
-                        yd =
-                            Desc(y.data(), MIXRT_DTYPE_F16, y_shape, y_strides);
+  const MixrtTensorDesc xd = testing::HostDesc(x.data(), MIXRT_DTYPE_F16,
+                                               x_shape, x_strides),
+                        wd = testing::HostDesc(w.data(), MIXRT_DTYPE_F16,
+                                               w_shape, w_strides),
+                        bd = testing::HostDesc(bias.data(), MIXRT_DTYPE_F16,
+                                               b_shape, b_strides),
+                        yd = testing::HostDesc(y.data(), MIXRT_DTYPE_F16,
+                                               y_shape, y_strides);
   MixrtMatmulAttrs attrs{};
   attrs.struct_size = sizeof(attrs);
   attrs.activation = MIXRT_ACTIVATION_RELU;

@@ -16,6 +16,7 @@
 #include "backends/cpu/capability/cpu_info.h"
 #include "backends/cpu/kernels/cpu_matmul.h"
 #include "gtest/gtest.h"
+#include "tests/testing/tensor_desc.h"
 #include "tests/testing/uniform_floats.h"
 
 namespace mixrt::cpu {
@@ -65,18 +66,6 @@ TEST(OperandCopiesTest, PaddedBOnlyForRows2KiBApartAndShortProducts) {
       << "m 32: the copy costs what the product does";
 }
 
-MixrtTensorDesc Desc(float* data, const std::vector<int64_t>& shape,
-                     const std::vector<int64_t>& strides) {
-  MixrtTensorDesc d{};
-  d.struct_size = sizeof(d);
-  d.data = data;
-  d.dtype = MIXRT_DTYPE_F32;
-  d.ndim = static_cast<int32_t>(shape.size());
-  d.shape = shape.data();
-  d.strides = strides.data();
-  return d;
-}
-
 // y = relu(a x b + bias) + beta * y through RunMatmul, a and b given as
 // (memory, strides) over m x k and k x n, checked against sums in double.
 void CheckProduct(int64_t m, int64_t k, int64_t n,
@@ -91,10 +80,14 @@ void CheckProduct(int64_t m, int64_t k, int64_t n,
   const std::vector<float> y_before = y;
   const std::vector<int64_t> a_shape{m, k}, b_shape{k, n}, bias_shape{n},
       bias_strides{1}, y_shape{m, n}, y_strides{n, 1};
-  const MixrtTensorDesc ad = Desc(a.data(), a_shape, a_strides),
-                        bd = Desc(b.data(), b_shape, b_strides),
-                        biasd = Desc(bias.data(), bias_shape, bias_strides),
-                        yd = Desc(y.data(), y_shape, y_strides);
+  const MixrtTensorDesc ad = testing::HostDesc(a.data(), MIXRT_DTYPE_F32,
+                                               a_shape, a_strides),
+                        bd = testing::HostDesc(b.data(), MIXRT_DTYPE_F32,
+                                               b_shape, b_strides),
+                        biasd = testing::HostDesc(bias.data(), MIXRT_DTYPE_F32,
+                                                  bias_shape, bias_strides),
+                        yd = testing::HostDesc(y.data(), MIXRT_DTYPE_F32,
+                                               y_shape, y_strides);
   MixrtMatmulAttrs attrs{};
   attrs.struct_size = sizeof(attrs);
   attrs.activation = MIXRT_ACTIVATION_RELU;
