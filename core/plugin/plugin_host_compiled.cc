@@ -63,8 +63,8 @@ MixrtError* PluginHostProcess::FusionCompile(MixrtFusion_Compile_Args* a) {
   a->kernel = nullptr;
   if (kernel != 0) {
     MixrtError* refused = nullptr;
-    const uint64_t handle = AdoptHandle(kernel, live_kernel_handles_,
-                                        "fusion_compile: kernel", &refused);
+    const uint64_t handle =
+        AdoptHandle(kernel, kernels_, "fusion_compile: kernel", &refused);
     if (handle == 0) return refused;
     kernels_[handle] = KernelInfo{kernel, a->device, a->graph->num_values,
                                   a->graph->num_symbols, absl::ZeroDuration()};
@@ -77,10 +77,13 @@ MixrtError* PluginHostProcess::FusionCompile(MixrtFusion_Compile_Args* a) {
   return nullptr;
 }
 
+template <typename Info>
 uint64_t PluginHostProcess::AdoptHandle(uint64_t plugin_handle,
-                                        std::set<uint64_t>& live,
+                                        const std::map<uint64_t, Info>& live,
                                         const char* what, MixrtError** error) {
-  if (!live.insert(plugin_handle).second) {
+  if (std::any_of(live.begin(), live.end(), [&](const auto& entry) {
+        return entry.second.plugin_handle == plugin_handle;
+      })) {
     *error = MakeError(
         MIXRT_ERROR_CODE_INTERNAL,
         absl::StrCat(what, ": the plugin answered with handle 0x",
@@ -127,7 +130,6 @@ void PluginHostProcess::FusedDestroy(MixrtFusedKernel_Destroy_Args* a) {
   if (it == kernels_.end()) return;
   const uint64_t plugin_handle = it->second.plugin_handle;
   kernels_.erase(it);
-  live_kernel_handles_.erase(plugin_handle);
   if (failed_.load(std::memory_order_acquire)) return;
   MessageWriter w(block_->payload);
   w.Put(plugin_handle);
@@ -230,8 +232,8 @@ MixrtError* PluginHostProcess::GraphCreate(MixrtKernelGraph_Create_Args* a) {
   a->graph = nullptr;
   if (graph != 0) {
     MixrtError* refused = nullptr;
-    const uint64_t handle = AdoptHandle(graph, live_graph_handles_,
-                                        "kernel_graph_create: graph", &refused);
+    const uint64_t handle =
+        AdoptHandle(graph, graphs_, "kernel_graph_create: graph", &refused);
     if (handle == 0) return refused;
     graphs_[handle] =
         GraphInfo{graph, a->device, a->num_buffers, absl::ZeroDuration()};
@@ -277,7 +279,6 @@ void PluginHostProcess::GraphDestroy(MixrtKernelGraph_Destroy_Args* a) {
   if (it == graphs_.end()) return;
   const uint64_t plugin_handle = it->second.plugin_handle;
   graphs_.erase(it);
-  live_graph_handles_.erase(plugin_handle);
   if (failed_.load(std::memory_order_acquire)) return;
   MessageWriter w(block_->payload);
   w.Put(plugin_handle);

@@ -280,13 +280,14 @@ class PluginHostProcess : public PluginProcess {
     absl::Duration last_run;
   };
   std::map<uint64_t, GraphInfo> graphs_;
-  // The plugin's handles now live, of kernels and of graphs.
-  std::set<uint64_t> live_kernel_handles_, live_graph_handles_;
   uint64_t next_handle_ = 0;  // The last handle this side gave out.
-  // A new handle for the plugin's `plugin_handle`, or 0 when that handle
-  // is already live (in `live`), which is then an error naming `what`.
-  uint64_t AdoptHandle(uint64_t plugin_handle, std::set<uint64_t>& live,
-                       const char* what, MixrtError** error);
+  // A new handle for the plugin's `plugin_handle`, or 0 when `live` (the
+  // kernels or graphs this side holds) already has it, which is then an
+  // error naming `what`.
+  template <typename Info>
+  uint64_t AdoptHandle(uint64_t plugin_handle,
+                       const std::map<uint64_t, Info>& live, const char* what,
+                       MixrtError** error);
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mu_;

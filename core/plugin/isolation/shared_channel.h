@@ -95,8 +95,6 @@ class MessageWriter {
   bool overflowed_ = false;
 };
 
-class MessageReader;
-
 // The answer in `block` to request `sequence`, copied into `copy` (this
 // process's memory: nothing the other side writes later changes it) and
 // past its status: `code` and `message`. "" when it is that; else why the
